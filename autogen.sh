@@ -1,0 +1,3 @@
+#!/bin/sh
+# Regenerate the build system from configure.ac and the Makefile.am files.
+exec autoreconf -fi "$@"

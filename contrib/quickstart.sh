@@ -1,0 +1,73 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# weft on a fresh Debian 12 machine, in one command:
+#   contrib/quickstart.sh run    install what weft needs, build it, run a 4-rank job here
+#   contrib/quickstart.sh test   install what weft needs, build it, run the whole test suite
+#
+# Installs Debian packages with apt-get when something is missing (as root, or
+# through sudo), builds in _build/, and never touches anything outside it.
+set -eu
+
+mode=${1:-}
+case "$mode" in
+  run|test) ;;
+  *) echo "usage: contrib/quickstart.sh run|test" >&2; exit 2 ;;
+esac
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+# Build tools, required libraries, optional ones, and the real programs the tests run under weftrun.
+pkgs="build-essential autoconf automake libtool pkg-config
+      openmpi-bin libopenmpi-dev libhwloc-dev hwloc libcmocka-dev libcurl4-openssl-dev
+      iproute2 procps python3 python3-mpi4py python3-torch lammps hpcc gnuplot-nox"
+missing=
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "quickstart: installing Debian packages:$missing"
+  sudo=
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
+fi
+
+[ -x configure ] || ./autogen.sh
+mkdir -p _build
+cd _build
+[ -f Makefile ] || ../configure --enable-werror
+make -j"$(nproc)"
+
+if [ "$(id -u)" -eq 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+if [ "$mode" = test ]; then
+  # Every test's verdict is in the test-suite.log of its directory.
+  rc=0
+  make -j"$(nproc)" check || rc=$?
+  pass=0 fail=0 skip=0
+  for log in $(find . -name test-suite.log); do
+    p=$(sed -n 's/^# PASS: *//p' "$log"); f=$(sed -n 's/^# FAIL: *//p' "$log")
+    x=$(sed -n 's/^# XPASS: *//p' "$log"); e=$(sed -n 's/^# ERROR: *//p' "$log")
+    s=$(sed -n 's/^# SKIP: *//p' "$log")
+    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${x:-0} + ${e:-0})); skip=$((skip + ${s:-0}))
+    if [ "${f:-0}${e:-0}${x:-0}" != "000" ]; then cat "$log"; fi
+  done
+  [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=1
+  echo "$pass passed, $fail failed, $skip skipped"
+  [ $fail -eq 0 ]
+  exit
+fi
+
+# The main job on this machine: the placement weftrun would make, then a
+# data-parallel training run on 4 ranks through weftrun.
+if [ -x src/weftrun/weftrun ]; then
+  WEFT_DATADIR="$top/share/weft" src/weft-topo/weft-topo -np 4
+  WEFT_DATADIR="$top/share/weft" src/weftrun/weftrun --oversubscribe -np 4 --report-bindings \
+    examples/dp_train
+else
+  WEFT_DATADIR="$top/share/weft" src/weft-topo/weft-topo -np 4
+fi

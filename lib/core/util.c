@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Small checked utilities: number and size parsing, bounded formatting, data directory. */
+#include "weft_private.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int weft__snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  va_start(ap, fmt);
+  n = vsnprintf(buf, size, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= size)
+    return WEFT_ERANGE;
+  return 0;
+}
+
+char *weft__strdup(const char *s)
+{
+  return s ? strdup(s) : NULL;
+}
+
+int weft_parse_long(const char *s, long min, long max, long *out)
+{
+  char *end;
+  long v;
+
+  if (!s || !*s || isspace((unsigned char)*s))
+    return WEFT_EPARSE;
+  if (min >= 0 && (*s == '-' || *s == '+'))
+    return WEFT_EPARSE;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (*end != '\0')
+    return WEFT_EPARSE;
+  if (errno == ERANGE || v < min || v > max)
+    return WEFT_ERANGE;
+  *out = v;
+  return 0;
+}
+
+int weft_parse_size(const char *s, size_t *out)
+{
+  char *end;
+  unsigned long long v, mult = 1;
+
+  if (!s || !isdigit((unsigned char)*s))
+    return WEFT_EPARSE;
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (errno == ERANGE)
+    return WEFT_ERANGE;
+  switch (toupper((unsigned char)*end)) {
+  case 'K': mult = 1ULL << 10; end++; break;
+  case 'M': mult = 1ULL << 20; end++; break;
+  case 'G': mult = 1ULL << 30; end++; break;
+  case 'T': mult = 1ULL << 40; end++; break;
+  default: break;
+  }
+  if (toupper((unsigned char)*end) == 'B')
+    end++;
+  if (*end != '\0')
+    return WEFT_EPARSE;
+  if (v > SIZE_MAX / mult)
+    return WEFT_ERANGE;
+  *out = (size_t)(v * mult);
+  return 0;
+}
+
+const char *weft_datadir(void)
+{
+  const char *d = getenv("WEFT_DATADIR");
+  return (d && *d) ? d : WEFT_PKGDATADIR;
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef WEFT_ENV_H
+#define WEFT_ENV_H
+
+#include <weft/common.h>
+#include <weft/errors.h>
+
+WEFT_BEGIN_DECLS
+
+WEFT_END_DECLS
+
+#endif /* WEFT_ENV_H */

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal helpers shared by the files of libweft. Never installed; tools
+ * must not include it. Cross-file internal names use the weft__ prefix.
+ */
+#ifndef WEFT_PRIVATE_H
+#define WEFT_PRIVATE_H
+
+#include "config.h"
+
+#include <weft.h>
+
+#define WEFT__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Log through the subsystem's switch; the arguments are not evaluated when it is off. */
+#define WEFT__LOG(sub, ...)                                                   \
+  do {                                                                        \
+    if (weft_log_enabled(WEFT_LOG_##sub))                                     \
+      weft_log(WEFT_LOG_##sub, __VA_ARGS__);                                  \
+  } while (0)
+
+/* snprintf into a fixed buffer; returns 0, or WEFT_ERANGE when it did not fit. */
+int weft__snprintf(char *buf, size_t size, const char *fmt, ...) WEFT_PRINTF(3, 4);
+
+/* strdup that may be given NULL: returns NULL for NULL, and NULL when out of memory. */
+char *weft__strdup(const char *s);
+
+#endif /* WEFT_PRIVATE_H */

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of lib/core: error table, version check, parsing, WEFT_VERBOSE. */
+#include "weft_private.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void test_errors_table(void **state)
+{
+  (void)state;
+  assert_string_equal(weft_strerror(0), "success");
+  assert_string_equal(weft_strerror(WEFT_EINVAL), "invalid argument");
+  assert_string_equal(weft_err_name(WEFT_ETIMEDOUT), "WEFT_ETIMEDOUT");
+  assert_string_equal(weft_strerror(12345), "unknown error");
+  assert_string_equal(weft_err_name(-999), "WEFT_EUNKNOWN");
+  /* Every code is negative, distinct, and has a message. */
+  for (int e = -1; e > WEFT_ERRNO_LAST; e--) {
+    assert_string_not_equal(weft_strerror(e), "unknown error");
+    assert_string_not_equal(weft_err_name(e), "WEFT_EUNKNOWN");
+  }
+}
+
+static void test_version(void **state)
+{
+  char buf[512];
+  FILE *f = fmemopen(buf, sizeof(buf), "w");
+  (void)state;
+  assert_int_equal(weft_version(), WEFT_VERSION_HEX);
+  assert_string_equal(weft_version_string(), WEFT_VERSION_STRING);
+  assert_int_equal(weft_check_version(stderr, "t"), 0);
+  assert_non_null(f);
+  assert_int_equal(weft__check_api(WEFT_API_VERSION + 1, f, "tool"), WEFT_EVERSION);
+  fclose(f);
+  assert_non_null(strstr(buf, "LD_LIBRARY_PATH"));
+}
+
+static void test_parse_long(void **state)
+{
+  long v = 0;
+  (void)state;
+  assert_int_equal(weft_parse_long("42", 0, 100, &v), 0);
+  assert_int_equal(v, 42);
+  assert_int_equal(weft_parse_long("-3", -10, 10, &v), 0);
+  assert_int_equal(v, -3);
+  assert_int_equal(weft_parse_long("", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_long(NULL, 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_long("4x", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_long(" 4", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_long("-1", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_long("11", 0, 10, &v), WEFT_ERANGE);
+  assert_int_equal(weft_parse_long("99999999999999999999999", 0, 10, &v), WEFT_ERANGE);
+}
+
+static void test_parse_size(void **state)
+{
+  size_t v = 0;
+  (void)state;
+  assert_int_equal(weft_parse_size("8", &v), 0);
+  assert_int_equal(v, 8);
+  assert_int_equal(weft_parse_size("4K", &v), 0);
+  assert_int_equal(v, 4096);
+  assert_int_equal(weft_parse_size("1MB", &v), 0);
+  assert_int_equal(v, 1 << 20);
+  assert_int_equal(weft_parse_size("2g", &v), 0);
+  assert_int_equal(v, (size_t)2 << 30);
+  assert_int_equal(weft_parse_size("1Q", &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_size("-1", &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_size("", &v), WEFT_EPARSE);
+  assert_int_equal(weft_parse_size("99999999999999999999T", &v), WEFT_ERANGE);
+}
+
+static void test_verbose(void **state)
+{
+  (void)state;
+  unsetenv("WEFT_VERBOSE");
+  weft_log_reset();
+  assert_int_equal(weft_log_enabled(WEFT_LOG_TOPO), 0);
+  setenv("WEFT_VERBOSE", "topo,map", 1);
+  weft_log_reset();
+  assert_int_equal(weft_log_enabled(WEFT_LOG_TOPO), 1);
+  assert_int_equal(weft_log_enabled(WEFT_LOG_MAP), 1);
+  assert_int_equal(weft_log_enabled(WEFT_LOG_RT), 0);
+  setenv("WEFT_VERBOSE", "all,-rt", 1);
+  weft_log_reset();
+  assert_int_equal(weft_log_enabled(WEFT_LOG_GCP), 1);
+  assert_int_equal(weft_log_enabled(WEFT_LOG_RT), 0);
+  setenv("WEFT_VERBOSE", "nonsense", 1);
+  weft_log_reset();
+  assert_int_equal(weft_log_enabled(WEFT_LOG_CORE), 0);
+  assert_int_equal(weft_log_enabled((weft_subsys)99), 0);
+  unsetenv("WEFT_VERBOSE");
+  weft_log_reset();
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_errors_table), cmocka_unit_test(test_version),
+    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_size),
+    cmocka_unit_test(test_verbose),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
