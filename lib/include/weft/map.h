@@ -1,11 +1,124 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Placement: which GPU, cores, NUMA memory and NIC each local rank of a host gets.
+ *
+ * weft_map_rank() is a pure function of (topology, policy, local rank, local
+ * size): the launcher evaluates it for reports and dry runs, and every rank's
+ * agent evaluates it again on its own host, so nothing ships a plan around.
+ * A request that cannot be met is an error with a reason, never a silent wrap.
+ */
 #ifndef WEFT_MAP_H
 #define WEFT_MAP_H
 
+#include <stdio.h>
+
 #include <weft/common.h>
 #include <weft/errors.h>
+#include <weft/topo.h>
+
+typedef enum weft_map_by {
+  WEFT_MAP_AUTO = 0, /* gpu on hosts with GPUs, core otherwise */
+  WEFT_MAP_GPU,      /* one rank per GPU */
+  WEFT_MAP_CORE,     /* ranks over cores in order */
+  WEFT_MAP_NUMA,     /* ranks round-robin over NUMA nodes */
+  WEFT_MAP_PACKAGE,  /* ranks round-robin over packages */
+  WEFT_MAP_PPR,      /* ppr:N:OBJ: N ranks per object */
+  WEFT_MAP_SLOT,     /* Open MPI's by-slot: as core, for compatibility */
+} weft_map_by;
+
+typedef enum weft_bind_to {
+  WEFT_BIND_DEFAULT = 0, /* gpu-local under map-by gpu, core otherwise */
+  WEFT_BIND_GPU_LOCAL,   /* the rank's share of the cores local to its GPU */
+  WEFT_BIND_CORE,
+  WEFT_BIND_NUMA,
+  WEFT_BIND_PACKAGE,
+  WEFT_BIND_NONE,
+} weft_bind_to;
+
+typedef enum weft_obj {
+  WEFT_OBJ_NONE = 0, WEFT_OBJ_CORE, WEFT_OBJ_NUMA, WEFT_OBJ_PACKAGE, WEFT_OBJ_GPU, WEFT_OBJ_NODE,
+} weft_obj;
+
+typedef struct weft_policy {
+  weft_map_by map_by;
+  weft_bind_to bind_to;
+  int ppr_n;              /* with WEFT_MAP_PPR: ranks per object */
+  weft_obj ppr_obj;       /* with WEFT_MAP_PPR: the object */
+  int pe;                 /* cores per rank; 0: share the cores there are evenly */
+  int oversubscribe;      /* allow more ranks than the policy's slots (cores/GPUs) */
+  int use_hwthreads;      /* count hardware threads as cores */
+  const char *reserved_cpus; /* OS processors never given to ranks ("8-21,112-125"), or NULL */
+} weft_policy;
+
+/* What one local rank gets. Clear with weft_place_clear(). */
+typedef struct weft_place {
+  int local_rank;
+  int gpu;                /* GPU index in the topology, -1 for none */
+  int nic;                /* NIC index in the topology, -1 for none */
+  hwloc_bitmap_t cpuset;  /* processors to bind to (all processors for bind none) */
+  hwloc_bitmap_t nodeset; /* NUMA nodes for memory (OS indexes); empty when unknown */
+  int ncores;             /* cores in cpuset: OMP_NUM_THREADS */
+  int bound;              /* 0 for bind none */
+} weft_place;
 
 WEFT_BEGIN_DECLS
+
+/** \brief Fill \p p from --map-by and --bind-to strings as users type them
+ * ("gpu", "core", "numa", "package", "slot", "ppr:2:numa", "ppr:1:package:pe=4",
+ * "core:pe=2", "gpu:pe=8"; bind "gpu-local", "core", "numa", "package", "none").
+ * Either may be NULL for the default. Open MPI modifiers after ':' such as
+ * "PE=4", "OVERSUBSCRIBE" and "HWTCPUS" are understood.
+ * \return 0, or WEFT_EPARSE / WEFT_ENAME with a one-line reason in \p why. */
+WEFT_EXPORT int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to,
+                                  char *why, size_t whylen);
+
+/** \brief The policy as weftrun would spell it ("gpu, bind gpu-local"); static storage per call site is not used: writes into \p buf. */
+WEFT_EXPORT int weft_policy_format(const weft_policy *p, char *buf, size_t len);
+
+/** \brief How many ranks this host can take under \p p without oversubscribing
+ * (its slots): GPUs for map-by gpu, cores (or threads) otherwise, N x objects for ppr. */
+WEFT_EXPORT int weft_map_slots(const weft_topo *t, const weft_policy *p);
+
+/** \brief Place local rank \p local_rank of \p local_size on topology \p t.
+ * \p out is initialised by the call (its bitmaps are allocated) on success.
+ * \return 0; WEFT_ENOFIT with a reason in \p why (more ranks than GPUs, pe larger
+ * than the cores there are, no such object, ...); WEFT_EINVAL; WEFT_ENOMEM. */
+WEFT_EXPORT int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank,
+                              int local_size, weft_place *out, char *why, size_t whylen);
+WEFT_EXPORT void weft_place_clear(weft_place *pl);
+
+/* A whole job's plan, as weftrun --dry-run and weft-topo print it. */
+typedef struct weft_plan_host {
+  const char *name;
+  int slots;
+  const weft_topo *topo;       /* not owned */
+  const char *topology;        /* file name shown in JSON, or NULL for "live" */
+} weft_plan_host;
+
+typedef struct weft_plan_rank {
+  int rank;
+  int host;                    /* index into hosts */
+  int node_rank;
+  int local_rank;
+  weft_place place;
+} weft_plan_rank;
+
+typedef struct weft_plan {
+  int np;
+  int nhosts;
+  const weft_plan_host *hosts;
+  const weft_plan_rank *ranks;  /* np of them */
+  int nenv;
+  const char *const *env;      /* "KEY=VALUE" strings, shown under "env" */
+} weft_plan;
+
+/** \brief Write \p plan as the plan JSON of DESIGN.md ("version": 1) to \p out. */
+WEFT_EXPORT int weft_plan_write_json(FILE *out, const weft_plan *plan);
+
+/** \brief One --report-bindings line for a rank:
+ * "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12 NUMA 0 NIC enp6s0". */
+WEFT_EXPORT int weft_place_format(const weft_topo *t, const char *host, int rank,
+                                  const weft_place *pl, char *buf, size_t len);
 
 WEFT_END_DECLS
 

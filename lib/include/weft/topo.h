@@ -1,11 +1,121 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Machine topology: GPUs, NICs, NUMA nodes, packages, cores and processors,
+ * and where each GPU and NIC sits (PCI switch, NUMA node, package, cpuset).
+ *
+ * A weft_topo is loaded from the live machine or from an hwloc XML file and is
+ * read-only afterwards. The structs it hands out belong to it and live until
+ * weft_topo_destroy(). cpusets hold OS processor numbers (as the guest OS
+ * numbers them), nodesets NUMA OS indexes, as everywhere in hwloc.
+ */
 #ifndef WEFT_TOPO_H
 #define WEFT_TOPO_H
+
+#include <hwloc.h>
 
 #include <weft/common.h>
 #include <weft/errors.h>
 
+typedef struct weft_topo weft_topo;
+
+/* Where a device sits relative to another one, nearest first. */
+typedef enum weft_near {
+  WEFT_NEAR_SWITCH = 0,  /* below the same PCI switch (same bridge below the host bridge) */
+  WEFT_NEAR_NUMA = 1,    /* same NUMA node */
+  WEFT_NEAR_PACKAGE = 2, /* same package (socket) */
+  WEFT_NEAR_SYSTEM = 3,  /* anywhere else, or locality unknown */
+} weft_near;
+
+typedef struct weft_gpu {
+  int index;                    /* 0.. in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID) */
+  char pci[16];                 /* "0000:04:00.0" */
+  unsigned vendor_id, device_id;
+  char model[96];               /* "" when unknown (from hwloc infos, NVML or CUDA) */
+  char uuid[48];                /* "" when unknown */
+  unsigned long long memory;    /* bytes; 0 when unknown */
+  int numa;                     /* NUMA OS index; -1 when the device carries no locality */
+  int package;                  /* package OS index; -1 when unknown */
+  int pci_switch;               /* id shared by devices below the same PCI switch; -1 when none */
+  hwloc_const_cpuset_t cpuset;  /* processors local to the GPU; the whole machine when no locality */
+} weft_gpu;
+
+typedef struct weft_nic {
+  int index;                    /* 0.. in PCI bus order */
+  char name[32];                /* interface name ("enp6s0"); "" when the topology has none */
+  char pci[16];                 /* "0000:06:00.0"; "" for a NIC with no PCI device */
+  unsigned vendor_id, device_id;
+  int gvnic;                    /* 1 for Google's gVNIC (PCI vendor 0x1ae0) */
+  char rdma[32];                /* OpenFabrics device ("mlx5_0"), "" when none */
+  unsigned long long speed_mbps;/* 0 when unknown */
+  int numa;                     /* -1 when no locality */
+  int package;
+  int pci_switch;
+  hwloc_const_cpuset_t cpuset;
+} weft_nic;
+
+typedef struct weft_numa {
+  int os_index;
+  int package;                  /* -1 when unknown */
+  unsigned long long memory;    /* bytes local to the node; 0 when unknown */
+  hwloc_const_cpuset_t cpuset;
+} weft_numa;
+
+/* weft_topo_load() flags */
+#define WEFT_TOPO_IGNORE_ENV 0x1 /* with path == NULL, probe the machine even if WEFT_TOPOLOGY is set */
+
 WEFT_BEGIN_DECLS
+
+/** \brief Load a topology.
+ * \param path an hwloc XML file, or NULL for this machine (then $WEFT_TOPOLOGY
+ *        names an XML file to use instead, unless WEFT_TOPO_IGNORE_ENV).
+ * \param why  on failure, a one-line reason naming the file and what to do (may be NULL).
+ * \return 0; WEFT_ENOENT (no such file), WEFT_EPARSE (not valid hwloc XML),
+ *         WEFT_ETOPO (hwloc failed), WEFT_ENOMEM. */
+WEFT_EXPORT int weft_topo_load(const char *path, unsigned flags, weft_topo **out,
+                               char *why, size_t whylen);
+WEFT_EXPORT void weft_topo_destroy(weft_topo *t);
+
+/** \brief "live" or the XML path it was loaded from. */
+WEFT_EXPORT const char *weft_topo_source(const weft_topo *t);
+/** \brief 1 when the topology is this machine's own (binding it is meaningful). */
+WEFT_EXPORT int weft_topo_is_live(const weft_topo *t);
+/** \brief The underlying hwloc topology (read-only; belongs to \p t). */
+WEFT_EXPORT hwloc_topology_t weft_topo_hwloc(const weft_topo *t);
+/** \brief The machine's hostname recorded in the topology, or "" when unknown. */
+WEFT_EXPORT const char *weft_topo_hostname(const weft_topo *t);
+
+WEFT_EXPORT int weft_topo_ngpus(const weft_topo *t);
+WEFT_EXPORT const weft_gpu *weft_topo_gpu(const weft_topo *t, int i);
+WEFT_EXPORT int weft_topo_nnics(const weft_topo *t);
+WEFT_EXPORT const weft_nic *weft_topo_nic(const weft_topo *t, int i);
+/** \brief The NIC whose interface name is \p name, or NULL. */
+WEFT_EXPORT const weft_nic *weft_topo_nic_by_name(const weft_topo *t, const char *name);
+WEFT_EXPORT int weft_topo_nnuma(const weft_topo *t);
+WEFT_EXPORT const weft_numa *weft_topo_numa(const weft_topo *t, int i);
+WEFT_EXPORT int weft_topo_npackages(const weft_topo *t);
+WEFT_EXPORT int weft_topo_ncores(const weft_topo *t);
+WEFT_EXPORT int weft_topo_npus(const weft_topo *t);
+/** \brief All processors of the machine. */
+WEFT_EXPORT hwloc_const_cpuset_t weft_topo_cpuset(const weft_topo *t);
+
+/** \brief 0 when PCI devices carry no locality (a flat VM: numa_node -1 and
+ * every device attached to the machine root), 1 otherwise. */
+WEFT_EXPORT int weft_topo_has_locality(const weft_topo *t);
+
+/** \brief How near NIC \p nic is to GPU \p gpu (indexes). */
+WEFT_EXPORT weft_near weft_topo_gpu_nic_near(const weft_topo *t, int gpu, int nic);
+/** \brief How near GPU \p a is to GPU \p b. */
+WEFT_EXPORT weft_near weft_topo_gpu_gpu_near(const weft_topo *t, int a, int b);
+
+/** \brief Warnings found at load time ("PCI devices carry no NUMA locality ...",
+ * "GPU 3 has no NIC on its PCI switch or NUMA node", "no gVNIC on a cloud VM").
+ * Each is one sentence; they belong to \p t. */
+WEFT_EXPORT int weft_topo_nwarnings(const weft_topo *t);
+WEFT_EXPORT const char *weft_topo_warning(const weft_topo *t, int i);
+
+/** \brief Format a cpuset as OS processor ranges ("0-12,104-116"); "" for an empty set.
+ * \return 0 or WEFT_ERANGE when \p buf is too small. */
+WEFT_EXPORT int weft_cpuset_format(hwloc_const_bitmap_t set, char *buf, size_t len);
 
 WEFT_END_DECLS
 
