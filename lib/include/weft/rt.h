@@ -1,4 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The job runtime: bootstrap, parallel groups, collectives and buckets.
+ *
+ * A program calls weft_init() once, takes the world group or builds a mesh
+ * ("tp=2,pp=2,dp=*") and asks it for groups, then runs collectives on them.
+ * Host buffers go through MPI; device (CUDA) buffers go through NCCL, ordered
+ * on the caller's stream. Every int-returning function returns 0 on success
+ * or a negative WEFT_E* code; weft_last_error() then holds a one-line
+ * explanation (which operation, which group, which ranks).
+ *
+ * Environment: WEFT_BACKEND=auto|mpi|nccl, WEFT_GPU (device index, set by
+ * weftrun), WEFT_INIT_TIMEOUT (seconds, NCCL bootstrap, default 120),
+ * WEFT_COLL_TIMEOUT (seconds per collective, default 0 = no deadline),
+ * WEFT_ALLREDUCE=flat|hier|auto, WEFT_HIER_THRESHOLD (bytes, default 1 MiB).
+ *
+ * \note Not thread-safe: call from one thread per ctx (the MPI thread level
+ * asked for is MPI_THREAD_FUNNELED).
+ */
 #ifndef WEFT_RT_H
 #define WEFT_RT_H
 
@@ -6,6 +24,158 @@
 #include <weft/errors.h>
 
 WEFT_BEGIN_DECLS
+
+/** Opaque handles. A ctx owns its world group and its meshes' groups; a
+ * mesh owns the groups weft_mesh_group() returns; buckets belong to the
+ * caller (weft_bucket_destroy()). */
+typedef struct weft_ctx weft_ctx;
+typedef struct weft_group weft_group;
+typedef struct weft_mesh weft_mesh;
+typedef struct weft_bucket weft_bucket;
+
+/** Element types. Values are stable (append only). */
+typedef enum weft_dtype {
+  WEFT_INT8 = 0,
+  WEFT_UINT8 = 1,
+  WEFT_INT32 = 2,
+  WEFT_INT64 = 3,
+  WEFT_FLOAT16 = 4,  /* IEEE 754 binary16 */
+  WEFT_BFLOAT16 = 5, /* bfloat16: the top half of a float */
+  WEFT_FLOAT32 = 6,
+  WEFT_FLOAT64 = 7,
+  WEFT_DTYPE_COUNT
+} weft_dtype;
+
+/** Reduction operations. WEFT_AVG is the sum divided by the group size;
+ * for integer types the quotient is truncated toward zero (C division). */
+typedef enum weft_op {
+  WEFT_SUM = 0,
+  WEFT_PROD = 1,
+  WEFT_MIN = 2,
+  WEFT_MAX = 3,
+  WEFT_AVG = 4,
+  WEFT_OP_COUNT
+} weft_op;
+
+/* ---- Context ------------------------------------------------------------ */
+
+/** \brief Start the runtime: MPI (if the program has not initialised it),
+ * local/node ranks, the device. NCCL comes up lazily at the first collective
+ * on device memory, so CPU-only jobs never touch CUDA.
+ * \param[in,out] argc, argv the program's, or NULL.
+ * \param[out] ctx allocated by the callee, free with weft_finalize(). */
+WEFT_EXPORT int weft_init(int *argc, char ***argv, weft_ctx **ctx);
+
+/** \brief Tear down communicators, and MPI if weft_init() started it.
+ * Frees \p ctx, its groups and meshes (not buckets). NULL is a no-op. */
+WEFT_EXPORT int weft_finalize(weft_ctx *ctx);
+
+/** \brief Rank and size in MPI_COMM_WORLD. */
+WEFT_EXPORT int weft_rank(const weft_ctx *ctx);
+WEFT_EXPORT int weft_size(const weft_ctx *ctx);
+
+/** \brief Rank among the ranks of this host, and their number. */
+WEFT_EXPORT int weft_local_rank(const weft_ctx *ctx);
+WEFT_EXPORT int weft_local_size(const weft_ctx *ctx);
+
+/** \brief Index of this host (0..weft_node_count()-1, in order of the
+ * lowest world rank on each host) and the number of hosts. */
+WEFT_EXPORT int weft_node_rank(const weft_ctx *ctx);
+WEFT_EXPORT int weft_node_count(const weft_ctx *ctx);
+
+/** \brief CUDA device index this rank uses (WEFT_GPU, else the local rank). */
+WEFT_EXPORT int weft_device(const weft_ctx *ctx);
+
+/** \brief One line about the last failure on \p ctx ("" when none).
+ * The string belongs to the library, valid until the next call on ctx. */
+WEFT_EXPORT const char *weft_last_error(const weft_ctx *ctx);
+
+/* ---- Groups and meshes ---------------------------------------------------- */
+
+/** \brief The group of all ranks; belongs to \p ctx. */
+WEFT_EXPORT weft_group *weft_world(weft_ctx *ctx);
+WEFT_EXPORT int weft_group_rank(const weft_group *g);
+WEFT_EXPORT int weft_group_size(const weft_group *g);
+/** \brief The world rank of member \p group_rank of \p g, or WEFT_ERANGE. */
+WEFT_EXPORT int weft_group_world_rank(const weft_group *g, int group_rank);
+/** \brief The group's name ("world", "dp", "tp,dp"); belongs to the library. */
+WEFT_EXPORT const char *weft_group_name(const weft_group *g);
+/** \brief The context \p g belongs to. */
+WEFT_EXPORT weft_ctx *weft_group_ctx(const weft_group *g);
+
+/** \brief Build a mesh from a layout: "name=size,..." with at most one size
+ * "*" (whatever divides the world). The first dimension varies fastest
+ * (Megatron order: rank = tp + TP*(pp + PP*dp) for "tp=2,pp=2,dp=*").
+ * Collective over the world.
+ * \param[out] mesh allocated by the callee, free with weft_mesh_destroy()
+ * (or weft_finalize()).
+ * \return WEFT_EPARSE (syntax), WEFT_ENAME (duplicate name),
+ * WEFT_ERANGE (sizes that do not multiply to / divide the world size). */
+WEFT_EXPORT int weft_mesh_create(weft_ctx *ctx, const char *layout, weft_mesh **mesh);
+
+/** \brief The group of ranks that differ from this one only along \p dims
+ * ("dp", or "tp,dp"); built at the first call (collective over the world:
+ * every rank must ask for the same dims in the same order), then cached.
+ * Belongs to the mesh. NULL on error (weft_last_error() says why). */
+WEFT_EXPORT weft_group *weft_mesh_group(weft_mesh *mesh, const char *dims);
+
+/** \brief This rank's coordinate along \p dim, or WEFT_ENAME. */
+WEFT_EXPORT int weft_mesh_coord(const weft_mesh *mesh, const char *dim);
+
+/** \brief Number of dimensions and the size of \p dim (WEFT_ENAME if none). */
+WEFT_EXPORT int weft_mesh_ndims(const weft_mesh *mesh);
+WEFT_EXPORT int weft_mesh_dim_size(const weft_mesh *mesh, const char *dim);
+
+/** \brief Free a mesh and its groups. NULL is a no-op. */
+WEFT_EXPORT void weft_mesh_destroy(weft_mesh *mesh);
+
+/* ---- Collectives ---------------------------------------------------------- */
+
+/* Host buffers go through MPI, device buffers through NCCL. sendbuf == recvbuf
+ * is in place. stream: a cudaStream_t for device buffers (NULL: the default
+ * stream), ignored for host buffers. With WEFT_COLL_TIMEOUT set, a host
+ * collective that does not complete in time returns WEFT_ETIMEDOUT and
+ * weft_last_error() names the ranks that had not joined; the caller should
+ * then abort the job (MPI_Abort). */
+
+/** \brief Element size of \p dt in bytes, 0 for an unknown type. */
+WEFT_EXPORT size_t weft_dtype_size(weft_dtype dt);
+/** \brief "float32", "bfloat16", ...; "?" for an unknown type. */
+WEFT_EXPORT const char *weft_dtype_name(weft_dtype dt);
+/** \brief "sum", "avg", ...; "?" for an unknown op. */
+WEFT_EXPORT const char *weft_op_name(weft_op op);
+
+WEFT_EXPORT int weft_allreduce(weft_group *g, const void *sendbuf, void *recvbuf, size_t count,
+                               weft_dtype dt, weft_op op, void *stream);
+WEFT_EXPORT int weft_broadcast(weft_group *g, void *buf, size_t count, weft_dtype dt, int root,
+                               void *stream);
+/** recvbuf holds sendcount * group size elements, in group rank order. */
+WEFT_EXPORT int weft_allgather(weft_group *g, const void *sendbuf, void *recvbuf,
+                               size_t sendcount, weft_dtype dt, void *stream);
+/** sendbuf holds recvcount * group size elements; block i goes to rank i. */
+WEFT_EXPORT int weft_reduce_scatter(weft_group *g, const void *sendbuf, void *recvbuf,
+                                    size_t recvcount, weft_dtype dt, weft_op op, void *stream);
+WEFT_EXPORT int weft_send(weft_group *g, const void *buf, size_t count, weft_dtype dt, int peer,
+                          void *stream);
+WEFT_EXPORT int weft_recv(weft_group *g, void *buf, size_t count, weft_dtype dt, int peer,
+                          void *stream);
+WEFT_EXPORT int weft_barrier(weft_group *g);
+
+/* ---- Gradient fusion buckets ---------------------------------------------- */
+
+/** \brief A bucket: tensors of type \p dt registered once, all-reduced in
+ * few messages of at most \p capacity_bytes (0: 25 MiB) through one fusion
+ * buffer allocated here; the first message is small (1 MiB at most) so that
+ * communication can start early.
+ * \param[out] b allocated by the callee, free with weft_bucket_destroy(). */
+WEFT_EXPORT int weft_bucket_create(weft_group *g, weft_dtype dt, size_t capacity_bytes,
+                                   weft_bucket **b);
+/** \brief Register \p count elements at \p tensor (caller-owned, must stay
+ * valid). All tensors of a bucket live in the same kind of memory. */
+WEFT_EXPORT int weft_bucket_add(weft_bucket *b, void *tensor, size_t count);
+/** \brief All-reduce every registered tensor in place. No allocation. */
+WEFT_EXPORT int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream);
+WEFT_EXPORT void weft_bucket_destroy(weft_bucket *b);
 
 WEFT_END_DECLS
 
