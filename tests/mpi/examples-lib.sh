@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by the example tests: how to start N ranks of a program here, and
+# where the examples are. Sets $launch (the launcher's name, for messages).
+#   run_np N OUTFILE PROGRAM [ARGS...]   stdout to OUTFILE, stderr to OUTFILE.err;
+#                                        returns the launcher's exit status
+: "${WEFT_BUILDDIR:?run through make check}"
+examples=$WEFT_BUILDDIR/examples
+MPIRUN=${MPIRUN:-mpirun}
+if ! command -v "$MPIRUN" >/dev/null 2>&1; then
+  echo "SKIP: $MPIRUN not found"
+  exit 77
+fi
+launch=mpirun
+
+run_np()
+{
+  np=$1 out=$2
+  shift 2
+  timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np "$np" "$@" >"$out" 2>"$out.err"
+}
+
+# Print a failed run's output and fail the test.
+fail_run()
+{
+  echo "FAIL: $1"
+  shift
+  for f in "$@"; do
+    echo "--- $f"; cat "$f"; echo "--- $f.err"; cat "$f.err"
+  done
+  exit 1
+}
