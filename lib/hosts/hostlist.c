@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The host list: an ordered set of hosts with their slots, merged as mpirun
+ * merges them (a host named twice adds up its slots). Each entry keeps what
+ * the input said (numbered slots, unnumbered listings) so that "a" alone
+ * means "the machine decides" while "a,a" means two slots.
+ */
+#include "hosts-private.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct entry {
+  weft_host h;       /* what callers see; its strings are owned here */
+  long numbered;     /* sum of the slots the input gave */
+  int unnumbered;    /* listings that gave no count */
+};
+
+struct weft_hostlist {
+  struct entry *v;
+  int n, cap;
+  weft_hosts_origin origin;
+};
+
+int weft_hostlist_create(weft_hostlist **out)
+{
+  *out = calloc(1, sizeof(**out));
+  return *out ? 0 : WEFT_ENOMEM;
+}
+
+static void entry_free(struct entry *e)
+{
+  free((char *)e->h.name);
+  free((char *)e->h.user);
+  free((char *)e->h.source);
+}
+
+void weft_hostlist_destroy(weft_hostlist *hl)
+{
+  if (!hl)
+    return;
+  for (int i = 0; i < hl->n; i++)
+    entry_free(&hl->v[i]);
+  free(hl->v);
+  free(hl);
+}
+
+int weft_hostlist_count(const weft_hostlist *hl)
+{
+  return hl ? hl->n : 0;
+}
+
+const weft_host *weft_hostlist_host(const weft_hostlist *hl, int i)
+{
+  if (!hl || i < 0 || i >= hl->n)
+    return NULL;
+  return &hl->v[i].h;
+}
+
+int weft_hostlist_find(const weft_hostlist *hl, const char *name)
+{
+  if (!hl || !name)
+    return -1;
+  for (int i = 0; i < hl->n; i++)
+    if (strcasecmp(hl->v[i].h.name, name) == 0)
+      return i;
+  return -1;
+}
+
+long weft_hostlist_total_slots(const weft_hostlist *hl)
+{
+  long sum = 0;
+
+  for (int i = 0; hl && i < hl->n; i++)
+    sum += hl->v[i].h.slots;
+  return sum;
+}
+
+weft_hosts_origin weft_hostlist_origin(const weft_hostlist *hl)
+{
+  return hl ? hl->origin : WEFT_HOSTS_NONE;
+}
+
+const char *weft_hosts_origin_name(weft_hosts_origin o)
+{
+  switch (o) {
+  case WEFT_HOSTS_CMDLINE: return "-H";
+  case WEFT_HOSTS_HOSTFILE: return "hostfile";
+  case WEFT_HOSTS_SLURM: return "SLURM_JOB_NODELIST";
+  case WEFT_HOSTS_LOCAL: return "local host";
+  default: return "none";
+  }
+}
+
+void weft__hostlist_set_origin(weft_hostlist *hl, weft_hosts_origin o)
+{
+  hl->origin = o;
+}
+
+/* Slots from the listings: one listing without a count leaves the machine to
+ * decide (0); otherwise counts add up and each unnumbered listing is one. */
+static void entry_settle(struct entry *e)
+{
+  long s;
+
+  if (e->numbered == 0 && e->unnumbered <= 1) {
+    s = 0;
+    e->h.slots_given = 0;
+  } else {
+    s = e->numbered + e->unnumbered;
+    e->h.slots_given = 1;
+  }
+  if (s == 0 && e->h.max_slots > 0) {
+    s = e->h.max_slots;
+    e->h.slots_given = 1;
+  }
+  e->h.slots = s > INT_MAX ? INT_MAX : (int)s;
+}
+
+static int grow(weft_hostlist *hl)
+{
+  struct entry *v;
+  int cap;
+
+  if (hl->n < hl->cap)
+    return 0;
+  cap = hl->cap ? 2 * hl->cap : 8;
+  v = realloc(hl->v, (size_t)cap * sizeof(*v));
+  if (!v)
+    return WEFT_ENOMEM;
+  hl->v = v;
+  hl->cap = cap;
+  return 0;
+}
+
+static int entry_new(weft_hostlist *hl, const char *name, const char *source)
+{
+  const char *at = strchr(name, '@');
+  struct entry *e;
+  int rc = grow(hl);
+
+  if (rc)
+    return rc;
+  e = &hl->v[hl->n];
+  memset(e, 0, sizeof(*e));
+  e->h.name = strdup(at ? at + 1 : name);
+  e->h.user = at ? strndup(name, (size_t)(at - name)) : NULL;
+  e->h.source = strdup(source ? source : "");
+  if (!e->h.name || (at && !e->h.user) || !e->h.source) {
+    entry_free(e);
+    return WEFT_ENOMEM;
+  }
+  hl->n++;
+  return 0;
+}
+
+int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_slots,
+                      const char *source, char *why, size_t whylen)
+{
+  const char *at;
+  struct entry *e;
+  int i, rc;
+
+  if (!hl || !name)
+    return WEFT_EINVAL;
+  rc = weft_hostname_check(name, why, whylen);
+  if (rc)
+    return rc;
+  if (slots < 0 || slots > WEFT_HOSTS_SLOTS_MAX || max_slots < 0 ||
+      max_slots > WEFT_HOSTS_SLOTS_MAX) {
+    if (why)
+      weft__snprintf(why, whylen, "'%s': slots must be from 1 to %d", name, WEFT_HOSTS_SLOTS_MAX);
+    return WEFT_ERANGE;
+  }
+  if (slots > 0 && max_slots > 0 && slots > max_slots) {
+    if (why)
+      weft__snprintf(why, whylen, "'%s': slots=%d is more than max_slots=%d; raise max_slots "
+                     "or lower slots", name, slots, max_slots);
+    return WEFT_ERANGE;
+  }
+  at = strchr(name, '@');
+  i = weft_hostlist_find(hl, at ? at + 1 : name);
+  if (i < 0) {
+    rc = entry_new(hl, name, source);
+    if (rc)
+      return rc;
+    i = hl->n - 1;
+  }
+  e = &hl->v[i];
+  e->h.listed++;
+  if (slots > 0)
+    e->numbered += slots;
+  else
+    e->unnumbered++;
+  if (max_slots > e->h.max_slots)
+    e->h.max_slots = max_slots;
+  entry_settle(e);
+  return 0;
+}
+
+int weft_hostlist_default_slots(weft_hostlist *hl, int i, int slots)
+{
+  if (!hl || i < 0 || i >= hl->n || slots < 1)
+    return WEFT_EINVAL;
+  if (hl->v[i].h.slots == 0)
+    hl->v[i].h.slots = slots;
+  return 0;
+}
+
+void weft__hostlist_inherit(weft_hostlist *dst, int i, const weft_host *from)
+{
+  struct entry *e = &dst->v[i];
+
+  if (!e->h.slots_given && from->slots_given) {
+    e->numbered = from->slots;
+    e->unnumbered = 0;
+  }
+  if (from->max_slots > e->h.max_slots)
+    e->h.max_slots = from->max_slots;
+  entry_settle(e);
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What the files of lib/hosts share and nobody else needs. */
+#ifndef WEFT_HOSTS_PRIVATE_H
+#define WEFT_HOSTS_PRIVATE_H
+
+#include "weft_private.h"
+
+/* Record where the list came from (the parsers call it once they succeed). */
+void weft__hostlist_set_origin(weft_hostlist *hl, weft_hosts_origin o);
+
+/* Copy host i's slots and max_slots into \p dst's entry of the same name when
+ * \p dst has no count for it (gather: -H restricted by a hostfile). */
+void weft__hostlist_inherit(weft_hostlist *dst, int i, const weft_host *from);
+
+#endif /* WEFT_HOSTS_PRIVATE_H */
