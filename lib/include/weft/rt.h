@@ -46,8 +46,9 @@ typedef enum weft_dtype {
   WEFT_DTYPE_COUNT
 } weft_dtype;
 
-/** Reduction operations. WEFT_AVG is the sum divided by the group size;
- * for integer types the quotient is truncated toward zero (C division). */
+/** Reduction operations. WEFT_AVG is the sum divided by the group size,
+ * for floating-point types only (integers give WEFT_EDTYPE: use WEFT_SUM and
+ * divide as you wish). */
 typedef enum weft_op {
   WEFT_SUM = 0,
   WEFT_PROD = 1,

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The NCCL backend of a build without NCCL: every pointer is host memory
+ * and anything that needs NCCL says so with WEFT_ENONCCL.
+ */
+#include "rt_private.h"
+
+int weft__is_device_ptr(weft_ctx *ctx, const void *p)
+{
+  (void)ctx;
+  (void)p;
+  return 0;
+}
+
+int weft__nccl_check(weft_ctx *ctx)
+{
+  return weft__rt_fail(ctx, WEFT_ENONCCL,
+                       "WEFT_BACKEND=nccl, but this libweft was built without NCCL; rebuild "
+                       "with --with-nccl, or set WEFT_BACKEND=mpi");
+}
+
+void weft__nccl_group_free(weft_group *g) { (void)g; }
+void weft__nccl_ctx_free(weft_ctx *ctx) { (void)ctx; }
+
+static int none(weft_group *g)
+{
+  return weft__rt_fail(g->ctx, WEFT_ENONCCL, "device buffers need NCCL, and this libweft was "
+                                             "built without it");
+}
+
+static int n_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                       weft_op op, void *st)
+{
+  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)st;
+  return none(g);
+}
+
+static int n_broadcast(weft_group *g, void *b, size_t n, weft_dtype dt, int root, void *st)
+{
+  (void)b, (void)n, (void)dt, (void)root, (void)st;
+  return none(g);
+}
+
+static int n_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *st)
+{
+  (void)s, (void)r, (void)n, (void)dt, (void)st;
+  return none(g);
+}
+
+static int n_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                            weft_op op, void *st)
+{
+  (void)s, (void)r, (void)n, (void)dt, (void)op, (void)st;
+  return none(g);
+}
+
+static int n_p2p(weft_group *g, const void *b, size_t n, weft_dtype dt, int peer, void *st)
+{
+  (void)b, (void)n, (void)dt, (void)peer, (void)st;
+  return none(g);
+}
+
+static int n_recv(weft_group *g, void *b, size_t n, weft_dtype dt, int peer, void *st)
+{
+  return n_p2p(g, b, n, dt, peer, st);
+}
+
+static int n_copy(weft_ctx *ctx, void *d, const void *s, size_t n, void *st)
+{
+  (void)d, (void)s, (void)n, (void)st;
+  return weft__rt_fail(ctx, WEFT_ENONCCL, "device buffers need NCCL");
+}
+
+static int n_alloc(weft_ctx *ctx, void **p, size_t n)
+{
+  (void)n;
+  *p = NULL;
+  return weft__rt_fail(ctx, WEFT_ENONCCL, "device buffers need NCCL");
+}
+
+static void n_free(weft_ctx *ctx, void *p) { (void)ctx, (void)p; }
+
+const struct weft__backend weft__backend_nccl = {
+  "nccl", n_allreduce, n_broadcast, n_allgather, n_reduce_scatter,
+  n_p2p, n_recv, n_copy, n_alloc, n_free,
+};

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The public collectives: argument checks (the same on every rank, so that
+ * all ranks fail alike without talking), then dispatch by where the buffers
+ * live: device memory to NCCL, host memory to MPI. WEFT_BACKEND=mpi sends
+ * everything to MPI and never asks CUDA.
+ */
+#include "rt_private.h"
+
+#include <stdint.h>
+
+static const struct weft__backend *pick(weft_group *g, const void *a, const void *b)
+{
+  weft_ctx *ctx = g->ctx;
+
+  if (ctx->backend == WEFT__BACKEND_MPI)
+    return &weft__backend_mpi;
+  if ((a && weft__is_device_ptr(ctx, a)) || (b && weft__is_device_ptr(ctx, b)))
+    return &weft__backend_nccl;
+  return &weft__backend_mpi;
+}
+
+/* Checks common to all: group, type, op (op < 0: none), and that count
+ * elements (times mult) fit in a size_t of bytes. */
+static int check(weft_group *g, const char *fn, weft_dtype dt, int op, size_t count, size_t mult)
+{
+  size_t es;
+
+  if (!g)
+    return WEFT_EINVAL;
+  if (!weft__dtype_ok(dt))
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: unknown data type %d", fn, g->name,
+                         (int)dt);
+  if (op >= 0 && !weft__op_ok((weft_op)op))
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: unknown operation %d", fn, g->name,
+                         op);
+  if (op == WEFT_AVG && dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16 && dt != WEFT_FLOAT32 &&
+      dt != WEFT_FLOAT64)
+    return weft__rt_fail(g->ctx, WEFT_EDTYPE,
+                         "%s on group %s: avg of %s would truncate; use sum and divide", fn,
+                         g->name, weft_dtype_name(dt));
+  es = weft_dtype_size(dt);
+  if (mult && count > SIZE_MAX / mult / es)
+    return weft__rt_fail(g->ctx, WEFT_EOVERFLOW,
+                         "%s on group %s: %zu elements of %s (x%zu) do not fit in memory", fn,
+                         g->name, count, weft_dtype_name(dt), mult);
+  return 0;
+}
+
+static int check_bufs(weft_group *g, const char *fn, size_t count, const void *a, const void *b)
+{
+  if (count > 0 && (!a || !b))
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: NULL buffer for %zu elements",
+                         fn, g->name, count);
+  return 0;
+}
+
+static int check_peer(weft_group *g, const char *fn, const char *what, int peer)
+{
+  if (peer < 0 || peer >= g->size)
+    return weft__rt_fail(g->ctx, WEFT_ERANGE, "%s on group %s: %s %d is not in 0..%d", fn,
+                         g->name, what, peer, g->size - 1);
+  return 0;
+}
+
+int weft_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                   void *stream)
+{
+  int rc;
+
+  if ((rc = check(g, "allreduce", dt, (int)op, n, 1)) != 0 ||
+      (rc = check_bufs(g, "allreduce", n, s, r)) != 0)
+    return rc;
+  return pick(g, s, r)->allreduce(g, s, r, n, dt, op, stream);
+}
+
+int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream)
+{
+  int rc;
+
+  if ((rc = check(g, "broadcast", dt, -1, n, 1)) != 0 ||
+      (rc = check_bufs(g, "broadcast", n, buf, buf)) != 0 ||
+      (rc = check_peer(g, "broadcast", "root", root)) != 0)
+    return rc;
+  return pick(g, buf, NULL)->broadcast(g, buf, n, dt, root, stream);
+}
+
+int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *stream)
+{
+  int rc;
+
+  if (g && (rc = check(g, "allgather", dt, -1, n, (size_t)g->size)) != 0)
+    return rc;
+  if (!g)
+    return WEFT_EINVAL;
+  if ((rc = check_bufs(g, "allgather", n, s, r)) != 0)
+    return rc;
+  return pick(g, s, r)->allgather(g, s, r, n, dt, stream);
+}
+
+int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                        weft_op op, void *stream)
+{
+  int rc;
+
+  if (g && (rc = check(g, "reduce_scatter", dt, (int)op, n, (size_t)g->size)) != 0)
+    return rc;
+  if (!g)
+    return WEFT_EINVAL;
+  if ((rc = check_bufs(g, "reduce_scatter", n, s, r)) != 0)
+    return rc;
+  return pick(g, s, r)->reduce_scatter(g, s, r, n, dt, op, stream);
+}
+
+int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream)
+{
+  int rc;
+
+  if ((rc = check(g, "send", dt, -1, n, 1)) != 0 || (rc = check_bufs(g, "send", n, buf, buf)) ||
+      (rc = check_peer(g, "send", "peer", peer)) != 0)
+    return rc;
+  if (peer == g->rank)
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "send on group %s: peer %d is this rank", g->name,
+                         peer);
+  return pick(g, buf, NULL)->send(g, buf, n, dt, peer, stream);
+}
+
+int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream)
+{
+  int rc;
+
+  if ((rc = check(g, "recv", dt, -1, n, 1)) != 0 || (rc = check_bufs(g, "recv", n, buf, buf)) ||
+      (rc = check_peer(g, "recv", "peer", peer)) != 0)
+    return rc;
+  if (peer == g->rank)
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "recv on group %s: peer %d is this rank", g->name,
+                         peer);
+  return pick(g, buf, NULL)->recv(g, buf, n, dt, peer, stream);
+}
+
+int weft_barrier(weft_group *g)
+{
+  MPI_Request req;
+  int rc;
+
+  if (!g)
+    return WEFT_EINVAL;
+  if ((rc = weft__arrive(g)) != 0)
+    return rc;
+  if (g->ctx->coll_timeout <= 0) {
+    rc = MPI_Barrier(g->comm);
+    return rc == MPI_SUCCESS ? 0
+                             : weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed",
+                                             g->name);
+  }
+  if (MPI_Ibarrier(g->comm, &req) != MPI_SUCCESS)
+    return weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed", g->name);
+  return weft__wait(g, &req, "barrier", -1);
+}

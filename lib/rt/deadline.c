@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Deadlines for collectives (WEFT_COLL_TIMEOUT). With a deadline set, a
+ * collective is started non-blocking and polled with MPI_Test against the
+ * clock. To name the ranks that never came, every rank also sends a
+ * zero-byte "arrived" token to every other member on a duplicate
+ * communicator as it enters a collective; messages between two ranks are
+ * not overtaken, so the number of tokens from a rank is the number of
+ * collectives it has entered. On timeout the missing ranks are those whose
+ * count is behind ours. Tokens cost 2(p-1) tiny messages per collective and
+ * are only sent when a deadline is set.
+ */
+#include "rt_private.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+double weft__now(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Receive the tokens that have come in so far. */
+static void drain(weft_group *g)
+{
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, 0, g->arrive, &flag, &st) != MPI_SUCCESS || !flag)
+      return;
+    if (MPI_Recv(NULL, 0, MPI_BYTE, st.MPI_SOURCE, 0, g->arrive, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    g->arrived[st.MPI_SOURCE]++;
+  }
+}
+
+int weft__arrive(weft_group *g)
+{
+  int i;
+
+  if (g->ctx->coll_timeout <= 0 || g->arrive == MPI_COMM_NULL)
+    return 0;
+  g->seq++;
+  g->arrived[g->rank] = g->seq;
+  for (i = 0; i < g->size; i++) {
+    MPI_Request req;
+    if (i == g->rank)
+      continue;
+    if (MPI_Isend(NULL, 0, MPI_BYTE, i, 0, g->arrive, &req) != MPI_SUCCESS)
+      return weft__rt_fail(g->ctx, WEFT_EMPI, "group %s: sending an arrival token failed",
+                           g->name);
+    MPI_Request_free(&req);
+  }
+  drain(g);
+  return 0;
+}
+
+int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
+{
+  weft_ctx *ctx = g->ctx;
+  double end;
+  char list[512];
+  size_t len = 0;
+  int i, missing = 0, rc;
+
+  if (ctx->coll_timeout <= 0) {
+    rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    goto done;
+  }
+  end = weft__now() + ctx->coll_timeout;
+  for (;;) {
+    int flag = 0;
+    rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || flag)
+      goto done;
+    if (weft__now() > end)
+      break;
+    sched_yield();
+  }
+  if (peer >= 0)
+    return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                         "%s with world rank %d on group %s timed out after %gs; the peer never "
+                         "matched it; abort the job (MPI_Abort)",
+                         opname, g->world_ranks[peer], g->name, ctx->coll_timeout);
+  if (g->arrive == MPI_COMM_NULL)
+    return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s on group %s timed out after %gs", opname,
+                         g->name, ctx->coll_timeout);
+  drain(g);
+  list[0] = '\0';
+  for (i = 0; i < g->size; i++)
+    if (g->arrived[i] < g->seq) {
+      int n = snprintf(list + len, sizeof(list) - len, "%s%d", missing ? "," : "",
+                       g->world_ranks[i]);
+      if (n > 0 && (size_t)n < sizeof(list) - len)
+        len += (size_t)n;
+      missing++;
+    }
+  /* The request stays posted: MPI cannot cancel a collective. The caller is
+   * expected to abort the job. */
+  if (missing)
+    return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                         "%s on group %s (size %d, call %lu) timed out after %gs; world rank(s) "
+                         "%s had not joined; abort the job (MPI_Abort)",
+                         opname, g->name, g->size, g->seq, ctx->coll_timeout, list);
+  return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                       "%s on group %s (size %d, call %lu) timed out after %gs; every rank had "
+                       "joined, so a rank or link is stuck inside it; abort the job (MPI_Abort)",
+                       opname, g->name, g->size, g->seq, ctx->coll_timeout);
+done:
+  if (rc != MPI_SUCCESS) {
+    char buf[MPI_MAX_ERROR_STRING];
+    return weft__rt_fail(ctx, WEFT_EMPI, "%s on group %s: %s", opname, g->name,
+                         weft__mpi_strerror(rc, buf, sizeof(buf)));
+  }
+  return 0;
+}

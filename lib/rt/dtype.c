@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Element types: sizes and names, fp16/bf16 <-> float conversion (round to
+ * nearest even, NaN and infinities kept), and the MPI datatype and operation
+ * for each (dtype, op). MPI has no 16-bit floats, so fp16 and bf16 travel as
+ * MPI_UINT16_T and are reduced by user-defined operations that compute in
+ * float and round once per pair. AVG is a SUM followed by weft__divide().
+ */
+#include "rt_private.h"
+
+#include <math.h>
+#include <string.h>
+
+static const size_t sizes[WEFT_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8};
+static const char *const dtype_names[WEFT_DTYPE_COUNT] = {
+  "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"};
+static const char *const op_names[WEFT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
+
+int weft__dtype_ok(weft_dtype dt) { return (int)dt >= 0 && dt < WEFT_DTYPE_COUNT; }
+int weft__op_ok(weft_op op) { return (int)op >= 0 && op < WEFT_OP_COUNT; }
+
+size_t weft_dtype_size(weft_dtype dt) { return weft__dtype_ok(dt) ? sizes[dt] : 0; }
+const char *weft_dtype_name(weft_dtype dt) { return weft__dtype_ok(dt) ? dtype_names[dt] : "?"; }
+const char *weft_op_name(weft_op op) { return weft__op_ok(op) ? op_names[op] : "?"; }
+
+float weft__half_to_float(uint16_t h)
+{
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  float f;
+
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13); /* Inf or NaN (payload kept) */
+  } else if (exp == 0) {
+    /* Zero or subnormal: man * 2^-24, exact in float. */
+    f = ldexpf((float)man, -24);
+    return sign ? -f : f;
+  } else {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t weft__float_to_half(float f)
+{
+  uint32_t bits, sign, exp, man;
+  uint16_t out;
+
+  memcpy(&bits, &f, sizeof(bits));
+  sign = (bits >> 16) & 0x8000;
+  exp = (bits >> 23) & 0xff;
+  man = bits & 0x7fffff;
+  if (exp == 0xff) /* Inf stays Inf; NaN stays a (quiet) NaN */
+    return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
+  if (exp > 142) /* |f| >= 2^16: beyond fp16's range */
+    return (uint16_t)(sign | 0x7c00);
+  if (exp < 113) {
+    /* Subnormal in fp16 (or zero): round man * 2^(exp-150) to a multiple of
+     * 2^-24. */
+    uint32_t m = man | 0x800000, shift;
+    if (exp < 102) /* below half of the smallest subnormal */
+      return (uint16_t)sign;
+    shift = 126 - exp; /* 14..24 */
+    out = (uint16_t)(m >> shift);
+    {
+      uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+      if (rem > half || (rem == half && (out & 1)))
+        out++;
+    }
+    return (uint16_t)(sign | out);
+  }
+  /* Normal: keep 10 bits of mantissa, round to nearest even; a carry into
+   * the exponent (and up to Inf) falls out of the addition. */
+  out = (uint16_t)(((exp - 112) << 10) | (man >> 13));
+  {
+    uint32_t rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (out & 1)))
+      out++;
+  }
+  return (uint16_t)(sign | out);
+}
+
+float weft__bf16_to_float(uint16_t b)
+{
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+uint16_t weft__float_to_bf16(float f)
+{
+  uint32_t bits;
+
+  memcpy(&bits, &f, sizeof(bits));
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffff))
+    return (uint16_t)((bits >> 16) | 0x40); /* NaN stays a quiet NaN */
+  bits += 0x7fff + ((bits >> 16) & 1);       /* round to nearest even */
+  return (uint16_t)(bits >> 16);
+}
+
+/* ---- user-defined MPI operations on 16-bit floats ---- */
+
+static float fmin_nan(float a, float b) { return isnan(a) || isnan(b) ? a + b : (a < b ? a : b); }
+static float fmax_nan(float a, float b) { return isnan(a) || isnan(b) ? a + b : (a > b ? a : b); }
+
+#define WEFT__OP16(NAME, TO_F, FROM_F, EXPR)                                                   \
+  static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                      \
+  {                                                                                          \
+    const uint16_t *x = in;                                                                  \
+    uint16_t *y = inout;                                                                     \
+    int i;                                                                                   \
+    (void)type;                                                                              \
+    for (i = 0; i < *len; i++) {                                                             \
+      float a = TO_F(x[i]), b = TO_F(y[i]);                                                  \
+      y[i] = FROM_F(EXPR);                                                                   \
+    }                                                                                        \
+  }
+
+WEFT__OP16(h_sum, weft__half_to_float, weft__float_to_half, a + b)
+WEFT__OP16(h_prod, weft__half_to_float, weft__float_to_half, a * b)
+WEFT__OP16(h_min, weft__half_to_float, weft__float_to_half, fmin_nan(a, b))
+WEFT__OP16(h_max, weft__half_to_float, weft__float_to_half, fmax_nan(a, b))
+WEFT__OP16(b_sum, weft__bf16_to_float, weft__float_to_bf16, a + b)
+WEFT__OP16(b_prod, weft__bf16_to_float, weft__float_to_bf16, a * b)
+WEFT__OP16(b_min, weft__bf16_to_float, weft__float_to_bf16, fmin_nan(a, b))
+WEFT__OP16(b_max, weft__bf16_to_float, weft__float_to_bf16, fmax_nan(a, b))
+
+static MPI_User_function *const fns16[2][4] = {{h_sum, h_prod, h_min, h_max},
+                                               {b_sum, b_prod, b_min, b_max}};
+static MPI_Op ops16[2][4];
+static int ops16_made;
+
+void weft__dtype_fini(void)
+{
+  int i, j, fin = 0;
+
+  MPI_Finalized(&fin);
+  if (!ops16_made || fin)
+    return;
+  for (i = 0; i < 2; i++)
+    for (j = 0; j < 4; j++)
+      MPI_Op_free(&ops16[i][j]);
+  ops16_made = 0;
+}
+
+int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop)
+{
+  int k = op == WEFT_AVG ? WEFT_SUM : (int)op;
+
+  switch (dt) {
+  case WEFT_INT8: *type = MPI_INT8_T; break;
+  case WEFT_UINT8: *type = MPI_UINT8_T; break;
+  case WEFT_INT32: *type = MPI_INT32_T; break;
+  case WEFT_INT64: *type = MPI_INT64_T; break;
+  case WEFT_FLOAT32: *type = MPI_FLOAT; break;
+  case WEFT_FLOAT64: *type = MPI_DOUBLE; break;
+  case WEFT_FLOAT16:
+  case WEFT_BFLOAT16:
+    *type = MPI_UINT16_T;
+    if (!mop)
+      return 0;
+    if (!weft__op_ok(op))
+      return WEFT_EDTYPE;
+    if (!ops16_made) {
+      int i, j;
+      for (i = 0; i < 2; i++)
+        for (j = 0; j < 4; j++)
+          if (MPI_Op_create(fns16[i][j], 1, &ops16[i][j]) != MPI_SUCCESS)
+            return WEFT_EMPI;
+      ops16_made = 1;
+    }
+    *mop = ops16[dt == WEFT_BFLOAT16][k];
+    return 0;
+  default:
+    return WEFT_EDTYPE;
+  }
+  if (!mop)
+    return 0;
+  switch (k) {
+  case WEFT_SUM: *mop = MPI_SUM; break;
+  case WEFT_PROD: *mop = MPI_PROD; break;
+  case WEFT_MIN: *mop = MPI_MIN; break;
+  case WEFT_MAX: *mop = MPI_MAX; break;
+  default: return WEFT_EDTYPE;
+  }
+  return 0;
+}
+
+void weft__divide(void *buf, size_t count, weft_dtype dt, int n)
+{
+  size_t i;
+
+  switch (dt) {
+#define WEFT__DIV(T, DT)                                                                       \
+  case DT: {                                                                                 \
+    T *p = buf;                                                                              \
+    for (i = 0; i < count; i++)                                                              \
+      p[i] = (T)(p[i] / n);                                                                  \
+    break;                                                                                   \
+  }
+  WEFT__DIV(int8_t, WEFT_INT8)
+  WEFT__DIV(uint8_t, WEFT_UINT8)
+  WEFT__DIV(int32_t, WEFT_INT32)
+  WEFT__DIV(int64_t, WEFT_INT64)
+  WEFT__DIV(float, WEFT_FLOAT32)
+  WEFT__DIV(double, WEFT_FLOAT64)
+#undef WEFT__DIV
+  case WEFT_FLOAT16: {
+    uint16_t *p = buf;
+    for (i = 0; i < count; i++)
+      p[i] = weft__float_to_half(weft__half_to_float(p[i]) / (float)n);
+    break;
+  }
+  case WEFT_BFLOAT16: {
+    uint16_t *p = buf;
+    for (i = 0; i < count; i++)
+      p[i] = weft__float_to_bf16(weft__bf16_to_float(p[i]) / (float)n);
+    break;
+  }
+  default:
+    break;
+  }
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weft_init and weft_finalize: MPI (when the program has not started it),
+ * local and node ranks, the device index, the settings read from the
+ * environment, and the per-context "last error" line. Nothing here touches
+ * CUDA unless WEFT_BACKEND=nccl asks for it.
+ */
+#include "rt_private.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...)
+{
+  char line[sizeof(ctx->err)];
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  if (ctx) {
+    memcpy(ctx->err, line, sizeof(line));
+    /* Bad arguments are the caller's to report; failures of the job (MPI,
+     * NCCL, CUDA, timeouts, peers) also go to stderr, as they may come
+     * right before an abort. */
+    if (code == WEFT_EINVAL || code == WEFT_EDTYPE || code == WEFT_ERANGE ||
+        code == WEFT_EOVERFLOW || code == WEFT_EPARSE || code == WEFT_ENAME)
+      WEFT__LOG(RT, "rank %d: %s (%s)", ctx->rank, line, weft_err_name(code));
+    else
+      fprintf(stderr, "weft: rank %d: %s (%s)\n", ctx->rank, line, weft_err_name(code));
+  } else {
+    fprintf(stderr, "weft: %s (%s)\n", line, weft_err_name(code));
+  }
+  return code;
+}
+
+/* Seconds from environment variable var (a non-negative number), def if unset. */
+static int env_seconds(weft_ctx *ctx, const char *var, double def, double *out)
+{
+  const char *s = getenv(var);
+  char *end;
+  double v;
+
+  *out = def;
+  if (!s || !*s)
+    return 0;
+  errno = 0;
+  v = strtod(s, &end);
+  if (errno || *end || v < 0 || v > 1e9)
+    return weft__rt_fail(ctx, WEFT_EINVAL,
+                         "%s=%s is not a number of seconds; set it to e.g. 30, or 0 for none", var,
+                         s);
+  *out = v;
+  return 0;
+}
+
+static int env_settings(weft_ctx *ctx)
+{
+  const char *s;
+  int rc;
+
+  s = getenv("WEFT_BACKEND");
+  if (!s || !*s || !strcmp(s, "auto"))
+    ctx->backend = WEFT__BACKEND_AUTO;
+  else if (!strcmp(s, "mpi"))
+    ctx->backend = WEFT__BACKEND_MPI;
+  else if (!strcmp(s, "nccl"))
+    ctx->backend = WEFT__BACKEND_NCCL;
+  else
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_BACKEND=%s: use auto, mpi or nccl", s);
+
+  s = getenv("WEFT_ALLREDUCE");
+  if (!s || !*s || !strcmp(s, "auto"))
+    ctx->ar_algo = WEFT__AR_AUTO;
+  else if (!strcmp(s, "flat"))
+    ctx->ar_algo = WEFT__AR_FLAT;
+  else if (!strcmp(s, "hier"))
+    ctx->ar_algo = WEFT__AR_HIER;
+  else
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_ALLREDUCE=%s: use auto, flat or hier", s);
+
+  ctx->hier_threshold = (size_t)1 << 20;
+  s = getenv("WEFT_HIER_THRESHOLD");
+  if (s && *s && weft_parse_size(s, &ctx->hier_threshold) != 0)
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_HIER_THRESHOLD=%s is not a size (e.g. 1M)", s);
+
+  if ((rc = env_seconds(ctx, "WEFT_COLL_TIMEOUT", 0, &ctx->coll_timeout)) != 0)
+    return rc;
+  if ((rc = env_seconds(ctx, "WEFT_INIT_TIMEOUT", 120, &ctx->init_timeout)) != 0)
+    return rc;
+  if (ctx->init_timeout == 0)
+    ctx->init_timeout = 120;
+
+  ctx->device = ctx->local_rank;
+  s = getenv("WEFT_GPU");
+  if (s && *s) {
+    long v;
+    /* weftrun may give a list ("0,1") to a rank with several GPUs: take the first. */
+    char first[32];
+    size_t n = strcspn(s, ",");
+    if (n >= sizeof(first) || (memcpy(first, s, n), first[n] = '\0', 0) ||
+        weft_parse_long(first, 0, 1 << 20, &v) != 0)
+      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index", s);
+    ctx->device = (int)v;
+  }
+  return 0;
+}
+
+/* Local rank/size and host index of every rank. WEFT_RANKS_PER_NODE=K (for
+ * tests) pretends that each K consecutive ranks share a host. */
+static int find_hosts(weft_ctx *ctx, MPI_Comm world)
+{
+  MPI_Comm local = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+  const char *s = getenv("WEFT_RANKS_PER_NODE");
+  int rc, i, node = 0;
+
+  if (s && *s) {
+    long k;
+    if (weft_parse_long(s, 1, 1 << 30, &k) != 0)
+      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_RANKS_PER_NODE=%s is not a positive number", s);
+    rc = MPI_Comm_split(world, ctx->rank / (int)k, ctx->rank, &local);
+  } else {
+    rc = MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &local);
+  }
+  if (rc != MPI_SUCCESS)
+    return weft__rt_fail(ctx, WEFT_EMPI, "weft_init: splitting the world by host failed");
+  MPI_Comm_rank(local, &ctx->local_rank);
+  MPI_Comm_size(local, &ctx->local_size);
+
+  rc = MPI_Comm_split(world, ctx->local_rank == 0 ? 0 : MPI_UNDEFINED, ctx->rank, &leaders);
+  if (rc == MPI_SUCCESS && leaders != MPI_COMM_NULL) {
+    MPI_Comm_rank(leaders, &node);
+    MPI_Comm_size(leaders, &ctx->node_count);
+    MPI_Comm_free(&leaders);
+  }
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Bcast(&node, 1, MPI_INT, 0, local);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Bcast(&ctx->node_count, 1, MPI_INT, 0, local);
+  MPI_Comm_free(&local);
+  ctx->node_rank = node;
+  ctx->node_of = calloc((size_t)ctx->size, sizeof(int));
+  if (!ctx->node_of)
+    return weft__rt_fail(ctx, WEFT_ENOMEM, "weft_init: out of memory");
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Allgather(&node, 1, MPI_INT, ctx->node_of, 1, MPI_INT, world);
+  if (rc != MPI_SUCCESS)
+    return weft__rt_fail(ctx, WEFT_EMPI, "weft_init: exchanging host indices failed");
+  for (i = 0; i < ctx->size; i++)
+    WEFT__LOG(RT, "rank %d on host %d", i, ctx->node_of[i]);
+  return 0;
+}
+
+int weft_init(int *argc, char ***argv, weft_ctx **out)
+{
+  weft_ctx *ctx;
+  MPI_Comm world = MPI_COMM_NULL;
+  int inited = 0, rc;
+
+  if (!out)
+    return WEFT_EINVAL;
+  *out = NULL;
+  ctx = calloc(1, sizeof(*ctx));
+  if (!ctx)
+    return WEFT_ENOMEM;
+
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+      free(ctx);
+      return weft__rt_fail(NULL, WEFT_EMPI, "weft_init: MPI_Init_thread failed");
+    }
+    ctx->own_mpi = 1;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
+
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) {
+    rc = weft__rt_fail(ctx, WEFT_EMPI, "weft_init: MPI_Comm_dup(MPI_COMM_WORLD) failed");
+    goto fail;
+  }
+  /* Errors come back as codes, so that we can name them and clean up. */
+  MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  if ((rc = find_hosts(ctx, world)) != 0 || (rc = env_settings(ctx)) != 0)
+    goto fail;
+  if ((rc = weft__group_new(ctx, world, "world", &ctx->world)) != 0)
+    goto fail;
+  world = MPI_COMM_NULL;
+  if (ctx->backend == WEFT__BACKEND_NCCL && (rc = weft__nccl_check(ctx)) != 0)
+    goto fail;
+  WEFT__LOG(RT, "rank %d/%d local %d/%d host %d/%d device %d", ctx->rank, ctx->size,
+            ctx->local_rank, ctx->local_size, ctx->node_rank, ctx->node_count, ctx->device);
+  *out = ctx;
+  return 0;
+
+fail:
+  if (world != MPI_COMM_NULL)
+    MPI_Comm_free(&world);
+  weft__group_free(ctx->world);
+  free(ctx->node_of);
+  if (ctx->own_mpi)
+    MPI_Finalize();
+  free(ctx);
+  return rc;
+}
+
+int weft_finalize(weft_ctx *ctx)
+{
+  int rc = 0;
+
+  if (!ctx)
+    return 0;
+  while (ctx->meshes)
+    weft_mesh_destroy(ctx->meshes);
+  weft__group_free(ctx->world);
+  weft__nccl_ctx_free(ctx);
+  free(ctx->node_of);
+  weft__dtype_fini();
+  if (ctx->own_mpi) {
+    if (MPI_Finalize() != MPI_SUCCESS)
+      rc = WEFT_EMPI;
+  }
+  free(ctx);
+  return rc;
+}
+
+int weft_rank(const weft_ctx *ctx) { return ctx ? ctx->rank : WEFT_EINVAL; }
+int weft_size(const weft_ctx *ctx) { return ctx ? ctx->size : WEFT_EINVAL; }
+int weft_local_rank(const weft_ctx *ctx) { return ctx ? ctx->local_rank : WEFT_EINVAL; }
+int weft_local_size(const weft_ctx *ctx) { return ctx ? ctx->local_size : WEFT_EINVAL; }
+int weft_node_rank(const weft_ctx *ctx) { return ctx ? ctx->node_rank : WEFT_EINVAL; }
+int weft_node_count(const weft_ctx *ctx) { return ctx ? ctx->node_count : WEFT_EINVAL; }
+int weft_device(const weft_ctx *ctx) { return ctx ? ctx->device : WEFT_EINVAL; }
+
+const char *weft_last_error(const weft_ctx *ctx)
+{
+  return ctx ? ctx->err : "no context";
+}
+
+weft_group *weft_world(weft_ctx *ctx)
+{
+  return ctx ? ctx->world : NULL;
+}

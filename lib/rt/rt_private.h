@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal structures of the runtime (lib/rt), shared by its files: the
+ * context, groups, meshes, the backend vtable and the pure helpers (layout
+ * parsing, mesh coordinates, fp16/bf16 conversion) that unit tests call.
+ */
+#ifndef WEFT_RT_PRIVATE_H
+#define WEFT_RT_PRIVATE_H
+
+#include "weft_private.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+#define WEFT__MESH_MAXDIMS 8
+#define WEFT__NAME_MAX 32
+
+typedef enum weft__backend_pref {
+  WEFT__BACKEND_AUTO = 0,
+  WEFT__BACKEND_MPI,
+  WEFT__BACKEND_NCCL
+} weft__backend_pref;
+
+typedef enum weft__allreduce_algo {
+  WEFT__AR_AUTO = 0,
+  WEFT__AR_FLAT,
+  WEFT__AR_HIER
+} weft__allreduce_algo;
+
+struct weft_group {
+  weft_ctx *ctx;
+  char name[64];
+  MPI_Comm comm;       /* our own communicator (never the user's) */
+  int rank, size;
+  int *world_ranks;    /* world rank of each group rank */
+  /* Deadlines: a duplicate communicator for arrival tokens, and how many
+   * collectives each member has entered (counted from its tokens). */
+  MPI_Comm arrive;
+  unsigned long seq;
+  unsigned long *arrived;
+  /* Hierarchy, built at the first hierarchical all-reduce. */
+  int hier_state;      /* 0 not looked at, 1 usable, -1 not applicable */
+  MPI_Comm intra, inter;
+  int intra_rank, intra_size, nhosts;
+  int *hier_counts, *hier_displs;
+  /* NCCL communicator (ncclComm_t), created lazily. */
+  void *nccl;
+  struct weft_group *next; /* in the owner's list */
+};
+
+struct weft__dim {
+  char name[WEFT__NAME_MAX];
+  int size;
+};
+
+/* A parsed layout: pure data, resolved against a world size. */
+struct weft__layout {
+  int ndims;
+  struct weft__dim dims[WEFT__MESH_MAXDIMS];
+};
+
+struct weft_mesh {
+  weft_ctx *ctx;
+  struct weft__layout layout;
+  int coord[WEFT__MESH_MAXDIMS];
+  weft_group *groups;  /* cached groups, by name */
+  struct weft_mesh *next;
+};
+
+struct weft_ctx {
+  int rank, size;
+  int local_rank, local_size;
+  int node_rank, node_count;
+  int *node_of;        /* host index of each world rank */
+  int device;
+  int own_mpi;         /* we called MPI_Init_thread, so we finalize */
+  weft__backend_pref backend;
+  weft__allreduce_algo ar_algo;
+  size_t hier_threshold;
+  double coll_timeout; /* seconds, 0 = none */
+  double init_timeout;
+  int cuda_state;      /* 0 not probed, 1 usable, -1 absent */
+  void *nccl_world;    /* ncclComm_t of the world group */
+  weft_group *world;
+  weft_mesh *meshes;
+  char err[1024];
+};
+
+/* Record a failure on ctx (and print it on stderr); returns code. */
+int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...) WEFT_PRINTF(3, 4);
+
+/* ---- groups (group.c) ---- */
+/* A group over comm (taken over: freed with the group). */
+int weft__group_new(weft_ctx *ctx, MPI_Comm comm, const char *name, weft_group **out);
+void weft__group_free(weft_group *g);
+const char *weft__mpi_strerror(int rc, char *buf, size_t size);
+
+/* ---- mesh math (mesh.c, pure) ---- */
+int weft__layout_parse(const char *layout, int world_size, struct weft__layout *out,
+                       char *why, size_t whysize);
+void weft__layout_coords(const struct weft__layout *l, int rank, int *coord);
+/* Bit i set for dimension i of l named in dims ("tp,dp"); <0 on error. */
+int weft__layout_mask(const struct weft__layout *l, const char *dims, unsigned *mask,
+                      char *why, size_t whysize);
+/* Color of rank's group for mask: the index over the dims not in mask. */
+int weft__layout_color(const struct weft__layout *l, unsigned mask, int rank);
+/* Members (world ranks, ascending) of rank's group for mask; returns count. */
+int weft__layout_members(const struct weft__layout *l, unsigned mask, int rank, int *out);
+
+/* ---- data types (dtype.c) ---- */
+float weft__half_to_float(uint16_t h);
+uint16_t weft__float_to_half(float f);
+float weft__bf16_to_float(uint16_t b);
+uint16_t weft__float_to_bf16(float f);
+int weft__dtype_ok(weft_dtype dt);
+int weft__op_ok(weft_op op);
+/* MPI type and op for dt/op (AVG maps to SUM); WEFT_EDTYPE if not allowed. */
+int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop);
+/* buf[i] /= n for count elements (the second half of AVG). */
+void weft__divide(void *buf, size_t count, weft_dtype dt, int n);
+void weft__dtype_fini(void);
+
+/* ---- deadlines (deadline.c) ---- */
+double weft__now(void);
+/* Post this rank's arrival token for a collective on g (deadline on only). */
+int weft__arrive(weft_group *g);
+/* Wait for req until the ctx deadline; WEFT_ETIMEDOUT names the absent ranks
+ * (or peer, a group rank, for point-to-point; -1 for collectives). */
+int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer);
+
+/* ---- backends ---- */
+struct weft__backend {
+  const char *name;
+  int (*allreduce)(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                   void *stream);
+  int (*broadcast)(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream);
+  int (*allgather)(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *stream);
+  int (*reduce_scatter)(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                        weft_op op, void *stream);
+  int (*send)(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream);
+  int (*recv)(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream);
+  /* Copy bytes between buffers of the backend's memory (buckets). */
+  int (*copy)(weft_ctx *ctx, void *dst, const void *src, size_t bytes, void *stream);
+  int (*alloc)(weft_ctx *ctx, void **p, size_t bytes);
+  void (*free)(weft_ctx *ctx, void *p);
+};
+
+extern const struct weft__backend weft__backend_mpi;
+extern const struct weft__backend weft__backend_nccl;
+
+/* MPI all-reduce, flat (no hierarchy), used by the hierarchical one too. */
+int weft__mpi_allreduce_flat(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                             weft_op op);
+/* Hierarchical all-reduce (hier.c); 1 = use it for n elements of dt. */
+int weft__hier_wanted(weft_group *g, size_t n, weft_dtype dt);
+int weft__hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                         weft_op op);
+
+/* 1 when p is device memory (only asks CUDA when a driver is present). */
+int weft__is_device_ptr(weft_ctx *ctx, const void *p);
+/* Check that NCCL can be used here (CUDA driver, a GPU); 0 or WEFT_E*. */
+int weft__nccl_check(weft_ctx *ctx);
+void weft__nccl_group_free(weft_group *g);
+void weft__nccl_ctx_free(weft_ctx *ctx);
+
+#endif /* WEFT_RT_PRIVATE_H */
