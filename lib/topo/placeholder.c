@@ -1,4 +1,0 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
-/* Placeholder until this part of libweft is written; keeps the convenience library non-empty. */
-int weft__placeholder_topo(void);
-int weft__placeholder_topo(void) { return 0; }

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Loading a topology (the live machine through hwloc, or an hwloc XML file
+ * that is read and sanity-checked here before hwloc sees it, so that a
+ * missing, empty or damaged file is a one-line error and never a crash),
+ * freeing it, and the plain accessors of weft/topo.h.
+ */
+#include "topo_private.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define TOPO_XML_MAX (256L << 20) /* no machine's XML comes near this */
+#define TOPO_HINT "give an hwloc XML file (lstopo --of xml, or contrib/gather-topology)"
+
+static void set_why(char *why, size_t whylen, const char *fmt, ...) WEFT_PRINTF(3, 4);
+
+static void set_why(char *why, size_t whylen, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!why || whylen == 0)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(why, whylen, fmt, ap);
+  va_end(ap);
+}
+
+/* Read the whole file, NUL-terminated, after the checks hwloc does not make. */
+static int read_xml(const char *path, char **out, size_t *outlen, char *why, size_t whylen)
+{
+  FILE *f;
+  struct stat st;
+  char *buf;
+  size_t n;
+  const char *p;
+
+  f = fopen(path, "rb");
+  if (!f) {
+    set_why(why, whylen, "cannot open %s: %s; " TOPO_HINT, path, strerror(errno));
+    return WEFT_ENOENT;
+  }
+  if (fstat(fileno(f), &st) != 0) {
+    set_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path, strerror(errno));
+    fclose(f);
+    return WEFT_ENOENT;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    set_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path,
+            S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file");
+    fclose(f);
+    return WEFT_ENOENT;
+  }
+  if (st.st_size > TOPO_XML_MAX) {
+    set_why(why, whylen, "%s is %lld bytes, too large for a topology; " TOPO_HINT, path,
+            (long long)st.st_size);
+    fclose(f);
+    return WEFT_EPARSE;
+  }
+  buf = malloc((size_t)st.st_size + 1);
+  if (!buf) {
+    fclose(f);
+    set_why(why, whylen, "out of memory reading %s", path);
+    return WEFT_ENOMEM;
+  }
+  n = fread(buf, 1, (size_t)st.st_size, f);
+  if (ferror(f)) {
+    set_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path, strerror(errno));
+    free(buf);
+    fclose(f);
+    return WEFT_ENOENT;
+  }
+  fclose(f);
+  buf[n] = '\0';
+  for (p = buf; p < buf + n && strchr(" \t\r\n", *p); p++)
+    ;
+  if (p == buf + n) {
+    set_why(why, whylen, "%s is empty; " TOPO_HINT, path);
+    free(buf);
+    return WEFT_EPARSE;
+  }
+  if (*p != '<' || !strstr(p, "<topology")) {
+    set_why(why, whylen, "%s is not an hwloc XML topology (no <topology> element); " TOPO_HINT,
+            path);
+    free(buf);
+    return WEFT_EPARSE;
+  }
+  if (memchr(buf, '\0', n)) {
+    set_why(why, whylen, "%s is not an hwloc XML topology (it contains NUL bytes); " TOPO_HINT,
+            path);
+    free(buf);
+    return WEFT_EPARSE;
+  }
+  *out = buf;
+  *outlen = n;
+  return 0;
+}
+
+static void count_objects(weft_topo *t)
+{
+  const char *host;
+  hwloc_obj_t root = hwloc_get_root_obj(t->h);
+
+  t->npackages = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_PACKAGE);
+  t->ncores = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_CORE);
+  t->npus = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_PU);
+  if (t->ncores <= 0)
+    t->ncores = t->npus; /* a topology without Core objects: every PU is its own core */
+  if (t->npackages < 0)
+    t->npackages = 0;
+  host = hwloc_obj_get_info_by_name(root, "HostName");
+  if (host)
+    weft__snprintf(t->hostname, sizeof(t->hostname), "%s", host); /* truncation is harmless */
+}
+
+static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, char *why, size_t whylen)
+{
+  if (hwloc_topology_init(&t->h) != 0) {
+    t->h = NULL;
+    set_why(why, whylen, "hwloc could not initialise a topology: %s", strerror(errno));
+    return WEFT_ETOPO;
+  }
+  /* GPUs and NICs are I/O objects, which hwloc leaves out by default. */
+  if (hwloc_topology_set_io_types_filter(t->h, xml ? HWLOC_TYPE_FILTER_KEEP_ALL
+                                                   : HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0) {
+    set_why(why, whylen, "hwloc refused the I/O device filter: %s", strerror(errno));
+    return WEFT_ETOPO;
+  }
+  if (xml) {
+    if (hwloc_topology_set_xmlbuffer(t->h, xml, (int)xmllen + 1) != 0) {
+      set_why(why, whylen, "%s is not a valid hwloc XML topology (%s); " TOPO_HINT, t->source,
+              strerror(errno));
+      return WEFT_EPARSE;
+    }
+  }
+  if (hwloc_topology_load(t->h) != 0) {
+    if (xml) {
+      set_why(why, whylen, "%s is not a valid hwloc XML topology (hwloc refused it: %s); " TOPO_HINT,
+              t->source, strerror(errno));
+      return WEFT_EPARSE;
+    }
+    set_why(why, whylen, "hwloc could not read this machine's topology: %s", strerror(errno));
+    return WEFT_ETOPO;
+  }
+  if (hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_PU) <= 0 ||
+      hwloc_bitmap_iszero(hwloc_topology_get_topology_cpuset(t->h))) {
+    set_why(why, whylen, "%s has no processors (no PU objects); " TOPO_HINT, t->source);
+    return xml ? WEFT_EPARSE : WEFT_ETOPO;
+  }
+  return 0;
+}
+
+int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why, size_t whylen)
+{
+  weft_topo *t;
+  char *xml = NULL;
+  size_t xmllen = 0;
+  int rc;
+
+  if (why && whylen)
+    why[0] = '\0';
+  if (!out) {
+    set_why(why, whylen, "weft_topo_load: no place for the result");
+    return WEFT_EINVAL;
+  }
+  *out = NULL;
+  if (!path && !(flags & WEFT_TOPO_IGNORE_ENV)) {
+    const char *env = getenv("WEFT_TOPOLOGY");
+    if (env && *env)
+      path = env;
+  }
+  t = calloc(1, sizeof(*t));
+  if (!t) {
+    set_why(why, whylen, "out of memory loading a topology");
+    return WEFT_ENOMEM;
+  }
+  t->has_locality = 1;
+  t->source = strdup(path ? path : "live");
+  if (!t->source) {
+    free(t);
+    set_why(why, whylen, "out of memory loading a topology");
+    return WEFT_ENOMEM;
+  }
+  if (path) {
+    rc = read_xml(path, &xml, &xmllen, why, whylen);
+    if (rc != 0)
+      goto fail;
+  }
+  rc = load_hwloc(t, xml, xmllen, why, whylen);
+  free(xml);
+  xml = NULL;
+  if (rc != 0)
+    goto fail;
+  t->live = !path && hwloc_topology_is_thissystem(t->h);
+  count_objects(t);
+  rc = weft__topo_find_numa(t);
+  if (rc == 0)
+    rc = weft__topo_find_devices(t);
+#ifdef WEFT_HAVE_NVML
+  if (rc == 0 && t->live)
+    weft__topo_nvml_enrich(t);
+#endif
+#ifdef WEFT_HAVE_CUDA
+  if (rc == 0 && t->live)
+    weft__topo_cuda_enrich(t);
+#endif
+  if (rc == 0)
+    rc = weft__topo_check(t);
+  if (rc != 0) {
+    set_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
+    goto fail;
+  }
+  WEFT__LOG(TOPO, "loaded %s: %d packages, %d NUMA nodes, %d cores, %d PUs, %d GPUs, %d NICs%s",
+            t->source, t->npackages, t->nnuma, t->ncores, t->npus, t->ngpus, t->nnics,
+            t->has_locality ? "" : ", no PCI locality");
+  *out = t;
+  return 0;
+
+fail:
+  free(xml);
+  weft_topo_destroy(t);
+  return rc;
+}
+
+void weft_topo_destroy(weft_topo *t)
+{
+  if (!t)
+    return;
+  for (int i = 0; i < t->nwarnings; i++)
+    free(t->warnings[i]);
+  free(t->warnings);
+  free(t->gpus);
+  free(t->nics);
+  free(t->numa);
+  if (t->h)
+    hwloc_topology_destroy(t->h);
+  free(t->source);
+  free(t);
+}
+
+int weft__topo_warn(weft_topo *t, const char *fmt, ...)
+{
+  char buf[512];
+  char **w;
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  w = realloc(t->warnings, (size_t)(t->nwarnings + 1) * sizeof(*w));
+  if (!w)
+    return WEFT_ENOMEM;
+  t->warnings = w;
+  w[t->nwarnings] = strdup(buf);
+  if (!w[t->nwarnings])
+    return WEFT_ENOMEM;
+  t->nwarnings++;
+  WEFT__LOG(TOPO, "warning: %s", buf);
+  return 0;
+}
+
+const char *weft_topo_source(const weft_topo *t)
+{
+  return t ? t->source : "";
+}
+
+int weft_topo_is_live(const weft_topo *t)
+{
+  return t ? t->live : 0;
+}
+
+hwloc_topology_t weft_topo_hwloc(const weft_topo *t)
+{
+  return t ? t->h : NULL;
+}
+
+const char *weft_topo_hostname(const weft_topo *t)
+{
+  return t ? t->hostname : "";
+}
+
+int weft_topo_ngpus(const weft_topo *t)
+{
+  return t ? t->ngpus : 0;
+}
+
+const weft_gpu *weft_topo_gpu(const weft_topo *t, int i)
+{
+  return t && i >= 0 && i < t->ngpus ? &t->gpus[i] : NULL;
+}
+
+int weft_topo_nnics(const weft_topo *t)
+{
+  return t ? t->nnics : 0;
+}
+
+const weft_nic *weft_topo_nic(const weft_topo *t, int i)
+{
+  return t && i >= 0 && i < t->nnics ? &t->nics[i] : NULL;
+}
+
+const weft_nic *weft_topo_nic_by_name(const weft_topo *t, const char *name)
+{
+  if (!t || !name || !*name)
+    return NULL;
+  for (int i = 0; i < t->nnics; i++)
+    if (!strcmp(t->nics[i].name, name))
+      return &t->nics[i];
+  return NULL;
+}
+
+int weft_topo_nnuma(const weft_topo *t)
+{
+  return t ? t->nnuma : 0;
+}
+
+const weft_numa *weft_topo_numa(const weft_topo *t, int i)
+{
+  return t && i >= 0 && i < t->nnuma ? &t->numa[i] : NULL;
+}
+
+int weft_topo_npackages(const weft_topo *t)
+{
+  return t ? t->npackages : 0;
+}
+
+int weft_topo_ncores(const weft_topo *t)
+{
+  return t ? t->ncores : 0;
+}
+
+int weft_topo_npus(const weft_topo *t)
+{
+  return t ? t->npus : 0;
+}
+
+hwloc_const_cpuset_t weft_topo_cpuset(const weft_topo *t)
+{
+  return t ? hwloc_topology_get_topology_cpuset(t->h) : NULL;
+}
+
+int weft_topo_has_locality(const weft_topo *t)
+{
+  return t ? t->has_locality : 0;
+}
+
+int weft_topo_nwarnings(const weft_topo *t)
+{
+  return t ? t->nwarnings : 0;
+}
+
+const char *weft_topo_warning(const weft_topo *t, int i)
+{
+  return t && i >= 0 && i < t->nwarnings ? t->warnings[i] : NULL;
+}
+
+int weft_cpuset_format(hwloc_const_bitmap_t set, char *buf, size_t len)
+{
+  int n;
+
+  if (!buf || len == 0)
+    return WEFT_EINVAL;
+  buf[0] = '\0';
+  if (!set || hwloc_bitmap_iszero(set))
+    return 0;
+  n = hwloc_bitmap_list_snprintf(buf, len, set);
+  if (n < 0)
+    return WEFT_EINVAL;
+  if ((size_t)n >= len)
+    return WEFT_ERANGE;
+  return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the files of lib/topo share: the weft_topo structure, the device
+ * discovery and locality passes that topo.c runs after hwloc has loaded, and
+ * the optional NVML/CUDA enrichment of GPUs found on the live machine.
+ */
+#ifndef WEFT_TOPO_PRIVATE_H
+#define WEFT_TOPO_PRIVATE_H
+
+#include "weft_private.h"
+
+struct weft_topo {
+  hwloc_topology_t h;
+  char *source;            /* "live" or the XML path */
+  int live;
+  char hostname[256];
+  weft_gpu *gpus;
+  int ngpus;
+  weft_nic *nics;
+  int nnics;
+  weft_numa *numa;
+  int nnuma;
+  int npackages, ncores, npus;
+  int has_locality;
+  char **warnings;
+  int nwarnings;
+};
+
+/* Find the GPUs and NICs and fill in their locality (topo-pci.c). */
+int weft__topo_find_devices(weft_topo *t);
+/* NUMA nodes with their package and memory (topo-locality.c). */
+int weft__topo_find_numa(weft_topo *t);
+/* Decide has_locality and add the load-time warnings (topo-locality.c). */
+int weft__topo_check(weft_topo *t);
+/* Append one warning (printf-style); WEFT_ENOMEM when out of memory. */
+int weft__topo_warn(weft_topo *t, const char *fmt, ...) WEFT_PRINTF(2, 3);
+
+#ifdef WEFT_HAVE_NVML
+/* Fill unknown model/uuid/memory from NVML; errors mean "unknown", never a failure. */
+void weft__topo_nvml_enrich(weft_topo *t);
+#endif
+#ifdef WEFT_HAVE_CUDA
+/* Same from the CUDA runtime. */
+void weft__topo_cuda_enrich(weft_topo *t);
+#endif
+
+#endif /* WEFT_TOPO_PRIVATE_H */

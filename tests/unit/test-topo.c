@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of lib/topo: every shipped topology loads with the right counts
+ * and locality, the GCP facts of a3-highgpu-8g, a machine whose GPU PCI order
+ * is not its NUMA order, a flat VM without locality, the warnings, and the
+ * error cases (missing, empty, truncated, non-XML, no processors).
+ */
+#include "weft_private.h"
+
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char tmpdir[256];
+
+static const char *topo_path(const char *name)
+{
+  static char buf[1024];
+  assert_int_equal(weft__snprintf(buf, sizeof(buf), "%s/topologies/%s.xml", weft_datadir(), name), 0);
+  return buf;
+}
+
+static weft_topo *load_ok(const char *name)
+{
+  weft_topo *t = NULL;
+  char why[512];
+  int rc = weft_topo_load(topo_path(name), 0, &t, why, sizeof(why));
+  if (rc != 0)
+    fail_msg("loading %s: %s (%s)", name, weft_strerror(rc), why);
+  assert_non_null(t);
+  return t;
+}
+
+static const char *fmt(hwloc_const_cpuset_t set)
+{
+  static char buf[256];
+  assert_int_equal(weft_cpuset_format(set, buf, sizeof(buf)), 0);
+  return buf;
+}
+
+static int has_warning(const weft_topo *t, const char *needle)
+{
+  for (int i = 0; i < weft_topo_nwarnings(t); i++)
+    if (strstr(weft_topo_warning(t, i), needle))
+      return 1;
+  return 0;
+}
+
+static const struct shape {
+  const char *name;
+  int gpus, nics, numa, packages, cores, pus, locality, warnings;
+} shapes[] = {
+  {"a3-highgpu-8g", 8, 5, 2, 2, 104, 208, 1, 0},
+  {"a3-megagpu-8g", 8, 9, 2, 2, 104, 208, 1, 0},
+  {"a2-highgpu-8g", 8, 1, 2, 2, 48, 96, 1, 4},    /* GPUs 4-7: no NIC on NUMA 1 */
+  {"a2-megagpu-16g", 16, 1, 2, 2, 48, 96, 1, 8},
+  {"g2-standard-48", 4, 1, 1, 1, 24, 48, 1, 0},
+  {"n1-standard-32-4xv100", 4, 1, 1, 1, 16, 32, 1, 1}, /* virtio, no gVNIC */
+  {"n2-standard-16", 0, 1, 1, 1, 8, 16, 1, 0},
+  {"gpu-numa-interleaved", 4, 2, 2, 2, 16, 32, 1, 0},
+  {"flat-vm-2numa", 2, 1, 2, 2, 8, 16, 0, 2},  /* no locality; virtio, no gVNIC */
+};
+
+static void check_devices(const weft_topo *t, const struct shape *s)
+{
+  for (int i = 0; i < weft_topo_ngpus(t); i++) {
+    const weft_gpu *g = weft_topo_gpu(t, i);
+    assert_int_equal(g->index, i);
+    assert_int_equal(g->vendor_id, 0x10de);
+    assert_true(g->model[0] != '\0');
+    assert_true(g->uuid[0] != '\0');
+    assert_true(g->memory >= (16ULL << 30));
+    assert_non_null(g->cpuset);
+    assert_false(hwloc_bitmap_iszero(g->cpuset));
+    if (s->locality) {
+      assert_true(g->numa >= 0);
+      assert_true(g->package >= 0);
+    } else {
+      assert_int_equal(g->numa, -1);
+      assert_true(hwloc_bitmap_isequal(g->cpuset, weft_topo_cpuset(t)));
+    }
+    if (i > 0) /* PCI bus order */
+      assert_true(strcmp(weft_topo_gpu(t, i - 1)->pci, g->pci) < 0);
+  }
+  for (int i = 0; i < weft_topo_nnics(t); i++) {
+    const weft_nic *n = weft_topo_nic(t, i);
+    assert_int_equal(n->index, i);
+    assert_true(n->name[0] != '\0');
+    assert_ptr_equal(weft_topo_nic_by_name(t, n->name), n);
+    assert_int_equal(n->gvnic, n->vendor_id == 0x1ae0);
+    if (s->locality)
+      assert_true(n->numa >= 0);
+  }
+  for (int i = 0; i < weft_topo_nnuma(t); i++) {
+    const weft_numa *m = weft_topo_numa(t, i);
+    assert_true(m->memory > 0);
+    assert_true(m->package >= 0);
+    assert_false(hwloc_bitmap_iszero(m->cpuset));
+  }
+}
+
+static void test_shipped(void **state)
+{
+  DIR *d;
+  struct dirent *e;
+  char dir[1024];
+  int seen = 0;
+  (void)state;
+
+  for (size_t i = 0; i < WEFT__ARRAY_SIZE(shapes); i++) {
+    const struct shape *s = &shapes[i];
+    weft_topo *t = load_ok(s->name);
+    assert_int_equal(weft_topo_ngpus(t), s->gpus);
+    assert_int_equal(weft_topo_nnics(t), s->nics);
+    assert_int_equal(weft_topo_nnuma(t), s->numa);
+    assert_int_equal(weft_topo_npackages(t), s->packages);
+    assert_int_equal(weft_topo_ncores(t), s->cores);
+    assert_int_equal(weft_topo_npus(t), s->pus);
+    assert_int_equal(weft_topo_has_locality(t), s->locality);
+    if (weft_topo_nwarnings(t) != s->warnings) {
+      for (int w = 0; w < weft_topo_nwarnings(t); w++)
+        print_message("%s: %s\n", s->name, weft_topo_warning(t, w));
+      fail_msg("%s: %d warnings, expected %d", s->name, weft_topo_nwarnings(t), s->warnings);
+    }
+    assert_int_equal(weft_topo_is_live(t), 0);
+    assert_string_equal(weft_topo_source(t), topo_path(s->name));
+    assert_non_null(weft_topo_hwloc(t));
+    check_devices(t, s);
+    weft_topo_destroy(t);
+  }
+  /* Every file shipped is in the table above. */
+  assert_int_equal(weft__snprintf(dir, sizeof(dir), "%s/topologies", weft_datadir()), 0);
+  d = opendir(dir);
+  assert_non_null(d);
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    int found = 0;
+    if (len < 5 || strcmp(e->d_name + len - 4, ".xml") != 0)
+      continue;
+    for (size_t i = 0; i < WEFT__ARRAY_SIZE(shapes); i++)
+      found |= strlen(shapes[i].name) == len - 4 && !strncmp(shapes[i].name, e->d_name, len - 4);
+    if (!found)
+      fail_msg("%s/%s is not checked by test-topo", dir, e->d_name);
+    seen++;
+  }
+  closedir(d);
+  assert_int_equal(seen, (int)WEFT__ARRAY_SIZE(shapes));
+}
+
+static void test_a3_highgpu(void **state)
+{
+  weft_topo *t = load_ok("a3-highgpu-8g");
+  static const char *const bus[8] = {"04", "05", "0a", "0b", "84", "85", "8a", "8b"};
+  static const char *const nic_of[8] = {"enp6s0", "enp6s0", "enp12s0", "enp12s0",
+                                        "enp134s0", "enp134s0", "enp140s0", "enp140s0"};
+  const weft_gpu *g;
+  const weft_nic *host;
+  (void)state;
+
+  assert_string_equal(weft_topo_hostname(t), "a3-highgpu-8g");
+  g = weft_topo_gpu(t, 0);
+  assert_string_equal(g->pci, "0000:04:00.0");
+  assert_string_equal(g->model, "NVIDIA H100 80GB HBM3");
+  assert_int_equal(g->memory, 80ULL << 30);
+  assert_int_equal(g->numa, 0);
+  assert_int_equal(g->package, 0);
+  assert_string_equal(fmt(g->cpuset), "0-51,104-155");
+  assert_string_equal(fmt(weft_topo_gpu(t, 7)->cpuset), "52-103,156-207");
+  assert_string_equal(fmt(weft_topo_numa(t, 1)->cpuset), "52-103,156-207");
+  assert_string_equal(fmt(weft_topo_cpuset(t)), "0-207");
+  for (int i = 0; i < 8; i++) {
+    const weft_nic *n = weft_topo_nic_by_name(t, nic_of[i]);
+    char pci[16];
+    g = weft_topo_gpu(t, i);
+    assert_int_equal(weft__snprintf(pci, sizeof(pci), "0000:%s:00.0", bus[i]), 0);
+    assert_string_equal(g->pci, pci);
+    assert_int_equal(g->numa, i < 4 ? 0 : 1);
+    assert_non_null(n);
+    assert_true(n->gvnic);
+    assert_int_equal(n->speed_mbps, 200000);
+    assert_int_equal(n->pci_switch, g->pci_switch);
+    assert_int_equal(weft_topo_gpu_nic_near(t, i, n->index), WEFT_NEAR_SWITCH);
+    assert_int_equal(weft_topo_gpu_gpu_near(t, i, i ^ 1), WEFT_NEAR_SWITCH);
+    assert_int_equal(weft_topo_gpu_gpu_near(t, i, i ^ 2), WEFT_NEAR_NUMA);
+    assert_int_equal(weft_topo_gpu_gpu_near(t, i, i ^ 4), WEFT_NEAR_SYSTEM);
+  }
+  /* The host NIC sits on its own bus, below no switch, on NUMA node 0. */
+  host = weft_topo_nic_by_name(t, "enp0s12");
+  assert_non_null(host);
+  assert_string_equal(host->pci, "0000:00:0c.0");
+  assert_int_equal(host->pci_switch, -1);
+  assert_int_equal(host->numa, 0);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 0, host->index), WEFT_NEAR_NUMA);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 4, host->index), WEFT_NEAR_SYSTEM);
+  assert_null(weft_topo_nic_by_name(t, "eth0"));
+  assert_null(weft_topo_gpu(t, 8));
+  assert_null(weft_topo_nic(t, -1));
+  assert_int_equal(weft_topo_gpu_nic_near(t, 99, 0), WEFT_NEAR_SYSTEM);
+  weft_topo_destroy(t);
+}
+
+static void test_a3_megagpu(void **state)
+{
+  weft_topo *t = load_ok("a3-megagpu-8g");
+  (void)state;
+  /* One GPU NIC per GPU, two per PCI switch. */
+  for (int i = 0; i < 8; i++) {
+    int nsw = 0;
+    for (int n = 0; n < weft_topo_nnics(t); n++)
+      nsw += weft_topo_gpu_nic_near(t, i, n) == WEFT_NEAR_SWITCH;
+    assert_int_equal(nsw, 2);
+  }
+  assert_non_null(weft_topo_nic_by_name(t, "enp142s0"));
+  weft_topo_destroy(t);
+}
+
+static void test_numa_interleaved(void **state)
+{
+  weft_topo *t = load_ok("gpu-numa-interleaved");
+  static const int numa[4] = {1, 0, 1, 0};
+  const weft_nic *a, *b;
+  (void)state;
+
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(weft_topo_gpu(t, i)->numa, numa[i]);
+    assert_int_equal(weft_topo_gpu(t, i)->package, numa[i]);
+  }
+  assert_string_equal(weft_topo_gpu(t, 0)->pci, "0000:04:00.0");
+  assert_string_equal(weft_topo_gpu(t, 1)->pci, "0000:14:00.0");
+  assert_string_equal(fmt(weft_topo_gpu(t, 0)->cpuset), "8-15,24-31");
+  assert_string_equal(fmt(weft_topo_gpu(t, 1)->cpuset), "0-7,16-23");
+  a = weft_topo_nic_by_name(t, "enp5s0");
+  b = weft_topo_nic_by_name(t, "enp21s0");
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 0, a->index), WEFT_NEAR_SWITCH);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 2, a->index), WEFT_NEAR_NUMA);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 1, b->index), WEFT_NEAR_SWITCH);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 3, b->index), WEFT_NEAR_NUMA);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 0, b->index), WEFT_NEAR_SYSTEM);
+  assert_int_equal(weft_topo_gpu_gpu_near(t, 0, 2), WEFT_NEAR_NUMA);
+  assert_int_equal(weft_topo_gpu_gpu_near(t, 0, 1), WEFT_NEAR_SYSTEM);
+  weft_topo_destroy(t);
+}
+
+static void test_flat_vm(void **state)
+{
+  weft_topo *t = load_ok("flat-vm-2numa");
+  (void)state;
+  assert_int_equal(weft_topo_has_locality(t), 0);
+  assert_true(has_warning(t, "no NUMA locality"));
+  for (int i = 0; i < weft_topo_ngpus(t); i++) {
+    const weft_gpu *g = weft_topo_gpu(t, i);
+    assert_int_equal(g->numa, -1);
+    assert_int_equal(g->package, -1);
+    assert_string_equal(fmt(g->cpuset), "0-15");
+    assert_int_equal(g->pci_switch, -1);
+  }
+  assert_int_equal(weft_topo_nic(t, 0)->numa, -1);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 0, 0), WEFT_NEAR_SYSTEM);
+  assert_int_equal(weft_topo_gpu_gpu_near(t, 0, 1), WEFT_NEAR_SYSTEM);
+  weft_topo_destroy(t);
+}
+
+static void test_warnings(void **state)
+{
+  weft_topo *t = load_ok("a2-highgpu-8g");
+  (void)state;
+  assert_false(has_warning(t, "GPU 3 "));
+  assert_true(has_warning(t, "GPU 4 ("));
+  assert_true(has_warning(t, "GPU 7 ("));
+  assert_true(has_warning(t, "has no NIC on its PCI switch or NUMA node"));
+  assert_false(has_warning(t, "gVNIC"));
+  weft_topo_destroy(t);
+  t = load_ok("n1-standard-32-4xv100");
+  assert_true(has_warning(t, "without gVNIC"));
+  assert_false(weft_topo_nic(t, 0)->gvnic);
+  weft_topo_destroy(t);
+}
+
+/* Write \p len bytes of \p data to a temporary file; returns its path (static). */
+static const char *write_tmp(const char *name, const char *data, size_t len)
+{
+  static char path[512];
+  FILE *f;
+  assert_int_equal(weft__snprintf(path, sizeof(path), "%s/%s", tmpdir, name), 0);
+  f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, len, f), len);
+  assert_int_equal(fclose(f), 0);
+  return path;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long n;
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  n = ftell(f);
+  assert_true(n > 0);
+  rewind(f);
+  buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  buf[n] = '\0';
+  *len = (size_t)n;
+  return buf;
+}
+
+static void expect_error(const char *path, int code, const char *needle)
+{
+  weft_topo *t = (weft_topo *)1;
+  char why[512] = "";
+  int rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+  if (rc != code)
+    fail_msg("%s: got %s (%s), expected %s", path, weft_err_name(rc), why, weft_err_name(code));
+  assert_null(t);
+  assert_non_null(strstr(why, path));
+  if (needle && !strstr(why, needle))
+    fail_msg("%s: reason '%s' does not say '%s'", path, why, needle);
+  assert_null(strchr(why, '\n'));
+}
+
+static const char one_pu_xml[] =
+  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+  "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+  "<topology version=\"2.0\">\n"
+  "  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
+  "allowed_cpuset=\"0x00000001\" nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" "
+  "allowed_nodeset=\"0x00000001\" gp_index=\"1\">\n"
+  "    <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
+  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\" local_memory=\"1048576\"/>\n"
+  "    <object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
+  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"3\"/>\n"
+  "  </object>\n"
+  "</topology>\n";
+
+static const char no_pu_xml[] =
+  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+  "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+  "<topology version=\"2.0\">\n"
+  "  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x0\" complete_cpuset=\"0x0\" "
+  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"1\">\n"
+  "    <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x0\" complete_cpuset=\"0x0\" "
+  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\" local_memory=\"1048576\"/>\n"
+  "  </object>\n"
+  "</topology>\n";
+
+static void test_errors(void **state)
+{
+  size_t len;
+  char *a3 = slurp(topo_path("a3-highgpu-8g"), &len);
+  char missing[512];
+  weft_topo *t = NULL;
+  char why[512];
+  (void)state;
+
+  assert_int_equal(weft__snprintf(missing, sizeof(missing), "%s/no-such.xml", tmpdir), 0);
+  expect_error(missing, WEFT_ENOENT, "cannot open");
+  expect_error(missing, WEFT_ENOENT, "lstopo --of xml");
+  expect_error(tmpdir, WEFT_ENOENT, "directory");
+  expect_error(write_tmp("empty.xml", "", 0), WEFT_EPARSE, "empty");
+  expect_error(write_tmp("blank.xml", " \n\n", 3), WEFT_EPARSE, "empty");
+  expect_error(write_tmp("text.xml", "hello world\n", 12), WEFT_EPARSE, "not an hwloc XML");
+  expect_error(write_tmp("other.xml", "<?xml version=\"1.0\"?><html></html>", 35), WEFT_EPARSE, NULL);
+  expect_error(write_tmp("half.xml", a3, len / 2), WEFT_EPARSE, "not a valid hwloc XML");
+  expect_error(write_tmp("head.xml", a3, 120), WEFT_EPARSE, NULL);
+  expect_error(write_tmp("nul.xml", "<topology>\0</topology>", 22), WEFT_EPARSE, "NUL");
+  expect_error(write_tmp("nopu.xml", no_pu_xml, sizeof(no_pu_xml) - 1), WEFT_EPARSE, NULL);
+  free(a3);
+
+  /* No GPUs and no I/O at all is fine. */
+  assert_int_equal(weft_topo_load(write_tmp("onepu.xml", one_pu_xml, sizeof(one_pu_xml) - 1), 0, &t,
+                                  why, sizeof(why)), 0);
+  assert_int_equal(weft_topo_ngpus(t), 0);
+  assert_int_equal(weft_topo_nnics(t), 0);
+  assert_int_equal(weft_topo_npus(t), 1);
+  assert_int_equal(weft_topo_ncores(t), 1); /* no Core objects: PUs count as cores */
+  assert_int_equal(weft_topo_npackages(t), 0);
+  assert_int_equal(weft_topo_nwarnings(t), 0);
+  assert_int_equal(weft_topo_has_locality(t), 1);
+  assert_string_equal(weft_topo_hostname(t), "");
+  weft_topo_destroy(t);
+  weft_topo_destroy(NULL);
+  assert_int_equal(weft_topo_load("x", 0, NULL, why, sizeof(why)), WEFT_EINVAL);
+}
+
+static void test_env_and_live(void **state)
+{
+  weft_topo *t = NULL;
+  char why[512];
+  const char *path = topo_path("n2-standard-16");
+  (void)state;
+
+  assert_int_equal(setenv("WEFT_TOPOLOGY", path, 1), 0);
+  assert_int_equal(weft_topo_load(NULL, 0, &t, why, sizeof(why)), 0);
+  assert_string_equal(weft_topo_source(t), path);
+  assert_int_equal(weft_topo_npus(t), 16);
+  weft_topo_destroy(t);
+  assert_int_equal(weft_topo_load(NULL, WEFT_TOPO_IGNORE_ENV, &t, why, sizeof(why)), 0);
+  assert_string_equal(weft_topo_source(t), "live");
+  assert_int_equal(weft_topo_is_live(t), 1);
+  assert_true(weft_topo_npus(t) >= 1);
+  assert_true(weft_topo_nnuma(t) >= 1);
+  for (int i = 0; i < weft_topo_nwarnings(t); i++)
+    print_message("live: %s\n", weft_topo_warning(t, i));
+  weft_topo_destroy(t);
+  assert_int_equal(unsetenv("WEFT_TOPOLOGY"), 0);
+}
+
+static void test_cpuset_format(void **state)
+{
+  hwloc_bitmap_t s = hwloc_bitmap_alloc();
+  char buf[8];
+  (void)state;
+  assert_non_null(s);
+  assert_int_equal(weft_cpuset_format(s, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "");
+  assert_int_equal(hwloc_bitmap_set_range(s, 0, 3), 0);
+  assert_int_equal(hwloc_bitmap_set(s, 9), 0);
+  assert_int_equal(weft_cpuset_format(s, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "0-3,9");
+  assert_int_equal(hwloc_bitmap_set_range(s, 100, 112), 0);
+  assert_int_equal(weft_cpuset_format(s, buf, sizeof(buf)), WEFT_ERANGE);
+  assert_int_equal(weft_cpuset_format(s, NULL, 0), WEFT_EINVAL);
+  hwloc_bitmap_free(s);
+}
+
+static int setup(void **state)
+{
+  const char *base = getenv("TMPDIR");
+  (void)state;
+  if (weft__snprintf(tmpdir, sizeof(tmpdir), "%s/test-topo.XXXXXX", base && *base ? base : "/tmp"))
+    return -1;
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+  static const char *const names[] = {"empty.xml", "blank.xml", "text.xml", "other.xml", "half.xml",
+                                      "head.xml", "nul.xml", "nopu.xml", "onepu.xml"};
+  char path[512];
+  (void)state;
+  for (size_t i = 0; i < WEFT__ARRAY_SIZE(names); i++)
+    if (weft__snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]) == 0)
+      unlink(path);
+  return rmdir(tmpdir);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_shipped),
+    cmocka_unit_test(test_a3_highgpu),
+    cmocka_unit_test(test_a3_megagpu),
+    cmocka_unit_test(test_numa_interleaved),
+    cmocka_unit_test(test_flat_vm),
+    cmocka_unit_test(test_warnings),
+    cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_env_and_live),
+    cmocka_unit_test(test_cpuset_format),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
