@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The option-table engine: parse mpirun-style command lines (single-dash long
+ * options, "--name=value", "--"), suggest the closest option for a typo, and
+ * render the table as --help text or man page entries.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "opt.h"
+
+#define NAME_MAX_LEN 64
+
+/* Copy the i-th spelling of o->names into buf; 0 when there is no i-th. */
+static int
+spelling(const weft_opt *o, int i, char *buf, size_t len)
+{
+  const char *p = o->names;
+  while (i-- > 0) {
+    p = strchr(p, '|');
+    if (!p)
+      return 0;
+    p++;
+  }
+  size_t n = strcspn(p, "|");
+  if (n == 0 || n >= len)
+    return 0;
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  return 1;
+}
+
+static const char *
+dashes(const char *name)
+{
+  return name[1] ? "--" : "-";
+}
+
+const weft_opt *
+weft_opt_find(const weft_opt *tab, const char *name)
+{
+  char s[NAME_MAX_LEN];
+  for (const weft_opt *o = tab; o->id; o++)
+    for (int i = 0; spelling(o, i, s, sizeof(s)); i++)
+      if (!strcmp(s, name))
+        return o;
+  return NULL;
+}
+
+int
+weft_opt_distance(const char *a, const char *b)
+{
+  int row[NAME_MAX_LEN];
+  size_t la = strlen(a), lb = strlen(b);
+  if (la >= NAME_MAX_LEN)
+    la = NAME_MAX_LEN - 1;
+  if (lb >= NAME_MAX_LEN)
+    lb = NAME_MAX_LEN - 1;
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j];
+      int best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+const char *
+weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
+{
+  char s[NAME_MAX_LEN], best[NAME_MAX_LEN] = "";
+  int bestd = 1 << 20;
+  while (*word == '-')
+    word++;
+  char bare[NAME_MAX_LEN];
+  size_t n = strcspn(word, "=");
+  if (n >= sizeof(bare))
+    n = sizeof(bare) - 1;
+  memcpy(bare, word, n);
+  bare[n] = '\0';
+  for (const weft_opt *o = tab; o->id; o++) {
+    if (o->flags & WEFT_OPT_HIDDEN)
+      continue;
+    for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
+      int d = weft_opt_distance(bare, s);
+      /* a prefix of a long name is a likely abbreviation */
+      if (n >= 3 && !strncmp(s, bare, n) && d > 1)
+        d = 1;
+      if (d < bestd) {
+        bestd = d;
+        memcpy(best, s, strlen(s) + 1);
+      }
+    }
+  }
+  int allowed = n <= 2 ? 1 : n <= 5 ? 2 : 3;
+  if (!best[0] || bestd > allowed)
+    return NULL;
+  if ((size_t)snprintf(buf, len, "%s%s", dashes(best), best) >= len)
+    return NULL;
+  return buf;
+}
+
+static int
+unknown(const weft_opt *tab, const char *word, char *why, size_t whylen)
+{
+  char sug[NAME_MAX_LEN + 2];
+  if (weft_opt_suggest(tab, word, sug, sizeof(sug)))
+    snprintf(why, whylen, "unknown option '%s'; did you mean '%s'? (--help lists them all)",
+             word, sug);
+  else
+    snprintf(why, whylen, "unknown option '%s' (--help lists them all; put '--' before a "
+             "program whose name starts with '-')", word);
+  return -1;
+}
+
+int
+weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void *ud,
+               int *first, char *why, size_t whylen)
+{
+  int i = 1;
+  why[0] = '\0';
+  while (i < argc) {
+    const char *w = argv[i];
+    if (!strcmp(w, "--")) {
+      i++;
+      break;
+    }
+    if (w[0] != '-' || w[1] == '\0')
+      break;
+    int ndash = w[1] == '-' ? 2 : 1;
+    const char *name = w + ndash;
+    char bare[NAME_MAX_LEN];
+    const char *eq = ndash == 2 ? strchr(name, '=') : NULL;
+    size_t n = eq ? (size_t)(eq - name) : strlen(name);
+    if (n == 0 || n >= sizeof(bare))
+      return unknown(tab, w, why, whylen);
+    memcpy(bare, name, n);
+    bare[n] = '\0';
+    const weft_opt *o = weft_opt_find(tab, bare);
+    /* one-letter options take one dash, long ones one or two */
+    if (!o || (n == 1 && ndash == 2))
+      return unknown(tab, w, why, whylen);
+    char buf[NAME_MAX_LEN + 2];
+    snprintf(buf, sizeof(buf), "%.*s%s", ndash, "--", bare);
+    const char *spelled = eq ? buf : w;
+    const char *a1 = NULL, *a2 = NULL;
+    int need = o->kind == WEFT_OPT_ARG ? 1 : o->kind == WEFT_OPT_ARG2 ? 2 : 0;
+    if (eq && (o->flags & WEFT_OPT_PASS)) {
+      snprintf(why, whylen, "option '%s' is passed to mpirun: give its argument as a separate "
+               "word ('%s %s')", buf, buf, eq + 1);
+      return -1;
+    }
+    if (eq && need != 1) {
+      snprintf(why, whylen, "option '%s' takes %s, not '=%s'", spelled,
+               need ? "two arguments" : "no argument", eq + 1);
+      return -1;
+    }
+    i++;
+    if (eq) {
+      a1 = eq + 1;
+    } else if (need) {
+      if (i + need > argc) {
+        snprintf(why, whylen, "option '%s' needs %s (%s)", spelled,
+                 need == 1 ? "an argument" : "two arguments", o->argname ? o->argname : "");
+        return -1;
+      }
+      a1 = argv[i++];
+      if (need == 2)
+        a2 = argv[i++];
+    }
+    if (cb && cb(ud, o, spelled, a1, a2, why, whylen)) {
+      if (!why[0])
+        snprintf(why, whylen, "bad use of option '%s'", spelled);
+      return -1;
+    }
+  }
+  *first = i;
+  return 0;
+}
+
+int
+weft_opt_spellings(const weft_opt *o, char *buf, size_t len)
+{
+  char s[NAME_MAX_LEN];
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
+    int r = snprintf(buf + off, len - off, "%s%s%s", i ? ", " : "", dashes(s), s);
+    if (r < 0 || (size_t)r >= len - off)
+      return -1;
+    off += (size_t)r;
+  }
+  if (o->argname) {
+    int r = snprintf(buf + off, len - off, " %s", o->argname);
+    if (r < 0 || (size_t)r >= len - off)
+      return -1;
+  }
+  return 0;
+}
+
+/* Sections in the order they first appear in the table. */
+static int
+first_of_section(const weft_opt *tab, const weft_opt *o)
+{
+  for (const weft_opt *p = tab; p != o; p++)
+    if (!(p->flags & WEFT_OPT_HIDDEN) && !strcmp(p->section, o->section))
+      return 0;
+  return 1;
+}
+
+void
+weft_opt_help(FILE *out, const weft_opt *tab)
+{
+  char sp[1024];
+  for (const weft_opt *s = tab; s->id; s++) {
+    if ((s->flags & WEFT_OPT_HIDDEN) || !first_of_section(tab, s))
+      continue;
+    fprintf(out, "\n%s:\n", s->section);
+    for (const weft_opt *o = s; o->id; o++) {
+      if ((o->flags & WEFT_OPT_HIDDEN) || strcmp(o->section, s->section))
+        continue;
+      if (weft_opt_spellings(o, sp, sizeof(sp)))
+        continue;
+      if (strlen(sp) <= 28)
+        fprintf(out, "  %-28s %s\n", sp, o->help);
+      else
+        fprintf(out, "  %s\n  %-28s %s\n", sp, "", o->help);
+    }
+  }
+}
+
+/* Write s escaped for roff: backslashes doubled, dashes as \-, no leading '.'. */
+static void
+roff(FILE *out, const char *s)
+{
+  if (*s == '.' || *s == '\'')
+    fputs("\\&", out);
+  for (; *s; s++) {
+    if (*s == '\\')
+      fputs("\\e", out);
+    else if (*s == '-')
+      fputs("\\-", out);
+    else
+      fputc(*s, out);
+  }
+}
+
+void
+weft_opt_man(FILE *out, const weft_opt *tab)
+{
+  char s[NAME_MAX_LEN];
+  for (const weft_opt *h = tab; h->id; h++) {
+    if ((h->flags & WEFT_OPT_HIDDEN) || !first_of_section(tab, h))
+      continue;
+    fputs(".SS ", out);
+    roff(out, h->section);
+    fputc('\n', out);
+    for (const weft_opt *o = h; o->id; o++) {
+      if ((o->flags & WEFT_OPT_HIDDEN) || strcmp(o->section, h->section))
+        continue;
+      fputs(".TP\n", out);
+      for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
+        fputs(i ? ", " : "", out);
+        fputs("\\fB", out);
+        roff(out, dashes(s));
+        roff(out, s);
+        fputs("\\fR", out);
+      }
+      if (o->argname) {
+        fputs(" \\fI", out);
+        roff(out, o->argname);
+        fputs("\\fR", out);
+      }
+      fputc('\n', out);
+      roff(out, o->help);
+      fputc('\n', out);
+    }
+  }
+}

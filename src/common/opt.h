@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One option table drives a tool's parsing, its --help text and the OPTIONS
+ * section of its man page.
+ *
+ * Each row lists every spelling of an option ("np|n|c"): one-letter names take
+ * one dash ("-n"), longer names take one or two ("-np", "--np"), as Open MPI's
+ * mpirun does, and "--name=value" is accepted for options with one argument.
+ * Parsing stops at "--" or at the first word that is not an option (the
+ * program to run). An unknown option is an error naming the closest known one.
+ */
+#ifndef WEFT_TOOL_OPT_H
+#define WEFT_TOOL_OPT_H
+
+#include <stdio.h>
+
+typedef enum weft_opt_kind {
+  WEFT_OPT_FLAG = 0, /* no argument */
+  WEFT_OPT_ARG,      /* one argument */
+  WEFT_OPT_ARG2,     /* two arguments (--mca KEY VALUE) */
+} weft_opt_kind;
+
+/* weft_opt.flags */
+#define WEFT_OPT_HIDDEN 0x1  /* parsed, but neither in --help nor in the man page */
+#define WEFT_OPT_PASS   0x2  /* passed through to the engine unchanged */
+
+typedef struct weft_opt {
+  int id;               /* given back to the handler; 0 ends the table */
+  const char *names;    /* "np|n|c": every spelling, the first is the one shown */
+  weft_opt_kind kind;
+  const char *argname;  /* "N", "KEY VALUE"; NULL for flags */
+  const char *section;  /* heading in --help and the man page */
+  const char *help;     /* one sentence */
+  unsigned flags;
+} weft_opt;
+
+/* Called once per option met, in command-line order. \p spelled is the word
+ * as the user typed it: the argv word itself, or without "=value" (then only
+ * valid during the call). Returns 0, or non-zero after
+ * writing a one-line reason into why (parsing stops). */
+typedef int (*weft_opt_cb)(void *ud, const weft_opt *o, const char *spelled,
+                           const char *a1, const char *a2, char *why, size_t whylen);
+
+/** \brief Parse argv[1..] against \p tab.
+ * \param first set to the index of the first word after the options (argc when none).
+ * \return 0, or -1 with a one-line reason in \p why (unknown option with the
+ *         closest known one, missing argument, or the handler's reason). */
+int weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void *ud,
+                   int *first, char *why, size_t whylen);
+
+/** \brief The row whose spellings include \p name (bare, without dashes), or NULL. */
+const weft_opt *weft_opt_find(const weft_opt *tab, const char *name);
+
+/** \brief The closest spelling to \p word (dashes ignored) within a small edit
+ * distance, written as the user would type it ("--bind-to"), or NULL. */
+const char *weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len);
+
+/** \brief Levenshtein distance of two strings (both shorter than 64 bytes are exact;
+ * longer ones are compared on their first 63 bytes). */
+int weft_opt_distance(const char *a, const char *b);
+
+/** \brief Write the options part of --help: one line per option under its section. */
+void weft_opt_help(FILE *out, const weft_opt *tab);
+
+/** \brief Write the man page OPTIONS entries (roff: .SS per section, .TP per option). */
+void weft_opt_man(FILE *out, const weft_opt *tab);
+
+/** \brief Write all spellings of \p o as the user types them ("-np, -n, --np N") into buf. */
+int weft_opt_spellings(const weft_opt *o, char *buf, size_t len);
+
+#endif /* WEFT_TOOL_OPT_H */

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weftrun's option table (Open MPI's mpirun dialect plus weft's additions)
+ * and the handler that fills a wr_opts from it. The same table gives --help
+ * and the man page's OPTIONS section (--help-man).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "weftrun.h"
+
+enum {
+  O_NP = 1, O_PERNODE, O_HOST, O_HOSTFILE, O_MAPBY, O_BINDTO, O_RANKBY, O_OVERSUB,
+  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
+  O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
+  O_TIMEOUT, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN,
+  O_PASS0, O_PASS1,
+};
+
+#define S_PLACE "Ranks and hosts"
+#define S_GPU "GPUs and topology"
+#define S_ENV "Environment"
+#define S_REPORT "Reports"
+#define S_OUT "Output"
+#define S_RUN "Running"
+#define S_OMPI "Passed to Open MPI unchanged"
+
+const weft_opt wr_options[] = {
+  { O_NP, "np|n|c", WEFT_OPT_ARG, "N", S_PLACE,
+    "Start N ranks (default: one per slot of every host).", 0 },
+  { O_PERNODE, "N|npernode", WEFT_OPT_ARG, "K", S_PLACE,
+    "Start K ranks on every host.", 0 },
+  { O_HOST, "H|host", WEFT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
+    "Run on these hosts; may be repeated. Without :SLOTS a host's slots are its GPUs (or cores).", 0 },
+  { O_HOSTFILE, "hostfile|machinefile", WEFT_OPT_ARG, "FILE", S_PLACE,
+    "Read hosts from FILE (Open MPI grammar: 'host slots=N max_slots=M', '#' comments).", 0 },
+  { O_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S_PLACE,
+    "gpu (default with GPUs), core, numa, package, slot or ppr:N:OBJ, with :PE=n.", 0 },
+  { O_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S_PLACE,
+    "gpu-local (default with --map-by gpu), core, numa, package or none.", 0 },
+  { O_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S_PLACE,
+    "Number ranks host by host (slot, default) or round-robin over hosts (node).", 0 },
+  { O_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S_PLACE,
+    "Allow more ranks on a host than it has slots.", 0 },
+  { O_GPN, "gpus-per-node", WEFT_OPT_ARG, "N", S_GPU,
+    "Trust that every host has N GPUs instead of probing.", 0 },
+  { O_TOPOLOGY, "topology", WEFT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
+    "Use this hwloc XML file instead of probing (all hosts, or one host); may be repeated.", 0 },
+  { O_GPUVIS, "gpu-visibility", WEFT_OPT_ARG, "all|own|none", S_GPU,
+    "CUDA_VISIBLE_DEVICES: all GPUs with the rank's first (all), only its own (own), untouched (none).", 0 },
+  { O_NCCL, "nccl-preset", WEFT_OPT_ARG, "auto|none|FAMILY", S_GPU,
+    "NCCL environment for the machine family (auto: detected).", 0 },
+  { O_X, "x", WEFT_OPT_ARG, "VAR[=VALUE]", S_ENV,
+    "Export VAR (with this value) to every rank; never overwritten by weft.", 0 },
+  { O_MCA, "mca", WEFT_OPT_ARG2, "KEY VALUE", S_ENV,
+    "Set an Open MPI MCA parameter.", 0 },
+  { O_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S_REPORT,
+    "Print one line per rank: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
+  { O_DRYRUN, "dry-run", WEFT_OPT_FLAG, NULL, S_REPORT,
+    "Print the whole plan and start nothing.", 0 },
+  { O_JSON, "json", WEFT_OPT_FLAG, NULL, S_REPORT,
+    "With --dry-run or --report-bindings: print the plan as JSON on stdout.", 0 },
+  { O_TAG, "tag-output", WEFT_OPT_FLAG, NULL, S_OUT,
+    "Prefix every output line with the job and rank.", 0 },
+  { O_TIMESTAMP, "timestamp-output", WEFT_OPT_FLAG, NULL, S_OUT,
+    "Prefix every output line with the time.", 0 },
+  { O_OUTFILE, "output-filename", WEFT_OPT_ARG, "DIR", S_OUT,
+    "Write each rank's output under DIR instead of the terminal.", 0 },
+  { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+    "End the job after SECONDS; weftrun then exits 124.", 0 },
+  { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Allow running as root.", 0 },
+  { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print the mpirun command and what weftrun decides on stderr.", 0 },
+  { O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print weftrun's and Open MPI's versions.", 0 },
+  { O_HELP, "help|h", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print this help.", 0 },
+  { O_HELPMAN, "help-man", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print the OPTIONS section of the man page (roff).", WEFT_OPT_HIDDEN },
+  /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */
+  { O_PASS0, "display-map|display-allocation|display-devel-map|display-topo|merge-stderr-to-stdout|"
+    "nolocal|use-hwthread-cpus|leave-session-attached|debug-daemons|noprefix|quiet|q|"
+    "report-state-on-timeout|get-stack-traces|xml|enable-recovery|do-not-resolve",
+    WEFT_OPT_FLAG, NULL, S_OMPI, "Open MPI flags passed to mpirun as they are.", WEFT_OPT_PASS },
+  { O_PASS1, "wdir|wd|prefix|path|stdin|launch-agent|gmca|am|tune|max-restarts|"
+    "report-pid|report-uri",
+    WEFT_OPT_ARG, "ARG", S_OMPI, "Open MPI options with one argument, passed to mpirun.", WEFT_OPT_PASS },
+  { 0, NULL, 0, NULL, NULL, NULL, 0 },
+};
+
+void
+wr_opts_init(wr_opts *o)
+{
+  memset(o, 0, sizeof(*o));
+  o->np = -1;
+  o->per_node = -1;
+  o->gpus_per_node = -1;
+}
+
+static int
+count(const char *spelled, const char *a, long min, long max, long *out, char *why, size_t len)
+{
+  if (weft_parse_long(a, min, max, out)) {
+    snprintf(why, len, "%s '%s': expected a whole number from %ld to %ld", spelled, a, min, max);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+full(const char *spelled, int n, char *why, size_t len)
+{
+  if (n < WR_MAX_LIST)
+    return 0;
+  snprintf(why, len, "%s given more than %d times", spelled, WR_MAX_LIST);
+  return -1;
+}
+
+static int
+one_of(const char *spelled, const char *a, const char *const *ok, char *why, size_t len)
+{
+  for (int i = 0; ok[i]; i++)
+    if (!strcmp(a, ok[i]))
+      return 0;
+  char list[128] = "";
+  size_t off = 0;
+  for (int i = 0; ok[i] && off < sizeof(list); i++)
+    off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", ok[i]);
+  snprintf(why, len, "%s '%s': expected one of %s", spelled, a, list);
+  return -1;
+}
+
+static int
+handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
+       size_t len)
+{
+  wr_opts *o = ud;
+  static const char *const vis[] = { "all", "own", "none", NULL };
+  static const char *const rankby[] = { "slot", "node", NULL };
+  switch (opt->id) {
+  case O_NP: return count(sp, a1, 1, 1000000, &o->np, why, len);
+  case O_PERNODE: return count(sp, a1, 1, 100000, &o->per_node, why, len);
+  case O_HOST:
+    if (full(sp, o->nhost_args, why, len))
+      return -1;
+    o->host_args[o->nhost_args++] = a1;
+    return 0;
+  case O_HOSTFILE:
+    if (o->hostfile) {
+      snprintf(why, len, "%s given twice ('%s' and '%s'); give one hostfile", sp, o->hostfile, a1);
+      return -1;
+    }
+    o->hostfile = a1;
+    return 0;
+  case O_MAPBY: o->map_by = a1; return 0;
+  case O_BINDTO: o->bind_to = a1; return 0;
+  case O_RANKBY: o->rank_by = a1; return one_of(sp, a1, rankby, why, len);
+  case O_OVERSUB: o->oversubscribe = 1; return 0;
+  case O_GPN: return count(sp, a1, 0, 1024, &o->gpus_per_node, why, len);
+  case O_TOPOLOGY: {
+    const char *eq = strchr(a1, '=');
+    if (!eq) {
+      o->topology = a1;
+      return 0;
+    }
+    if (eq == a1 || !eq[1]) {
+      snprintf(why, len, "%s '%s': write FILE or HOST=FILE", sp, a1);
+      return -1;
+    }
+    if (full(sp, o->nhost_topology, why, len))
+      return -1;
+    /* the host part is split off in plan.c, which owns the copies */
+    o->host_topology[o->nhost_topology].key = a1;
+    o->host_topology[o->nhost_topology++].value = eq + 1;
+    return 0;
+  }
+  case O_GPUVIS: o->gpu_visibility = a1; return one_of(sp, a1, vis, why, len);
+  case O_NCCL: o->nccl_preset = a1; return 0;
+  case O_X:
+    if (full(sp, o->nxvars, why, len))
+      return -1;
+    if (a1[0] == '\0' || a1[0] == '=') {
+      snprintf(why, len, "%s '%s': write VAR or VAR=VALUE", sp, a1);
+      return -1;
+    }
+    o->xvars[o->nxvars++] = a1;
+    return 0;
+  case O_MCA:
+    if (full(sp, o->nmca, why, len))
+      return -1;
+    o->mca[o->nmca].key = a1;
+    o->mca[o->nmca++].value = a2;
+    return 0;
+  case O_REPORT: o->report_bindings = 1; return 0;
+  case O_DRYRUN: o->dry_run = 1; return 0;
+  case O_JSON: o->json = 1; return 0;
+  case O_TAG: o->tag_output = 1; return 0;
+  case O_TIMESTAMP: o->timestamp_output = 1; return 0;
+  case O_OUTFILE: o->output_filename = a1; return 0;
+  case O_TIMEOUT: return count(sp, a1, 1, 100L * 24 * 3600, &o->timeout, why, len);
+  case O_ROOT: o->allow_run_as_root = 1; return 0;
+  case O_VERBOSE: o->verbose = 1; return 0;
+  case O_VERSION: o->version = 1; return 0;
+  case O_HELP: o->help = 1; return 0;
+  case O_HELPMAN: o->help_man = 1; return 0;
+  case O_PASS0:
+  case O_PASS1:
+    if (o->npass + 2 >= WR_MAX_LIST)
+      return full(sp, WR_MAX_LIST, why, len);
+    o->pass[o->npass++] = sp;
+    if (a1)
+      o->pass[o->npass++] = a1;
+    return 0;
+  }
+  snprintf(why, len, "%s: not handled", sp);
+  return -1;
+}
+
+int
+wr_opts_parse(wr_opts *o, int argc, char **argv)
+{
+  char why[512];
+  int first = argc;
+  if (weft_opt_parse(wr_options, argc, argv, handle, o, &first, why, sizeof(why))) {
+    fprintf(stderr, "weftrun: %s\n", why);
+    return WR_EXIT_USAGE;
+  }
+  o->program = argv + first;
+  o->nprogram = argc - first;
+  if (o->help || o->help_man || o->version)
+    return 0;
+  if (o->json && !o->dry_run && !o->report_bindings) {
+    fprintf(stderr, "weftrun: --json goes with --dry-run or --report-bindings\n");
+    return WR_EXIT_USAGE;
+  }
+  if (o->nprogram == 0 && !o->dry_run) {
+    fprintf(stderr, "weftrun: no program to run; write 'weftrun [options] PROGRAM [ARGS]' "
+            "(weftrun --help lists the options)\n");
+    return WR_EXIT_USAGE;
+  }
+  return 0;
+}
+
+void
+wr_usage(FILE *out)
+{
+  fputs("Usage: weftrun [options] [--] PROGRAM [ARGS...]\n"
+        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun, one rank per GPU by\n"
+        "default, each bound to the cores, NUMA memory and NIC next to its GPU.\n", out);
+  weft_opt_help(out, wr_options);
+  fputs("\nExit status: 0 when every rank exits 0; else the first failed rank's code\n"
+        "(128+N for signal N); 2 bad option, 65 bad hosts, 66 unreadable file, 67 placement\n"
+        "does not fit, 68 unknown host, 69 no GPU, 70 launch failed, 124 timeout.\n"
+        "See weftrun(1).\n", out);
+}
