@@ -1,4 +1,0 @@
-/* SPDX-License-Identifier: BSD-3-Clause */
-/* Placeholder until this part of libweft is written; keeps the convenience library non-empty. */
-int weft__placeholder_env(void);
-int weft__placeholder_env(void) { return 0; }

@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of lib/env: the provenance list, forwarding and -x, the per-rank
+ * environment and its precedence, CUDA_VISIBLE_DEVICES in every mode, the
+ * interface choice from fabricated interface lists, and MASTER_PORT. */
+#include "weft_private.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <net/if.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+static char why[512];
+
+static weft_env *new_env(void)
+{
+  weft_env *e = NULL;
+  assert_int_equal(weft_env_create(&e), 0);
+  return e;
+}
+
+static void assert_origin(const weft_env *e, const char *key, weft_env_origin want)
+{
+  weft_env_origin o;
+  assert_int_equal(weft_env_origin_of(e, key, &o), 0);
+  assert_int_equal(o, want);
+}
+
+static void test_list(void **state)
+{
+  weft_env *e = new_env();
+  const char *k, *v, *d;
+  weft_env_origin o;
+  char **envp, buf[64];
+  (void)state;
+
+  assert_int_equal(weft_env_set(e, "A", "1", WEFT_ENV_USER, NULL), 0);
+  assert_int_equal(weft_env_set(e, "B", "2", WEFT_ENV_PRESET, "a3-highgpu"), 0);
+  assert_int_equal(weft_env_set_default(e, "A", "x", WEFT_ENV_WEFT, NULL), 1);
+  assert_string_equal(weft_env_get(e, "A"), "1");
+  assert_int_equal(weft_env_set_default(e, "C", "3", WEFT_ENV_WEFT, NULL), 0);
+  assert_int_equal(weft_env_set(e, "A", "one", WEFT_ENV_XARG, NULL), 0);
+  assert_int_equal(weft_env_count(e), 3);
+  assert_int_equal(weft_env_entry(e, 0, &k, &v, &o, &d), 0);
+  assert_string_equal(k, "A");
+  assert_string_equal(v, "one");
+  assert_int_equal(o, WEFT_ENV_XARG);
+  assert_null(d);
+  assert_int_equal(weft_env_describe(e, 1, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "preset a3-highgpu");
+  assert_int_equal(weft_env_describe(e, 0, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "-x");
+  assert_int_equal(weft_env_entry(e, 3, &k, &v, &o, &d), WEFT_EINVAL);
+  assert_int_equal(weft_env_put(e, "D=x=y", WEFT_ENV_USER, NULL), 0);
+  assert_string_equal(weft_env_get(e, "D"), "x=y");
+  assert_int_equal(weft_env_put(e, "E=", WEFT_ENV_USER, NULL), 0);
+  assert_string_equal(weft_env_get(e, "E"), "");
+  assert_int_equal(weft_env_put(e, "=x", WEFT_ENV_USER, NULL), WEFT_EPARSE);
+  assert_int_equal(weft_env_put(e, "1A=x", WEFT_ENV_USER, NULL), WEFT_EPARSE);
+  assert_int_equal(weft_env_put(e, "noequals", WEFT_ENV_USER, NULL), WEFT_EPARSE);
+  assert_int_equal(weft_env_set(e, "A B", "x", WEFT_ENV_USER, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_env_set(e, "A", NULL, WEFT_ENV_USER, NULL), WEFT_EINVAL);
+  assert_int_equal(weft_env_unset(e, "B"), 0);
+  assert_int_equal(weft_env_unset(e, "B"), 1);
+  assert_null(weft_env_get(e, "B"));
+  assert_int_equal(weft_env_to_envp(e, &envp), 0);
+  assert_string_equal(envp[0], "A=one");
+  assert_string_equal(envp[1], "C=3");
+  assert_string_equal(envp[2], "D=x=y");
+  assert_string_equal(envp[3], "E=");
+  assert_null(envp[4]);
+  free(envp);
+  assert_string_equal(weft_env_origin_name(WEFT_ENV_WEFT), "weft");
+  weft_env_destroy(e);
+}
+
+static void test_forward(void **state)
+{
+  char *user[] = { "PATH=/usr/bin", "HOME=/root", "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=1",
+                   "PYTHONPATH=/x", "OMP_PROC_BIND=true", "WEFT_VERBOSE=env", "LD_LIBRARY_PATH=/l",
+                   "LD_PRELOAD=/evil.so", "OMPI_MCA_x=1", "SECRET=1", "junk", NULL };
+  weft_env *e = new_env();
+  (void)state;
+
+  assert_true(weft_env_forward_default("NCCL_IB_HCA"));
+  assert_false(weft_env_forward_default("HOME"));
+  assert_false(weft_env_forward_default("PATHX"));
+  assert_int_equal(weft_env_forward(e, user), 0);
+  assert_int_equal(weft_env_count(e), 7);
+  assert_string_equal(weft_env_get(e, "NCCL_DEBUG"), "INFO");
+  assert_null(weft_env_get(e, "HOME"));
+  assert_null(weft_env_get(e, "LD_PRELOAD"));
+  assert_origin(e, "PATH", WEFT_ENV_USER);
+  /* -x as in mpirun */
+  assert_int_equal(weft_env_add_x(e, "HOME", user, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(e, "HOME"), "/root");
+  assert_origin(e, "HOME", WEFT_ENV_XARG);
+  assert_int_equal(weft_env_add_x(e, "FOO=a b=c", user, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(e, "FOO"), "a b=c");
+  assert_int_equal(weft_env_add_x(e, "NCCL_DEBUG=WARN", user, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(e, "NCCL_DEBUG"), "WARN");
+  assert_origin(e, "NCCL_DEBUG", WEFT_ENV_XARG);
+  assert_int_equal(weft_env_add_x(e, "NOPE", user, why, sizeof(why)), WEFT_ENOENT);
+  assert_non_null(strstr(why, "NOPE is not set"));
+  assert_int_equal(weft_env_add_x(e, "1X", user, why, sizeof(why)), WEFT_EPARSE);
+  assert_int_equal(weft_env_add_x(e, "=x", user, why, sizeof(why)), WEFT_EPARSE);
+  assert_non_null(strstr(why, "-x '=x'"));
+  assert_int_equal(weft_env_add_x(e, "A;B=1", user, why, sizeof(why)), WEFT_EPARSE);
+  weft_env_destroy(e);
+}
+
+static void expect_cvd(weft_gpu_visibility mode, int ngpus, int gpu, int lr, int rc,
+                       const char *want)
+{
+  char buf[128];
+  int got = weft_cuda_visible_devices(mode, ngpus, gpu, lr, buf, sizeof(buf));
+  if (got != rc || strcmp(buf, want) != 0)
+    fail_msg("mode %d ngpus %d gpu %d local %d: got %d '%s', wanted %d '%s'", mode, ngpus, gpu,
+             lr, got, buf, rc, want);
+}
+
+static void test_cuda_visible(void **state)
+{
+  weft_gpu_visibility v;
+  char small[4];
+  (void)state;
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 3, 3, 0, "0,1,2,3,4,5,6,7");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 0, 0, 0, "0,1,2,3,4,5,6,7");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 5, 0, 0, "5,0,1,2,3,4,6,7");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 0, 2, 0, "1,2,0,3,4,5,6,7");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 7, 7, 0, "0,1,2,3,4,5,6,7");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 1, 7, 0, "0,2,3,4,5,6,7,1");
+  expect_cvd(WEFT_GPUVIS_ALL, 4, 2, 9, 0, "2,0,1,3");
+  expect_cvd(WEFT_GPUVIS_ALL, 1, 0, 0, 0, "0");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, -1, 0, 1, "");
+  expect_cvd(WEFT_GPUVIS_ALL, 0, -1, 0, 1, "");
+  expect_cvd(WEFT_GPUVIS_OWN, 8, 5, 0, 0, "5");
+  expect_cvd(WEFT_GPUVIS_OWN, 8, -1, 0, 0, "");
+  expect_cvd(WEFT_GPUVIS_OWN, 0, -1, 0, 1, "");
+  expect_cvd(WEFT_GPUVIS_NONE, 8, 5, 0, 1, "");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 8, 0, WEFT_EINVAL, "");
+  expect_cvd(WEFT_GPUVIS_ALL, 8, 1, -1, WEFT_EINVAL, "");
+  assert_int_equal(weft_cuda_visible_devices(WEFT_GPUVIS_ALL, 8, 1, 1, small, sizeof(small)),
+                   WEFT_ERANGE);
+  /* Every "all" answer is a permutation with the rank's GPU at LOCAL_RANK. */
+  for (int n = 1; n <= 16; n++)
+    for (int g = 0; g < n; g++)
+      for (int lr = 0; lr < n; lr++) {
+        char buf[128], *p = buf;
+        int seen[16] = { 0 };
+        assert_int_equal(weft_cuda_visible_devices(WEFT_GPUVIS_ALL, n, g, lr, buf, sizeof(buf)),
+                         0);
+        for (int pos = 0; pos < n; pos++) {
+          long d = strtol(p, &p, 10);
+          assert_true(d >= 0 && d < n && !seen[d]);
+          seen[d] = 1;
+          if (pos == lr)
+            assert_int_equal(d, g);
+          if (*p == ',')
+            p++;
+        }
+        assert_int_equal(*p, '\0');
+      }
+  assert_int_equal(weft_gpu_visibility_parse("own", &v), 0);
+  assert_int_equal(v, WEFT_GPUVIS_OWN);
+  assert_int_equal(weft_gpu_visibility_parse("NONE", &v), 0);
+  assert_int_equal(v, WEFT_GPUVIS_NONE);
+  assert_int_equal(weft_gpu_visibility_parse("some", &v), WEFT_EPARSE);
+}
+
+static weft_rank_info sample_info(void)
+{
+  weft_rank_info ri;
+  weft_rank_info_init(&ri);
+  ri.rank = 11;
+  ri.size = 16;
+  ri.local_rank = 3;
+  ri.local_size = 8;
+  ri.node_rank = 1;
+  ri.nnodes = 2;
+  ri.master_addr = "10.0.0.2";
+  ri.master_port = 29500;
+  ri.ifname = "ens4";
+  ri.ngpus = 8;
+  ri.gpu = 5;
+  ri.ncores = 13;
+  snprintf(ri.cpus, sizeof(ri.cpus), "%s", "52-64");
+  snprintf(ri.nic, sizeof(ri.nic), "%s", "enp6s0");
+  return ri;
+}
+
+static void test_rank_env(void **state)
+{
+  static const char *want[][2] = {
+    { "RANK", "11" }, { "WORLD_SIZE", "16" }, { "LOCAL_RANK", "3" }, { "LOCAL_WORLD_SIZE", "8" },
+    { "NODE_RANK", "1" }, { "GROUP_RANK", "1" }, { "GROUP_WORLD_SIZE", "2" },
+    { "MASTER_ADDR", "10.0.0.2" }, { "MASTER_PORT", "29500" },
+    { "CUDA_DEVICE_ORDER", "PCI_BUS_ID" }, { "CUDA_VISIBLE_DEVICES", "0,1,2,5,3,4,6,7" },
+    { "OMP_NUM_THREADS", "13" }, { "NCCL_SOCKET_IFNAME", "ens4" }, { "WEFT_GPU", "5" },
+    { "WEFT_CPUS", "52-64" }, { "WEFT_NIC", "enp6s0" }, { "WEFT_LOCAL_RANK", "3" },
+    { "WEFT_LOCAL_SIZE", "8" }, { "WEFT_NODE_RANK", "1" }, { "WEFT_NNODES", "2" },
+  };
+  weft_rank_info ri = sample_info();
+  weft_env *e = new_env();
+  (void)state;
+
+  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_int_equal(weft_env_count(e), (int)(sizeof(want) / sizeof(want[0])));
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+    const char *v = weft_env_get(e, want[i][0]);
+    if (!v || strcmp(v, want[i][1]) != 0)
+      fail_msg("%s=%s, wanted %s", want[i][0], v ? v : "(unset)", want[i][1]);
+    assert_origin(e, want[i][0], WEFT_ENV_WEFT);
+  }
+  weft_env_destroy(e);
+
+  /* A rank without GPU, NIC, cores or master on a host without GPUs. */
+  weft_rank_info_init(&ri);
+  e = new_env();
+  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(e, "RANK"), "0");
+  assert_string_equal(weft_env_get(e, "WEFT_GPU"), "-1");
+  assert_null(weft_env_get(e, "CUDA_VISIBLE_DEVICES"));
+  assert_null(weft_env_get(e, "CUDA_DEVICE_ORDER"));
+  assert_null(weft_env_get(e, "MASTER_ADDR"));
+  assert_null(weft_env_get(e, "MASTER_PORT"));
+  assert_null(weft_env_get(e, "WEFT_NIC"));
+  assert_null(weft_env_get(e, "OMP_NUM_THREADS"));
+  assert_null(weft_env_get(e, "NCCL_SOCKET_IFNAME"));
+  weft_env_destroy(e);
+
+  /* own: a rank with no GPU on a GPU host sees none. */
+  ri.ngpus = 4;
+  ri.gpu_visibility = WEFT_GPUVIS_OWN;
+  e = new_env();
+  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(e, "CUDA_VISIBLE_DEVICES"), "");
+  weft_env_destroy(e);
+}
+
+static void test_rank_env_precedence(void **state)
+{
+  char *user[] = { "CUDA_VISIBLE_DEVICES=2,3", "MASTER_PORT=1234", "OMP_NUM_THREADS=1",
+                   "NCCL_SOCKET_IFNAME=eth9", "PATH=/bin", NULL };
+  weft_rank_info ri = sample_info();
+  weft_env *e = new_env();
+  (void)state;
+
+  assert_int_equal(weft_env_forward(e, user), 0);
+  assert_int_equal(weft_env_import(e, user, WEFT_ENV_USER), 0);
+  assert_int_equal(weft_env_add_x(e, "RANK=99", user, why, sizeof(why)), 0);
+  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(e, "CUDA_VISIBLE_DEVICES"), "2,3");
+  assert_origin(e, "CUDA_VISIBLE_DEVICES", WEFT_ENV_USER);
+  assert_string_equal(weft_env_get(e, "MASTER_PORT"), "1234");
+  assert_origin(e, "MASTER_PORT", WEFT_ENV_USER);
+  assert_string_equal(weft_env_get(e, "OMP_NUM_THREADS"), "1");
+  assert_string_equal(weft_env_get(e, "NCCL_SOCKET_IFNAME"), "eth9");
+  assert_string_equal(weft_env_get(e, "RANK"), "99");
+  assert_origin(e, "RANK", WEFT_ENV_XARG);
+  assert_string_equal(weft_env_get(e, "MASTER_ADDR"), "10.0.0.2");
+  assert_origin(e, "MASTER_ADDR", WEFT_ENV_WEFT);
+  weft_env_destroy(e);
+}
+
+static void test_rank_env_invalid(void **state)
+{
+  weft_env *e = new_env();
+  weft_rank_info ri;
+  (void)state;
+#define BAD(field, value, part)                                                               \
+  do {                                                                                        \
+    ri = sample_info();                                                                       \
+    ri.field = value;                                                                         \
+    why[0] = '\0';                                                                            \
+    assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), WEFT_EINVAL);                   \
+    assert_non_null(strstr(why, part));                                                       \
+  } while (0)
+  BAD(rank, 16, "rank 16");
+  BAD(rank, -1, "rank -1");
+  BAD(size, 0, "rank 11");
+  BAD(local_rank, 8, "local rank 8");
+  BAD(local_size, 32, "local rank");
+  BAD(node_rank, 2, "node rank 2");
+  BAD(master_port, 70000, "MASTER_PORT");
+  BAD(gpu, 8, "GPU 8");
+#undef BAD
+  assert_int_equal(weft_env_count(e), 0);
+  weft_env_destroy(e);
+}
+
+/* The interface list of a cloud GPU VM with docker and a bridge. */
+static int make_ifs(weft_netif *ifs)
+{
+  static const struct { const char *name, *cidr; unsigned flags; } list[] = {
+    { "lo", "127.0.0.1/8", IFF_UP | IFF_LOOPBACK },
+    { "docker0", "172.17.0.1/16", IFF_UP },
+    { "veth12ab", "169.254.1.1/16", IFF_UP },
+    { "virbr0", "192.168.122.1/24", IFF_UP },
+    { "br-5f2a", "172.18.0.1/16", IFF_UP },
+    { "ens4", "10.128.0.5/32", IFF_UP },        /* GCE: /32, peers reached via the gateway */
+    { "ens5", "192.168.1.5/24", IFF_UP },       /* a second NIC with the peers' subnet */
+    { "ens6", "10.200.0.5/24", 0 },             /* down */
+    { "ens5", "fd00::5/64", IFF_UP },
+  };
+  for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
+    assert_int_equal(weft_netif_make(&ifs[i], list[i].name, list[i].cidr, list[i].flags), 0);
+  return (int)(sizeof(list) / sizeof(list[0]));
+}
+
+static const char *choose(const weft_netif *ifs, int n, const char *const *addrs,
+                          const char *const *routes, int nt, const char *defif)
+{
+  weft_netaddr t[8];
+  int idx = -1;
+
+  for (int k = 0; k < nt; k++)
+    assert_int_equal(weft_netaddr_parse(&t[k], addrs[k]), 0);
+  if (weft_netif_choose(ifs, n, t, routes, nt, defif, &idx, why, sizeof(why)) != 0)
+    return NULL;
+  return ifs[idx].name;
+}
+
+static void test_netif_choose(void **state)
+{
+  weft_netif ifs[16], only[4];
+  weft_netaddr a;
+  const char *peers[] = { "192.168.1.6", "192.168.1.7" };
+  const char *far[] = { "10.128.0.6", "10.128.0.7" };
+  const char *far_routes[] = { "ens4", "ens4" };
+  const char *docker_peer[] = { "172.17.0.2" };
+  const char *docker_route[] = { "docker0" };
+  const char *loop[] = { "127.0.1.1" };
+  const char *v6[] = { "fd00::6" };
+  int n = make_ifs(ifs), idx;
+  (void)state;
+
+  assert_true(weft_netif_excluded("lo"));
+  assert_true(weft_netif_excluded("docker0"));
+  assert_true(weft_netif_excluded("veth0a1b"));
+  assert_true(weft_netif_excluded("virbr0"));
+  assert_true(weft_netif_excluded("br-1234"));
+  assert_false(weft_netif_excluded("ens4"));
+  assert_false(weft_netif_excluded("eth0"));
+  assert_false(weft_netif_excluded("bond0"));
+
+  /* Peers on ens5's subnet: ens5, even when the default route is ens4. */
+  assert_string_equal(choose(ifs, n, peers, NULL, 2, "ens4"), "ens5");
+  /* Peers only reachable through ens4 (GCE /32): the route decides. */
+  assert_string_equal(choose(ifs, n, far, far_routes, 2, NULL), "ens4");
+  /* Routes unknown: the default route's interface. */
+  assert_string_equal(choose(ifs, n, far, NULL, 2, "ens4"), "ens4");
+  /* Routes unknown and no default route: nothing reaches them, clearly. */
+  assert_null(choose(ifs, n, far, NULL, 2, NULL));
+  assert_non_null(strstr(why, "NCCL_SOCKET_IFNAME"));
+  /* A peer in docker's subnet or routed through docker0 never picks docker0. */
+  assert_string_equal(choose(ifs, n, docker_peer, docker_route, 1, "ens4"), "ens4");
+  /* Single host (no peers, or only loopback ones): the default route's interface. */
+  assert_string_equal(choose(ifs, n, NULL, NULL, 0, "ens4"), "ens4");
+  assert_string_equal(choose(ifs, n, loop, NULL, 1, "ens5"), "ens5");
+  /* No default route: the first candidate, IPv4 before IPv6. */
+  assert_string_equal(choose(ifs, n, NULL, NULL, 0, NULL), "ens4");
+  /* IPv6 peers. */
+  assert_int_equal(weft_netaddr_parse(&a, v6[0]), 0);
+  assert_int_equal(weft_netif_choose(ifs, n, &a, NULL, 1, "ens4", &idx, why, sizeof(why)), 0);
+  assert_int_equal(idx, 8);
+  /* Only lo and docker: a single-host job gets lo, a multi-host one an error. */
+  only[0] = ifs[0];
+  only[1] = ifs[1];
+  assert_string_equal(choose(only, 2, NULL, NULL, 0, NULL), "lo");
+  assert_null(choose(only, 2, far, far_routes, 2, NULL));
+  assert_null(choose(only, 0, NULL, NULL, 0, NULL));
+  assert_non_null(strstr(why, "not even lo"));
+
+  assert_int_equal(weft_netif_make(&only[0], "x", "10.0.0.1", 0), WEFT_EPARSE);
+  assert_int_equal(weft_netif_make(&only[0], "x", "10.0.0.1/33", 0), WEFT_EPARSE);
+  assert_int_equal(weft_netif_make(&only[0], "x", "10.0.0/8", 0), WEFT_EPARSE);
+  assert_int_equal(weft_netif_make(&only[0], "x", "10.1.2.3/20", IFF_UP), 0);
+  assert_int_equal(weft_netaddr_parse(&a, "10.1.15.200"), 0);
+  assert_true(weft_netif_contains(&only[0], &a));
+  assert_int_equal(weft_netaddr_parse(&a, "10.1.16.1"), 0);
+  assert_false(weft_netif_contains(&only[0], &a));
+  assert_int_equal(weft_netaddr_parse(&a, "host"), WEFT_EPARSE);
+}
+
+static void test_netif_probe(void **state)
+{
+  weft_netif *ifs = NULL;
+  weft_netaddr a;
+  char name[32], addr[64], defif[32];
+  const char *hosts[] = { "localhost" };
+  int n = 0, has_lo = 0;
+  (void)state;
+
+  assert_int_equal(weft_netif_list(&ifs, &n), 0);
+  for (int i = 0; i < n; i++)
+    has_lo |= strcmp(ifs[i].name, "lo") == 0;
+  assert_true(has_lo);
+  assert_int_equal(weft_netaddr_parse(&a, "127.0.0.1"), 0);
+  assert_true(weft_netaddr_is_local(ifs, n, &a));
+  assert_int_equal(weft_netif_route_to(ifs, n, &a, name, sizeof(name)), 0);
+  assert_string_equal(name, "lo");
+  free(ifs);
+  assert_int_equal(weft_netif_default_route(defif, sizeof(defif)), 0);
+  /* A single-host job always finds an interface (lo at worst). */
+  assert_int_equal(weft_netif_pick(hosts, 1, name, sizeof(name), addr, sizeof(addr), why,
+                                   sizeof(why)), 0);
+  assert_int_equal(weft_host_resolve("localhost", &a, why, sizeof(why)), 0);
+  /* Refused before any DNS query (a test must not wait on a resolver). */
+  assert_int_equal(weft_host_resolve("a;reboot", &a, why, sizeof(why)), WEFT_ENAME);
+  assert_non_null(strstr(why, "';'"));
+  assert_int_equal(weft_master_addr("localhost", NULL, addr, sizeof(addr), why, sizeof(why)), 0);
+  assert_string_equal(addr, "127.0.0.1");
+  assert_int_equal(weft_master_addr("localhost", "10.0.0.5", addr, sizeof(addr), why,
+                                    sizeof(why)), 0);
+  assert_string_equal(addr, "10.0.0.5");
+  assert_int_equal(weft_master_addr("192.0.2.7", "10.0.0.5", addr, sizeof(addr), why,
+                                    sizeof(why)), 0);
+  assert_string_equal(addr, "192.0.2.7");
+}
+
+static void test_port(void **state)
+{
+  int p = 0, q = 0;
+  (void)state;
+  assert_int_equal(weft_port_candidate(0, 0), WEFT_PORT_BASE);
+  assert_int_equal(weft_port_candidate(7, 1), WEFT_PORT_BASE + 8);
+  assert_int_equal(weft_port_candidate(WEFT_PORT_SPAN, 0), WEFT_PORT_BASE);
+  for (unsigned long j = 0; j < 5000; j += 37)
+    for (int t = 0; t < WEFT_PORT_TRIES; t++) {
+      int c = weft_port_candidate(j, t);
+      assert_true(c >= WEFT_PORT_BASE && c < WEFT_PORT_BASE + WEFT_PORT_SPAN);
+    }
+  assert_int_equal(weft_master_port(0, &p, why, sizeof(why)), 0);
+  assert_true(p > 0 && p < 65536);
+  assert_int_equal(weft_master_port(12345, &q, why, sizeof(why)), 0);
+  assert_true(q >= WEFT_PORT_BASE && q < WEFT_PORT_BASE + WEFT_PORT_SPAN);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_list),           cmocka_unit_test(test_forward),
+    cmocka_unit_test(test_cuda_visible),   cmocka_unit_test(test_rank_env),
+    cmocka_unit_test(test_rank_env_precedence), cmocka_unit_test(test_rank_env_invalid),
+    cmocka_unit_test(test_netif_choose),   cmocka_unit_test(test_netif_probe),
+    cmocka_unit_test(test_port),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
