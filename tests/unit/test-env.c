@@ -245,6 +245,46 @@ static void test_rank_env(void **state)
   weft_env_destroy(e);
 }
 
+/* The placement fields from a real topology file (a3-highgpu-8g: 8 GPUs, NICs by them). */
+static void test_rank_info_set_place(void **state)
+{
+  char path[1024], cpus[WEFT_RANK_CPUS_MAX];
+  weft_topo *t = NULL;
+  weft_place pl;
+  weft_rank_info ri;
+  const weft_gpu *g;
+  (void)state;
+
+  snprintf(path, sizeof(path), "%s/topologies/a3-highgpu-8g.xml", weft_datadir());
+  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0) {
+    fprintf(stderr, "skipped: %s\n", why);
+    skip();
+  }
+  assert_int_equal(weft_topo_ngpus(t), 8);
+  g = weft_topo_gpu(t, 3);
+  assert_non_null(g);
+  memset(&pl, 0, sizeof(pl));
+  pl.local_rank = 3;
+  pl.gpu = 3;
+  pl.nic = weft_topo_nnics(t) > 0 ? 0 : -1;
+  pl.cpuset = hwloc_bitmap_dup(g->cpuset);
+  pl.ncores = 4;
+  weft_rank_info_init(&ri);
+  assert_int_equal(weft_rank_info_set_place(&ri, t, &pl), 0);
+  assert_int_equal(ri.ngpus, 8);
+  assert_int_equal(ri.gpu, 3);
+  assert_int_equal(ri.ncores, 4);
+  assert_int_equal(weft_cpuset_format(g->cpuset, cpus, sizeof(cpus)), 0);
+  assert_string_equal(ri.cpus, cpus);
+  if (pl.nic >= 0)
+    assert_string_equal(ri.nic, weft_topo_nic(t, 0)->name);
+  pl.nic = -1;
+  assert_int_equal(weft_rank_info_set_place(&ri, t, &pl), 0);
+  assert_string_equal(ri.nic, "");
+  hwloc_bitmap_free(pl.cpuset);
+  weft_topo_destroy(t);
+}
+
 static void test_rank_env_precedence(void **state)
 {
   char *user[] = { "CUDA_VISIBLE_DEVICES=2,3", "MASTER_PORT=1234", "OMP_NUM_THREADS=1",
@@ -449,7 +489,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_list),           cmocka_unit_test(test_forward),
     cmocka_unit_test(test_cuda_visible),   cmocka_unit_test(test_rank_env),
-    cmocka_unit_test(test_rank_env_precedence), cmocka_unit_test(test_rank_env_invalid),
+    cmocka_unit_test(test_rank_info_set_place), cmocka_unit_test(test_rank_env_precedence), cmocka_unit_test(test_rank_env_invalid),
     cmocka_unit_test(test_netif_choose),   cmocka_unit_test(test_netif_probe),
     cmocka_unit_test(test_port),
   };
