@@ -1,11 +1,200 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Google Cloud: the GCE metadata server, machine families and their NCCL
+ * presets, GPU-NIC discovery, checks, preemption watch and host order.
+ *
+ * Whether the machine is a GCE VM is decided from DMI first
+ * (/sys/class/dmi/id/product_name is "Google Compute Engine"); off GCE no
+ * metadata request is ever made, unless GCE_METADATA_HOST (host[:port]) names
+ * a metadata server, as in Google's own client libraries. Tests point
+ * WEFT_GCP_SYSROOT at a fake tree that holds sys/class/dmi and sys/class/net,
+ * and GCE_METADATA_HOST at a fake server.
+ */
 #ifndef WEFT_GCP_H
 #define WEFT_GCP_H
+
+#include <signal.h>
 
 #include <weft/common.h>
 #include <weft/errors.h>
 
+/* Exit status of weftrun and weft-rank when the job ended because GCE preempted
+ * the VM or announced TERMINATE_ON_HOST_MAINTENANCE: a wrapper may requeue. */
+#define WEFT_EXIT_PREEMPTED 75
+
+/* Signal sent to the local ranks on a preemption notice, then SIGKILL after the grace. */
+#define WEFT_PREEMPT_SIGNAL SIGTERM
+
+/* Default seconds between WEFT_PREEMPT_SIGNAL and SIGKILL (Spot VMs get 30 s in all). */
+#define WEFT_PREEMPT_GRACE_DEFAULT 20
+
+#define WEFT_GCP_MAX_NICS 16
+
 WEFT_BEGIN_DECLS
+
+/* ---- Metadata server --------------------------------------------------- */
+
+typedef struct weft_gcp_md weft_gcp_md;
+
+/** \brief 1 when DMI says this is a GCE VM ($WEFT_GCP_SYSROOT/sys/class/dmi/id/product_name). */
+WEFT_EXPORT int weft_gcp_dmi_is_gce(void);
+
+/** \brief Open a metadata client. Makes no request.
+ * \return 0; WEFT_ENOTGCE when DMI says this is no GCE VM and GCE_METADATA_HOST
+ * is unset; WEFT_ENOCURL in a build without libcurl; WEFT_ENOMEM.
+ * The handle is allocated by the callee, free with weft_gcp_md_close(). One
+ * handle per thread. */
+WEFT_EXPORT int weft_gcp_md_open(weft_gcp_md **md);
+WEFT_EXPORT void weft_gcp_md_close(weft_gcp_md *md);
+
+/** \brief The metadata URL base in use ("http://HOST/computeMetadata/v1/"). */
+WEFT_EXPORT const char *weft_gcp_md_base(const weft_gcp_md *md);
+
+/** \brief GET \p path (relative to computeMetadata/v1/, e.g. "instance/zone").
+ * Retries 503/5xx/429 and connection failures with bounded backoff (5 tries, under 4 s).
+ * \p value is allocated by the callee, free with free(); \p etag (may be NULL)
+ * receives the ETag header. \return 0; WEFT_ENOENT for 404; WEFT_EHTTP;
+ * WEFT_ETIMEDOUT. */
+WEFT_EXPORT int weft_gcp_md_get(weft_gcp_md *md, const char *path, char **value,
+                                char *etag, size_t etaglen);
+
+/** \brief Long-poll \p path with wait_for_change=true: returns when the value's
+ * ETag differs from \p last_etag ("0" or NULL: the current value at once when NULL is
+ * "0", else the next change) or after \p timeout_sec seconds (then WEFT_ETIMEDOUT
+ * unless the server answered anyway). Ownership as weft_gcp_md_get(). */
+WEFT_EXPORT int weft_gcp_md_wait(weft_gcp_md *md, const char *path, const char *last_etag,
+                                 int timeout_sec, char **value, char *etag, size_t etaglen);
+
+/* ---- Detection --------------------------------------------------------- */
+
+typedef struct weft_gcp_nic {
+  int index;            /* instance/network-interfaces/<index> */
+  char mac[18];         /* lower case */
+  char ip[64];
+  char network[160];    /* projects/N/networks/NAME */
+  char ifname[32];      /* matched /sys/class/net name, "" when none */
+  char pci[16];         /* PCI_SLOT_NAME ("0000:06:00.0"), "" when unknown */
+  int mtu;              /* -1 when unknown */
+  int gvnic;            /* 1: driver gve or PCI vendor 0x1ae0; 0: other; -1: unknown */
+  int gpu;              /* 1 for a GPU-data NIC, 0 for a host NIC */
+} weft_gcp_nic;
+
+/* What one VM says about itself. Filled by weft_gcp_detect(); plain data. */
+typedef struct weft_gcp_info {
+  int on_gce;
+  char machine_type[64];   /* basename: "a3-highgpu-8g" */
+  char zone[64];           /* basename: "us-central1-a" */
+  char hostname[256];
+  char physical_host[256]; /* "/cluster/rack/host", "" without compact placement */
+  int preemptible;         /* scheduling/preemptible is TRUE */
+  const char *family;      /* family name (static), NULL when unknown */
+  int nnics;
+  weft_gcp_nic nics[WEFT_GCP_MAX_NICS]; /* host NICs first, then GPU NICs in PCI order */
+} weft_gcp_info;
+
+/** \brief Fill \p info: on_gce = 0 and return 0 off GCE (no request made);
+ * otherwise the metadata keys above and the NICs matched by MAC.
+ * \return 0, or a negative code with a one-line reason in \p why. */
+WEFT_EXPORT int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen);
+
+/** \brief Match info->nics' MACs to $WEFT_GCP_SYSROOT/sys/class/net/ * /address,
+ * read MTU, PCI slot and driver, mark GPU NICs for info->family and sort them by
+ * PCI slot. weft_gcp_detect() calls it; tests call it on a filled info. */
+WEFT_EXPORT int weft_gcp_nics_match(weft_gcp_info *info);
+
+/* ---- Families ---------------------------------------------------------- */
+
+/** \brief Family of a machine type ("a3-highgpu-8g", "projects/1/machineTypes/g2-standard-24"):
+ * "n1", "a2", "g2", "a3-highgpu-small", "a3-highgpu-8g", "a3-edgegpu-8g",
+ * "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g"; NULL when unknown.
+ * The string is static. */
+WEFT_EXPORT const char *weft_gcp_family(const char *machine_type);
+
+/** \brief Host (not GPU-data) NICs of a family: 2 on A3 Ultra and A4, else 1. */
+WEFT_EXPORT int weft_gcp_family_host_nics(const char *family);
+
+/* ---- Presets ----------------------------------------------------------- */
+
+typedef struct weft_preset weft_preset;
+
+/* One variable of a resolved preset. */
+typedef struct weft_preset_var {
+  const char *key;
+  const char *value;      /* placeholders filled */
+  int prepend;            /* 1: prepend value to a ':' list (LD_LIBRARY_PATH) */
+  const char *source;     /* "preset a3-highgpu-8g" or "... (/var/lib/tcpxo/.../nccl-env-profile.sh)" */
+} weft_preset_var;
+
+/** \brief Load preset \p name: a family name ("a3-highgpu-8g", read from
+ * weft_datadir()/presets/NAME.preset) or a path containing '/'.
+ * \return 0; WEFT_ENAME (unknown name); WEFT_EPARSE with "file:line: reason" in \p why.
+ * Allocated by the callee, free with weft_preset_free(). */
+WEFT_EXPORT int weft_preset_load(const char *name, weft_preset **p, char *why, size_t whylen);
+WEFT_EXPORT void weft_preset_free(weft_preset *p);
+
+/** \brief The --nccl-preset choice: "none" and "auto" on a single-VM job or off
+ * GCE or an unknown family give *p = NULL and 0; "auto" otherwise loads the
+ * family's preset; any other word is a preset name for weft_preset_load(). */
+WEFT_EXPORT int weft_preset_select(const char *arg, const weft_gcp_info *info, int multi_vm,
+                                   weft_preset **p, char *why, size_t whylen);
+
+WEFT_EXPORT const char *weft_preset_name(const weft_preset *p);
+/** \brief The preset's reserve-cpus list ("8-35,112-139"), for weft_policy.reserved_cpus; NULL when none. */
+WEFT_EXPORT const char *weft_preset_reserved_cpus(const weft_preset *p);
+/** \brief MTU the GPU NICs need, 0 when the preset says nothing. */
+WEFT_EXPORT int weft_preset_mtu(const weft_preset *p);
+
+/** \brief Resolve the preset for this VM: fill @host_nic@, @host_nics@,
+ * @gpu_nics@ and @gpu_nicN@ from \p info (which may be NULL off GCE), and take
+ * the values of the family's profile script when it is installed. Variables
+ * named in \p user_set (NULL-terminated "KEY" or "KEY=VALUE" strings; may be
+ * NULL) are left out: the user's own values win.
+ * \p vars belongs to \p p and stays valid until the next resolve or free.
+ * \return 0; WEFT_ENOENT with the missing NIC and the fix in \p why. */
+WEFT_EXPORT int weft_preset_resolve(weft_preset *p, const weft_gcp_info *info,
+                                    const char *const *user_set,
+                                    const weft_preset_var **vars, int *nvars,
+                                    char *why, size_t whylen);
+
+/* ---- Checks ------------------------------------------------------------ */
+
+typedef void (*weft_gcp_warn_fn)(void *arg, const char *msg);
+
+/** \brief Check this VM against preset \p p (may be NULL): network plugin
+ * library missing, gVNIC absent, GPU-NIC MTU too small, no compact placement
+ * (multi-VM only). Calls \p warn once per problem with one line that says the
+ * fix. \return the number of warnings. */
+WEFT_EXPORT int weft_gcp_check(const weft_gcp_info *info, const weft_preset *p, int multi_vm,
+                               weft_gcp_warn_fn warn, void *arg);
+
+/** \brief Warn when the \p n hosts of a job have different machine types
+ * (NULL or "" entries are unknown and ignored). \return 1 when mixed, else 0. */
+WEFT_EXPORT int weft_gcp_check_mixed(const char *const *hosts, const char *const *machine_types,
+                                     int n, weft_gcp_warn_fn warn, void *arg);
+
+/* ---- Preemption -------------------------------------------------------- */
+
+typedef struct weft_gcp_watch weft_gcp_watch;
+
+/* Called once, from the watcher's thread, with what ("preempted" or
+ * "maintenance-event") and the new value ("TRUE", "TERMINATE_ON_HOST_MAINTENANCE"). */
+typedef void (*weft_gcp_preempt_fn)(void *arg, const char *what, const char *value);
+
+/** \brief Start a thread that long-polls instance/preempted and
+ * instance/maintenance-event (wait_for_change with ETags) and calls \p cb on
+ * the first notice. \return 0; WEFT_ENOTGCE off GCE; WEFT_ENOCURL; WEFT_ESYS.
+ * Allocated by the callee, free with weft_gcp_watch_stop(). */
+WEFT_EXPORT int weft_gcp_watch_start(weft_gcp_watch **w, weft_gcp_preempt_fn cb, void *arg);
+
+/** \brief Stop the watcher (within about 100 ms) and free it; NULL is fine. */
+WEFT_EXPORT void weft_gcp_watch_stop(weft_gcp_watch *w);
+
+/* ---- Host order -------------------------------------------------------- */
+
+/** \brief Order \p n hosts by their physical_host "/cluster/rack/host"
+ * (component by component; ties keep input order). \p order receives host
+ * indexes. \return 0; WEFT_ENOENT (order = identity) when any entry is NULL or "". */
+WEFT_EXPORT int weft_gcp_order_hosts(const char *const *physical_host, int n, int *order);
 
 WEFT_END_DECLS
 
