@@ -156,6 +156,23 @@ static int entry_new(weft_hostlist *hl, const char *name, const char *source)
   return 0;
 }
 
+/* A host named again with "user@": the user must agree with the first naming. */
+static int merge_user(struct entry *e, const char *name, const char *at, char *why, size_t whylen)
+{
+  size_t len = at ? (size_t)(at - name) : 0;
+
+  if (!at || (e->h.user && strlen(e->h.user) == len && strncmp(e->h.user, name, len) == 0))
+    return 0;
+  if (e->h.user) {
+    if (why)
+      weft__snprintf(why, whylen, "'%s': host '%s' is already listed with user '%s'; use one "
+                     "user per host", name, e->h.name, e->h.user);
+    return WEFT_ENAME;
+  }
+  e->h.user = strndup(name, len);
+  return e->h.user ? 0 : WEFT_ENOMEM;
+}
+
 int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_slots,
                       const char *source, char *why, size_t whylen)
 {
@@ -189,6 +206,9 @@ int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_sl
     i = hl->n - 1;
   }
   e = &hl->v[i];
+  rc = merge_user(e, name, at, why, whylen);
+  if (rc)
+    return rc;
   e->h.listed++;
   if (slots > 0)
     e->numbered += slots;

@@ -213,6 +213,7 @@ static void test_hostfile_garbage(void **state)
   expect_file_error("^badnode\n", WEFT_EPARSE, 1, "excluding");
   expect_file_error("node1:4\n", WEFT_EPARSE, 1, "slots=N");
   expect_file_error("a@b username=c\n", WEFT_EPARSE, 1, "keep one");
+  expect_file_error("u@a\nv@a\n", WEFT_ENAME, 2, "already listed with user 'u'");
   memset(longline, 'a', sizeof(longline) - 2);
   longline[sizeof(longline) - 2] = '\n';
   longline[sizeof(longline) - 1] = '\0';
@@ -224,6 +225,11 @@ static void test_hostfile_garbage(void **state)
   assert_non_null(strstr(why, "no host in the file"));
   assert_int_equal(weft_hostfile_load(hl, "/nonexistent/hosts", why, sizeof(why)), WEFT_ENOENT);
   assert_non_null(strstr(why, "/nonexistent/hosts: cannot open"));
+  assert_int_equal(weft_hostfile_load(hl, "/", why, sizeof(why)), WEFT_EIO);
+  assert_non_null(strstr(why, "/: read error"));
+  /* A user given on a later line joins a host named without one. */
+  assert_int_equal(load_text(hl, "a\nroot@a\n"), 0);
+  assert_string_equal(weft_hostlist_host(hl, 0)->user, "root");
   weft_hostlist_destroy(hl);
 }
 
