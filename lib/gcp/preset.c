@@ -701,3 +701,58 @@ int weft_preset_resolve(weft_preset *p, const weft_gcp_info *info, const char *c
   *nvars = p->nvars;
   return 0;
 }
+
+/* Is dir already the first entry of the ':' list? */
+static int starts_with_dir(const char *list, const char *dir)
+{
+  size_t n = strlen(dir);
+
+  return !strncmp(list, dir, n) && (list[n] == '\0' || list[n] == ':');
+}
+
+int weft_preset_apply(weft_preset *p, const weft_gcp_info *info, weft_env *env, char *why,
+                      size_t whylen)
+{
+  const weft_preset_var *v;
+  const char **user;
+  int n = weft_env_count(env), nv, rc;
+
+  user = calloc((size_t)n + 1, sizeof(*user));
+  if (!user)
+    return WEFT_ENOMEM;
+  for (int i = 0; i < n; i++)
+    weft_env_entry(env, i, &user[i], NULL, NULL, NULL);
+  /* Prepend-path keys stay in: they are merged below, not replaced. */
+  for (int i = 0; i < p->nent; i++) {
+    if (!p->ent[i].prepend)
+      continue;
+    for (int j = 0; j < n; j++)
+      if (user[j] && !strcmp(user[j], p->ent[i].key))
+        user[j] = "";
+  }
+  rc = weft_preset_resolve(p, info, user, &v, &nv, why, whylen);
+  free(user);
+  for (int i = 0; rc == 0 && i < nv; i++) {
+    const char *detail = v[i].source + strlen("preset ");
+    weft_env_origin origin;
+
+    if (!v[i].prepend) {
+      rc = weft_env_set_default(env, v[i].key, v[i].value, WEFT_ENV_PRESET, detail);
+      rc = rc > 0 ? 0 : rc;
+    } else if (!weft_env_get(env, v[i].key) || !*weft_env_get(env, v[i].key)) {
+      rc = weft_env_set(env, v[i].key, v[i].value, WEFT_ENV_PRESET, detail);
+    } else if (weft_env_origin_of(env, v[i].key, &origin) == 0 && origin != WEFT_ENV_XARG &&
+               !starts_with_dir(weft_env_get(env, v[i].key), v[i].value)) {
+      const char *old = weft_env_get(env, v[i].key);
+      size_t len = strlen(v[i].value) + strlen(old) + 2;
+      char *joined = malloc(len), d[256];
+      if (!joined)
+        return WEFT_ENOMEM;
+      snprintf(joined, len, "%s:%s", v[i].value, old);
+      weft__snprintf(d, sizeof(d), "%s, prepended to %s", detail, weft_env_origin_name(origin));
+      rc = weft_env_set(env, v[i].key, joined, WEFT_ENV_PRESET, d);
+      free(joined);
+    }
+  }
+  return rc;
+}

@@ -574,6 +574,46 @@ static void test_preset_a3_high(void **state)
   assert_int_equal(weft_preset_select("../etc", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
 }
 
+static void test_preset_apply_env(void **state)
+{
+  weft_gcp_info info;
+  weft_preset *p;
+  weft_env *env;
+  weft_env_origin o;
+  char why[512], desc[256];
+  int i;
+  (void)state;
+  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weft_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(weft_env_create(&env), 0);
+  assert_int_equal(weft_env_set(env, "NCCL_PROTO", "LL", WEFT_ENV_XARG, NULL), 0);
+  assert_int_equal(weft_env_set(env, "LD_LIBRARY_PATH", "/opt/lib", WEFT_ENV_USER, NULL), 0);
+  assert_int_equal(weft_preset_apply(p, &info, env, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(env, "NCCL_PROTO"), "LL");
+  assert_int_equal(weft_env_origin_of(env, "NCCL_PROTO", &o), 0);
+  assert_int_equal(o, WEFT_ENV_XARG);
+  assert_string_equal(weft_env_get(env, "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"),
+                      "enp6s0,enp12s0,enp134s0,enp140s0");
+  assert_string_equal(weft_env_get(env, "LD_LIBRARY_PATH"), "/var/lib/tcpx/lib64:/opt/lib");
+  for (i = 0; i < weft_env_count(env); i++) {
+    const char *k;
+    weft_env_entry(env, i, &k, NULL, NULL, NULL);
+    if (!strcmp(k, "NCCL_NET"))
+      break;
+  }
+  assert_int_equal(weft_env_describe(env, i, desc, sizeof(desc)), 0);
+  assert_string_equal(desc, "preset a3-highgpu-8g");
+  /* Applying twice changes nothing (LD_LIBRARY_PATH not prepended again). */
+  assert_int_equal(weft_preset_apply(p, &info, env, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(env, "LD_LIBRARY_PATH"), "/var/lib/tcpx/lib64:/opt/lib");
+  /* -x LD_LIBRARY_PATH=... is the user's final word. */
+  assert_int_equal(weft_env_set(env, "LD_LIBRARY_PATH", "/mine", WEFT_ENV_XARG, NULL), 0);
+  assert_int_equal(weft_preset_apply(p, &info, env, why, sizeof(why)), 0);
+  assert_string_equal(weft_env_get(env, "LD_LIBRARY_PATH"), "/mine");
+  weft_env_destroy(env);
+  weft_preset_free(p);
+}
+
 static void test_preset_off_gce(void **state)
 {
   const weft_preset_var *v;
@@ -749,6 +789,7 @@ int main(void)
     cmocka_unit_test_setup(test_watch_already_preempted_and_stop, setup_each),
     cmocka_unit_test_setup(test_preset_a3_high, setup_each),
     cmocka_unit_test_setup(test_preset_mega_profile, setup_each),
+    cmocka_unit_test_setup(test_preset_apply_env, setup_each),
     cmocka_unit_test_setup(test_checks, setup_each),
 #endif
   };

@@ -17,6 +17,7 @@
 
 #include <weft/common.h>
 #include <weft/errors.h>
+#include <weft/env.h>
 
 /* Exit status of weftrun and weft-rank when the job ended because GCE preempted
  * the VM or announced TERMINATE_ON_HOST_MAINTENANCE: a wrapper may requeue. */
@@ -59,9 +60,10 @@ WEFT_EXPORT int weft_gcp_md_get(weft_gcp_md *md, const char *path, char **value,
                                 char *etag, size_t etaglen);
 
 /** \brief Long-poll \p path with wait_for_change=true: returns when the value's
- * ETag differs from \p last_etag ("0" or NULL: the current value at once when NULL is
- * "0", else the next change) or after \p timeout_sec seconds (then WEFT_ETIMEDOUT
- * unless the server answered anyway). Ownership as weft_gcp_md_get(). */
+ * ETag differs from \p last_etag (at once when it already differs, "0" for
+ * instance; NULL: at the next change), or after \p timeout_sec seconds with
+ * the unchanged value and ETag, as the server answers then.
+ * Ownership as weft_gcp_md_get(). \return as weft_gcp_md_get(). */
 WEFT_EXPORT int weft_gcp_md_wait(weft_gcp_md *md, const char *path, const char *last_etag,
                                  int timeout_sec, char **value, char *etag, size_t etaglen);
 
@@ -155,6 +157,16 @@ WEFT_EXPORT int weft_preset_resolve(weft_preset *p, const weft_gcp_info *info,
                                     const char *const *user_set,
                                     const weft_preset_var **vars, int *nvars,
                                     char *why, size_t whylen);
+
+/** \brief Resolve \p p for this VM (\p info may be NULL off GCE) and add its
+ * variables to \p env with origin WEFT_ENV_PRESET and the preset's name as
+ * detail, each only when \p env does not hold it yet: fill \p env with the
+ * user's variables first, then apply the preset, then weft_rank_env().
+ * A prepend-path variable (LD_LIBRARY_PATH) is put in front of a forwarded
+ * value, but a value given with -x is left alone.
+ * \return 0, or as weft_preset_resolve(). */
+WEFT_EXPORT int weft_preset_apply(weft_preset *p, const weft_gcp_info *info, weft_env *env,
+                                  char *why, size_t whylen);
 
 /* ---- Checks ------------------------------------------------------------ */
 
