@@ -255,6 +255,39 @@ int weft_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t i
   return rc;
 }
 
+/* Among \p host's addresses, one inside the subnet of the interface whose address is
+ * \p chosen (a host with a management and a data network answers with both). */
+static int resolve_on(const char *host, const char *chosen, const weft_netif *ifs, int nifs,
+                      weft_netaddr *out)
+{
+  struct addrinfo hints, *res, *ai;
+  const weft_netif *nif = NULL;
+  weft_netaddr c, cand;
+  int found = 0;
+
+  if (!chosen || weft_netaddr_parse(&c, chosen))
+    return 0;
+  for (int i = 0; i < nifs && !nif; i++)
+    if (ifs[i].family == c.family && memcmp(ifs[i].addr, c.addr, 16) == 0)
+      nif = &ifs[i];
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (!nif || getaddrinfo(host, NULL, &hints, &res) != 0)
+    return 0;
+  for (ai = res; ai && !found; ai = ai->ai_next) {
+    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+      continue;
+    copy_addr(ai->ai_addr, &cand.family, cand.addr);
+    if (weft_netif_contains(nif, &cand)) {
+      *out = cand;
+      found = 1;
+    }
+  }
+  freeaddrinfo(res);
+  return found;
+}
+
 int weft_master_addr(const char *first_host, const char *chosen_addr, char *buf, size_t len,
                      char *why, size_t whylen)
 {
@@ -269,8 +302,11 @@ int weft_master_addr(const char *first_host, const char *chosen_addr, char *buf,
     rc = weft_host_resolve(first_host, &a, why, whylen);
     if (rc)
       return rc;
-    if (weft_netif_list(&ifs, &nifs) == 0)
+    if (weft_netif_list(&ifs, &nifs) == 0) {
       local = weft_netaddr_is_local(ifs, nifs, &a);
+      if (!local)
+        resolve_on(first_host, chosen_addr, ifs, nifs, &a);
+    }
     free(ifs);
     if (!local)
       return weft_netaddr_format(a.family, a.addr, buf, len);

@@ -231,7 +231,8 @@ WEFT_EXPORT int weft_netif_pick(const char *const *hosts, int nhosts, char *ifna
 
 /** \brief MASTER_ADDR for a job whose first host is \p first_host: the address of the chosen
  * interface \p chosen_addr when \p first_host is this machine (by name or address), else
- * \p first_host resolved; "127.0.0.1" for a single-host local job when \p chosen_addr is NULL.
+ * \p first_host resolved (preferring an address in the chosen interface's subnet when the
+ * name has several); "127.0.0.1" for a single-host local job when \p chosen_addr is NULL.
  * \return 0; WEFT_ENAME (does not resolve); WEFT_ERANGE. */
 WEFT_EXPORT int weft_master_addr(const char *first_host, const char *chosen_addr, char *buf,
                                  size_t len, char *why, size_t whylen);
