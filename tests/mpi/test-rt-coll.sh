@@ -1,0 +1,13 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# test-rt-coll on 1, 2, 3 and 4 ranks.
+set -eu
+. "${WEFT_TOPDIR:?}/tests/mpi/rt-run.sh"
+for np in 1 2 3 4; do
+  rt_mpirun $np "$bin/test-rt-coll"
+done
+# The same checks through the hierarchical all-reduce (2 pretend hosts x 2
+# ranks), and with deadlines on (the non-blocking path).
+WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier rt_mpirun 4 "$bin/test-rt-coll"
+WEFT_RANKS_PER_NODE=2 WEFT_HIER_THRESHOLD=0 WEFT_COLL_TIMEOUT=30 rt_mpirun 4 "$bin/test-rt-coll"
+WEFT_COLL_TIMEOUT=30 rt_mpirun 3 "$bin/test-rt-coll"

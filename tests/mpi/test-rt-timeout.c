@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A collective with one rank absent (run with WEFT_COLL_TIMEOUT=2): the last
+ * rank sleeps instead of joining; the others must get WEFT_ETIMEDOUT within
+ * bounded time, with a message naming that rank. They print
+ * "TIMEDOUT-OK rank N" and abort the job, which is what callers should do;
+ * test-rt-timeout.sh checks the lines and the time taken.
+ * Argument "barrier" or "bcast" picks the collective (default all-reduce).
+ */
+#include "rt-common.h"
+
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+  weft_ctx *ctx;
+  weft_group *w;
+  int rank, p, rc, x = 1, y = 0;
+  char want[64];
+  const char *what = argc > 1 ? argv[1] : "allreduce";
+
+  CHECK(weft_init(&argc, &argv, &ctx) == 0, "weft_init");
+  w = weft_world(ctx);
+  rank = weft_rank(ctx);
+  p = weft_size(ctx);
+  CHECK(p >= 2, "needs 2 ranks or more");
+  /* One collective that everybody joins first. */
+  CHECK(weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 && y == p, "warm-up");
+  if (rank == p - 1) {
+    sleep(30);
+    return 0;
+  }
+  if (!strcmp(what, "barrier"))
+    rc = weft_barrier(w);
+  else if (!strcmp(what, "bcast"))
+    rc = weft_broadcast(w, &x, 1, WEFT_INT32, p - 1, NULL); /* from the absent rank */
+  else
+    rc = weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL);
+  snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
+  CHECK(rc == WEFT_ETIMEDOUT, "%s gave %s", what, weft_err_name(rc));
+  CHECK(strstr(weft_last_error(ctx), want) && strstr(weft_last_error(ctx), what) &&
+        strstr(weft_last_error(ctx), "world"),
+        "message does not name the op, group and rank: %s", weft_last_error(ctx));
+  printf("TIMEDOUT-OK rank %d\n", rank);
+  fflush(stdout);
+  sleep(1); /* let the other waiting ranks report too */
+  MPI_Abort(MPI_COMM_WORLD, 3);
+  return 1;
+}
