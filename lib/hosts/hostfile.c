@@ -105,6 +105,9 @@ static int parse_keyword(struct line *l, char *why, size_t whylen)
   } else {
     *l->p = '\0';
   }
+  if (!*key)
+    return line_error(l, why, whylen, WEFT_EPARSE,
+                      "'=' without a keyword before it; write slots=N or max_slots=M");
   l->p++;
   skip_space(l);
   val = l->p;

@@ -202,6 +202,7 @@ static void test_hostfile_garbage(void **state)
   expect_file_error("\n\na sockets=2\n", WEFT_EPARSE, 3, "unknown keyword 'sockets'");
   expect_file_error("a slots\n", WEFT_EPARSE, 1, "not KEY=VALUE");
   expect_file_error("a slots=\n", WEFT_EPARSE, 1, "has no value");
+  expect_file_error("a =4\n", WEFT_EPARSE, 1, "without a keyword");
   expect_file_error("a slots=2 slots=3\n", WEFT_EPARSE, 1, "given twice");
   expect_file_error("a slots=8 max_slots=4\n", WEFT_ERANGE, 1, "more than max_slots");
   expect_file_error("slots=4\n", WEFT_EPARSE, 1, "host name should come first");
