@@ -32,8 +32,10 @@ int main(int argc, char **argv)
   }
   if (!strcmp(what, "barrier"))
     rc = weft_barrier(w);
-  else if (!strcmp(what, "bcast"))
+  else if (!strcmp(what, "bcast")) {
+    what = "broadcast";
     rc = weft_broadcast(w, &x, 1, WEFT_INT32, p - 1, NULL); /* from the absent rank */
+  }
   else
     rc = weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL);
   snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
