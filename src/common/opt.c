@@ -232,10 +232,24 @@ weft_opt_help(FILE *out, const weft_opt *tab)
         continue;
       if (weft_opt_spellings(o, sp, sizeof(sp)))
         continue;
-      if (strlen(sp) <= 28)
+      if (strlen(sp) <= 28) {
         fprintf(out, "  %-28s %s\n", sp, o->help);
-      else
-        fprintf(out, "  %s\n  %-28s %s\n", sp, "", o->help);
+        continue;
+      }
+      /* long lists of spellings: wrap after a comma before column 78 */
+      const char *p = sp;
+      while (strlen(p) > 76) {
+        int cut = 76;
+        while (cut > 0 && p[cut] != ',')
+          cut--;
+        if (cut == 0)
+          break;
+        fprintf(out, "  %.*s\n", cut + 1, p);
+        p += cut + 1;
+        while (*p == ' ')
+          p++;
+      }
+      fprintf(out, "  %s\n  %-28s %s\n", p, "", o->help);
     }
   }
 }

@@ -146,7 +146,9 @@ test_help_and_man_cover_table(void **state)
       continue;
     }
     assert_int_equal(weft_opt_spellings(o, sp, sizeof(sp)), 0);
-    assert_non_null(strstr(help, sp));
+    if (strlen(sp) <= 76)
+      assert_non_null(strstr(help, sp));
+    assert_non_null(strstr(help, o->help));
     /* the first spelling, roff-escaped: \fB\-\-map\-by\fR */
     char want[160];
     size_t n = strcspn(o->names, "|"), w = 0;

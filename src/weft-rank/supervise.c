@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Run the rank's program as a child and stay with it: forward the signals
+ * Open MPI sends (so that a job teardown reaches the program), kill it when
+ * weft-rank's own parent goes away, and when it fails print the one line
+ * weftrun looks for, then exit with the program's code so that Open MPI ends
+ * the job. After a forwarded SIGTERM/SIGINT the program gets GRACE_S seconds
+ * before SIGKILL.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "weft-rank.h"
+
+#define GRACE_S 5
+
+static volatile sig_atomic_t child = 0;
+static volatile sig_atomic_t told_to_stop = 0;
+
+static void
+forward(int sig)
+{
+  if (sig == SIGALRM) {
+    if (child > 0)
+      kill(child, SIGKILL);
+    return;
+  }
+  if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+    told_to_stop = sig;
+    alarm(GRACE_S);
+  }
+  if (child > 0)
+    kill(child, sig);
+}
+
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT,
+                                 SIGALRM };
+
+int
+wk_supervise(char **argv, const wk_who *who)
+{
+  int errp[2];
+  if (pipe(errp)) {
+    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: pipe failed: %s; exited with status %d\n",
+            who->rank, who->host, who->gpu, strerror(errno), WK_EXIT_SETUP);
+    return WK_EXIT_SETUP;
+  }
+  fcntl(errp[0], F_SETFD, FD_CLOEXEC);
+  fcntl(errp[1], F_SETFD, FD_CLOEXEC);
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = forward;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+    sigaction(forwarded[i], &sa, NULL);
+  /* Open MPI's daemon going away without a word must not leave the program behind. */
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() == 1)
+    return WK_EXIT_SETUP;
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: fork failed: %s; exited with status %d\n",
+            who->rank, who->host, who->gpu, strerror(errno), WK_EXIT_SETUP);
+    return WK_EXIT_SETUP;
+  }
+  if (pid == 0) {
+    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+      signal(forwarded[i], SIG_DFL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(errp[0]);
+    execvp(argv[0], argv);
+    int e = errno;
+    if (write(errp[1], &e, sizeof(e)) < 0)
+      _exit(127);
+    _exit(127);
+  }
+  child = pid;
+  close(errp[1]);
+  int e = 0;
+  ssize_t n;
+  do
+    n = read(errp[0], &e, sizeof(e));
+  while (n < 0 && errno == EINTR);
+  close(errp[0]);
+
+  int status = 0;
+  pid_t w;
+  do
+    w = waitpid(pid, &status, 0);
+  while (w < 0 && errno == EINTR);
+  child = 0;
+  alarm(0);
+  if (n == (ssize_t)sizeof(e)) {
+    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: cannot run '%s': %s; exited with status 127\n",
+            who->rank, who->host, who->gpu, argv[0], strerror(e));
+    return 127;
+  }
+  if (w < 0)
+    return WK_EXIT_SETUP;
+  int code;
+  if (WIFEXITED(status)) {
+    code = WEXITSTATUS(status);
+    if (code && !told_to_stop)
+      fprintf(stderr, "weft-rank: rank %d host %s gpu %s: exited with status %d\n", who->rank,
+              who->host, who->gpu, code);
+  } else {
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    code = 128 + sig;
+    if (!told_to_stop)
+      fprintf(stderr, "weft-rank: rank %d host %s gpu %s: killed by signal %d (%s)\n", who->rank,
+              who->host, who->gpu, sig, strsignal(sig));
+  }
+  fflush(stderr);
+  return code;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weftrun: parse the command line, plan the job, and either print the plan
+ * (--dry-run) or run it through mpirun and weft-rank.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weftrun.h"
+
+static int
+version(void)
+{
+  printf("weftrun (weft) %s\n", weft_version_string());
+  fflush(stdout);
+  char mpirun[4096];
+  if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
+    printf("mpirun: not found on PATH\n");
+    return 0;
+  }
+  char *argv[] = { mpirun, (char *)"--version", NULL };
+  wr_opts o;
+  wr_opts_init(&o);
+  return wr_run(&o, argv) ? WR_EXIT_ENGINE : 0;
+}
+
+static int
+launch(const wr_job *j, const wr_opts *o)
+{
+  char mpirun[4096], agent[4096];
+  if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
+    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
+            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
+    return WR_EXIT_ENGINE;
+  }
+  if (!wr_find_rank_agent(agent, sizeof(agent))) {
+    fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
+            "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
+    return WR_EXIT_ENGINE;
+  }
+  wr_master m;
+  int rc = wr_master_choose(j, &m);
+  if (rc)
+    return rc;
+  wr_argv a = { NULL, 0, 0 };
+  if (wr_engine_argv(j, o, mpirun, agent, &m, &a)) {
+    wr_argv_free(&a);
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
+  if (o->verbose) {
+    fputs("weftrun: running", stderr);
+    for (int i = 0; i < a.n; i++)
+      fprintf(stderr, " %s", a.v[i]);
+    fputc('\n', stderr);
+  }
+  rc = wr_run(o, a.v);
+  wr_argv_free(&a);
+  return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+  if (weft_check_version(stderr, argv[0]))
+    return WR_EXIT_ENGINE;
+  wr_opts o;
+  wr_opts_init(&o);
+  int rc = wr_opts_parse(&o, argc, argv);
+  if (rc)
+    return rc;
+  if (o.help) {
+    wr_usage(stdout);
+    return 0;
+  }
+  if (o.help_man) {
+    weft_opt_man(stdout, wr_options);
+    return 0;
+  }
+  if (o.version)
+    return version();
+
+  wr_job *j = NULL;
+  rc = wr_job_build(&o, &j);
+  if (!rc && (o.dry_run || (o.report_bindings && o.json)))
+    rc = wr_job_print(j, &o, stdout);
+  if (!rc && !o.dry_run)
+    rc = launch(j, &o);
+  wr_job_destroy(j);
+  return rc;
+}

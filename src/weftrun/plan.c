@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The job plan: which hosts, how many ranks on each, each host's topology,
+ * and every rank's placement, from the same weft_map_rank() that weft-rank
+ * evaluates on its host. Remote hosts without --topology HOST=FILE are
+ * assumed to look like this one (or --topology FILE) for the report; the
+ * ranks there compute their own placement from their own hardware.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "weftrun.h"
+
+typedef struct topo_entry {
+  char *path;           /* NULL: this machine */
+  weft_topo *topo;
+} topo_entry;
+
+struct wr_job {
+  weft_hostlist *hl;
+  weft_policy pol;
+  int by_node;
+  int nhosts;
+  weft_plan_host *hosts;
+  char **host_file;     /* per host: XML for weft-rank there, NULL: its own hardware */
+  int *counts;
+  int np;
+  topo_entry topos[WR_MAX_LIST + 1];
+  int ntopos;
+  weft_plan_rank *ranks;
+  weft_plan plan;
+};
+
+static const char *
+base_name(const char *p)
+{
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+static int
+topo_get(wr_job *j, const char *path, weft_topo **out)
+{
+  for (int i = 0; i < j->ntopos; i++)
+    if ((!path && !j->topos[i].path) || (path && j->topos[i].path && !strcmp(path, j->topos[i].path))) {
+      *out = j->topos[i].topo;
+      return 0;
+    }
+  if (j->ntopos >= WR_MAX_LIST + 1) {
+    fprintf(stderr, "weftrun: more than %d topology files\n", WR_MAX_LIST);
+    return WR_EXIT_USAGE;
+  }
+  char why[512] = "";
+  weft_topo *t = NULL;
+  int rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+  if (rc) {
+    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+    return rc == WEFT_ENOENT ? WR_EXIT_NOINPUT : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;
+  }
+  topo_entry *e = &j->topos[j->ntopos];
+  e->path = NULL;
+  if (path && !(e->path = strdup(path))) {
+    weft_topo_destroy(t);
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
+  e->topo = t;
+  j->ntopos++;
+  *out = t;
+  return 0;
+}
+
+static int
+is_local_name(const char *name)
+{
+  char me[256];
+  if (!strcasecmp(name, "localhost") || !strcmp(name, "127.0.0.1"))
+    return 1;
+  if (gethostname(me, sizeof(me)) == 0) {
+    me[sizeof(me) - 1] = '\0';
+    if (!strcasecmp(name, me))
+      return 1;
+  }
+  return 0;
+}
+
+static int
+gather_hosts(wr_job *j, const wr_opts *o)
+{
+  weft_hosts_input in;
+  char why[512] = "";
+  memset(&in, 0, sizeof(in));
+  in.host_args = o->host_args;
+  in.nhost_args = o->nhost_args;
+  in.hostfile = o->hostfile;
+  in.slurm_nodelist = getenv("SLURM_JOB_NODELIST");
+  in.slurm_tasks_per_node = getenv("SLURM_TASKS_PER_NODE");
+  int rc = weft_hosts_gather(&in, &j->hl, why, sizeof(why));
+  if (rc) {
+    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+    return rc == WEFT_ENOENT || rc == WEFT_EIO ? WR_EXIT_NOINPUT : WR_EXIT_HOSTS;
+  }
+  j->nhosts = weft_hostlist_count(j->hl);
+  if (j->nhosts < 1 || j->nhosts > WR_MAX_LIST * 64) {
+    fprintf(stderr, "weftrun: %d hosts; weftrun takes 1 to %d\n", j->nhosts, WR_MAX_LIST * 64);
+    return WR_EXIT_HOSTS;
+  }
+  return 0;
+}
+
+/* Per host: the topology file named for it, the default one, or none. */
+static int
+assign_topologies(wr_job *j, const wr_opts *o)
+{
+  for (int k = 0; k < o->nhost_topology; k++) {
+    const char *kv = o->host_topology[k].key;
+    size_t n = (size_t)(o->host_topology[k].value - 1 - kv);
+    char host[WEFT_HOSTNAME_MAX + 1];
+    if (n > WEFT_HOSTNAME_MAX) {
+      fprintf(stderr, "weftrun: --topology '%s': host name too long\n", kv);
+      return WR_EXIT_USAGE;
+    }
+    memcpy(host, kv, n);
+    host[n] = '\0';
+    int h = weft_hostlist_find(j->hl, host);
+    if (h < 0) {
+      fprintf(stderr, "weftrun: --topology '%s': host '%s' is not one of the job's hosts "
+              "(they come from %s); fix the name or add the host\n", kv, host,
+              weft_hosts_origin_name(weft_hostlist_origin(j->hl)));
+      return WR_EXIT_NOHOST;
+    }
+    free(j->host_file[h]);
+    if (!(j->host_file[h] = strdup(o->host_topology[k].value)))
+      return WR_EXIT_ENGINE;
+  }
+  for (int h = 0; h < j->nhosts; h++)
+    if (!j->host_file[h] && o->topology && !(j->host_file[h] = strdup(o->topology)))
+      return WR_EXIT_ENGINE;
+  for (int h = 0; h < j->nhosts; h++) {
+    weft_topo *t;
+    int rc = topo_get(j, j->host_file[h], &t);
+    if (rc)
+      return rc;
+    j->hosts[h].topo = t;
+    j->hosts[h].topology = j->host_file[h] ? base_name(j->host_file[h]) : NULL;
+    j->hosts[h].name = weft_hostlist_host(j->hl, h)->name;
+  }
+  return 0;
+}
+
+static int
+gpus_of(const wr_job *j, const wr_opts *o, int h)
+{
+  if (o->gpus_per_node >= 0 && !j->host_file[h])
+    return (int)o->gpus_per_node;
+  return weft_topo_ngpus(j->hosts[h].topo);
+}
+
+static int
+plan_counts(wr_job *j, const wr_opts *o)
+{
+  long total = 0;
+  int gpu_map = j->pol.map_by == WEFT_MAP_GPU || j->pol.map_by == WEFT_MAP_AUTO;
+  for (int h = 0; h < j->nhosts; h++) {
+    const weft_host *host = weft_hostlist_host(j->hl, h);
+    int slots = host->slots;
+    if (j->pol.map_by == WEFT_MAP_GPU && gpus_of(j, o, h) == 0) {
+      fprintf(stderr, "weftrun: --map-by gpu but host '%s' has no GPU (topology: %s); use "
+              "--map-by core, or --gpus-per-node N if the probe is wrong\n", host->name,
+              j->host_file[h] ? j->host_file[h] : "this machine");
+      return WR_EXIT_NOGPU;
+    }
+    if (slots <= 0) {
+      if (gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h])
+        slots = (int)o->gpus_per_node;
+      else
+        slots = weft_map_slots(j->hosts[h].topo, &j->pol);
+      if (slots < 1)
+        slots = 1;
+      weft_hostlist_default_slots(j->hl, h, slots);
+    }
+    j->hosts[h].slots = slots;
+    total += slots;
+  }
+  long np = o->np;
+  if (o->per_node > 0) {
+    long want = o->per_node * j->nhosts;
+    if (np < 0)
+      np = want;
+    if (np > want) {
+      fprintf(stderr, "weftrun: -np %ld is more than -N %ld on %d hosts; raise -N or lower -np\n",
+              np, o->per_node, j->nhosts);
+      return WR_EXIT_PLACE;
+    }
+  }
+  if (np < 0)
+    np = total;
+  if (np > 1000000)
+    np = 1000000;
+  j->np = (int)np;
+  if (!(j->counts = calloc((size_t)j->nhosts, sizeof(int))))
+    return WR_EXIT_ENGINE;
+  if (o->per_node > 0) {
+    for (int h = 0; h < j->nhosts; h++)
+      if (o->per_node > j->hosts[h].slots && !j->pol.oversubscribe) {
+        fprintf(stderr, "weftrun: -N %ld but host '%s' has %d slots; lower -N or add "
+                "--oversubscribe\n", o->per_node, j->hosts[h].name, j->hosts[h].slots);
+        return WR_EXIT_PLACE;
+      }
+    long left = np;
+    for (int h = 0; h < j->nhosts; h++) {
+      j->counts[h] = (int)(left < o->per_node ? left : o->per_node);
+      left -= j->counts[h];
+    }
+    return 0;
+  }
+  if (np > total && !j->pol.oversubscribe) {
+    char list[256] = "";
+    size_t off = 0;
+    for (int h = 0; h < j->nhosts && off < sizeof(list) - 1; h++)
+      off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s:%d", h ? "," : "",
+                              j->hosts[h].name, j->hosts[h].slots);
+    fprintf(stderr, "weftrun: %ld ranks but the hosts have %ld slots (%s); lower -np, add hosts "
+            "or slots (-H host:N), or add --oversubscribe\n", np, total, list);
+    return WR_EXIT_PLACE;
+  }
+  long left = np;
+  for (int h = 0; h < j->nhosts && left > 0; h++) {
+    j->counts[h] = (int)(left < j->hosts[h].slots ? left : j->hosts[h].slots);
+    left -= j->counts[h];
+  }
+  for (int h = 0; left > 0; h = (h + 1) % j->nhosts, left--)
+    j->counts[h]++;
+  return 0;
+}
+
+static int
+place_ranks(wr_job *j)
+{
+  if (!(j->ranks = calloc((size_t)j->np, sizeof(*j->ranks))))
+    return WR_EXIT_ENGINE;
+  for (int r = 0; r < j->np; r++) {
+    int local = 0;
+    int h = weft_layout_host(j->counts, j->nhosts, j->by_node, r, &local);
+    weft_plan_rank *pr = &j->ranks[r];
+    char why[512] = "";
+    pr->rank = r;
+    pr->host = h;
+    pr->node_rank = h;
+    pr->local_rank = local;
+    int rc = weft_map_rank(j->hosts[h].topo, &j->pol, local, j->counts[h], &pr->place, why,
+                           sizeof(why));
+    if (rc) {
+      memset(&pr->place, 0, sizeof(pr->place));
+      fprintf(stderr, "weftrun: rank %d on %s (local rank %d of %d): %s\n", r,
+              j->hosts[h].name, local, j->counts[h], why[0] ? why : weft_strerror(rc));
+      return rc == WEFT_ENOGPU ? WR_EXIT_NOGPU : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
+    }
+  }
+  return 0;
+}
+
+int
+wr_job_build(const wr_opts *o, wr_job **out)
+{
+  wr_job *j = calloc(1, sizeof(*j));
+  char why[512] = "";
+  int rc;
+  *out = NULL;
+  if (!j)
+    return WR_EXIT_ENGINE;
+  *out = j;
+  if ((rc = weft_policy_parse(&j->pol, o->map_by, o->bind_to, why, sizeof(why)))) {
+    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+    return WR_EXIT_USAGE;
+  }
+  if (o->oversubscribe)
+    j->pol.oversubscribe = 1;
+  j->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || j->pol.map_by == WEFT_MAP_NODE;
+  if ((rc = gather_hosts(j, o)))
+    return rc;
+  j->hosts = calloc((size_t)j->nhosts, sizeof(*j->hosts));
+  j->host_file = calloc((size_t)j->nhosts, sizeof(*j->host_file));
+  if (!j->hosts || !j->host_file)
+    return WR_EXIT_ENGINE;
+  if ((rc = assign_topologies(j, o)) || (rc = plan_counts(j, o)) || (rc = place_ranks(j)))
+    return rc;
+  j->plan.np = j->np;
+  j->plan.nhosts = j->nhosts;
+  j->plan.hosts = j->hosts;
+  j->plan.ranks = j->ranks;
+  return 0;
+}
+
+void
+wr_job_destroy(wr_job *j)
+{
+  if (!j)
+    return;
+  if (j->ranks)
+    for (int r = 0; r < j->np; r++)
+      weft_place_clear(&j->ranks[r].place);
+  free(j->ranks);
+  for (int i = 0; i < j->ntopos; i++) {
+    weft_topo_destroy(j->topos[i].topo);
+    free(j->topos[i].path);
+  }
+  if (j->host_file)
+    for (int h = 0; h < j->nhosts; h++)
+      free(j->host_file[h]);
+  free(j->host_file);
+  free(j->hosts);
+  free(j->counts);
+  weft_hostlist_destroy(j->hl);
+  free(j);
+}
+
+const weft_plan *
+wr_job_plan(const wr_job *j)
+{
+  return &j->plan;
+}
+
+int wr_job_nhosts(const wr_job *j) { return j->nhosts; }
+int wr_job_np(const wr_job *j) { return j->np; }
+int wr_job_by_node(const wr_job *j) { return j->by_node; }
+int wr_job_count(const wr_job *j, int h) { return j->counts[h]; }
+const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
+const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
+const weft_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
+const weft_policy *wr_job_policy(const wr_job *j) { return &j->pol; }
+int wr_job_host_is_local(const wr_job *j, int h)
+{
+  return weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL || is_local_name(j->hosts[h].name);
+}
+
+int
+wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
+{
+  if (o->json)
+    return weft_plan_write_json(out, &j->plan) ? WR_EXIT_ENGINE : 0;
+  char pol[128] = "", line[512];
+  weft_policy_format(&j->pol, pol, sizeof(pol));
+  fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", j->np,
+          j->nhosts, j->nhosts == 1 ? "" : "s", pol, j->by_node ? "node" : "slot");
+  for (int h = 0; h < j->nhosts; h++)
+    fprintf(out, "# host %s: %d of %d slots, %d GPUs, topology %s\n", j->hosts[h].name,
+            j->counts[h], j->hosts[h].slots, weft_topo_ngpus(j->hosts[h].topo),
+            j->host_file[h] ? j->host_file[h] : "this machine (remote hosts assumed alike)");
+  for (int r = 0; r < j->np; r++) {
+    const weft_plan_rank *pr = &j->ranks[r];
+    if (weft_place_format(j->hosts[pr->host].topo, j->hosts[pr->host].name, r, &pr->place, line,
+                          sizeof(line)) == 0)
+      fprintf(out, "%s\n", line);
+  }
+  return 0;
+}

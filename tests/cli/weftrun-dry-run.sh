@@ -1,0 +1,42 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Golden plans: weftrun --dry-run --json for 2 hosts of each topology file
+# (-H a,b --topology FILE), and one with a different topology per host.
+# WEFT_UPDATE_GOLDEN=1 rewrites the expected files.
+set -eu
+: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
+topos="$WEFT_TOPDIR/share/weft/topologies"
+golden="$WEFT_TOPDIR/tests/cli/weftrun-golden"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+
+check() { # name, weftrun args...
+  name=$1
+  shift
+  if ! timeout 30 "$weftrun" --dry-run --json "$@" >"$tmp/$name.json" 2>"$tmp/$name.err"; then
+    echo "FAIL $name: weftrun $*: $(cat "$tmp/$name.err")"
+    fail=1
+    return
+  fi
+  if [ "${WEFT_UPDATE_GOLDEN:-0}" = 1 ]; then
+    cp "$tmp/$name.json" "$golden/$name.json"
+    echo "updated $name.json"
+  elif ! diff -u "$golden/$name.json" "$tmp/$name.json"; then
+    echo "FAIL $name: plan differs from $golden/$name.json"
+    fail=1
+  else
+    echo "ok $name"
+  fi
+}
+
+for f in "$topos"/*.xml; do
+  t=$(basename "$f" .xml)
+  check "$t" -H a,b --topology "$f"
+done
+# hosts that differ: a3 and a2 side by side, explicit slots, rank-by node
+check mixed -H a3,a2:4 --topology "a3=$topos/a3-highgpu-8g.xml" \
+  --topology "a2=$topos/a2-highgpu-8g.xml" --rank-by node
+check own-np -np 6 -H a,b --topology "$topos/a3-highgpu-8g.xml" --gpu-visibility own
+exit $fail

@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weftrun's errors before launch: each one line saying what is wrong and what
+# to do, with its documented exit code (weftrun(1), EXIT STATUS).
+set -eu
+: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
+topos="$WEFT_TOPDIR/share/weft/topologies"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+
+expect() { # code, pattern, weftrun args...
+  code=$1 pattern=$2
+  shift 2
+  set +e
+  timeout 30 "$weftrun" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  set -e
+  if [ "$rc" != "$code" ] || ! grep -q -e "$pattern" "$tmp/err"; then
+    echo "FAIL: weftrun $*: exit $rc (want $code), stderr:"
+    cat "$tmp/err"
+    echo "(wanted a line matching '$pattern')"
+    fail=1
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+    echo "FAIL: weftrun $*: more than one line:"
+    cat "$tmp/err"
+    fail=1
+  else
+    echo "ok ($rc): $(cat "$tmp/err")"
+  fi
+}
+
+a3="$topos/a3-highgpu-8g.xml"
+expect 2 "unknown option '--bind-too'; did you mean '--bind-to'" --bind-too core ./a.out
+expect 2 "unknown option '-hostfil'; did you mean '--hostfile'" -hostfil h ./a.out
+expect 2 "no program to run" -np 2
+expect 2 "'-np' needs an argument" -np
+expect 2 "expected a whole number" -np two ./a.out
+expect 2 "map" --dry-run --map-by gpux --topology "$a3"
+printf 'a slots=2\nb slots=x\n' >"$tmp/hosts"
+expect 65 "hosts:2" --dry-run --hostfile "$tmp/hosts" --topology "$a3"
+expect 65 "a;b" --dry-run -H 'a;b' --topology "$a3"
+expect 66 "nosuch" --dry-run --hostfile "$tmp/nosuch" --topology "$a3"
+expect 66 "nosuch.xml" --dry-run -H a --topology "$tmp/nosuch.xml"
+expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
+expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
+expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
+exit $fail
