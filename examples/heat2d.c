@@ -39,9 +39,9 @@ static const char usage_text[] =
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-  o->nx = 256;
-  o->ny = 256;
-  o->steps = 500;
+  o->nx = 128;
+  o->ny = 128;
+  o->steps = 2000;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     long *dst;

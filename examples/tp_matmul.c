@@ -222,10 +222,10 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   if (rank == 0) {
     printf("tp_matmul: %d rank%s (%s), Y = tanh(X W1) W2 with X %ldx%ld, W1 %ldx%ld, W2 %ldx%ld\n",
            n, n == 1 ? "" : "s", layout, m.b, m.d, m.d, m.h, m.h, m.d);
-    printf("column-parallel tanh(X W1): all-gather of %d column blocks, max error %.1e\n", n,
-           err[0]);
-    printf("row-parallel    Y: reduce-scatter + all-gather of %d row blocks, max error %.1e\n", n,
-           err[1]);
+    printf("column-parallel tanh(X W1): all-gather of %d column block%s, max error %.1e\n", n,
+           n == 1 ? "" : "s", err[0]);
+    printf("row-parallel    Y: reduce-scatter + all-gather of %d row block%s, max error %.1e\n", n,
+           n == 1 ? "" : "s", err[1]);
     printf("tp_matmul: %s\n", *ok ? "OK" : "FAILED (error above 1e-12)");
   }
 out:
