@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The runtime on device memory: the NCCL communicator comes up at the first
+ * device collective; all-reduce (every dtype and op, in place and not),
+ * broadcast, all-gather and reduce-scatter on device buffers against a
+ * reference; a bucket of device tensors against per-tensor all-reduces; and
+ * stream order (copy in, all-reduce, copy out, all queued on one stream
+ * before a single synchronisation). Without a GPU it checks that asking for
+ * NCCL is refused with a clear error, then exits 77 (skipped).
+ * Run with mpirun -np N, N <= the number of GPUs (1 is fine).
+ */
+#include "rt_private.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(cond, ...)                                                                        \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
+      fprintf(stderr, __VA_ARGS__);                                                          \
+      fprintf(stderr, "\n");                                                                 \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+    }                                                                                        \
+  } while (0)
+#define CU(call) CK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
+
+static void put(void *buf, size_t i, weft_dtype dt, double v)
+{
+  switch (dt) {
+  case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+  case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+  case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = weft__float_to_half((float)v); break;
+  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = weft__float_to_bf16((float)v); break;
+  case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
+  default: break;
+  }
+}
+
+static double get(const void *buf, size_t i, weft_dtype dt)
+{
+  switch (dt) {
+  case WEFT_INT8: return ((const int8_t *)buf)[i];
+  case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+  case WEFT_INT32: return ((const int32_t *)buf)[i];
+  case WEFT_INT64: return (double)((const int64_t *)buf)[i];
+  case WEFT_FLOAT16: return weft__half_to_float(((const uint16_t *)buf)[i]);
+  case WEFT_BFLOAT16: return weft__bf16_to_float(((const uint16_t *)buf)[i]);
+  case WEFT_FLOAT32: return ((const float *)buf)[i];
+  case WEFT_FLOAT64: return ((const double *)buf)[i];
+  default: return 0;
+  }
+}
+
+static double val(int r, size_t i, weft_dtype dt)
+{
+  int v = (int)((r * 7 + i * 3 + (size_t)dt) % 5);
+  return dt == WEFT_UINT8 ? v % 4 : v - 2;
+}
+
+static double reduce(size_t i, int p, weft_dtype dt, weft_op op)
+{
+  double acc = val(0, i, dt);
+  int r;
+  for (r = 1; r < p; r++) {
+    double v = val(r, i, dt);
+    if (op == WEFT_SUM || op == WEFT_AVG) acc += v;
+    else if (op == WEFT_PROD) acc *= v;
+    else if (op == WEFT_MIN) acc = v < acc ? v : acc;
+    else acc = v > acc ? v : acc;
+  }
+  return op == WEFT_AVG ? acc / p : acc;
+}
+
+/* Without a GPU: WEFT_BACKEND=nccl must be refused at init, clearly. */
+static int no_gpu(int *argc, char ***argv)
+{
+  weft_ctx *ctx = NULL;
+  int rc;
+
+  setenv("WEFT_BACKEND", "nccl", 1);
+  rc = weft_init(argc, argv, &ctx);
+  if (rc != WEFT_ENOGPU && rc != WEFT_ENOCUDA && rc != WEFT_ENONCCL) {
+    fprintf(stderr, "FAIL: WEFT_BACKEND=nccl without a GPU gave %s\n", weft_err_name(rc));
+    return 1;
+  }
+  printf("SKIP: no usable GPU here (WEFT_BACKEND=nccl refused with %s, as it should)\n",
+         weft_err_name(rc));
+  return 77;
+}
+
+int main(int argc, char **argv)
+{
+  static const size_t sizes[] = {1, 1021, 1 << 20};
+  weft_ctx *ctx;
+  weft_group *w;
+  cudaStream_t st;
+  int ndev = 0, rank, p, dt, op, ip, checks = 0;
+  size_t si, i;
+
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+    return no_gpu(&argc, &argv);
+  CK(weft_init(&argc, &argv, &ctx) == 0, "weft_init");
+  w = weft_world(ctx);
+  rank = weft_rank(ctx);
+  p = weft_size(ctx);
+  CK(weft_device(ctx) < ndev, "rank %d: device %d of %d", rank, weft_device(ctx), ndev);
+  CU(cudaSetDevice(weft_device(ctx)));
+  CU(cudaStreamCreate(&st));
+
+  for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+    for (dt = 0; dt < WEFT_DTYPE_COUNT; dt++) {
+      size_t n = sizes[si], es = weft_dtype_size((weft_dtype)dt), big = n * (size_t)p;
+      char *h = malloc(big * es), *got = malloc(big * es), *ds, *dr;
+      CK(h && got, "malloc");
+      CU(cudaMalloc((void **)&ds, big * es));
+      CU(cudaMalloc((void **)&dr, big * es));
+      CK(weft__is_device_ptr(ctx, ds) && !weft__is_device_ptr(ctx, h), "pointer kinds");
+      for (op = 0; op < WEFT_OP_COUNT; op++)
+        for (ip = 0; ip < 2; ip++) {
+          char *out = ip ? ds : dr;
+          int rc;
+          for (i = 0; i < n; i++)
+            put(h, i, (weft_dtype)dt, val(rank, i, (weft_dtype)dt));
+          /* Stream order: copy in, reduce, copy out, then one sync. */
+          CU(cudaMemcpyAsync(ds, h, n * es, cudaMemcpyHostToDevice, st));
+          rc = weft_allreduce(w, ds, out, n, (weft_dtype)dt, (weft_op)op, st);
+          if (op == WEFT_AVG && dt <= WEFT_INT64) {
+            CK(rc == WEFT_EDTYPE, "int avg");
+            CU(cudaStreamSynchronize(st));
+            continue;
+          }
+          CK(rc == 0, "allreduce %s %s: %s", weft_dtype_name(dt), weft_op_name(op),
+             weft_last_error(ctx));
+          CU(cudaMemcpyAsync(got, out, n * es, cudaMemcpyDeviceToHost, st));
+          CU(cudaStreamSynchronize(st));
+          for (i = 0; i < n; i++) {
+            double want = reduce(i, p, (weft_dtype)dt, (weft_op)op), g = get(got, i, dt);
+            CK(fabs(g - want) <= (op == WEFT_AVG ? 0.01 * fabs(want) + 1e-3 : 0),
+               "allreduce %s %s n=%zu inplace=%d [%zu]: %g, want %g", weft_dtype_name(dt),
+               weft_op_name(op), n, ip, i, g, want);
+          }
+          checks++;
+        }
+      /* broadcast from the last rank, all-gather, reduce-scatter (sum) */
+      for (i = 0; i < n; i++)
+        put(h, i, (weft_dtype)dt, val(rank, i, (weft_dtype)dt));
+      CU(cudaMemcpyAsync(ds, h, n * es, cudaMemcpyHostToDevice, st));
+      CK(weft_broadcast(w, ds, n, (weft_dtype)dt, p - 1, st) == 0, "broadcast: %s",
+         weft_last_error(ctx));
+      CU(cudaMemcpyAsync(got, ds, n * es, cudaMemcpyDeviceToHost, st));
+      CU(cudaStreamSynchronize(st));
+      for (i = 0; i < n; i++)
+        CK(get(got, i, dt) == val(p - 1, i, (weft_dtype)dt), "broadcast [%zu]", i);
+      CU(cudaMemcpyAsync(ds, h, n * es, cudaMemcpyHostToDevice, st));
+      CK(weft_allgather(w, ds, dr, n, (weft_dtype)dt, st) == 0, "allgather: %s",
+         weft_last_error(ctx));
+      CU(cudaMemcpyAsync(got, dr, big * es, cudaMemcpyDeviceToHost, st));
+      CU(cudaStreamSynchronize(st));
+      for (i = 0; i < big; i++)
+        CK(get(got, i, dt) == val((int)(i / n), i % n, (weft_dtype)dt), "allgather [%zu]", i);
+      for (i = 0; i < big; i++)
+        put(h, i, (weft_dtype)dt, val(rank, i, (weft_dtype)dt));
+      CU(cudaMemcpyAsync(ds, h, big * es, cudaMemcpyHostToDevice, st));
+      CK(weft_reduce_scatter(w, ds, dr, n, (weft_dtype)dt, WEFT_SUM, st) == 0,
+         "reduce_scatter: %s", weft_last_error(ctx));
+      CU(cudaMemcpyAsync(got, dr, n * es, cudaMemcpyDeviceToHost, st));
+      CU(cudaStreamSynchronize(st));
+      for (i = 0; i < n; i++)
+        CK(get(got, i, dt) == reduce((size_t)rank * n + i, p, (weft_dtype)dt, WEFT_SUM),
+           "reduce_scatter [%zu]", i);
+      checks += 3;
+      cudaFree(ds);
+      cudaFree(dr);
+      free(h);
+      free(got);
+    }
+
+  /* A bucket of device tensors against per-tensor all-reduces. */
+  {
+    enum { NT = 300 };
+    float *dev[NT], *ref[NT], *ha = malloc(4096 * 4), *hb = malloc(4096 * 4);
+    size_t n[NT], t;
+    weft_bucket *b;
+    CK(ha && hb, "malloc");
+    CK(weft_bucket_create(w, WEFT_FLOAT32, 64 << 10, &b) == 0, "bucket_create");
+    for (t = 0; t < NT; t++) {
+      n[t] = (t * 131) % 4000 + 1;
+      for (i = 0; i < n[t]; i++)
+        ha[i] = (float)((rank + (int)t + (int)i) % 9) - 4;
+      CU(cudaMalloc((void **)&dev[t], n[t] * 4));
+      CU(cudaMalloc((void **)&ref[t], n[t] * 4));
+      CU(cudaMemcpy(dev[t], ha, n[t] * 4, cudaMemcpyHostToDevice));
+      CU(cudaMemcpy(ref[t], ha, n[t] * 4, cudaMemcpyHostToDevice));
+      CK(weft_bucket_add(b, dev[t], n[t]) == 0, "bucket_add: %s", weft_last_error(ctx));
+    }
+    CK(weft_bucket_add(b, ha, 1) == WEFT_EINVAL, "host tensor in a device bucket");
+    CK(weft_bucket_allreduce(b, WEFT_SUM, st) == 0, "bucket_allreduce: %s", weft_last_error(ctx));
+    for (t = 0; t < NT; t++)
+      CK(weft_allreduce(w, ref[t], ref[t], n[t], WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce");
+    CU(cudaStreamSynchronize(st));
+    for (t = 0; t < NT; t++) {
+      CU(cudaMemcpy(ha, dev[t], n[t] * 4, cudaMemcpyDeviceToHost));
+      CU(cudaMemcpy(hb, ref[t], n[t] * 4, cudaMemcpyDeviceToHost));
+      CK(!memcmp(ha, hb, n[t] * 4), "bucket tensor %zu differs", t);
+      cudaFree(dev[t]);
+      cudaFree(ref[t]);
+    }
+    weft_bucket_destroy(b);
+    free(ha);
+    free(hb);
+    checks++;
+  }
+  /* Host buffers still go through MPI on a GPU machine. */
+  {
+    int x = rank + 1, y = 0;
+    CK(weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 && y == p * (p + 1) / 2,
+       "host allreduce");
+  }
+  CU(cudaStreamDestroy(st));
+  if (rank == 0)
+    printf("test-rt-gpu: %d rank(s), %d device checks passed\n", p, checks);
+  CK(weft_finalize(ctx) == 0, "finalize");
+  return 0;
+}
