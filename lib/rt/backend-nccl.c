@@ -263,6 +263,45 @@ static int comm_up(weft_group *g, ncclComm_t *out)
   return 0;
 }
 
+int weft__nccl_split(weft_group *g, int color, int key)
+{
+  weft_ctx *ctx = g->ctx;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t comm = NULL;
+  ncclResult_t st;
+  double end = weft__now() + ctx->init_timeout;
+  int ok, all = 0;
+
+  if (!ctx->nccl_world)
+    return 0;
+  cfg.blocking = 0;
+  cfg.commName = g->name;
+  st = ncclCommSplit((ncclComm_t)ctx->nccl_world, color, key, &comm, &cfg);
+  while (st == ncclInProgress && comm) {
+    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
+      st = ncclInternalError;
+    if (st == ncclInProgress && weft__now() > end)
+      break;
+    if (st == ncclInProgress)
+      sched_yield();
+  }
+  ok = st == ncclSuccess && comm != NULL;
+  /* All or none: a group whose members disagree would hang at its first
+   * collective; without a split, the communicator comes up lazily. */
+  if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, g->comm) != MPI_SUCCESS)
+    all = 0;
+  if (!all) {
+    if (comm)
+      ncclCommAbort(comm);
+    WEFT__LOG(RT, "group %s: ncclCommSplit did not work (%s); NCCL comes up at first use",
+              g->name, ncclGetErrorString(st));
+    return 0;
+  }
+  g->nccl = comm;
+  WEFT__LOG(RT, "group %s: NCCL communicator split from the world's", g->name);
+  return 0;
+}
+
 /* After a call on a non-blocking communicator: wait until it is enqueued. */
 static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn)
 {

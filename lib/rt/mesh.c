@@ -223,6 +223,7 @@ weft_group *weft_mesh_group(weft_mesh *m, const char *dims)
   }
   if (weft__group_new(m->ctx, comm, dims, &g) != 0)
     return NULL;
+  weft__nccl_split(g, weft__layout_color(&m->layout, mask, m->ctx->rank), m->ctx->rank);
   g->next = m->groups;
   m->groups = g;
   return g;

@@ -161,6 +161,9 @@ int weft__is_device_ptr(weft_ctx *ctx, const void *p);
 /* Check that NCCL can be used here (CUDA driver, a GPU); 0 or WEFT_E*. */
 int weft__nccl_check(weft_ctx *ctx);
 void weft__nccl_group_free(weft_group *g);
+/* Give g an NCCL communicator split from the world's, if the world has one
+ * (collective over the world, like weft_mesh_group); else it comes lazily. */
+int weft__nccl_split(weft_group *g, int color, int key);
 void weft__nccl_ctx_free(weft_ctx *ctx);
 
 #endif /* WEFT_RT_PRIVATE_H */
