@@ -1,0 +1,123 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# lib/gcp on a virtual cluster: every vnode runs its own fake metadata server
+# (on the vnode's own loopback) that claims a machine type and lists the MACs
+# of the vnode's interfaces: eth0 as the host NIC and four "GPU NICs" (veth
+# devices, jumbo MTU) named as on Ubuntu A3 VMs. Checks that each vnode finds its family, matches
+# the NICs by MAC, fills Google's TCPX / TCPXO variables with them, and that a
+# preemption notice on one vnode reaches a watcher there in bounded time.
+set -eu
+
+: "${WEFT_TOPDIR:?}" "${WEFT_BUILDDIR:?}"
+vc=$WEFT_TOPDIR/contrib/vcluster/weft-vcluster
+fake=$WEFT_TOPDIR/tests/cli/gcp-fake-metadata.py
+probe=$WEFT_BUILDDIR/tests/vcluster/gcp-probe
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
+[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3 for the fake metadata server"
+command -v ip >/dev/null 2>&1 || skip "needs iproute2"
+
+prefix=wgcp$$
+tmp=$(mktemp -d /tmp/weft-gcp-vc.XXXXXX)
+pids=
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null || true; done
+  timeout 60 "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+timeout 120 "$vc" --prefix "$prefix" up 2 >/dev/null 2>"$tmp/up.err" ||
+  skip "the virtual cluster cannot start here: $(tail -1 "$tmp/up.err")"
+on() { node=$1; shift; timeout 60 "$vc" --prefix "$prefix" exec "$node" "$@"; }
+
+gpu_nics="enp6s0 enp12s0 enp134s0 enp140s0"
+types="a3-highgpu-8g a3-megagpu-8g"
+n=0
+for type in $types; do
+  node=vnode$n
+  on "$node" sh -c "k=0; for i in $gpu_nics; do k=\$((k + 1)); ip link add \$i mtu 8244 type veth peer name peer\$k mtu 8244 || exit 1; done" ||
+    skip "veth devices cannot be made in a vnode"
+  {
+    printf '{"instance": {"machine-type": "projects/1/machineTypes/%s", "zone": "projects/1/zones/us-central1-a",\n' "$type"
+    printf ' "hostname": "%s.c.test.internal", "preempted": "FALSE", "maintenance-event": "NONE",\n' "$node"
+    printf ' "attributes": {"physical_host": "/c1/r%d/h1"}, "network-interfaces": {\n' "$n"
+    i=0
+    for nic in eth0 $gpu_nics; do
+      mac=$(on "$node" cat "/sys/class/net/$nic/address")
+      [ $i = 0 ] || printf ',\n'
+      printf '  "%d": {"mac": "%s", "ip": "10.%d.0.%d", "network": "projects/1/networks/net%d"}' \
+        $i "$mac" $i $((n + 2)) $i
+      i=$((i + 1))
+    done
+    printf '}}}\n'
+  } >"$tmp/tree$n.json"
+  "$vc" --prefix "$prefix" exec "$node" /usr/bin/python3 "$fake" --data "$tmp/tree$n.json" \
+    --port-file "$tmp/port$n" >"$tmp/server$n.log" 2>&1 &
+  pids="$pids $!"
+  n=$((n + 1))
+done
+for n in 0 1; do
+  i=0
+  while [ ! -s "$tmp/port$n" ]; do
+    i=$((i + 1))
+    [ $i -lt 200 ] || { echo "FAIL: fake metadata server on vnode$n did not start"; cat "$tmp/server$n.log"; exit 1; }
+    sleep 0.1
+  done
+done
+
+probe_on() {
+  n=$1; shift
+  on "vnode$n" env GCE_METADATA_HOST="127.0.0.1:$(cat "$tmp/port$n")" WEFT_DATADIR="$WEFT_DATADIR" \
+    "$probe" "$@"
+}
+expect() {
+  grep -qF -- "$2" "$1" || { echo "FAIL: $1 lacks: $2"; cat "$1"; exit 1; }
+}
+
+# vnode0 claims a3-highgpu-8g: Google's TCPX variables with this vnode's NIC names.
+probe_on 0 env auto 1 >"$tmp/env0"
+expect "$tmp/env0" "# on_gce 1 machine-type a3-highgpu-8g family a3-highgpu-8g preset a3-highgpu-8g"
+expect "$tmp/env0" "NCCL_NET=GPUDirectTCPX_v7  # preset a3-highgpu-8g"
+expect "$tmp/env0" "NCCL_SOCKET_IFNAME=eth0  # preset a3-highgpu-8g"
+expect "$tmp/env0" "NCCL_GPUDIRECTTCPX_CTRL_DEV=eth0"
+expect "$tmp/env0" "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=enp6s0,enp12s0,enp134s0,enp140s0"
+expect "$tmp/env0" "NCCL_GPUDIRECTTCPX_RX_BINDINGS=enp6s0:22-35,126-139;enp12s0:22-35,126-139;enp134s0:74-87,178-191;enp140s0:74-87,178-191"
+expect "$tmp/env0" "reserve-cpus 8-35,112-139,60-87,164-191"
+expect "$tmp/env0" "NCCL network plugin /var/lib/tcpx/lib64/libnccl-net.so is missing"
+# veth devices have no PCI device: gVNIC unknown, no warning.
+if grep -q "not a gVNIC" "$tmp/env0"; then echo "FAIL: gVNIC warning without PCI data"; exit 1; fi
+# A single-VM job gets no preset from auto, but does from an explicit family.
+probe_on 0 env auto 0 >"$tmp/env0s"
+expect "$tmp/env0s" "preset -"
+probe_on 0 env a3-highgpu-8g 0 >"$tmp/env0x"
+expect "$tmp/env0x" "NCCL_NET=GPUDirectTCPX_v7"
+
+# vnode1 claims a3-megagpu-8g: TCPXO variables, no TCPX core reservation.
+probe_on 1 env auto 1 >"$tmp/env1"
+expect "$tmp/env1" "family a3-megagpu-8g preset a3-megagpu-8g"
+expect "$tmp/env1" "NCCL_FASTRAK_IFNAME=enp6s0,enp12s0,enp134s0,enp140s0  # preset a3-megagpu-8g"
+expect "$tmp/env1" "NCCL_FASTRAK_CTRL_DEV=eth0"
+expect "$tmp/env1" "reserve-cpus -"
+if grep -q "NCCL_NET=GPUDirectTCPX" "$tmp/env1"; then echo "FAIL: TCPX on a3-megagpu-8g"; exit 1; fi
+
+# A preemption notice on vnode1 reaches the watcher there.
+probe_on 1 watch 20 >"$tmp/watch1" 2>&1 &
+watcher=$!
+pids="$pids $watcher"
+i=0
+until grep -q watching "$tmp/watch1"; do
+  i=$((i + 1)); [ $i -lt 200 ] || { echo "FAIL: watcher did not start"; cat "$tmp/watch1"; exit 1; }
+  sleep 0.05
+done
+sleep 0.3
+on vnode1 /usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/control/set?path=instance/preempted&value=TRUE" % sys.argv[1], timeout=5).read()' "$(cat "$tmp/port1")"
+set +e
+wait $watcher
+rc=$?
+set -e
+[ $rc = 75 ] || { echo "FAIL: watcher exit $rc, expected 75 (WEFT_EXIT_PREEMPTED)"; cat "$tmp/watch1"; exit 1; }
+expect "$tmp/watch1" "notice preempted TRUE"
+echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, preemption notice"
