@@ -24,6 +24,7 @@ typedef enum weft_map_by {
   WEFT_MAP_PACKAGE,  /* ranks round-robin over packages */
   WEFT_MAP_PPR,      /* ppr:N:OBJ: N ranks per object */
   WEFT_MAP_SLOT,     /* Open MPI's by-slot: as core, for compatibility */
+  WEFT_MAP_NODE,     /* Open MPI's by-node: spreads over hosts; on one host as core */
 } weft_map_by;
 
 typedef enum weft_bind_to {
@@ -59,6 +60,8 @@ typedef struct weft_place {
   hwloc_bitmap_t nodeset; /* NUMA nodes for memory (OS indexes); empty when unknown */
   int ncores;             /* cores in cpuset: OMP_NUM_THREADS */
   int bound;              /* 0 for bind none */
+  char note[200];         /* what the rank should know about this placement
+                           * ("oversubscribed: ...", "no PCI locality: ..."); "" when nothing */
 } weft_place;
 
 WEFT_BEGIN_DECLS
@@ -67,8 +70,14 @@ WEFT_BEGIN_DECLS
  * ("gpu", "core", "numa", "package", "slot", "ppr:2:numa", "ppr:1:package:pe=4",
  * "core:pe=2", "gpu:pe=8"; bind "gpu-local", "core", "numa", "package", "none").
  * Either may be NULL for the default. Open MPI modifiers after ':' such as
- * "PE=4", "OVERSUBSCRIBE" and "HWTCPUS" are understood.
- * \return 0, or WEFT_EPARSE / WEFT_ENAME with a one-line reason in \p why. */
+ * "PE=4", "OVERSUBSCRIBE" and "HWTCPUS" are understood ("socket" is "package",
+ * "hwthread" is core with HWTCPUS).
+ * Sets map_by, bind_to, ppr_n, ppr_obj and pe; sets oversubscribe and
+ * use_hwthreads only when a modifier says so, and leaves reserved_cpus alone:
+ * initialise \p p (e.g. to {0}) before the first call.
+ * \return 0, or WEFT_EPARSE (malformed), WEFT_ENAME (unknown word; \p why names
+ * the closest known one), WEFT_EINVAL (contradiction, e.g. map-by core with
+ * bind-to gpu-local), with a one-line reason in \p why. */
 WEFT_EXPORT int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to,
                                   char *why, size_t whylen);
 

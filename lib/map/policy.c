@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --map-by and --bind-to as users type them, in Open MPI's spelling, to a
+ * weft_policy and back. Words are case-insensitive; modifiers follow the
+ * mapping after ':' or ',' ("core:PE=2,OVERSUBSCRIBE", "ppr:2:socket:pe=4").
+ * An unknown word is an error that names the closest known one.
+ */
+#include "weft_private.h"
+#include "map_private.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct name_value {
+  const char *name;
+  int value;
+};
+
+static const struct name_value map_names[] = {
+  {"gpu", WEFT_MAP_GPU},         {"core", WEFT_MAP_CORE},
+  {"numa", WEFT_MAP_NUMA},       {"package", WEFT_MAP_PACKAGE},
+  {"socket", WEFT_MAP_PACKAGE},  {"slot", WEFT_MAP_SLOT},
+  {"node", WEFT_MAP_NODE},       {"ppr", WEFT_MAP_PPR},
+  {"hwthread", WEFT_MAP_CORE},   {"auto", WEFT_MAP_AUTO},
+};
+
+static const struct name_value bind_names[] = {
+  {"gpu-local", WEFT_BIND_GPU_LOCAL}, {"core", WEFT_BIND_CORE},
+  {"numa", WEFT_BIND_NUMA},           {"package", WEFT_BIND_PACKAGE},
+  {"socket", WEFT_BIND_PACKAGE},      {"none", WEFT_BIND_NONE},
+};
+
+static const struct name_value obj_names[] = {
+  {"core", WEFT_OBJ_CORE},       {"numa", WEFT_OBJ_NUMA},
+  {"package", WEFT_OBJ_PACKAGE}, {"socket", WEFT_OBJ_PACKAGE},
+  {"gpu", WEFT_OBJ_GPU},         {"node", WEFT_OBJ_NODE},
+};
+
+/* Map modifiers; "pe=" is handled apart because it carries a number. */
+static const char *const map_mods[] = {
+  "pe=", "oversubscribe", "nooversubscribe", "hwtcpus", "span", "nolocal",
+};
+/* Bind modifiers Open MPI accepts and weft has nothing to do for. */
+static const char *const bind_mods[] = {
+  "overload-allowed", "if-supported", "ordered", "report",
+};
+
+/* Edit distance between two short words (case-insensitive). */
+static size_t distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b), row[64], i, j;
+
+  if (la >= 63 || lb >= 63)
+    return 64;
+  for (j = 0; j <= lb; j++)
+    row[j] = j;
+  for (i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+      size_t best = diag + cost;
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+static const char *closest(const char *word, const char *const *names, size_t n)
+{
+  const char *best = names[0];
+  size_t bestd = (size_t)-1, i;
+
+  for (i = 0; i < n; i++) {
+    size_t d = distance(word, names[i]);
+    if (d < bestd) {
+      bestd = d;
+      best = names[i];
+    }
+  }
+  return best;
+}
+
+static int lookup(const struct name_value *t, size_t n, const char *word, int *value,
+                  const char *what, char *why, size_t whylen)
+{
+  const char *names[16];
+  size_t i;
+
+  for (i = 0; i < n; i++) {
+    if (strcasecmp(t[i].name, word) == 0) {
+      *value = t[i].value;
+      return 0;
+    }
+    names[i] = t[i].name;
+  }
+  weft__snprintf(why, whylen, "unknown %s '%s'; did you mean '%s'?", what, word,
+                 closest(word, names, n));
+  return WEFT_ENAME;
+}
+
+/* Split \p s at ':' and ',' into at most \p max words in \p buf. */
+static int split(const char *s, char *buf, size_t buflen, char **words, int max)
+{
+  int n = 0;
+  char *p;
+
+  if (weft__snprintf(buf, buflen, "%s", s) != 0)
+    return -1;
+  p = buf;
+  for (;;) {
+    char *end = p + strcspn(p, ":,");
+    int last = (*end == '\0');
+    if (n == max)
+      return -1;
+    *end = '\0';
+    words[n++] = p;
+    if (last)
+      break;
+    p = end + 1;
+  }
+  return n;
+}
+
+static int parse_count(const char *s, const char *what, const char *all, int *out,
+                       char *why, size_t whylen)
+{
+  long v;
+  int rc = weft_parse_long(s, 1, 1 << 20, &v);
+
+  if (rc != 0) {
+    weft__snprintf(why, whylen, "%s '%s' in '%s' is not a whole number from 1 up", what, s,
+                   all);
+    return WEFT_EPARSE;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_map_mod(weft_policy *p, const char *mod, const char *all, char *why,
+                         size_t whylen)
+{
+  if (strncasecmp(mod, "pe=", 3) == 0)
+    return parse_count(mod + 3, "pe", all, &p->pe, why, whylen);
+  if (strcasecmp(mod, "oversubscribe") == 0)
+    p->oversubscribe = 1;
+  else if (strcasecmp(mod, "nooversubscribe") == 0)
+    p->oversubscribe = 0;
+  else if (strcasecmp(mod, "hwtcpus") == 0)
+    p->use_hwthreads = 1;
+  else if (strcasecmp(mod, "span") != 0 && strcasecmp(mod, "nolocal") != 0) {
+    weft__snprintf(why, whylen, "unknown --map-by modifier '%s' in '%s'; did you mean '%s'?",
+                   mod, all, closest(mod, map_mods, WEFT__ARRAY_SIZE(map_mods)));
+    return WEFT_ENAME;
+  }
+  return 0;
+}
+
+static int parse_map(weft_policy *p, const char *s, char *why, size_t whylen)
+{
+  char buf[256], *w[16];
+  int n, i = 1, v, rc;
+
+  if (!*s) {
+    weft__snprintf(why, whylen, "empty --map-by value; use gpu, core, numa, package or ppr:N:OBJ");
+    return WEFT_EPARSE;
+  }
+  n = split(s, buf, sizeof(buf), w, 16);
+  if (n < 0) {
+    weft__snprintf(why, whylen, "--map-by value '%.40s...' is too long", s);
+    return WEFT_EPARSE;
+  }
+  rc = lookup(map_names, WEFT__ARRAY_SIZE(map_names), w[0], &v, "--map-by value", why, whylen);
+  if (rc != 0)
+    return rc;
+  p->map_by = (weft_map_by)v;
+  if (strcasecmp(w[0], "hwthread") == 0)
+    p->use_hwthreads = 1;
+  if (p->map_by == WEFT_MAP_PPR) {
+    if (n < 3) {
+      weft__snprintf(why, whylen, "'%s' lacks its count and object; write ppr:N:OBJ, e.g. ppr:2:numa", s);
+      return WEFT_EPARSE;
+    }
+    rc = parse_count(w[1], "ppr count", s, &p->ppr_n, why, whylen);
+    if (rc != 0)
+      return rc;
+    rc = lookup(obj_names, WEFT__ARRAY_SIZE(obj_names), w[2], &v, "ppr object", why, whylen);
+    if (rc != 0)
+      return rc;
+    p->ppr_obj = (weft_obj)v;
+    i = 3;
+  }
+  for (; i < n; i++) {
+    if (!*w[i]) {
+      weft__snprintf(why, whylen, "empty modifier in --map-by '%s'", s);
+      return WEFT_EPARSE;
+    }
+    rc = parse_map_mod(p, w[i], s, why, whylen);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int parse_bind(weft_policy *p, const char *s, char *why, size_t whylen)
+{
+  char buf[256], *w[8];
+  int n, i, v, rc;
+
+  if (!*s) {
+    weft__snprintf(why, whylen, "empty --bind-to value; use gpu-local, core, numa, package or none");
+    return WEFT_EPARSE;
+  }
+  n = split(s, buf, sizeof(buf), w, 8);
+  if (n < 0) {
+    weft__snprintf(why, whylen, "--bind-to value '%.40s...' is too long", s);
+    return WEFT_EPARSE;
+  }
+  rc = lookup(bind_names, WEFT__ARRAY_SIZE(bind_names), w[0], &v, "--bind-to value", why, whylen);
+  if (rc != 0)
+    return rc;
+  p->bind_to = (weft_bind_to)v;
+  for (i = 1; i < n; i++) {
+    size_t k;
+    for (k = 0; k < WEFT__ARRAY_SIZE(bind_mods); k++)
+      if (strcasecmp(w[i], bind_mods[k]) == 0)
+        break;
+    if (k == WEFT__ARRAY_SIZE(bind_mods)) {
+      weft__snprintf(why, whylen, "unknown --bind-to modifier '%s' in '%s'; did you mean '%s'?",
+                     w[i], s, closest(w[i], bind_mods, WEFT__ARRAY_SIZE(bind_mods)));
+      return WEFT_ENAME;
+    }
+  }
+  return 0;
+}
+
+int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to, char *why,
+                      size_t whylen)
+{
+  int rc;
+
+  if (why && whylen)
+    why[0] = '\0';
+  if (!p)
+    return WEFT_EINVAL;
+  p->map_by = WEFT_MAP_AUTO;
+  p->bind_to = WEFT_BIND_DEFAULT;
+  p->ppr_n = 0;
+  p->ppr_obj = WEFT_OBJ_NONE;
+  p->pe = 0;
+  if (map_by && (rc = parse_map(p, map_by, why, whylen)) != 0)
+    return rc;
+  if (bind_to && (rc = parse_bind(p, bind_to, why, whylen)) != 0)
+    return rc;
+  if (p->bind_to == WEFT_BIND_GPU_LOCAL && p->map_by != WEFT_MAP_AUTO &&
+      p->map_by != WEFT_MAP_GPU && !(p->map_by == WEFT_MAP_PPR && p->ppr_obj == WEFT_OBJ_GPU)) {
+    weft__snprintf(why, whylen,
+                   "--bind-to gpu-local needs --map-by gpu (ranks of --map-by %s have no GPU); "
+                   "use --bind-to core, numa or package", map_by);
+    return WEFT_EINVAL;
+  }
+  WEFT__LOG(MAP, "policy map-by '%s' bind-to '%s': map %d bind %d ppr %d:%d pe %d",
+            map_by ? map_by : "(default)", bind_to ? bind_to : "(default)", (int)p->map_by,
+            (int)p->bind_to, p->ppr_n, (int)p->ppr_obj, p->pe);
+  return 0;
+}
+
+const char *weft__map_name(weft_map_by m)
+{
+  switch (m) {
+  case WEFT_MAP_AUTO: return "auto";
+  case WEFT_MAP_GPU: return "gpu";
+  case WEFT_MAP_CORE: return "core";
+  case WEFT_MAP_NUMA: return "numa";
+  case WEFT_MAP_PACKAGE: return "package";
+  case WEFT_MAP_PPR: return "ppr";
+  case WEFT_MAP_SLOT: return "slot";
+  case WEFT_MAP_NODE: return "node";
+  }
+  return "?";
+}
+
+const char *weft__bind_name(weft_bind_to b)
+{
+  switch (b) {
+  case WEFT_BIND_DEFAULT: return "default";
+  case WEFT_BIND_GPU_LOCAL: return "gpu-local";
+  case WEFT_BIND_CORE: return "core";
+  case WEFT_BIND_NUMA: return "numa";
+  case WEFT_BIND_PACKAGE: return "package";
+  case WEFT_BIND_NONE: return "none";
+  }
+  return "?";
+}
+
+const char *weft__obj_name(weft_obj o)
+{
+  switch (o) {
+  case WEFT_OBJ_NONE: return "none";
+  case WEFT_OBJ_CORE: return "core";
+  case WEFT_OBJ_NUMA: return "numa";
+  case WEFT_OBJ_PACKAGE: return "package";
+  case WEFT_OBJ_GPU: return "gpu";
+  case WEFT_OBJ_NODE: return "node";
+  }
+  return "?";
+}
+
+int weft_policy_format(const weft_policy *p, char *buf, size_t len)
+{
+  char map[64], pe[24] = "";
+  int rc;
+
+  if (!p || !buf || !len)
+    return WEFT_EINVAL;
+  if (p->pe > 0)
+    weft__snprintf(pe, sizeof(pe), ":pe=%d", p->pe);
+  if (p->map_by == WEFT_MAP_PPR)
+    rc = weft__snprintf(map, sizeof(map), "ppr:%d:%s%s", p->ppr_n, weft__obj_name(p->ppr_obj), pe);
+  else
+    rc = weft__snprintf(map, sizeof(map), "%s%s", weft__map_name(p->map_by), pe);
+  if (rc != 0)
+    return rc;
+  return weft__snprintf(buf, len, "%s, bind %s%s%s%s%s", map,
+                        weft__bind_name(weft__bind_effective(p, p->map_by)),
+                        p->oversubscribe ? ", oversubscribe" : "",
+                        p->use_hwthreads ? ", hwthreads" : "",
+                        p->reserved_cpus && *p->reserved_cpus ? ", reserved " : "",
+                        p->reserved_cpus && *p->reserved_cpus ? p->reserved_cpus : "");
+}

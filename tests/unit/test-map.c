@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests of lib/map: the --map-by/--bind-to parser (valid and garbage
+ * spellings), every placement rule on the shipped topologies
+ * ($WEFT_DATADIR/topologies), the error cases, the plan JSON and the
+ * --report-bindings line.
+ */
+#include "weft_private.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static weft_topo *load(const char *name)
+{
+  char path[1024], why[512];
+  const char *dir = getenv("WEFT_DATADIR");
+  weft_topo *t = NULL;
+  int rc;
+
+  snprintf(path, sizeof(path), "%s/topologies/%s", dir ? dir : "../../share/weft", name);
+  rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+  if (rc != 0)
+    fail_msg("cannot load %s: %s", path, why);
+  return t;
+}
+
+static weft_policy policy(const char *map, const char *bind)
+{
+  weft_policy p;
+  char why[256];
+
+  memset(&p, 0, sizeof(p));
+  if (weft_policy_parse(&p, map, bind, why, sizeof(why)) != 0)
+    fail_msg("policy '%s' '%s': %s", map ? map : "", bind ? bind : "", why);
+  return p;
+}
+
+static char *list(hwloc_const_bitmap_t set)
+{
+  static char buf[4][512];
+  static int turn;
+  char *s = NULL;
+
+  turn = (turn + 1) % 4;
+  buf[turn][0] = '\0';
+  if (hwloc_bitmap_list_asprintf(&s, set) >= 0) {
+    snprintf(buf[turn], sizeof(buf[turn]), "%s", s);
+    free(s);
+  }
+  return buf[turn];
+}
+
+/* ---- policy parser ---- */
+
+static void test_parse_valid(void **state)
+{
+  weft_policy p;
+  char why[256], buf[256];
+  (void)state;
+
+  p = policy(NULL, NULL);
+  assert_int_equal(p.map_by, WEFT_MAP_AUTO);
+  assert_int_equal(p.bind_to, WEFT_BIND_DEFAULT);
+  p = policy("gpu", "gpu-local");
+  assert_int_equal(p.map_by, WEFT_MAP_GPU);
+  assert_int_equal(p.bind_to, WEFT_BIND_GPU_LOCAL);
+  p = policy("CORE", "Core");
+  assert_int_equal(p.map_by, WEFT_MAP_CORE);
+  assert_int_equal(p.bind_to, WEFT_BIND_CORE);
+  p = policy("socket", "socket");
+  assert_int_equal(p.map_by, WEFT_MAP_PACKAGE);
+  assert_int_equal(p.bind_to, WEFT_BIND_PACKAGE);
+  p = policy("ppr:2:socket", NULL);
+  assert_int_equal(p.map_by, WEFT_MAP_PPR);
+  assert_int_equal(p.ppr_n, 2);
+  assert_int_equal(p.ppr_obj, WEFT_OBJ_PACKAGE);
+  p = policy("ppr:1:package:pe=4", NULL);
+  assert_int_equal(p.ppr_obj, WEFT_OBJ_PACKAGE);
+  assert_int_equal(p.pe, 4);
+  p = policy("ppr:4:node", NULL);
+  assert_int_equal(p.ppr_obj, WEFT_OBJ_NODE);
+  p = policy("core:PE=2", NULL);
+  assert_int_equal(p.pe, 2);
+  p = policy("core:pe=2,OVERSUBSCRIBE", "none");
+  assert_int_equal(p.pe, 2);
+  assert_int_equal(p.oversubscribe, 1);
+  assert_int_equal(p.bind_to, WEFT_BIND_NONE);
+  p = policy("numa:HWTCPUS", "numa:overload-allowed");
+  assert_int_equal(p.map_by, WEFT_MAP_NUMA);
+  assert_int_equal(p.use_hwthreads, 1);
+  p = policy("hwthread", NULL);
+  assert_int_equal(p.map_by, WEFT_MAP_CORE);
+  assert_int_equal(p.use_hwthreads, 1);
+  p = policy("slot", NULL);
+  assert_int_equal(p.map_by, WEFT_MAP_SLOT);
+  p = policy("node", NULL);
+  assert_int_equal(p.map_by, WEFT_MAP_NODE);
+  p = policy("gpu:pe=8", NULL);
+  assert_int_equal(p.pe, 8);
+
+  /* Caller's settings survive; NOOVERSUBSCRIBE clears. */
+  memset(&p, 0, sizeof(p));
+  p.oversubscribe = 1;
+  p.reserved_cpus = "0-3";
+  assert_int_equal(weft_policy_parse(&p, "core", NULL, why, sizeof(why)), 0);
+  assert_int_equal(p.oversubscribe, 1);
+  assert_string_equal(p.reserved_cpus, "0-3");
+  assert_int_equal(weft_policy_parse(&p, "core:nooversubscribe", NULL, why, sizeof(why)), 0);
+  assert_int_equal(p.oversubscribe, 0);
+
+  p = policy("gpu", NULL);
+  assert_int_equal(weft_policy_format(&p, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "gpu, bind gpu-local");
+  p = policy("ppr:2:numa:pe=4,oversubscribe", NULL);
+  assert_int_equal(weft_policy_format(&p, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "ppr:2:numa:pe=4, bind core, oversubscribe");
+  p = policy("numa", NULL);
+  assert_int_equal(weft_policy_format(&p, buf, sizeof(buf)), 0);
+  assert_string_equal(buf, "numa, bind numa");
+  assert_int_equal(weft_policy_format(&p, buf, 4), WEFT_ERANGE);
+}
+
+static void expect_error(const char *map, const char *bind, int code, const char *needle)
+{
+  weft_policy p;
+  char why[256];
+
+  memset(&p, 0, sizeof(p));
+  assert_int_equal(weft_policy_parse(&p, map, bind, why, sizeof(why)), code);
+  if (!strstr(why, needle))
+    fail_msg("'%s' '%s': reason '%s' lacks '%s'", map ? map : "", bind ? bind : "", why, needle);
+  assert_null(strchr(why, '\n'));
+}
+
+static void test_parse_garbage(void **state)
+{
+  (void)state;
+  expect_error("gpus", NULL, WEFT_ENAME, "'gpu'");
+  expect_error("cores", NULL, WEFT_ENAME, "'core'");
+  expect_error("sockte", NULL, WEFT_ENAME, "'socket'");
+  expect_error("", NULL, WEFT_EPARSE, "empty");
+  expect_error("ppr", NULL, WEFT_EPARSE, "ppr:N:OBJ");
+  expect_error("ppr:2", NULL, WEFT_EPARSE, "ppr:N:OBJ");
+  expect_error("ppr:x:numa", NULL, WEFT_EPARSE, "'x'");
+  expect_error("ppr:0:numa", NULL, WEFT_EPARSE, "'0'");
+  expect_error("ppr:2:nuam", NULL, WEFT_ENAME, "'numa'");
+  expect_error("ppr:2:l3cache", NULL, WEFT_ENAME, "did you mean");
+  expect_error("core:pe=0", NULL, WEFT_EPARSE, "pe");
+  expect_error("core:pe=", NULL, WEFT_EPARSE, "pe");
+  expect_error("core:pe=-2", NULL, WEFT_EPARSE, "pe");
+  expect_error("core:pee=2", NULL, WEFT_ENAME, "'pe='");
+  expect_error("core:oversubscrib", NULL, WEFT_ENAME, "'oversubscribe'");
+  expect_error("core:", NULL, WEFT_EPARSE, "empty modifier");
+  expect_error(NULL, "cores", WEFT_ENAME, "'core'");
+  expect_error(NULL, "gpu_local", WEFT_ENAME, "'gpu-local'");
+  expect_error(NULL, "", WEFT_EPARSE, "empty");
+  expect_error(NULL, "core:sometimes", WEFT_ENAME, "did you mean");
+  expect_error("core", "gpu-local", WEFT_EINVAL, "--map-by gpu");
+  expect_error("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+               NULL, WEFT_EPARSE, "too long");
+  assert_int_equal(weft_policy_parse(NULL, "gpu", NULL, NULL, 0), WEFT_EINVAL);
+}
+
+/* ---- placement: map-by gpu ---- */
+
+static const weft_numa *numa_of(const weft_topo *t, int os)
+{
+  int i;
+
+  for (i = 0; i < weft_topo_nnuma(t); i++)
+    if (weft_topo_numa(t, i)->os_index == os)
+      return weft_topo_numa(t, i);
+  fail_msg("no NUMA node %d", os);
+  return NULL;
+}
+
+/* Every rank its own GPU, cores only from that GPU's NUMA node, memory
+ * there, and the NIC on the GPU's PCI switch when there is one. */
+static void check_gpu_full(const char *file, int expect_cores)
+{
+  weft_topo *t = load(file);
+  weft_policy p = policy(NULL, NULL);
+  int n = weft_topo_ngpus(t), r, s, seen[64] = {0};
+  hwloc_bitmap_t all = hwloc_bitmap_alloc();
+  char why[256];
+
+  assert_true(n > 0 && n < 64);
+  assert_int_equal(weft_map_slots(t, &p), n);
+  for (r = 0; r < n; r++) {
+    weft_place pl;
+    const weft_gpu *g;
+    assert_int_equal(weft_map_rank(t, &p, r, n, &pl, why, sizeof(why)), 0);
+    assert_true(pl.gpu >= 0 && pl.gpu < n);
+    assert_int_equal(seen[pl.gpu]++, 0);
+    g = weft_topo_gpu(t, pl.gpu);
+    assert_true(pl.bound);
+    assert_false(hwloc_bitmap_iszero(pl.cpuset));
+    if (g->numa >= 0) {
+      if (!hwloc_bitmap_isincluded(pl.cpuset, numa_of(t, g->numa)->cpuset))
+        fail_msg("%s rank %d: cpus %s outside NUMA node %d of GPU %d", file, r, list(pl.cpuset),
+                 g->numa, pl.gpu);
+      assert_int_equal(hwloc_bitmap_weight(pl.nodeset), 1);
+      assert_true(hwloc_bitmap_isset(pl.nodeset, (unsigned)g->numa));
+    }
+    if (expect_cores)
+      assert_int_equal(pl.ncores, expect_cores);
+    /* No two ranks share a processor. */
+    assert_false(hwloc_bitmap_intersects(all, pl.cpuset));
+    hwloc_bitmap_or(all, all, pl.cpuset);
+    for (s = 0; s < weft_topo_nnics(t); s++)
+      if (weft_topo_gpu_nic_near(t, pl.gpu, s) == WEFT_NEAR_SWITCH && weft_topo_nic(t, s)->name[0]) {
+        assert_true(pl.nic >= 0);
+        assert_int_equal(weft_topo_gpu_nic_near(t, pl.gpu, pl.nic), WEFT_NEAR_SWITCH);
+      }
+    weft_place_clear(&pl);
+  }
+  hwloc_bitmap_free(all);
+  weft_topo_destroy(t);
+}
+
+static void test_gpu_full(void **state)
+{
+  (void)state;
+  check_gpu_full("a3-highgpu-8g.xml", 13);
+  check_gpu_full("a3-megagpu-8g.xml", 13);
+  check_gpu_full("a2-highgpu-8g.xml", 6);
+  check_gpu_full("gpu-numa-interleaved.xml", 4);
+  check_gpu_full("g2-standard-48.xml", 0);
+  check_gpu_full("n1-standard-32-4xv100.xml", 0);
+}
+
+static int gpu_of(const weft_topo *t, const weft_policy *p, int r, int n, weft_place *pl)
+{
+  char why[256];
+
+  if (weft_map_rank(t, p, r, n, pl, why, sizeof(why)) != 0)
+    fail_msg("rank %d of %d: %s", r, n, why);
+  return pl->gpu;
+}
+
+static void test_gpu_a3(void **state)
+{
+  weft_topo *t = load("a3-highgpu-8g.xml");
+  weft_policy p = policy(NULL, NULL);
+  weft_place pl;
+  char why[256], line[256];
+  int r, nics[8];
+  (void)state;
+
+  /* Rank 0 of 8: GPU 0, 13 cores with both hyperthreads, NIC enp6s0 on its switch. */
+  assert_int_equal(gpu_of(t, &p, 0, 8, &pl), 0);
+  assert_string_equal(list(pl.cpuset), "0-12,104-116");
+  assert_string_equal(list(pl.nodeset), "0");
+  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp6s0");
+  assert_string_equal(pl.note, "");
+  assert_int_equal(weft_place_format(t, "vm-a", 0, &pl, line, sizeof(line)), 0);
+  assert_string_equal(line, "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12,104-116 NUMA 0 NIC enp6s0");
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 7, 8, &pl), 7);
+  assert_string_equal(list(pl.cpuset), "91-103,195-207");
+  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp140s0");
+  weft_place_clear(&pl);
+
+  /* 2 ranks: one GPU per socket, the whole NUMA node each. */
+  assert_int_equal(gpu_of(t, &p, 0, 2, &pl), 0);
+  assert_int_equal(pl.ncores, 52);
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 4);
+  assert_string_equal(list(pl.cpuset), "52-103,156-207");
+  weft_place_clear(&pl);
+
+  /* 4 ranks: one GPU per PCI switch, so each its own NIC. */
+  for (r = 0; r < 4; r++) {
+    assert_int_equal(gpu_of(t, &p, r, 4, &pl), 2 * r);
+    assert_int_equal(pl.ncores, 26);
+    nics[r] = pl.nic;
+    weft_place_clear(&pl);
+  }
+  assert_true(nics[0] != nics[1] && nics[1] != nics[2] && nics[2] != nics[3] && nics[0] != nics[3]);
+
+  /* 9 ranks: an error that says what to do, unless oversubscribing. */
+  assert_int_equal(weft_map_rank(t, &p, 0, 9, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_string_equal(why, "9 ranks but a3-highgpu-8g.xml has 8 GPUs; use -np 8 or fewer, "
+                           "--map-by core, or --oversubscribe");
+  assert_null(pl.cpuset);
+  p.oversubscribe = 1;
+  assert_int_equal(gpu_of(t, &p, 8, 9, &pl), 0);
+  assert_non_null(strstr(pl.note, "oversubscribed"));
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 15, 16, &pl), 7);
+  weft_place_clear(&pl);
+
+  /* pe: N cores each, and an error when there are not so many. */
+  p = policy("gpu:pe=4", NULL);
+  assert_int_equal(gpu_of(t, &p, 1, 8, &pl), 1);
+  assert_string_equal(list(pl.cpuset), "4-7,108-111");
+  assert_int_equal(pl.ncores, 4);
+  weft_place_clear(&pl);
+  p = policy("gpu:pe=14", NULL);
+  assert_int_equal(weft_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_non_null(strstr(why, "pe=14"));
+  assert_non_null(strstr(why, "52"));
+  p = policy("gpu:pe=53", NULL);
+  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_non_null(strstr(why, "pe=53"));
+  p.oversubscribe = 1;
+  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
+
+  /* Reserved processors are never given out. */
+  p = policy(NULL, NULL);
+  p.reserved_cpus = "0-3,104-107";
+  assert_int_equal(gpu_of(t, &p, 0, 8, &pl), 0);
+  assert_string_equal(list(pl.cpuset), "4-15,108-119");
+  weft_place_clear(&pl);
+  p.reserved_cpus = "zero";
+  assert_int_equal(weft_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_non_null(strstr(why, "zero"));
+  p.reserved_cpus = "0-207";
+  assert_int_equal(weft_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_ENOFIT);
+
+  /* Other bindings under map-by gpu. */
+  p = policy("gpu", "numa");
+  assert_int_equal(gpu_of(t, &p, 5, 8, &pl), 5);
+  assert_string_equal(list(pl.cpuset), "52-103,156-207");
+  assert_int_equal(pl.ncores, 52);
+  weft_place_clear(&pl);
+  p = policy("gpu", "none");
+  assert_int_equal(gpu_of(t, &p, 5, 8, &pl), 5);
+  assert_int_equal(pl.bound, 0);
+  assert_string_equal(list(pl.cpuset), "0-207");
+  assert_int_equal(weft_place_format(t, "h", 5, &pl, line, sizeof(line)), 0);
+  assert_non_null(strstr(line, "not bound"));
+  weft_place_clear(&pl);
+  p = policy("gpu", "core");
+  assert_int_equal(gpu_of(t, &p, 1, 8, &pl), 1);
+  assert_string_equal(list(pl.cpuset), "13-25,117-129");
+  weft_place_clear(&pl);
+
+  /* Bad arguments. */
+  assert_int_equal(weft_map_rank(t, &p, 8, 8, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_int_equal(weft_map_rank(t, &p, 0, 0, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_int_equal(weft_map_rank(NULL, &p, 0, 1, &pl, why, sizeof(why)), WEFT_EINVAL);
+  weft_topo_destroy(t);
+}
+
+/* GPU PCI order unlike NUMA order: GPUs 0 and 2 on node 1, 1 and 3 on node 0. */
+static void test_gpu_interleaved(void **state)
+{
+  weft_topo *t = load("gpu-numa-interleaved.xml");
+  weft_policy p = policy("gpu", NULL);
+  weft_place pl;
+  (void)state;
+
+  assert_int_equal(gpu_of(t, &p, 0, 4, &pl), 0);
+  assert_int_equal(weft_topo_gpu(t, 0)->numa, 1);
+  assert_string_equal(list(pl.cpuset), "8-11,24-27");
+  assert_string_equal(list(pl.nodeset), "1");
+  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp5s0");
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), 1);
+  assert_string_equal(list(pl.cpuset), "0-3,16-19");
+  assert_string_equal(list(pl.nodeset), "0");
+  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp21s0");
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 2, 4, &pl), 2);
+  assert_string_equal(list(pl.cpuset), "12-15,28-31");
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 3, 4, &pl), 3);
+  assert_string_equal(list(pl.cpuset), "4-7,20-23");
+  weft_place_clear(&pl);
+  /* 2 ranks: one per NUMA node, not GPUs 0 and 1 by accident of order. */
+  assert_int_equal(gpu_of(t, &p, 0, 2, &pl), 0);
+  assert_string_equal(list(pl.cpuset), "8-15,24-31");
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 1);
+  assert_string_equal(list(pl.cpuset), "0-7,16-23");
+  weft_place_clear(&pl);
+  weft_topo_destroy(t);
+}
+
+/* PCI devices without locality: the whole machine shared out, and said. */
+static void test_gpu_flat(void **state)
+{
+  weft_topo *t = load("flat-vm-2numa.xml");
+  weft_policy p = policy(NULL, NULL);
+  weft_place pl;
+  (void)state;
+
+  assert_int_equal(weft_topo_has_locality(t), 0);
+  assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 1);
+  assert_int_equal(pl.ncores, weft_topo_ncores(t) / 2);
+  assert_non_null(strstr(pl.note, "no NUMA locality"));
+  assert_true(pl.nic >= 0);
+  weft_place_clear(&pl);
+  weft_topo_destroy(t);
+}
+
+/* ---- placement: CPU-only ---- */
+
+static void test_cpu(void **state)
+{
+  weft_topo *t = load("a3-highgpu-8g.xml");
+  weft_policy p = policy("core", NULL);
+  weft_place pl;
+  char why[256];
+  (void)state;
+
+  assert_int_equal(weft_map_slots(t, &p), 104);
+  assert_int_equal(gpu_of(t, &p, 3, 8, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "3,107");
+  assert_int_equal(pl.ncores, 1);
+  assert_string_equal(list(pl.nodeset), "0");
+  assert_true(pl.nic >= 0);
+  weft_place_clear(&pl);
+  assert_int_equal(weft_map_rank(t, &p, 0, 105, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_non_null(strstr(why, "105 ranks but a3-highgpu-8g.xml has 104 cores"));
+  p.oversubscribe = 1;
+  assert_int_equal(gpu_of(t, &p, 104, 105, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "0,104");
+  assert_non_null(strstr(pl.note, "oversubscribed"));
+  weft_place_clear(&pl);
+
+  p = policy("core:pe=2", NULL);
+  assert_int_equal(weft_map_slots(t, &p), 52);
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "2-3,106-107");
+  weft_place_clear(&pl);
+  p = policy("hwthread", NULL);
+  assert_int_equal(weft_map_slots(t, &p), 208);
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
+  assert_int_equal(hwloc_bitmap_weight(pl.cpuset), 1);
+  weft_place_clear(&pl);
+
+  /* numa: round-robin over the nodes, bound to the node. */
+  p = policy("numa", NULL);
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "52-103,156-207");
+  assert_string_equal(list(pl.nodeset), "1");
+  weft_place_clear(&pl);
+  p = policy("numa", "core");
+  assert_int_equal(gpu_of(t, &p, 2, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "1,105");
+  weft_place_clear(&pl);
+  p = policy("package", NULL);
+  assert_int_equal(gpu_of(t, &p, 3, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "52-103,156-207");
+  weft_place_clear(&pl);
+  p = policy("socket:pe=4", NULL);
+  assert_int_equal(gpu_of(t, &p, 3, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "56-59,160-163");
+  weft_place_clear(&pl);
+
+  /* ppr: N per object, sharing its cores. */
+  p = policy("ppr:2:numa", NULL);
+  assert_int_equal(weft_map_slots(t, &p), 4);
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "26-51,130-155");
+  weft_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 2, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "52-77,156-181");
+  weft_place_clear(&pl);
+  assert_int_equal(weft_map_rank(t, &p, 0, 5, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_non_null(strstr(why, "4 slots"));
+  p = policy("ppr:2:numa:pe=27", NULL);
+  assert_int_equal(weft_map_rank(t, &p, 0, 4, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_non_null(strstr(why, "pe=27"));
+  p = policy("ppr:2:numa", "numa");
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "0-51,104-155");
+  weft_place_clear(&pl);
+  p = policy("ppr:1:package:pe=4", NULL);
+  assert_int_equal(gpu_of(t, &p, 1, 2, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "52-55,156-159");
+  weft_place_clear(&pl);
+  p = policy("ppr:3:node", NULL);
+  assert_int_equal(weft_map_slots(t, &p), 3);
+  p = policy("ppr:2:gpu", NULL);
+  assert_int_equal(weft_map_slots(t, &p), 16);
+  assert_int_equal(gpu_of(t, &p, 3, 16, &pl), 1);
+  weft_place_clear(&pl);
+
+  /* gpu-local without a GPU, and pe beyond the machine. */
+  p = policy("core:pe=105", NULL);
+  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_non_null(strstr(why, "pe=105"));
+  weft_topo_destroy(t);
+
+  t = load("n2-standard-16.xml");
+  p = policy(NULL, NULL);
+  assert_int_equal(gpu_of(t, &p, 0, 2, &pl), -1);
+  assert_int_equal(pl.ncores, 1);
+  weft_place_clear(&pl);
+  p = policy("gpu", NULL);
+  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
+  assert_non_null(strstr(why, "no GPUs"));
+  p = policy(NULL, "gpu-local");
+  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
+  assert_non_null(strstr(why, "gpu-local"));
+  weft_topo_destroy(t);
+}
+
+/* ---- plan JSON ---- */
+
+static void test_json(void **state)
+{
+  weft_topo *t = load("a3-highgpu-8g.xml");
+  weft_policy p = policy(NULL, NULL);
+  weft_plan_host hosts[2];
+  weft_plan_rank ranks[2];
+  weft_plan plan;
+  const char *env[] = {"NCCL_SOCKET_IFNAME=enp0s12", "X=a\"b\\c\nd"};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f;
+  int r;
+  (void)state;
+
+  memset(&plan, 0, sizeof(plan));
+  hosts[0].name = "vm-a";
+  hosts[0].slots = 8;
+  hosts[0].topo = t;
+  hosts[0].topology = "a3-highgpu-8g.xml";
+  hosts[1].name = "vm-\"b\"";
+  hosts[1].slots = 8;
+  hosts[1].topo = t;
+  hosts[1].topology = NULL;
+  for (r = 0; r < 2; r++) {
+    ranks[r].rank = r;
+    ranks[r].host = r;
+    ranks[r].node_rank = r;
+    ranks[r].local_rank = 0;
+    assert_int_equal(gpu_of(t, &p, 0, 8, &ranks[r].place), 0);
+  }
+  ranks[1].place.nic = -1;
+  plan.np = 2;
+  plan.nhosts = 2;
+  plan.hosts = hosts;
+  plan.ranks = ranks;
+  plan.nenv = 2;
+  plan.env = env;
+  f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  assert_int_equal(weft_plan_write_json(f, &plan), 0);
+  fclose(f);
+  assert_string_equal(buf,
+    "{ \"version\": 1, \"np\": 2,\n"
+    "  \"hosts\": [\n"
+    "    { \"name\": \"vm-a\", \"slots\": 8, \"gpus\": 8, \"topology\": \"a3-highgpu-8g.xml\" },\n"
+    "    { \"name\": \"vm-\\\"b\\\"\", \"slots\": 8, \"gpus\": 8, \"topology\": \"live\" }\n"
+    "  ],\n"
+    "  \"ranks\": [\n"
+    "    { \"rank\": 0, \"host\": \"vm-a\", \"node_rank\": 0, \"local_rank\": 0, \"gpu\": { \"index\": 0, "
+    "\"pci\": \"0000:04:00.0\" }, \"cpus\": \"0-12,104-116\", \"numa\": [0], \"nic\": \"enp6s0\" },\n"
+    "    { \"rank\": 1, \"host\": \"vm-\\\"b\\\"\", \"node_rank\": 1, \"local_rank\": 0, \"gpu\": { \"index\": 0, "
+    "\"pci\": \"0000:04:00.0\" }, \"cpus\": \"0-12,104-116\", \"numa\": [0], \"nic\": null }\n"
+    "  ],\n"
+    "  \"env\": {\n"
+    "    \"NCCL_SOCKET_IFNAME\": \"enp0s12\",\n"
+    "    \"X\": \"a\\\"b\\\\c\\nd\"\n"
+    "  }\n"
+    "}\n");
+  free(buf);
+  buf = NULL;
+
+  /* A rank without a GPU, and no env. */
+  weft_place_clear(&ranks[0].place);
+  p = policy("core", NULL);
+  assert_int_equal(gpu_of(t, &p, 0, 1, &ranks[0].place), -1);
+  plan.np = 1;
+  plan.nhosts = 1;
+  plan.nenv = 0;
+  f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  assert_int_equal(weft_plan_write_json(f, &plan), 0);
+  fclose(f);
+  assert_non_null(strstr(buf, "\"gpu\": null, \"cpus\": \"0,104\", \"numa\": [0]"));
+  assert_non_null(strstr(buf, "\"env\": {}\n}\n"));
+  free(buf);
+  for (r = 0; r < 2; r++)
+    weft_place_clear(&ranks[r].place);
+  assert_int_equal(weft_plan_write_json(NULL, &plan), WEFT_EINVAL);
+  weft_topo_destroy(t);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_parse_valid),
+    cmocka_unit_test(test_parse_garbage),
+    cmocka_unit_test(test_gpu_full),
+    cmocka_unit_test(test_gpu_a3),
+    cmocka_unit_test(test_gpu_interleaved),
+    cmocka_unit_test(test_gpu_flat),
+    cmocka_unit_test(test_cpu),
+    cmocka_unit_test(test_json),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
