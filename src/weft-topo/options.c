@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weft-topo's option table: it drives parsing, --help and the OPTIONS
+ * section of weft-topo(1) (the hidden --man-options writes it).
+ */
+#include "weft-topo.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "opt.h"
+
+enum {
+  O_TOPOLOGY = 1, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_JSON,
+  O_HELP, O_VERSION, O_MAN,
+};
+
+static const weft_opt options[] = {
+  {O_TOPOLOGY, "topology|input|i", WEFT_OPT_ARG, "FILE", "Topology",
+   "read this hwloc XML file, not this machine (default: $WEFT_TOPOLOGY)", 0},
+  {O_HOST, "host", WEFT_OPT_ARG, "NAME", "Topology",
+   "call the host NAME (default: the topology's host name)", 0},
+  {O_NP, "np|n", WEFT_OPT_ARG, "N", "Placement",
+   "place N ranks and print where each goes", 0},
+  {O_MAP_BY, "map-by", WEFT_OPT_ARG, "POLICY", "Placement",
+   "gpu, core, numa, package, slot, node or ppr:N:OBJ[:pe=N]", 0},
+  {O_BIND_TO, "bind-to", WEFT_OPT_ARG, "WHAT", "Placement",
+   "gpu-local, core, numa, package or none", 0},
+  {O_PE, "pe|cpus-per-rank", WEFT_OPT_ARG, "N", "Placement",
+   "give each rank N cores (as :pe=N)", 0},
+  {O_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, "Placement",
+   "allow more ranks than GPUs or cores; they wrap around", 0},
+  {O_HWT, "use-hwthread-cpus", WEFT_OPT_FLAG, NULL, "Placement",
+   "count hardware threads as cores", 0},
+  {O_RESERVED, "reserved-cpus", WEFT_OPT_ARG, "LIST", "Placement",
+   "never give processors LIST (\"8-21,112-125\") to ranks", 0},
+  {O_JSON, "json", WEFT_OPT_FLAG, NULL, "Output",
+   "print the placement as plan JSON (one rank per slot without -np)", 0},
+  {O_HELP, "help|h", WEFT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
+  {O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, "Output", "print the version and exit", 0},
+  {O_MAN, "man-options", WEFT_OPT_FLAG, NULL, "Output", "write the man page's OPTIONS",
+   WEFT_OPT_HIDDEN},
+  {0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0},
+};
+
+static int count(const char *spelled, const char *arg, long *out, char *why, size_t whylen)
+{
+  int rc = weft_parse_long(arg, 1, 1L << 20, out);
+
+  if (rc != 0)
+    snprintf(why, whylen, "%s needs a whole number from 1 up, not '%s'", spelled, arg);
+  return rc;
+}
+
+static int on_option(void *ud, const weft_opt *opt, const char *spelled, const char *a1,
+                     const char *a2, char *why, size_t whylen)
+{
+  struct topo_opts *o = ud;
+
+  (void)a2;
+  switch (opt->id) {
+  case O_TOPOLOGY: o->topology = a1; break;
+  case O_HOST: o->host = a1; break;
+  case O_NP: return count(spelled, a1, &o->np, why, whylen);
+  case O_MAP_BY: o->map_by = a1; break;
+  case O_BIND_TO: o->bind_to = a1; break;
+  case O_PE: return count(spelled, a1, &o->pe, why, whylen);
+  case O_OVERSUB: o->oversubscribe = 1; break;
+  case O_HWT: o->hwthreads = 1; break;
+  case O_RESERVED: o->reserved = a1; break;
+  case O_JSON: o->json = 1; break;
+  case O_HELP: o->help = 1; break;
+  case O_VERSION: o->version = 1; break;
+  case O_MAN: o->man = 1; break;
+  default: break;
+  }
+  return 0;
+}
+
+int topo_options(int argc, char **argv, struct topo_opts *o)
+{
+  char why[256];
+  int first = argc;
+
+  memset(o, 0, sizeof(*o));
+  if (weft_opt_parse(options, argc, argv, on_option, o, &first, why, sizeof(why)) != 0) {
+    fprintf(stderr, "weft-topo: %s\n", why);
+    return TOPO_EXIT_USAGE;
+  }
+  if (first < argc) {
+    fprintf(stderr, "weft-topo: unexpected argument '%s' (weft-topo runs no program; "
+            "--help lists the options)\n", argv[first]);
+    return TOPO_EXIT_USAGE;
+  }
+  return 0;
+}
+
+void topo_usage(FILE *out, const char *prog)
+{
+  fprintf(out, "Usage: %s [--topology FILE] [-np N [--map-by POLICY] [--bind-to WHAT]] [--json]\n"
+          "Show the GPUs, NICs and NUMA nodes of a machine, how near they are to each other,\n"
+          "and where -np N ranks would be placed.\n", prog);
+  weft_opt_help(out, options);
+}
+
+void topo_man_options(FILE *out)
+{
+  weft_opt_man(out, options);
+}

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What weft-topo prints: a summary of the machine, the GPU/NIC affinity
+ * matrix in the manner of `nvidia-smi topo -m` with CPU and NUMA affinity
+ * columns, its legend, the topology's warnings, and the placement of -np N
+ * ranks as a table or as the plan JSON.
+ */
+#include "weft-topo.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Nearness of two devices from their fields (for NIC to NIC, which the
+ * library does not answer; the same rules as weft_topo_gpu_nic_near()). */
+static weft_near near_of(const weft_topo *t, int sw_a, int numa_a, int pkg_a, int sw_b,
+                         int numa_b, int pkg_b)
+{
+  if (!weft_topo_has_locality(t))
+    return WEFT_NEAR_SYSTEM;
+  if (sw_a >= 0 && sw_a == sw_b)
+    return WEFT_NEAR_SWITCH;
+  if (numa_a >= 0 && numa_a == numa_b)
+    return WEFT_NEAR_NUMA;
+  if (pkg_a >= 0 && pkg_a == pkg_b)
+    return WEFT_NEAR_PACKAGE;
+  return WEFT_NEAR_SYSTEM;
+}
+
+static const char *near_label(weft_near n)
+{
+  switch (n) {
+  case WEFT_NEAR_SWITCH: return "SW";
+  case WEFT_NEAR_NUMA: return "NODE";
+  case WEFT_NEAR_PACKAGE: return "SOC";
+  case WEFT_NEAR_SYSTEM: break;
+  }
+  return "SYS";
+}
+
+static void cpus(hwloc_const_bitmap_t set, char *buf, size_t len)
+{
+  if (!set || weft_cpuset_format(set, buf, len) != 0 || !buf[0])
+    snprintf(buf, len, "-");
+}
+
+static void numa_text(int numa, char *buf, size_t len)
+{
+  if (numa >= 0)
+    snprintf(buf, len, "%d", numa);
+  else
+    snprintf(buf, len, "N/A");
+}
+
+static void bytes(unsigned long long b, char *buf, size_t len)
+{
+  if (b == 0)
+    snprintf(buf, len, "-");
+  else if (b >= (1ULL << 40) * 10)
+    snprintf(buf, len, "%.0f TiB", (double)b / (double)(1ULL << 40));
+  else
+    snprintf(buf, len, "%.0f GiB", (double)b / (double)(1ULL << 30));
+}
+
+static void summary(FILE *out, const weft_topo *t, const char *host)
+{
+  const char *src = weft_topo_source(t);
+  char buf[1024], mem[32];
+  int i;
+
+  fprintf(out, "# weft-topo: %s (host %s)\n",
+          weft_topo_is_live(t) ? "this machine" : src, host);
+  fprintf(out, "Machine: %d package%s, %d NUMA node%s, %d cores, %d processors, %d GPU%s, %d NIC%s\n",
+          weft_topo_npackages(t), weft_topo_npackages(t) == 1 ? "" : "s", weft_topo_nnuma(t),
+          weft_topo_nnuma(t) == 1 ? "" : "s", weft_topo_ncores(t), weft_topo_npus(t),
+          weft_topo_ngpus(t), weft_topo_ngpus(t) == 1 ? "" : "s", weft_topo_nnics(t),
+          weft_topo_nnics(t) == 1 ? "" : "s");
+  fputs("\nNUMA  Package  Memory    Processors\n", out);
+  for (i = 0; i < weft_topo_nnuma(t); i++) {
+    const weft_numa *n = weft_topo_numa(t, i);
+    char pkg[16];
+    cpus(n->cpuset, buf, sizeof(buf));
+    bytes(n->memory, mem, sizeof(mem));
+    numa_text(n->package, pkg, sizeof(pkg));
+    fprintf(out, "%-4d  %-7s  %-8s  %s\n", n->os_index, pkg, mem, buf);
+  }
+  if (weft_topo_ngpus(t) > 0) {
+    fputs("\nGPU   PCI           NUMA  Memory    Model\n", out);
+    for (i = 0; i < weft_topo_ngpus(t); i++) {
+      const weft_gpu *g = weft_topo_gpu(t, i);
+      char numa[16];
+      numa_text(g->numa, numa, sizeof(numa));
+      bytes(g->memory, mem, sizeof(mem));
+      fprintf(out, "GPU%-2d %-12s  %-4s  %-8s  %s\n", g->index, g->pci, numa, mem,
+              g->model[0] ? g->model : "-");
+    }
+  }
+  if (weft_topo_nnics(t) > 0) {
+    fputs("\nNIC   Name             PCI           NUMA  Speed       Kind\n", out);
+    for (i = 0; i < weft_topo_nnics(t); i++) {
+      const weft_nic *n = weft_topo_nic(t, i);
+      char numa[16], speed[32];
+      numa_text(n->numa, numa, sizeof(numa));
+      if (n->speed_mbps)
+        snprintf(speed, sizeof(speed), "%llu Gb/s", n->speed_mbps / 1000);
+      else
+        snprintf(speed, sizeof(speed), "-");
+      fprintf(out, "NIC%-2d %-15s  %-12s  %-4s  %-10s  %s%s%s\n", n->index,
+              n->name[0] ? n->name : "-", n->pci[0] ? n->pci : "-", numa, speed,
+              n->gvnic ? "gVNIC" : "NIC", n->rdma[0] ? " RDMA " : "", n->rdma);
+    }
+  }
+}
+
+/* One row of the matrix: device \p row (GPUs first, then NICs) against all. */
+static void matrix_row(FILE *out, const weft_topo *t, int row)
+{
+  int ng = weft_topo_ngpus(t), nn = weft_topo_nnics(t), col;
+  hwloc_const_cpuset_t set;
+  char buf[1024], numa[16];
+
+  if (row < ng)
+    fprintf(out, "GPU%-3d", row);
+  else
+    fprintf(out, "NIC%-3d", row - ng);
+  for (col = 0; col < ng + nn; col++) {
+    weft_near n;
+    if (col == row) {
+      fprintf(out, " %-5s", "X");
+      continue;
+    }
+    if (row < ng && col < ng)
+      n = weft_topo_gpu_gpu_near(t, row, col);
+    else if (row < ng)
+      n = weft_topo_gpu_nic_near(t, row, col - ng);
+    else if (col < ng)
+      n = weft_topo_gpu_nic_near(t, col, row - ng);
+    else {
+      const weft_nic *a = weft_topo_nic(t, row - ng), *b = weft_topo_nic(t, col - ng);
+      n = near_of(t, a->pci_switch, a->numa, a->package, b->pci_switch, b->numa, b->package);
+    }
+    fprintf(out, " %-5s", near_label(n));
+  }
+  if (row < ng) {
+    set = weft_topo_gpu(t, row)->cpuset;
+    numa_text(weft_topo_gpu(t, row)->numa, numa, sizeof(numa));
+  } else {
+    set = weft_topo_nic(t, row - ng)->cpuset;
+    numa_text(weft_topo_nic(t, row - ng)->numa, numa, sizeof(numa));
+  }
+  cpus(set, buf, sizeof(buf));
+  fprintf(out, " %-18s %s\n", buf, numa);
+}
+
+static void matrix(FILE *out, const weft_topo *t)
+{
+  int ng = weft_topo_ngpus(t), nn = weft_topo_nnics(t), i;
+  char name[16];
+
+  if (ng + nn == 0)
+    return;
+  fputs("\nAffinity:\n      ", out);
+  for (i = 0; i < ng + nn; i++) {
+    if (i < ng)
+      snprintf(name, sizeof(name), "GPU%d", i);
+    else
+      snprintf(name, sizeof(name), "NIC%d", i - ng);
+    fprintf(out, " %-5s", name);
+  }
+  fprintf(out, " %-18s %s\n", "CPU Affinity", "NUMA Affinity");
+  for (i = 0; i < ng + nn; i++)
+    matrix_row(out, t, i);
+  fputs("\nLegend:\n"
+        "  X    = self\n"
+        "  SW   = below the same PCI switch (nvidia-smi: PIX/PXB)\n"
+        "  NODE = same NUMA node, another PCI switch\n"
+        "  SOC  = same package (socket), another NUMA node\n"
+        "  SYS  = another package, or the locality is unknown\n", out);
+}
+
+static void warnings(FILE *out, const weft_topo *t, const char *prefix)
+{
+  int i;
+
+  for (i = 0; i < weft_topo_nwarnings(t); i++)
+    fprintf(out, "%swarning: %s\n", prefix, weft_topo_warning(t, i));
+}
+
+int topo_report(FILE *out, const weft_topo *t, const char *host)
+{
+  summary(out, t, host);
+  matrix(out, t);
+  if (weft_topo_nwarnings(t) > 0)
+    fputc('\n', out);
+  warnings(out, t, "");
+  return TOPO_EXIT_OK;
+}
+
+static int policy_of(const struct topo_opts *o, weft_policy *p)
+{
+  char why[256];
+  int rc;
+
+  memset(p, 0, sizeof(*p));
+  p->oversubscribe = o->oversubscribe;
+  p->use_hwthreads = o->hwthreads;
+  p->reserved_cpus = o->reserved;
+  rc = weft_policy_parse(p, o->map_by, o->bind_to, why, sizeof(why));
+  if (rc != 0) {
+    fprintf(stderr, "weft-topo: %s\n", why);
+    return TOPO_EXIT_USAGE;
+  }
+  if (o->pe > 0) {
+    if (p->pe > 0 && p->pe != o->pe) {
+      fprintf(stderr, "weft-topo: --pe %ld and --map-by %s disagree; give the count once\n",
+              o->pe, o->map_by);
+      return TOPO_EXIT_USAGE;
+    }
+    p->pe = (int)o->pe;
+  }
+  return 0;
+}
+
+static void table(FILE *out, const weft_topo *t, const weft_plan *plan, const weft_policy *p)
+{
+  char pol[256], *list = NULL;
+  int i;
+
+  weft_policy shown = *p;
+
+  /* Say what the defaults stand for on this machine. */
+  if (shown.map_by == WEFT_MAP_AUTO)
+    shown.map_by = weft_topo_ngpus(t) > 0 ? WEFT_MAP_GPU : WEFT_MAP_CORE;
+  weft_policy_format(&shown, pol, sizeof(pol));
+  fprintf(out, "# %d rank%s on %s: map-by %s\n", plan->np, plan->np == 1 ? "" : "s",
+          plan->hosts[0].name, pol);
+  fprintf(out, "%-5s %-5s %-12s  %-5s %-4s %-16s %s\n", "Rank", "GPU", "PCI", "Cores", "NUMA",
+          "NIC", "Processors");
+  for (i = 0; i < plan->np; i++) {
+    const weft_place *pl = &plan->ranks[i].place;
+    char gpu[16] = "-", numa[64] = "-";
+    const char *pci = "-", *nic = "-";
+    if (pl->gpu >= 0) {
+      snprintf(gpu, sizeof(gpu), "%d", pl->gpu);
+      pci = weft_topo_gpu(t, pl->gpu)->pci;
+    }
+    if (pl->nic >= 0) {
+      const weft_nic *n = weft_topo_nic(t, pl->nic);
+      nic = n->name[0] ? n->name : n->pci;
+    }
+    if (!hwloc_bitmap_iszero(pl->nodeset) && hwloc_bitmap_list_asprintf(&list, pl->nodeset) >= 0) {
+      snprintf(numa, sizeof(numa), "%s", list);
+      free(list);
+      list = NULL;
+    }
+    if (hwloc_bitmap_list_asprintf(&list, pl->cpuset) < 0)
+      list = NULL;
+    fprintf(out, "%-5d %-5s %-12s  %-5d %-4s %-16s %s%s\n", i, gpu, pci, pl->ncores, numa, nic,
+            list ? list : "?", pl->bound ? "" : " (not bound)");
+    free(list);
+    list = NULL;
+  }
+}
+
+/* Each distinct note once, in rank order. */
+static void notes(FILE *out, const weft_plan *plan, const char *prefix)
+{
+  int i, j;
+
+  for (i = 0; i < plan->np; i++) {
+    const char *n = plan->ranks[i].place.note;
+    if (!n[0])
+      continue;
+    for (j = 0; j < i; j++)
+      if (strcmp(plan->ranks[j].place.note, n) == 0)
+        break;
+    if (j == i)
+      fprintf(out, "%snote: %s\n", prefix, n);
+  }
+}
+
+int topo_place(FILE *out, const weft_topo *t, const char *host, const struct topo_opts *o)
+{
+  weft_policy p;
+  weft_plan_host h;
+  weft_plan plan;
+  weft_plan_rank *ranks;
+  const char *src = weft_topo_source(t), *slash;
+  char why[512];
+  int np, i, rc, status = TOPO_EXIT_OK;
+
+  rc = policy_of(o, &p);
+  if (rc != 0)
+    return rc;
+  np = o->np > 0 ? (int)o->np : weft_map_slots(t, &p);
+  if (np < 1) {
+    fprintf(stderr, "weft-topo: the policy leaves no slot on %s; give -np N\n", host);
+    return TOPO_EXIT_NOFIT;
+  }
+  ranks = calloc((size_t)np, sizeof(*ranks));
+  if (!ranks) {
+    fprintf(stderr, "weft-topo: out of memory for %d ranks\n", np);
+    return TOPO_EXIT_INTERNAL;
+  }
+  for (i = 0; i < np; i++) {
+    ranks[i].rank = i;
+    ranks[i].local_rank = i;
+    rc = weft_map_rank(t, &p, i, np, &ranks[i].place, why, sizeof(why));
+    if (rc != 0) {
+      fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
+      status = rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
+             : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT : TOPO_EXIT_USAGE;
+      goto out;
+    }
+  }
+  slash = src ? strrchr(src, '/') : NULL;
+  h.name = host;
+  h.slots = weft_map_slots(t, &p);
+  h.topo = t;
+  h.topology = weft_topo_is_live(t) ? NULL : slash ? slash + 1 : src;
+  memset(&plan, 0, sizeof(plan));
+  plan.np = np;
+  plan.nhosts = 1;
+  plan.hosts = &h;
+  plan.ranks = ranks;
+  if (o->json) {
+    warnings(stderr, t, "weft-topo: ");
+    notes(stderr, &plan, "weft-topo: ");
+    if (weft_plan_write_json(out, &plan) != 0)
+      status = TOPO_EXIT_INTERNAL;
+  } else {
+    table(out, t, &plan, &p);
+    notes(out, &plan, "");
+    warnings(out, t, "");
+  }
+out:
+  for (i = 0; i < np; i++)
+    weft_place_clear(&ranks[i].place);
+  free(ranks);
+  return status;
+}
