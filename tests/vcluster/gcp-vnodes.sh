@@ -17,6 +17,7 @@ skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
 [ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3 for the fake metadata server"
 command -v ip >/dev/null 2>&1 || skip "needs iproute2"
+grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || skip "weft is built without libcurl"
 
 prefix=wgcp$$
 tmp=$(mktemp -d /tmp/weft-gcp-vc.XXXXXX)
