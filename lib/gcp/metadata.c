@@ -97,6 +97,14 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
   vlen = (size_t)(data + len - v);
   while (vlen > 0 && isspace((unsigned char)v[vlen - 1]))
     vlen--;
+  /* The ETag goes back in a query string: drop the quotes of an HTTP entity tag. */
+  if (vlen >= 2 && v[0] == '"' && v[vlen - 1] == '"') {
+    v++;
+    vlen -= 2;
+  }
+  for (size_t i = 0; i < vlen; i++)
+    if (!isalnum((unsigned char)v[i]) && v[i] != '-' && v[i] != '_')
+      return len; /* not a token we can send back: keep none */
   if (vlen >= sizeof(r->etag))
     vlen = sizeof(r->etag) - 1;
   memcpy(r->etag, v, vlen);

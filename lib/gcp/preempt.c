@@ -27,7 +27,8 @@ struct watch_key {
   const char *what;
   CURL *h;
   struct weft__gcp_resp r;
-  char etag[128];
+  char etag[128];      /* "" before the first answer, or when the server sends none */
+  int read_once;
   int active;          /* a transfer is in the multi handle */
   int dropped;
   long retry_at;       /* monotonic ms before which no new transfer starts */
@@ -69,9 +70,10 @@ static int start_key(weft_gcp_watch *w, struct watch_key *k)
   char url[1024];
   int rc;
 
-  if (k->etag[0])
-    rc = weft__snprintf(url, sizeof(url), "%s%s?wait_for_change=true&timeout_sec=%d&last_etag=%s",
-                        w->base, k->path, WATCH_WAIT_SEC, k->etag);
+  if (k->read_once)
+    rc = weft__snprintf(url, sizeof(url), "%s%s?wait_for_change=true&timeout_sec=%d%s%s",
+                        w->base, k->path, WATCH_WAIT_SEC, k->etag[0] ? "&last_etag=" : "",
+                        k->etag);
   else
     rc = weft__snprintf(url, sizeof(url), "%s%s", w->base, k->path);
   if (rc != 0)
@@ -106,7 +108,8 @@ static int finish_key(weft_gcp_watch *w, struct watch_key *k, CURLcode cc)
     return 0;
   }
   k->backoff = WATCH_BACKOFF_MIN_MS;
-  weft__snprintf(k->etag, sizeof(k->etag), "%s", k->r.etag[0] ? k->r.etag : "0");
+  weft__snprintf(k->etag, sizeof(k->etag), "%s", k->r.etag);
+  k->read_once = 1;
   WEFT__LOG(GCP, "watch: %s = %s (etag %s)", k->path, k->r.body ? k->r.body : "", k->etag);
   if (k->r.body && is_notice(k, k->r.body)) {
     char value[128];

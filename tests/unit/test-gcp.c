@@ -318,7 +318,12 @@ static void test_detect_a3(void **state)
   char why[512];
   (void)state;
   NEED_CURL();
+  /* A proxy in the environment is not used for the metadata server. */
+  setenv("http_proxy", "http://127.0.0.1:9", 1);
+  setenv("HTTP_PROXY", "http://127.0.0.1:9", 1);
   assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+  unsetenv("http_proxy");
+  unsetenv("HTTP_PROXY");
   assert_true(info.on_gce);
   assert_string_equal(info.machine_type, "a3-highgpu-8g");
   assert_string_equal(info.family, "a3-highgpu-8g");
