@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * reduce_scatter: the reduction of every rank's buffer, of which rank r keeps
+ * block r. size = the whole input (n blocks), as nccl-tests counts it;
+ * busbw = algbw x (n-1)/n.
+ */
+#include <limits.h>
+
+#include "driver.h"
+
+static void counts(struct bench_args *a, size_t bytes)
+{
+  a->recvcount = bytes / a->esize / (size_t)a->nranks;
+  a->sendcount = a->count = a->recvcount * (size_t)a->nranks;
+  a->bytes = a->count * a->esize;
+}
+
+static double factor(int n)
+{
+  return (double)(n - 1) / n;
+}
+
+static void fill(struct bench_args *a)
+{
+  bench_fill_reduction(a, a->hsend, a->sendcount, 0);
+}
+
+static size_t check(const struct bench_args *a)
+{
+  return bench_check_reduction(a, a->hrecv, a->recvcount, (size_t)a->rank * a->recvcount);
+}
+
+static int run(struct bench_args *a)
+{
+  return weft_reduce_scatter(a->group, a->send, a->recv, a->recvcount, a->dtype, a->op,
+                             a->stream);
+}
+
+static int run_raw(struct bench_args *a)
+{
+  if (a->recvcount > INT_MAX)
+    return WEFT_EOVERFLOW;
+  if (MPI_Reduce_scatter_block(a->send, a->recv, (int)a->recvcount, a->mpi_dtype, a->mpi_op,
+                               a->comm) != MPI_SUCCESS)
+    return WEFT_EMPI;
+  if (a->op == WEFT_AVG)
+    bench_avg_fixup(a, a->recv, a->recvcount);
+  return 0;
+}
+
+const struct bench_coll bench_reduce_scatter = {
+  .name = "reduce_scatter", .alias = "reducescatter", .reduces = 1, .rooted = 0,
+  .min_ranks = 1, .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
+  .run = run, .run_raw = run_raw,
+};

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weft-bench: collective benchmarks with a data check, in the manner of
+ * nccl-tests, for one collective per run (or `weft-bench scale`, scale.c).
+ *
+ * For each size from -b to -e (times -f), the driver runs the collective once
+ * on known data and counts the wrong elements, then runs it -w times untimed
+ * and -n times timed between a barrier and a wait for the stream; the time of
+ * a row is the mean over the ranks of each rank's time per iteration. With
+ * --baseline the same rows are timed through raw MPI on the same buffers in the
+ * same process. Bookkeeping (times, counts, rank lines) goes through a
+ * duplicate of MPI_COMM_WORLD, never through the weft calls being measured.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "driver.h"
+
+#define INFO_LEN 384
+
+/* One rank's line of the header, gathered on rank 0. */
+struct rank_info {
+  int pid;
+  char host[128], gpu[160], nic[64];
+};
+
+/* Everything one run holds; freed by run_free(). */
+struct run {
+  const struct bench_opts *o;
+  const struct bench_mem *mem;
+  weft_ctx *ctx;
+  MPI_Comm comm;
+  struct bench_args a;
+  struct bench_report rep;
+  struct rank_info *infos;
+  int skipped;              /* (type, operation) pairs weft does not take */
+  int injected;             /* WEFT_BENCH_INJECT_ERROR has spoilt its element */
+};
+
+/* The interface that carries the default route, for ranks whose launcher
+ * did not say (WEFT_NIC is weftrun's word; NCCL_SOCKET_IFNAME the user's). */
+static void nic_name(char *buf, size_t len)
+{
+  const char *v = getenv("WEFT_NIC");
+  FILE *f;
+  char line[256], ifname[64];
+  unsigned long dest;
+
+  if (!v || !*v)
+    v = getenv("NCCL_SOCKET_IFNAME");
+  if (v && *v) {
+    snprintf(buf, len, "%s", v);
+    return;
+  }
+  snprintf(buf, len, "none");
+  f = fopen("/proc/net/route", "r");
+  if (!f)
+    return;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "%63s %lx", ifname, &dest) == 2 && dest == 0) {
+      snprintf(buf, len, "%s", ifname);
+      break;
+    }
+  fclose(f);
+}
+
+static void mpi_version(char *buf, size_t len)
+{
+  char v[MPI_MAX_LIBRARY_VERSION_STRING];
+  int n = 0;
+  char *comma;
+
+  if (MPI_Get_library_version(v, &n) != MPI_SUCCESS)
+    snprintf(v, sizeof(v), "MPI ?");
+  comma = strchr(v, ',');
+  if (comma)
+    *comma = '\0';
+  v[strcspn(v, "\n")] = '\0';
+  snprintf(buf, len, "%.100s", v);
+}
+
+/* Rank 0 learns every rank's host, pid, GPU and NIC, and the distinct hosts. */
+static int gather_ranks(struct run *r, int probe_gpu)
+{
+  struct rank_info me;
+  struct bench_report *rep = &r->rep;
+  int n = r->a.nranks;
+
+  memset(&me, 0, sizeof(me));
+  me.pid = (int)getpid();
+  if (gethostname(me.host, sizeof(me.host) - 1) != 0)
+    snprintf(me.host, sizeof(me.host), "?");
+  bench_gpu_describe(weft_device(r->ctx), probe_gpu, me.gpu, sizeof(me.gpu));
+  nic_name(me.nic, sizeof(me.nic));
+  if (r->a.rank == 0) {
+    r->infos = calloc((size_t)n, sizeof(*r->infos));
+    rep->rank_host = calloc((size_t)n, sizeof(char *));
+    rep->rank_gpu = calloc((size_t)n, sizeof(char *));
+    rep->rank_nic = calloc((size_t)n, sizeof(char *));
+    rep->rank_pid = calloc((size_t)n, sizeof(int));
+    rep->hosts = calloc((size_t)n, sizeof(char *));
+    if (!r->infos || !rep->rank_host || !rep->rank_gpu || !rep->rank_nic || !rep->rank_pid ||
+        !rep->hosts)
+      return WEFT_ENOMEM;
+  }
+  if (MPI_Gather(&me, (int)sizeof(me), MPI_BYTE, r->infos, (int)sizeof(me), MPI_BYTE, 0,
+                 r->comm) != MPI_SUCCESS)
+    return WEFT_EMPI;
+  if (r->a.rank != 0)
+    return 0;
+  rep->nranks = n;
+  for (int i = 0; i < n; i++) {
+    int known = 0;
+
+    rep->rank_host[i] = r->infos[i].host;
+    rep->rank_gpu[i] = r->infos[i].gpu;
+    rep->rank_nic[i] = r->infos[i].nic;
+    rep->rank_pid[i] = r->infos[i].pid;
+    for (int h = 0; h < rep->nhosts && !known; h++)
+      known = !strcmp(rep->hosts[h], r->infos[i].host);
+    if (!known)
+      rep->hosts[rep->nhosts++] = r->infos[i].host;
+  }
+  return 0;
+}
+
+/* Stop the whole job after a failed weft or MPI call: the other ranks may
+ * be inside a collective that will never complete. */
+static void fail(struct run *r, const char *what, size_t bytes, int rc)
+{
+  const char *detail = weft_last_error(r->ctx);
+
+  fprintf(stderr, "weft-bench: rank %d: %s %s of %zu bytes failed: %s%s%s\n", r->a.rank, what,
+          r->o->coll->name, bytes, weft_strerror(rc), detail && *detail ? ": " : "",
+          detail ? detail : "");
+  MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_RUNTIME);
+}
+
+/* Time \p iters runs after \p warmup untimed ones; the mean over the ranks
+ * of the time per run, in microseconds. */
+static double timed(struct run *r, int (*fn)(struct bench_args *), const char *what)
+{
+  struct bench_args *a = &r->a;
+  double t0, dt, sum = 0;
+  int rc = 0;
+
+  for (long i = 0; i < r->o->warmup && rc == 0; i++)
+    rc = fn(a);
+  if (rc == 0)
+    rc = r->mem->sync(a->stream);
+  if (rc)
+    fail(r, what, a->bytes, rc);
+  MPI_Barrier(r->comm);
+  t0 = MPI_Wtime();
+  for (long i = 0; i < r->o->iters && rc == 0; i++)
+    rc = fn(a);
+  if (rc == 0)
+    rc = r->mem->sync(a->stream);
+  dt = (MPI_Wtime() - t0) / (double)r->o->iters * 1e6;
+  if (rc)
+    fail(r, what, a->bytes, rc);
+  MPI_Allreduce(&dt, &sum, 1, MPI_DOUBLE, MPI_SUM, r->comm);
+  return sum / a->nranks;
+}
+
+/* Run the collective once on known data; the number of wrong elements over
+ * all ranks. WEFT_BENCH_INJECT_ERROR=1 spoils one element on the last rank
+ * first, so that tests can see the check fail. */
+static long long check_once(struct run *r)
+{
+  struct bench_args *a = &r->a;
+  const struct bench_coll *c = r->o->coll;
+  long long wrong = 0, total = 0;
+  int rc;
+
+  bench_poison(a->hrecv, a->dtype, a->recvcount);
+  c->fill(a);
+  rc = r->mem->upload(a->send, a->hsend, a->sendcount * a->esize);
+  if (rc == 0)
+    rc = r->mem->upload(a->recv, a->hrecv, a->recvcount * a->esize);
+  if (rc == 0)
+    rc = c->run(a);
+  if (rc == 0)
+    rc = r->mem->sync(a->stream);
+  if (rc == 0)
+    rc = r->mem->download(a->hrecv, a->recv, a->recvcount * a->esize);
+  if (rc)
+    fail(r, "checked", a->bytes, rc);
+  if (r->o->inject && !r->injected && a->rank == a->nranks - 1 && a->recvcount > 0) {
+    bench_put(a->hrecv, a->dtype, a->recvcount / 2,
+              bench_get(a->hrecv, a->dtype, a->recvcount / 2) + 1);
+    r->injected = 1;
+  }
+  wrong = (long long)c->check(a);
+  MPI_Allreduce(&wrong, &total, 1, MPI_LONG_LONG, MPI_SUM, r->comm);
+  return total;
+}
+
+static int add_row(struct bench_report *rep, const struct bench_row *w)
+{
+  if (rep->nrows == rep->cap) {
+    int cap = rep->cap ? 2 * rep->cap : 32;
+    struct bench_row *rows = realloc(rep->rows, (size_t)cap * sizeof(*rows));
+
+    if (!rows)
+      return WEFT_ENOMEM;
+    rep->rows = rows;
+    rep->cap = cap;
+  }
+  rep->rows[rep->nrows++] = *w;
+  return 0;
+}
+
+/* One row of the table at about \p bytes bytes. */
+static int one_size(struct run *r, size_t bytes)
+{
+  struct bench_args *a = &r->a;
+  const struct bench_coll *c = r->o->coll;
+  struct bench_row w;
+  double factor = c->busbw_factor(a->nranks);
+  int rc;
+
+  memset(&w, 0, sizeof(w));
+  w.dtype = a->dtype;
+  w.op = a->op;
+  c->counts(a, bytes);
+  if (c->setup && (rc = c->setup(a)) != 0)
+    fail(r, "set-up for", a->bytes, rc);
+  w.bytes = a->bytes;
+  w.count = a->count;
+  w.wrong = r->o->check ? check_once(r) : -1;
+  w.time_us = timed(r, c->run, "timed");
+  w.algbw = w.time_us > 0 ? (double)a->bytes / w.time_us / 1e3 : 0;
+  w.busbw = w.algbw * factor;
+  w.raw_time_us = w.raw_algbw = w.raw_busbw = -1;
+  if (r->o->baseline && !r->o->device) {
+    w.raw_time_us = timed(r, c->run_raw, "raw MPI");
+    w.raw_algbw = w.raw_time_us > 0 ? (double)a->bytes / w.raw_time_us / 1e3 : 0;
+    w.raw_busbw = w.raw_algbw * factor;
+  }
+  if (c->teardown)
+    c->teardown(a);
+  if (a->rank != 0)
+    return 0;
+  bench_report_row(stdout, &r->rep, &w);
+  return add_row(&r->rep, &w);
+}
+
+/* Buffers for the largest row: whatever the type, no buffer of a row of at
+ * most max_bytes bytes holds more than max_bytes. Host memory needs no host
+ * copy. */
+static int alloc_buffers(struct run *r)
+{
+  struct bench_args *a = &r->a;
+  size_t bytes = r->o->max_bytes;
+  int rc;
+
+  rc = r->mem->alloc(&a->send, bytes);
+  if (rc == 0)
+    rc = r->mem->alloc(&a->recv, bytes);
+  if (rc)
+    return rc;
+  if (!r->o->device) {
+    a->hsend = a->send;
+    a->hrecv = a->recv;
+    return 0;
+  }
+  rc = bench_mem_host.alloc(&a->hsend, bytes);
+  if (rc == 0)
+    rc = bench_mem_host.alloc(&a->hrecv, bytes);
+  return rc;
+}
+
+/* Whether weft takes this (type, operation) pair: a one-element all-reduce
+ * on host memory answers WEFT_EDTYPE on every rank alike when it does not
+ * (integer averages, say). Rank 0 notes a pair it skips. */
+static int supported(struct run *r)
+{
+  struct bench_args *a = &r->a;
+  double in = 0, out = 0;
+  int rc;
+
+  if (!r->o->coll->reduces)
+    return 1;
+  rc = weft_allreduce(a->group, &in, &out, 1, a->dtype, a->op, NULL);
+  if (rc == 0)
+    return 1;
+  if (rc != WEFT_EDTYPE)
+    fail(r, "probe of", 1, rc);
+  if (a->rank == 0)
+    printf("# skipped: %s of %s: %s\n", weft_op_name(a->op), weft_dtype_name(a->dtype),
+           weft_last_error(r->ctx));
+  r->skipped++;
+  return 0;
+}
+
+/* Every size for the current type and operation. */
+static void sweep(struct run *r)
+{
+  const struct bench_opts *o = r->o;
+  struct bench_args *a = &r->a;
+
+  if (!supported(r))
+    return;
+
+  a->esize = weft_dtype_size(a->dtype);
+  a->mpi_dtype = bench_mpi_dtype(a->dtype);
+  a->mpi_op = bench_mpi_op(a->op, a->dtype);
+  for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;) {
+    size_t next = bytes ? bytes * (size_t)o->factor : a->esize;
+
+    if (one_size(r, bytes))
+      fail(r, "report of", bytes, WEFT_ENOMEM);
+    if (next <= bytes)          /* overflow */
+      break;
+    bytes = next;
+  }
+}
+
+static void run_free(struct run *r)
+{
+  struct bench_args *a = &r->a;
+
+  if (r->mem) {
+    r->mem->release(a->send);
+    r->mem->release(a->recv);
+  }
+  if (r->o->device) {
+    free(a->hsend);
+    free(a->hrecv);
+  }
+  bench_stream_destroy(a->stream);
+  free(r->infos);
+  free(r->rep.rank_host);
+  free(r->rep.rank_gpu);
+  free(r->rep.rank_nic);
+  free(r->rep.rank_pid);
+  free(r->rep.hosts);
+  free(r->rep.rows);
+  if (r->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&r->comm);
+}
+
+/* The checks every rank makes alike before any buffer exists; returns an
+ * exit status (BENCH_EXIT_OK to go on). Only rank 0 speaks. */
+static int preflight(struct run *r)
+{
+  const struct bench_opts *o = r->o;
+  struct bench_args *a = &r->a;
+  char why[256] = "";
+  int nodev = 0, first = a->nranks, lacking = 0;
+
+  if (a->nranks < o->coll->min_ranks) {
+    if (a->rank == 0)
+      fprintf(stderr, "weft-bench: %s needs at least %d ranks; start it with -np %d or more\n",
+              o->coll->name, o->coll->min_ranks, o->coll->min_ranks);
+    return BENCH_EXIT_USAGE;
+  }
+  if (o->coll->rooted && o->root >= a->nranks) {
+    if (a->rank == 0)
+      fprintf(stderr, "weft-bench: --root %d is not a rank of this %d-rank job\n", o->root,
+              a->nranks);
+    return BENCH_EXIT_USAGE;
+  }
+  if (o->device) {
+    r->mem = bench_mem_device(weft_device(r->ctx), why, sizeof(why));
+    nodev = r->mem == NULL;
+  }
+  /* The lowest rank without a GPU speaks for all of them. */
+  MPI_Allreduce(&nodev, &lacking, 1, MPI_INT, MPI_SUM, r->comm);
+  if (lacking) {
+    int me = nodev ? a->rank : a->nranks;
+
+    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, r->comm);
+    if (a->rank == first)
+      fprintf(stderr, "weft-bench: --memory device: rank %d%s: %s; run on GPU hosts or use "
+              "--memory host\n", a->rank, lacking > 1 ? " and others" : "", why);
+    return BENCH_EXIT_NODEVICE;
+  }
+  if (!o->device)
+    r->mem = &bench_mem_host;
+  return BENCH_EXIT_OK;
+}
+
+static int bench_run(const struct bench_opts *o)
+{
+  struct run r;
+  struct bench_args *a = &r.a;
+  int rc, status = BENCH_EXIT_OK;
+
+  memset(&r, 0, sizeof(r));
+  r.o = o;
+  r.comm = MPI_COMM_NULL;
+  rc = weft_init(NULL, NULL, &r.ctx);
+  if (rc) {
+    fprintf(stderr, "weft-bench: weft_init failed: %s\n", weft_strerror(rc));
+    return BENCH_EXIT_RUNTIME;
+  }
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &r.comm) != MPI_SUCCESS) {
+    fprintf(stderr, "weft-bench: MPI_Comm_dup failed\n");
+    weft_finalize(r.ctx);
+    return BENCH_EXIT_RUNTIME;
+  }
+  a->group = weft_world(r.ctx);
+  a->rank = weft_group_rank(a->group);
+  a->nranks = weft_group_size(a->group);
+  a->root = o->root;
+  a->tensors = o->tensors;
+  a->comm = r.comm;
+  r.rep.o = o;
+
+  status = preflight(&r);
+  if (status == BENCH_EXIT_OK) {
+    if (o->device && !(a->stream = bench_stream_create()))
+      rc = WEFT_ECUDA;
+    if (rc == 0)
+      rc = gather_ranks(&r, o->device || getenv("WEFT_GPU"));
+    if (rc == 0)
+      rc = alloc_buffers(&r);
+    if (rc)
+      fail(&r, "buffers for", o->max_bytes, rc);
+  }
+  if (status == BENCH_EXIT_OK && a->rank == 0) {
+    mpi_version(r.rep.mpi_version, sizeof(r.rep.mpi_version));
+    bench_nccl_version(r.rep.nccl_version, sizeof(r.rep.nccl_version));
+    r.rep.have_expect = bench_expect_lookup(&r.rep.expect) == 0;
+    bench_report_header(stdout, &r.rep);
+  }
+  for (int t = 0; status == BENCH_EXIT_OK && t < o->ndtypes; t++)
+    for (int p = 0; p < (o->coll->reduces ? o->nops : 1); p++) {
+      a->dtype = o->dtypes[t];
+      a->op = o->ops[p];
+      sweep(&r);
+    }
+  if (status == BENCH_EXIT_OK && r.skipped == o->ndtypes * (o->coll->reduces ? o->nops : 1)) {
+    if (a->rank == 0)
+      fprintf(stderr, "weft-bench: weft does not take this type and operation; see the line "
+              "above and choose others with -d and -o\n");
+    status = BENCH_EXIT_USAGE;
+  }
+  if (status == BENCH_EXIT_OK) {
+    if (a->rank == 0) {
+      status = bench_report_footer(stdout, &r.rep);
+      fflush(stdout);
+      if (o->json && bench_report_json(o->json, &r.rep, status) != 0 && status == BENCH_EXIT_OK)
+        status = BENCH_EXIT_RUNTIME;
+    }
+    MPI_Bcast(&status, 1, MPI_INT, 0, r.comm);
+  }
+  run_free(&r);
+  weft_finalize(r.ctx);
+  return status;
+}
+
+int main(int argc, char **argv)
+{
+  struct bench_opts o;
+  const struct bench_coll *coll;
+  int rc;
+
+  if (weft_check_version(stderr, argv[0]))
+    return BENCH_EXIT_RUNTIME;
+  if (argc < 2 || argv[1][0] == '-') {
+    rc = bench_parse(argc, argv, &o);   /* --help, --version, or a usage error */
+    if (rc == BENCH_EXIT_OK) {
+      if (bench_is_first_rank())
+        fprintf(stderr, "weft-bench: which collective? allreduce allgather reduce_scatter "
+                "broadcast sendrecv bucket, or scale; see weft-bench --help\n");
+      return BENCH_EXIT_USAGE;
+    }
+    return rc < 0 ? BENCH_EXIT_OK : rc;
+  }
+  if (!strcmp(argv[1], "scale"))
+    return bench_scale_main(argc - 1, argv + 1);
+  coll = bench_coll_find(argv[1]);
+  if (!coll) {
+    if (bench_is_first_rank())
+      fprintf(stderr, "weft-bench: unknown collective '%s': use allreduce allgather "
+              "reduce_scatter broadcast sendrecv bucket, or scale; see weft-bench --help\n",
+              argv[1]);
+    return BENCH_EXIT_USAGE;
+  }
+  rc = bench_parse(argc - 1, argv + 1, &o);
+  if (rc)
+    return rc < 0 ? BENCH_EXIT_OK : rc;
+  o.coll = coll;
+  return bench_run(&o);
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weft-bench's driver and the interface every collective fills (the
+ * nccl-tests pattern: one driver, one small file per collective).
+ *
+ * The driver owns the command line, the bootstrap, the sweep over sizes, the
+ * timing, the data check and the report. A collective (coll-*.c) knows only
+ * how many elements a size means, its bus-bandwidth factor, how to fill its
+ * input and check its output, and how to run itself through weft and through
+ * raw MPI. Exit codes are the BENCH_EXIT_* below, as weft-bench(1) documents.
+ */
+#ifndef WEFT_BENCH_DRIVER_H
+#define WEFT_BENCH_DRIVER_H
+
+#include <stdio.h>
+#include <stddef.h>
+
+#include <mpi.h>
+#include <weft.h>
+
+/* Exit status of weft-bench (weft-bench(1), EXIT STATUS). */
+enum bench_exit {
+  BENCH_EXIT_OK = 0,
+  BENCH_EXIT_WRONG = 1,     /* wrong data in at least one result */
+  BENCH_EXIT_USAGE = 2,     /* bad command line */
+  BENCH_EXIT_SLOW = 3,      /* average busbw below --min-busbw */
+  BENCH_EXIT_NODEVICE = 4,  /* --memory device without a usable GPU */
+  BENCH_EXIT_RUNTIME = 5    /* a weft, MPI or CUDA call failed; a scale run failed */
+};
+
+struct bench_coll;
+
+/* The command line of one benchmark run. */
+struct bench_opts {
+  const struct bench_coll *coll;
+  size_t min_bytes, max_bytes;
+  long factor, iters, warmup, tensors;
+  weft_dtype dtypes[WEFT_DTYPE_COUNT];  /* -d: one type, a list, or all */
+  weft_op ops[WEFT_OP_COUNT];           /* -o: one op, a list, or all */
+  int ndtypes, nops;
+  int root, check, baseline, device, inject;
+  double min_busbw;         /* GB/s; < 0: none */
+  const char *json;         /* --json FILE, or NULL */
+};
+
+/* Where a collective's data lives: host memory or a GPU's. */
+struct bench_mem {
+  const char *name;         /* "host", "device" */
+  int (*alloc)(void **p, size_t bytes);
+  void (*release)(void *p);
+  int (*upload)(void *dst, const void *src, size_t bytes);
+  int (*download)(void *dst, const void *src, size_t bytes);
+  int (*sync)(void *stream);
+};
+
+/* One row's buffers and geometry: everything a collective's functions see. */
+struct bench_args {
+  weft_group *group;
+  MPI_Comm comm;            /* the same ranks, for raw MPI */
+  MPI_Datatype mpi_dtype;
+  MPI_Op mpi_op;            /* MPI_OP_NULL when raw MPI has no such op */
+  int rank, nranks, root;
+  weft_dtype dtype;
+  weft_op op;
+  size_t esize;             /* bytes per element */
+  size_t bytes;             /* the size column: bytes the collective moves as nccl-tests counts */
+  size_t count;             /* the count column: bytes / esize */
+  size_t sendcount, recvcount;  /* elements of the send and receive buffers */
+  void *send, *recv;        /* what the collective reads and writes (host or device) */
+  void *hsend, *hrecv;      /* host copies, for filling and checking */
+  void *stream;             /* cudaStream_t for device memory, else NULL */
+  long tensors;             /* bucket: how many tensors the row is cut into */
+  void *priv;               /* the collective's own state for this row */
+};
+
+/* A collective, filled by one coll-*.c. Functions return 0 or a WEFT_E* code. */
+struct bench_coll {
+  const char *name;         /* "allreduce": the command word */
+  const char *alias;        /* "all_reduce": nccl-tests' spelling, also accepted */
+  int reduces;              /* uses -o OP */
+  int rooted;               /* uses -r ROOT */
+  int min_ranks;            /* fewest ranks it runs on */
+  /* Element counts for a row of about \p bytes bytes; the count may round
+   * bytes down (to a multiple of nranks elements, say). */
+  void (*counts)(struct bench_args *a, size_t bytes);
+  /* busbw = algbw * factor (nccl-tests, doc/PERFORMANCE.md). */
+  double (*busbw_factor)(int nranks);
+  /* Fill a->hsend with this rank's input (the receive buffer is poisoned by
+   * the driver); then count the elements of a->hrecv that are wrong. */
+  void (*fill)(struct bench_args *a);
+  size_t (*check)(const struct bench_args *a);
+  int (*setup)(struct bench_args *a);       /* may be NULL; before a row */
+  void (*teardown)(struct bench_args *a);   /* may be NULL; after a row */
+  int (*run)(struct bench_args *a);         /* once through weft */
+  int (*run_raw)(struct bench_args *a);     /* once through raw MPI */
+};
+
+extern const struct bench_coll bench_allreduce, bench_allgather, bench_reduce_scatter,
+  bench_broadcast, bench_sendrecv, bench_bucket;
+
+/* options.c: parse argv (after the collective's name) into \p o.
+ * \return BENCH_EXIT_OK, BENCH_EXIT_USAGE after printing why, or -1 when
+ * --help or --version printed what was asked. */
+int bench_parse(int argc, char **argv, struct bench_opts *o);
+const struct bench_coll *bench_coll_find(const char *name);
+void bench_usage(FILE *f);
+/* 1 when this process should print (rank 0, or no MPI launcher around it). */
+int bench_is_first_rank(void);
+
+/* data.c: element access for every dtype, and the expected values. */
+void bench_put(void *buf, weft_dtype dt, size_t i, double v);
+double bench_get(const void *buf, weft_dtype dt, size_t i);
+double bench_round(weft_dtype dt, double v);   /* what storing v gives back */
+int bench_same(weft_dtype dt, double got, double want, int nranks);
+double bench_input(weft_op op, int rank, int nranks, size_t i);  /* reduction input */
+double bench_reduced(weft_op op, weft_dtype dt, int nranks, size_t i);  /* its result */
+double bench_value(int rank, size_t i);        /* input of the moving collectives */
+void bench_poison(void *buf, weft_dtype dt, size_t n);
+MPI_Datatype bench_mpi_dtype(weft_dtype dt);
+MPI_Op bench_mpi_op(weft_op op, weft_dtype dt);
+/* Reduction input and check for n elements at \p buf whose first one has
+ * global index \p first; bench_avg_fixup divides a raw MPI sum by nranks. */
+void bench_fill_reduction(const struct bench_args *a, void *buf, size_t n, size_t first);
+size_t bench_check_reduction(const struct bench_args *a, const void *buf, size_t n, size_t first);
+void bench_avg_fixup(const struct bench_args *a, void *buf, size_t n);
+int bench_dtype_parse(const char *s, weft_dtype *dt);
+int bench_op_parse(const char *s, weft_op *op);
+
+/* memory.c and mem-cuda.c / mem-nocuda.c. */
+extern const struct bench_mem bench_mem_host;
+/* The device memory of this rank's GPU, or NULL with the reason in \p why. */
+const struct bench_mem *bench_mem_device(int device, char *why, size_t whylen);
+/* "0 [0000:04:00.0] NVIDIA H100 80GB HBM3" for \p device, or "none". */
+void bench_gpu_describe(int device, int probe, char *buf, size_t len);
+/* NCCL's version as "2.28.9", or "none". */
+void bench_nccl_version(char *buf, size_t len);
+void *bench_stream_create(void);
+void bench_stream_destroy(void *stream);
+
+/* expect.c: what the machine family should reach. */
+struct bench_expect {
+  const char *machine;      /* "a3-megagpu-8g" */
+  const char *source;       /* "WEFT_MACHINE_TYPE", "GCE metadata" */
+  double nic_gbps;          /* GPU-data line rate of one VM, Gbit/s */
+  double ceiling;           /* ring busbw ceiling, GB/s (nic_gbps / 8) */
+  double healthy_lo, healthy_hi;  /* published healthy busbw range, GB/s; 0 when none */
+  const char *note;         /* where the range comes from */
+};
+/* Fill \p e for this machine; 0 when the family is known, else -1. */
+int bench_expect_lookup(struct bench_expect *e);
+int bench_expect_for(const char *machine_type, struct bench_expect *e);
+
+/* report.c. */
+struct bench_row {
+  weft_dtype dtype;
+  weft_op op;
+  size_t bytes, count;
+  double time_us, algbw, busbw;
+  long long wrong;          /* -1: not checked */
+  double raw_time_us, raw_algbw, raw_busbw;   /* < 0: no baseline */
+};
+
+struct bench_report {
+  const struct bench_opts *o;
+  int nranks, nhosts;
+  char **rank_lines;        /* one per rank: "Rank 0 Pid ... on host GPU ... NIC ..." */
+  char **hosts;             /* distinct host names */
+  char **rank_host, **rank_gpu, **rank_nic;
+  int *rank_pid;
+  char mpi_version[128], nccl_version[32];
+  struct bench_expect expect;
+  int have_expect;
+  struct bench_row *rows;
+  int nrows, cap;
+};
+
+void bench_report_header(FILE *f, const struct bench_report *r);
+void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_row *row);
+/* Prints the footer; returns the exit status the results call for. */
+int bench_report_footer(FILE *f, const struct bench_report *r);
+int bench_report_json(const char *path, const struct bench_report *r, int status);
+void bench_fmt(char *buf, int width, double v);
+
+/* scale.c: `weft-bench scale ...`, a plain process that starts jobs. */
+int bench_scale_main(int argc, char **argv);
+
+#endif /* WEFT_BENCH_DRIVER_H */
