@@ -24,7 +24,7 @@ version(void)
   char *argv[] = { mpirun, (char *)"--version", NULL };
   wr_opts o;
   wr_opts_init(&o);
-  return wr_run(&o, argv) ? WR_EXIT_ENGINE : 0;
+  return wr_run(NULL, &o, argv) ? WR_EXIT_ENGINE : 0;
 }
 
 static int
@@ -57,7 +57,7 @@ launch(const wr_job *j, const wr_opts *o)
       fprintf(stderr, " %s", a.v[i]);
     fputc('\n', stderr);
   }
-  rc = wr_run(o, a.v);
+  rc = wr_run(j, o, a.v);
   wr_argv_free(&a);
   return rc;
 }

@@ -101,6 +101,15 @@ gather_hosts(wr_job *j, const wr_opts *o)
   in.hostfile = o->hostfile;
   in.slurm_nodelist = getenv("SLURM_JOB_NODELIST");
   in.slurm_tasks_per_node = getenv("SLURM_TASKS_PER_NODE");
+  /* Open MPI's default hostfile (an MCA parameter, as weft-vcluster sets it) stands in
+   * for --hostfile when neither -H, --hostfile nor a Slurm allocation says */
+  if (!in.nhost_args && !in.hostfile && !in.slurm_nodelist) {
+    const char *d = getenv("OMPI_MCA_orte_default_hostfile");
+    if (!d || !*d)
+      d = getenv("PRTE_MCA_prte_default_hostfile");
+    if (d && *d)
+      in.hostfile = d;
+  }
   int rc = weft_hosts_gather(&in, &j->hl, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
@@ -335,6 +344,7 @@ const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
 const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
 const weft_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
 const weft_policy *wr_job_policy(const wr_job *j) { return &j->pol; }
+int wr_job_rank_host(const wr_job *j, int r) { return j->ranks[r].host; }
 int wr_job_host_is_local(const wr_job *j, int h)
 {
   return weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL || is_local_name(j->hosts[h].name);

@@ -50,7 +50,34 @@ typedef struct failure {
   int seen;
   int code;
   char what[512];
+  int lost;          /* mpirun said it lost a daemon; the next lines name the host */
+  const wr_job *job; /* to name the ranks of a lost host; may be NULL */
 } failure;
+
+/* "ranks 4-7" of host h, from the plan. */
+static void
+ranks_of(const wr_job *j, const char *host, char *buf, size_t len)
+{
+  int first = -1, last = -1, n = 0;
+  buf[0] = '\0';
+  if (!j)
+    return;
+  for (int h = 0; h < wr_job_nhosts(j); h++)
+    if (!strcmp(wr_job_host(j, h), host))
+      for (int r = 0; r < wr_job_np(j); r++)
+        if (wr_job_rank_host(j, r) == h) {
+          if (first < 0)
+            first = r;
+          last = r;
+          n++;
+        }
+  if (n == 1)
+    snprintf(buf, len, " (rank %d)", first);
+  else if (n > 1 && last - first + 1 == n)
+    snprintf(buf, len, " (ranks %d-%d)", first, last);
+  else if (n > 1)
+    snprintf(buf, len, " (%d ranks from %d)", n, first);
+}
 
 /* "weft-rank: rank 3 host vnode1 gpu 2 (0000:0a:00.0): exited with status 3" */
 static void
@@ -76,6 +103,18 @@ watch_line(const char *line, failure *f)
   /* mpirun's own words, when weft-rank itself could not say it */
   int rank, sig;
   char host[256];
+  if (!f->seen && strstr(line, "lost communication with a remote daemon"))
+    f->lost = 1;
+  if (!f->seen && f->lost && (p = strstr(line, "Remote daemon:")) &&
+      (p = strstr(p, " on node ")) && sscanf(p, " on node %255s", host) == 1) {
+    char ranks[64];
+    ranks_of(f->job, host, ranks, sizeof(ranks));
+    f->seen = 1;
+    f->code = WR_EXIT_HOSTLOST;
+    snprintf(f->what, sizeof(f->what), "host %s lost%s: its Open MPI daemon stopped answering "
+             "(machine down or network cut)", host, ranks);
+    return;
+  }
   if (!f->seen && (p = strstr(line, "mpirun noticed that process rank ")) &&
       sscanf(p, "mpirun noticed that process rank %d with PID %*d on node %255s exited on signal %d",
              &rank, host, &sig) == 3) {
@@ -129,7 +168,7 @@ setup_signals(void)
 }
 
 int
-wr_run(const wr_opts *o, char **argv)
+wr_run(const wr_job *j, const wr_opts *o, char **argv)
 {
   int errp[2];
   if (setup_signals() || pipe(errp)) {
@@ -158,7 +197,7 @@ wr_run(const wr_opts *o, char **argv)
   close(errp[1]);
   fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
-  failure f = { 0, 0, "" };
+  failure f = { 0, 0, "", 0, j };
   char buf[8192];
   size_t len = 0;
   double start = now();

@@ -20,6 +20,7 @@
 #define WR_EXIT_NOHOST   68  /* a host named in --topology host=FILE is not in the job */
 #define WR_EXIT_NOGPU    69  /* GPUs asked for (--map-by gpu) on a host without any */
 #define WR_EXIT_ENGINE   70  /* mpirun or weft-rank cannot be started, or mpirun failed alone */
+#define WR_EXIT_HOSTLOST 75  /* a host was lost during the job (its daemon stopped answering) */
 #define WR_EXIT_TIMEOUT  124 /* --timeout expired: the job was ended */
 
 /* Upper bounds that keep every list fixed-size and every wait bounded. */
@@ -77,6 +78,7 @@ const char *wr_job_host_file(const wr_job *j, int h); /* NULL: the host's own ha
 const weft_topo *wr_job_topo(const wr_job *j, int h);
 const weft_policy *wr_job_policy(const wr_job *j);
 int wr_job_host_is_local(const wr_job *j, int h);
+int wr_job_rank_host(const wr_job *j, int r);
 
 /* master.c: interface, MASTER_ADDR and MASTER_PORT for the job. */
 typedef struct wr_master {
@@ -97,6 +99,6 @@ const char *wr_find_rank_agent(char *buf, size_t len);
 const char *wr_find_mpirun(char *buf, size_t len);
 
 /* run.c: run the command, watch for failed ranks, apply the timeout and signals. */
-int wr_run(const wr_opts *o, char **argv);
+int wr_run(const wr_job *j, const wr_opts *o, char **argv); /* j may be NULL */
 
 #endif /* WEFTRUN_H */
