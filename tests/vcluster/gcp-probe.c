@@ -5,7 +5,7 @@
  *   gcp-probe env PRESET MULTI   the preset's variables for this VM, one
  *                                "KEY=VALUE  # origin" line each, then the
  *                                reserve-cpus and the check warnings
- *   gcp-probe watch SECONDS      wait for a preemption notice: exit 75
+ *   gcp-probe watch SECONDS      wait for a preemption notice: exit 79
  *                                (WEFT_EXIT_PREEMPTED) with "notice WHAT VALUE"
  *                                on it, 1 when none came in time
  */

@@ -119,6 +119,6 @@ set +e
 wait $watcher
 rc=$?
 set -e
-[ $rc = 75 ] || { echo "FAIL: watcher exit $rc, expected 75 (WEFT_EXIT_PREEMPTED)"; cat "$tmp/watch1"; exit 1; }
+[ $rc = 79 ] || { echo "FAIL: watcher exit $rc, expected 79 (WEFT_EXIT_PREEMPTED)"; cat "$tmp/watch1"; exit 1; }
 expect "$tmp/watch1" "notice preempted TRUE"
 echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, preemption notice"

@@ -21,7 +21,7 @@
 
 /* Exit status of weftrun and weft-rank when the job ended because GCE preempted
  * the VM or announced TERMINATE_ON_HOST_MAINTENANCE: a wrapper may requeue. */
-#define WEFT_EXIT_PREEMPTED 75
+#define WEFT_EXIT_PREEMPTED 79
 
 /* Signal sent to the local ranks on a preemption notice, then SIGKILL after the grace. */
 #define WEFT_PREEMPT_SIGNAL SIGTERM
