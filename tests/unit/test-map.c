@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -404,6 +405,88 @@ static void test_gpu_flat(void **state)
   weft_topo_destroy(t);
 }
 
+/* Equally near NICs are shared out: a3-megagpu-8g has two NICs per PCI
+ * switch of two GPUs, so every GPU gets its own. */
+static void test_nic_spread(void **state)
+{
+  weft_topo *t = load("a3-megagpu-8g.xml");
+  weft_policy p = policy(NULL, NULL);
+  weft_place pl;
+  int r, used[64] = {0};
+  (void)state;
+
+  assert_true(weft_topo_nnics(t) < 64);
+  for (r = 0; r < 8; r++) {
+    assert_int_equal(gpu_of(t, &p, r, 8, &pl), r);
+    assert_true(pl.nic >= 0);
+    assert_int_equal(weft_topo_gpu_nic_near(t, r, pl.nic), WEFT_NEAR_SWITCH);
+    assert_int_equal(used[pl.nic]++, 0);
+    weft_place_clear(&pl);
+  }
+  weft_topo_destroy(t);
+}
+
+/* A NIC without an interface name is never chosen over a named one, even
+ * when it is the nearest: a3-highgpu-8g with enp6s0's name taken away. */
+static void test_nic_unnamed(void **state)
+{
+  char src[1024], dst[] = "/tmp/test-map-XXXXXX", why[512];
+  const char *dir = getenv("WEFT_DATADIR");
+  char *xml = NULL, *name, *start, *end;
+  weft_topo *t = NULL;
+  weft_policy p = policy(NULL, NULL);
+  weft_place pl;
+  long len;
+  FILE *f;
+  int fd, r, unnamed = -1;
+  (void)state;
+
+  snprintf(src, sizeof(src), "%s/topologies/a3-highgpu-8g.xml", dir ? dir : "../../share/weft");
+  f = fopen(src, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  len = ftell(f);
+  rewind(f);
+  xml = calloc((size_t)len + 1, 1);
+  assert_non_null(xml);
+  assert_int_equal(fread(xml, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  /* Cut out the OSDev element that names the NIC. */
+  name = strstr(xml, "name=\"enp6s0\"");
+  assert_non_null(name);
+  for (start = name; start > xml && strncmp(start, "<object", 7) != 0; start--)
+    ;
+  end = strstr(name, "</object>");
+  assert_non_null(end);
+  end += strlen("</object>");
+  memmove(start, end, strlen(end) + 1);
+  fd = mkstemp(dst);
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  assert_non_null(f);
+  fputs(xml, f);
+  fclose(f);
+  free(xml);
+  if (weft_topo_load(dst, 0, &t, why, sizeof(why)) != 0) {
+    unlink(dst);
+    fail_msg("cannot load the edited topology: %s", why);
+  }
+  unlink(dst);
+  for (r = 0; r < weft_topo_nnics(t); r++)
+    if (!weft_topo_nic(t, r)->name[0])
+      unnamed = r;
+  assert_true(unnamed >= 0);
+  assert_int_equal(weft_topo_gpu_nic_near(t, 0, unnamed), WEFT_NEAR_SWITCH);
+  for (r = 0; r < 8; r++) {
+    assert_int_equal(gpu_of(t, &p, r, 8, &pl), r);
+    assert_true(pl.nic >= 0);
+    assert_true(pl.nic != unnamed);
+    assert_true(weft_topo_nic(t, pl.nic)->name[0] != '\0');
+    weft_place_clear(&pl);
+  }
+  weft_topo_destroy(t);
+}
+
 /* ---- placement: CPU-only ---- */
 
 static void test_cpu(void **state)
@@ -600,6 +683,8 @@ int main(void)
     cmocka_unit_test(test_gpu_a3),
     cmocka_unit_test(test_gpu_interleaved),
     cmocka_unit_test(test_gpu_flat),
+    cmocka_unit_test(test_nic_spread),
+    cmocka_unit_test(test_nic_unnamed),
     cmocka_unit_test(test_cpu),
     cmocka_unit_test(test_json),
   };
