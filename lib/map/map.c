@@ -256,8 +256,16 @@ int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank, int 
     out->bound = 0;
   } else if (rc == 0)
     out->bound = 1;
-  if (rc == 0)
+  if (rc == 0) {
     out->ncores = weft__count_units(&c, out->cpuset);
+    if (weft_log_enabled(WEFT_LOG_MAP)) {
+      char cpus[512] = "?";
+      weft_cpuset_format(out->cpuset, cpus, sizeof(cpus));
+      weft_log(WEFT_LOG_MAP, "%s rank %d of %d: map %s bind %s: GPU %d, %d cores %s, NIC %d%s%s",
+               c.label, local_rank, local_size, weft__map_name(c.map), weft__bind_name(c.bind),
+               out->gpu, out->ncores, cpus, out->nic, out->note[0] ? "; " : "", out->note);
+    }
+  }
   ctx_free(&c);
   if (rc != 0) {
     weft_place_clear(out);
