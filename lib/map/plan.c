@@ -131,9 +131,7 @@ int weft_place_format(const weft_topo *t, const char *host, int rank, const weft
     return WEFT_EINVAL;
   if (pl->gpu >= 0 && pl->gpu < weft_topo_ngpus(t))
     weft__snprintf(gpu, sizeof(gpu), " GPU %d (%s)", pl->gpu, weft_topo_gpu(t, pl->gpu)->pci);
-  if (!pl->bound)
-    weft__snprintf(cpus, sizeof(cpus), " not bound");
-  else if (pl->cpuset && hwloc_bitmap_list_asprintf(&list, pl->cpuset) >= 0) {
+  if (pl->cpuset && hwloc_bitmap_list_asprintf(&list, pl->cpuset) >= 0) {
     if (weft__snprintf(cpus, sizeof(cpus), " cores %s", list) != 0)
       weft__snprintf(cpus, sizeof(cpus), " cores %d processors", hwloc_bitmap_weight(pl->cpuset));
     free(list);

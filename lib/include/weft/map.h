@@ -125,7 +125,10 @@ typedef struct weft_plan {
 WEFT_EXPORT int weft_plan_write_json(FILE *out, const weft_plan *plan);
 
 /** \brief One --report-bindings line for a rank:
- * "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12 NUMA 0 NIC enp6s0". */
+ * "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12 NUMA 0 NIC enp6s0".
+ * "cores" lists the OS processors of pl->cpuset (all of them for bind none:
+ * the caller says whether the rank is bound); GPU and NIC are left out when
+ * the rank has none. \return 0, WEFT_EINVAL, or WEFT_ERANGE when \p buf is too small. */
 WEFT_EXPORT int weft_place_format(const weft_topo *t, const char *host, int rank,
                                   const weft_place *pl, char *buf, size_t len);
 
