@@ -14,7 +14,6 @@
 #include "map_private.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* One object ranks go to, with its units. */
 struct domain {
@@ -86,35 +85,30 @@ static const char *plural(weft_obj what, int n)
   }
 }
 
-/* Round-robin over objects with room (pe units per rank); with oversubscribe
- * a new round starts when all are full. Sets rank r's object and its place
- * in the object. */
-static void round_robin(const struct domain *d, int nd, int pe, int r, int *dom, int *slot)
+/* Round-robin over objects with room (pe units per rank), for the rank at
+ * place r of \p slots places in all. A round fills every place, so ranks
+ * beyond the slots (oversubscribe only) start the next round: rank r lands
+ * where rank r % slots did. Sets rank r's object and its place in it. */
+static void round_robin(const struct domain *d, int nd, int pe, int slots, int r, int *dom,
+                        int *slot)
 {
-  int *used = calloc((size_t)nd, sizeof(*used));
-  int i, o = 0;
+  int *used, i, o = 0, p = r % slots;
 
   *dom = 0;
-  *slot = 0;
+  *slot = p;
+  if (nd == 1)
+    return;
+  used = calloc((size_t)nd, sizeof(*used));
   if (!used) {
-    *dom = r % nd;
-    *slot = r / nd;
+    *dom = p % nd;
+    *slot = p / nd;
     return;
   }
-  for (i = 0; i <= r; i++) {
+  for (i = 0; i <= p; i++) {
     int tries;
-    for (tries = 0; tries < nd; tries++) {
-      if ((used[o] + 1) * pe <= d[o].nunits)
-        break;
+    /* p < slots: some object has room, so this stops within nd tries. */
+    for (tries = 0; tries < nd && (used[o] + 1) * pe > d[o].nunits; tries++)
       o = (o + 1) % nd;
-    }
-    if (tries == nd) {
-      /* Every object is full: a new round (only when oversubscribing; some
-       * object has room for one rank, or the caller had found no slot). */
-      memset(used, 0, (size_t)nd * sizeof(*used));
-      for (o = 0; o < nd - 1 && d[o].nunits < pe; o++)
-        ;
-    }
     *dom = o;
     *slot = used[o]++;
     o = (o + 1) % nd;
@@ -205,7 +199,7 @@ int weft__map_cpu(weft__mapctx *c, int r, int n, weft_place *out)
       rc = WEFT_ENOFIT;
       goto out;
     }
-    round_robin(d, nd, pe, r, &dom, &slot);
+    round_robin(d, nd, pe, slots, r, &dom, &slot);
     first = slot * pe;
     count = pe;
     turn = slot;

@@ -102,7 +102,7 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
 {
   const weft_policy *p = c->p;
   int g = weft_topo_ngpus(c->t), per = p->map_by == WEFT_MAP_PPR ? p->ppr_n : 1;
-  int slots, m, *sel, gi, key, share = 0, pos = 0, i, q, nunits = 0, rc = 0;
+  int slots, m, *sel, gi, key, share = 0, pos = 0, i, q, cycle, nunits = 0, rc = 0;
   hwloc_bitmap_t local = NULL;
   hwloc_obj_t *units = NULL;
   const weft_gpu *gpu;
@@ -132,22 +132,24 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
   if (!sel)
     return WEFT_ENOMEM;
   spread(c->t, g, m, sel);
-  /* Rank r's slot: ranks beyond the slots wrap around (oversubscribe only). */
-#define GPU_OF(rank) (((rank) % (m * per)) / per)
-  gi = GPU_OF(r);
+  /* Rank r's GPU: ranks beyond the slots wrap around (oversubscribe only). */
+  gi = (r % (m * per)) / per;
   out->gpu = sel[gi];
   gpu = weft_topo_gpu(c->t, out->gpu);
   key = gpu_key(c, out->gpu);
-  /* The ranks sharing this locality, in (GPU, rank) order; r is number pos. */
-  for (i = 0; i < n; i++) {
-    int gj = GPU_OF(i);
-    if (gpu_key(c, sel[gj]) != key)
+  /* The ranks sharing this locality, in (GPU, rank) order; r is number pos.
+   * Ranks come in rounds of m * per (one round unless oversubscribing). */
+  cycle = m * per;
+  for (i = 0; i < m; i++) {
+    int rest = n % cycle - i * per, cnt = (n / cycle) * per;
+    cnt += rest <= 0 ? 0 : rest < per ? rest : per;
+    if (gpu_key(c, sel[i]) != key)
       continue;
-    if (gj < gi || (gj == gi && i < r))
-      pos++;
-    share++;
+    share += cnt;
+    if (i < gi)
+      pos += cnt;
   }
-#undef GPU_OF
+  pos += (r / cycle) * per + (r % cycle) % per;
   out->nic = weft__nic_for_gpus(c->t, sel, m, gi);
   free(sel);
 
