@@ -39,6 +39,7 @@ expect 2 "unknown option" --frobnicate
 expect 2 "needs an argument" --topology
 expect 2 "whole number" --topology "$a3" -np zero
 expect 2 "whole number" --topology "$a3" -np 0
+expect 2 "1 to 65536" --topology "$a3" -np 65537
 expect 2 "unexpected argument" --topology "$a3" extra
 expect 2 "did you mean 'gpu'" --topology "$a3" -np 2 --map-by gpus
 expect 2 "did you mean 'core'" --topology "$a3" -np 2 --bind-to cores
@@ -59,4 +60,6 @@ expect 1 "no GPUs" --topology "$n2" -np 1 --map-by gpu
 expect 1 "9 ranks but n2-standard-16.xml has 8 cores; use -np 8 or fewer" --topology "$n2" -np 9 --map-by core
 expect 0 "oversubscribed" --topology "$a3" -np 9 --oversubscribe
 WEFT_TOPOLOGY="$a3" expect 0 "enp140s0" -np 8
+expect 0 '"name": "vm-a", "slots": 8, "gpus": 8' --topology "$a3" -np 1 --json --host vm-a
+expect 0 "map-by ppr:2:numa:pe=3, bind core" --topology "$a3" -n 4 --map-by ppr:2:numa --pe 3
 exit $fail
