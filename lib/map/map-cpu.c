@@ -43,7 +43,8 @@ static int domains(const weft__mapctx *c, weft_obj what, struct domain **out, in
   *n = 0;
   switch (what) {
   case WEFT_OBJ_CORE:
-    type = c->p->use_hwthreads ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
+    type = c->p->use_hwthreads || hwloc_get_nbobjs_by_type(c->h, HWLOC_OBJ_CORE) <= 0
+           ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
     break;
   case WEFT_OBJ_NUMA: type = HWLOC_OBJ_NUMANODE; break;
   case WEFT_OBJ_PACKAGE: type = HWLOC_OBJ_PACKAGE; break;

@@ -43,7 +43,10 @@ weft_bind_to weft__bind_effective(const weft_policy *p, weft_map_by map)
 
 static hwloc_obj_type_t unit_type(const weft__mapctx *c)
 {
-  return c->p->use_hwthreads ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
+  /* A topology without Core objects (some VM exports) counts processors. */
+  if (c->p->use_hwthreads || hwloc_get_nbobjs_by_type(c->h, HWLOC_OBJ_CORE) <= 0)
+    return HWLOC_OBJ_PU;
+  return HWLOC_OBJ_CORE;
 }
 
 int weft__units(const weft__mapctx *c, hwloc_const_cpuset_t within, hwloc_obj_t **out, int *n)

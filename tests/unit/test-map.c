@@ -591,6 +591,39 @@ static void test_cpu(void **state)
   weft_topo_destroy(t);
 }
 
+/* A topology without Core objects (some VM exports): processors count as cores. */
+static void test_no_cores(void **state)
+{
+  char path[] = "/tmp/test-map-nocore-XXXXXX", why[512];
+  hwloc_topology_t h;
+  weft_topo *t = NULL;
+  weft_policy p = policy("numa:pe=2", NULL);
+  weft_place pl;
+  int fd;
+  (void)state;
+
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(hwloc_topology_init(&h), 0);
+  assert_int_equal(hwloc_topology_set_synthetic(h, "package:2 numa:1 pu:4"), 0);
+  assert_int_equal(hwloc_topology_load(h), 0);
+  assert_int_equal(hwloc_topology_export_xml(h, path, 0), 0);
+  hwloc_topology_destroy(h);
+  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0) {
+    unlink(path);
+    fail_msg("cannot load a synthetic topology: %s", why);
+  }
+  unlink(path);
+  assert_int_equal(weft_map_slots(t, &p), 4);
+  assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
+  assert_string_equal(list(pl.cpuset), "4-5");
+  assert_int_equal(pl.ncores, 2);
+  assert_int_equal(pl.nic, -1);
+  weft_place_clear(&pl);
+  weft_topo_destroy(t);
+}
+
 /* ---- plan JSON ---- */
 
 static void test_json(void **state)
@@ -686,6 +719,7 @@ int main(void)
     cmocka_unit_test(test_nic_spread),
     cmocka_unit_test(test_nic_unnamed),
     cmocka_unit_test(test_cpu),
+    cmocka_unit_test(test_no_cores),
     cmocka_unit_test(test_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
