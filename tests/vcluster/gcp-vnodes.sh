@@ -19,6 +19,8 @@ skip() { echo "SKIP: $*"; exit 77; }
 command -v ip >/dev/null 2>&1 || skip "needs iproute2"
 grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || skip "weft is built without libcurl"
 
+# The vnodes' own /sys/class/net, and their own fake servers (named explicitly below).
+unset WEFT_GCP_SYSROOT GCE_METADATA_HOST
 prefix=wgcp$$
 tmp=$(mktemp -d /tmp/weft-gcp-vc.XXXXXX)
 pids=
