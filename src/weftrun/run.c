@@ -163,6 +163,8 @@ setup_signals(void)
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  sa.sa_flags = SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL); /* wakes the loop as soon as mpirun ends */
   signal(SIGPIPE, SIG_IGN);
   return 0;
 }
@@ -183,6 +185,7 @@ wr_run(const wr_job *j, const wr_opts *o, char **argv)
   }
   if (pid == 0) {
     setpgid(0, 0);
+    signal(SIGCHLD, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
@@ -237,8 +240,8 @@ wr_run(const wr_job *j, const wr_opts *o, char **argv)
     int ms = (int)((next - now()) * 1000) + 1;
     if (ms < 1)
       ms = 1;
-    if (!exited && ms > 200)
-      ms = 200; /* waitpid is polled: SIGCHLD is not worth a handler here */
+    if (!exited && ms > 1000)
+      ms = 1000; /* SIGCHLD wakes the loop; this only bounds a lost wake-up */
     struct pollfd pf[2] = { { out_open ? errp[0] : -1, POLLIN, 0 }, { sig_pipe[0], POLLIN, 0 } };
     int n = poll(pf, 2, ms);
     if (n < 0 && errno != EINTR)
@@ -246,7 +249,7 @@ wr_run(const wr_job *j, const wr_opts *o, char **argv)
     if (pf[1].revents & POLLIN) {
       unsigned char c;
       while (read(sig_pipe[0], &c, 1) == 1) {
-        if (exited)
+        if (exited || c == SIGCHLD)
           continue;
         if (got_signal) {
           kill(-pid, SIGKILL);
