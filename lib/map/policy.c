@@ -74,7 +74,7 @@ static size_t distance(const char *a, const char *b)
   return row[lb];
 }
 
-static const char *closest(const char *word, const char *const *names, size_t n)
+static const char *closest_d(const char *word, const char *const *names, size_t n, size_t *dist)
 {
   const char *best = names[0];
   size_t bestd = (size_t)-1, i;
@@ -86,14 +86,22 @@ static const char *closest(const char *word, const char *const *names, size_t n)
       best = names[i];
     }
   }
+  if (dist)
+    *dist = bestd;
   return best;
+}
+
+static const char *closest(const char *word, const char *const *names, size_t n)
+{
+  return closest_d(word, names, n, NULL);
 }
 
 static int lookup(const struct name_value *t, size_t n, const char *word, int *value,
                   const char *what, char *why, size_t whylen)
 {
-  const char *names[16];
-  size_t i;
+  const char *names[16], *best;
+  char known[160] = "";
+  size_t i, d, used = 0;
 
   for (i = 0; i < n; i++) {
     if (strcasecmp(t[i].name, word) == 0) {
@@ -102,8 +110,19 @@ static int lookup(const struct name_value *t, size_t n, const char *word, int *v
     }
     names[i] = t[i].name;
   }
-  weft__snprintf(why, whylen, "unknown %s '%s'; did you mean '%s'?", what, word,
-                 closest(word, names, n));
+  best = closest_d(word, names, n, &d);
+  if (d <= 2) {
+    weft__snprintf(why, whylen, "unknown %s '%s'; did you mean '%s'?", what, word, best);
+    return WEFT_ENAME;
+  }
+  /* Far from every name: list them, the closest first. */
+  for (i = 0; i < n && used + 1 < sizeof(known); i++) {
+    weft__snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
+                   strcmp(names[i], "ppr") == 0 ? "ppr:N:OBJ" : names[i]);
+    used += strlen(known + used);
+  }
+  weft__snprintf(why, whylen, "unknown %s '%s' (closest: '%s'); use one of %s", what, word,
+                 best, known);
   return WEFT_ENAME;
 }
 
@@ -223,6 +242,11 @@ static int parse_bind(weft_policy *p, const char *s, char *why, size_t whylen)
   if (n < 0) {
     weft__snprintf(why, whylen, "--bind-to value '%.40s...' is too long", s);
     return WEFT_EPARSE;
+  }
+  if (strcasecmp(w[0], "hwthread") == 0) {
+    weft__snprintf(why, whylen, "--bind-to hwthread: use --bind-to core with --use-hwthread-cpus "
+                   "(or --map-by ...:HWTCPUS), which counts each hardware thread as a core");
+    return WEFT_ENAME;
   }
   rc = lookup(bind_names, WEFT__ARRAY_SIZE(bind_names), w[0], &v, "--bind-to value", why, whylen);
   if (rc != 0)
