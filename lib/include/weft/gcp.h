@@ -23,11 +23,9 @@
  * the VM or announced TERMINATE_ON_HOST_MAINTENANCE: a wrapper may requeue. */
 #define WEFT_EXIT_PREEMPTED 79
 
-/* Signal sent to the local ranks on a preemption notice, then SIGKILL after the grace. */
+/* Signal sent to the local ranks on a preemption notice, then SIGKILL after the
+ * agent's grace period (Spot VMs get 30 s from the notice to power-off). */
 #define WEFT_PREEMPT_SIGNAL SIGTERM
-
-/* Default seconds between WEFT_PREEMPT_SIGNAL and SIGKILL (Spot VMs get 30 s in all). */
-#define WEFT_PREEMPT_GRACE_DEFAULT 20
 
 #define WEFT_GCP_MAX_NICS 16
 
