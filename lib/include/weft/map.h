@@ -89,9 +89,13 @@ WEFT_EXPORT int weft_policy_format(const weft_policy *p, char *buf, size_t len);
 WEFT_EXPORT int weft_map_slots(const weft_topo *t, const weft_policy *p);
 
 /** \brief Place local rank \p local_rank of \p local_size on topology \p t.
- * \p out is initialised by the call (its bitmaps are allocated) on success.
+ * \p out is initialised by the call (its bitmaps are allocated) on success;
+ * free them with weft_place_clear(). The rules: weft-topo(1), PLACEMENT.
  * \return 0; WEFT_ENOFIT with a reason in \p why (more ranks than GPUs, pe larger
- * than the cores there are, no such object, ...); WEFT_EINVAL; WEFT_ENOMEM. */
+ * than the cores there are, no such object, ...); WEFT_ENOGPU (map-by gpu or
+ * bind-to gpu-local on a machine without GPUs); WEFT_EINVAL (a rank outside
+ * 0..local_size-1, reserved_cpus that do not parse, gpu-local without map-by
+ * gpu); WEFT_ENOMEM. On failure \p out holds no bitmaps. */
 WEFT_EXPORT int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank,
                               int local_size, weft_place *out, char *why, size_t whylen);
 WEFT_EXPORT void weft_place_clear(weft_place *pl);
