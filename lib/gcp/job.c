@@ -2,7 +2,8 @@
 /*
  * The one call a launcher or a rank agent makes for --nccl-preset: detect the
  * VM when the choice needs it, and pick the preset. "none" asks nothing of
- * anyone; "auto" never fails a job: what keeps it from applying is a warning.
+ * anyone; "auto" never fails a job: a metadata server that does not answer is
+ * a warning, a machine type without a preset (a CPU VM) is not even that.
  */
 #include "gcp_private.h"
 
@@ -31,8 +32,8 @@ int weft_gcp_job_preset(const char *arg, int multi_vm, weft_gcp_info *info, weft
     if (automatic)
       return 0;
   } else if (automatic && info->on_gce && !info->family) {
-    weft__snprintf(why, whylen, "--nccl-preset auto: no preset for machine type %s; NCCL keeps "
-                   "its defaults", info->machine_type);
+    /* A CPU machine type (e2, n2, c3...): nothing to say to every job run there. */
+    WEFT__LOG(GCP, "--nccl-preset auto: no preset for machine type %s", info->machine_type);
     return 0;
   }
   return weft_preset_select(arg ? arg : "auto", info, multi_vm, p, why, whylen);

@@ -168,9 +168,9 @@ WEFT_EXPORT int weft_preset_apply(weft_preset *p, const weft_gcp_info *info, wef
 
 /** \brief What weftrun and weft-rank call for --nccl-preset \p arg (NULL: auto):
  * detect this VM unless \p arg is "none" (or "auto" on a single-VM job), then
- * weft_preset_select(). For "auto" a detection failure or an unknown family
- * is not an error: *p is NULL and \p why holds a warning to print ("" when there is
- * nothing to say). For a family name the preset loads even off GCE (resolving
+ * weft_preset_select(). For "auto" a detection failure or a machine type
+ * without a preset is not an error: *p is NULL and \p why holds a warning to
+ * print ("" when there is nothing to say). For a family name the preset loads even off GCE (resolving
  * then says which NIC it misses). \p info is filled (on_gce 0 when unknown).
  * \return 0; WEFT_ENAME / WEFT_EPARSE for a bad preset name or file, with \p why. */
 WEFT_EXPORT int weft_gcp_job_preset(const char *arg, int multi_vm, weft_gcp_info *info,
