@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "help.h"
 #include "weftrun.h"
 
 static int
@@ -73,6 +74,9 @@ main(int argc, char **argv)
   if (rc)
     return rc;
   if (o.help) {
+    static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
+    if (o.nprogram == 1)
+      return weft_help_topic(stdout, "weftrun", o.program[0], topics) ? WR_EXIT_USAGE : 0;
     wr_usage(stdout);
     return 0;
   }

@@ -77,7 +77,7 @@ const weft_opt wr_options[] = {
   { O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print weftrun's and Open MPI's versions.", 0 },
   { O_HELP, "help|h", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print this help.", 0 },
+    "Print this help; --help placement, environment or exit-status: more on one topic.", 0 },
   { O_HELPMAN, "help-man", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print the OPTIONS section of the man page (roff).", WEFT_OPT_HIDDEN },
   /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */

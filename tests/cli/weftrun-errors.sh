@@ -46,4 +46,9 @@ expect 66 "nosuch.xml" --dry-run -H a --topology "$tmp/nosuch.xml"
 expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
 expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
 expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
+expect 2 "no help topic 'foo'; the topics are placement" --help foo
+# the help topics exist and print
+for t in placement environment exit-status; do
+  "$weftrun" --help $t | grep -q . || { echo "FAIL: weftrun --help $t printed nothing"; fail=1; }
+done
 exit $fail

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * "TOOL --help TOPIC": print $(weft_datadir)/help/TOOL-TOPIC.txt.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <weft.h>
+
+#include "help.h"
+
+int
+weft_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics)
+{
+  int known = 0;
+  for (int i = 0; topics[i]; i++)
+    if (!strcmp(topic, topics[i]))
+      known = 1;
+  if (!known) {
+    char list[256] = "";
+    size_t off = 0;
+    for (int i = 0; topics[i] && off < sizeof(list); i++)
+      off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", topics[i]);
+    fprintf(stderr, "%s: no help topic '%s'; the topics are %s\n", tool, topic, list);
+    return -1;
+  }
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof(path), "%s/help/%s-%s.txt", weft_datadir(), tool, topic) >=
+      sizeof(path)) {
+    fprintf(stderr, "%s: help directory path too long; check WEFT_DATADIR\n", tool);
+    return -1;
+  }
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "%s: cannot read %s: %s; reinstall weft or set WEFT_DATADIR\n", tool, path,
+            strerror(errno));
+    return -1;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+    fwrite(buf, 1, n, out);
+  fclose(f);
+  return 0;
+}

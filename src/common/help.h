@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Long help texts kept outside the code, one file per topic:
+ * $(weft_datadir)/help/TOOL-TOPIC.txt, shown by "TOOL --help TOPIC".
+ */
+#ifndef WEFT_TOOL_HELP_H
+#define WEFT_TOOL_HELP_H
+
+#include <stdio.h>
+
+/** \brief Copy the topic's text to \p out. \p topics lists the known ones
+ * (NULL-terminated) for the message when \p topic is not one of them.
+ * \return 0, or -1 after one line on stderr (unknown topic, unreadable file). */
+int weft_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics);
+
+#endif /* WEFT_TOOL_HELP_H */
