@@ -51,6 +51,7 @@ typedef struct failure {
   int code;
   char what[512];
   int lost;          /* mpirun said it lost a daemon; the next lines name the host */
+  int first_rank;    /* "Process name: [[j,1],R]" of mpirun's non-zero-status report, or -1 */
   const wr_job *job; /* to name the ranks of a lost host; may be NULL */
 } failure;
 
@@ -103,6 +104,17 @@ watch_line(const char *line, failure *f)
   /* mpirun's own words, when weft-rank itself could not say it */
   int rank, sig;
   char host[256];
+  /* "Process name: [[13077,1],2]" then "Exit code:    3" (rank output sent to files) */
+  if (!f->seen && (p = strstr(line, "Process name: [[")) &&
+      sscanf(p, "Process name: [[%*d,%*d],%d]", &rank) == 1)
+    f->first_rank = rank;
+  if (!f->seen && f->first_rank >= 0 && (p = strstr(line, "Exit code:")) &&
+      sscanf(p, "Exit code: %d", &sig) == 1) {
+    f->seen = 1;
+    f->code = sig;
+    snprintf(f->what, sizeof(f->what), "rank %d: exited with status %d", f->first_rank, sig);
+    return;
+  }
   if (!f->seen && strstr(line, "lost communication with a remote daemon"))
     f->lost = 1;
   if (!f->seen && f->lost && (p = strstr(line, "Remote daemon:")) &&
@@ -200,7 +212,7 @@ wr_run(const wr_job *j, const wr_opts *o, char **argv)
   close(errp[1]);
   fcntl(errp[0], F_SETFL, O_NONBLOCK);
 
-  failure f = { 0, 0, "", 0, j };
+  failure f = { 0, 0, "", 0, -1, j };
   char buf[8192];
   size_t len = 0;
   double start = now();

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Failures end the whole job quickly, with weftrun's documented exit status,
 # one summary line naming the rank, its host and GPU, and nothing left running:
-# a rank exits 3; a rank is killed by SIGKILL; --timeout; SIGTERM to weftrun;
-# a program that does not exist.
+# a rank exits 3; a rank is killed by SIGKILL; --timeout; SIGTERM and SIGINT
+# to weftrun; a program that does not exist; output sent to files.
 set -eu
 . "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
 fail=0
@@ -41,22 +41,30 @@ run 3 15 '^weftrun: job failed: rank 1 host .* gpu [0-9] (0000:[0-9a-f:.]*): exi
   -np 2 --oversubscribe --topology "$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml" \
   sh -c "if [ \$RANK = 1 ]; then exit 3; fi; exec $s 30"
 
-# SIGTERM to weftrun ends every rank
-t0=$(now)
-timeout 60 "$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
-pid=$!
-i=0
-while [ "$(pgrep -f "$s 30" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-kill -TERM $pid
-set +e
-wait $pid
-rc=$?
-set -e
-dt=$(elapsed "$t0" "$(now)")
-if [ "$rc" != 143 ] || [ "$dt" -gt 20 ] || ! grep -q 'job ended by signal 15 (exit 143)' "$tmp/err"; then
-  echo "FAIL: SIGTERM: exit $rc after ${dt}s:"; cat "$tmp/err"; fail=1
-else
-  echo "ok (143, ${dt}s): SIGTERM"
-fi
-nothing_left || fail=1
+# SIGTERM (143) and SIGINT (130) to weftrun end every rank
+for sig in TERM:15 INT:2; do
+  num=${sig#*:}
+  sig=${sig%:*}
+  want=$((128 + num))
+  t0=$(now)
+  timeout 60 "$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  i=0
+  while [ "$(pgrep -f "$s 30" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -$sig $pid
+  set +e
+  wait $pid
+  rc=$?
+  set -e
+  dt=$(elapsed "$t0" "$(now)")
+  if [ "$rc" != $want ] || [ "$dt" -gt 20 ] || ! grep -q "job ended by signal $((want - 128)) (exit $want)" "$tmp/err"; then
+    echo "FAIL: SIG$sig: exit $rc after ${dt}s:"; cat "$tmp/err"; fail=1
+  else
+    echo "ok ($rc, ${dt}s): SIG$sig"
+  fi
+  nothing_left || fail=1
+done
+# a failing rank's output going to files: mpirun's own report names it
+run 4 15 '^weftrun: job failed: rank 1 .*exited with status 4 (exit 4)$' \
+  -np 3 --oversubscribe --output-filename "$tmp/outdir" sh -c "if [ \$RANK = 1 ]; then exit 4; fi; exec $s 30"
 exit $fail
