@@ -3,7 +3,8 @@
  * Fusion buckets. The registered tensors are read as one long array cut
  * into messages: a first one of at most 1 MiB (so that the first transfer
  * starts early), then messages of the bucket's capacity. A message that
- * lies inside one tensor is reduced in place; the others are packed into
+ * lies in one stretch of memory (one tensor, or tensors laid end to end) is
+ * reduced in place; the others are packed into
  * the fusion buffer, reduced, and unpacked. The fusion buffer is allocated
  * once (again only if tensors were added since), never per call. Each
  * element meets the same reduction as in a per-tensor all-reduce, so results
@@ -129,6 +130,21 @@ static int pack(weft_bucket *b, size_t ti, size_t to, size_t len, int in, void *
   return 0;
 }
 
+/* 1 when message elements [off, off+len), starting at tensor ti offset to,
+ * lie in one stretch of memory. */
+static int contiguous(const weft_bucket *b, size_t ti, size_t to, size_t len)
+{
+  size_t left = b->t[ti].n - to;
+
+  while (left < len) {
+    if (b->t[ti + 1].p != b->t[ti].p + b->t[ti].n * b->es)
+      return 0;
+    ti++;
+    left += b->t[ti].n;
+  }
+  return 1;
+}
+
 int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
 {
   size_t off = 0, ti = 0, to = 0, want;
@@ -153,8 +169,9 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
     size_t len = off == 0 ? b->first : b->cap, k;
     if (len > b->total - off)
       len = b->total - off;
-    if (b->t[ti].n - to >= len) {
-      /* Inside one tensor: reduce it where it is. */
+    if (contiguous(b, ti, to, len)) {
+      /* One stretch of memory (one tensor, or neighbours laid end to end
+       * as views of one gradient buffer are): reduce it where it is. */
       char *p = b->t[ti].p + to * b->es;
       rc = weft_allreduce(b->g, p, p, len, b->dt, op, stream);
     } else {
