@@ -198,6 +198,9 @@ int weft_init(int *argc, char ***argv, weft_ctx **out)
   return 0;
 
 fail:
+  /* There is no ctx left to ask weft_last_error(): say it here. */
+  if (rc == WEFT_EINVAL && ctx->err[0])
+    fprintf(stderr, "weft: rank %d: %s (%s)\n", ctx->rank, ctx->err, weft_err_name(rc));
   if (world != MPI_COMM_NULL)
     MPI_Comm_free(&world);
   weft__group_free(ctx->world);
