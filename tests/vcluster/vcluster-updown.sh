@@ -36,6 +36,19 @@ case "$a" in 198.18.*|198.19.*) ;; *) fail "address $a is outside 198.18.0.0/15"
 "$vc" --prefix "$prefix" exec vnode3 sh -c "ip route get $a" | grep -q 'dev eth0' ||
   fail "vnode3 has no route to vnode1 ($a) over eth0"
 
+# A second cluster beside it: its own namespaces, subnet and hostfile; its
+# down leaves the first one alone.
+trap '"$vc" --prefix "$prefix-b" down >/dev/null 2>&1; vc_cleanup' EXIT
+hfb=$("$vc" --prefix "$prefix-b" up 2 2>/dev/null) || fail "a second cluster did not come up"
+[ "$hfb" != "$hostfile" ] || fail "two clusters share the hostfile $hostfile"
+sa=$("$vc" --prefix "$prefix" env | sed -n "s/^export WEFT_VCLUSTER_SUBNET='\(.*\)'/\1/p")
+sb=$("$vc" --prefix "$prefix-b" env | sed -n "s/^export WEFT_VCLUSTER_SUBNET='\(.*\)'/\1/p")
+[ -n "$sa" ] && [ "$sa" != "$sb" ] || fail "two clusters on the subnets '$sa' and '$sb'"
+[ "$("$vc" --prefix "$prefix-b" exec vnode1 hostname)" = vnode1 ] || fail "the second cluster's vnode1 is not vnode1"
+"$vc" --prefix "$prefix-b" down 2>/dev/null || fail "down of the second cluster failed"
+n=$(ip netns list | cut -d' ' -f1 | grep -c "^$prefix-")
+[ "$n" -eq 5 ] || fail "down of $prefix-b changed $prefix: $n namespaces left, not 5"
+
 # up again: the same hostfile, the same node processes.
 pids1=$(for k in 0 1 2 3; do ip netns pids "$prefix-vnode$k"; done | sort | tr '\n' ' ')
 hf2=$("$vc" --prefix "$prefix" up 4 2>/dev/null) || fail "a second up 4 failed"
