@@ -8,7 +8,7 @@
  * and -n times timed between a barrier and a wait for the stream; the time of
  * a row is the mean over the ranks of each rank's time per iteration. With
  * --baseline the same rows are timed through raw MPI on the same buffers in the
- * same process. Bookkeeping (times, counts, rank lines) goes through a
+ * same process, in rounds that alternate with weft's. Bookkeeping (times, counts, rank lines) goes through a
  * duplicate of MPI_COMM_WORLD, never through the weft calls being measured.
  */
 #include <stdio.h>
@@ -138,31 +138,52 @@ static void fail(struct run *r, const char *what, size_t bytes, int rc)
   MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_RUNTIME);
 }
 
-/* Time \p iters runs after \p warmup untimed ones; the mean over the ranks
- * of the time per run, in microseconds. */
-static double timed(struct run *r, int (*fn)(struct bench_args *), const char *what)
+/* \p n runs of \p fn, waited for; this rank's seconds. */
+static double run_n(struct run *r, int (*fn)(struct bench_args *), long n, const char *what)
 {
   struct bench_args *a = &r->a;
-  double t0, dt, sum = 0;
+  double t0 = MPI_Wtime();
   int rc = 0;
 
-  for (long i = 0; i < r->o->warmup && rc == 0; i++)
+  for (long i = 0; i < n && rc == 0; i++)
     rc = fn(a);
   if (rc == 0)
     rc = r->mem->sync(a->stream);
   if (rc)
     fail(r, what, a->bytes, rc);
-  MPI_Barrier(r->comm);
-  t0 = MPI_Wtime();
-  for (long i = 0; i < r->o->iters && rc == 0; i++)
-    rc = fn(a);
-  if (rc == 0)
-    rc = r->mem->sync(a->stream);
-  dt = (MPI_Wtime() - t0) / (double)r->o->iters * 1e6;
-  if (rc)
-    fail(r, what, a->bytes, rc);
-  MPI_Allreduce(&dt, &sum, 1, MPI_DOUBLE, MPI_SUM, r->comm);
-  return sum / a->nranks;
+  return MPI_Wtime() - t0;
+}
+
+/* Time -n runs of weft (and of raw MPI with --baseline) after -w untimed
+ * ones of each. With a baseline the timed runs alternate in up to 5 rounds
+ * of weft then raw, so that a change of load on a shared machine falls on
+ * both. Sets the mean over the ranks of the time per run, in microseconds
+ * (raw: -1 without a baseline). */
+static void timed(struct run *r, double *weft_us, double *raw_us)
+{
+  const struct bench_coll *c = r->o->coll;
+  int raw = r->o->baseline && !r->o->device;
+  long rounds = raw ? (r->o->iters < 5 ? r->o->iters : 5) : 1;
+  double mine[2] = { 0, 0 }, sum[2] = { 0, 0 };
+
+  run_n(r, c->run, r->o->warmup, "warm-up");
+  if (raw)
+    run_n(r, c->run_raw, r->o->warmup, "raw MPI warm-up");
+  for (long k = 0; k < rounds; k++) {
+    long n = r->o->iters * (k + 1) / rounds - r->o->iters * k / rounds;
+
+    MPI_Barrier(r->comm);
+    mine[0] += run_n(r, c->run, n, "timed");
+    if (raw) {
+      MPI_Barrier(r->comm);
+      mine[1] += run_n(r, c->run_raw, n, "raw MPI");
+    }
+  }
+  mine[0] = mine[0] / (double)r->o->iters * 1e6;
+  mine[1] = mine[1] / (double)r->o->iters * 1e6;
+  MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, r->comm);
+  *weft_us = sum[0] / r->a.nranks;
+  *raw_us = raw ? sum[1] / r->a.nranks : -1;
 }
 
 /* Run the collective once on known data; the number of wrong elements over
@@ -231,12 +252,11 @@ static int one_size(struct run *r, size_t bytes)
   w.bytes = a->bytes;
   w.count = a->count;
   w.wrong = r->o->check ? check_once(r) : -1;
-  w.time_us = timed(r, c->run, "timed");
+  timed(r, &w.time_us, &w.raw_time_us);
   w.algbw = w.time_us > 0 ? (double)a->bytes / w.time_us / 1e3 : 0;
   w.busbw = w.algbw * factor;
-  w.raw_time_us = w.raw_algbw = w.raw_busbw = -1;
-  if (r->o->baseline && !r->o->device) {
-    w.raw_time_us = timed(r, c->run_raw, "raw MPI");
+  w.raw_algbw = w.raw_busbw = -1;
+  if (w.raw_time_us >= 0) {
     w.raw_algbw = w.raw_time_us > 0 ? (double)a->bytes / w.raw_time_us / 1e3 : 0;
     w.raw_busbw = w.raw_algbw * factor;
   }
@@ -302,13 +322,15 @@ static void sweep(struct run *r)
   const struct bench_opts *o = r->o;
   struct bench_args *a = &r->a;
 
-  if (!supported(r))
-    return;
-
   a->esize = weft_dtype_size(a->dtype);
   a->mpi_dtype = bench_mpi_dtype(a->dtype);
   a->mpi_op = bench_mpi_op(a->op, a->dtype);
-  for (size_t bytes = o->min_bytes; bytes <= o->max_bytes;) {
+  if (!supported(r))
+    return;
+  for (int i = 0; i < o->nsizes; i++)
+    if (one_size(r, o->sizes[i]))
+      fail(r, "report of", o->sizes[i], WEFT_ENOMEM);
+  for (size_t bytes = o->min_bytes; !o->nsizes && bytes <= o->max_bytes;) {
     size_t next = bytes ? bytes * (size_t)o->factor : a->esize;
 
     if (one_size(r, bytes))

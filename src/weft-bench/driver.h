@@ -30,10 +30,14 @@ enum bench_exit {
 
 struct bench_coll;
 
+#define BENCH_MAX_SIZES 64
+
 /* The command line of one benchmark run. */
 struct bench_opts {
   const struct bench_coll *coll;
   size_t min_bytes, max_bytes;
+  size_t sizes[BENCH_MAX_SIZES];  /* --sizes: these instead of -b/-e/-f */
+  int nsizes;
   long factor, iters, warmup, tensors;
   weft_dtype dtypes[WEFT_DTYPE_COUNT];  /* -d: one type, a list, or all */
   weft_op ops[WEFT_OP_COUNT];           /* -o: one op, a list, or all */
@@ -180,6 +184,9 @@ void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_
 int bench_report_footer(FILE *f, const struct bench_report *r);
 int bench_report_json(const char *path, const struct bench_report *r, int status);
 void bench_fmt(char *buf, int width, double v);
+/* A JSON string (quoted, escaped); a number, or null for NaN, inf and < 0. */
+void bench_json_str(FILE *f, const char *s);
+void bench_json_num(FILE *f, double v);
 
 /* scale.c: `weft-bench scale ...`, a plain process that starts jobs. */
 int bench_scale_main(int argc, char **argv);

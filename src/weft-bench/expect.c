@@ -9,7 +9,8 @@
  * see shared/reference/gcp_nccl.md sections 1.1, 5 and 8b.
  *
  * The machine type comes from WEFT_MACHINE_TYPE, else the name of the
- * topology file in WEFT_TOPOLOGY ("a3-megagpu-8g.xml").
+ * topology file in WEFT_TOPOLOGY ("a3-megagpu-8g.xml"), else the GCE
+ * metadata server (asked only on a GCE VM, which DMI tells).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,16 @@ int bench_expect_lookup(struct bench_expect *e)
       *dot = '\0';
     if (bench_expect_for(from_topology, e) == 0) {
       e->source = "WEFT_TOPOLOGY";
+      return 0;
+    }
+  }
+  if (weft_gcp_dmi_is_gce()) {
+    static weft_gcp_info info;
+    char why[256];
+
+    if (weft_gcp_detect(&info, why, sizeof(why)) == 0 && info.on_gce &&
+        bench_expect_for(info.machine_type, e) == 0) {
+      e->source = "GCE metadata";
       return 0;
     }
   }

@@ -48,6 +48,27 @@ static int o_maxbytes(struct bench_opts *o, const char *v, char *w, size_t n)
   return set_size(v, &o->max_bytes, w, n);
 }
 
+static int o_sizes(struct bench_opts *o, const char *v, char *w, size_t n)
+{
+  char buf[1024], *save = NULL, *tok;
+
+  o->nsizes = 0;
+  snprintf(buf, sizeof(buf), "%s", v);
+  for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (o->nsizes == BENCH_MAX_SIZES) {
+      snprintf(w, n, "more than %d sizes", BENCH_MAX_SIZES);
+      return -1;
+    }
+    if (set_size(tok, &o->sizes[o->nsizes++], w, n))
+      return -1;
+  }
+  if (o->nsizes == 0) {
+    snprintf(w, n, "no size in '%s': write a comma-separated list such as 1M,16M", v);
+    return -1;
+  }
+  return 0;
+}
+
 static int o_factor(struct bench_opts *o, const char *v, char *w, size_t n)
 {
   return set_long(v, 2, 1024, &o->factor, w, n);
@@ -199,6 +220,7 @@ static int o_min_busbw(struct bench_opts *o, const char *v, char *w, size_t n)
 static const struct bench_option options[] = {
   { "minbytes", 'b', "SIZE", "smallest size, bytes with K/M/G (default 1K)", o_minbytes },
   { "maxbytes", 'e', "SIZE", "largest size (default 32M)", o_maxbytes },
+  { "sizes", 's', "LIST", "these sizes (e.g. 1M,16M,64M) instead of -b, -e and -f", o_sizes },
   { "stepfactor", 'f', "N", "multiply the size by N from row to row (default 2)", o_factor },
   { "iters", 'n', "N", "timed iterations per size (default 20)", o_iters },
   { "warmup_iters", 'w', "N", "untimed iterations before timing (default 5)", o_warmup },
@@ -242,6 +264,42 @@ void bench_usage(FILE *f)
         "reduce_scatter), 1 (broadcast, sendrecv). Exit status: 0 OK, 1 wrong data, 2 usage,\n"
         "3 below --min-busbw, 4 no GPU for --memory device, 5 runtime error. See weft-bench(1).\n",
         f);
+}
+
+/* Text for troff: '-' becomes '\-', a backslash '\e'. */
+static void man_text(FILE *f, const char *s)
+{
+  for (; *s; s++) {
+    if (*s == '-')
+      fputs("\\-", f);
+    else if (*s == '\\')
+      fputs("\\e", f);
+    else
+      fputc(*s, f);
+  }
+}
+
+/* The OPTIONS section of weft-bench(1), from the same table (--help-man). */
+static void bench_usage_man(FILE *f)
+{
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const struct bench_option *p = &options[i];
+
+    fputs(".TP\n", f);
+    if (p->shrt)
+      fprintf(f, "\\fB\\-%c\\fR, ", p->shrt);
+    fputs("\\fB\\-\\-", f);
+    man_text(f, p->lng);
+    fputs("\\fR", f);
+    if (p->arg) {
+      fputs(" \\fI", f);
+      man_text(f, p->arg);
+      fputs("\\fR", f);
+    }
+    fputs("\n", f);
+    man_text(f, p->help);
+    fputs(".\n", f);
+  }
 }
 
 int bench_is_first_rank(void)
@@ -336,6 +394,10 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
       bench_usage(stdout);
       return -1;
     }
+    if (!strcmp(arg, "--help-man")) {
+      bench_usage_man(stdout);
+      return -1;
+    }
     if (!strcmp(arg, "-V") || !strcmp(arg, "--version")) {
       printf("weft-bench %s\n", weft_version_string());
       return -1;
@@ -352,6 +414,13 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
     }
     if (p->set(o, val, why, sizeof(why)))
       return usage_error("--%s: %s", p->lng, why);
+  }
+  if (o->nsizes) {
+    o->min_bytes = o->max_bytes = o->sizes[0];
+    for (int i = 1; i < o->nsizes; i++) {
+      o->min_bytes = o->sizes[i] < o->min_bytes ? o->sizes[i] : o->min_bytes;
+      o->max_bytes = o->sizes[i] > o->max_bytes ? o->sizes[i] : o->max_bytes;
+    }
   }
   if (o->min_bytes > o->max_bytes)
     return usage_error("--minbytes %zu is larger than --maxbytes %zu", o->min_bytes, o->max_bytes);

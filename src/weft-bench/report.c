@@ -66,8 +66,12 @@ void bench_report_header(FILE *f, const struct bench_report *r)
 
   fprintf(f, "# weft-bench %s: weft %s, %s, NCCL %s\n", o->coll->name, weft_version_string(),
           r->mpi_version, r->nccl_version);
-  fprintf(f, "#  minBytes %zu maxBytes %zu step: %ld(factor) warmup iters: %ld iters: %ld "
-          "check: %d memory: %s%s\n", o->min_bytes, o->max_bytes, o->factor, o->warmup, o->iters,
+  if (o->nsizes)
+    fprintf(f, "#  sizes: %d from %zu to %zu", o->nsizes, o->min_bytes, o->max_bytes);
+  else
+    fprintf(f, "#  minBytes %zu maxBytes %zu step: %ld(factor)", o->min_bytes, o->max_bytes,
+            o->factor);
+  fprintf(f, " warmup iters: %ld iters: %ld check: %d memory: %s%s\n", o->warmup, o->iters,
           o->check, o->device ? "device" : "host",
           o->baseline ? (o->device ? " baseline: none for device memory" : " baseline: raw MPI")
                       : "");
@@ -210,7 +214,7 @@ int bench_report_footer(FILE *f, const struct bench_report *r)
 }
 
 /* JSON string with the escapes JSON needs. */
-static void json_str(FILE *f, const char *s)
+void bench_json_str(FILE *f, const char *s)
 {
   fputc('"', f);
   for (; s && *s; s++) {
@@ -226,7 +230,7 @@ static void json_str(FILE *f, const char *s)
   fputc('"', f);
 }
 
-static void json_num(FILE *f, double v)
+void bench_json_num(FILE *f, double v)
 {
   if (isnan(v) || isinf(v) || v < 0)
     fputs("null", f);
@@ -246,59 +250,59 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
   }
   averages(r, &a);
   fputs("{\n  \"version\": 1,\n  \"tool\": \"weft-bench\",\n  \"collective\": ", f);
-  json_str(f, o->coll->name);
+  bench_json_str(f, o->coll->name);
   fputs(",\n  \"weft_version\": ", f);
-  json_str(f, weft_version_string());
+  bench_json_str(f, weft_version_string());
   fputs(",\n  \"mpi_version\": ", f);
-  json_str(f, r->mpi_version);
+  bench_json_str(f, r->mpi_version);
   fputs(",\n  \"nccl_version\": ", f);
-  json_str(f, r->nccl_version);
+  bench_json_str(f, r->nccl_version);
   fprintf(f, ",\n  \"ranks\": %d,\n  \"hosts\": [", r->nranks);
   for (int i = 0; i < r->nhosts; i++) {
     fputs(i ? ", " : "", f);
-    json_str(f, r->hosts[i]);
+    bench_json_str(f, r->hosts[i]);
   }
   fputs("],\n  \"memory\": ", f);
-  json_str(f, o->device ? "device" : "host");
+  bench_json_str(f, o->device ? "device" : "host");
   fputs(",\n  \"dtypes\": [", f);
   for (int i = 0; i < o->ndtypes; i++) {
     fputs(i ? ", " : "", f);
-    json_str(f, weft_dtype_name(o->dtypes[i]));
+    bench_json_str(f, weft_dtype_name(o->dtypes[i]));
   }
   fputs("],\n  \"ops\": [", f);
   for (int i = 0; i < (o->coll->reduces ? o->nops : 1); i++) {
     fputs(i ? ", " : "", f);
-    json_str(f, redop_name(o, o->ops[i]));
+    bench_json_str(f, redop_name(o, o->ops[i]));
   }
   fputs("]", f);
   fprintf(f, ",\n  \"root\": %d,\n  \"iters\": %ld,\n  \"warmup_iters\": %ld,\n  \"check\": %s,\n",
           o->coll->rooted ? o->root : -1, o->iters, o->warmup, o->check ? "true" : "false");
   fprintf(f, "  \"baseline\": %s,\n  \"busbw_factor\": ", o->baseline && !o->device ? "true" : "false");
-  json_num(f, o->coll->busbw_factor(r->nranks));
+  bench_json_num(f, o->coll->busbw_factor(r->nranks));
   fputs(",\n  \"rank_info\": [\n", f);
   for (int i = 0; i < r->nranks; i++) {
     fprintf(f, "    { \"rank\": %d, \"host\": ", i);
-    json_str(f, r->rank_host[i]);
+    bench_json_str(f, r->rank_host[i]);
     fprintf(f, ", \"pid\": %d, \"gpu\": ", r->rank_pid[i]);
     if (strcmp(r->rank_gpu[i], "none"))
-      json_str(f, r->rank_gpu[i]);
+      bench_json_str(f, r->rank_gpu[i]);
     else
       fputs("null", f);
     fputs(", \"nic\": ", f);
-    json_str(f, r->rank_nic[i]);
+    bench_json_str(f, r->rank_nic[i]);
     fprintf(f, " }%s\n", i + 1 < r->nranks ? "," : "");
   }
   fputs("  ],\n  \"machine\": ", f);
   if (r->have_expect) {
     fputs("{ \"type\": ", f);
-    json_str(f, r->expect.machine);
+    bench_json_str(f, r->expect.machine);
     fputs(", \"source\": ", f);
-    json_str(f, r->expect.source);
+    bench_json_str(f, r->expect.source);
     fprintf(f, ", \"nic_gbps\": %.0f, \"busbw_ceiling\": %.1f, \"healthy_busbw_min\": ",
             r->expect.nic_gbps, r->expect.ceiling);
-    json_num(f, r->expect.healthy_lo > 0 ? r->expect.healthy_lo : -1);
+    bench_json_num(f, r->expect.healthy_lo > 0 ? r->expect.healthy_lo : -1);
     fputs(", \"healthy_busbw_max\": ", f);
-    json_num(f, r->expect.healthy_hi > 0 ? r->expect.healthy_hi : -1);
+    bench_json_num(f, r->expect.healthy_hi > 0 ? r->expect.healthy_hi : -1);
     fputs(" }", f);
   } else {
     fputs("null", f);
@@ -308,15 +312,15 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
     const struct bench_row *w = &r->rows[i];
 
     fprintf(f, "    { \"size\": %zu, \"count\": %zu, \"type\": ", w->bytes, w->count);
-    json_str(f, weft_dtype_name(w->dtype));
+    bench_json_str(f, weft_dtype_name(w->dtype));
     fputs(", \"redop\": ", f);
-    json_str(f, redop_name(o, w->op));
+    bench_json_str(f, redop_name(o, w->op));
     fputs(", \"time_us\": ", f);
-    json_num(f, w->time_us);
+    bench_json_num(f, w->time_us);
     fputs(", \"algbw\": ", f);
-    json_num(f, w->algbw);
+    bench_json_num(f, w->algbw);
     fputs(", \"busbw\": ", f);
-    json_num(f, w->busbw);
+    bench_json_num(f, w->busbw);
     fputs(", \"wrong\": ", f);
     if (w->wrong >= 0)
       fprintf(f, "%lld", w->wrong);
@@ -324,26 +328,26 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
       fputs("null", f);
     if (w->raw_time_us >= 0) {
       fputs(", \"raw\": { \"time_us\": ", f);
-      json_num(f, w->raw_time_us);
+      bench_json_num(f, w->raw_time_us);
       fputs(", \"algbw\": ", f);
-      json_num(f, w->raw_algbw);
+      bench_json_num(f, w->raw_algbw);
       fputs(", \"busbw\": ", f);
-      json_num(f, w->raw_busbw);
+      bench_json_num(f, w->raw_busbw);
       fputs(" }, \"ratio\": ", f);
-      json_num(f, w->time_us > 0 && w->raw_time_us > 0 ? w->raw_time_us / w->time_us : -1);
+      bench_json_num(f, w->time_us > 0 && w->raw_time_us > 0 ? w->raw_time_us / w->time_us : -1);
     }
     fprintf(f, " }%s\n", i + 1 < r->nrows ? "," : "");
   }
   fprintf(f, "  ],\n  \"out_of_bounds\": %lld,\n  \"average_bus_bandwidth\": ", a.wrong);
-  json_num(f, a.busbw);
+  bench_json_num(f, a.busbw);
   fputs(",\n  \"average_ratio\": ", f);
-  json_num(f, a.ratio);
+  bench_json_num(f, a.ratio);
   fputs(",\n  \"average_ratio_1mib\": ", f);
-  json_num(f, a.ratio_big);
+  bench_json_num(f, a.ratio_big);
   fputs(",\n  \"min_busbw\": ", f);
-  json_num(f, o->min_busbw);
+  bench_json_num(f, o->min_busbw);
   fputs(",\n  \"status\": ", f);
-  json_str(f, status == BENCH_EXIT_OK ? "OK" : "FAILED");
+  bench_json_str(f, status == BENCH_EXIT_OK ? "OK" : "FAILED");
   fprintf(f, ",\n  \"exit_status\": %d\n}\n", status);
   if (fclose(f) != 0) {
     fprintf(stderr, "weft-bench: cannot write --json %s\n", path);

@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weft-bench's command line without starting a job: --help (golden),
+# --version, usage errors (exit 2 with one line naming the problem), scale
+# mode's checks, and the man page listing every option of the table.
+# WEFT_UPDATE_GOLDEN=1 rewrites bench-help.out.
+set -eu
+bench=${WEFT_BUILDDIR:?}/src/weft-bench/weft-bench
+man=$WEFT_BUILDDIR/share/man/weft-bench.1
+golden=${WEFT_TOPDIR:?}/tests/cli/bench-help.out
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+unset WEFT_VCLUSTER_HOSTFILE OMPI_COMM_WORLD_RANK PMIX_RANK PMI_RANK RANK
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect STATUS PATTERN ARGS...: exit status and a line of stdout+stderr.
+expect()
+{
+  want=$1 pattern=$2
+  shift 2
+  rc=0
+  timeout 20 "$bench" "$@" >"$tmp/out" 2>&1 || rc=$?
+  [ $rc -eq "$want" ] || { cat "$tmp/out"; fail "weft-bench $*: exit $rc, expected $want"; }
+  grep -q -e "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "weft-bench $*: no '$pattern'"; }
+}
+
+timeout 20 "$bench" --help >"$tmp/help"
+if [ "${WEFT_UPDATE_GOLDEN:-0}" = 1 ]; then
+  cp "$tmp/help" "$golden"
+  echo "updated $golden"
+else
+  diff -u "$golden" "$tmp/help" || fail "weft-bench --help differs from $golden (WEFT_UPDATE_GOLDEN=1 to accept)"
+fi
+expect 0 '^weft-bench [0-9]' --version
+expect 2 'which collective' 
+expect 2 "unknown collective 'allreduse'" allreduse -b 1K
+expect 2 "unknown option '-x'" allreduce -x
+expect 2 "'1Q' is not a size" allreduce -b 1Q
+expect 2 'minbytes 4096 is larger than --maxbytes 1024' allreduce -b 4K -e 1K
+expect 2 'not a whole number from 0 to 1' allreduce --check 3
+expect 2 "unknown type 'float8'" allreduce -d float8
+expect 2 "unknown operation 'mean'" allreduce -o sum,mean
+expect 2 'needs a value' allreduce -n
+expect 2 'takes no value' allreduce --baseline=1
+expect 2 'not a bandwidth' allreduce --min-busbw fast
+expect 0 '^usage: weft-bench scale' scale --help
+expect 2 'no hosts: give --hostfile' scale
+printf 'hostA slots=2\n' >"$tmp/hosts"
+expect 2 'asks for 4 nodes but' scale --hostfile "$tmp/hosts" --nodes 1,4 --out "$tmp/o"
+expect 2 'increasing counts' scale --hostfile "$tmp/hosts" --nodes 2,1
+expect 2 'unknown collective' scale --hostfile "$tmp/hosts" --coll nope
+printf 'hostA slots=x\n' >"$tmp/bad"
+expect 2 'bad:1' scale --hostfile "$tmp/bad"
+
+# Every option of the table is in the man page, which also has the busbw factors.
+[ -f "$man" ] || fail "$man is not built"
+for opt in $(grep -o -e '--[a-z_-]*' "$tmp/help" | sort -u); do
+  o=$(printf '%s' "$opt" | sed 's/-/\\\\-/g')
+  grep -q -e "$o" "$man" || fail "weft-bench(1) does not document $opt"
+done
+grep -q '2(n\\-1)/n' "$man" || fail "weft-bench(1) lacks the allreduce busbw factor"
+echo "PASS: weft-bench command line, usage errors, scale checks, man page"

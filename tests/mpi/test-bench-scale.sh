@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weft-bench scale on this host alone (1 node x 2 ranks, through mpirun):
+# the table, CSV, JSON, gnuplot script and plot it writes, and its exit
+# status. The multi-node run is tests/vcluster/test-bench-scale.sh.
+set -eu
+. "${WEFT_TOPDIR:?}/tests/mpi/bench-lib.sh"
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+printf 'localhost slots=2\n' >"$tmp/hosts"
+
+rc=0
+timeout 120 "$bench" scale --hostfile "$tmp/hosts" --nodes 1 --ppn 2 --sizes 4K,64K,256K \
+  --iters 3 --warmup 1 --out "$tmp/o" --launcher mpirun \
+  --launcher-arg --oversubscribe --launcher-arg --bind-to --launcher-arg none \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+cat "$tmp/out"
+[ $rc -eq 0 ] || { cat "$tmp/err" "$tmp"/o/runs/*.err 2>/dev/null; echo "FAIL: scale exited $rc"; exit 1; }
+grep -q '^# Scaling test concluded: OK$' "$tmp/out" || { echo "FAIL: no OK verdict"; exit 1; }
+[ "$(grep -c '^measured,1,2,' "$tmp/o/scale.csv")" -eq 3 ] || { cat "$tmp/o/scale.csv"; echo "FAIL: scale.csv lacks 3 measured rows"; exit 1; }
+head -n 1 "$tmp/o/scale.csv" | grep -q '^kind,nodes,ranks,size,time_us,algbw,busbw,efficiency,wrong$' ||
+  { echo "FAIL: scale.csv header"; exit 1; }
+[ -s "$tmp/o/scale.gp" ] || { echo "FAIL: no scale.gp"; exit 1; }
+if command -v gnuplot >/dev/null 2>&1; then
+  [ -s "$tmp/o/scale.png" ] || [ -s "$tmp/o/scale.svg" ] || { cat "$tmp/o/gnuplot.log"; echo "FAIL: gnuplot is here but no plot"; exit 1; }
+fi
+if [ -x $PY ] || command -v $PY >/dev/null 2>&1; then
+  $PY - "$tmp/o/scale.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["collective"] == "allreduce" and r["ppn"] == 2 and r["sizes"] == [4096, 65536, 262144]
+run = r["runs"][0]
+assert run["nodes"] == 1 and run["ranks"] == 2 and run["exit_status"] == 0, run
+assert [x["size"] for x in run["results"]] == [4096, 65536, 262144]
+assert all(x["wrong"] == 0 and x["busbw"] > 0 for x in run["results"]), run
+assert run["bandwidth_gbs"] is None or run["bandwidth_gbs"] > 0
+assert r["pairs"] == [] and r["status"] == "OK" and r["exit_status"] == 0
+print("scale.json ok")
+PYEOF
+fi
+# A failing run (an injected wrong element) makes scale fail with exit 1.
+rc=0
+WEFT_BENCH_INJECT_ERROR=1 timeout 120 "$bench" scale --hostfile "$tmp/hosts" --nodes 1 --ppn 2 \
+  --sizes 4K --iters 1 --warmup 0 --out "$tmp/bad" --launcher mpirun \
+  --launcher-arg --oversubscribe --launcher-arg --bind-to --launcher-arg none >"$tmp/out2" 2>&1 || rc=$?
+[ $rc -eq 1 ] || { cat "$tmp/out2"; echo "FAIL: scale with wrong data exited $rc, not 1"; exit 1; }
+echo "PASS: weft-bench scale on 1 node writes its table, CSV, JSON and plot"
