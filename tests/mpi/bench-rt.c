@@ -50,8 +50,11 @@ int main(int argc, char **argv)
     return 1;
   if (argc > 1)
     elems = (size_t)strtoul(argv[1], NULL, 10);
-  if (argc > 2)
-    reps = atoi(argv[2]) > 0 && atoi(argv[2]) < 64 ? atoi(argv[2]) : 9;
+  if (argc > 2) {
+    long v;
+    if (weft_parse_long(argv[2], 1, 63, &v) == 0)
+      reps = (int)v;
+  }
   w = weft_world(ctx);
   rank = weft_rank(ctx);
   if (rank == 0)
