@@ -76,6 +76,9 @@ int weft__nccl_check(weft_ctx *ctx)
   if (n == 0)
     return weft__rt_fail(ctx, WEFT_ENOGPU, "NCCL was asked for, but no GPU is visible "
                                            "(check CUDA_VISIBLE_DEVICES)");
+  if (ctx->device < 0)
+    return weft__rt_fail(ctx, WEFT_ENOGPU, "NCCL was asked for, but weftrun gave this rank no "
+                                           "GPU (WEFT_GPU=-1): use --map-by gpu, or host buffers");
   if (ctx->device >= n)
     return weft__rt_fail(ctx, WEFT_ERANGE,
                          "this rank's device is %d (WEFT_GPU or the local rank), but only %d "

@@ -57,6 +57,59 @@ static int env_seconds(weft_ctx *ctx, const char *var, double def, double *out)
   return 0;
 }
 
+/* The CUDA device of this rank. weftrun sets WEFT_GPU to the GPU's index in
+ * PCI order (the topology's numbering; -1 for a rank without a GPU, a list for
+ * several), while CUDA numbers only the devices it can see, in the order of
+ * CUDA_VISIBLE_DEVICES: the device to use is WEFT_GPU's position in that list.
+ * Without WEFT_GPU, the local rank. -1 means "no GPU", which only the NCCL
+ * path checks. */
+static int device_from_env(weft_ctx *ctx)
+{
+  const char *s = getenv("WEFT_GPU");
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  char first[32];
+  size_t n;
+  long v;
+
+  ctx->device = ctx->local_rank;
+  if (!s || !*s)
+    return 0;
+  n = strcspn(s, ",");
+  if (n >= sizeof(first))
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index", s);
+  memcpy(first, s, n);
+  first[n] = '\0';
+  if (weft_parse_long(first, -1, 1 << 20, &v) != 0)
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
+                         s);
+  ctx->device = (int)v;
+  if (v < 0 || !vis || !*vis)
+    return 0;
+  /* Position of the GPU in CUDA_VISIBLE_DEVICES; entries that are not plain
+   * indexes (UUIDs, MIG names) leave WEFT_GPU as it is. */
+  for (int pos = 0; *vis; pos++) {
+    size_t len = strcspn(vis, ",");
+    char item[32];
+    long idx;
+    if (len >= sizeof(item))
+      return 0;
+    memcpy(item, vis, len);
+    item[len] = '\0';
+    if (weft_parse_long(item, 0, 1 << 20, &idx) != 0)
+      return 0;
+    if (idx == v) {
+      ctx->device = pos;
+      return 0;
+    }
+    vis += len;
+    if (*vis == ',')
+      vis++;
+  }
+  return weft__rt_fail(ctx, WEFT_EINVAL,
+                       "WEFT_GPU=%s is not among CUDA_VISIBLE_DEVICES=%s; leave one of them to "
+                       "weftrun", s, getenv("CUDA_VISIBLE_DEVICES"));
+}
+
 static int env_settings(weft_ctx *ctx)
 {
   const char *s;
@@ -94,18 +147,7 @@ static int env_settings(weft_ctx *ctx)
   if (ctx->init_timeout == 0)
     ctx->init_timeout = 120;
 
-  ctx->device = ctx->local_rank;
-  s = getenv("WEFT_GPU");
-  if (s && *s) {
-    long v;
-    /* weftrun may give a list ("0,1") to a rank with several GPUs: take the first. */
-    char first[32];
-    size_t n = strcspn(s, ",");
-    if (n >= sizeof(first) || (memcpy(first, s, n), first[n] = '\0', 0) ||
-        weft_parse_long(first, 0, 1 << 20, &v) != 0)
-      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index", s);
-    ctx->device = (int)v;
-  }
+  return device_from_env(ctx);
   return 0;
 }
 
