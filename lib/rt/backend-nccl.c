@@ -90,15 +90,29 @@ int weft__nccl_check(weft_ctx *ctx)
 
 void weft__nccl_group_free(weft_group *g)
 {
-  if (g->nccl) {
-    ncclResult_t st = ncclSuccess;
-    ncclCommGetAsyncError((ncclComm_t)g->nccl, &st);
-    if (st == ncclSuccess)
-      ncclCommDestroy((ncclComm_t)g->nccl);
-    else
-      ncclCommAbort((ncclComm_t)g->nccl);
-    g->nccl = NULL;
+  ncclComm_t comm = (ncclComm_t)g->nccl;
+  ncclResult_t st = ncclSuccess;
+  double end;
+
+  if (!comm)
+    return;
+  g->nccl = NULL;
+  /* A non-blocking communicator is finalised (polled, bounded) before it
+   * is destroyed; anything wrong and it is aborted instead. */
+  end = weft__now() + (g->ctx->init_timeout < 30 ? g->ctx->init_timeout : 30);
+  if (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st == ncclSuccess) {
+    st = ncclCommFinalize(comm);
+    while (st == ncclInProgress && weft__now() < end) {
+      if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
+        st = ncclInternalError;
+      if (st == ncclInProgress)
+        sched_yield();
+    }
   }
+  if (st == ncclSuccess)
+    ncclCommDestroy(comm);
+  else
+    ncclCommAbort(comm);
 }
 
 void weft__nccl_ctx_free(weft_ctx *ctx) { ctx->nccl_world = NULL; }
@@ -127,16 +141,31 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
     flags[i] = -1;
   flags[g->rank] = mine;
   if (g->rank == 0) {
-    for (i = 1; i < g->size; i++) {
-      MPI_Request req;
-      if (MPI_Irecv(&flags[i], 1, MPI_INT, i, 7, g->comm, &req) != MPI_SUCCESS)
-        continue;
-      if (poll_until(&req, end)) {
-        MPI_Cancel(&req);
-        MPI_Request_free(&req);
-        flags[i] = -1;
-      }
+    MPI_Request *reqs = calloc((size_t)g->size, sizeof(*reqs));
+    if (!reqs)
+      return WEFT_ENOMEM;
+    reqs[0] = MPI_REQUEST_NULL;
+    for (i = 1; i < g->size; i++)
+      if (MPI_Irecv(&flags[i], 1, MPI_INT, i, 7, g->comm, &reqs[i]) != MPI_SUCCESS)
+        reqs[i] = MPI_REQUEST_NULL;
+    for (;;) {
+      int done = 0;
+      if (MPI_Testall(g->size, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || done ||
+          weft__now() > end)
+        break;
+      sched_yield();
     }
+    for (i = 1; i < g->size; i++)
+      if (reqs[i] != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+        if (!flag) { /* never came */
+          MPI_Cancel(&reqs[i]);
+          MPI_Request_free(&reqs[i]);
+          flags[i] = -1;
+        }
+      }
+    free(reqs);
     for (i = 1; i < g->size; i++) {
       MPI_Request req;
       if (flags[i] >= 0 && MPI_Isend(flags, g->size, MPI_INT, i, 8, g->comm, &req) == MPI_SUCCESS)
