@@ -19,7 +19,7 @@
 #include "weft-rank.h"
 
 enum { K_HOSTS = 1, K_COUNTS, K_RANKBY, K_MAPBY, K_BINDTO, K_OVERSUB, K_REPORT, K_GPN, K_GPUVIS,
-       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_HELP };
+       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_PROBE, K_HELP };
 
 #define S "weft-rank (internal: started by weftrun)"
 static const weft_opt wk_options[] = {
@@ -37,6 +37,7 @@ static const weft_opt wk_options[] = {
   { K_MPORT, "master-port", WEFT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
   { K_IFNAME, "ifname", WEFT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
   { K_TOPO, "topology", WEFT_OPT_ARG, "FILE|I=FILE", S, "Topology of every host or of host I.", 0 },
+  { K_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
   { K_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
 };
@@ -72,6 +73,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     o->host_topology[o->nhost_topology++] = a1;
     return 0;
+  case K_PROBE: o->probe = 1; return 0;
   case K_HELP:
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
     weft_opt_help(stdout, wk_options);
@@ -155,6 +157,30 @@ bind_here(const weft_topo *t, const weft_place *pl, char *note, size_t len)
   return 0;
 }
 
+/* weftrun's probe: this host's topology (live, or WEFT_TOPOLOGY) as hwloc XML on stdout. */
+static int
+probe(void)
+{
+  weft_topo *t = NULL;
+  char why[600] = "", *xml = NULL;
+  int len = 0;
+  int rc = weft_topo_load(NULL, 0, &t, why, sizeof(why));
+  if (rc) {
+    fprintf(stderr, "weft-rank --probe: %s\n", why[0] ? why : weft_strerror(rc));
+    return WK_EXIT_SETUP;
+  }
+  hwloc_topology_t h = weft_topo_hwloc(t);
+  if (hwloc_topology_export_xmlbuffer(h, &xml, &len, 0) || !xml) {
+    fprintf(stderr, "weft-rank --probe: cannot export the topology as XML\n");
+    weft_topo_destroy(t);
+    return WK_EXIT_SETUP;
+  }
+  int bad = fwrite(xml, 1, (size_t)len - 1, stdout) != (size_t)len - 1 || fflush(stdout);
+  hwloc_free_xmlbuffer(h, xml);
+  weft_topo_destroy(t);
+  return bad ? WK_EXIT_SETUP : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -181,6 +207,8 @@ main(int argc, char **argv)
   if (weft_opt_parse(wk_options, argc, argv, handle, &o, &first, why, sizeof(why)))
     FAIL("%s", why);
   o.program = argv + first;
+  if (o.probe)
+    return probe();
   if (!o.program[0])
     FAIL("no program after '--'");
 

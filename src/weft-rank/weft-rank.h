@@ -16,7 +16,7 @@ typedef struct wk_opts {
   const char *counts;        /* "8,8": ranks per host */
   const char *rank_by;       /* "slot" | "node" */
   const char *map_by, *bind_to;
-  int oversubscribe, report_bindings;
+  int oversubscribe, report_bindings, probe;
   long gpus_per_node;
   const char *gpu_visibility, *nccl_preset;
   const char *master_addr, *ifname;

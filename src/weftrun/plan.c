@@ -29,6 +29,7 @@ struct wr_job {
   int nhosts;
   weft_plan_host *hosts;
   char **host_file;     /* per host: XML for weft-rank there, NULL: its own hardware */
+  char **probed;        /* per host: temporary XML of a probed remote host, or NULL */
   int *counts;
   int np;
   topo_entry topos[WR_MAX_LIST + 1];
@@ -123,6 +124,39 @@ gather_hosts(wr_job *j, const wr_opts *o)
   return 0;
 }
 
+/* Remote hosts without a topology file are probed (once, all together) when
+ * their slots are not given or a report needs their placement. */
+static int
+probe_remote(wr_job *j, const wr_opts *o)
+{
+  if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE"))
+    return 0;
+  const char **names = calloc((size_t)j->nhosts, sizeof(*names));
+  int *which = calloc((size_t)j->nhosts, sizeof(*which));
+  char **paths = calloc((size_t)j->nhosts, sizeof(*paths));
+  int n = 0, rc = WR_EXIT_ENGINE;
+  if (!names || !which || !paths || !(j->probed = calloc((size_t)j->nhosts, sizeof(char *))))
+    goto out;
+  for (int h = 0; h < j->nhosts; h++) {
+    const weft_host *host = weft_hostlist_host(j->hl, h);
+    if (j->host_file[h] || weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL ||
+        is_local_name(host->name))
+      continue;
+    if (host->slots_given && !o->dry_run && !o->report_bindings)
+      continue;
+    which[n] = h;
+    names[n++] = host->name;
+  }
+  rc = n ? wr_probe(o, names, n, paths) : 0;
+  for (int i = 0; !rc && i < n; i++)
+    j->probed[which[i]] = paths[i];
+out:
+  free(names);
+  free(which);
+  free(paths);
+  return rc;
+}
+
 /* Per host: the topology file named for it, the default one, or none. */
 static int
 assign_topologies(wr_job *j, const wr_opts *o)
@@ -151,9 +185,12 @@ assign_topologies(wr_job *j, const wr_opts *o)
   for (int h = 0; h < j->nhosts; h++)
     if (!j->host_file[h] && o->topology && !(j->host_file[h] = strdup(o->topology)))
       return WR_EXIT_ENGINE;
+  int rc = probe_remote(j, o);
+  if (rc)
+    return rc;
   for (int h = 0; h < j->nhosts; h++) {
     weft_topo *t;
-    int rc = topo_get(j, j->host_file[h], &t);
+    rc = topo_get(j, j->host_file[h] ? j->host_file[h] : j->probed[h], &t);
     if (rc)
       return rc;
     j->hosts[h].topo = t;
@@ -323,6 +360,13 @@ wr_job_destroy(wr_job *j)
   if (j->host_file)
     for (int h = 0; h < j->nhosts; h++)
       free(j->host_file[h]);
+  if (j->probed)
+    for (int h = 0; h < j->nhosts; h++) {
+      if (j->probed[h])
+        unlink(j->probed[h]);
+      free(j->probed[h]);
+    }
+  free(j->probed);
   free(j->host_file);
   free(j->hosts);
   free(j->counts);
@@ -362,7 +406,9 @@ wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
   for (int h = 0; h < j->nhosts; h++)
     fprintf(out, "# host %s: %d of %d slots, %d GPUs, topology %s\n", j->hosts[h].name,
             j->counts[h], j->hosts[h].slots, weft_topo_ngpus(j->hosts[h].topo),
-            j->host_file[h] ? j->host_file[h] : "this machine (remote hosts assumed alike)");
+            j->host_file[h] ? j->host_file[h] :
+            j->probed && j->probed[h] ? "probed" :
+            wr_job_host_is_local(j, h) ? "this machine" : "assumed like this machine");
   for (int r = 0; r < j->np; r++) {
     const weft_plan_rank *pr = &j->ranks[r];
     if (weft_place_format(j->hosts[pr->host].topo, j->hosts[pr->host].name, r, &pr->place, line,

@@ -80,6 +80,10 @@ const weft_policy *wr_job_policy(const wr_job *j);
 int wr_job_host_is_local(const wr_job *j, int h);
 int wr_job_rank_host(const wr_job *j, int r);
 
+/* probe.c: each remote host's hwloc XML, through mpirun and "weft-rank --probe",
+ * into temporary files paths[i] (the caller unlinks and frees them). Returns a WR_EXIT_* code. */
+int wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths);
+
 /* master.c: interface, MASTER_ADDR and MASTER_PORT for the job. */
 typedef struct wr_master {
   char ifname[32];  /* "" for a job on this host alone */

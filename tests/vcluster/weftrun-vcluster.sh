@@ -1,53 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# weftrun across a 3-node virtual cluster with a different topology per node
-# (a3-highgpu-8g, a2-highgpu-8g, g2-standard-48): hosts from Open MPI's default
-# hostfile, every rank's NODE_RANK, GPU, CUDA_VISIBLE_DEVICES and network
-# variables; a rank that fails on vnode2 ends the job with its code; a vnode
-# that dies ends it with 75; an mpi4py job over the nodes; nothing left
-# running anywhere. Exit 77 when namespaces cannot be made here.
+# weftrun across a 3-node virtual cluster with a different topology per node:
+# hosts from Open MPI's default hostfile, every rank's NODE_RANK, GPU,
+# CUDA_VISIBLE_DEVICES and network variables; remote hosts probed when -H
+# gives no slots; a rank that fails on vnode2 ends the job with its code; a
+# vnode that dies ends it with 75; nothing left running anywhere.
+# Exit 77 when namespaces cannot be made here.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
-weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
-vc="$WEFT_TOPDIR/contrib/vcluster/weft-vcluster"
-topos="$WEFT_TOPDIR/share/weft/topologies"
-[ -x "$vc" ] || { echo "SKIP: $vc not found"; exit 77; }
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
-prefix="wr$$"
-tmp=$(mktemp -d)
-uniq="wfv$$x$(date +%N)"
-cp "$(command -v sleep)" "$tmp/$uniq-sleep"
-cleanup() {
-  "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true
-  pkill -KILL -f "$uniq" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-fail=0
-
-up() {
-  set +e
-  "$vc" --prefix "$prefix" up 3 --topology "vnode0=$topos/a3-highgpu-8g.xml" \
-    --topology "vnode1=$topos/a2-highgpu-8g.xml" --topology "vnode2=$topos/g2-standard-48.xml" \
-    >"$tmp/up.out" 2>"$tmp/up.err"
-  rc=$?
-  set -e
-  if [ $rc = 3 ]; then
-    echo "SKIP: weft-vcluster cannot make namespaces here: $(cat "$tmp/up.err")"
-    exit 77
-  fi
-  [ $rc = 0 ] || { echo "FAIL: weft-vcluster up: $(cat "$tmp/up.err")"; exit 1; }
-}
-nothing_left() {
-  i=0
-  while pgrep -f "$uniq" >/dev/null 2>&1; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || { echo "FAIL: left running:"; pgrep -af "$uniq"; return 1; }
-    sleep 0.1
-  done
-}
-vrun() { timeout 90 "$vc" --prefix "$prefix" run -- "$weftrun" "$@"; }
-
+. "$WEFT_TOPDIR/tests/vcluster/weftrun-vc-lib.sh"
 up
 cat >"$tmp/$uniq-check" <<'EOS'
 #!/bin/sh
@@ -79,6 +39,24 @@ else
   echo "FAIL: weftrun over vnodes:"; cat "$tmp/out" "$tmp/err"; fail=1
 fi
 
+# -H without slot counts: the remote hosts are probed once (weft-rank --probe
+# through mpirun), so vnode2 (g2-standard-48) gets 4 slots and vnode1 8
+if vrun -H vnode0,vnode1,vnode2 --dry-run --json >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '"name": "vnode1", "slots": 8, "gpus": 8' "$tmp/out" &&
+   grep -q '"name": "vnode2", "slots": 4, "gpus": 4' "$tmp/out" && grep -q '"np": 20' "$tmp/out"; then
+  echo "ok probed slots 8,8,4"
+else
+  echo "FAIL: probing vnode1, vnode2:"; cat "$tmp/out" "$tmp/err"; fail=1
+fi
+if vrun -H vnode1,vnode2 "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(grep -c '^R [0-7] vnode1 0 ' "$tmp/out")" = 8 ] &&
+   [ "$(grep -c '^R \([89]\|1[01]\) vnode2 1 ' "$tmp/out")" = 4 ]; then
+  echo "ok 12 ranks on probed vnode1 (8) and vnode2 (4)"
+else
+  echo "FAIL: launch on probed hosts:"; cat "$tmp/out" "$tmp/err"; fail=1
+fi
+nothing_left || fail=1
+
 # a rank on vnode2 exits 3: the job ends with 3, named
 set +e
 vrun -N 1 sh -c "if [ \$RANK = 2 ]; then exit 3; fi; exec $tmp/$uniq-sleep 30" >"$tmp/out" 2>"$tmp/err"
@@ -107,33 +85,4 @@ else
 fi
 nothing_left || fail=1
 
-# mpi4py across the nodes (vnode1 restarted)
-up
-if /usr/bin/python3 -c 'import mpi4py' 2>/dev/null; then
-  if vrun -N 1 --bind-to none /usr/bin/python3 "$WEFT_TOPDIR/tests/launch/weftrun-mpi4py.py" \
-      >"$tmp/out" 2>"$tmp/err" && grep -q "^mpi4py ok: 3 ranks, sum 6, hosts \['vnode0', 'vnode1', 'vnode2'\]" "$tmp/out"; then
-    echo "ok mpi4py over 3 vnodes"
-  else
-    echo "FAIL: mpi4py over vnodes:"; cat "$tmp/out" "$tmp/err"; fail=1
-  fi
-fi
-# PyTorch DDP (gloo) reading only the torchrun variables, one rank per vnode
-if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  if vrun -N 1 --bind-to none /usr/bin/python3 "$WEFT_TOPDIR/tests/launch/weftrun-ddp.py" \
-      >"$tmp/out" 2>"$tmp/err" && grep -q "^ddp ok: 3 ranks, local rank 0, master 198\.1[89]\." "$tmp/out"; then
-    echo "ok DDP over 3 vnodes: $(cat "$tmp/out")"
-  else
-    echo "FAIL: DDP over vnodes:"; cat "$tmp/out" "$tmp/err"; fail=1
-  fi
-fi
-# LAMMPS, one rank per vnode
-if command -v lmp >/dev/null 2>&1; then
-  if (cd "$tmp" && vrun -N 1 --bind-to none -x OMP_NUM_THREADS=1 lmp -in "$WEFT_TOPDIR/tests/launch/weftrun-lj.in" -log none) \
-      >"$tmp/out" 2>"$tmp/err" && grep -q 'Loop time of .* on 3 procs' "$tmp/out"; then
-    echo "ok LAMMPS over 3 vnodes"
-  else
-    echo "FAIL: LAMMPS over vnodes:"; cat "$tmp/out" "$tmp/err"; fail=1
-  fi
-fi
-nothing_left || fail=1
 exit $fail
