@@ -51,8 +51,14 @@ static int run_raw(struct bench_args *a)
                        a->mpi_dtype, a->comm) == MPI_SUCCESS ? 0 : WEFT_EMPI;
 }
 
+static int run_nccl(struct bench_args *a)
+{
+  return bench_nccl_allgather(a, a->send, a->recv, a->sendcount);
+}
+
 const struct bench_coll bench_allgather = {
   .name = "allgather", .alias = "all_gather", .reduces = 0, .rooted = 0, .min_ranks = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
+  .run_nccl = run_nccl,
 };

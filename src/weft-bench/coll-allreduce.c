@@ -46,8 +46,14 @@ static int run_raw(struct bench_args *a)
   return 0;
 }
 
+static int run_nccl(struct bench_args *a)
+{
+  return bench_nccl_allreduce(a, a->send, a->recv, a->count);
+}
+
 const struct bench_coll bench_allreduce = {
   .name = "allreduce", .alias = "all_reduce", .reduces = 1, .rooted = 0, .min_ranks = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
+  .run_nccl = run_nccl,
 };

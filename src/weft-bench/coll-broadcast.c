@@ -54,8 +54,14 @@ static int run_raw(struct bench_args *a)
            ? 0 : WEFT_EMPI;
 }
 
+static int run_nccl(struct bench_args *a)
+{
+  return bench_nccl_broadcast(a, a->recv, a->count);
+}
+
 const struct bench_coll bench_broadcast = {
   .name = "broadcast", .alias = "bcast", .reduces = 0, .rooted = 1, .min_ranks = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
+  .run_nccl = run_nccl,
 };

@@ -3,9 +3,9 @@
  * bucket: the gradient-fusion case. A row's buffer is cut into --tensors
  * tensors of nearly equal size, registered once in a weft bucket and
  * all-reduced in place in a few fused messages. size = all tensors together;
- * busbw = algbw x 2(n-1)/n as for allreduce. The raw-MPI baseline is what a
- * program without fusion does: one MPI_Allreduce per tensor, so the ratio
- * weft/raw shows what fusion gains.
+ * busbw = algbw x 2(n-1)/n as for allreduce. The raw baseline is what a
+ * program without fusion does: one MPI_Allreduce (or ncclAllReduce) per
+ * tensor, so the ratio weft/raw shows what fusion gains.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -105,8 +105,24 @@ static int run_raw(struct bench_args *a)
   return 0;
 }
 
+/* Without fusion: one ncclAllReduce per tensor. */
+static int run_nccl(struct bench_args *a)
+{
+  struct bucket_state *s = a->priv;
+  int rc = 0;
+
+  for (size_t k = 0; k < s->ntensors && rc == 0; k++) {
+    size_t lo = first(a, s->ntensors, k), n = first(a, s->ntensors, k + 1) - lo;
+    char *t = (char *)a->recv + lo * a->esize;
+
+    rc = bench_nccl_allreduce(a, t, t, n);
+  }
+  return rc;
+}
+
 const struct bench_coll bench_bucket = {
   .name = "bucket", .alias = "fusion", .reduces = 1, .rooted = 0, .min_ranks = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .setup = setup, .teardown = teardown, .run = run, .run_raw = run_raw,
+  .run_nccl = run_nccl,
 };

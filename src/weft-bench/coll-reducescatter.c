@@ -48,8 +48,14 @@ static int run_raw(struct bench_args *a)
   return 0;
 }
 
+static int run_nccl(struct bench_args *a)
+{
+  return bench_nccl_reduce_scatter(a, a->send, a->recv, a->recvcount);
+}
+
 const struct bench_coll bench_reduce_scatter = {
   .name = "reduce_scatter", .alias = "reducescatter", .reduces = 1, .rooted = 0,
   .min_ranks = 1, .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
+  .run_nccl = run_nccl,
 };

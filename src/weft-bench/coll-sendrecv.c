@@ -4,7 +4,8 @@
  * previous rank's, around a ring. size = the buffer; busbw = algbw (factor
  * 1). weft_send and weft_recv block, so even ranks send first and odd ranks
  * receive first (on an odd ring the last pair waits one turn); the raw-MPI
- * baseline makes the same exchange with MPI_Send and MPI_Recv.
+ * baseline makes the same exchange with MPI_Send and MPI_Recv, the raw-NCCL
+ * one with ncclSend and ncclRecv in a group.
  */
 #include <limits.h>
 
@@ -83,8 +84,15 @@ static int run_raw(struct bench_args *a)
   return rc == MPI_SUCCESS ? 0 : WEFT_EMPI;
 }
 
+/* NCCL groups the send and the receive, so no ordering is needed. */
+static int run_nccl(struct bench_args *a)
+{
+  return bench_nccl_sendrecv(a, a->send, a->recv, a->count, next(a), prev(a));
+}
+
 const struct bench_coll bench_sendrecv = {
   .name = "sendrecv", .alias = "send_recv", .reduces = 0, .rooted = 0, .min_ranks = 2,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
+  .run_nccl = run_nccl,
 };

@@ -8,7 +8,8 @@
  * and -n times timed between a barrier and a wait for the stream; the time of
  * a row is the mean over the ranks of each rank's time per iteration. With
  * --baseline the same rows are timed through raw MPI on the same buffers in the
- * same process, in rounds that alternate with weft's. Bookkeeping (times, counts, rank lines) goes through a
+ * same process (raw NCCL on device memory), in rounds that alternate with
+ * weft's. Bookkeeping (times, counts, rank lines) goes through a
  * duplicate of MPI_COMM_WORLD, never through the weft calls being measured.
  */
 #include <stdio.h>
@@ -162,13 +163,14 @@ static double run_n(struct run *r, int (*fn)(struct bench_args *), long n, const
 static void timed(struct run *r, double *weft_us, double *raw_us)
 {
   const struct bench_coll *c = r->o->coll;
-  int raw = r->o->baseline && !r->o->device;
+  int raw = r->rep.raw_name != NULL;
+  int (*raw_fn)(struct bench_args *) = r->o->device ? c->run_nccl : c->run_raw;
   long rounds = raw ? (r->o->iters < 5 ? r->o->iters : 5) : 1;
   double mine[2] = { 0, 0 }, sum[2] = { 0, 0 };
 
   run_n(r, c->run, r->o->warmup, "warm-up");
   if (raw)
-    run_n(r, c->run_raw, r->o->warmup, "raw MPI warm-up");
+    run_n(r, raw_fn, r->o->warmup, "baseline warm-up");
   for (long k = 0; k < rounds; k++) {
     long n = r->o->iters * (k + 1) / rounds - r->o->iters * k / rounds;
 
@@ -176,7 +178,7 @@ static void timed(struct run *r, double *weft_us, double *raw_us)
     mine[0] += run_n(r, c->run, n, "timed");
     if (raw) {
       MPI_Barrier(r->comm);
-      mine[1] += run_n(r, c->run_raw, n, "raw MPI");
+      mine[1] += run_n(r, raw_fn, n, r->rep.raw_name);
     }
   }
   mine[0] = mine[0] / (double)r->o->iters * 1e6;
@@ -341,6 +343,20 @@ static void sweep(struct run *r)
   }
 }
 
+/* Raw MPI for host memory; raw NCCL on a communicator of its own for device
+ * memory, or a note in the header saying why there is none. */
+static void open_baseline(struct run *r)
+{
+  if (!r->o->baseline)
+    return;
+  if (!r->o->device) {
+    r->rep.raw_name = "raw MPI";
+    return;
+  }
+  if (bench_nccl_open(&r->a, r->comm, r->rep.raw_note, sizeof(r->rep.raw_note)) == 0)
+    r->rep.raw_name = "raw NCCL";
+}
+
 static void run_free(struct run *r)
 {
   struct bench_args *a = &r->a;
@@ -353,6 +369,7 @@ static void run_free(struct run *r)
     free(a->hsend);
     free(a->hrecv);
   }
+  bench_nccl_close(a);
   bench_stream_destroy(a->stream);
   free(r->infos);
   free(r->rep.rank_host);
@@ -443,6 +460,7 @@ static int bench_run(const struct bench_opts *o)
       rc = alloc_buffers(&r);
     if (rc)
       fail(&r, "buffers for", o->max_bytes, rc);
+    open_baseline(&r);
   }
   if (status == BENCH_EXIT_OK && a->rank == 0) {
     mpi_version(r.rep.mpi_version, sizeof(r.rep.mpi_version));

@@ -75,6 +75,7 @@ struct bench_args {
   void *stream;             /* cudaStream_t for device memory, else NULL */
   long tensors;             /* bucket: how many tensors the row is cut into */
   void *priv;               /* the collective's own state for this row */
+  void *nccl;               /* raw NCCL communicator for the device baseline, or NULL */
 };
 
 /* A collective, filled by one coll-*.c. Functions return 0 or a WEFT_E* code. */
@@ -96,7 +97,8 @@ struct bench_coll {
   int (*setup)(struct bench_args *a);       /* may be NULL; before a row */
   void (*teardown)(struct bench_args *a);   /* may be NULL; after a row */
   int (*run)(struct bench_args *a);         /* once through weft */
-  int (*run_raw)(struct bench_args *a);     /* once through raw MPI */
+  int (*run_raw)(struct bench_args *a);     /* once through raw MPI (host memory) */
+  int (*run_nccl)(struct bench_args *a);    /* once through raw NCCL (device memory) */
 };
 
 extern const struct bench_coll bench_allreduce, bench_allgather, bench_reduce_scatter,
@@ -141,6 +143,17 @@ void bench_nccl_version(char *buf, size_t len);
 void *bench_stream_create(void);
 void bench_stream_destroy(void *stream);
 
+/* raw-nccl.c / raw-nonccl.c: the device baseline, NCCL called directly on a
+ * communicator of its own. bench_nccl_open() sets a->nccl or says why not. */
+int bench_nccl_open(struct bench_args *a, MPI_Comm comm, char *why, size_t whylen);
+void bench_nccl_close(struct bench_args *a);
+int bench_nccl_allreduce(struct bench_args *a, const void *s, void *r, size_t count);
+int bench_nccl_allgather(struct bench_args *a, const void *s, void *r, size_t sendcount);
+int bench_nccl_reduce_scatter(struct bench_args *a, const void *s, void *r, size_t recvcount);
+int bench_nccl_broadcast(struct bench_args *a, void *buf, size_t count);
+int bench_nccl_sendrecv(struct bench_args *a, const void *s, void *r, size_t count, int to,
+                        int from);
+
 /* expect.c: what the machine family should reach. */
 struct bench_expect {
   const char *machine;      /* "a3-megagpu-8g" */
@@ -176,6 +189,8 @@ struct bench_report {
   int have_expect;
   struct bench_row *rows;
   int nrows, cap;
+  const char *raw_name;     /* "raw MPI", "raw NCCL", or NULL without a baseline */
+  char raw_note[160];       /* why --baseline has no columns, or "" */
 };
 
 void bench_report_header(FILE *f, const struct bench_report *r);

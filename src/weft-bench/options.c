@@ -231,7 +231,7 @@ static const struct bench_option options[] = {
   { "check", 'c', "0|1", "check every result and count wrong elements (default 1)", o_check },
   { "memory", 'm', "host|device", "where the buffers live: host (MPI) or this rank's GPU "
     "(NCCL) (default host)", o_memory },
-  { "baseline", 'B', NULL, "also time raw MPI on the same buffers; print weft/raw", o_baseline },
+  { "baseline", 'B', NULL, "also time raw MPI (raw NCCL for device memory) on the same buffers; print weft/raw", o_baseline },
   { "json", 'J', "FILE", "also write the results as JSON to FILE", o_json },
   { "min-busbw", 0, "GB/s", "fail (exit 3) when the average busbw is lower", o_min_busbw },
   { "tensors", 't', "N", "bucket: tensors per size (default 1000)", o_tensors },

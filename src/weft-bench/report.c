@@ -7,8 +7,9 @@
  * Columns: size (B), count (elements), type, redop ("none" when the
  * collective does not reduce), root (-1 when it has none), time (us per
  * iteration, averaged over the ranks), algbw and busbw (GB/s = 1e9 B/s) and
- * #wrong; with --baseline the time, algbw and busbw of raw MPI and the ratio
- * weft/raw (raw time / weft time: above 1, weft is faster).
+ * #wrong; with --baseline the time, algbw and busbw of raw MPI (raw NCCL on
+ * device memory) and the ratio weft/raw (raw time / weft time: above 1, weft
+ * is faster).
  */
 #include <errno.h>
 #include <math.h>
@@ -71,10 +72,10 @@ void bench_report_header(FILE *f, const struct bench_report *r)
   else
     fprintf(f, "#  minBytes %zu maxBytes %zu step: %ld(factor)", o->min_bytes, o->max_bytes,
             o->factor);
-  fprintf(f, " warmup iters: %ld iters: %ld check: %d memory: %s%s\n", o->warmup, o->iters,
+  fprintf(f, " warmup iters: %ld iters: %ld check: %d memory: %s%s%s\n", o->warmup, o->iters,
           o->check, o->device ? "device" : "host",
-          o->baseline ? (o->device ? " baseline: none for device memory" : " baseline: raw MPI")
-                      : "");
+          r->raw_name ? " baseline: " : r->raw_note[0] ? " baseline: none: " : "",
+          r->raw_name ? r->raw_name : r->raw_note);
   if (o->coll == &bench_bucket)
     fprintf(f, "#  tensors per size: %ld (fewer when a size has fewer elements)\n", o->tensors);
   fprintf(f, "#\n# %d rank%s on %d host%s:", r->nranks, r->nranks == 1 ? "" : "s", r->nhosts,
@@ -97,10 +98,10 @@ void bench_report_header(FILE *f, const struct bench_report *r)
     fprintf(f, "\n#   %s\n", e->note);
   }
   fputs("#\n", f);
-  if (o->baseline && !o->device)
-    fprintf(f, "#%65s%s%33s%s\n", "", "weft", "", "raw MPI");
-  header_line(f, names, o->baseline && !o->device);
-  header_line(f, units, o->baseline && !o->device);
+  if (r->raw_name)
+    fprintf(f, "#%65s%s%33s%s\n", "", "weft", "", r->raw_name);
+  header_line(f, names, r->raw_name != NULL);
+  header_line(f, units, r->raw_name != NULL);
 }
 
 void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_row *w)
@@ -119,7 +120,7 @@ void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_
   else
     snprintf(wr, sizeof(wr), "%lld", w->wrong);
   fprintf(f, ROW_FMT, size, count, weft_dtype_name(w->dtype), redop_name(o, w->op), root, t, al, bu, wr);
-  if (o->baseline && !o->device) {
+  if (r->raw_name) {
     char rt[16], ra[16], rb[16], ratio[16];
 
     bench_fmt(rt, 9, w->raw_time_us);
@@ -277,7 +278,12 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
   fputs("]", f);
   fprintf(f, ",\n  \"root\": %d,\n  \"iters\": %ld,\n  \"warmup_iters\": %ld,\n  \"check\": %s,\n",
           o->coll->rooted ? o->root : -1, o->iters, o->warmup, o->check ? "true" : "false");
-  fprintf(f, "  \"baseline\": %s,\n  \"busbw_factor\": ", o->baseline && !o->device ? "true" : "false");
+  fputs("  \"baseline\": ", f);
+  if (r->raw_name)
+    bench_json_str(f, r->raw_name);
+  else
+    fputs("null", f);
+  fputs(",\n  \"busbw_factor\": ", f);
   bench_json_num(f, o->coll->busbw_factor(r->nranks));
   fputs(",\n  \"rank_info\": [\n", f);
   for (int i = 0; i < r->nranks; i++) {
