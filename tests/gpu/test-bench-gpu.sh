@@ -3,8 +3,7 @@
 # weft-bench on device memory: every collective on 1 rank (2 when the host
 # has 2 GPUs) through NCCL, with the data check, every type and operation on
 # small sizes, and a sweep to 64 MiB beside raw NCCL (--baseline). Without a
-# GPU: checks that --memory
-# device is refused with exit 4, then exits 77.
+# GPU: checks that --memory device is refused with exit 4, then exits 77.
 set -eu
 bench=${WEFT_BUILDDIR:?}/src/weft-bench/weft-bench
 MPIRUN=${MPIRUN:-mpirun}
