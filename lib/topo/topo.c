@@ -95,6 +95,13 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
     free(buf);
     return WEFT_EPARSE;
   }
+  if (weft__topo_xml_check(buf, n, path, why, whylen) != 0) {
+    size_t used = why ? strlen(why) : 0;
+    if (why && used + 3 < whylen)
+      weft__snprintf(why + used, whylen - used, "; " TOPO_HINT);
+    free(buf);
+    return WEFT_EPARSE;
+  }
   *out = buf;
   *outlen = n;
   return 0;

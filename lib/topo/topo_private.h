@@ -26,6 +26,8 @@ struct weft_topo {
   int nwarnings;
 };
 
+/* Check what hwloc would crash on in an XML buffer (topo-xmlcheck.c); WEFT_EPARSE with a reason. */
+int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *why, size_t whylen);
 /* Find the GPUs and NICs and fill in their locality (topo-pci.c). */
 int weft__topo_find_devices(weft_topo *t);
 /* NUMA nodes with their package and memory (topo-locality.c). */

@@ -379,6 +379,28 @@ static void test_errors(void **state)
   expect_error(write_tmp("nul.xml", "<topology>\0</topology>", 22), WEFT_EPARSE, "NUL");
   expect_error(write_tmp("nopu.xml", no_pu_xml, sizeof(no_pu_xml) - 1), WEFT_EPARSE, NULL);
   free(a3);
+  /* What hwloc 2.9 itself would crash on: caught before hwloc sees the file. */
+  {
+    char *x = strdup(one_pu_xml);
+    char *at;
+    assert_non_null(x);
+    at = strstr(strstr(x, "type=\"PU\""), "complete_cpuset");
+    at[3] = 'X'; /* "comXlete_cpuset": the PU has no complete_cpuset */
+    expect_error(write_tmp("nocomplete.xml", x, strlen(x)), WEFT_EPARSE, ":6: PU object has no complete_cpuset");
+    free(x);
+    x = strdup(one_pu_xml);
+    assert_non_null(x);
+    at = strstr(strstr(x, "type=\"PU\""), "cpuset=\"0x");
+    at[8] = ','; /* cpuset=",x00000001": hwloc_bitmap_sscanf asserts */
+    expect_error(write_tmp("badset.xml", x, strlen(x)), WEFT_EPARSE, ":6: attribute cpuset is not an hwloc bitmap");
+    free(x);
+    x = strdup(one_pu_xml);
+    assert_non_null(x);
+    at = strstr(x, "\"Machine\"");
+    memcpy(at, "\"Core\"   ", 9);
+    expect_error(write_tmp("noroot.xml", x, strlen(x)), WEFT_EPARSE, ":4: the first object is not the Machine");
+    free(x);
+  }
 
   /* No GPUs and no I/O at all is fine. */
   assert_int_equal(weft_topo_load(write_tmp("onepu.xml", one_pu_xml, sizeof(one_pu_xml) - 1), 0, &t,
@@ -449,7 +471,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   static const char *const names[] = {"empty.xml", "blank.xml", "text.xml", "other.xml", "half.xml",
-                                      "head.xml", "nul.xml", "nopu.xml", "onepu.xml"};
+                                      "head.xml", "nul.xml", "nopu.xml", "onepu.xml", "nocomplete.xml",
+                                      "badset.xml", "noroot.xml"};
   char path[512];
   (void)state;
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(names); i++)
