@@ -5,7 +5,8 @@
  * MPI costs; with WEFT_COLL_TIMEOUT the non-blocking form is polled against
  * the clock (deadline.c). Counts above INT_MAX are cut into chunks where the
  * operation allows it (all-reduce, broadcast, send, recv) and rejected with
- * WEFT_EOVERFLOW where it does not (all-gather, reduce-scatter).
+ * WEFT_EOVERFLOW where it does not (all-gather, reduce-scatter). Tests make
+ * the chunks small with WEFT_MPI_CHUNK (elements).
  */
 #include "rt_private.h"
 
@@ -44,8 +45,8 @@ int weft__mpi_allreduce_flat(weft_group *g, const void *s, void *r, size_t n, we
 
   if ((rc = types(g, "allreduce", dt, op, &t, &o)) != 0)
     return rc;
-  for (off = 0; off < n; off += CHUNK) {
-    int k = (int)(n - off < CHUNK ? n - off : CHUNK);
+  for (off = 0; off < n; off += g->ctx->chunk) {
+    int k = (int)(n - off < g->ctx->chunk ? n - off : g->ctx->chunk);
     const void *sp = s == r ? MPI_IN_PLACE : (const char *)s + off * es;
     void *rp = (char *)r + off * es;
     if (g->ctx->coll_timeout <= 0) {
@@ -93,8 +94,8 @@ static int mpi_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int 
   (void)stream;
   if ((rc = weft__arrive(g)) != 0 || (rc = types(g, "broadcast", dt, WEFT_SUM, &t, NULL)) != 0)
     return rc;
-  for (off = 0; off < n; off += CHUNK) {
-    int k = (int)(n - off < CHUNK ? n - off : CHUNK);
+  for (off = 0; off < n; off += g->ctx->chunk) {
+    int k = (int)(n - off < g->ctx->chunk ? n - off : g->ctx->chunk);
     void *p = (char *)buf + off * es;
     if (g->ctx->coll_timeout <= 0) {
       if ((rc = MPI_Bcast(p, k, t, root, g->comm)) != MPI_SUCCESS)
@@ -205,7 +206,7 @@ static int mpi_p2p(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, 
     return rc;
   off = 0;
   do {
-    int k = (int)(n - off < CHUNK ? n - off : CHUNK);
+    int k = (int)(n - off < g->ctx->chunk ? n - off : g->ctx->chunk);
     void *p = (char *)buf + off * es;
     MPI_Request req;
     if (g->ctx->coll_timeout <= 0) {

@@ -8,6 +8,7 @@
 #include "rt_private.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,15 @@ static int env_settings(weft_ctx *ctx)
   s = getenv("WEFT_HIER_THRESHOLD");
   if (s && *s && weft_parse_size(s, &ctx->hier_threshold) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_HIER_THRESHOLD=%s is not a size (e.g. 1M)", s);
+
+  ctx->chunk = INT_MAX;
+  s = getenv("WEFT_MPI_CHUNK");
+  if (s && *s) {
+    long v;
+    if (weft_parse_long(s, 1, INT_MAX, &v) != 0)
+      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_MPI_CHUNK=%s: elements, 1 to INT_MAX", s);
+    ctx->chunk = (size_t)v;
+  }
 
   if ((rc = env_seconds(ctx, "WEFT_COLL_TIMEOUT", 0, &ctx->coll_timeout)) != 0)
     return rc;

@@ -79,6 +79,7 @@ struct weft_ctx {
   size_t hier_threshold;
   double coll_timeout; /* seconds, 0 = none */
   double init_timeout;
+  size_t chunk;        /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
   int cuda_state;      /* 0 not probed, 1 usable, -1 absent */
   void *nccl_world;    /* ncclComm_t of the world group */
   weft_group *world;

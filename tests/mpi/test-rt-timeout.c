@@ -5,7 +5,7 @@
  * bounded time, with a message naming that rank. They print
  * "TIMEDOUT-OK rank N" and abort the job, which is what callers should do;
  * test-rt-timeout.sh checks the lines and the time taken.
- * Argument "barrier" or "bcast" picks the collective (default all-reduce).
+ * Argument "barrier", "bcast" or "recv" picks the call (default all-reduce).
  */
 #include "rt-common.h"
 
@@ -36,9 +36,14 @@ int main(int argc, char **argv)
     what = "broadcast";
     rc = weft_broadcast(w, &x, 1, WEFT_INT32, p - 1, NULL); /* from the absent rank */
   }
+  else if (!strcmp(what, "recv"))
+    rc = weft_recv(w, &x, 1, WEFT_INT32, p - 1, NULL);
   else
     rc = weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL);
-  snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
+  if (!strcmp(what, "recv"))
+    snprintf(want, sizeof(want), "recv with world rank %d", p - 1);
+  else
+    snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
   CHECK(rc == WEFT_ETIMEDOUT, "%s gave %s", what, weft_err_name(rc));
   CHECK(strstr(weft_last_error(ctx), want) && strstr(weft_last_error(ctx), what) &&
         strstr(weft_last_error(ctx), "world"),
