@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "weftrun.h"
@@ -16,7 +17,7 @@ enum {
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN,
-  O_PASS0, O_PASS1,
+  O_PERNODE1, O_PASS0, O_PASS1,
 };
 
 #define S_PLACE "Ranks and hosts"
@@ -32,6 +33,8 @@ const weft_opt wr_options[] = {
     "Start N ranks (default: one per slot of every host).", 0 },
   { O_PERNODE, "N|npernode", WEFT_OPT_ARG, "K", S_PLACE,
     "Start K ranks on every host.", 0 },
+  { O_PERNODE1, "pernode", WEFT_OPT_FLAG, NULL, S_PLACE,
+    "One rank on every host (-N 1).", 0 },
   { O_HOST, "H|host", WEFT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
     "Run on these hosts; may be repeated. Without :SLOTS a host's slots are its GPUs (or cores).", 0 },
   { O_HOSTFILE, "hostfile|machinefile", WEFT_OPT_ARG, "FILE", S_PLACE,
@@ -69,7 +72,7 @@ const weft_opt wr_options[] = {
   { O_OUTFILE, "output-filename", WEFT_OPT_ARG, "DIR", S_OUT,
     "Write each rank's output under DIR instead of the terminal.", 0 },
   { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
-    "End the job after SECONDS; weftrun then exits 124.", 0 },
+    "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124.", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
     "Allow running as root.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -143,6 +146,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   switch (opt->id) {
   case O_NP: return count(sp, a1, 1, 1000000, &o->np, why, len);
   case O_PERNODE: return count(sp, a1, 1, 100000, &o->per_node, why, len);
+  case O_PERNODE1: o->per_node = 1; return 0;
   case O_HOST:
     if (full(sp, o->nhost_args, why, len))
       return -1;
@@ -230,6 +234,12 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
   }
   o->program = argv + first;
   o->nprogram = argc - first;
+  /* Open MPI's environment form of --timeout */
+  const char *t = getenv("MPIEXEC_TIMEOUT");
+  if (!o->timeout && t && *t && weft_parse_long(t, 1, 100L * 24 * 3600, &o->timeout)) {
+    fprintf(stderr, "weftrun: MPIEXEC_TIMEOUT='%s': expected seconds from 1 to 8640000\n", t);
+    return WR_EXIT_USAGE;
+  }
   if (o->help || o->help_man || o->version)
     return 0;
   if (o->json && !o->dry_run && !o->report_bindings) {

@@ -56,6 +56,17 @@ test_mpirun_spellings(void **state)
 
   const char *b[] = { "-n", "2", "--np", "3", "-c", "5", "-N", "2", "-hostfile", "h1", NULL };
   assert_int_equal(parse(&o, b), WR_EXIT_USAGE); /* no program */
+  const char *p1[] = { "-pernode", "--timeout=5", "prog", NULL };
+  assert_int_equal(parse(&o, p1), 0);
+  assert_int_equal(o.per_node, 1);
+  assert_int_equal(o.timeout, 5);
+  setenv("MPIEXEC_TIMEOUT", "7", 1);
+  const char *p2[] = { "prog", NULL };
+  assert_int_equal(parse(&o, p2), 0);
+  assert_int_equal(o.timeout, 7);
+  setenv("MPIEXEC_TIMEOUT", "soon", 1);
+  assert_int_equal(parse(&o, p2), WR_EXIT_USAGE);
+  unsetenv("MPIEXEC_TIMEOUT");
   const char *c[] = { "-machinefile", "h", "--dry-run", NULL };
   assert_int_equal(parse(&o, c), 0);
   assert_string_equal(o.hostfile, "h");
