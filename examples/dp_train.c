@@ -40,7 +40,7 @@ static const char usage_text[] =
   "usage: dp_train [--epochs N] [--samples N] [--batch N] [--hidden N] [--lr X]\n"
   "                [--seed N] [--no-fusion]\n"
   "Data-parallel SGD of a small MLP on synthetic data; prints the loss per epoch.\n"
-  "The global batch (default 256) is split across ranks, so the loss curve does\n"
+  "The global batch (default 1024) is split across ranks, so the loss curve does\n"
   "not depend on the number of ranks.\n";
 
 /* splitmix64: a good 64-bit mix, so sample i's features need no state. */
@@ -132,11 +132,11 @@ static double step_sample(struct model *m, const double *x, double y, double sca
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
   o->samples = 8192;
-  o->batch = 256;
-  o->epochs = 8;
+  o->batch = 1024;
+  o->epochs = 6;
   o->hidden = 32;
   o->seed = 42;
-  o->lr = 0.5;
+  o->lr = 4;
   o->fused = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

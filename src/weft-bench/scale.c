@@ -238,6 +238,10 @@ static int find_launcher(struct scale *s)
       near = fits(snprintf(s->launcher, sizeof(s->launcher), "%s/weftrun", dir),
                   sizeof(s->launcher)) && access(s->launcher, X_OK) == 0;
     if (near || on_path("weftrun", s->launcher, sizeof(s->launcher)) == 0) {
+      char real[PATH_MAX];
+
+      if (realpath(s->launcher, real))
+        snprintf(s->launcher, sizeof(s->launcher), "%s", real);
       s->launcher_is_weftrun = 1;
       return 0;
     }
