@@ -29,7 +29,18 @@ version(void)
 }
 
 static int
-launch(const wr_job *j, const wr_opts *o)
+add_master_env(wr_job *j, const wr_master *m)
+{
+  char port[16];
+  snprintf(port, sizeof(port), "%d", m->port);
+  if (wr_job_add_env(j, "MASTER_ADDR", m->addr) || wr_job_add_env(j, "MASTER_PORT", port) ||
+      (m->ifname[0] && wr_job_add_env(j, "NCCL_SOCKET_IFNAME", m->ifname)))
+    return WR_EXIT_ENGINE;
+  return 0;
+}
+
+static int
+launch(const wr_job *j, const wr_opts *o, const wr_master *m)
 {
   char mpirun[4096], agent[4096];
   if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
@@ -42,12 +53,9 @@ launch(const wr_job *j, const wr_opts *o)
             "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
     return WR_EXIT_ENGINE;
   }
-  wr_master m;
-  int rc = wr_master_choose(j, &m);
-  if (rc)
-    return rc;
   wr_argv a = { NULL, 0, 0 };
-  if (wr_engine_argv(j, o, mpirun, agent, &m, &a)) {
+  int rc;
+  if (wr_engine_argv(j, o, mpirun, agent, m, &a)) {
     wr_argv_free(&a);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
@@ -88,11 +96,15 @@ main(int argc, char **argv)
     return version();
 
   wr_job *j = NULL;
+  wr_master m;
   rc = wr_job_build(&o, &j);
+  /* a real launch chooses the network first, so that the plan shows it */
+  if (!rc && !o.dry_run && !(rc = wr_master_choose(j, &m)))
+    rc = add_master_env(j, &m);
   if (!rc && (o.dry_run || (o.report_bindings && o.json)))
     rc = wr_job_print(j, &o, stdout);
   if (!rc && !o.dry_run)
-    rc = launch(j, &o);
+    rc = launch(j, &o, &m);
   wr_job_destroy(j);
   return rc;
 }

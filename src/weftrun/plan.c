@@ -35,6 +35,8 @@ struct wr_job {
   topo_entry topos[WR_MAX_LIST + 1];
   int ntopos;
   weft_plan_rank *ranks;
+  char **env;           /* "KEY=VALUE" shown under "env" in the plan JSON */
+  int nenv;
   weft_plan plan;
 };
 
@@ -313,6 +315,41 @@ place_ranks(wr_job *j)
 }
 
 int
+wr_job_add_env(wr_job *j, const char *key, const char *value)
+{
+  char **v = realloc(j->env, (size_t)(j->nenv + 1) * sizeof(*v));
+  size_t n = strlen(key) + strlen(value) + 2;
+  if (!v)
+    return WR_EXIT_ENGINE;
+  j->env = v;
+  if (!(v[j->nenv] = malloc(n)))
+    return WR_EXIT_ENGINE;
+  snprintf(v[j->nenv++], n, "%s=%s", key, value);
+  j->plan.env = (const char *const *)j->env;
+  j->plan.nenv = j->nenv;
+  return 0;
+}
+
+/* The -x variables with a value, as every rank will see them. */
+static int
+add_x_env(wr_job *j, const wr_opts *o)
+{
+  for (int i = 0; i < o->nxvars; i++) {
+    const char *x = o->xvars[i], *eq = strchr(x, '=');
+    char key[256];
+    size_t n = eq ? (size_t)(eq - x) : strlen(x);
+    if (n >= sizeof(key))
+      continue;
+    memcpy(key, x, n);
+    key[n] = '\0';
+    const char *v = eq ? eq + 1 : getenv(key);
+    if (v && wr_job_add_env(j, key, v))
+      return WR_EXIT_ENGINE;
+  }
+  return 0;
+}
+
+int
 wr_job_build(const wr_opts *o, wr_job **out)
 {
   wr_job *j = calloc(1, sizeof(*j));
@@ -341,7 +378,7 @@ wr_job_build(const wr_opts *o, wr_job **out)
   j->plan.nhosts = j->nhosts;
   j->plan.hosts = j->hosts;
   j->plan.ranks = j->ranks;
-  return 0;
+  return add_x_env(j, o);
 }
 
 void
@@ -353,6 +390,9 @@ wr_job_destroy(wr_job *j)
     for (int r = 0; r < j->np; r++)
       weft_place_clear(&j->ranks[r].place);
   free(j->ranks);
+  for (int i = 0; i < j->nenv; i++)
+    free(j->env[i]);
+  free(j->env);
   for (int i = 0; i < j->ntopos; i++) {
     weft_topo_destroy(j->topos[i].topo);
     free(j->topos[i].path);

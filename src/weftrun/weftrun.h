@@ -79,6 +79,7 @@ const weft_topo *wr_job_topo(const wr_job *j, int h);
 const weft_policy *wr_job_policy(const wr_job *j);
 int wr_job_host_is_local(const wr_job *j, int h);
 int wr_job_rank_host(const wr_job *j, int r);
+int wr_job_add_env(wr_job *j, const char *key, const char *value); /* shown in the plan JSON */
 
 /* probe.c: each remote host's hwloc XML, through mpirun and "weft-rank --probe",
  * into temporary files paths[i] (the caller unlinks and frees them). Returns a WR_EXIT_* code. */

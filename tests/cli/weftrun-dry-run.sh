@@ -38,5 +38,6 @@ done
 # hosts that differ: a3 and a2 side by side, explicit slots, rank-by node
 check mixed -H a3,a2:4 --topology "a3=$topos/a3-highgpu-8g.xml" \
   --topology "a2=$topos/a2-highgpu-8g.xml" --rank-by node
-check own-np -np 6 -H a,b --topology "$topos/a3-highgpu-8g.xml" --gpu-visibility own
+check own-np -np 6 -H a,b --topology "$topos/a3-highgpu-8g.xml" --gpu-visibility own \
+  -x NCCL_DEBUG=INFO
 exit $fail
