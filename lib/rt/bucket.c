@@ -12,7 +12,6 @@
  */
 #include "rt_private.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,119 +145,6 @@ static int contiguous(const weft_bucket *b, size_t ti, size_t to, size_t len)
   return 1;
 }
 
-/* ---- host pipeline: pack the next piece while the previous one is being
- * reduced, and unpack it while the next one is. Pieces alternate between
- * the two halves of the fusion buffer. Copies go in steps of 256 KiB with
- * an MPI_Test between them, because MPI progresses a non-blocking
- * collective only inside MPI calls. */
-
-struct piece {
-  size_t ti, to, len;
-  char *buf;   /* where it is reduced: a half of the fusion buffer, or the tensor itself */
-  int direct;
-};
-
-static void advance(const weft_bucket *b, size_t *ti, size_t *to, size_t len)
-{
-  while (len > 0) {
-    size_t left = b->t[*ti].n - *to;
-    if (len < left) {
-      *to += len;
-      return;
-    }
-    len -= left;
-    (*ti)++;
-    *to = 0;
-  }
-}
-
-static void copy_poke(char *d, const char *s, size_t bytes, MPI_Request *req)
-{
-  while (bytes > 0) {
-    size_t k = bytes < ((size_t)256 << 10) ? bytes : ((size_t)256 << 10);
-    int flag;
-    memcpy(d, s, k);
-    d += k;
-    s += k;
-    bytes -= k;
-    if (*req != MPI_REQUEST_NULL)
-      MPI_Test(req, &flag, MPI_STATUS_IGNORE);
-  }
-}
-
-static void move_piece(const weft_bucket *b, const struct piece *p, int in, MPI_Request *req)
-{
-  size_t ti = p->ti, to = p->to, len = p->len;
-  char *f = p->buf;
-
-  if (p->direct)
-    return;
-  while (len > 0) {
-    size_t k = b->t[ti].n - to;
-    char *t = b->t[ti].p + to * b->es;
-    if (k > len)
-      k = len;
-    if (in)
-      copy_poke(f, t, k * b->es, req);
-    else
-      copy_poke(t, f, k * b->es, req);
-    f += k * b->es;
-    len -= k;
-    ti++;
-    to = 0;
-  }
-}
-
-static int start(weft_bucket *b, struct piece *p, MPI_Datatype t, MPI_Op o, MPI_Request *req)
-{
-  int rc = weft__arrive(b->g);
-
-  if (rc == 0 && MPI_Iallreduce(MPI_IN_PLACE, p->buf, (int)p->len, t, o, b->g->comm, req) !=
-                     MPI_SUCCESS)
-    rc = weft__rt_fail(b->g->ctx, WEFT_EMPI, "bucket all-reduce on group %s failed", b->g->name);
-  return rc;
-}
-
-static int host_pipeline(weft_bucket *b, weft_op op, size_t piece)
-{
-  struct piece cur, nxt;
-  MPI_Request rq = MPI_REQUEST_NULL, rq2 = MPI_REQUEST_NULL;
-  MPI_Datatype t;
-  MPI_Op o;
-  size_t off = 0, ti = 0, to = 0, half = b->fusion_n / 2;
-  int rc, slot = 0;
-
-  if ((rc = weft__mpi_type_op(b->dt, op, &t, &o)) != 0)
-    return weft__rt_fail(b->g->ctx, rc, "bucket: no MPI form for %s", weft_dtype_name(b->dt));
-#define NEXT_PIECE(P)                                                                          do {                                                                                           (P).ti = ti;                                                                                 (P).to = to;                                                                                 (P).len = off == 0 ? (b->first < half ? b->first : half) : piece;                            if ((P).len > b->total - off)                                                                  (P).len = b->total - off;                                                                  (P).direct = contiguous(b, ti, to, (P).len);                                                 (P).buf = (P).direct ? b->t[ti].p + to * b->es : (char *)b->fusion + slot * half * b->es;     slot ^= 1;                                                                                   off += (P).len;                                                                              advance(b, &ti, &to, (P).len);                                                             } while (0)
-
-  NEXT_PIECE(cur);
-  move_piece(b, &cur, 1, &rq);
-  if ((rc = start(b, &cur, t, o, &rq)) != 0)
-    return rc;
-  for (;;) {
-    int more = off < b->total;
-    if (more) {
-      NEXT_PIECE(nxt);
-      move_piece(b, &nxt, 1, &rq);
-    }
-    if (MPI_Wait(&rq, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      return weft__rt_fail(b->g->ctx, WEFT_EMPI, "bucket all-reduce on group %s failed",
-                           b->g->name);
-    if (more && (rc = start(b, &nxt, t, o, &rq2)) != 0)
-      return rc;
-    if (op == WEFT_AVG)
-      weft__divide(cur.buf, cur.len, b->dt, b->g->size);
-    move_piece(b, &cur, 0, &rq2);
-    if (!more)
-      return 0;
-    cur = nxt;
-    rq = rq2;
-    rq2 = MPI_REQUEST_NULL;
-  }
-#undef NEXT_PIECE
-}
-
 int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
 {
   size_t off = 0, ti = 0, to = 0, want;
@@ -269,6 +155,13 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
   if (!weft__op_ok(op))
     return weft__rt_fail(b->g->ctx, WEFT_EINVAL, "weft_bucket_allreduce: unknown operation %d",
                          (int)op);
+  if (op == WEFT_AVG && b->dt != WEFT_FLOAT16 && b->dt != WEFT_BFLOAT16 &&
+      b->dt != WEFT_FLOAT32 && b->dt != WEFT_FLOAT64)
+    return weft__rt_fail(b->g->ctx, WEFT_EDTYPE,
+                         "weft_bucket_allreduce: avg of %s would truncate; use sum and divide",
+                         weft_dtype_name(b->dt));
+  if (b->total == 0)
+    return 0;
   want = b->total < b->cap ? b->total : b->cap;
   if (b->fusion_n < want) {
     if (b->fusion)
@@ -278,27 +171,6 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
     if ((rc = b->be->alloc(b->g->ctx, &b->fusion, want * b->es)) != 0)
       return rc;
     b->fusion_n = want;
-  }
-  if (op == WEFT_AVG && b->dt != WEFT_FLOAT16 && b->dt != WEFT_BFLOAT16 &&
-      b->dt != WEFT_FLOAT32 && b->dt != WEFT_FLOAT64)
-    return weft__rt_fail(b->g->ctx, WEFT_EDTYPE,
-                         "weft_bucket_allreduce: avg of %s would truncate; use sum and divide",
-                         weft_dtype_name(b->dt));
-  if (b->total == 0)
-    return 0;
-  /* Host memory, no deadline: the pipeline, in pieces of a quarter of the
-   * bucket (at least the first message, at most half the capacity). The
-   * hierarchical all-reduce and deadlines take the plain path below. */
-  if (!b->device && b->g->ctx->coll_timeout <= 0 && b->fusion_n >= 2) {
-    size_t piece = (b->total + 3) / 4, half = b->fusion_n / 2;
-    if (piece < b->first)
-      piece = b->first;
-    if (piece > half)
-      piece = half;
-    if (piece > INT_MAX)
-      piece = INT_MAX;
-    if (piece > 0 && !weft__hier_wanted(b->g, piece, b->dt))
-      return host_pipeline(b, op, piece);
   }
   while (off < b->total) {
     size_t len = off == 0 ? b->first : b->cap, k;
