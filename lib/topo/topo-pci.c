@@ -138,8 +138,10 @@ static void fill_gpu(weft_topo *t, hwloc_obj_t dev, weft_gpu *g, int index)
                  a->func);
   g->vendor_id = a->vendor_id;
   g->device_id = a->device_id;
-  for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
-    if (c->type != HWLOC_OBJ_OS_DEVICE)
+  /* hwloc's CUDA, NVML and OpenCL OS devices below the PCI device, or the same
+   * infos on the PCI device itself (contrib/gather-topology puts them there). */
+  for (hwloc_obj_t c = dev; c; c = c == dev ? dev->io_first_child : c->next_sibling) {
+    if (c != dev && c->type != HWLOC_OBJ_OS_DEVICE)
       continue;
     copy_info(g->model, sizeof(g->model), c, "GPUModel");
     copy_info(g->uuid, sizeof(g->uuid), c, "NVIDIAUUID");
@@ -148,6 +150,7 @@ static void fill_gpu(weft_topo *t, hwloc_obj_t dev, weft_gpu *g, int index)
     if (!g->memory)
       g->memory = info_ull(c, "OpenCLGlobalMemorySize", 1024);
   }
+
   locate(t, dev, &w);
   g->numa = w.numa;
   g->package = w.package;
@@ -233,6 +236,13 @@ static int is_bare_netdev(hwloc_obj_t o)
   return 1;
 }
 
+void weft__topo_model_fallback(weft_topo *t)
+{
+  for (int i = 0; i < t->ngpus; i++)
+    if (!t->gpus[i].model[0])
+      copy_info(t->gpus[i].model, sizeof(t->gpus[i].model), t->gpu_obj[i], "PCIDevice");
+}
+
 int weft__topo_find_devices(weft_topo *t)
 {
   hwloc_obj_t o = NULL, *gpus = NULL, *nics = NULL;
@@ -246,6 +256,7 @@ int weft__topo_find_devices(weft_topo *t)
     nbare += is_bare_netdev(o);
   gpus = calloc((size_t)ng + 1, sizeof(*gpus));
   nics = calloc((size_t)(nn + nbare) + 1, sizeof(*nics));
+  t->gpu_obj = gpus;
   t->gpus = calloc((size_t)ng + 1, sizeof(*t->gpus));
   t->nics = calloc((size_t)(nn + nbare) + 1, sizeof(*t->nics));
   if (!gpus || !nics || !t->gpus || !t->nics)
@@ -270,7 +281,6 @@ int weft__topo_find_devices(weft_topo *t)
   t->nnics = nn;
   rc = 0;
 out:
-  free(gpus);
   free(nics);
   return rc;
 }

@@ -124,6 +124,17 @@ static void count_objects(weft_topo *t)
     weft__snprintf(t->hostname, sizeof(t->hostname), "%s", host); /* truncation is harmless */
 }
 
+/* hwloc prints multi-line reports about damaged XML on stderr; weft reports one
+ * line instead. HWLOC_HIDE_ERRORS is read once per process by hwloc, so this
+ * only takes effect when nothing set it and no hwloc load happened before.
+ * WEFT_VERBOSE=topo keeps hwloc's reports. */
+static void quiet_hwloc_xml(void)
+{
+  if (!getenv("HWLOC_HIDE_ERRORS") && !weft_log_enabled(WEFT_LOG_TOPO) &&
+      setenv("HWLOC_HIDE_ERRORS", "2", 0) != 0)
+    WEFT__LOG(TOPO, "cannot set HWLOC_HIDE_ERRORS: %s", strerror(errno));
+}
+
 static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, char *why, size_t whylen)
 {
   if (hwloc_topology_init(&t->h) != 0) {
@@ -138,6 +149,7 @@ static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, char *why, s
     return WEFT_ETOPO;
   }
   if (xml) {
+    quiet_hwloc_xml();
     if (hwloc_topology_set_xmlbuffer(t->h, xml, (int)xmllen + 1) != 0) {
       set_why(why, whylen, "%s is not a valid hwloc XML topology (%s); " TOPO_HINT, t->source,
               strerror(errno));
@@ -215,8 +227,10 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
   if (rc == 0 && t->live)
     weft__topo_cuda_enrich(t);
 #endif
-  if (rc == 0)
+  if (rc == 0) {
+    weft__topo_model_fallback(t);
     rc = weft__topo_check(t);
+  }
   if (rc != 0) {
     set_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
     goto fail;
@@ -241,6 +255,7 @@ void weft_topo_destroy(weft_topo *t)
     free(t->warnings[i]);
   free(t->warnings);
   free(t->gpus);
+  free(t->gpu_obj);
   free(t->nics);
   free(t->numa);
   if (t->h)

@@ -15,6 +15,7 @@ struct weft_topo {
   int live;
   char hostname[256];
   weft_gpu *gpus;
+  hwloc_obj_t *gpu_obj;    /* the PCI device of each GPU */
   int ngpus;
   weft_nic *nics;
   int nnics;
@@ -30,6 +31,8 @@ struct weft_topo {
 int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *why, size_t whylen);
 /* Find the GPUs and NICs and fill in their locality (topo-pci.c). */
 int weft__topo_find_devices(weft_topo *t);
+/* Last resort for a GPU's model: the PCI device name hwloc found in pci.ids. */
+void weft__topo_model_fallback(weft_topo *t);
 /* NUMA nodes with their package and memory (topo-locality.c). */
 int weft__topo_find_numa(weft_topo *t);
 /* Decide has_locality and add the load-time warnings (topo-locality.c). */

@@ -70,7 +70,11 @@ WEFT_BEGIN_DECLS
  *        names an XML file to use instead, unless WEFT_TOPO_IGNORE_ENV).
  * \param why  on failure, a one-line reason naming the file and what to do (may be NULL).
  * \return 0; WEFT_ENOENT (no such file), WEFT_EPARSE (not valid hwloc XML),
- *         WEFT_ETOPO (hwloc failed), WEFT_ENOMEM. */
+ *         WEFT_ETOPO (hwloc failed), WEFT_ENOMEM.
+ * An XML file is checked before hwloc parses it (hwloc 2.9 crashes on some
+ * damaged files); hwloc's own stderr reports about it are silenced by setting
+ * HWLOC_HIDE_ERRORS=2 when unset (not with WEFT_VERBOSE=topo): call it before
+ * starting threads. */
 WEFT_EXPORT int weft_topo_load(const char *path, unsigned flags, weft_topo **out,
                                char *why, size_t whylen);
 WEFT_EXPORT void weft_topo_destroy(weft_topo *t);
