@@ -79,9 +79,16 @@ int weft__group_new(weft_ctx *ctx, MPI_Comm comm, const char *name, weft_group *
 
 void weft__group_free(weft_group *g)
 {
+  int fin = 0;
+
   if (!g)
     return;
   weft__nccl_group_free(g);
+  /* After MPI_Finalize (the program's, before weft_finalize) only memory
+   * is left to free. */
+  MPI_Finalized(&fin);
+  if (fin)
+    g->comm = g->arrive = g->intra = g->inter = MPI_COMM_NULL;
   if (g->comm != MPI_COMM_NULL)
     MPI_Comm_free(&g->comm);
   if (g->arrive != MPI_COMM_NULL)

@@ -4,6 +4,7 @@
  * dimensions, the members of this rank's group (gathered over the group
  * itself) equal the pure computation, coordinates match rank order
  * (first dimension fastest), and collectives on the group sum over it.
+ * The program initialises MPI itself, before weft_init.
  */
 #include "rt-common.h"
 
@@ -20,6 +21,9 @@ int main(int argc, char **argv)
   weft_ctx *ctx;
   int rank, p, li, di, checks = 0;
 
+  /* This program starts MPI itself: weft_init must use it, and leave it
+   * for the program to finalise. */
+  CHECK(MPI_Init(&argc, &argv) == MPI_SUCCESS, "MPI_Init");
   CHECK(weft_init(&argc, &argv, &ctx) == 0, "weft_init");
   rank = weft_rank(ctx);
   p = weft_size(ctx);
@@ -72,5 +76,11 @@ int main(int argc, char **argv)
   if (rank == 0)
     printf("test-rt-mesh: %d rank(s), %d groups checked\n", p, checks);
   CHECK(weft_finalize(ctx) == 0, "finalize");
+  {
+    int fin = 1;
+    MPI_Finalized(&fin);
+    CHECK(!fin, "weft_finalize finalised MPI that the program had started");
+  }
+  MPI_Finalize();
   return 0;
 }
