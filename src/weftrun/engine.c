@@ -217,6 +217,13 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
     rc = addf(a, "--mca") || addf(a, "btl_tcp_if_include") || addf(a, "%s", m->ifname);
   if (!rc && m->ifname[0] && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
     rc = addf(a, "--mca") || addf(a, "oob_tcp_if_include") || addf(a, "%s", m->ifname);
+  /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
+   * ranks to yield the cores while they wait, as it would */
+  int over = 0;
+  for (int h = 0; h < nh; h++)
+    over |= wr_job_count(j, h) > wr_job_slots(j, h);
+  if (!rc && over && !has_mca(o, "mpi_yield_when_idle"))
+    rc = addf(a, "--mca") || addf(a, "mpi_yield_when_idle") || addf(a, "1");
   for (int i = 0; i < o->nmca && !rc; i++)
     rc = addf(a, "--mca") || addf(a, "%s", o->mca[i].key) || addf(a, "%s", o->mca[i].value);
   if (!rc && o->tag_output)

@@ -424,6 +424,7 @@ int wr_job_nhosts(const wr_job *j) { return j->nhosts; }
 int wr_job_np(const wr_job *j) { return j->np; }
 int wr_job_by_node(const wr_job *j) { return j->by_node; }
 int wr_job_count(const wr_job *j, int h) { return j->counts[h]; }
+int wr_job_slots(const wr_job *j, int h) { return j->hosts[h].slots; }
 const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
 const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
 const weft_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
