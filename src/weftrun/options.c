@@ -46,7 +46,7 @@ const weft_opt wr_options[] = {
   { O_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S_PLACE,
     "Number ranks host by host (slot, default) or round-robin over hosts (node).", 0 },
   { O_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S_PLACE,
-    "Allow more ranks on a host than it has slots.", 0 },
+    "Allow more ranks on a host than it has slots (they then yield their core while waiting).", 0 },
   { O_GPN, "gpus-per-node", WEFT_OPT_ARG, "N", S_GPU,
     "Trust that every host has N GPUs instead of probing.", 0 },
   { O_TOPOLOGY, "topology", WEFT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
