@@ -47,6 +47,9 @@ expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
 expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
 expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
 expect 2 "no help topic 'foo'; the topics are placement" --help foo
+# --version names weftrun and the Open MPI it runs
+"$weftrun" --version >"$tmp/out" 2>&1 && grep -q '^weftrun (weft) ' "$tmp/out" &&
+  grep -qi 'open mpi' "$tmp/out" || { echo "FAIL: weftrun --version:"; cat "$tmp/out"; fail=1; }
 # the help topics exist and print
 for t in placement environment exit-status; do
   "$weftrun" --help $t | grep -q . || { echo "FAIL: weftrun --help $t printed nothing"; fail=1; }
