@@ -7,8 +7,9 @@
  * communicator as it enters a collective; messages between two ranks are
  * not overtaken, so the number of tokens from a rank is the number of
  * collectives it has entered. On timeout the missing ranks are those whose
- * count is behind ours. Tokens cost 2(p-1) tiny messages per collective and
- * are only sent when a deadline is set.
+ * count is behind ours. Tokens cost 2(p-1) tiny messages per rank and
+ * collective (one for groups above 64 ranks, where only group rank 0 can
+ * name the absent) and are only sent when a deadline is set.
  */
 #include "rt_private.h"
 
@@ -16,6 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+/* Above this size tokens go to group rank 0 only, which alone can name the
+ * absent ranks: one message per rank and collective instead of p-1. */
+#define WIDE 64
 
 double weft__now(void)
 {
@@ -49,7 +54,7 @@ int weft__arrive(weft_group *g)
   g->arrived[g->rank] = g->seq;
   for (i = 0; i < g->size; i++) {
     MPI_Request req;
-    if (i == g->rank)
+    if (i == g->rank || (g->size > WIDE && i != 0))
       continue;
     if (MPI_Isend(NULL, 0, MPI_BYTE, i, 0, g->arrive, &req) != MPI_SUCCESS)
       return weft__rt_fail(g->ctx, WEFT_EMPI, "group %s: sending an arrival token failed",
@@ -91,6 +96,12 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
     return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s on group %s timed out after %gs", opname,
                          g->name, ctx->coll_timeout);
   drain(g);
+  if (g->size > WIDE && g->rank != 0)
+    return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                         "%s on group %s (size %d, call %lu) timed out after %gs; world rank %d "
+                         "(group rank 0) names the ranks that had not joined; abort the job "
+                         "(MPI_Abort)",
+                         opname, g->name, g->size, g->seq, ctx->coll_timeout, g->world_ranks[0]);
   list[0] = '\0';
   for (i = 0; i < g->size; i++)
     if (g->arrived[i] < g->seq) {
