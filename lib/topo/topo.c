@@ -178,7 +178,7 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
   weft_topo *t;
   char *xml = NULL;
   size_t xmllen = 0;
-  int rc;
+  int rc, from_env = 0;
 
   if (why && whylen)
     why[0] = '\0';
@@ -189,8 +189,10 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
   *out = NULL;
   if (!path && !(flags & WEFT_TOPO_IGNORE_ENV)) {
     const char *env = getenv("WEFT_TOPOLOGY");
-    if (env && *env)
+    if (env && *env) {
       path = env;
+      from_env = 1;
+    }
   }
   t = calloc(1, sizeof(*t));
   if (!t) {
@@ -244,6 +246,11 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
 fail:
   free(xml);
   weft_topo_destroy(t);
+  if (from_env && why && whylen > 16) { /* say where the file name came from */
+    char tmp[1024];
+    if (weft__snprintf(tmp, sizeof(tmp), "WEFT_TOPOLOGY: %s", why) == 0)
+      weft__snprintf(why, whylen, "%s", tmp); /* truncation keeps the start, which names the file */
+  }
   return rc;
 }
 

@@ -430,6 +430,9 @@ static void test_env_and_live(void **state)
   assert_string_equal(weft_topo_source(t), path);
   assert_int_equal(weft_topo_npus(t), 16);
   weft_topo_destroy(t);
+  assert_int_equal(setenv("WEFT_TOPOLOGY", "/nonexistent/t.xml", 1), 0);
+  assert_int_equal(weft_topo_load(NULL, 0, &t, why, sizeof(why)), WEFT_ENOENT);
+  assert_non_null(strstr(why, "WEFT_TOPOLOGY: cannot open /nonexistent/t.xml"));
   assert_int_equal(weft_topo_load(NULL, WEFT_TOPO_IGNORE_ENV, &t, why, sizeof(why)), 0);
   assert_string_equal(weft_topo_source(t), "live");
   assert_int_equal(weft_topo_is_live(t), 1);
