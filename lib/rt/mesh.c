@@ -215,6 +215,10 @@ weft_group *weft_mesh_group(weft_mesh *m, const char *dims)
     weft__rt_fail(m->ctx, rc, "weft_mesh_group: %s", why);
     return NULL;
   }
+  /* MPI_Comm_split has no deadline of its own: with WEFT_COLL_TIMEOUT, a
+   * barrier first makes sure that every rank has come. */
+  if (m->ctx->coll_timeout > 0 && weft_barrier(m->ctx->world) != 0)
+    return NULL;
   rc = MPI_Comm_split(m->ctx->world->comm, weft__layout_color(&m->layout, mask, m->ctx->rank),
                       m->ctx->rank, &comm);
   if (rc != MPI_SUCCESS) {

@@ -6,3 +6,4 @@ set -eu
 for np in 1 2 3 4; do
   rt_mpirun $np "$bin/test-rt-mesh"
 done
+WEFT_COLL_TIMEOUT=30 rt_mpirun 3 "$bin/test-rt-mesh"
