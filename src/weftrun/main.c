@@ -39,6 +39,31 @@ add_master_env(wr_job *j, const wr_master *m)
   return 0;
 }
 
+/* --dry-run: the engine command that would run (network choice left out). */
+static int
+print_command(const wr_job *j, const wr_opts *o)
+{
+  char mpirun[4096], agent[4096];
+  wr_master m;
+  memset(&m, 0, sizeof(m));
+  if (!wr_find_mpirun(mpirun, sizeof(mpirun)))
+    snprintf(mpirun, sizeof(mpirun), "mpirun");
+  if (!wr_find_rank_agent(agent, sizeof(agent)))
+    snprintf(agent, sizeof(agent), "%s/weft-rank", WEFT_LIBEXECDIR);
+  wr_argv a = { NULL, 0, 0 };
+  if (wr_engine_argv(j, o, mpirun, agent, &m, &a)) {
+    wr_argv_free(&a);
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
+  fputs("# command:", stdout);
+  for (int i = 0; i < a.n; i++)
+    printf(" %s", a.v[i]);
+  putchar('\n');
+  wr_argv_free(&a);
+  return 0;
+}
+
 static int
 launch(const wr_job *j, const wr_opts *o, const wr_master *m)
 {
@@ -103,6 +128,8 @@ main(int argc, char **argv)
     rc = add_master_env(j, &m);
   if (!rc && (o.dry_run || (o.report_bindings && o.json)))
     rc = wr_job_print(j, &o, stdout);
+  if (!rc && o.dry_run && !o.json && o.nprogram)
+    rc = print_command(j, &o);
   if (!rc && !o.dry_run)
     rc = launch(j, &o, &m);
   wr_job_destroy(j);

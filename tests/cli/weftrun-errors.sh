@@ -47,6 +47,11 @@ expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
 expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
 expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
 expect 2 "no help topic 'foo'; the topics are placement" --help foo
+# --dry-run shows the engine command: exact counts per host, Open MPI's binding off,
+# every rank through weft-rank, the program's own options after "--"
+"$weftrun" --dry-run -H a,b:3 -np 10 --topology "$a3" ./prog -np 2 >"$tmp/out" 2>&1 &&
+  grep -q '^# command: .*mpirun -np 10 -H a:8,b:2 --map-by slot --bind-to none .*weft-rank --hosts a,b --counts 8,2 .* -- ./prog -np 2$' "$tmp/out" ||
+  { echo "FAIL: weftrun --dry-run command:"; cat "$tmp/out"; fail=1; }
 # --version names weftrun and the Open MPI it runs
 "$weftrun" --version >"$tmp/out" 2>&1 && grep -q '^weftrun (weft) ' "$tmp/out" &&
   grep -qi 'open mpi' "$tmp/out" || { echo "FAIL: weftrun --version:"; cat "$tmp/out"; fail=1; }
