@@ -26,6 +26,8 @@ typedef enum weft_near {
   WEFT_NEAR_SYSTEM = 3,  /* anywhere else, or locality unknown */
 } weft_near;
 
+/* numa is -1 both when the device carries no locality and when its nearest CPU-side
+ * object spans several NUMA nodes (then package and cpuset still say where it is). */
 typedef struct weft_gpu {
   int index;                    /* 0.. in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID) */
   char pci[16];                 /* "0000:04:00.0" */
@@ -35,7 +37,8 @@ typedef struct weft_gpu {
   unsigned long long memory;    /* bytes; 0 when unknown */
   int numa;                     /* NUMA OS index; -1 when the device carries no locality */
   int package;                  /* package OS index; -1 when unknown */
-  int pci_switch;               /* id shared by devices below the same PCI switch; -1 when none */
+  int pci_switch;               /* id shared by devices below the same PCI switch (0.., in PCI order
+                                   of the topmost bridges below the host bridges); -1 when none */
   hwloc_const_cpuset_t cpuset;  /* processors local to the GPU; the whole machine when no locality */
 } weft_gpu;
 
@@ -46,7 +49,7 @@ typedef struct weft_nic {
   unsigned vendor_id, device_id;
   int gvnic;                    /* 1 for Google's gVNIC (PCI vendor 0x1ae0) */
   char rdma[32];                /* OpenFabrics device ("mlx5_0"), "" when none */
-  unsigned long long speed_mbps;/* 0 when unknown */
+  unsigned long long speed_mbps;/* 0 when unknown (XML: info LinkSpeed in Mb/s; live: sysfs) */
   int numa;                     /* -1 when no locality */
   int package;
   int pci_switch;
