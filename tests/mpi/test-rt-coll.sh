@@ -13,3 +13,5 @@ WEFT_RANKS_PER_NODE=2 WEFT_HIER_THRESHOLD=0 WEFT_COLL_TIMEOUT=30 rt_mpirun 4 "$b
 WEFT_COLL_TIMEOUT=30 rt_mpirun 3 "$bin/test-rt-coll"
 # Counts above MPI's int are cut into chunks: the same path with chunks of 100.
 WEFT_MPI_CHUNK=100 rt_mpirun 3 "$bin/test-rt-coll"
+# Uneven hosts (2 + 1): the rule falls back to flat.
+WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier rt_mpirun 3 "$bin/test-rt-coll"
