@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -133,16 +134,26 @@ void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_
   fflush(f);
 }
 
-/* Averages of the footer: busbw over all rows, weft/raw over all rows and
- * over the rows of 1 MiB and more (n = 0 when there are none). */
+/* Averages of the footer: busbw over all rows (nccl-tests' mean); weft/raw
+ * over all rows and over the rows of 1 MiB and more as geometric means (the
+ * mean that treats 2x faster and 2x slower alike) and the median of the
+ * latter, which one disturbed row cannot move (ratio < 0 when there is none). */
 struct averages {
-  double busbw, ratio, ratio_big;
+  double busbw, ratio, ratio_big, median_big;
   int n, nbig;
   long long wrong;
 };
 
+static int cmp_double(const void *x, const void *y)
+{
+  double a = *(const double *)x, b = *(const double *)y;
+
+  return a < b ? -1 : a > b;
+}
+
 static void averages(const struct bench_report *r, struct averages *a)
 {
+  double logsum = 0, logbig = 0, *big = calloc((size_t)r->nrows + 1, sizeof(double));
   int nratio = 0;
 
   memset(a, 0, sizeof(*a));
@@ -154,17 +165,27 @@ static void averages(const struct bench_report *r, struct averages *a)
     if (w->wrong > 0)
       a->wrong += w->wrong;
     if (w->raw_time_us > 0 && w->time_us > 0) {
-      a->ratio += w->raw_time_us / w->time_us;
+      double ratio = w->raw_time_us / w->time_us;
+
+      logsum += log(ratio);
       nratio++;
       if (w->bytes >= (1u << 20)) {
-        a->ratio_big += w->raw_time_us / w->time_us;
+        logbig += log(ratio);
+        if (big)
+          big[a->nbig] = ratio;
         a->nbig++;
       }
     }
   }
   a->busbw = a->n ? a->busbw / a->n : 0;
-  a->ratio = nratio ? a->ratio / nratio : -1;
-  a->ratio_big = a->nbig ? a->ratio_big / a->nbig : -1;
+  a->ratio = nratio ? exp(logsum / nratio) : -1;
+  a->ratio_big = a->nbig ? exp(logbig / a->nbig) : -1;
+  a->median_big = -1;
+  if (big && a->nbig) {
+    qsort(big, (size_t)a->nbig, sizeof(double), cmp_double);
+    a->median_big = a->nbig % 2 ? big[a->nbig / 2] : (big[a->nbig / 2 - 1] + big[a->nbig / 2]) / 2;
+  }
+  free(big);
 }
 
 static int verdict(const struct bench_report *r, const struct averages *a)
@@ -192,10 +213,10 @@ int bench_report_footer(FILE *f, const struct bench_report *r)
     fprintf(f, " (--min-busbw %g: %s)", r->o->min_busbw, a.busbw < r->o->min_busbw ? "FAILED" : "OK");
   fputs("\n", f);
   if (a.ratio > 0) {
-    fprintf(f, "# Avg weft/raw ratio   : %.3f", a.ratio);
+    fprintf(f, "# Avg weft/raw ratio   : %.3f (geometric mean)", a.ratio);
     if (a.nbig)
-      fprintf(f, " (%.3f over the %d row%s of 1 MiB and more)", a.ratio_big, a.nbig,
-              a.nbig == 1 ? "" : "s");
+      fprintf(f, "; from 1 MiB: %.3f, median %.3f (%d row%s)", a.ratio_big, a.median_big,
+              a.nbig, a.nbig == 1 ? "" : "s");
     fputs("\n", f);
   }
   if (r->have_expect && r->nhosts > 1) {
@@ -350,6 +371,8 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
   bench_json_num(f, a.ratio);
   fputs(",\n  \"average_ratio_1mib\": ", f);
   bench_json_num(f, a.ratio_big);
+  fputs(",\n  \"median_ratio_1mib\": ", f);
+  bench_json_num(f, a.median_big);
   fputs(",\n  \"min_busbw\": ", f);
   bench_json_num(f, o->min_busbw);
   fputs(",\n  \"status\": ", f);
