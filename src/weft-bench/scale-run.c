@@ -100,6 +100,11 @@ int scale_run_job(char *const *argv, const char *out_path, const char *err_path,
     fclose(out);
     return -1;
   }
+  /* Only the child's stdout (a dup2, which clears the flag) stays open in
+   * the job, so that the pipe ends when the job does. */
+  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+  fcntl(fileno(out), F_SETFD, FD_CLOEXEC);
   fflush(NULL);
   pid = fork();
   if (pid < 0) {
