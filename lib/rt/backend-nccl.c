@@ -359,6 +359,37 @@ static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
   return 0;
 }
 
+/* With WEFT_COLL_TIMEOUT, a device call waits (bounded) for its stream:
+ * on timeout the communicator is aborted and the error names the ranks
+ * that had not entered the call (arrival tokens, deadline.c). */
+static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn, void *stream)
+{
+  double end;
+  int rc = settle(g, comm, r, fn);
+
+  if (rc != 0 || g->ctx->coll_timeout <= 0)
+    return rc;
+  end = weft__now() + g->ctx->coll_timeout;
+  for (;;) {
+    cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
+    if (e == cudaSuccess)
+      return 0;
+    if (e != cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return weft__rt_fail(g->ctx, WEFT_ECUDA, "%s on group %s: %s", fn, g->name,
+                           cudaGetErrorString(e));
+    }
+    if (weft__now() > end)
+      break;
+    sched_yield();
+  }
+  ncclCommAbort(comm);
+  g->nccl = NULL;
+  if (g == g->ctx->world)
+    g->ctx->nccl_world = NULL;
+  return weft__timed_out(g, fn);
+}
+
 static const ncclDataType_t nccl_types[WEFT_DTYPE_COUNT] = {
   ncclInt8, ncclUint8, ncclInt32, ncclInt64, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
 static const ncclRedOp_t nccl_ops[WEFT_OP_COUNT] = {ncclSum, ncclProd, ncclMin, ncclMax, ncclAvg};
@@ -369,10 +400,10 @@ static int nc_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || n == 0)
+  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
-  return settle(g, c, ncclAllReduce(s, r, n, nccl_types[dt], nccl_ops[op], c,
-                                    (cudaStream_t)stream), "allreduce");
+  return finish(g, c, ncclAllReduce(s, r, n, nccl_types[dt], nccl_ops[op], c,
+                                    (cudaStream_t)stream), "allreduce", stream);
 }
 
 static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root,
@@ -381,10 +412,10 @@ static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int r
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || n == 0)
+  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
-  return settle(g, c, ncclBroadcast(buf, buf, n, nccl_types[dt], root, c, (cudaStream_t)stream),
-                "broadcast");
+  return finish(g, c, ncclBroadcast(buf, buf, n, nccl_types[dt], root, c, (cudaStream_t)stream),
+                "broadcast", stream);
 }
 
 static int dcopy(weft_group *g, void *d, const void *s, size_t bytes, void *stream)
@@ -405,15 +436,15 @@ static int nc_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || n == 0)
+  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
   if (s == r && g->rank != 0) {
     if ((rc = dcopy(g, mine, r, bytes, stream)) != 0)
       return rc;
     s = mine;
   }
-  return settle(g, c, ncclAllGather(s, r, n, nccl_types[dt], c, (cudaStream_t)stream),
-                "allgather");
+  return finish(g, c, ncclAllGather(s, r, n, nccl_types[dt], c, (cudaStream_t)stream),
+                "allgather", stream);
 }
 
 static int nc_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
@@ -423,18 +454,18 @@ static int nc_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || n == 0)
+  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
   if (s == r && g->rank != 0) {
     /* Ours: the result at the start of the buffer; NCCL's in-place form
      * leaves it at our block, so move it afterwards. */
     char *mine = (char *)r + (size_t)g->rank * bytes;
-    rc = settle(g, c, ncclReduceScatter(s, mine, n, nccl_types[dt], nccl_ops[op], c,
-                                        (cudaStream_t)stream), "reduce_scatter");
+    rc = finish(g, c, ncclReduceScatter(s, mine, n, nccl_types[dt], nccl_ops[op], c,
+                                        (cudaStream_t)stream), "reduce_scatter", stream);
     return rc ? rc : dcopy(g, r, mine, bytes, stream);
   }
-  return settle(g, c, ncclReduceScatter(s, r, n, nccl_types[dt], nccl_ops[op], c,
-                                        (cudaStream_t)stream), "reduce_scatter");
+  return finish(g, c, ncclReduceScatter(s, r, n, nccl_types[dt], nccl_ops[op], c,
+                                        (cudaStream_t)stream), "reduce_scatter", stream);
 }
 
 static int nc_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,

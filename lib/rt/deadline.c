@@ -69,9 +69,7 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
 {
   weft_ctx *ctx = g->ctx;
   double end;
-  char list[512];
-  size_t len = 0;
-  int i, missing = 0, rc;
+  int rc;
 
   if (ctx->coll_timeout <= 0) {
     rc = MPI_Wait(req, MPI_STATUS_IGNORE);
@@ -92,6 +90,25 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
                          "%s with world rank %d on group %s timed out after %gs; the peer never "
                          "matched it; abort the job (MPI_Abort)",
                          opname, g->world_ranks[peer], g->name, ctx->coll_timeout);
+  /* The request stays posted: MPI cannot cancel a collective. The caller is
+   * expected to abort the job. */
+  return weft__timed_out(g, opname);
+done:
+  if (rc != MPI_SUCCESS) {
+    char buf[MPI_MAX_ERROR_STRING];
+    return weft__rt_fail(ctx, WEFT_EMPI, "%s on group %s: %s", opname, g->name,
+                         weft__mpi_strerror(rc, buf, sizeof(buf)));
+  }
+  return 0;
+}
+
+int weft__timed_out(weft_group *g, const char *opname)
+{
+  weft_ctx *ctx = g->ctx;
+  char list[512];
+  size_t len = 0;
+  int i, missing = 0;
+
   if (g->arrive == MPI_COMM_NULL)
     return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s on group %s timed out after %gs", opname,
                          g->name, ctx->coll_timeout);
@@ -111,8 +128,6 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
         len += (size_t)n;
       missing++;
     }
-  /* The request stays posted: MPI cannot cancel a collective. The caller is
-   * expected to abort the job. */
   if (missing)
     return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
                          "%s on group %s (size %d, call %lu) timed out after %gs; world rank(s) "
@@ -122,11 +137,4 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
                        "%s on group %s (size %d, call %lu) timed out after %gs; every rank had "
                        "joined, so a rank or link is stuck inside it; abort the job (MPI_Abort)",
                        opname, g->name, g->size, g->seq, ctx->coll_timeout);
-done:
-  if (rc != MPI_SUCCESS) {
-    char buf[MPI_MAX_ERROR_STRING];
-    return weft__rt_fail(ctx, WEFT_EMPI, "%s on group %s: %s", opname, g->name,
-                         weft__mpi_strerror(rc, buf, sizeof(buf)));
-  }
-  return 0;
 }

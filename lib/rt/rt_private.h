@@ -128,6 +128,8 @@ int weft__arrive(weft_group *g);
 /* Wait for req until the ctx deadline; WEFT_ETIMEDOUT names the absent ranks
  * (or peer, a group rank, for point-to-point; -1 for collectives). */
 int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer);
+/* The WEFT_ETIMEDOUT failure of a collective on g, naming the absent ranks. */
+int weft__timed_out(weft_group *g, const char *opname);
 
 /* ---- backends ---- */
 struct weft__backend {
