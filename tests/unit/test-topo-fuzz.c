@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Loads a few hundred randomly damaged copies of shipped topology files (byte
- * changes, truncations, deleted, repeated and swapped lines; fixed seed) and
+ * changes, truncations, deleted, repeated and moved lines, dropped attributes,
+ * changed numbers; fixed seed) and
  * checks that each one either loads into a usable topology or fails with a
  * one-line reason naming the file: never a crash, hang or leak.
  * WEFT_FUZZ_ROUNDS and WEFT_FUZZ_SEED change the defaults for a longer run
@@ -85,7 +86,7 @@ static size_t damage(const char *in, size_t len, char *out)
   static const char junk[] = "<>\"=/ -0123456789abcdefx,\n&;";
   size_t n = len, s, e, lines;
   memcpy(out, in, len);
-  switch (below(7)) {
+  switch (below(8)) {
   case 0: /* change a few bytes to arbitrary values */
     for (size_t k = 1 + below(8); k > 0; k--)
       out[below(n)] = (char)below(256);
@@ -127,6 +128,23 @@ static size_t damage(const char *in, size_t len, char *out)
     memmove(out + at + l, out + at, n - at);
     memcpy(out + at, tmp, l);
     n += l;
+    break;
+  }
+  case 6: { /* drop one attribute (name="value") */
+    size_t at = below(n), q1, q2;
+    while (at < n && out[at] != '=')
+      at++;
+    if (at + 1 >= n || out[at + 1] != '"')
+      break;
+    for (s = at; s > 0 && out[s - 1] != ' ' && out[s - 1] != '\n'; s--)
+      ;
+    q1 = at + 1;
+    for (q2 = q1 + 1; q2 < n && out[q2] != '"'; q2++)
+      ;
+    if (q2 >= n)
+      break;
+    memmove(out + s, out + q2 + 1, n - q2 - 1);
+    n -= q2 + 1 - s;
     break;
   }
   default: /* change a number: digits to other digits, or a sign */
