@@ -11,4 +11,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   [ "$n" -le 4 ] || n=4
 fi
 echo "# mpirun -np $n $bin"
-exec timeout 300 mpirun --oversubscribe --bind-to none -np "$n" "$bin"
+timeout 300 mpirun --oversubscribe --bind-to none -np "$n" "$bin" || exit $?
+# With deadlines on, device calls wait for their stream (bounded).
+echo "# WEFT_COLL_TIMEOUT=60 mpirun -np $n $bin"
+WEFT_COLL_TIMEOUT=60 timeout 300 mpirun --oversubscribe --bind-to none -np "$n" "$bin"
