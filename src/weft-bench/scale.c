@@ -35,7 +35,7 @@ struct scale_opts {
   const struct bench_coll *coll;
   int counts[SCALE_MAX_COUNTS], ncounts;
   size_t sizes[BENCH_MAX_SIZES];
-  int nsizes, pairs;
+  int nsizes, pairs, sizes_given;
   long ppn, iters, warmup, timeout;
   char *largs[MAX_ARGS];        /* --launcher-arg, in order */
   int nlargs;
@@ -47,7 +47,7 @@ struct scale {
   struct scale_opts o;
   weft_hostlist *hosts;
   char self[PATH_MAX], launcher[PATH_MAX];
-  int launcher_is_weftrun, tty;
+  int launcher_is_weftrun, tty, vcluster_sizes;
   struct scale_job jobs[SCALE_MAX_COUNTS], pairs[SCALE_MAX_COUNTS];
   int njobs, npairs, step, nsteps;
 };
@@ -65,7 +65,7 @@ static const char scale_usage_text[] =
   "  --nodes LIST         node counts (default 1,2,4,... up to the hosts in FILE)\n"
   "  --ppn N              ranks per node (default 1)\n"
   "  --coll NAME          collective (default allreduce)\n"
-  "  --sizes LIST         message sizes (default 1M,16M,64M)\n"
+  "  --sizes LIST         message sizes (default 1M,16M,64M; 64K,1M,4M on weft-vcluster)\n"
   "  --iters N            timed iterations per size (default 10)\n"
   "  --warmup N           untimed iterations per size (default 2)\n"
   "  --out DIR            where the files go (default weft-bench-scale)\n"
@@ -156,7 +156,10 @@ static int scale_parse(int argc, char **argv, struct scale_opts *o)
       o->coll = bench_coll_find(v);
       bad = !o->coll;
     } else if (!strcmp(a, "--nodes")) bad = parse_counts(v, o);
-    else if (!strcmp(a, "--sizes")) bad = parse_sizes(v, o);
+    else if (!strcmp(a, "--sizes")) {
+      bad = parse_sizes(v, o);
+      o->sizes_given = 1;
+    }
     else if (!strcmp(a, "--ppn")) bad = weft_parse_long(v, 1, 4096, &o->ppn);
     else if (!strcmp(a, "--iters")) bad = weft_parse_long(v, 1, 1000000, &o->iters);
     else if (!strcmp(a, "--warmup")) bad = weft_parse_long(v, 0, 1000000, &o->warmup);
@@ -273,6 +276,12 @@ static int load_hosts(struct scale *s)
     fprintf(stderr, "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), or run "
             "it inside weft-vcluster run\n");
     return BENCH_EXIT_USAGE;
+  }
+  /* A virtual cluster is for rehearsing, and its links are veth pairs on
+   * shared cores: sizes that take seconds, not minutes. */
+  if (!s->o.hostfile && !s->o.sizes_given) {
+    parse_sizes("64K,1M,4M", &s->o);
+    s->vcluster_sizes = 1;
   }
   s->o.hostfile = file;
   rc = weft_hostlist_create(&s->hosts);
@@ -714,10 +723,12 @@ static void write_plot(const struct scale *s)
   for (int k = 0; k < o->nsizes; k++)
     fprintf(f, "%s%zu", k ? " " : "", o->sizes[k]);
   fprintf(f, "'\n"
-          "plot for [s in sizes] 'scale.csv' using 2:((strcol(1) eq 'measured' && strcol(4) eq s) "
-          "? $7 : 1/0) with linespoints title s.' B', \\\n"
-          "     for [s in sizes] 'scale.csv' using 2:((strcol(1) eq 'predicted' && strcol(4) eq s) "
-          "? $7 : 1/0) with points pointtype 6 title s.' B (predicted)'\n");
+          "plot for [i=1:words(sizes)] 'scale.csv' using 2:((strcol(1) eq 'measured' && "
+          "strcol(4) eq word(sizes, i)) ? $7 : 1/0) with linespoints linecolor i "
+          "title word(sizes, i).' B', \\\n"
+          "     for [i=1:words(sizes)] 'scale.csv' using 2:((strcol(1) eq 'predicted' && "
+          "strcol(4) eq word(sizes, i)) ? $7 : 1/0) with points pointtype 6 linecolor i "
+          "title word(sizes, i).' B (predicted)'\n");
   if (fclose(f) != 0)
     return;
   for (int i = 0; i < s->njobs; i++)
@@ -793,8 +804,9 @@ int bench_scale_main(int argc, char **argv)
          s->o.ppn == 1 ? "" : "s");
   for (int i = 0; i < s->o.ncounts; i++)
     printf("%s%d", i ? "," : " ", s->o.counts[i]);
-  printf(", sizes %s\n# hosts from %s (%d), launcher %s\n", sizes, s->o.hostfile,
-         weft_hostlist_count(s->hosts), s->launcher);
+  printf(", sizes %s%s\n# hosts from %s (%d), launcher %s\n", sizes,
+         s->vcluster_sizes ? " (a virtual cluster's default; --sizes for others)" : "",
+         s->o.hostfile, weft_hostlist_count(s->hosts), s->launcher);
   {
     struct bench_expect e;
 

@@ -27,8 +27,7 @@ fi
 # The launcher is weft-bench scale's default, weftrun (WEFT_BENCH_SCALE_LAUNCHER
 # chooses another, e.g. mpirun).
 rc=0
-timeout 180 "$vc" --prefix "$prefix" run -- "$bench" scale --nodes 1,2,4 --sizes 64K,1M \
-  --iters 3 --warmup 1 --timeout 60 --out "$tmp/o" \
+timeout 240 "$vc" --prefix "$prefix" run -- "$bench" scale --nodes 1,2,4 --timeout 60 --out "$tmp/o" \
   ${WEFT_BENCH_SCALE_LAUNCHER:+--launcher "$WEFT_BENCH_SCALE_LAUNCHER"} \
   >"$tmp/out" 2>&1 || rc=$?
 cat "$tmp/out"
@@ -41,8 +40,8 @@ grep -q '^# Scaling test concluded: OK$' "$tmp/out" || { echo "FAIL: no OK verdi
 [ -n "${WEFT_BENCH_SCALE_LAUNCHER:-}" ] || grep -q '^# hosts from .*, launcher .*/weftrun$' "$tmp/out" ||
   { echo "FAIL: the default launcher is not weftrun"; exit 1; }
 for n in 1 2 4; do
-  [ "$(grep -c "^measured,$n,$n," "$tmp/o/scale.csv")" -eq 2 ] ||
-    { cat "$tmp/o/scale.csv"; echo "FAIL: scale.csv lacks the 2 sizes on $n nodes"; exit 1; }
+  [ "$(grep -c "^measured,$n,$n," "$tmp/o/scale.csv")" -eq 3 ] ||
+    { cat "$tmp/o/scale.csv"; echo "FAIL: scale.csv lacks the 3 sizes on $n nodes"; exit 1; }
 done
 [ "$(grep -c '^vnode' "$tmp/o/pairs.csv")" -eq 4 ] || { cat "$tmp/o/pairs.csv"; echo "FAIL: not 4 links"; exit 1; }
 grep -q '^# slowest: ' "$tmp/out" || { echo "FAIL: no verdict on the links"; exit 1; }
@@ -54,7 +53,8 @@ $PY - "$tmp/o/scale.json" <<'PYEOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert [x["nodes"] for x in r["runs"]] == [1, 2, 4], r["runs"]
-assert all(x["exit_status"] == 0 and len(x["results"]) == 2 for x in r["runs"]), r["runs"]
+assert r["sizes"] == [65536, 1048576, 4194304], r["sizes"]   # the virtual cluster's default
+assert all(x["exit_status"] == 0 and len(x["results"]) == 3 for x in r["runs"]), r["runs"]
 assert all(p["wrong"] == 0 for x in r["runs"] for p in x["results"])
 assert len(r["pairs"]) == 4 and all(p["exit_status"] == 0 for p in r["pairs"]), r["pairs"]
 assert {p["a"] for p in r["pairs"]} == {"vnode0", "vnode1", "vnode2", "vnode3"}
