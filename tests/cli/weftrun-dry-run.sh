@@ -8,6 +8,8 @@ set -eu
 weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
 topos="$WEFT_TOPDIR/share/weft/topologies"
 golden="$WEFT_TOPDIR/tests/cli/weftrun-golden"
+# hosts come from the command line below, not from the machine's setting
+unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0
@@ -40,4 +42,10 @@ check mixed -H a3,a2:4 --topology "a3=$topos/a3-highgpu-8g.xml" \
   --topology "a2=$topos/a2-highgpu-8g.xml" --rank-by node
 check own-np -np 6 -H a,b --topology "$topos/a3-highgpu-8g.xml" --gpu-visibility own \
   -x NCCL_DEBUG=INFO
+# hosts from a hostfile (Open MPI grammar) and from a Slurm allocation
+printf '# two hosts\nnode01 slots=2\nnode02 slots=3 max_slots=4\n' >"$tmp/hosts"
+check hostfile --hostfile "$tmp/hosts" --topology "$topos/a3-highgpu-8g.xml"
+export SLURM_JOB_NODELIST='gpu[07-08]' SLURM_TASKS_PER_NODE='4(x2)'
+check slurm --topology "$topos/a3-highgpu-8g.xml"
+unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE
 exit $fail

@@ -6,6 +6,7 @@ set -eu
 : "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
 weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
 topos="$WEFT_TOPDIR/share/weft/topologies"
+unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0

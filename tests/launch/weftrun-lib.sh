@@ -5,6 +5,8 @@
 : "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
 weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
+# this host alone, whatever allocation or default hostfile the machine has
+unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
 tmp=$(mktemp -d)
 uniq="wft$$x$(date +%N)"
 # a copy of sleep under a unique name
