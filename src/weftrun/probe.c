@@ -153,13 +153,7 @@ wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths)
       k += (size_t)used - 1;
       continue;
     }
-    if (cur < 0)
-      continue;
-    /* hwloc writes a zero word of a bitmap as nothing ("0x1,,0x2"); spell it out
-     * for lib/topo's XML check, which wants a number between the commas */
-    if (all[k] == ',' && k + 1 < alllen && all[k + 1] == ',')
-      fputs(",0x0", out[cur]);
-    else
+    if (cur >= 0)
       fputc(all[k], out[cur]);
   }
   free(all);
@@ -187,11 +181,23 @@ wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths)
     }
     char tmpl[] = "/tmp/weftrun-probe-XXXXXX";
     int fd = mkstemp(tmpl);
-    if (fd < 0)
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+      if (fd >= 0) {
+        close(fd);
+        unlink(tmpl);
+      }
       goto out;
-    ssize_t w = write(fd, buf[i], len[i]);
-    close(fd);
-    if (w != (ssize_t)len[i] || !(paths[i] = strdup(tmpl))) {
+    }
+    /* hwloc writes a zero word of a bitmap as nothing ("0x1,,0x2"); spell it out
+     * for lib/topo's XML check, which wants a number between the commas */
+    for (size_t k = 0; k < len[i]; k++) {
+      if (buf[i][k] == ',' && k + 1 < len[i] && buf[i][k + 1] == ',')
+        fputs(",0x0", f);
+      else
+        fputc(buf[i][k], f);
+    }
+    if (fclose(f) || !(paths[i] = strdup(tmpl))) {
       unlink(tmpl);
       goto out;
     }

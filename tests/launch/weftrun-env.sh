@@ -38,6 +38,13 @@ for np in 2 3 8; do
   echo "ok -np $np"
 done
 
+# nothing the user types reaches a shell: arguments arrive as they were given
+timeout 60 "$weftrun" -np 1 printf '%s|' '$(touch '"$tmp/pwned"')' 'a b' ';' >"$tmp/out" 2>"$tmp/err" ||
+  { echo "FAIL: quoting run:"; cat "$tmp/err"; fail=1; }
+[ "$(cat "$tmp/out")" = "\$(touch $tmp/pwned)|a b|;|" ] && [ ! -e "$tmp/pwned" ] ||
+  { echo "FAIL: arguments changed on the way: $(cat "$tmp/out")"; fail=1; }
+echo "ok arguments"
+
 # the user's variables win: -x and the launching environment
 OMP_NUM_THREADS=7 timeout 60 "$weftrun" -np 2 --oversubscribe -x MY_VAR=hello -x RANK=99 \
   "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" || { echo "FAIL: -x run:"; cat "$tmp/err"; fail=1; }

@@ -57,6 +57,16 @@ else
 fi
 nothing_left || fail=1
 
+# --topology HOST=FILE reaches that host's rank: vnode2 places itself on a V100 box
+if vrun -N 1 --report-bindings --topology "vnode2=$topos/n1-standard-32-4xv100.xml" \
+     "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" &&
+   grep -q '^\[weft\] vnode2 rank 2 (local 0): GPU 0 .*(not bound: topology from .*n1-standard-32-4xv100.xml)$' "$tmp/err" &&
+   grep -q '^\[weft\] vnode1 rank 1 (local 0): .*a2-highgpu-8g.xml)$' "$tmp/err"; then
+  echo "ok --topology vnode2=FILE"
+else
+  echo "FAIL: --topology vnode2=FILE:"; cat "$tmp/out" "$tmp/err"; fail=1
+fi
+
 # a rank on vnode2 exits 3: the job ends with 3, named
 set +e
 vrun -N 1 sh -c "if [ \$RANK = 2 ]; then exit 3; fi; exec $tmp/$uniq-sleep 30" >"$tmp/out" 2>"$tmp/err"
