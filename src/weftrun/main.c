@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "help.h"
 #include "weftrun.h"
@@ -71,6 +72,12 @@ launch(const wr_job *j, const wr_opts *o, const wr_master *m)
   if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
     fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
             getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
+    return WR_EXIT_ENGINE;
+  }
+  const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
+  if (geteuid() == 0 && !o->allow_run_as_root && !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
+    fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
+            "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
     return WR_EXIT_ENGINE;
   }
   if (!wr_find_rank_agent(agent, sizeof(agent))) {

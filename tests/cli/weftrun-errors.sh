@@ -47,6 +47,11 @@ expect 66 "nosuch.xml" --dry-run -H a --topology "$tmp/nosuch.xml"
 expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
 expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
 expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
+if [ "$(id -u)" = 0 ]; then
+  (unset OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+   expect 70 "running as root, which mpirun refuses; add --allow-run-as-root" -np 1 true
+   exit $fail) || fail=1
+fi
 expect 2 "no help topic 'foo'; the topics are placement" --help foo
 # --dry-run shows the engine command: exact counts per host, Open MPI's binding off,
 # every rank through weft-rank, the program's own options after "--"
