@@ -22,7 +22,9 @@ int weft__preset_gvnic_all(const weft_preset *p);
 const char *weft__preset_script(const weft_preset *p);
 
 #ifdef WEFT_HAVE_CURL
-#include <curl/curl.h>
+#include <string.h>
+
+#include "curl-dl.h"
 
 /* A response being received: body (NUL-terminated, capped) and ETag. */
 struct weft__gcp_resp {
@@ -50,7 +52,6 @@ struct curl_slist *weft__gcp_md_headers(void);
 int weft__gcp_md_result(CURL *h, CURLcode cc, const struct weft__gcp_resp *r, int *retry);
 
 void weft__gcp_resp_reset(struct weft__gcp_resp *r);
-int weft__gcp_curl_init(void);
 #endif
 
 #endif /* WEFT_GCP_PRIVATE_H */

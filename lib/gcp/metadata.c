@@ -10,7 +10,6 @@
 #include "gcp_private.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,21 +25,6 @@ struct weft_gcp_md {
   struct curl_slist *hdrs;
   char base[256];
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_OK;
-
-static void curl_init_once(void)
-{
-  curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-int weft__gcp_curl_init(void)
-{
-  if (pthread_once(&curl_once, curl_init_once) != 0 || curl_init_rc != CURLE_OK)
-    return WEFT_EHTTP;
-  return 0;
-}
 
 int weft__gcp_md_base(char *buf, size_t len)
 {
@@ -191,7 +175,7 @@ int weft_gcp_md_open(weft_gcp_md **out)
     return WEFT_ENOMEM;
   rc = weft__gcp_md_base(md->base, sizeof(md->base));
   if (rc == 0)
-    rc = weft__gcp_curl_init();
+    rc = weft__curl_load();
   if (rc == 0) {
     md->h = curl_easy_init();
     md->hdrs = weft__gcp_md_headers();
@@ -211,9 +195,11 @@ void weft_gcp_md_close(weft_gcp_md *md)
 {
   if (!md)
     return;
+  /* Before libcurl is loaded (off GCE) there is nothing to free with it. */
   if (md->h)
     curl_easy_cleanup(md->h);
-  curl_slist_free_all(md->hdrs);
+  if (md->hdrs)
+    curl_slist_free_all(md->hdrs);
   free(md);
 }
 

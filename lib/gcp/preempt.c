@@ -20,7 +20,6 @@
 #define WATCH_WAIT_SEC 60
 #define WATCH_BACKOFF_MIN_MS 500L
 #define WATCH_BACKOFF_MAX_MS 5000L
-#define HAVE_MULTI_WAKEUP (LIBCURL_VERSION_NUM >= 0x074400)
 
 struct watch_key {
   const char *path;
@@ -160,11 +159,11 @@ static void *watch_main(void *arg)
       break;
     if (finished)
       continue; /* start the next requests before sleeping */
-#if HAVE_MULTI_WAKEUP
-    curl_multi_poll(w->multi, NULL, 0, (int)(wait > 0 ? wait : 1), NULL);
-#else
-    curl_multi_wait(w->multi, NULL, 0, (int)(wait > 100 || wait <= 0 ? 100 : wait), NULL);
-#endif
+    /* Without curl_multi_wakeup (curl < 7.68) stop is seen within 100 ms. */
+    if (weft__curl.multi_poll && weft__curl.multi_wakeup)
+      curl_multi_poll(w->multi, NULL, 0, (int)(wait > 0 ? wait : 1), NULL);
+    else
+      curl_multi_wait(w->multi, NULL, 0, (int)(wait > 100 || wait <= 0 ? 100 : wait), NULL);
   }
   return NULL;
 }
@@ -182,7 +181,8 @@ static void watch_free(weft_gcp_watch *w)
   }
   if (w->multi)
     curl_multi_cleanup(w->multi);
-  curl_slist_free_all(w->hdrs);
+  if (w->hdrs)
+    curl_slist_free_all(w->hdrs);
   free(w);
 }
 
@@ -206,7 +206,7 @@ int weft_gcp_watch_start(weft_gcp_watch **out, weft_gcp_preempt_fn cb, void *arg
   w->keys[1].what = "maintenance-event";
   rc = weft__gcp_md_base(w->base, sizeof(w->base));
   if (rc == 0)
-    rc = weft__gcp_curl_init();
+    rc = weft__curl_load();
   if (rc == 0) {
     w->multi = curl_multi_init();
     w->hdrs = weft__gcp_md_headers();
@@ -235,9 +235,8 @@ void weft_gcp_watch_stop(weft_gcp_watch *w)
   if (!w)
     return;
   atomic_store(&w->stop, 1);
-#if HAVE_MULTI_WAKEUP
-  curl_multi_wakeup(w->multi);
-#endif
+  if (weft__curl.multi_wakeup)
+    curl_multi_wakeup(w->multi);
   pthread_join(w->thread, NULL);
   watch_free(w);
 }

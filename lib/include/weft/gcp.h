@@ -40,7 +40,8 @@ WEFT_EXPORT int weft_gcp_dmi_is_gce(void);
 
 /** \brief Open a metadata client. Makes no request.
  * \return 0; WEFT_ENOTGCE when DMI says this is no GCE VM and GCE_METADATA_HOST
- * is unset; WEFT_ENOCURL in a build without libcurl; WEFT_ENOMEM.
+ * is unset; WEFT_ENOCURL in a build without libcurl or when libcurl.so.4
+ * cannot be loaded (it is opened on first use, never off GCE); WEFT_ENOMEM.
  * The handle is allocated by the callee, free with weft_gcp_md_close(). One
  * handle per thread. */
 WEFT_EXPORT int weft_gcp_md_open(weft_gcp_md **md);
