@@ -219,10 +219,7 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
     rc = addf(a, "--mca") || addf(a, "oob_tcp_if_include") || addf(a, "%s", m->ifname);
   /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
    * ranks to yield the cores while they wait, as it would */
-  int over = 0;
-  for (int h = 0; h < nh; h++)
-    over |= wr_job_count(j, h) > wr_job_slots(j, h);
-  if (!rc && over && !has_mca(o, "mpi_yield_when_idle"))
+  if (!rc && wr_job_oversubscribed(j) && !has_mca(o, "mpi_yield_when_idle"))
     rc = addf(a, "--mca") || addf(a, "mpi_yield_when_idle") || addf(a, "1");
   for (int i = 0; i < o->nmca && !rc; i++)
     rc = addf(a, "--mca") || addf(a, "%s", o->mca[i].key) || addf(a, "%s", o->mca[i].value);
@@ -244,7 +241,7 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
     rc = addf(a, "--map-by") || addf(a, "%s", o->map_by);
   if (!rc && o->bind_to)
     rc = addf(a, "--bind-to") || addf(a, "%s", o->bind_to);
-  if (!rc && o->oversubscribe)
+  if (!rc && (o->oversubscribe || wr_job_oversubscribed(j)))
     rc = addf(a, "--oversubscribe");
   if (!rc && o->gpus_per_node >= 0)
     rc = addf(a, "--gpus-per-node") || addf(a, "%ld", o->gpus_per_node);

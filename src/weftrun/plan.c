@@ -31,6 +31,8 @@ struct wr_job {
   char **host_file;     /* per host: XML for weft-rank there, NULL: its own hardware */
   char **probed;        /* per host: temporary XML of a probed remote host, or NULL */
   int *counts;
+  int *cap;             /* per host: ranks it takes without oversubscribing (weft_map_slots) */
+  int oversub;          /* some host has more ranks than cap: placement wraps there */
   int np;
   topo_entry topos[WR_MAX_LIST + 1];
   int ntopos;
@@ -215,9 +217,13 @@ plan_counts(wr_job *j, const wr_opts *o)
 {
   long total = 0;
   int gpu_map = j->pol.map_by == WEFT_MAP_GPU || j->pol.map_by == WEFT_MAP_AUTO;
+  if (!(j->cap = calloc((size_t)j->nhosts, sizeof(int))))
+    return WR_EXIT_ENGINE;
   for (int h = 0; h < j->nhosts; h++) {
     const weft_host *host = weft_hostlist_host(j->hl, h);
     int slots = host->slots;
+    j->cap[h] = gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h] ?
+                (int)o->gpus_per_node : weft_map_slots(j->hosts[h].topo, &j->pol);
     if (j->pol.map_by == WEFT_MAP_GPU && gpus_of(j, o, h) == 0) {
       fprintf(stderr, "weftrun: --map-by gpu but host '%s' has no GPU (topology: %s); use "
               "--map-by core, or --gpus-per-node N if the probe is wrong\n", host->name,
@@ -302,7 +308,14 @@ place_ranks(wr_job *j)
     pr->host = h;
     pr->node_rank = h;
     pr->local_rank = local;
-    int rc = weft_map_rank(j->hosts[h].topo, &j->pol, local, j->counts[h], &pr->place, why,
+    /* Slots the user gave (-H host:N, slots=N) may exceed what the host has, as
+     * mpirun allows: the ranks there then share (oversubscribe) */
+    weft_policy pol = j->pol;
+    if (j->counts[h] > j->cap[h]) {
+      pol.oversubscribe = 1;
+      j->oversub = 1;
+    }
+    int rc = weft_map_rank(j->hosts[h].topo, &pol, local, j->counts[h], &pr->place, why,
                            sizeof(why));
     if (rc) {
       memset(&pr->place, 0, sizeof(pr->place));
@@ -410,6 +423,7 @@ wr_job_destroy(wr_job *j)
   free(j->host_file);
   free(j->hosts);
   free(j->counts);
+  free(j->cap);
   weft_hostlist_destroy(j->hl);
   free(j);
 }
@@ -425,6 +439,7 @@ int wr_job_np(const wr_job *j) { return j->np; }
 int wr_job_by_node(const wr_job *j) { return j->by_node; }
 int wr_job_count(const wr_job *j, int h) { return j->counts[h]; }
 int wr_job_slots(const wr_job *j, int h) { return j->hosts[h].slots; }
+int wr_job_oversubscribed(const wr_job *j) { return j->oversub; }
 const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
 const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
 const weft_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }

@@ -74,6 +74,7 @@ int wr_job_np(const wr_job *j);
 int wr_job_by_node(const wr_job *j);
 int wr_job_count(const wr_job *j, int h);
 int wr_job_slots(const wr_job *j, int h);
+int wr_job_oversubscribed(const wr_job *j); /* some host has more ranks than cores/GPUs */
 const char *wr_job_host(const wr_job *j, int h);
 const char *wr_job_host_file(const wr_job *j, int h); /* NULL: the host's own hardware */
 const weft_topo *wr_job_topo(const wr_job *j, int h);

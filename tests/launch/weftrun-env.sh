@@ -38,6 +38,12 @@ for np in 2 3 8; do
   echo "ok -np $np"
 done
 
+# slots given as mpirun takes them (-H host:N) may exceed the cores: as with mpirun,
+# no --oversubscribe is needed
+timeout 60 "$weftrun" -np 4 -H "$(hostname):4" "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" &&
+  [ "$(grep -c '^R ' "$tmp/out")" = 4 ] || { echo "FAIL: -H $(hostname):4:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+echo "ok -H host:4"
+
 # nothing the user types reaches a shell: arguments arrive as they were given
 timeout 60 "$weftrun" -np 1 printf '%s|' '$(touch '"$tmp/pwned"')' 'a b' ';' >"$tmp/out" 2>"$tmp/err" ||
   { echo "FAIL: quoting run:"; cat "$tmp/err"; fail=1; }
