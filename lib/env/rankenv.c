@@ -155,8 +155,9 @@ static int set_place(weft_env *env, const weft_rank_info *ri, char *why, size_t 
                      ri->ngpus);
     return vis;
   }
-  if (ri->ngpus > 0)
-    rc |= set_str(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") < 0;
+  /* Every rank, GPU host or not (DESIGN.md): a CUDA program started on a
+   * host whose GPUs weft did not see still numbers them in PCI order. */
+  rc |= set_str(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") < 0;
   if (vis == 0)
     rc |= set_str(env, "CUDA_VISIBLE_DEVICES", cvd) < 0;
   if (ri->ncores > 0)

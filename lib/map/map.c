@@ -261,6 +261,10 @@ int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank, int 
     out->bound = 1;
   if (rc == 0) {
     out->ncores = weft__count_units(&c, out->cpuset);
+    /* An unbound rank may run anywhere, but OMP_NUM_THREADS = every core of
+     * the machine would oversubscribe it local_size times: its share. */
+    if (!out->bound && local_size > 1)
+      out->ncores = out->ncores / local_size > 0 ? out->ncores / local_size : 1;
     if (weft_log_enabled(WEFT_LOG_MAP)) {
       char cpus[512] = "?";
       weft_cpuset_format(out->cpuset, cpus, sizeof(cpus));

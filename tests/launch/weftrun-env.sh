@@ -27,7 +27,7 @@ for np in 2 3 8; do
   # MASTER_ADDR loopback, OMP_NUM_THREADS >= 1, actual binding = WEFT_CPUS
   if ! awk -v np=$np '/^R / {
         if ($2 != $14 || $3 != np || $4 != $2 || $5 != np || $6 != 0 || $7 != "127.0.0.1" ||
-            $8 < 1024 || $9 < 1 || $10 != $11 || $13 != "unset") { print "bad: " $0; bad = 1 } }
+            $8 < 1024 || $9 < 1 || $10 != $11 || $12 != "PCI_BUS_ID" || $13 != "unset") { print "bad: " $0; bad = 1 } }
         END { exit bad }' "$tmp/out"; then
     echo "FAIL: -np $np: wrong rank environment (R RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE" \
          "NODE_RANK MASTER_ADDR MASTER_PORT OMP WEFT_CPUS actual CUDA_DEVICE_ORDER MY_VAR OMPI_RANK)"

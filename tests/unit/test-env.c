@@ -228,7 +228,7 @@ static void test_rank_env(void **state)
   assert_string_equal(weft_env_get(e, "RANK"), "0");
   assert_string_equal(weft_env_get(e, "WEFT_GPU"), "-1");
   assert_null(weft_env_get(e, "CUDA_VISIBLE_DEVICES"));
-  assert_null(weft_env_get(e, "CUDA_DEVICE_ORDER"));
+  assert_string_equal(weft_env_get(e, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   assert_null(weft_env_get(e, "MASTER_ADDR"));
   assert_null(weft_env_get(e, "MASTER_PORT"));
   assert_null(weft_env_get(e, "WEFT_NIC"));
