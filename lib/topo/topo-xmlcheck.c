@@ -53,8 +53,11 @@ static const char *attr(const char *tag, const char *end, const char *name, size
   return NULL;
 }
 
-/* What hwloc_bitmap_sscanf() takes without tripping its assertions: "0x00000003",
- * "0xffffffff,0x0000000f", "0xf...f" or "0xf...f,0x00000001". */
+/* What hwloc_bitmap_sscanf() takes without tripping its assertion: comma-separated
+ * words of up to 16 hex digits ("0x" optional), most significant first, where a
+ * zero word may be empty as hwloc writes it ("0x00000100,,,0x00000001"), after an
+ * optional "0xf...f" (infinite) head. The string must not start with a comma:
+ * hwloc miscounts the words then and asserts. */
 static int is_bitmap(const char *v, size_t len)
 {
   size_t i = 0;
@@ -65,16 +68,21 @@ static int is_bitmap(const char *v, size_t len)
       return 1;
     if (v[i++] != ',')
       return 0;
+  } else if (len == 0 || v[0] == ',') {
+    return 0;
   }
   for (;;) {
     size_t digits = 0;
-    if (i + 1 < len && v[i] == '0' && (v[i + 1] == 'x' || v[i + 1] == 'X'))
+    if (i + 1 < len && v[i] == '0' && (v[i + 1] == 'x' || v[i + 1] == 'X')) {
       i += 2;
-    while (i < len && strchr("0123456789abcdefABCDEF", v[i]) && v[i]) {
+      if (i == len || v[i] == ',')
+        return 0; /* "0x" alone */
+    }
+    while (i < len && v[i] && strchr("0123456789abcdefABCDEF", v[i])) {
       i++;
       digits++;
     }
-    if (digits == 0 || digits > 16)
+    if (digits > 16)
       return 0;
     if (i == len)
       return 1;

@@ -444,6 +444,47 @@ static void test_env_and_live(void **state)
   assert_int_equal(unsetenv("WEFT_TOPOLOGY"), 0);
 }
 
+/* What hwloc itself writes loads: zero bitmap words are empty ("0x0000ffff,,,"). */
+static void test_hwloc_export(void **state)
+{
+  hwloc_topology_t h;
+  weft_topo *t = NULL, *live = NULL;
+  char path[512], why[512];
+  size_t len;
+  char *xml;
+  (void)state;
+
+  assert_int_equal(weft__snprintf(path, sizeof(path), "%s/export.xml", tmpdir), 0);
+  assert_int_equal(hwloc_topology_init(&h), 0);
+  assert_int_equal(hwloc_topology_set_synthetic(h, "pack:2 numa:1 core:52 pu:2"), 0);
+  assert_int_equal(hwloc_topology_load(h), 0);
+  assert_int_equal(hwloc_topology_export_xml(h, path, 0), 0);
+  hwloc_topology_destroy(h);
+  xml = slurp(path, &len);
+  assert_non_null(strstr(xml, ",,"));
+  free(xml);
+  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0)
+    fail_msg("hwloc's own export does not load: %s", why);
+  assert_int_equal(weft_topo_npus(t), 208);
+  assert_int_equal(weft_topo_nnuma(t), 2);
+  assert_string_equal(fmt(weft_topo_numa(t, 1)->cpuset), "104-207");
+  weft_topo_destroy(t);
+  unlink(path);
+
+  /* This machine, through XML and back. */
+  assert_int_equal(weft_topo_load(NULL, WEFT_TOPO_IGNORE_ENV, &live, why, sizeof(why)), 0);
+  assert_int_equal(hwloc_topology_export_xml(weft_topo_hwloc(live), path, 0), 0);
+  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0)
+    fail_msg("this machine's exported XML does not load: %s", why);
+  assert_int_equal(weft_topo_npus(t), weft_topo_npus(live));
+  assert_int_equal(weft_topo_ngpus(t), weft_topo_ngpus(live));
+  assert_int_equal(weft_topo_nnics(t), weft_topo_nnics(live));
+  assert_string_equal(weft_topo_hostname(t), weft_topo_hostname(live));
+  weft_topo_destroy(t);
+  weft_topo_destroy(live);
+  unlink(path);
+}
+
 static void test_cpuset_format(void **state)
 {
   hwloc_bitmap_t s = hwloc_bitmap_alloc();
@@ -495,6 +536,7 @@ int main(void)
     cmocka_unit_test(test_warnings),
     cmocka_unit_test(test_errors),
     cmocka_unit_test(test_env_and_live),
+    cmocka_unit_test(test_hwloc_export),
     cmocka_unit_test(test_cpuset_format),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
