@@ -81,3 +81,29 @@ const char *weft_datadir(void)
   const char *d = getenv("WEFT_DATADIR");
   return (d && *d) ? d : WEFT_PKGDATADIR;
 }
+
+int weft_edit_distance(const char *a, const char *b, int nocase)
+{
+  enum { MAXW = 64 };
+  int row[MAXW];
+  size_t la = strnlen(a, MAXW - 1), lb = strnlen(b, MAXW - 1);
+
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j];
+      int ca = (unsigned char)a[i - 1], cb = (unsigned char)b[j - 1];
+      int best = diag + (nocase ? tolower(ca) != tolower(cb) : ca != cb);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}

@@ -8,7 +8,6 @@
 #include "weft_private.h"
 #include "map_private.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -47,40 +46,13 @@ static const char *const bind_mods[] = {
   "overload-allowed", "if-supported", "ordered", "report",
 };
 
-/* Edit distance between two short words (case-insensitive). */
-static size_t distance(const char *a, const char *b)
-{
-  size_t la = strlen(a), lb = strlen(b), row[64], i, j;
-
-  if (la >= 63 || lb >= 63)
-    return 64;
-  for (j = 0; j <= lb; j++)
-    row[j] = j;
-  for (i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-      size_t best = diag + cost;
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
 static const char *closest_d(const char *word, const char *const *names, size_t n, size_t *dist)
 {
   const char *best = names[0];
   size_t bestd = (size_t)-1, i;
 
   for (i = 0; i < n; i++) {
-    size_t d = distance(word, names[i]);
+    size_t d = (size_t)weft_edit_distance(word, names[i], 1);
     if (d < bestd) {
       bestd = d;
       best = names[i];

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include <weft/core.h>
+
 #include "opt.h"
 
 #define NAME_MAX_LEN 64
@@ -48,34 +50,6 @@ weft_opt_find(const weft_opt *tab, const char *name)
   return NULL;
 }
 
-int
-weft_opt_distance(const char *a, const char *b)
-{
-  int row[NAME_MAX_LEN];
-  size_t la = strlen(a), lb = strlen(b);
-  if (la >= NAME_MAX_LEN)
-    la = NAME_MAX_LEN - 1;
-  if (lb >= NAME_MAX_LEN)
-    lb = NAME_MAX_LEN - 1;
-  for (size_t j = 0; j <= lb; j++)
-    row[j] = (int)j;
-  for (size_t i = 1; i <= la; i++) {
-    int diag = row[0];
-    row[0] = (int)i;
-    for (size_t j = 1; j <= lb; j++) {
-      int up = row[j];
-      int best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
 const char *
 weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
 {
@@ -93,7 +67,7 @@ weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
     if (o->flags & WEFT_OPT_HIDDEN)
       continue;
     for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
-      int d = weft_opt_distance(bare, s);
+      int d = weft_edit_distance(bare, s, 0);
       /* a prefix of a long name is a likely abbreviation */
       if (n >= 3 && !strncmp(s, bare, n) && d > 1)
         d = 1;

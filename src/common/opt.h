@@ -55,9 +55,6 @@ const weft_opt *weft_opt_find(const weft_opt *tab, const char *name);
  * distance, written as the user would type it ("--bind-to"), or NULL. */
 const char *weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len);
 
-/** \brief Levenshtein distance of two strings (both shorter than 64 bytes are exact;
- * longer ones are compared on their first 63 bytes). */
-int weft_opt_distance(const char *a, const char *b);
 
 /** \brief Write the options part of --help: one line per option under its section. */
 void weft_opt_help(FILE *out, const weft_opt *tab);

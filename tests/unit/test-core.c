@@ -76,6 +76,22 @@ static void test_parse_size(void **state)
   assert_int_equal(weft_parse_size("99999999999999999999T", &v), WEFT_ERANGE);
 }
 
+static void test_edit_distance(void **state)
+{
+  (void)state;
+  assert_int_equal(weft_edit_distance("numa", "nuam", 0), 2);
+  assert_int_equal(weft_edit_distance("NUMA", "numa", 0), 4);
+  assert_int_equal(weft_edit_distance("NUMA", "numa", 1), 0);
+  assert_int_equal(weft_edit_distance("", "core", 1), 4);
+  /* Long words are compared on their first 63 bytes only, without overflow. */
+  char a[200], b[200];
+  memset(a, 'x', sizeof(a) - 1);
+  a[sizeof(a) - 1] = '\0';
+  memcpy(b, a, sizeof(b));
+  b[150] = 'y';
+  assert_int_equal(weft_edit_distance(a, b, 0), 0);
+}
+
 static void test_verbose(void **state)
 {
   (void)state;
@@ -104,7 +120,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_errors_table), cmocka_unit_test(test_version),
     cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_size),
-    cmocka_unit_test(test_verbose),
+    cmocka_unit_test(test_verbose), cmocka_unit_test(test_edit_distance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,10 @@ WEFT_EXPORT int weft_parse_long(const char *s, long min, long max, long *out);
  * \return 0 or WEFT_EPARSE / WEFT_ERANGE. */
 WEFT_EXPORT int weft_parse_size(const char *s, size_t *out);
 
+/** \brief Levenshtein distance between two words, for "did you mean" messages;
+ * case-insensitive when \p nocase. Only the first 63 bytes of each word count. */
+WEFT_EXPORT int weft_edit_distance(const char *a, const char *b, int nocase);
+
 /** \brief Directory of weft's data files (topologies, presets, help):
  * $WEFT_DATADIR when set, else the installed $(datadir)/weft. */
 WEFT_EXPORT const char *weft_datadir(void);
