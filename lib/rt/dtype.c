@@ -23,7 +23,7 @@ size_t weft_dtype_size(weft_dtype dt) { return weft__dtype_ok(dt) ? sizes[dt] : 
 const char *weft_dtype_name(weft_dtype dt) { return weft__dtype_ok(dt) ? dtype_names[dt] : "?"; }
 const char *weft_op_name(weft_op op) { return weft__op_ok(op) ? op_names[op] : "?"; }
 
-float weft__half_to_float(uint16_t h)
+float weft_half_to_float(uint16_t h)
 {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
   float f;
@@ -41,7 +41,7 @@ float weft__half_to_float(uint16_t h)
   return f;
 }
 
-uint16_t weft__float_to_half(float f)
+uint16_t weft_float_to_half(float f)
 {
   uint32_t bits, sign, exp, man;
   uint16_t out;
@@ -80,7 +80,7 @@ uint16_t weft__float_to_half(float f)
   return (uint16_t)(sign | out);
 }
 
-float weft__bf16_to_float(uint16_t b)
+float weft_bf16_to_float(uint16_t b)
 {
   uint32_t bits = (uint32_t)b << 16;
   float f;
@@ -89,7 +89,7 @@ float weft__bf16_to_float(uint16_t b)
   return f;
 }
 
-uint16_t weft__float_to_bf16(float f)
+uint16_t weft_float_to_bf16(float f)
 {
   uint32_t bits;
 
@@ -118,14 +118,14 @@ static float fmax_nan(float a, float b) { return isnan(a) || isnan(b) ? a + b : 
     }                                                                                        \
   }
 
-WEFT__OP16(h_sum, weft__half_to_float, weft__float_to_half, a + b)
-WEFT__OP16(h_prod, weft__half_to_float, weft__float_to_half, a * b)
-WEFT__OP16(h_min, weft__half_to_float, weft__float_to_half, fmin_nan(a, b))
-WEFT__OP16(h_max, weft__half_to_float, weft__float_to_half, fmax_nan(a, b))
-WEFT__OP16(b_sum, weft__bf16_to_float, weft__float_to_bf16, a + b)
-WEFT__OP16(b_prod, weft__bf16_to_float, weft__float_to_bf16, a * b)
-WEFT__OP16(b_min, weft__bf16_to_float, weft__float_to_bf16, fmin_nan(a, b))
-WEFT__OP16(b_max, weft__bf16_to_float, weft__float_to_bf16, fmax_nan(a, b))
+WEFT__OP16(h_sum, weft_half_to_float, weft_float_to_half, a + b)
+WEFT__OP16(h_prod, weft_half_to_float, weft_float_to_half, a * b)
+WEFT__OP16(h_min, weft_half_to_float, weft_float_to_half, fmin_nan(a, b))
+WEFT__OP16(h_max, weft_half_to_float, weft_float_to_half, fmax_nan(a, b))
+WEFT__OP16(b_sum, weft_bf16_to_float, weft_float_to_bf16, a + b)
+WEFT__OP16(b_prod, weft_bf16_to_float, weft_float_to_bf16, a * b)
+WEFT__OP16(b_min, weft_bf16_to_float, weft_float_to_bf16, fmin_nan(a, b))
+WEFT__OP16(b_max, weft_bf16_to_float, weft_float_to_bf16, fmax_nan(a, b))
 
 static MPI_User_function *const fns16[2][4] = {{h_sum, h_prod, h_min, h_max},
                                                {b_sum, b_prod, b_min, b_max}};
@@ -210,13 +210,13 @@ void weft__divide(void *buf, size_t count, weft_dtype dt, int n)
   case WEFT_FLOAT16: {
     uint16_t *p = buf;
     for (i = 0; i < count; i++)
-      p[i] = weft__float_to_half(weft__half_to_float(p[i]) / (float)n);
+      p[i] = weft_float_to_half(weft_half_to_float(p[i]) / (float)n);
     break;
   }
   case WEFT_BFLOAT16: {
     uint16_t *p = buf;
     for (i = 0; i < count; i++)
-      p[i] = weft__float_to_bf16(weft__bf16_to_float(p[i]) / (float)n);
+      p[i] = weft_float_to_bf16(weft_bf16_to_float(p[i]) / (float)n);
     break;
   }
   default:

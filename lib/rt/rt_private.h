@@ -109,10 +109,6 @@ int weft__layout_color(const struct weft__layout *l, unsigned mask, int rank);
 int weft__layout_members(const struct weft__layout *l, unsigned mask, int rank, int *out);
 
 /* ---- data types (dtype.c) ---- */
-float weft__half_to_float(uint16_t h);
-uint16_t weft__float_to_half(float f);
-float weft__bf16_to_float(uint16_t b);
-uint16_t weft__float_to_bf16(float f);
 int weft__dtype_ok(weft_dtype dt);
 int weft__op_ok(weft_op op);
 /* MPI type and op for dt/op (AVG maps to SUM); WEFT_EDTYPE if not allowed. */

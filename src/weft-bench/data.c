@@ -16,77 +16,6 @@
 
 #include "driver.h"
 
-static uint16_t float_to_half(float f)
-{
-  uint32_t x, sign, mant;
-  int exp;
-
-  memcpy(&x, &f, sizeof(x));
-  sign = (x >> 16) & 0x8000;
-  exp = (int)((x >> 23) & 0xff) - 127 + 15;
-  mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff)                     /* inf, nan */
-    return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
-  if (exp >= 31)
-    return (uint16_t)(sign | 0x7c00);
-  if (exp <= 0) {                                     /* subnormal or zero */
-    uint32_t m, half, r;
-    int shift = 14 - exp;
-
-    if (exp < -10)
-      return (uint16_t)sign;
-    m = mant | 0x800000;
-    half = 1u << (shift - 1);
-    r = m >> shift;
-    if ((m & ((1u << shift) - 1)) > half || ((m & ((1u << shift) - 1)) == half && (r & 1)))
-      r++;
-    return (uint16_t)(sign | r);
-  }
-  {
-    uint32_t r = ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fff;
-
-    if (rest > 0x1000 || (rest == 0x1000 && (r & 1)))
-      r++;                                            /* may carry into the exponent: fine */
-    return (uint16_t)(sign | r);
-  }
-}
-
-static float half_to_float(uint16_t h)
-{
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, x;
-  float f;
-
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000 | (mant << 13);
-  } else if (exp == 0) {
-    f = ldexpf((float)mant, -24);
-    return sign ? -f : f;
-  } else {
-    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  memcpy(&f, &x, sizeof(f));
-  return f;
-}
-
-static uint16_t float_to_bf16(float f)
-{
-  uint32_t x;
-
-  memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffff) > 0x7f800000)
-    return (uint16_t)((x >> 16) | 0x40);              /* quiet nan */
-  return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-static float bf16_to_float(uint16_t b)
-{
-  uint32_t x = (uint32_t)b << 16;
-  float f;
-
-  memcpy(&f, &x, sizeof(f));
-  return f;
-}
-
 void bench_put(void *buf, weft_dtype dt, size_t i, double v)
 {
   int64_t iv = (int64_t)v;
@@ -96,8 +25,8 @@ void bench_put(void *buf, weft_dtype dt, size_t i, double v)
   case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(iv & 0xff); break;
   case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)(iv & 0xffffffff); break;
   case WEFT_INT64: ((int64_t *)buf)[i] = iv; break;
-  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = float_to_half((float)v); break;
-  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = float_to_bf16((float)v); break;
+  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = weft_float_to_half((float)v); break;
+  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = weft_float_to_bf16((float)v); break;
   case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
   case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
   default: break;
@@ -111,8 +40,8 @@ double bench_get(const void *buf, weft_dtype dt, size_t i)
   case WEFT_UINT8: return ((const uint8_t *)buf)[i];
   case WEFT_INT32: return ((const int32_t *)buf)[i];
   case WEFT_INT64: return (double)((const int64_t *)buf)[i];
-  case WEFT_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_BFLOAT16: return bf16_to_float(((const uint16_t *)buf)[i]);
+  case WEFT_FLOAT16: return weft_half_to_float(((const uint16_t *)buf)[i]);
+  case WEFT_BFLOAT16: return weft_bf16_to_float(((const uint16_t *)buf)[i]);
   case WEFT_FLOAT32: return ((const float *)buf)[i];
   case WEFT_FLOAT64: return ((const double *)buf)[i];
   default: return NAN;
@@ -251,14 +180,14 @@ MPI_Datatype bench_mpi_dtype(weft_dtype dt)
       b[k] = from(expr);                                                        \
     }                                                                           \
   }
-HALF_OP(f16_sum, half_to_float, float_to_half, x + y)
-HALF_OP(f16_prod, half_to_float, float_to_half, x * y)
-HALF_OP(f16_min, half_to_float, float_to_half, fminf(x, y))
-HALF_OP(f16_max, half_to_float, float_to_half, fmaxf(x, y))
-HALF_OP(bf16_sum, bf16_to_float, float_to_bf16, x + y)
-HALF_OP(bf16_prod, bf16_to_float, float_to_bf16, x * y)
-HALF_OP(bf16_min, bf16_to_float, float_to_bf16, fminf(x, y))
-HALF_OP(bf16_max, bf16_to_float, float_to_bf16, fmaxf(x, y))
+HALF_OP(f16_sum, weft_half_to_float, weft_float_to_half, x + y)
+HALF_OP(f16_prod, weft_half_to_float, weft_float_to_half, x * y)
+HALF_OP(f16_min, weft_half_to_float, weft_float_to_half, fminf(x, y))
+HALF_OP(f16_max, weft_half_to_float, weft_float_to_half, fmaxf(x, y))
+HALF_OP(bf16_sum, weft_bf16_to_float, weft_float_to_bf16, x + y)
+HALF_OP(bf16_prod, weft_bf16_to_float, weft_float_to_bf16, x * y)
+HALF_OP(bf16_min, weft_bf16_to_float, weft_float_to_bf16, fminf(x, y))
+HALF_OP(bf16_max, weft_bf16_to_float, weft_float_to_bf16, fmaxf(x, y))
 
 MPI_Op bench_mpi_op(weft_op op, weft_dtype dt)
 {

@@ -177,44 +177,44 @@ static void test_half(void **state)
   size_t k;
   (void)state;
   for (k = 0; k < sizeof(exact) / sizeof(exact[0]); k++) {
-    assert_int_equal(weft__float_to_half(exact[k].f), exact[k].h);
-    assert_true(weft__half_to_float(exact[k].h) == exact[k].f);
+    assert_int_equal(weft_float_to_half(exact[k].f), exact[k].h);
+    assert_true(weft_half_to_float(exact[k].h) == exact[k].f);
   }
   /* Every finite half survives the round trip. */
   for (i = 0; i < 0x10000; i++)
     if ((i & 0x7c00) != 0x7c00)
-      assert_int_equal(weft__float_to_half(weft__half_to_float((uint16_t)i)), i);
+      assert_int_equal(weft_float_to_half(weft_half_to_float((uint16_t)i)), i);
   /* Ties go to even: 1 + 2^-11 lies between 0x3c00 and 0x3c01. */
-  assert_int_equal(weft__float_to_half(1.0f + 0x1p-11f), 0x3c00);
-  assert_int_equal(weft__float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);
-  assert_int_equal(weft__float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
-  assert_int_equal(weft__float_to_half(0x1p-25f), 0x0000);          /* tie to even zero */
-  assert_int_equal(weft__float_to_half(0x1p-25f + 0x1p-30f), 0x0001);
-  assert_int_equal(weft__float_to_half(3 * 0x1p-25f), 0x0002);      /* 1.5 ulp: to even */
-  assert_int_equal(weft__float_to_half(65520.0f), 0x7c00);          /* rounds up to Inf */
-  assert_int_equal(weft__float_to_half(65519.0f), 0x7bff);
-  assert_int_equal(weft__float_to_half(INFINITY), 0x7c00);
-  assert_int_equal(weft__float_to_half(-INFINITY), 0xfc00);
-  assert_true(isnan(weft__half_to_float(weft__float_to_half(NAN))));
-  assert_true(isinf(weft__half_to_float(0x7c00)));
-  assert_true(isnan(weft__half_to_float(0x7e00)));
+  assert_int_equal(weft_float_to_half(1.0f + 0x1p-11f), 0x3c00);
+  assert_int_equal(weft_float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);
+  assert_int_equal(weft_float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+  assert_int_equal(weft_float_to_half(0x1p-25f), 0x0000);          /* tie to even zero */
+  assert_int_equal(weft_float_to_half(0x1p-25f + 0x1p-30f), 0x0001);
+  assert_int_equal(weft_float_to_half(3 * 0x1p-25f), 0x0002);      /* 1.5 ulp: to even */
+  assert_int_equal(weft_float_to_half(65520.0f), 0x7c00);          /* rounds up to Inf */
+  assert_int_equal(weft_float_to_half(65519.0f), 0x7bff);
+  assert_int_equal(weft_float_to_half(INFINITY), 0x7c00);
+  assert_int_equal(weft_float_to_half(-INFINITY), 0xfc00);
+  assert_true(isnan(weft_half_to_float(weft_float_to_half(NAN))));
+  assert_true(isinf(weft_half_to_float(0x7c00)));
+  assert_true(isnan(weft_half_to_float(0x7e00)));
 }
 
 static void test_bf16(void **state)
 {
   uint32_t i;
   (void)state;
-  assert_int_equal(weft__float_to_bf16(1.0f), 0x3f80);
-  assert_int_equal(weft__float_to_bf16(-0.0f), 0x8000);
-  assert_int_equal(weft__float_to_bf16(1.0f + 0x1p-8f), 0x3f80);   /* tie to even */
-  assert_int_equal(weft__float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
-  assert_int_equal(weft__float_to_bf16(1.0f + 0x1p-8f + 0x1p-16f), 0x3f81);
-  assert_int_equal(weft__float_to_bf16(INFINITY), 0x7f80);
-  assert_int_equal(weft__float_to_bf16(3.4e38f), 0x7f80);          /* rounds up to Inf */
-  assert_true(isnan(weft__bf16_to_float(weft__float_to_bf16(NAN))));
+  assert_int_equal(weft_float_to_bf16(1.0f), 0x3f80);
+  assert_int_equal(weft_float_to_bf16(-0.0f), 0x8000);
+  assert_int_equal(weft_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);   /* tie to even */
+  assert_int_equal(weft_float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+  assert_int_equal(weft_float_to_bf16(1.0f + 0x1p-8f + 0x1p-16f), 0x3f81);
+  assert_int_equal(weft_float_to_bf16(INFINITY), 0x7f80);
+  assert_int_equal(weft_float_to_bf16(3.4e38f), 0x7f80);          /* rounds up to Inf */
+  assert_true(isnan(weft_bf16_to_float(weft_float_to_bf16(NAN))));
   for (i = 0; i < 0x10000; i++)
     if ((i & 0x7f80) != 0x7f80)
-      assert_int_equal(weft__float_to_bf16(weft__bf16_to_float((uint16_t)i)), i);
+      assert_int_equal(weft_float_to_bf16(weft_bf16_to_float((uint16_t)i)), i);
 }
 
 static void test_dtypes(void **state)
@@ -234,7 +234,7 @@ static void test_divide(void **state)
   float f[2] = {3, 1};
   (void)state;
   weft__divide(h, 2, WEFT_FLOAT16, 2);
-  assert_true(weft__half_to_float(h[0]) == 1.5f && weft__half_to_float(h[1]) == 0.5f);
+  assert_true(weft_half_to_float(h[0]) == 1.5f && weft_half_to_float(h[1]) == 0.5f);
   weft__divide(f, 2, WEFT_FLOAT32, 4);
   assert_true(f[0] == 0.75f && f[1] == 0.25f);
 }

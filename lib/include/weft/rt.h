@@ -20,6 +20,8 @@
 #ifndef WEFT_RT_H
 #define WEFT_RT_H
 
+#include <stdint.h>
+
 #include <weft/common.h>
 #include <weft/errors.h>
 
@@ -145,6 +147,13 @@ WEFT_EXPORT size_t weft_dtype_size(weft_dtype dt);
 WEFT_EXPORT const char *weft_dtype_name(weft_dtype dt);
 /** \brief "sum", "avg", ...; "?" for an unknown op. */
 WEFT_EXPORT const char *weft_op_name(weft_op op);
+
+/** \brief IEEE half (WEFT_FLOAT16) and bfloat16 (WEFT_BFLOAT16) to and from float,
+ * as weft reduces them on host memory: round to nearest even, NaN and infinities kept. */
+WEFT_EXPORT float weft_half_to_float(uint16_t h);
+WEFT_EXPORT uint16_t weft_float_to_half(float f);
+WEFT_EXPORT float weft_bf16_to_float(uint16_t b);
+WEFT_EXPORT uint16_t weft_float_to_bf16(float f);
 
 WEFT_EXPORT int weft_allreduce(weft_group *g, const void *sendbuf, void *recvbuf, size_t count,
                                weft_dtype dt, weft_op op, void *stream);
