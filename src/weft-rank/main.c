@@ -188,6 +188,7 @@ main(int argc, char **argv)
   wk_who who;
   weft_topo *t = NULL;
   weft_env *env = NULL;
+  wk_gcp *gcp = NULL;
   weft_place pl;
   int placed = 0, rc = 0, first = argc;
   char why[600] = "";
@@ -247,6 +248,9 @@ main(int argc, char **argv)
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if (o.oversubscribe)
     pol.oversubscribe = 1;
+  if ((rc = wk_gcp_prepare(&o, nhosts, lrank, &who, &gcp, why, sizeof(why))))
+    FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
+  pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
   if ((rc = weft_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   placed = 1;
@@ -291,8 +295,8 @@ main(int argc, char **argv)
   extern char **environ;
   if ((rc = weft_env_create(&env)) || (rc = weft_env_import(env, environ, WEFT_ENV_USER)))
     FAIL("out of memory");
-  /* Hook for --nccl-preset (lib/gcp, lib/env presets): add the preset's variables here
-   * with weft_env_set_default(..., WEFT_ENV_PRESET, family) before weft_rank_env(). */
+  if ((rc = wk_gcp_apply(gcp, env, why, sizeof(why))))
+    FAIL("%s", why[0] ? why : weft_strerror(rc));
   if ((rc = weft_rank_env(env, &ri, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if ((rc = weft_env_apply(env)))
@@ -306,12 +310,14 @@ main(int argc, char **argv)
   free(counts);
   counts = NULL;
 
-  rc = wk_supervise(o.program, &who);
+  wk_gcp_watch_start(gcp);
+  rc = wk_gcp_watch_stop(gcp, wk_supervise(o.program, &who));
 out:
   if (placed)
     weft_place_clear(&pl);
   weft_env_destroy(env);
   weft_topo_destroy(t);
   free(counts);
+  wk_gcp_destroy(gcp);
   return rc;
 }

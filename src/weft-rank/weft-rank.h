@@ -38,4 +38,15 @@ typedef struct wk_who {
  * (the program's, 128+N for signal N) after printing the failure line if it failed. */
 int wk_supervise(char **argv, const wk_who *who);
 
+/* gcp.c: --nccl-preset on this host (reserved cores, variables) and the preemption
+ * watch; wk_gcp_watch_stop() turns rc into WEFT_EXIT_PREEMPTED after a notice. */
+typedef struct wk_gcp wk_gcp;
+int wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, wk_gcp **g,
+                   char *why, size_t len);
+const char *wk_gcp_reserved_cpus(const wk_gcp *g);
+int wk_gcp_apply(wk_gcp *g, weft_env *env, char *why, size_t len);
+void wk_gcp_watch_start(wk_gcp *g);
+int wk_gcp_watch_stop(wk_gcp *g, int rc);
+void wk_gcp_destroy(wk_gcp *g);
+
 #endif /* WEFT_RANK_H */

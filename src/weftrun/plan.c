@@ -40,6 +40,7 @@ struct wr_job {
   char **env;           /* "KEY=VALUE" shown under "env" in the plan JSON */
   int nenv;
   weft_plan plan;
+  wr_gcp *gcp;
 };
 
 static const char *
@@ -385,13 +386,17 @@ wr_job_build(const wr_opts *o, wr_job **out)
   j->host_file = calloc((size_t)j->nhosts, sizeof(*j->host_file));
   if (!j->hosts || !j->host_file)
     return WR_EXIT_ENGINE;
+  if ((rc = wr_gcp_prepare(o, j->nhosts, &j->pol, &j->gcp)))
+    return rc;
   if ((rc = assign_topologies(j, o)) || (rc = plan_counts(j, o)) || (rc = place_ranks(j)))
     return rc;
   j->plan.np = j->np;
   j->plan.nhosts = j->nhosts;
   j->plan.hosts = j->hosts;
   j->plan.ranks = j->ranks;
-  return add_x_env(j, o);
+  if ((rc = add_x_env(j, o)))
+    return rc;
+  return wr_gcp_add_env(j->gcp, j);
 }
 
 void
@@ -425,6 +430,7 @@ wr_job_destroy(wr_job *j)
   free(j->counts);
   free(j->cap);
   weft_hostlist_destroy(j->hl);
+  wr_gcp_destroy(j->gcp);
   free(j);
 }
 
@@ -465,6 +471,7 @@ wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
             j->host_file[h] ? j->host_file[h] :
             j->probed && j->probed[h] ? "probed" :
             wr_job_host_is_local(j, h) ? "this machine" : "assumed like this machine");
+  wr_gcp_print(j->gcp, out);
   for (int r = 0; r < j->np; r++) {
     const weft_plan_rank *pr = &j->ranks[r];
     if (weft_place_format(j->hosts[pr->host].topo, j->hosts[pr->host].name, r, &pr->place, line,

@@ -87,6 +87,14 @@ int wr_job_add_env(wr_job *j, const char *key, const char *value); /* shown in t
  * into temporary files paths[i] (the caller unlinks and frees them). Returns a WR_EXIT_* code. */
 int wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths);
 
+/* gcp.c: --nccl-preset on this VM: sets pol->reserved_cpus, prints the checks;
+ * the preset's variables go to --dry-run and the plan JSON. */
+typedef struct wr_gcp wr_gcp;
+int wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out); /* WR_EXIT_* */
+int wr_gcp_add_env(const wr_gcp *g, wr_job *j);       /* the preset's variables, wr_job_add_env() */
+void wr_gcp_print(const wr_gcp *g, FILE *out);
+void wr_gcp_destroy(wr_gcp *g);
+
 /* master.c: interface, MASTER_ADDR and MASTER_PORT for the job. */
 typedef struct wr_master {
   char ifname[32];  /* "" for a job on this host alone */

@@ -1,17 +1,25 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # lib/gcp on a virtual cluster: every vnode runs its own fake metadata server
-# (on the vnode's own loopback) that claims a machine type and lists the MACs
-# of the vnode's interfaces: eth0 as the host NIC and four "GPU NICs" (veth
-# devices, jumbo MTU) named as on Ubuntu A3 VMs. Checks that each vnode finds its family, matches
-# the NICs by MAC, fills Google's TCPX / TCPXO variables with them, and that a
-# preemption notice on one vnode reaches a watcher there in bounded time.
+# (on the vnode's own loopback) that claims a machine type (vnode0
+# a3-highgpu-8g, vnode1 a3-megagpu-8g) and lists the MACs of the vnode's
+# interfaces: eth0 as the host NIC and four "GPU NICs" (veth devices, jumbo
+# MTU) named as on Ubuntu A3 VMs; both vnodes have the a3-highgpu-8g topology.
+# Checks that each vnode finds its family, matches the NICs by MAC and fills
+# Google's TCPX / TCPXO variables with them; that weftrun --dry-run on vnode0
+# shows the TCPX variables and keeps every rank off the TCPX cores; that a
+# launched job's ranks get their host's variables; and that a preemption
+# notice on vnode1 stops the job with WEFT_EXIT_PREEMPTED (79) in bounded time.
 set -eu
 
 : "${WEFT_TOPDIR:?}" "${WEFT_BUILDDIR:?}"
 vc=$WEFT_TOPDIR/contrib/vcluster/weft-vcluster
 fake=$WEFT_TOPDIR/tests/cli/gcp-fake-metadata.py
 probe=$WEFT_BUILDDIR/tests/vcluster/gcp-probe
+weftrun=$WEFT_BUILDDIR/src/weftrun/weftrun
+topo=$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml
+# Each vnode has its own loopback: the same port is free on every one of them.
+port=8088
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
@@ -27,12 +35,12 @@ pids=
 cleanup() {
   for p in $pids; do kill "$p" 2>/dev/null || true; done
   timeout 60 "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true
-  rm -rf "$tmp"
+  [ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-timeout 120 "$vc" --prefix "$prefix" up 2 >/dev/null 2>"$tmp/up.err" ||
+timeout 120 "$vc" --prefix "$prefix" up 2 --topology "$topo" >/dev/null 2>"$tmp/up.err" ||
   skip "the virtual cluster cannot start here: $(tail -1 "$tmp/up.err")"
 on() { node=$1; shift; timeout 60 "$vc" --prefix "$prefix" exec "$node" "$@"; }
 
@@ -58,7 +66,7 @@ for type in $types; do
     printf '}}}\n'
   } >"$tmp/tree$n.json"
   "$vc" --prefix "$prefix" exec "$node" /usr/bin/python3 "$fake" --data "$tmp/tree$n.json" \
-    --port-file "$tmp/port$n" >"$tmp/server$n.log" 2>&1 &
+    --port "$port" --port-file "$tmp/port$n" >"$tmp/server$n.log" 2>&1 &
   pids="$pids $!"
   n=$((n + 1))
 done
@@ -73,7 +81,7 @@ done
 
 probe_on() {
   n=$1; shift
-  on "vnode$n" env GCE_METADATA_HOST="127.0.0.1:$(cat "$tmp/port$n")" WEFT_DATADIR="$WEFT_DATADIR" \
+  on "vnode$n" env GCE_METADATA_HOST="127.0.0.1:$port" WEFT_DATADIR="$WEFT_DATADIR" \
     "$probe" "$@"
 }
 expect() {
@@ -116,11 +124,67 @@ until grep -q watching "$tmp/watch1"; do
   sleep 0.05
 done
 sleep 0.3
-on vnode1 /usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/control/set?path=instance/preempted&value=TRUE" % sys.argv[1], timeout=5).read()' "$(cat "$tmp/port1")"
+control() { # node path value
+  on "$1" /usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/control/set?path=%s&value=%s" % tuple(sys.argv[1:]), timeout=5).read()' "$port" "$2" "$3"
+}
+control vnode1 instance/preempted TRUE
 set +e
 wait $watcher
 rc=$?
 set -e
 [ $rc = 79 ] || { echo "FAIL: watcher exit $rc, expected 79 (WEFT_EXIT_PREEMPTED)"; cat "$tmp/watch1"; exit 1; }
 expect "$tmp/watch1" "notice preempted TRUE"
-echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, preemption notice"
+control vnode1 instance/preempted FALSE
+
+# weftrun --dry-run on vnode0 (the launcher): TCPX variables with vnode0's NIC names, and
+# every rank's processors off the TCPX cores (8-35,112-139 on NUMA 0, 60-87,164-191 on NUMA 1).
+vrun() { timeout 90 "$vc" --prefix "$prefix" run -- env GCE_METADATA_HOST="127.0.0.1:$port" "$weftrun" "$@"; }
+vrun --dry-run true >"$tmp/dry" 2>"$tmp/dry.err" || { echo "FAIL: weftrun --dry-run"; cat "$tmp/dry.err"; exit 1; }
+expect "$tmp/dry" "# nccl preset a3-highgpu-8g (machine type a3-highgpu-8g), reserved cpus 8-35,112-139,60-87,164-191"
+expect "$tmp/dry" "# env NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=enp6s0,enp12s0,enp134s0,enp140s0  (preset a3-highgpu-8g)"
+expect "$tmp/dry" "# env NCCL_GPUDIRECTTCPX_CTRL_DEV=eth0  (preset a3-highgpu-8g)"
+expect "$tmp/dry" "vnode0 rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-5,104-109 NUMA 0 NIC enp6s0"
+expect "$tmp/dry" "vnode1 rank 15 (local 7): GPU 7 (0000:8b:00.0) cores 98-103,202-207 NUMA 1 NIC enp140s0"
+[ "$(grep -c ' cores ' "$tmp/dry")" = 16 ] || { echo "FAIL: 16 ranks expected"; cat "$tmp/dry"; exit 1; }
+/usr/bin/python3 - "$tmp/dry" <<'PY' || { echo "FAIL: a rank on a TCPX core"; cat "$tmp/dry"; exit 1; }
+import re, sys
+def expand(s):
+    out = set()
+    for part in s.split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+reserved = expand("8-35,112-139,60-87,164-191")
+for line in open(sys.argv[1]):
+    m = re.search(r" cores (\S+) ", line)
+    if m and expand(m.group(1)) & reserved:
+        sys.exit(1)
+PY
+
+# A launched job: each rank gets its own host's preset; a preemption notice on vnode1
+# stops the job with 79 and the line that says why.
+vrun -N 1 -x GCE_METADATA_HOST="127.0.0.1:$port" sh -c \
+  'echo "E $RANK $(hostname) ${NCCL_NET:-none} ${NCCL_GPUDIRECTTCPX_SOCKET_IFNAME:-none} ${NCCL_FASTRAK_IFNAME:-none}"; exec sleep 60' \
+  >"$tmp/run" 2>"$tmp/run.err" &
+job=$!
+pids="$pids $job"
+i=0
+until [ "$(grep -c '^E ' "$tmp/run" 2>/dev/null)" = 2 ]; do
+  i=$((i + 1))
+  [ $i -lt 600 ] || { echo "FAIL: the job did not start"; cat "$tmp/run" "$tmp/run.err"; exit 1; }
+  sleep 0.05
+done
+sleep 0.5
+t0=$(date +%s)
+control vnode1 instance/preempted TRUE
+set +e
+wait $job
+rc=$?
+set -e
+dt=$(($(date +%s) - t0))
+expect "$tmp/run" "E 0 vnode0 GPUDirectTCPX_v7 enp6s0,enp12s0,enp134s0,enp140s0 none"
+expect "$tmp/run" "E 1 vnode1 none none enp6s0,enp12s0,enp134s0,enp140s0"
+[ $rc = 79 ] && [ $dt -le 20 ] || { echo "FAIL: preempted job: exit $rc after ${dt}s, expected 79"; cat "$tmp/run.err"; exit 1; }
+expect "$tmp/run.err" "rank 1 host vnode1 gpu 0 (0000:04:00.0): GCE notice instance/preempted = TRUE"
+expect "$tmp/run.err" "preempted (instance/preempted = TRUE); exited with status 79"
+echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, dry-run and launch on vnodes, preemption (79 in ${dt}s)"

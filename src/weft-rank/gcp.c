@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Google Cloud in the rank agent: the --nccl-preset of this host (its
+ * reserved cores and its variables, resolved with this VM's NIC names), and
+ * the preemption watch. On a preemption notice the agent sends itself
+ * WEFT_PREEMPT_SIGNAL, which the supervisor forwards to the program (SIGKILL
+ * after its grace period), and then exits with WEFT_EXIT_PREEMPTED.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "weft-rank.h"
+
+struct wk_gcp {
+  weft_gcp_info info;
+  weft_preset *preset;
+  weft_gcp_watch *watch;
+  const wk_who *who;
+  atomic_int preempted;
+  char what[64], value[64];
+};
+
+static void
+warn(void *arg, const char *msg)
+{
+  const wk_gcp *g = arg;
+  fprintf(stderr, "weft-rank: host %s: warning: %s\n", g->who->host, msg);
+}
+
+int
+wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, wk_gcp **out,
+               char *why, size_t len)
+{
+  wk_gcp *g = calloc(1, sizeof(*g));
+  int rc;
+
+  *out = g;
+  if (!g)
+    return WEFT_ENOMEM;
+  g->who = who;
+  atomic_init(&g->preempted, 0);
+  rc = weft_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, len);
+  if (rc)
+    return rc;
+  /* One voice per host for what every rank there would say alike. */
+  if (local_rank == 0) {
+    if (why[0])
+      warn(g, why);
+    if (g->preset)
+      weft_gcp_check(&g->info, g->preset, nhosts > 1, warn, g);
+  }
+  why[0] = '\0';
+  return 0;
+}
+
+const char *
+wk_gcp_reserved_cpus(const wk_gcp *g)
+{
+  return g ? weft_preset_reserved_cpus(g->preset) : NULL;
+}
+
+int
+wk_gcp_apply(wk_gcp *g, weft_env *env, char *why, size_t len)
+{
+  return g && g->preset ? weft_preset_apply(g->preset, &g->info, env, why, len) : 0;
+}
+
+static void
+on_notice(void *arg, const char *what, const char *value)
+{
+  wk_gcp *g = arg;
+
+  snprintf(g->what, sizeof(g->what), "%s", what);
+  snprintf(g->value, sizeof(g->value), "%s", value);
+  atomic_store(&g->preempted, 1);
+  fprintf(stderr, "weft-rank: rank %d host %s gpu %s: GCE notice instance/%s = %s: the VM is going "
+          "away; stopping the rank (signal %d)\n", g->who->rank, g->who->host, g->who->gpu, what,
+          value, WEFT_PREEMPT_SIGNAL);
+  kill(getpid(), WEFT_PREEMPT_SIGNAL);
+}
+
+void
+wk_gcp_watch_start(wk_gcp *g)
+{
+  /* Off GCE this makes no request and starts nothing. */
+  if (g && weft_gcp_watch_start(&g->watch, on_notice, g) != 0)
+    g->watch = NULL;
+}
+
+int
+wk_gcp_watch_stop(wk_gcp *g, int rc)
+{
+  if (!g)
+    return rc;
+  weft_gcp_watch_stop(g->watch);
+  g->watch = NULL;
+  if (!atomic_load(&g->preempted))
+    return rc;
+  fprintf(stderr, "weft-rank: rank %d host %s gpu %s: preempted (instance/%s = %s); exited with "
+          "status %d\n", g->who->rank, g->who->host, g->who->gpu, g->what, g->value,
+          WEFT_EXIT_PREEMPTED);
+  return WEFT_EXIT_PREEMPTED;
+}
+
+void
+wk_gcp_destroy(wk_gcp *g)
+{
+  if (!g)
+    return;
+  weft_gcp_watch_stop(g->watch);
+  weft_preset_free(g->preset);
+  free(g);
+}

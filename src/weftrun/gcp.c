@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * --nccl-preset on the launching host: which Google Cloud family this VM is,
+ * its preset's reserved cores (for the plan, as every rank's agent will
+ * reserve them), the checks, and the preset's variables as this VM resolves
+ * them, for --dry-run and the plan JSON. The ranks resolve the preset again on their own hosts
+ * (weft-rank), so what is printed here is host 0's view.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "weftrun.h"
+
+struct wr_gcp {
+  weft_gcp_info info;
+  weft_preset *preset;
+  weft_env *env;               /* the preset's variables, as resolved here */
+};
+
+static void
+warn(void *arg, const char *msg)
+{
+  (void)arg;
+  fprintf(stderr, "weftrun: warning: %s\n", msg);
+}
+
+/* The variables the user gives the ranks: they win over the preset. */
+static int
+user_env(const wr_opts *o, weft_env *env)
+{
+  extern char **environ;
+  char why[512];
+  int rc = weft_env_forward(env, environ);
+  for (int i = 0; i < o->nxvars && !rc; i++)
+    if ((rc = weft_env_add_x(env, o->xvars[i], environ, why, sizeof(why))) == WEFT_ENOENT)
+      rc = 0;
+  return rc;
+}
+
+int
+wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out)
+{
+  char why[1024];
+  weft_env *user = NULL;
+  wr_gcp *g = calloc(1, sizeof(*g));
+  int rc;
+
+  *out = g;
+  if (!g)
+    return WR_EXIT_ENGINE;
+  rc = weft_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, sizeof(why));
+  if (rc) {
+    fprintf(stderr, "weftrun: --nccl-preset %s: %s\n", o->nccl_preset, why[0] ? why : weft_strerror(rc));
+    return rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;
+  }
+  if (why[0])
+    warn(NULL, why);
+  if (!g->preset)
+    return 0;
+  pol->reserved_cpus = weft_preset_reserved_cpus(g->preset);
+  weft_gcp_check(&g->info, g->preset, nhosts > 1, warn, NULL);
+  if (weft_env_create(&g->env) || weft_env_create(&user) || user_env(o, user)) {
+    weft_env_destroy(user);
+    return WR_EXIT_ENGINE;
+  }
+  /* Resolve over the user's variables (so that theirs are left out), keep only the preset's. */
+  rc = weft_preset_apply(g->preset, &g->info, user, why, sizeof(why));
+  for (int i = 0; !rc && i < weft_env_count(user); i++) {
+    const char *k, *v, *d;
+    weft_env_origin og;
+    weft_env_entry(user, i, &k, &v, &og, &d);
+    if (og == WEFT_ENV_PRESET)
+      rc = weft_env_set(g->env, k, v, og, d);
+  }
+  weft_env_destroy(user);
+  if (rc == WEFT_ENOMEM)
+    return WR_EXIT_ENGINE;
+  if (rc) /* e.g. no GPU NIC here: each rank resolves it on its own host, and says so there */
+    warn(NULL, why);
+  return 0;
+}
+
+int
+wr_gcp_add_env(const wr_gcp *g, wr_job *j)
+{
+  for (int i = 0; g && g->env && i < weft_env_count(g->env); i++) {
+    const char *k, *v;
+    weft_env_entry(g->env, i, &k, &v, NULL, NULL);
+    if (wr_job_add_env(j, k, v))
+      return WR_EXIT_ENGINE;
+  }
+  return 0;
+}
+
+void
+wr_gcp_print(const wr_gcp *g, FILE *out)
+{
+  char desc[256];
+
+  if (!g || !g->preset)
+    return;
+  fprintf(out, "# nccl preset %s (machine type %s)%s%s\n", weft_preset_name(g->preset),
+          g->info.machine_type[0] ? g->info.machine_type : "unknown",
+          weft_preset_reserved_cpus(g->preset) ? ", reserved cpus " : "",
+          weft_preset_reserved_cpus(g->preset) ? weft_preset_reserved_cpus(g->preset) : "");
+  for (int i = 0; g->env && i < weft_env_count(g->env); i++) {
+    const char *k, *v;
+    weft_env_entry(g->env, i, &k, &v, NULL, NULL);
+    weft_env_describe(g->env, i, desc, sizeof(desc));
+    fprintf(out, "# env %s=%s  (%s)\n", k, v, desc);
+  }
+}
+
+void
+wr_gcp_destroy(wr_gcp *g)
+{
+  if (!g)
+    return;
+  weft_env_destroy(g->env);
+  weft_preset_free(g->preset);
+  free(g);
+}
