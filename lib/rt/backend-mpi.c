@@ -125,7 +125,7 @@ static int mpi_allgather(weft_group *g, const void *s, void *r, size_t n, weft_d
                          void *stream)
 {
   size_t bytes = n * weft_dtype_size(dt);
-  char *mine = (char *)r + (size_t)g->rank * bytes;
+  char *mine;
   const void *sp = s;
   MPI_Datatype t;
   int rc;
@@ -134,6 +134,8 @@ static int mpi_allgather(weft_group *g, const void *s, void *r, size_t n, weft_d
   if ((rc = weft__arrive(g)) != 0 || (rc = too_big(g, "allgather", n)) != 0 ||
       (rc = types(g, "allgather", dt, WEFT_SUM, &t, NULL)) != 0)
     return rc;
+  /* Only now that n is known to be small: the offset of a huge n would overflow. */
+  mine = (char *)r + (size_t)g->rank * bytes;
   if (n == 0)
     return 0;
   /* In place: our block is already in r, either at our slot (as NCCL has
