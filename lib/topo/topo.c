@@ -135,11 +135,17 @@ static void quiet_hwloc_xml(void)
     WEFT__LOG(TOPO, "cannot set HWLOC_HIDE_ERRORS: %s", strerror(errno));
 }
 
-static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, char *why, size_t whylen)
+static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, unsigned flags, char *why,
+                      size_t whylen)
 {
   if (hwloc_topology_init(&t->h) != 0) {
     t->h = NULL;
     set_why(why, whylen, "hwloc could not initialise a topology: %s", strerror(errno));
+    return WEFT_ETOPO;
+  }
+  if (xml && (flags & WEFT_TOPO_THIS_SYSTEM) &&
+      hwloc_topology_set_flags(t->h, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) != 0) {
+    set_why(why, whylen, "hwloc refused the this-system flag: %s", strerror(errno));
     return WEFT_ETOPO;
   }
   /* GPUs and NICs are I/O objects, which hwloc leaves out by default. */
@@ -211,12 +217,12 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
     if (rc != 0)
       goto fail;
   }
-  rc = load_hwloc(t, xml, xmllen, why, whylen);
+  rc = load_hwloc(t, xml, xmllen, flags, why, whylen);
   free(xml);
   xml = NULL;
   if (rc != 0)
     goto fail;
-  t->live = !path && hwloc_topology_is_thissystem(t->h);
+  t->live = (!path || (flags & WEFT_TOPO_THIS_SYSTEM)) && hwloc_topology_is_thissystem(t->h);
   count_objects(t);
   rc = weft__topo_find_numa(t);
   if (rc == 0)

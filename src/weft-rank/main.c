@@ -19,7 +19,7 @@
 #include "weft-rank.h"
 
 enum { K_HOSTS = 1, K_COUNTS, K_RANKBY, K_MAPBY, K_BINDTO, K_OVERSUB, K_REPORT, K_GPN, K_GPUVIS,
-       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_PROBE, K_HELP };
+       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_HOSTXML, K_PROBE, K_HELP };
 
 #define S "weft-rank (internal: started by weftrun)"
 static const weft_opt wk_options[] = {
@@ -37,6 +37,8 @@ static const weft_opt wk_options[] = {
   { K_MPORT, "master-port", WEFT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
   { K_IFNAME, "ifname", WEFT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
   { K_TOPO, "topology", WEFT_OPT_ARG, "FILE|I=FILE", S, "Topology of every host or of host I.", 0 },
+  { K_HOSTXML, "host-xml", WEFT_OPT_ARG, "FILE", S,
+    "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
   { K_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
   { K_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
@@ -73,6 +75,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     o->host_topology[o->nhost_topology++] = a1;
     return 0;
+  case K_HOSTXML: o->host_xml = a1; return 0;
   case K_PROBE: o->probe = 1; return 0;
   case K_HELP:
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
@@ -127,6 +130,27 @@ topology_for(const wk_opts *o, int node)
       return end + 1;
   }
   return o->topology;
+}
+
+/* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
+ * when this is that host (it saves the probe; binding acts as on a live load), else the
+ * live machine or $WEFT_TOPOLOGY as weft_topo_load() does. */
+static int
+load_topology(const wk_opts *o, int node, weft_topo **t, char *why, size_t len)
+{
+  const char *file = topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
+  if (!file && o->host_xml && !(env && *env)) {
+    char me[256];
+    if (gethostname(me, sizeof(me)) == 0 &&
+        weft_topo_load(o->host_xml, WEFT_TOPO_THIS_SYSTEM, t, NULL, 0) == 0) {
+      me[sizeof(me) - 1] = '\0';
+      if (!strcmp(weft_topo_hostname(*t), me))
+        return 0;
+      weft_topo_destroy(*t); /* another host's (a shared $TMPDIR): probe this one */
+      *t = NULL;
+    }
+  }
+  return weft_topo_load(file, 0, t, why, len);
 }
 
 #define FAIL(...)                                                                      \
@@ -239,8 +263,7 @@ main(int argc, char **argv)
   }
 
   /* this host's topology and the rank's place on it */
-  const char *file = topology_for(&o, node);
-  if ((rc = weft_topo_load(file, 0, &t, why, sizeof(why))))
+  if ((rc = load_topology(&o, node, &t, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   weft_policy pol;
   memset(&pol, 0, sizeof(pol));

@@ -24,6 +24,7 @@ typedef struct wk_opts {
   const char *topology;      /* for every host */
   const char *host_topology[64]; /* "I=FILE" */
   int nhost_topology;
+  const char *host_xml;      /* weftrun's own host as XML, for the ranks on that host */
   char **program;
 } wk_opts;
 

@@ -176,7 +176,7 @@ has_mca(const wr_opts *o, const char *key)
 
 int
 wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char *agent,
-               const wr_master *m, wr_argv *a)
+               const wr_master *m, const char *host_xml, wr_argv *a)
 {
   int nh = wr_job_nhosts(j), rc = 0;
   char *hosts = NULL, *counts = NULL, *names = NULL;
@@ -264,6 +264,8 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
       free(real);
     }
   }
+  if (!rc && host_xml && host_xml[0])
+    rc = addf(a, "--host-xml") || addf(a, "%s", host_xml);
   if (!rc)
     rc = addf(a, "--");
   for (int i = 0; i < o->nprogram && !rc; i++)

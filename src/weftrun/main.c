@@ -52,7 +52,7 @@ print_command(const wr_job *j, const wr_opts *o)
   if (!wr_find_rank_agent(agent, sizeof(agent)))
     snprintf(agent, sizeof(agent), "%s/weft-rank", WEFT_LIBEXECDIR);
   wr_argv a = { NULL, 0, 0 };
-  if (wr_engine_argv(j, o, mpirun, agent, &m, &a)) {
+  if (wr_engine_argv(j, o, mpirun, agent, &m, NULL, &a)) {
     wr_argv_free(&a);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
@@ -86,9 +86,12 @@ launch(const wr_job *j, const wr_opts *o, const wr_master *m)
     return WR_EXIT_ENGINE;
   }
   wr_argv a = { NULL, 0, 0 };
+  char host_xml[4096];
   int rc;
-  if (wr_engine_argv(j, o, mpirun, agent, m, &a)) {
+  wr_hostxml_create(j, host_xml, sizeof(host_xml));
+  if (wr_engine_argv(j, o, mpirun, agent, m, host_xml, &a)) {
     wr_argv_free(&a);
+    wr_hostxml_remove(host_xml);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
@@ -100,6 +103,7 @@ launch(const wr_job *j, const wr_opts *o, const wr_master *m)
   }
   rc = wr_run(j, o, a.v);
   wr_argv_free(&a);
+  wr_hostxml_remove(host_xml);
   return rc;
 }
 

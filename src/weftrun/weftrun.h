@@ -104,12 +104,17 @@ typedef struct wr_master {
 } wr_master;
 int wr_master_choose(const wr_job *j, wr_master *m); /* returns a WR_EXIT_* code */
 
+/* hostxml.c: this host's live topology as XML for its ranks, in a private temporary
+ * directory (path "" when there is none to give); removed again by wr_hostxml_remove(). */
+void wr_hostxml_create(const wr_job *j, char *path, size_t len);
+void wr_hostxml_remove(char *path);
+
 /* engine.c: the mpirun command line for a job. */
 typedef struct wr_argv { char **v; int n, cap; } wr_argv;
 int wr_argv_add(wr_argv *a, const char *s);
 void wr_argv_free(wr_argv *a);
 int wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char *rank_agent,
-                   const wr_master *m, wr_argv *out);
+                   const wr_master *m, const char *host_xml, wr_argv *out);
 const char *wr_find_rank_agent(char *buf, size_t len);
 const char *wr_find_mpirun(char *buf, size_t len);
 

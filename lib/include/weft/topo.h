@@ -65,6 +65,11 @@ typedef struct weft_numa {
 
 /* weft_topo_load() flags */
 #define WEFT_TOPO_IGNORE_ENV 0x1 /* with path == NULL, probe the machine even if WEFT_TOPOLOGY is set */
+/* path is an XML export of this very machine (weftrun hands its own to the ranks on its
+ * host, which saves each rank the live probe): hwloc treats it as this system, so binding
+ * acts and weft_topo_is_live() is 1, and GPU details come from NVML/CUDA as for a live load.
+ * The caller vouches for the file (e.g. by checking weft_topo_hostname()). */
+#define WEFT_TOPO_THIS_SYSTEM 0x2
 
 WEFT_BEGIN_DECLS
 
