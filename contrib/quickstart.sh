@@ -4,6 +4,7 @@
 # weft on a fresh Debian 12 machine, in one command:
 #   contrib/quickstart.sh run    install what weft needs, build it, run a 4-rank job here
 #   contrib/quickstart.sh test   install what weft needs, build it, run the whole test suite
+#                                (WEFT_SANITIZE=1: and again under ASan + UBSan, as CI does)
 #
 # Installs Debian packages with apt-get when something is missing (as root, or
 # through sudo), builds in _build/, and never touches anything outside it.
@@ -45,18 +46,41 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 if [ "$mode" = test ]; then
-  # Every test's verdict is in the test-suite.log of its directory.
+  # Every test's verdict is in the test-suite.log of its directory; the
+  # counts of all of them (and of the sanitizer pass) make the last line.
+  pass=0 fail=0 skip=0
+  tally()
+  {
+    for log in $(find . -name test-suite.log); do
+      p=$(sed -n 's/^# PASS: *//p' "$log"); f=$(sed -n 's/^# FAIL: *//p' "$log")
+      x=$(sed -n 's/^# XPASS: *//p' "$log"); e=$(sed -n 's/^# ERROR: *//p' "$log")
+      s=$(sed -n 's/^# SKIP: *//p' "$log")
+      pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${x:-0} + ${e:-0})); skip=$((skip + ${s:-0}))
+      if [ "${f:-0}${e:-0}${x:-0}" != "000" ]; then cat "$log"; fi
+    done
+  }
   rc=0
   make -j"$(nproc)" check || rc=$?
-  pass=0 fail=0 skip=0
-  for log in $(find . -name test-suite.log); do
-    p=$(sed -n 's/^# PASS: *//p' "$log"); f=$(sed -n 's/^# FAIL: *//p' "$log")
-    x=$(sed -n 's/^# XPASS: *//p' "$log"); e=$(sed -n 's/^# ERROR: *//p' "$log")
-    s=$(sed -n 's/^# SKIP: *//p' "$log")
-    pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0} + ${x:-0} + ${e:-0})); skip=$((skip + ${s:-0}))
-    if [ "${f:-0}${e:-0}${x:-0}" != "000" ]; then cat "$log"; fi
-  done
-  [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=1
+  tally
+  [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=$((fail + 1))
+
+  # WEFT_SANITIZE=1 (CI sets it): the same sources built with ASan and UBSan,
+  # and the tests that run weft's code on one machine run again with them.
+  # Leak checking is off: Open MPI's and hwloc's PCI plugin's own allocations
+  # are reported as leaks at exit.
+  if [ "${WEFT_SANITIZE:-0}" = 1 ]; then
+    mkdir -p "$top/_build-sanitize"
+    cd "$top/_build-sanitize"
+    [ -f Makefile ] || ../configure -q --enable-sanitize
+    make -s -j"$(nproc)"
+    rc=0
+    for d in unit cli mpi launch; do
+      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        make -j"$(nproc)" -C tests/$d check || rc=$?
+    done
+    tally
+    [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=$((fail + 1))
+  fi
   echo "$pass passed, $fail failed, $skip skipped"
   [ $fail -eq 0 ]
   exit
