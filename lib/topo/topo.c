@@ -135,10 +135,28 @@ static void quiet_hwloc_xml(void)
     WEFT__LOG(TOPO, "cannot set HWLOC_HIDE_ERRORS: %s", strerror(errno));
 }
 
+/* An XML of this machine needs none of hwloc's plugins (they discover hardware, and
+ * hwloc parses XML itself), and loading them (PCI, OpenCL, GL and libxml2 with their
+ * libraries) costs a rank start twice the rest of the load. hwloc reads
+ * HWLOC_PLUGINS_PATH when its first topology in the process is initialised; it is
+ * pointed nowhere only for that moment, and only when the user set none of hwloc's
+ * plugin variables. Returns 1 when it has to be unset again. */
+static int no_plugins_begin(unsigned flags, const char *xml)
+{
+  if (!xml || !(flags & WEFT_TOPO_THIS_SYSTEM) || getenv("HWLOC_PLUGINS_PATH") ||
+      getenv("HWLOC_PLUGINS_BLACKLIST") || getenv("HWLOC_COMPONENTS"))
+    return 0;
+  return setenv("HWLOC_PLUGINS_PATH", "/dev/null/weft-no-hwloc-plugins", 0) == 0;
+}
+
 static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, unsigned flags, char *why,
                       size_t whylen)
 {
-  if (hwloc_topology_init(&t->h) != 0) {
+  int unset = no_plugins_begin(flags, xml);
+  int rc = hwloc_topology_init(&t->h);
+  if (unset)
+    unsetenv("HWLOC_PLUGINS_PATH");
+  if (rc != 0) {
     t->h = NULL;
     set_why(why, whylen, "hwloc could not initialise a topology: %s", strerror(errno));
     return WEFT_ETOPO;

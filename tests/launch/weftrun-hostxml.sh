@@ -4,6 +4,7 @@
 # file in a private directory under $TMPDIR: the ranks load it (and are still
 # really bound: Cpus_allowed_list is what they report), and the directory is
 # gone after a normal exit, a failing rank, --timeout and SIGTERM to weftrun.
+# hwloc's plugins are kept out of that load without the program seeing it.
 set -eu
 . "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
 fail=0
@@ -26,7 +27,8 @@ left() { # what the last job left under $TMPDIR
 cat >"$tmp/$uniq-check" <<'EOS'
 #!/bin/sh
 cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-echo "R $RANK ${WEFT_CPUS:-none} $cpus $(ls "$TMPDIR"/weft-*/topology.xml 2>/dev/null | wc -l)"
+echo "R $RANK ${WEFT_CPUS:-none} $cpus $(ls "$TMPDIR"/weft-*/topology.xml 2>/dev/null | wc -l)" \
+     "${HWLOC_PLUGINS_PATH:-unset}"
 EOS
 chmod +x "$tmp/$uniq-check"
 WEFT_VERBOSE=topo timeout 60 "$weftrun" -np 2 --oversubscribe --bind-to core --report-bindings \
@@ -35,9 +37,10 @@ n=$(grep -c "loaded $TMPDIR/weft-[0-9]*-[^/]*/topology.xml" "$tmp/err" || true)
 [ "$n" = 2 ] || { echo "FAIL: $n ranks loaded weftrun's XML (want 2):"; cat "$tmp/err"; fail=1; }
 [ "$(grep -c '(bound)$' "$tmp/err" || true)" = 2 ] ||
   { echo "FAIL: ranks not reported bound:"; cat "$tmp/err"; fail=1; }
-awk '/^R / { n++; if ($3 != $4 || $5 != 1) { print "bad: " $0; bad = 1 } }
+awk '/^R / { n++; if ($3 != $4 || $5 != 1 || $6 != "unset") { print "bad: " $0; bad = 1 } }
      END { exit bad || n != 2 }' "$tmp/out" ||
-  { echo "FAIL: binding differs from WEFT_CPUS or no XML during the run (R RANK WEFT_CPUS actual nxml):"
+  { echo "FAIL: binding differs from WEFT_CPUS, no XML during the run or weft's hwloc setting leaked" \
+         "(R RANK WEFT_CPUS actual nxml HWLOC_PLUGINS_PATH):"
     cat "$tmp/out"; fail=1; }
 left "normal exit"
 
