@@ -81,7 +81,7 @@ on_notice(void *arg, const char *what, const char *value)
   fprintf(stderr, "weft-rank: rank %d host %s gpu %s: GCE notice instance/%s = %s: the VM is going "
           "away; stopping the rank (signal %d)\n", g->who->rank, g->who->host, g->who->gpu, what,
           value, WEFT_PREEMPT_SIGNAL);
-  kill(getpid(), WEFT_PREEMPT_SIGNAL);
+  wk_supervise_preempt();
 }
 
 void

@@ -19,7 +19,7 @@
 #include "weft-rank.h"
 
 enum { K_HOSTS = 1, K_COUNTS, K_RANKBY, K_MAPBY, K_BINDTO, K_OVERSUB, K_REPORT, K_GPN, K_GPUVIS,
-       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_HOSTXML, K_PROBE, K_HELP };
+       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_HOSTXML, K_PROBE, K_GRACE, K_HELP };
 
 #define S "weft-rank (internal: started by weftrun)"
 static const weft_opt wk_options[] = {
@@ -39,6 +39,8 @@ static const weft_opt wk_options[] = {
   { K_TOPO, "topology", WEFT_OPT_ARG, "FILE|I=FILE", S, "Topology of every host or of host I.", 0 },
   { K_HOSTXML, "host-xml", WEFT_OPT_ARG, "FILE", S,
     "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
+  { K_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S,
+    "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
   { K_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
   { K_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
@@ -76,6 +78,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     o->host_topology[o->nhost_topology++] = a1;
     return 0;
   case K_HOSTXML: o->host_xml = a1; return 0;
+  case K_GRACE: return weft_parse_long(a1, 0, 3600, &o->preempt_grace) ? -1 : 0;
   case K_PROBE: o->probe = 1; return 0;
   case K_HELP:
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
@@ -221,6 +224,7 @@ main(int argc, char **argv)
   memset(&o, 0, sizeof(o));
   memset(&pl, 0, sizeof(pl));
   o.gpus_per_node = -1;
+  o.preempt_grace = WEFT_PREEMPT_GRACE_S;
   who.rank = -1;
   snprintf(who.gpu, sizeof(who.gpu), "none");
   if (gethostname(who.host, sizeof(who.host)))
@@ -333,6 +337,7 @@ main(int argc, char **argv)
   free(counts);
   counts = NULL;
 
+  wk_supervise_set_grace(o.preempt_grace);
   wk_gcp_watch_start(gcp);
   rc = wk_gcp_watch_stop(gcp, wk_supervise(o.program, &who));
 out:

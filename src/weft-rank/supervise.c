@@ -5,7 +5,7 @@
  * weft-rank's own parent goes away, and when it fails print the one line
  * weftrun looks for, then exit with the program's code so that Open MPI ends
  * the job. After a forwarded SIGTERM/SIGINT the program gets GRACE_S seconds
- * before SIGKILL.
+ * before SIGKILL; after a preemption notice, the --preempt-grace seconds.
  */
 #include "config.h"
 
@@ -24,6 +24,22 @@
 
 static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
+static volatile sig_atomic_t preempting = 0;
+static unsigned preempt_grace = WEFT_PREEMPT_GRACE_S;
+
+void
+wk_supervise_set_grace(long seconds)
+{
+  preempt_grace = (unsigned)seconds;
+}
+
+/* From the watcher's thread: the signal then reaches the handler below, on any thread. */
+void
+wk_supervise_preempt(void)
+{
+  preempting = 1;
+  kill(getpid(), WEFT_PREEMPT_SIGNAL);
+}
 
 static void
 forward(int sig)
@@ -34,8 +50,16 @@ forward(int sig)
     return;
   }
   if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
-    told_to_stop = sig;
-    alarm(GRACE_S);
+    unsigned grace = preempting ? preempt_grace : GRACE_S;
+    /* the first stop request sets the deadline; later ones do not move it */
+    if (!told_to_stop) {
+      told_to_stop = sig;
+      if (grace == 0 && child > 0) {
+        kill(child, SIGKILL);
+        return;
+      }
+      alarm(grace ? grace : 1); /* no child yet: it is killed once started */
+    }
   }
   if (child > 0)
     kill(child, sig);

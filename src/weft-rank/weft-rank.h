@@ -25,6 +25,7 @@ typedef struct wk_opts {
   const char *host_topology[64]; /* "I=FILE" */
   int nhost_topology;
   const char *host_xml;      /* weftrun's own host as XML, for the ranks on that host */
+  long preempt_grace;        /* seconds from a preemption notice's signal to SIGKILL */
   char **program;
 } wk_opts;
 
@@ -38,6 +39,10 @@ typedef struct wk_who {
 /* supervise.c: fork+exec argv, forward signals, wait; returns the exit code to use
  * (the program's, 128+N for signal N) after printing the failure line if it failed. */
 int wk_supervise(char **argv, const wk_who *who);
+/* Grace after a preemption notice (default WEFT_PREEMPT_GRACE_S); wk_supervise_preempt()
+ * sends WEFT_PREEMPT_SIGNAL to this process so that the program gets that grace. */
+void wk_supervise_set_grace(long seconds);
+void wk_supervise_preempt(void);
 
 /* gcp.c: --nccl-preset on this host (reserved cores, variables) and the preemption
  * watch; wk_gcp_watch_stop() turns rc into WEFT_EXIT_PREEMPTED after a notice. */

@@ -249,6 +249,8 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
     rc = addf(a, "--gpu-visibility") || addf(a, "%s", o->gpu_visibility);
   if (!rc && o->nccl_preset)
     rc = addf(a, "--nccl-preset") || addf(a, "%s", o->nccl_preset);
+  if (!rc && o->preempt_grace >= 0)
+    rc = addf(a, "--preempt-grace") || addf(a, "%ld", o->preempt_grace);
   if (!rc && o->report_bindings)
     rc = addf(a, "--report-bindings");
   if (!rc && m->addr[0])

@@ -16,7 +16,7 @@ enum {
   O_NP = 1, O_PERNODE, O_HOST, O_HOSTFILE, O_MAPBY, O_BINDTO, O_RANKBY, O_OVERSUB,
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
-  O_TIMEOUT, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN,
+  O_TIMEOUT, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN,
   O_PERNODE1, O_PASS0, O_PASS1,
 };
 
@@ -73,6 +73,9 @@ const weft_opt wr_options[] = {
     "Write each rank's output under DIR instead of the terminal.", 0 },
   { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124.", 0 },
+  { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
+    "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
+    "SIGTERM and SIGKILL.", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
     "Allow running as root.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -101,6 +104,7 @@ wr_opts_init(wr_opts *o)
   o->np = -1;
   o->per_node = -1;
   o->gpus_per_node = -1;
+  o->preempt_grace = -1;
 }
 
 static int
@@ -205,6 +209,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_TIMESTAMP: o->timestamp_output = 1; return 0;
   case O_OUTFILE: o->output_filename = a1; return 0;
   case O_TIMEOUT: return count(sp, a1, 1, 100L * 24 * 3600, &o->timeout, why, len);
+  case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
   case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
@@ -242,6 +247,11 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
   }
   if (o->help || o->help_man || o->version)
     return 0;
+  if (o->preempt_grace > WEFT_PREEMPT_GRACE_MAX_S)
+    fprintf(stderr, "weftrun: warning: --preempt-grace %ld: a Spot VM powers off %d s after the "
+            "preemption notice, so the ranks may be cut short; give %d or less\n",
+            o->preempt_grace, WEFT_PREEMPT_GRACE_MAX_S, WEFT_PREEMPT_GRACE_MAX_S - 5);
+
   if (o->json && !o->dry_run && !o->report_bindings) {
     fprintf(stderr, "weftrun: --json goes with --dry-run or --report-bindings\n");
     return WR_EXIT_USAGE;

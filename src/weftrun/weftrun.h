@@ -49,6 +49,7 @@ typedef struct wr_opts {
   int tag_output, timestamp_output, oversubscribe, allow_run_as_root;
   const char *output_filename;
   long timeout;                 /* seconds; 0: none */
+  long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
   const char *pass[WR_MAX_LIST]; /* Open MPI options passed through, with their arguments */
   int npass;
   int version, help, help_man, verbose;

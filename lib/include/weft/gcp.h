@@ -27,6 +27,11 @@
  * agent's grace period (Spot VMs get 30 s from the notice to power-off). */
 #define WEFT_PREEMPT_SIGNAL SIGTERM
 
+/* Grace period between WEFT_PREEMPT_SIGNAL and SIGKILL (weftrun --preempt-grace),
+ * and the time a Spot VM has from the notice to power-off. */
+#define WEFT_PREEMPT_GRACE_S 5
+#define WEFT_PREEMPT_GRACE_MAX_S 30
+
 #define WEFT_GCP_MAX_NICS 16
 
 WEFT_BEGIN_DECLS
