@@ -161,3 +161,32 @@ out:
   weft_gcp_md_close(md);
   return rc;
 }
+
+int weft_gcp_identify(weft_gcp_info *info, char *why, size_t whylen)
+{
+  weft_gcp_md *md;
+  int rc;
+
+  memset(info, 0, sizeof(*info));
+  if (why && whylen)
+    why[0] = '\0';
+  rc = weft_gcp_md_open(&md);
+  if (rc == WEFT_ENOTGCE)
+    return 0;
+  if (rc != 0) {
+    weft__snprintf(why, whylen, "GCE metadata: %s", weft_strerror(rc));
+    return rc;
+  }
+  rc = get_str(md, "instance/machine-type", info->machine_type, sizeof(info->machine_type), 1);
+  if (rc != 0) {
+    weft__snprintf(why, whylen, "GCE metadata server %s: instance/machine-type: %s",
+                   weft_gcp_md_base(md), weft_strerror(rc));
+  } else {
+    info->on_gce = 1;
+    info->family = weft_gcp_family(info->machine_type);
+    (void)get_str(md, "instance/attributes/physical_host", info->physical_host,
+                  sizeof(info->physical_host), 0);
+  }
+  weft_gcp_md_close(md);
+  return rc;
+}

@@ -116,3 +116,17 @@ wk_gcp_destroy(wk_gcp *g)
   weft_preset_free(g->preset);
   free(g);
 }
+
+void
+wk_gcp_probe_facts(FILE *out)
+{
+  weft_gcp_info info;
+  char why[512];
+  int rc = weft_gcp_identify(&info, why, sizeof(why));
+
+  if (rc)
+    fprintf(stderr, "weft-rank --probe: warning: %s\n", why[0] ? why : weft_strerror(rc));
+  else if (info.on_gce)
+    fprintf(out, "\n" WEFT_GCE_PROBE_TAG " %s %s\n", info.machine_type,
+            info.physical_host[0] ? info.physical_host : "-");
+}

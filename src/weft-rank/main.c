@@ -202,7 +202,9 @@ probe(void)
     weft_topo_destroy(t);
     return WK_EXIT_SETUP;
   }
-  int bad = fwrite(xml, 1, (size_t)len - 1, stdout) != (size_t)len - 1 || fflush(stdout);
+  int bad = fwrite(xml, 1, (size_t)len - 1, stdout) != (size_t)len - 1;
+  wk_gcp_probe_facts(stdout);
+  bad |= fflush(stdout) != 0;
   hwloc_free_xmlbuffer(h, xml);
   weft_topo_destroy(t);
   return bad ? WK_EXIT_SETUP : 0;

@@ -54,5 +54,8 @@ int wk_gcp_apply(wk_gcp *g, weft_env *env, char *why, size_t len);
 void wk_gcp_watch_start(wk_gcp *g);
 int wk_gcp_watch_stop(wk_gcp *g, int rc);
 void wk_gcp_destroy(wk_gcp *g);
+/* For weftrun's probe, after the XML: "\n#weft-gce MACHINE_TYPE PHYSICAL_HOST|-\n" when
+ * this host is on GCE (or GCE_METADATA_HOST is set), nothing otherwise (no request). */
+void wk_gcp_probe_facts(FILE *out);
 
 #endif /* WEFT_RANK_H */

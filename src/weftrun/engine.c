@@ -207,7 +207,24 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
   rc = wr_argv_add(a, mpirun);
   if (!rc && o->allow_run_as_root)
     rc = addf(a, "--allow-run-as-root");
-  if (!rc)
+  if (!rc && wr_job_ordered(j)) {
+    /* Open MPI 4.1 maps mpirun's own host first whatever the -H order; its sequential
+     * mapper keeps the order of the hosts ordered by physical_host: one entry per rank */
+    char *seq = NULL;
+    size_t sl = 0;
+    FILE *sf = open_memstream(&seq, &sl);
+    if (!sf)
+      rc = WEFT_ENOMEM;
+    for (int r = 0; sf && r < wr_job_np(j); r++)
+      fprintf(sf, "%s%s", r ? "," : "", wr_job_host(j, wr_job_rank_host(j, r)));
+    if (sf && fclose(sf))
+      rc = WEFT_ENOMEM;
+    if (!rc)
+      rc = addf(a, "-np") || addf(a, "%d", wr_job_np(j)) || addf(a, "-H") || wr_argv_add(a, seq) ||
+           addf(a, "--mca") || addf(a, "rmaps") || addf(a, "seq") ||
+           addf(a, "--bind-to") || addf(a, "none");
+    free(seq);
+  } else if (!rc)
     rc = addf(a, "-np") || addf(a, "%d", wr_job_np(j)) || addf(a, "-H") || addf(a, "%s", hosts) ||
          addf(a, "--map-by") || addf(a, "%s", wr_job_by_node(j) ? "node" : "slot") ||
          addf(a, "--bind-to") || addf(a, "none");

@@ -83,6 +83,26 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out)
 }
 
 int
+wr_gcp_local(const wr_gcp *g, wr_gce *out)
+{
+  weft_gcp_info info;
+  char why[512];
+  const weft_gcp_info *i = g && g->info.on_gce ? &g->info : &info;
+
+  memset(out, 0, sizeof(*out));
+  if (i == &info) {
+    int rc = weft_gcp_identify(&info, why, sizeof(why)); /* no request off GCE */
+    if (rc)
+      warn(NULL, why[0] ? why : weft_strerror(rc));
+    if (rc || !info.on_gce)
+      return 0;
+  }
+  snprintf(out->machine_type, sizeof(out->machine_type), "%s", i->machine_type);
+  snprintf(out->physical_host, sizeof(out->physical_host), "%s", i->physical_host);
+  return 1;
+}
+
+int
 wr_gcp_add_env(const wr_gcp *g, wr_job *j)
 {
   for (int i = 0; g && g->env && i < weft_env_count(g->env); i++) {

@@ -41,7 +41,17 @@ struct wr_job {
   int nenv;
   weft_plan plan;
   wr_gcp *gcp;
+  wr_gce *gce;          /* per host: machine type and physical_host, "" when unknown */
+  int gce_here;         /* weftrun's own host is on GCE: probe every host for its facts */
+  int *hl_of;           /* per host: its index in hl once ordered by physical_host, else NULL */
+  int ordered;          /* hosts ordered by physical_host */
 };
+
+static int
+hl_index(const wr_job *j, int h)
+{
+  return j->hl_of ? j->hl_of[h] : h;
+}
 
 static const char *
 base_name(const char *p)
@@ -147,14 +157,18 @@ probe_remote(wr_job *j, const wr_opts *o)
     if (j->host_file[h] || weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL ||
         is_local_name(host->name))
       continue;
-    if (host->slots_given && !o->dry_run && !o->report_bindings)
+    if (host->slots_given && !o->dry_run && !o->report_bindings && !j->gce_here)
       continue;
     which[n] = h;
     names[n++] = host->name;
   }
-  rc = n ? wr_probe(o, names, n, paths) : 0;
-  for (int i = 0; !rc && i < n; i++)
+  wr_gce *gce = n ? calloc((size_t)n, sizeof(*gce)) : NULL;
+  rc = !n ? 0 : gce ? wr_probe(o, names, n, paths, gce) : WR_EXIT_ENGINE;
+  for (int i = 0; !rc && i < n; i++) {
     j->probed[which[i]] = paths[i];
+    j->gce[which[i]] = gce[i];
+  }
+  free(gce);
 out:
   free(names);
   free(which);
@@ -205,6 +219,69 @@ assign_topologies(wr_job *j, const wr_opts *o)
   return 0;
 }
 
+static void
+warn(void *arg, const char *msg)
+{
+  (void)arg;
+  fprintf(stderr, "weftrun: warning: %s\n", msg);
+}
+
+/* GCE facts of every host (from the probe): one machine type for all, and hosts
+ * ordered by physical_host (cluster, rack, host) when every host has one, so that
+ * neighbouring ranks share racks; the hosts' arrays are permuted before any rank
+ * is laid out. */
+static int
+gce_hosts(wr_job *j)
+{
+  int n = j->nhosts, rc = 0;
+  const char **names = calloc((size_t)n, sizeof(*names));
+  const char **types = calloc((size_t)n, sizeof(*types));
+  const char **phys = calloc((size_t)n, sizeof(*phys));
+  int *order = calloc((size_t)n, sizeof(*order));
+  weft_plan_host *hosts = calloc((size_t)n, sizeof(*hosts));
+  char **file = calloc((size_t)n, sizeof(*file)), **probed = calloc((size_t)n, sizeof(*probed));
+  wr_gce *gce = calloc((size_t)n, sizeof(*gce));
+  if (!names || !types || !phys || !order || !hosts || !file || !probed || !gce ||
+      !(j->hl_of = calloc((size_t)n, sizeof(int)))) {
+    rc = WR_EXIT_ENGINE;
+    goto out;
+  }
+  for (int h = 0; h < n; h++) {
+    names[h] = j->hosts[h].name;
+    types[h] = j->gce[h].machine_type;
+    phys[h] = j->gce[h].physical_host;
+  }
+  weft_gcp_check_mixed(names, types, n, warn, NULL);
+  if (n < 2 || weft_gcp_order_hosts(phys, n, order) != 0) {
+    free(j->hl_of);
+    j->hl_of = NULL;
+    goto out;
+  }
+  for (int h = 0; h < n; h++) {
+    hosts[h] = j->hosts[order[h]];
+    file[h] = j->host_file[order[h]];
+    probed[h] = j->probed ? j->probed[order[h]] : NULL;
+    gce[h] = j->gce[order[h]];
+    j->hl_of[h] = order[h];
+  }
+  memcpy(j->hosts, hosts, (size_t)n * sizeof(*hosts));
+  memcpy(j->host_file, file, (size_t)n * sizeof(*file));
+  if (j->probed)
+    memcpy(j->probed, probed, (size_t)n * sizeof(*probed));
+  memcpy(j->gce, gce, (size_t)n * sizeof(*gce));
+  j->ordered = 1;
+out:
+  free(names);
+  free(types);
+  free(phys);
+  free(order);
+  free(hosts);
+  free(file);
+  free(probed);
+  free(gce);
+  return rc;
+}
+
 static int
 gpus_of(const wr_job *j, const wr_opts *o, int h)
 {
@@ -221,7 +298,7 @@ plan_counts(wr_job *j, const wr_opts *o)
   if (!(j->cap = calloc((size_t)j->nhosts, sizeof(int))))
     return WR_EXIT_ENGINE;
   for (int h = 0; h < j->nhosts; h++) {
-    const weft_host *host = weft_hostlist_host(j->hl, h);
+    const weft_host *host = weft_hostlist_host(j->hl, hl_index(j, h));
     int slots = host->slots;
     j->cap[h] = gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h] ?
                 (int)o->gpus_per_node : weft_map_slots(j->hosts[h].topo, &j->pol);
@@ -238,7 +315,7 @@ plan_counts(wr_job *j, const wr_opts *o)
         slots = weft_map_slots(j->hosts[h].topo, &j->pol);
       if (slots < 1)
         slots = 1;
-      weft_hostlist_default_slots(j->hl, h, slots);
+      weft_hostlist_default_slots(j->hl, hl_index(j, h), slots);
     }
     j->hosts[h].slots = slots;
     total += slots;
@@ -388,7 +465,18 @@ wr_job_build(const wr_opts *o, wr_job **out)
     return WR_EXIT_ENGINE;
   if ((rc = wr_gcp_prepare(o, j->nhosts, &j->pol, &j->gcp)))
     return rc;
-  if ((rc = assign_topologies(j, o)) || (rc = plan_counts(j, o)) || (rc = place_ranks(j)))
+  if (!(j->gce = calloc((size_t)j->nhosts, sizeof(*j->gce))))
+    return WR_EXIT_ENGINE;
+  if (j->nhosts > 1) {
+    wr_gce here;
+    j->gce_here = wr_gcp_local(j->gcp, &here);
+    for (int h = 0; h < j->nhosts; h++)
+      if (weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL ||
+          is_local_name(weft_hostlist_host(j->hl, h)->name))
+        j->gce[h] = here;
+  }
+  if ((rc = assign_topologies(j, o)) || (rc = gce_hosts(j)) || (rc = plan_counts(j, o)) ||
+      (rc = place_ranks(j)))
     return rc;
   j->plan.np = j->np;
   j->plan.nhosts = j->nhosts;
@@ -429,6 +517,8 @@ wr_job_destroy(wr_job *j)
   free(j->hosts);
   free(j->counts);
   free(j->cap);
+  free(j->gce);
+  free(j->hl_of);
   weft_hostlist_destroy(j->hl);
   wr_gcp_destroy(j->gcp);
   free(j);
@@ -446,6 +536,7 @@ int wr_job_by_node(const wr_job *j) { return j->by_node; }
 int wr_job_count(const wr_job *j, int h) { return j->counts[h]; }
 int wr_job_slots(const wr_job *j, int h) { return j->hosts[h].slots; }
 int wr_job_oversubscribed(const wr_job *j) { return j->oversub; }
+int wr_job_ordered(const wr_job *j) { return j->ordered; }
 const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
 const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
 const weft_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
@@ -465,12 +556,18 @@ wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
   weft_policy_format(&j->pol, pol, sizeof(pol));
   fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", j->np,
           j->nhosts, j->nhosts == 1 ? "" : "s", pol, j->by_node ? "node" : "slot");
+  if (j->ordered)
+    fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
   for (int h = 0; h < j->nhosts; h++)
     fprintf(out, "# host %s: %d of %d slots, %d GPUs, topology %s\n", j->hosts[h].name,
             j->counts[h], j->hosts[h].slots, weft_topo_ngpus(j->hosts[h].topo),
             j->host_file[h] ? j->host_file[h] :
             j->probed && j->probed[h] ? "probed" :
             wr_job_host_is_local(j, h) ? "this machine" : "assumed like this machine");
+  for (int h = 0; j->gce && h < j->nhosts; h++)
+    if (j->gce[h].machine_type[0])
+      fprintf(out, "# host %s: machine type %s, physical_host %s\n", j->hosts[h].name,
+              j->gce[h].machine_type, j->gce[h].physical_host[0] ? j->gce[h].physical_host : "none");
   wr_gcp_print(j->gcp, out);
   for (int r = 0; r < j->np; r++) {
     const weft_plan_rank *pr = &j->ranks[r];

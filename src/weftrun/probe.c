@@ -30,8 +30,23 @@ mono(void)
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Split off the line weft-rank --probe adds after a GCE host's XML; returns the XML's length. */
+static size_t
+gce_facts(char *buf, size_t len, wr_gce *gce)
+{
+  char *tag = strstr(buf, "\n" WEFT_GCE_PROBE_TAG " ");
+  if (!tag)
+    return len;
+  char mt[sizeof(gce->machine_type)] = "", ph[sizeof(gce->physical_host)] = "";
+  if (gce && sscanf(tag + 1 + strlen(WEFT_GCE_PROBE_TAG), " %63s %255s", mt, ph) == 2) {
+    snprintf(gce->machine_type, sizeof(gce->machine_type), "%s", mt);
+    snprintf(gce->physical_host, sizeof(gce->physical_host), "%s", strcmp(ph, "-") ? ph : "");
+  }
+  return (size_t)(tag - buf) + 1;
+}
+
 int
-wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths)
+wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths, wr_gce *gce)
 {
   char mpirun[4096], agent[4096];
   int rc = WR_EXIT_ENGINE;
@@ -75,6 +90,10 @@ wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths)
   for (int i = 0; i < o->npass; i++)
     if (wr_argv_add(&a, o->pass[i]))
       goto out;
+  /* a metadata server named for the job (off GCE: tests) is asked on every host */
+  const char *md = getenv("GCE_METADATA_HOST");
+  if (md && *md && (wr_argv_add(&a, "-x") || wr_argv_add(&a, "GCE_METADATA_HOST")))
+    goto out;
   if (wr_argv_add(&a, agent) || wr_argv_add(&a, "--probe"))
     goto out;
   if (o->verbose) {
@@ -191,6 +210,7 @@ wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths)
     }
     /* hwloc writes a zero word of a bitmap as nothing ("0x1,,0x2"); spell it out
      * for lib/topo's XML check, which wants a number between the commas */
+    len[i] = gce_facts(buf[i], len[i], gce ? &gce[i] : NULL);
     for (size_t k = 0; k < len[i]; k++) {
       if (buf[i][k] == ',' && k + 1 < len[i] && buf[i][k + 1] == ',')
         fputs(",0x0", f);

@@ -76,6 +76,7 @@ int wr_job_by_node(const wr_job *j);
 int wr_job_count(const wr_job *j, int h);
 int wr_job_slots(const wr_job *j, int h);
 int wr_job_oversubscribed(const wr_job *j); /* some host has more ranks than cores/GPUs */
+int wr_job_ordered(const wr_job *j);        /* hosts ordered by physical_host (not as given) */
 const char *wr_job_host(const wr_job *j, int h);
 const char *wr_job_host_file(const wr_job *j, int h); /* NULL: the host's own hardware */
 const weft_topo *wr_job_topo(const wr_job *j, int h);
@@ -85,14 +86,21 @@ int wr_job_rank_host(const wr_job *j, int r);
 int wr_job_add_env(wr_job *j, const char *key, const char *value); /* shown in the plan JSON */
 
 /* probe.c: each remote host's hwloc XML, through mpirun and "weft-rank --probe",
- * into temporary files paths[i] (the caller unlinks and frees them). Returns a WR_EXIT_* code. */
-int wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths);
+ * into temporary files paths[i] (the caller unlinks and frees them), and its GCE
+ * facts into gce[i] (may be NULL; left as they are for a host not on GCE).
+ * Returns a WR_EXIT_* code. */
+typedef struct wr_gce {
+  char machine_type[64];        /* "" when unknown (not on GCE) */
+  char physical_host[256];      /* "" without compact placement */
+} wr_gce;
+int wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths, wr_gce *gce);
 
 /* gcp.c: --nccl-preset on this VM: sets pol->reserved_cpus, prints the checks;
  * the preset's variables go to --dry-run and the plan JSON. */
 typedef struct wr_gcp wr_gcp;
 int wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out); /* WR_EXIT_* */
 int wr_gcp_add_env(const wr_gcp *g, wr_job *j);       /* the preset's variables, wr_job_add_env() */
+int wr_gcp_local(const wr_gcp *g, wr_gce *out);       /* this host's GCE facts; 1 when on GCE */
 void wr_gcp_print(const wr_gcp *g, FILE *out);
 void wr_gcp_destroy(wr_gcp *g);
 

@@ -8,8 +8,12 @@
 # Checks that each vnode finds its family, matches the NICs by MAC and fills
 # Google's TCPX / TCPXO variables with them; that weftrun --dry-run on vnode0
 # shows the TCPX variables and keeps every rank off the TCPX cores; that a
-# launched job's ranks get their host's variables; and that a preemption
-# notice on vnode1 stops the job with WEFT_EXIT_PREEMPTED (79) in bounded time.
+# launched job's ranks get their host's variables; that weftrun's probe brings
+# back every vnode's machine type and physical_host (vnode1 on rack r0, vnode0
+# on r1): the mixed-types warning, and hosts (so ranks) ordered by
+# physical_host, vnode1 first, at --dry-run and at launch; and that a
+# preemption notice on vnode1 stops the job with WEFT_EXIT_PREEMPTED (79) in
+# bounded time.
 set -eu
 
 : "${WEFT_TOPDIR:?}" "${WEFT_BUILDDIR:?}"
@@ -54,7 +58,7 @@ for type in $types; do
   {
     printf '{"instance": {"machine-type": "projects/1/machineTypes/%s", "zone": "projects/1/zones/us-central1-a",\n' "$type"
     printf ' "hostname": "%s.c.test.internal", "preempted": "FALSE", "maintenance-event": "NONE",\n' "$node"
-    printf ' "attributes": {"physical_host": "/c1/r%d/h1"}, "network-interfaces": {\n' "$n"
+    printf ' "attributes": {"physical_host": "/c1/r%d/h1"}, "network-interfaces": {\n' $((1 - n))
     i=0
     for nic in eth0 $gpu_nics; do
       mac=$(on "$node" cat "/sys/class/net/$nic/address")
@@ -143,8 +147,15 @@ vrun --dry-run true >"$tmp/dry" 2>"$tmp/dry.err" || { echo "FAIL: weftrun --dry-
 expect "$tmp/dry" "# nccl preset a3-highgpu-8g (machine type a3-highgpu-8g), reserved cpus 8-35,112-139,60-87,164-191"
 expect "$tmp/dry" "# env NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=enp6s0,enp12s0,enp134s0,enp140s0  (preset a3-highgpu-8g)"
 expect "$tmp/dry" "# env NCCL_GPUDIRECTTCPX_CTRL_DEV=eth0  (preset a3-highgpu-8g)"
-expect "$tmp/dry" "vnode0 rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-5,104-109 NUMA 0 NIC enp6s0"
-expect "$tmp/dry" "vnode1 rank 15 (local 7): GPU 7 (0000:8b:00.0) cores 98-103,202-207 NUMA 1 NIC enp140s0"
+# The probe brought back both vnodes' facts: vnode1 (rack r0) comes first.
+expect "$tmp/dry" "# hosts ordered by physical_host (cluster/rack/host)"
+expect "$tmp/dry" "# host vnode0: machine type a3-highgpu-8g, physical_host /c1/r1/h1"
+expect "$tmp/dry" "# host vnode1: machine type a3-megagpu-8g, physical_host /c1/r0/h1"
+expect "$tmp/dry.err" "weftrun: warning: mixed machine types in one job: vnode0 is a3-highgpu-8g but vnode1 is a3-megagpu-8g"
+[ "$(grep '^# host vnode' "$tmp/dry" | head -1 | cut -d: -f1)" = "# host vnode1" ] ||
+  { echo "FAIL: hosts not ordered by physical_host"; cat "$tmp/dry"; exit 1; }
+expect "$tmp/dry" "vnode1 rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-5,104-109 NUMA 0 NIC enp6s0"
+expect "$tmp/dry" "vnode0 rank 15 (local 7): GPU 7 (0000:8b:00.0) cores 98-103,202-207 NUMA 1 NIC enp140s0"
 [ "$(grep -c ' cores ' "$tmp/dry")" = 16 ] || { echo "FAIL: 16 ranks expected"; cat "$tmp/dry"; exit 1; }
 /usr/bin/python3 - "$tmp/dry" <<'PY' || { echo "FAIL: a rank on a TCPX core"; cat "$tmp/dry"; exit 1; }
 import re, sys
@@ -182,9 +193,11 @@ wait $job
 rc=$?
 set -e
 dt=$(($(date +%s) - t0))
-expect "$tmp/run" "E 0 vnode0 GPUDirectTCPX_v7 enp6s0,enp12s0,enp134s0,enp140s0 none"
-expect "$tmp/run" "E 1 vnode1 none none enp6s0,enp12s0,enp134s0,enp140s0"
+# ordered by physical_host at launch too: rank 0 on vnode1
+expect "$tmp/run" "E 1 vnode0 GPUDirectTCPX_v7 enp6s0,enp12s0,enp134s0,enp140s0 none"
+expect "$tmp/run" "E 0 vnode1 none none enp6s0,enp12s0,enp134s0,enp140s0"
+expect "$tmp/run.err" "mixed machine types in one job"
 [ $rc = 79 ] && [ $dt -le 20 ] || { echo "FAIL: preempted job: exit $rc after ${dt}s, expected 79"; cat "$tmp/run.err"; exit 1; }
-expect "$tmp/run.err" "rank 1 host vnode1 gpu 0 (0000:04:00.0): GCE notice instance/preempted = TRUE"
+expect "$tmp/run.err" "rank 0 host vnode1 gpu 0 (0000:04:00.0): GCE notice instance/preempted = TRUE"
 expect "$tmp/run.err" "preempted (instance/preempted = TRUE); exited with status 79"
-echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, dry-run and launch on vnodes, preemption (79 in ${dt}s)"
+echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, dry-run and launch on vnodes, mixed types, host order by physical_host, preemption (79 in ${dt}s)"

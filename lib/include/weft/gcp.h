@@ -103,6 +103,14 @@ typedef struct weft_gcp_info {
  * \return 0, or a negative code with a one-line reason in \p why. */
 WEFT_EXPORT int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen);
 
+/** \brief The cheap part of weft_gcp_detect(): only on_gce, machine_type, family
+ * and physical_host (two requests; none off GCE, where on_gce is 0 and 0 is
+ * returned). For weftrun's probe of every host. \return as weft_gcp_detect(). */
+WEFT_EXPORT int weft_gcp_identify(weft_gcp_info *info, char *why, size_t whylen);
+
+/* The line weft-rank --probe adds after a GCE host's XML: TAG MACHINE_TYPE PHYSICAL_HOST|- */
+#define WEFT_GCE_PROBE_TAG "#weft-gce"
+
 /** \brief Match info->nics' MACs to $WEFT_GCP_SYSROOT/sys/class/net/ * /address,
  * read MTU, PCI slot and driver, mark GPU NICs for info->family and sort them by
  * PCI slot. weft_gcp_detect() calls it; tests call it on a filled info. */
