@@ -17,6 +17,7 @@ struct wr_gcp {
   weft_gcp_info info;
   weft_preset *preset;
   weft_env *env;               /* the preset's variables, as resolved here */
+  weft_env *over;              /* the user's variables that the preset would have set */
 };
 
 static void
@@ -74,6 +75,19 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out)
     if (og == WEFT_ENV_PRESET)
       rc = weft_env_set(g->env, k, v, og, d);
   }
+  /* what the user set in place of the preset's value, for --dry-run */
+  const weft_preset_var *vars;
+  int nvars;
+  char why2[512];
+  if (!rc && weft_env_create(&g->over) == 0 &&
+      weft_preset_resolve(g->preset, &g->info, NULL, &vars, &nvars, why2, sizeof(why2)) == 0)
+    for (int i = 0; i < nvars && !rc; i++) {
+      weft_env_origin og;
+      const char *v = weft_env_get(user, vars[i].key);
+      if (!vars[i].prepend && v && weft_env_origin_of(user, vars[i].key, &og) == 0 &&
+          og != WEFT_ENV_PRESET)
+        rc = weft_env_set(g->over, vars[i].key, v, og, NULL);
+    }
   weft_env_destroy(user);
   if (rc == WEFT_ENOMEM)
     return WR_EXIT_ENGINE;
@@ -131,6 +145,13 @@ wr_gcp_print(const wr_gcp *g, FILE *out)
     weft_env_describe(g->env, i, desc, sizeof(desc));
     fprintf(out, "# env %s=%s  (%s)\n", k, v, desc);
   }
+  for (int i = 0; g->over && i < weft_env_count(g->over); i++) {
+    const char *k, *v;
+    weft_env_origin og;
+    weft_env_entry(g->over, i, &k, &v, &og, NULL);
+    fprintf(out, "# env %s=%s  (%s, overrides preset %s)\n", k, v, weft_env_origin_name(og),
+            weft_preset_name(g->preset));
+  }
 }
 
 void
@@ -139,6 +160,7 @@ wr_gcp_destroy(wr_gcp *g)
   if (!g)
     return;
   weft_env_destroy(g->env);
+  weft_env_destroy(g->over);
   weft_preset_free(g->preset);
   free(g);
 }

@@ -70,7 +70,10 @@ expect "$tmp/out" "# env NCCL_NET=GPUDirectTCPX_v7  (preset a3-highgpu-8g)"
 expect "$tmp/out" "# env NCCL_SOCKET_IFNAME=enp0s12  (preset a3-highgpu-8g)"
 expect "$tmp/out" "# env NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=enp6s0,enp12s0,enp134s0,enp140s0  (preset a3-highgpu-8g)"
 expect "$tmp/out" "# env NCCL_GPUDIRECTTCPX_TX_BINDINGS=enp6s0:8-21,112-125;enp12s0:8-21,112-125;enp134s0:60-73,164-177;enp140s0:60-73,164-177  (preset a3-highgpu-8g)"
-if grep -q "^# env NCCL_ALGO=\|^# env NCCL_PROTO=" "$tmp/out"; then fail "the user's NCCL_ALGO/NCCL_PROTO were overridden" "$tmp/out"; fi
+if grep -q "^# env NCCL_ALGO=Ring\|^# env NCCL_PROTO=Simple" "$tmp/out"; then fail "the user's NCCL_ALGO/NCCL_PROTO were overridden" "$tmp/out"; fi
+# ... and shown as the user's, over the preset's
+expect "$tmp/out" "# env NCCL_ALGO=Tree  (user, overrides preset a3-highgpu-8g)"
+expect "$tmp/out" "# env NCCL_PROTO=LL128  (-x, overrides preset a3-highgpu-8g)"
 expect "$tmp/err" "libnccl-net.so is missing"
 # Every rank's processors avoid the TCPX cores.
 grep "rank .* cores " "$tmp/out" | sed 's/.* cores \([^ ]*\) .*/\1/' >"$tmp/cpus"
