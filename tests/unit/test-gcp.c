@@ -344,6 +344,14 @@ static void test_detect_a3(void **state)
     assert_int_equal(info.nics[1 + i].gvnic, 1);
   }
   assert_string_equal(info.nics[1].pci, "0000:06:00.0");
+  /* The probe's cheap form: machine type and physical_host, two requests. */
+  long before = control("/control/count");
+  assert_int_equal(weft_gcp_identify(&info, why, sizeof(why)), 0);
+  assert_true(info.on_gce);
+  assert_string_equal(info.machine_type, "a3-highgpu-8g");
+  assert_string_equal(info.physical_host, "/c1/r7/h3");
+  assert_int_equal(info.nnics, 0);
+  assert_int_equal(control("/control/count") - before, 2);
 }
 
 static void test_not_on_gce(void **state)
@@ -364,6 +372,9 @@ static void test_not_on_gce(void **state)
   assert_false(info.on_gce);
   assert_null(info.family);
   assert_int_equal(weft_gcp_watch_start(&w, (weft_gcp_preempt_fn)abort, NULL), WEFT_ENOTGCE);
+  assert_int_equal(weft_gcp_identify(&info, why, sizeof(why)), 0);
+  assert_false(info.on_gce);
+  assert_string_equal(info.machine_type, "");
   assert_int_equal(control("/control/count"), before);
   /* No DMI file at all: not GCE either. */
   setenv("WEFT_GCP_SYSROOT", tmpdir, 1);
