@@ -29,6 +29,7 @@
 #include "scale.h"
 
 #define MAX_ARGS 64
+#define PLOT_TIMEOUT_S 60 /* gnuplot draws the plot in well under a second */
 
 struct scale_opts {
   const char *hostfile, *out, *launcher;
@@ -697,10 +698,12 @@ static int write_files(struct scale *s, const char *slow, int status)
 static void write_plot(const struct scale *s)
 {
   const struct scale_opts *o = &s->o;
-  char path[PATH_MAX], png[PATH_MAX], svg[PATH_MAX];
+  char path[PATH_MAX], png[PATH_MAX], svg[PATH_MAX], log[PATH_MAX];
+  char *argv[] = { "/bin/sh", "-c", "cd \"$1\" && exec gnuplot scale.gp", "sh",
+                   (char *)o->out, NULL };
+  struct scale_job job;
   FILE *f;
-  pid_t pid;
-  int st = 0, measured = 0;
+  int measured = 0, started;
 
   snprintf(path, sizeof(path), "%s/scale.gp", o->out);
   f = fopen(path, "w");
@@ -739,31 +742,22 @@ static void write_plot(const struct scale *s)
   }
   snprintf(png, sizeof(png), "%s/scale.png", o->out);
   snprintf(svg, sizeof(svg), "%s/scale.svg", o->out);
+  snprintf(log, sizeof(log), "%s/gnuplot.log", o->out);
   remove(png);
   remove(svg);
-  fflush(NULL);
-  pid = fork();
-  if (pid == 0) {
-    if (chdir(o->out) == 0) {
-      int log = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-      if (log >= 0) {
-        dup2(log, 1);
-        dup2(log, 2);
-      }
-      execlp("gnuplot", "gnuplot", "scale.gp", (char *)NULL);
-    }
-    _exit(127);
-  }
-  if (pid > 0)
-    waitpid(pid, &st, 0);
+  /* Like a job: in its own process group, ended at the deadline (124). */
+  memset(&job, 0, sizeof(job));
+  job.status = -1;
+  started = scale_run_job(argv, "/dev/null", log, PLOT_TIMEOUT_S, &job) == 0;
   if (access(png, R_OK) == 0 || access(svg, R_OK) == 0)
     printf("# plot: %s\n", access(png, R_OK) == 0 ? png : svg);
-  else if (pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
+  else if (started && job.status == 127)
     printf("# plot: gnuplot is not installed; %s is ready for it (gnuplot scale.gp)\n", path);
+  else if (job.status == 124)
+    printf("# plot: gnuplot made no plot of %s within %d s (see %s)\n", path, PLOT_TIMEOUT_S,
+           log);
   else
-    printf("# plot: gnuplot failed on %s (exit %d; see %s/gnuplot.log)\n", path,
-           WIFEXITED(st) ? WEXITSTATUS(st) : -1, o->out);
+    printf("# plot: gnuplot failed on %s (exit %d; see %s)\n", path, job.status, log);
 }
 
 int bench_scale_main(int argc, char **argv)
