@@ -37,7 +37,7 @@ int main(int argc, char **argv)
   rc = weft_topo_load(o.topology, 0, &t, why, sizeof(why));
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
-    return TOPO_EXIT_TOPOLOGY;
+    return rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL : TOPO_EXIT_TOPOLOGY;
   }
   host = o.host ? o.host : weft_topo_hostname(t);
   if (!host || !*host)
