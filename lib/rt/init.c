@@ -158,7 +158,6 @@ static int env_settings(weft_ctx *ctx)
     ctx->init_timeout = 120;
 
   return device_from_env(ctx);
-  return 0;
 }
 
 /* Local rank/size and host index of every rank. WEFT_RANKS_PER_NODE=K (for
