@@ -400,7 +400,7 @@ static char *run_script(const weft_preset *p, const char *path, char *why, size_
 {
   char **envp, *out = NULL;
   size_t len = 0;
-  int fds[2], status, n = 0, done = 0;
+  int fds[2], status = 0, n = 0, done = 0;
   struct timespec t0, t;
   pid_t pid;
 
@@ -439,23 +439,35 @@ static char *run_script(const weft_preset *p, const char *path, char *why, size_
     char buf[4096];
     long left;
     ssize_t r;
+    int ready = 0;
 
     clock_gettime(CLOCK_MONOTONIC, &t);
     left = SCRIPT_TIMEOUT_MS - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
-    if (left <= 0 || poll(&pfd, 1, (int)left) == 0) {
+    if (left <= 0 || (ready = poll(&pfd, 1, (int)left)) == 0) {
       weft__snprintf(why, whylen, "%s did not finish within %d s", path, SCRIPT_TIMEOUT_MS / 1000);
       kill(pid, SIGKILL);
       break;
     }
+    if (ready < 0 && errno == EINTR)
+      continue; /* a blocking read now would wait past the deadline */
     r = read(fds[0], buf, sizeof(buf));
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0) {
       done = 1;
-    } else if (len + (size_t)r < SCRIPT_MAX_OUTPUT) {
+    } else if (len + (size_t)r >= SCRIPT_MAX_OUTPUT) {
+      /* Cut output would be merged as if whole. */
+      weft__snprintf(why, whylen, "%s exported more than %d KiB of variables; export only "
+                     "NCCL settings there", path, SCRIPT_MAX_OUTPUT / 1024);
+      kill(pid, SIGKILL);
+      break;
+    } else {
       char *nb = realloc(out, len + (size_t)r + 1);
-      if (!nb)
+      if (!nb) {
+        weft__snprintf(why, whylen, "out of memory reading the output of %s", path);
+        kill(pid, SIGKILL);
         break;
+      }
       out = nb;
       memcpy(out + len, buf, (size_t)r);
       len += (size_t)r;

@@ -741,6 +741,11 @@ static void test_preset_mega_profile(void **state)
   write_file(path, "exit 3\n");
   assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
   assert_non_null(strstr(why, "nccl-env-profile.sh"));
+  /* Output too large to read whole is refused, not merged cut. */
+  write_file(path, "for i in 1 2 3; do export NCCL_BIG$i=$(head -c 100000 /dev/zero | tr '\\0' x); "
+             "done\n");
+  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
+  assert_non_null(strstr(why, "more than 256 KiB"));
   weft_preset_free(p);
 }
 
