@@ -92,11 +92,12 @@ int weft_netif_default_route(char *buf, size_t len)
 {
   char line[512], name[64];
   unsigned long dest, gw, flags, mask;
-  FILE *f = fopen("/proc/net/route", "r");
+  FILE *f;
 
   if (!buf || len == 0)
     return WEFT_EINVAL;
   buf[0] = '\0';
+  f = fopen("/proc/net/route", "r");
   if (!f)
     return WEFT_EIO;
   while (fgets(line, sizeof(line), f)) {
