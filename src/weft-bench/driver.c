@@ -45,9 +45,6 @@ struct run {
 static void nic_name(char *buf, size_t len)
 {
   const char *v = getenv("WEFT_NIC");
-  FILE *f;
-  char line[256], ifname[64];
-  unsigned long dest;
 
   if (!v || !*v)
     v = getenv("NCCL_SOCKET_IFNAME");
@@ -55,16 +52,8 @@ static void nic_name(char *buf, size_t len)
     snprintf(buf, len, "%s", v);
     return;
   }
-  snprintf(buf, len, "none");
-  f = fopen("/proc/net/route", "r");
-  if (!f)
-    return;
-  while (fgets(line, sizeof(line), f))
-    if (sscanf(line, "%63s %lx", ifname, &dest) == 2 && dest == 0) {
-      snprintf(buf, len, "%s", ifname);
-      break;
-    }
-  fclose(f);
+  if (weft_netif_default_route(buf, len) != 0 || !buf[0])
+    snprintf(buf, len, "none");
 }
 
 static void mpi_version(char *buf, size_t len)
