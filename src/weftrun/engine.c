@@ -174,6 +174,29 @@ has_mca(const wr_opts *o, const char *key)
   return getenv(env) != NULL;
 }
 
+/* 1 when mpirun must be told the host of every rank (its sequential mapper):
+ * Open MPI 4.1 maps the ranks of its own host first whatever the -H order, so
+ * a plan whose first host is not this one, while this one has ranks too, would
+ * be launched in another order than planned (and each rank would place itself
+ * as another host's rank). The same holds for hosts ordered by physical_host. */
+static int
+need_seq(const wr_job *j)
+{
+  int first = -1;
+
+  if (wr_job_ordered(j))
+    return 1;
+  for (int h = 0; h < wr_job_nhosts(j); h++) {
+    if (wr_job_count(j, h) <= 0)
+      continue;
+    if (first < 0)
+      first = h;
+    else if (wr_job_host_is_local(j, h) && !wr_job_host_is_local(j, first))
+      return 1;
+  }
+  return 0;
+}
+
 int
 wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char *agent,
                const wr_master *m, const char *host_xml, wr_argv *a)
@@ -207,9 +230,8 @@ wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char
   rc = wr_argv_add(a, mpirun);
   if (!rc && o->allow_run_as_root)
     rc = addf(a, "--allow-run-as-root");
-  if (!rc && wr_job_ordered(j)) {
-    /* Open MPI 4.1 maps mpirun's own host first whatever the -H order; its sequential
-     * mapper keeps the order of the hosts ordered by physical_host: one entry per rank */
+  if (!rc && need_seq(j)) {
+    /* one -H entry per rank, in the plan's order */
     char *seq = NULL;
     size_t sl = 0;
     FILE *sf = open_memstream(&seq, &sl);
