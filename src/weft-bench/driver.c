@@ -322,13 +322,12 @@ static void sweep(struct run *r)
     if (one_size(r, o->sizes[i]))
       fail(r, "report of", o->sizes[i], WEFT_ENOMEM);
   for (size_t bytes = o->min_bytes; !o->nsizes && bytes <= o->max_bytes;) {
-    size_t next = bytes ? bytes * (size_t)o->factor : a->esize;
-
     if (one_size(r, bytes))
       fail(r, "report of", bytes, WEFT_ENOMEM);
-    if (next <= bytes)          /* overflow */
+    /* Compared before multiplying: the product could wrap past SIZE_MAX. */
+    if (bytes > o->max_bytes / (size_t)o->factor)
       break;
-    bytes = next;
+    bytes = bytes ? bytes * (size_t)o->factor : a->esize;
   }
 }
 
