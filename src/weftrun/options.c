@@ -273,6 +273,7 @@ wr_usage(FILE *out)
   weft_opt_help(out, wr_options);
   fputs("\nExit status: 0 when every rank exits 0; else the first failed rank's code\n"
         "(128+N for signal N); 2 bad option, 65 bad hosts, 66 unreadable file, 67 placement\n"
-        "does not fit, 68 unknown host, 69 no GPU, 70 launch failed, 75 host lost, 124 timeout.\n"
+        "does not fit, 68 unknown host, 69 no GPU, 70 launch failed, 75 host lost,\n"
+        "79 preempted (Google Cloud), 124 timeout.\n"
         "See weftrun(1).\n", out);
 }
