@@ -33,8 +33,15 @@ static int bad_char(const char *s)
 
 static int refuse(const char *name, char *why, size_t whylen, const char *what)
 {
+  char shown[WEFT_HOSTNAME_MAX + 64];
+  size_t i;
+
+  /* The message stays one line whatever the name holds. */
+  for (i = 0; name[i] && i + 1 < sizeof(shown); i++)
+    shown[i] = iscntrl((unsigned char)name[i]) ? '?' : name[i];
+  shown[i] = '\0';
   if (why)
-    weft__snprintf(why, whylen, "'%s': %s", name, what);
+    weft__snprintf(why, whylen, "'%s': %s", shown, what);
   return WEFT_ENAME;
 }
 

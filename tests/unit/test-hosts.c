@@ -96,6 +96,10 @@ static void test_names(void **state)
   assert_non_null(strstr(why, "';'"));
   weft_hostname_check("-oProxyCommand", why, sizeof(why));
   assert_non_null(strstr(why, "'-'"));
+  /* A control character in the name does not break the message's line. */
+  assert_int_equal(weft_hostname_check("a\nb", why, sizeof(why)), WEFT_ENAME);
+  assert_null(strchr(why, '\n'));
+  assert_non_null(strstr(why, "'a?b'"));
   /* 63-character labels pass, 64 do not. */
   char label[80];
   memset(label, 'a', 64);
