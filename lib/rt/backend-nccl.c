@@ -334,6 +334,16 @@ int weft__nccl_split(weft_group *g, int color, int key)
   return 0;
 }
 
+/* Abort the group's communicator after a timeout; the world's is also the
+ * one later groups split from, so that pointer goes too. */
+static void drop_comm(weft_group *g, ncclComm_t comm)
+{
+  ncclCommAbort(comm);
+  g->nccl = NULL;
+  if (g == g->ctx->world)
+    g->ctx->nccl_world = NULL;
+}
+
 /* After a call on a non-blocking communicator: wait until it is enqueued. */
 static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn)
 {
@@ -345,8 +355,7 @@ static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
     if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
       break;
     if (st == ncclInProgress && weft__now() > end) {
-      ncclCommAbort(comm);
-      g->nccl = NULL;
+      drop_comm(g, comm);
       return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
                            "%s on group %s: NCCL did not take the call within %gs; "
                            "communicator aborted",
@@ -383,10 +392,7 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
       break;
     sched_yield();
   }
-  ncclCommAbort(comm);
-  g->nccl = NULL;
-  if (g == g->ctx->world)
-    g->ctx->nccl_world = NULL;
+  drop_comm(g, comm);
   return weft__timed_out(g, fn);
 }
 
