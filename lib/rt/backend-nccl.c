@@ -424,12 +424,15 @@ static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int r
                 "broadcast", stream);
 }
 
-static int dcopy(weft_group *g, void *d, const void *s, size_t bytes, void *stream)
+/* Device to device on the caller's stream (in-place forms, bucket packing). */
+static int nc_copy(weft_ctx *ctx, void *d, const void *s, size_t bytes, void *stream)
 {
-  if (cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) !=
-      cudaSuccess) {
+  cudaError_t e = cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream);
+
+  if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return weft__rt_fail(g->ctx, WEFT_ECUDA, "group %s: cudaMemcpyAsync failed", g->name);
+    return weft__rt_fail(ctx, WEFT_ECUDA, "cudaMemcpyAsync of %zu bytes failed: %s", bytes,
+                         cudaGetErrorString(e));
   }
   return 0;
 }
@@ -445,7 +448,7 @@ static int nc_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
   if (s == r && g->rank != 0) {
-    if ((rc = dcopy(g, mine, r, bytes, stream)) != 0)
+    if ((rc = nc_copy(g->ctx, mine, r, bytes, stream)) != 0)
       return rc;
     s = mine;
   }
@@ -468,7 +471,7 @@ static int nc_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
     char *mine = (char *)r + (size_t)g->rank * bytes;
     rc = finish(g, c, ncclReduceScatter(s, mine, n, nccl_types[dt], nccl_ops[op], c,
                                         (cudaStream_t)stream), "reduce_scatter", stream);
-    return rc ? rc : dcopy(g, r, mine, bytes, stream);
+    return rc ? rc : nc_copy(g->ctx, r, mine, bytes, stream);
   }
   return finish(g, c, ncclReduceScatter(s, r, n, nccl_types[dt], nccl_ops[op], c,
                                         (cudaStream_t)stream), "reduce_scatter", stream);
@@ -493,16 +496,6 @@ static int nc_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, 
   if ((rc = comm_up(g, &c)) != 0 || n == 0)
     return rc;
   return settle(g, c, ncclRecv(buf, n, nccl_types[dt], peer, c, (cudaStream_t)stream), "recv");
-}
-
-static int nc_copy(weft_ctx *ctx, void *d, const void *s, size_t bytes, void *stream)
-{
-  if (cudaMemcpyAsync(d, s, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-    return weft__rt_fail(ctx, WEFT_ECUDA, "bucket: cudaMemcpyAsync failed");
-  }
-  return 0;
 }
 
 static int nc_alloc(weft_ctx *ctx, void **p, size_t bytes)
