@@ -121,15 +121,17 @@ static int split(const char *s, char *buf, size_t buflen, char **words, int max)
   return n;
 }
 
+#define COUNT_MAX (1 << 20)
+
 static int parse_count(const char *s, const char *what, const char *all, int *out,
                        char *why, size_t whylen)
 {
   long v;
-  int rc = weft_parse_long(s, 1, 1 << 20, &v);
+  int rc = weft_parse_long(s, 1, COUNT_MAX, &v);
 
   if (rc != 0) {
-    weft__snprintf(why, whylen, "%s '%s' in '%s' is not a whole number from 1 up", what, s,
-                   all);
+    weft__snprintf(why, whylen, "%s '%s' in '%s' is not a whole number from 1 to %d", what, s,
+                   all, COUNT_MAX);
     return WEFT_EPARSE;
   }
   *out = (int)v;

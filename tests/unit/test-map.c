@@ -151,6 +151,7 @@ static void test_parse_garbage(void **state)
   expect_error("ppr:2", NULL, WEFT_EPARSE, "ppr:N:OBJ");
   expect_error("ppr:x:numa", NULL, WEFT_EPARSE, "'x'");
   expect_error("ppr:0:numa", NULL, WEFT_EPARSE, "'0'");
+  expect_error("ppr:2000000:numa", NULL, WEFT_EPARSE, "from 1 to 1048576");
   expect_error("ppr:2:nuam", NULL, WEFT_ENAME, "'numa'");
   expect_error("ppr:2:l3cache", NULL, WEFT_ENAME, "use one of core, numa, package, socket, gpu, node");
   expect_error("l3cache", NULL, WEFT_ENAME, "(closest: 'core'); use one of gpu, core, numa, package, socket, slot, node, ppr:N:OBJ");
