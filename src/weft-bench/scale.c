@@ -29,6 +29,7 @@
 #include "scale.h"
 
 #define MAX_ARGS 64
+#define MAX_BARGS 30       /* weft-bench options after "--" */
 #define PLOT_TIMEOUT_S 60 /* gnuplot draws the plot in well under a second */
 
 struct scale_opts {
@@ -131,6 +132,10 @@ static int scale_parse(int argc, char **argv, struct scale_opts *o)
     if (!strcmp(a, "--")) {
       o->bargs = argv + i + 1;
       o->nbargs = argc - i - 1;
+      /* run_one() has room for this many after the launcher's arguments. */
+      if (o->nbargs > MAX_BARGS)
+        return scale_usage_error("more than 30 weft-bench options after '--', at",
+                                 argv[i + 1 + MAX_BARGS]);
       break;
     }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -376,7 +381,7 @@ static int run_one(struct scale *s, struct scale_job *job, const char *coll, con
   argv[argc++] = warmup;
   argv[argc++] = "--json";
   argv[argc++] = json;
-  for (int i = 0; i < s->o.nbargs && argc < MAX_ARGS + 30; i++)
+  for (int i = 0; i < s->o.nbargs; i++)
     argv[argc++] = s->o.bargs[i];
   argv[argc] = NULL;
 

@@ -49,6 +49,7 @@ printf 'hostA slots=2\n' >"$tmp/hosts"
 expect 2 'asks for 4 nodes but' scale --hostfile "$tmp/hosts" --nodes 1,4 --out "$tmp/o"
 expect 2 'increasing counts' scale --hostfile "$tmp/hosts" --nodes 2,1
 expect 2 'unknown collective' scale --hostfile "$tmp/hosts" --coll nope
+expect 2 'more than 30 weft-bench options' scale --hostfile "$tmp/hosts" -- $(seq 1 31)
 printf 'hostA slots=x\n' >"$tmp/bad"
 expect 2 'bad:1' scale --hostfile "$tmp/bad"
 
