@@ -120,16 +120,17 @@ static int read_nics(weft_gcp_md *md, weft_gcp_info *info, char *why, size_t why
   return rc;
 }
 
-int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen)
+/* What weft_gcp_detect() and weft_gcp_identify() share: open the server and
+ * read machine-type and physical_host. *md stays NULL off GCE (0 returned)
+ * and on an error to open it; otherwise the caller closes it. */
+static int identify(weft_gcp_info *info, weft_gcp_md **md, char *why, size_t whylen)
 {
-  weft_gcp_md *md;
-  char flag[16];
   int rc;
 
   memset(info, 0, sizeof(*info));
   if (why && whylen)
     why[0] = '\0';
-  rc = weft_gcp_md_open(&md);
+  rc = weft_gcp_md_open(md);
   if (rc == WEFT_ENOTGCE) {
     WEFT__LOG(GCP, "not on GCE (DMI) and GCE_METADATA_HOST unset: no metadata request");
     return 0;
@@ -138,20 +139,32 @@ int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen)
     weft__snprintf(why, whylen, "GCE metadata: %s", weft_strerror(rc));
     return rc;
   }
-  rc = get_str(md, "instance/machine-type", info->machine_type, sizeof(info->machine_type), 1);
+  rc = get_str(*md, "instance/machine-type", info->machine_type, sizeof(info->machine_type), 1);
   if (rc != 0) {
     weft__snprintf(why, whylen, "GCE metadata server %s: instance/machine-type: %s "
                    "(check GCE_METADATA_HOST, or unset it off GCE)",
-                   weft_gcp_md_base(md), weft_strerror(rc));
-    goto out;
+                   weft_gcp_md_base(*md), weft_strerror(rc));
+    return rc;
   }
   info->on_gce = 1;
   info->family = weft_gcp_family(info->machine_type);
+  (void)get_str(*md, "instance/attributes/physical_host", info->physical_host,
+                sizeof(info->physical_host), 0);
+  return 0;
+}
+
+int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen)
+{
+  weft_gcp_md *md = NULL;
+  char flag[16];
+  int rc;
+
+  rc = identify(info, &md, why, whylen);
+  if (rc != 0 || !md)
+    goto out;
   /* The rest is informative; a key the server lacks is left empty. */
   (void)get_str(md, "instance/zone", info->zone, sizeof(info->zone), 1);
   (void)get_str(md, "instance/hostname", info->hostname, sizeof(info->hostname), 0);
-  (void)get_str(md, "instance/attributes/physical_host", info->physical_host,
-                sizeof(info->physical_host), 0);
   if (get_str(md, "instance/scheduling/preemptible", flag, sizeof(flag), 0) == 0)
     info->preemptible = !strcmp(flag, "TRUE");
   rc = read_nics(md, info, why, whylen);
@@ -164,29 +177,9 @@ out:
 
 int weft_gcp_identify(weft_gcp_info *info, char *why, size_t whylen)
 {
-  weft_gcp_md *md;
-  int rc;
+  weft_gcp_md *md = NULL;
+  int rc = identify(info, &md, why, whylen);
 
-  memset(info, 0, sizeof(*info));
-  if (why && whylen)
-    why[0] = '\0';
-  rc = weft_gcp_md_open(&md);
-  if (rc == WEFT_ENOTGCE)
-    return 0;
-  if (rc != 0) {
-    weft__snprintf(why, whylen, "GCE metadata: %s", weft_strerror(rc));
-    return rc;
-  }
-  rc = get_str(md, "instance/machine-type", info->machine_type, sizeof(info->machine_type), 1);
-  if (rc != 0) {
-    weft__snprintf(why, whylen, "GCE metadata server %s: instance/machine-type: %s",
-                   weft_gcp_md_base(md), weft_strerror(rc));
-  } else {
-    info->on_gce = 1;
-    info->family = weft_gcp_family(info->machine_type);
-    (void)get_str(md, "instance/attributes/physical_host", info->physical_host,
-                  sizeof(info->physical_host), 0);
-  }
   weft_gcp_md_close(md);
   return rc;
 }
