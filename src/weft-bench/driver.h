@@ -110,6 +110,9 @@ extern const struct bench_coll bench_allreduce, bench_allgather, bench_reduce_sc
 int bench_parse(int argc, char **argv, struct bench_opts *o);
 const struct bench_coll *bench_coll_find(const char *name);
 void bench_usage(FILE *f);
+/* A --sizes list ("1M,16M,64M") into sizes[0..*n), at most BENCH_MAX_SIZES.
+ * \return 0, or -1 with why set (why may be NULL). */
+int bench_parse_sizes(const char *v, size_t *sizes, int *n, char *why, size_t whylen);
 /* 1 when this process should print (rank 0, or no MPI launcher around it). */
 int bench_is_first_rank(void);
 

@@ -48,25 +48,40 @@ static int o_maxbytes(struct bench_opts *o, const char *v, char *w, size_t n)
   return set_size(v, &o->max_bytes, w, n);
 }
 
-static int o_sizes(struct bench_opts *o, const char *v, char *w, size_t n)
+int bench_parse_sizes(const char *v, size_t *sizes, int *nsizes, char *w, size_t n)
 {
   char buf[1024], *save = NULL, *tok;
+  int len = snprintf(buf, sizeof(buf), "%s", v);
 
-  o->nsizes = 0;
-  snprintf(buf, sizeof(buf), "%s", v);
+  *nsizes = 0;
+  if (len < 0 || (size_t)len >= sizeof(buf)) {
+    if (w)
+      snprintf(w, n, "the list of sizes is longer than %zu characters", sizeof(buf) - 1);
+    return -1;
+  }
   for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (o->nsizes == BENCH_MAX_SIZES) {
-      snprintf(w, n, "more than %d sizes", BENCH_MAX_SIZES);
+    if (*nsizes == BENCH_MAX_SIZES) {
+      if (w)
+        snprintf(w, n, "more than %d sizes", BENCH_MAX_SIZES);
       return -1;
     }
-    if (set_size(tok, &o->sizes[o->nsizes++], w, n))
+    if (weft_parse_size(tok, &sizes[(*nsizes)++]) != 0) {
+      if (w)
+        snprintf(w, n, "'%s' is not a size: write bytes with an optional K, M or G", tok);
       return -1;
+    }
   }
-  if (o->nsizes == 0) {
-    snprintf(w, n, "no size in '%s': write a comma-separated list such as 1M,16M", v);
+  if (*nsizes == 0) {
+    if (w)
+      snprintf(w, n, "no size in '%s': write a comma-separated list such as 1M,16M", v);
     return -1;
   }
   return 0;
+}
+
+static int o_sizes(struct bench_opts *o, const char *v, char *w, size_t n)
+{
+  return bench_parse_sizes(v, o->sizes, &o->nsizes, w, n);
 }
 
 static int o_factor(struct bench_opts *o, const char *v, char *w, size_t n)

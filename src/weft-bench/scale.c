@@ -103,14 +103,7 @@ static int parse_counts(const char *v, struct scale_opts *o)
 
 static int parse_sizes(const char *v, struct scale_opts *o)
 {
-  char buf[1024], *save = NULL, *tok;
-
-  o->nsizes = 0;
-  snprintf(buf, sizeof(buf), "%s", v);
-  for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-    if (o->nsizes == BENCH_MAX_SIZES || weft_parse_size(tok, &o->sizes[o->nsizes++]) != 0)
-      return -1;
-  return o->nsizes ? 0 : -1;
+  return bench_parse_sizes(v, o->sizes, &o->nsizes, NULL, 0);
 }
 
 /* \return BENCH_EXIT_OK, BENCH_EXIT_USAGE, or -1 after --help. */

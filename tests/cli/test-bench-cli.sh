@@ -36,6 +36,8 @@ expect 2 'which collective'
 expect 2 "unknown collective 'allreduse'" allreduse -b 1K
 expect 2 "unknown option '-x'" allreduce -x
 expect 2 "'1Q' is not a size" allreduce -b 1Q
+expect 2 "'2Q' is not a size" allreduce --sizes 1K,2Q
+expect 2 'longer than 1023 characters' allreduce --sizes "$(seq -s, 1000 1250)"
 expect 2 'minbytes 4096 is larger than --maxbytes 1024' allreduce -b 4K -e 1K
 expect 2 'not a whole number from 0 to 1' allreduce --check 3
 expect 2 "unknown type 'float8'" allreduce -d float8
