@@ -11,30 +11,6 @@
 #include <string.h>
 
 /* Write \p s as a JSON string, quotes included. */
-static void json_string(FILE *out, const char *s)
-{
-  const unsigned char *c = (const unsigned char *)(s ? s : "");
-
-  fputc('"', out);
-  for (; *c; c++) {
-    switch (*c) {
-    case '"': fputs("\\\"", out); break;
-    case '\\': fputs("\\\\", out); break;
-    case '\n': fputs("\\n", out); break;
-    case '\r': fputs("\\r", out); break;
-    case '\t': fputs("\\t", out); break;
-    case '\b': fputs("\\b", out); break;
-    case '\f': fputs("\\f", out); break;
-    default:
-      if (*c < 0x20 || *c == 0x7f)
-        fprintf(out, "\\u%04x", *c);
-      else
-        fputc(*c, out);
-    }
-  }
-  fputc('"', out);
-}
-
 /* The name a NIC goes by: its interface, else its PCI address. */
 static const char *nic_label(const weft_nic *nic)
 {
@@ -52,16 +28,16 @@ static int write_rank(FILE *out, const weft_plan *plan, const weft_plan_rank *r)
   if (pl->cpuset && hwloc_bitmap_list_asprintf(&cpus, pl->cpuset) < 0)
     return WEFT_ENOMEM;
   fprintf(out, "    { \"rank\": %d, \"host\": ", r->rank);
-  json_string(out, host ? host->name : "");
+  weft_json_string(out, host ? host->name : "");
   fprintf(out, ", \"node_rank\": %d, \"local_rank\": %d, \"gpu\": ", r->node_rank, r->local_rank);
   if (t && pl->gpu >= 0 && pl->gpu < weft_topo_ngpus(t)) {
     fprintf(out, "{ \"index\": %d, \"pci\": ", pl->gpu);
-    json_string(out, weft_topo_gpu(t, pl->gpu)->pci);
+    weft_json_string(out, weft_topo_gpu(t, pl->gpu)->pci);
     fputs(" }", out);
   } else
     fputs("null", out);
   fputs(", \"cpus\": ", out);
-  json_string(out, cpus ? cpus : "");
+  weft_json_string(out, cpus ? cpus : "");
   free(cpus);
   fputs(", \"numa\": [", out);
   if (pl->nodeset) {
@@ -73,7 +49,7 @@ static int write_rank(FILE *out, const weft_plan *plan, const weft_plan_rank *r)
   }
   fputs("], \"nic\": ", out);
   if (t && pl->nic >= 0 && pl->nic < weft_topo_nnics(t))
-    json_string(out, nic_label(weft_topo_nic(t, pl->nic)));
+    weft_json_string(out, nic_label(weft_topo_nic(t, pl->nic)));
   else
     fputs("null", out);
   fputs(" }", out);
@@ -91,10 +67,10 @@ int weft_plan_write_json(FILE *out, const weft_plan *plan)
   for (i = 0; i < plan->nhosts; i++) {
     const weft_plan_host *h = &plan->hosts[i];
     fputs(i ? ",\n    { \"name\": " : "\n    { \"name\": ", out);
-    json_string(out, h->name);
+    weft_json_string(out, h->name);
     fprintf(out, ", \"slots\": %d, \"gpus\": %d, \"topology\": ", h->slots,
             h->topo ? weft_topo_ngpus(h->topo) : 0);
-    json_string(out, h->topology ? h->topology : "live");
+    weft_json_string(out, h->topology ? h->topology : "live");
     fputs(" }", out);
   }
   fputs(plan->nhosts ? "\n  ],\n  \"ranks\": [" : "],\n  \"ranks\": [", out);
@@ -113,9 +89,9 @@ int weft_plan_write_json(FILE *out, const weft_plan *plan)
     memcpy(key, kv, (size_t)(eq - kv));
     key[eq - kv] = '\0';
     fputs(i ? ",\n    " : "\n    ", out);
-    json_string(out, key);
+    weft_json_string(out, key);
     fputs(": ", out);
-    json_string(out, eq + 1);
+    weft_json_string(out, eq + 1);
   }
   fputs(plan->nenv ? "\n  }\n}\n" : "}\n}\n", out);
   return ferror(out) ? WEFT_EIO : 0;

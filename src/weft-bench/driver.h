@@ -203,7 +203,6 @@ int bench_report_footer(FILE *f, const struct bench_report *r);
 int bench_report_json(const char *path, const struct bench_report *r, int status);
 void bench_fmt(char *buf, int width, double v);
 /* A JSON string (quoted, escaped); a number, or null for NaN, inf and < 0. */
-void bench_json_str(FILE *f, const char *s);
 void bench_json_num(FILE *f, double v);
 
 /* scale.c: `weft-bench scale ...`, a plain process that starts jobs. */

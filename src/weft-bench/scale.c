@@ -612,11 +612,11 @@ static int write_files(struct scale *s, const char *slow, int status)
   }
   write_csv(s, csv);
   fprintf(js, "{\n  \"version\": 1,\n  \"tool\": \"weft-bench scale\",\n  \"collective\": ");
-  bench_json_str(js, o->coll->name);
+  weft_json_string(js, o->coll->name);
   fprintf(js, ",\n  \"hostfile\": ");
-  bench_json_str(js, o->hostfile);
+  weft_json_string(js, o->hostfile);
   fprintf(js, ",\n  \"launcher\": ");
-  bench_json_str(js, s->launcher);
+  weft_json_string(js, s->launcher);
   fprintf(js, ",\n  \"ppn\": %ld,\n  \"iters\": %ld,\n  \"sizes\": [", o->ppn, o->iters);
   for (int k = 0; k < o->nsizes; k++)
     fprintf(js, "%s%zu", k ? ", " : "", o->sizes[k]);
@@ -670,20 +670,20 @@ static int write_files(struct scale *s, const char *slow, int status)
     fprintf(pairs, "%s,%s,%zu,%.3f,%.6f,%d\n", j->host_a, j->host_b, o->sizes[o->nsizes - 1],
             p ? p->time_us : -1, p ? p->busbw : -1, j->status);
     fprintf(js, "%s\n    { \"a\": ", i ? "," : "");
-    bench_json_str(js, j->host_a);
+    weft_json_string(js, j->host_a);
     fprintf(js, ", \"b\": ");
-    bench_json_str(js, j->host_b);
+    weft_json_string(js, j->host_b);
     fprintf(js, ", \"busbw\": ");
     bench_json_num(js, p && j->status == 0 ? p->busbw : NAN);
     fprintf(js, ", \"exit_status\": %d }", j->status);
   }
   fprintf(js, " ],\n  \"slowest\": ");
   if (strcmp(slow, "none"))
-    bench_json_str(js, slow);
+    weft_json_string(js, slow);
   else
     fputs("null", js);
   fprintf(js, ",\n  \"status\": ");
-  bench_json_str(js, status == BENCH_EXIT_OK ? "OK" : "FAILED");
+  weft_json_string(js, status == BENCH_EXIT_OK ? "OK" : "FAILED");
   fprintf(js, ",\n  \"exit_status\": %d\n}\n", status);
   if ((fclose(csv) | fclose(js) | fclose(pairs)) != 0) {
     fprintf(stderr, "weft-bench scale: cannot write in %s\n", o->out);

@@ -92,6 +92,19 @@ static void test_edit_distance(void **state)
   assert_int_equal(weft_edit_distance(a, b, 0), 0);
 }
 
+static void test_json_string(void **state)
+{
+  char buf[128] = "";
+  FILE *f = fmemopen(buf, sizeof(buf), "w");
+  (void)state;
+  assert_non_null(f);
+  weft_json_string(f, "a\"b\\c\n\x01\x7f");
+  fputc(' ', f);
+  weft_json_string(f, NULL);
+  fclose(f);
+  assert_string_equal(buf, "\"a\\\"b\\\\c\\n\\u0001\\u007f\" \"\"");
+}
+
 static void test_verbose(void **state)
 {
   (void)state;
@@ -120,7 +133,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_errors_table), cmocka_unit_test(test_version),
     cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_size),
-    cmocka_unit_test(test_verbose), cmocka_unit_test(test_edit_distance),
+    cmocka_unit_test(test_verbose), cmocka_unit_test(test_edit_distance), cmocka_unit_test(test_json_string),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,10 @@ WEFT_EXPORT int weft_parse_size(const char *s, size_t *out);
  * case-insensitive when \p nocase. Only the first 63 bytes of each word count. */
 WEFT_EXPORT int weft_edit_distance(const char *a, const char *b, int nocase);
 
+/** \brief Write \p s (NULL: "") to \p out as a JSON string: quoted, with '"', '\\' and
+ * control characters escaped. Used by every JSON weft writes. */
+WEFT_EXPORT void weft_json_string(FILE *out, const char *s);
+
 /** \brief Directory of weft's data files (topologies, presets, help):
  * $WEFT_DATADIR when set, else the installed $(datadir)/weft. */
 WEFT_EXPORT const char *weft_datadir(void);
