@@ -66,6 +66,16 @@ weft_near weft_topo_gpu_gpu_near(const weft_topo *t, int a, int b)
   return near(g->pci_switch, g->numa, g->package, h->pci_switch, h->numa, h->package);
 }
 
+weft_near weft_topo_nic_nic_near(const weft_topo *t, int a, int b)
+{
+  const weft_nic *m = weft_topo_nic(t, a);
+  const weft_nic *n = weft_topo_nic(t, b);
+
+  if (!m || !n)
+    return WEFT_NEAR_SYSTEM;
+  return near(m->pci_switch, m->numa, m->package, n->pci_switch, n->numa, n->package);
+}
+
 /* locate() in topo-pci.c hands a device without locality the root's own cpuset. */
 static int no_locality(const weft_topo *t, int numa, hwloc_const_cpuset_t set)
 {

@@ -10,22 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Nearness of two devices from their fields (for NIC to NIC, which the
- * library does not answer; the same rules as weft_topo_gpu_nic_near()). */
-static weft_near near_of(const weft_topo *t, int sw_a, int numa_a, int pkg_a, int sw_b,
-                         int numa_b, int pkg_b)
-{
-  if (!weft_topo_has_locality(t))
-    return WEFT_NEAR_SYSTEM;
-  if (sw_a >= 0 && sw_a == sw_b)
-    return WEFT_NEAR_SWITCH;
-  if (numa_a >= 0 && numa_a == numa_b)
-    return WEFT_NEAR_NUMA;
-  if (pkg_a >= 0 && pkg_a == pkg_b)
-    return WEFT_NEAR_PACKAGE;
-  return WEFT_NEAR_SYSTEM;
-}
-
 static const char *near_label(weft_near n)
 {
   switch (n) {
@@ -134,10 +118,8 @@ static void matrix_row(FILE *out, const weft_topo *t, int row)
       n = weft_topo_gpu_nic_near(t, row, col - ng);
     else if (col < ng)
       n = weft_topo_gpu_nic_near(t, col, row - ng);
-    else {
-      const weft_nic *a = weft_topo_nic(t, row - ng), *b = weft_topo_nic(t, col - ng);
-      n = near_of(t, a->pci_switch, a->numa, a->package, b->pci_switch, b->numa, b->package);
-    }
+    else
+      n = weft_topo_nic_nic_near(t, row - ng, col - ng);
     fprintf(out, " %-5s", near_label(n));
   }
   if (row < ng) {

@@ -219,6 +219,14 @@ static void test_a3_megagpu(void **state)
     assert_int_equal(nsw, 2);
   }
   assert_non_null(weft_topo_nic_by_name(t, "enp142s0"));
+  /* NIC to NIC: enp6s0 and enp7s0 share a switch, enp13s0 only the NUMA node,
+   * enp134s0 is on the other package; the host NIC has no switch. */
+  assert_int_equal(weft_topo_nic_nic_near(t, 1, 2), WEFT_NEAR_SWITCH);
+  assert_int_equal(weft_topo_nic_nic_near(t, 2, 1), WEFT_NEAR_SWITCH);
+  assert_int_equal(weft_topo_nic_nic_near(t, 1, 3), WEFT_NEAR_NUMA);
+  assert_int_equal(weft_topo_nic_nic_near(t, 1, 5), WEFT_NEAR_SYSTEM);
+  assert_int_equal(weft_topo_nic_nic_near(t, 0, 1), WEFT_NEAR_NUMA);
+  assert_int_equal(weft_topo_nic_nic_near(t, 0, 99), WEFT_NEAR_SYSTEM);
   weft_topo_destroy(t);
 }
 

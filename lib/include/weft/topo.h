@@ -118,6 +118,8 @@ WEFT_EXPORT int weft_topo_has_locality(const weft_topo *t);
 WEFT_EXPORT weft_near weft_topo_gpu_nic_near(const weft_topo *t, int gpu, int nic);
 /** \brief How near GPU \p a is to GPU \p b. */
 WEFT_EXPORT weft_near weft_topo_gpu_gpu_near(const weft_topo *t, int a, int b);
+/** \brief How near NIC \p a is to NIC \p b. */
+WEFT_EXPORT weft_near weft_topo_nic_nic_near(const weft_topo *t, int a, int b);
 
 /** \brief Warnings found at load time ("PCI devices carry no NUMA locality ...",
  * "GPU 3 has no NIC on its PCI switch or NUMA node", "no gVNIC on a cloud VM").
