@@ -12,6 +12,7 @@
 #include "gcp_private.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +144,16 @@ static void *watch_main(void *arg)
       if (!k->active && k->retry_at - t < wait)
         wait = k->retry_at - t;
     }
-    if (!live)
+    if (!live) {
+      WEFT__LOG(GCP, "watch: neither instance/preempted nor maintenance-event exists; nothing to watch");
       break;
-    if (curl_multi_perform(w->multi, &running) != CURLM_OK)
+    }
+    if (curl_multi_perform(w->multi, &running) != CURLM_OK) {
+      /* Said once, on stderr: the job goes on, but no longer protected. */
+      fprintf(stderr, "weft: the preemption watch stopped (libcurl failed); this job will not "
+                      "see a preemption notice: check instance/preempted yourself\n");
       break;
+    }
     while ((m = curl_multi_info_read(w->multi, &msgs)) != NULL && !fired) {
       if (m->msg != CURLMSG_DONE)
         continue;
