@@ -130,6 +130,17 @@ static int poll_until(MPI_Request *req, double end)
   }
 }
 
+/* poll_until, and a request that did not complete in time is cancelled and
+ * freed: its buffer may be the caller's stack or memory it frees next. */
+static int poll_or_cancel(MPI_Request *req, double end)
+{
+  if (!poll_until(req, end))
+    return 0;
+  MPI_Cancel(req);
+  MPI_Request_free(req);
+  return 1;
+}
+
 /* Every rank's flag (1 ready, 0 failed, -1 never heard of) through group
  * rank 0, each wait bounded. Returns 0, or WEFT_ETIMEDOUT when rank 0 did not
  * answer. */
@@ -169,20 +180,17 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
     for (i = 1; i < g->size; i++) {
       MPI_Request req;
       if (flags[i] >= 0 && MPI_Isend(flags, g->size, MPI_INT, i, 8, g->comm, &req) == MPI_SUCCESS)
-        poll_until(&req, end);
+        poll_or_cancel(&req, end);
     }
     return 0;
   } else {
     MPI_Request req;
-    if (MPI_Isend(&mine, 1, MPI_INT, 0, 7, g->comm, &req) != MPI_SUCCESS || poll_until(&req, end))
+    if (MPI_Isend(&mine, 1, MPI_INT, 0, 7, g->comm, &req) != MPI_SUCCESS ||
+        poll_or_cancel(&req, end))
       return WEFT_ETIMEDOUT;
-    if (MPI_Irecv(flags, g->size, MPI_INT, 0, 8, g->comm, &req) != MPI_SUCCESS)
+    if (MPI_Irecv(flags, g->size, MPI_INT, 0, 8, g->comm, &req) != MPI_SUCCESS ||
+        poll_or_cancel(&req, end))
       return WEFT_ETIMEDOUT;
-    if (poll_until(&req, end)) {
-      MPI_Cancel(&req);
-      MPI_Request_free(&req);
-      return WEFT_ETIMEDOUT;
-    }
     return 0;
   }
 }
