@@ -34,8 +34,10 @@ grep -qx 'allreduce ok 6' "$out" || fail "no 'allreduce ok 6' from rank 0"
 # Every rank sees its own node's WEFT_TOPOLOGY (through Open MPI's daemons).
 rc=0
 timeout -k 5 60 "$vc" --prefix "$prefix" run -- mpirun -np 3 --map-by node \
-  sh -c 'echo "$(hostname) ${WEFT_TOPOLOGY:-none}"' >"$out" 2>&1 || rc=$?
-cat "$out"
+  sh -c 'echo "$(hostname) ${WEFT_TOPOLOGY:-none}"' >"$out" 2>"$out.err" || rc=$?
+# stdout only: Open MPI 4.1 may warn on stderr that setpgid raced with the
+# remote shell agent ("plm:rsh: Warning: setpgid(...) failed"), harmlessly.
+cat "$out" "$out.err"
 [ $rc -eq 0 ] || fail "mpirun of sh over 3 nodes exited $rc"
 got=$(sort "$out" | tr '\n' ' ')
 [ "$got" = "vnode0 none vnode1 $xml vnode2 none " ] ||
