@@ -10,6 +10,7 @@
  * Run with mpirun -np N, N <= the number of GPUs (1 is fine).
  */
 #include "rt_private.h"
+#include "rt-common.h" /* put() and get(): one element of any dtype, as tests/mpi use */
 
 #include <cuda_runtime.h>
 #include <math.h>
@@ -27,36 +28,6 @@
     }                                                                                        \
   } while (0)
 #define CU(call) CK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
-
-static void put(void *buf, size_t i, weft_dtype dt, double v)
-{
-  switch (dt) {
-  case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-  case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-  case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-  case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = weft_float_to_half((float)v); break;
-  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = weft_float_to_bf16((float)v); break;
-  case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
-  case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
-  default: break;
-  }
-}
-
-static double get(const void *buf, size_t i, weft_dtype dt)
-{
-  switch (dt) {
-  case WEFT_INT8: return ((const int8_t *)buf)[i];
-  case WEFT_UINT8: return ((const uint8_t *)buf)[i];
-  case WEFT_INT32: return ((const int32_t *)buf)[i];
-  case WEFT_INT64: return (double)((const int64_t *)buf)[i];
-  case WEFT_FLOAT16: return weft_half_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_BFLOAT16: return weft_bf16_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_FLOAT32: return ((const float *)buf)[i];
-  case WEFT_FLOAT64: return ((const double *)buf)[i];
-  default: return 0;
-  }
-}
 
 static double val(int r, size_t i, weft_dtype dt)
 {
