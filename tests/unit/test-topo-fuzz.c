@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "test-util.h"
+
 static char tmpdir[256];
 static uint64_t rng_state;
 
@@ -36,25 +38,6 @@ static uint64_t rng(void)
 static size_t below(size_t n)
 {
   return n ? (size_t)(rng() % n) : 0;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long n;
-  assert_non_null(f);
-  assert_int_equal(fseek(f, 0, SEEK_END), 0);
-  n = ftell(f);
-  assert_true(n > 0);
-  rewind(f);
-  buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
 }
 
 /* Offsets of line starts in buf[0..len). */

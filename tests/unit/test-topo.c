@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "test-util.h"
+
 static char tmpdir[256];
 
 static const char *topo_path(const char *name)
@@ -305,25 +307,6 @@ static const char *write_tmp(const char *name, const char *data, size_t len)
   assert_int_equal(fwrite(data, 1, len, f), len);
   assert_int_equal(fclose(f), 0);
   return path;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long n;
-  assert_non_null(f);
-  assert_int_equal(fseek(f, 0, SEEK_END), 0);
-  n = ftell(f);
-  assert_true(n > 0);
-  rewind(f);
-  buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
 }
 
 static void expect_error(const char *path, int code, const char *needle)
