@@ -21,6 +21,8 @@
 
 #include <weft.h>
 
+#include "args.h"
+
 struct opts {
   long samples, batch, epochs, hidden, seed;
   double lr;
@@ -165,7 +167,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
       return -1;
     }
     if (dst) {
-      rc = weft_parse_long(v, 1, max, dst);
+      rc = example_parse_long(v, 1, max, dst);
     } else {
       char *end;
       o->lr = strtod(v, &end);

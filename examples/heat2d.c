@@ -19,6 +19,8 @@
 
 #include <weft.h>
 
+#include "args.h"
+
 struct opts {
   long nx, ny, steps;
 };
@@ -62,7 +64,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
       fprintf(stderr, "heat2d: option %s needs a value\n", a);
       return -1;
     }
-    rc = weft_parse_long(argv[++i], dst == &o->steps ? 0 : 3, 1L << 16, dst);
+    rc = example_parse_long(argv[++i], dst == &o->steps ? 0 : 3, 1L << 16, dst);
     if (rc) {
       fprintf(stderr, "heat2d: bad value '%s' for %s: %s (3 to 65536; steps from 0)\n",
               argv[i], a, weft_strerror(rc));

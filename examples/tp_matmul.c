@@ -20,6 +20,8 @@
 
 #include <weft.h>
 
+#include "args.h"
+
 struct opts {
   long batch, dmodel, hidden;
 };
@@ -63,7 +65,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
       fprintf(stderr, "tp_matmul: option %s needs a value\n", a);
       return -1;
     }
-    rc = weft_parse_long(argv[++i], 1, 4096, dst);
+    rc = example_parse_long(argv[++i], 1, 4096, dst);
     if (rc) {
       fprintf(stderr, "tp_matmul: bad value '%s' for %s: %s (1 to 4096)\n", argv[i], a,
               weft_strerror(rc));

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <weft.h>
+#include <weftx.h>
 
 #define WEFT__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-void weft_json_string(FILE *out, const char *s)
+void weftx_json_string(FILE *out, const char *s)
 {
   const unsigned char *c = (const unsigned char *)(s ? s : "");
 

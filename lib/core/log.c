@@ -72,7 +72,7 @@ int weft_log_enabled(weft_subsys s)
   return (log_mask >> s) & 1;
 }
 
-void weft_log_reset(void)
+void weftx_log_reset(void)
 {
   log_mask = -1;
 }

@@ -29,7 +29,7 @@ char *weft__strdup(const char *s)
   return s ? strdup(s) : NULL;
 }
 
-int weft_parse_long(const char *s, long min, long max, long *out)
+int weftx_parse_long(const char *s, long min, long max, long *out)
 {
   char *end;
   long v;
@@ -48,7 +48,7 @@ int weft_parse_long(const char *s, long min, long max, long *out)
   return 0;
 }
 
-int weft_parse_size(const char *s, size_t *out)
+int weftx_parse_size(const char *s, size_t *out)
 {
   char *end;
   unsigned long long v, mult = 1;
@@ -76,13 +76,13 @@ int weft_parse_size(const char *s, size_t *out)
   return 0;
 }
 
-const char *weft_datadir(void)
+const char *weftx_datadir(void)
 {
   const char *d = getenv("WEFT_DATADIR");
   return (d && *d) ? d : WEFT_PKGDATADIR;
 }
 
-int weft_edit_distance(const char *a, const char *b, int nocase)
+int weftx_edit_distance(const char *a, const char *b, int nocase)
 {
   enum { MAXW = 64 };
   int row[MAXW];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft_env: a small ordered KEY=VALUE list that remembers where each value
+ * weftx_env: a small ordered KEY=VALUE list that remembers where each value
  * came from (the user, -x, weft, a preset), so that --dry-run can say why a
  * rank sees what it sees. Lookups are linear: a rank's environment holds a
  * few hundred variables at most.
@@ -15,15 +15,15 @@
 
 struct var {
   char *key, *value, *detail;
-  weft_env_origin origin;
+  weftx_env_origin origin;
 };
 
-struct weft_env {
+struct weftx_env {
   struct var *v;
   int n, cap;
 };
 
-int weft_env_create(weft_env **out)
+int weftx_env_create(weftx_env **out)
 {
   *out = calloc(1, sizeof(**out));
   return *out ? 0 : WEFT_ENOMEM;
@@ -36,7 +36,7 @@ static void var_free(struct var *v)
   free(v->detail);
 }
 
-void weft_env_destroy(weft_env *e)
+void weftx_env_destroy(weftx_env *e)
 {
   if (!e)
     return;
@@ -46,7 +46,7 @@ void weft_env_destroy(weft_env *e)
   free(e);
 }
 
-int weft_env_key_valid(const char *key)
+int weftx_env_key_valid(const char *key)
 {
   size_t i;
 
@@ -61,7 +61,7 @@ int weft_env_key_valid(const char *key)
   return i <= KEY_MAX;
 }
 
-static int find(const weft_env *e, const char *key)
+static int find(const weftx_env *e, const char *key)
 {
   for (int i = 0; e && i < e->n; i++)
     if (strcmp(e->v[i].key, key) == 0)
@@ -70,7 +70,7 @@ static int find(const weft_env *e, const char *key)
 }
 
 /* Replace value, origin and detail of \p v; on failure \p v is unchanged. */
-static int var_assign(struct var *v, const char *value, weft_env_origin origin,
+static int var_assign(struct var *v, const char *value, weftx_env_origin origin,
                       const char *detail)
 {
   char *nv = strdup(value), *nd = detail ? strdup(detail) : NULL;
@@ -88,7 +88,7 @@ static int var_assign(struct var *v, const char *value, weft_env_origin origin,
   return 0;
 }
 
-static int append(weft_env *e, const char *key, const char *value, weft_env_origin origin,
+static int append(weftx_env *e, const char *key, const char *value, weftx_env_origin origin,
                   const char *detail)
 {
   struct var *v;
@@ -112,12 +112,12 @@ static int append(weft_env *e, const char *key, const char *value, weft_env_orig
   return 0;
 }
 
-int weft_env_set(weft_env *e, const char *key, const char *value, weft_env_origin origin,
+int weftx_env_set(weftx_env *e, const char *key, const char *value, weftx_env_origin origin,
                  const char *detail)
 {
   int i;
 
-  if (!e || !value || !weft_env_key_valid(key))
+  if (!e || !value || !weftx_env_key_valid(key))
     return WEFT_EINVAL;
   i = find(e, key);
   if (i >= 0)
@@ -125,17 +125,17 @@ int weft_env_set(weft_env *e, const char *key, const char *value, weft_env_origi
   return append(e, key, value, origin, detail);
 }
 
-int weft_env_set_default(weft_env *e, const char *key, const char *value,
-                         weft_env_origin origin, const char *detail)
+int weftx_env_set_default(weftx_env *e, const char *key, const char *value,
+                         weftx_env_origin origin, const char *detail)
 {
-  if (!e || !value || !weft_env_key_valid(key))
+  if (!e || !value || !weftx_env_key_valid(key))
     return WEFT_EINVAL;
   if (find(e, key) >= 0)
     return 1;
   return append(e, key, value, origin, detail);
 }
 
-int weft_env_put(weft_env *e, const char *kv, weft_env_origin origin, const char *detail)
+int weftx_env_put(weftx_env *e, const char *kv, weftx_env_origin origin, const char *detail)
 {
   char key[KEY_MAX + 1];
   const char *eq = kv ? strchr(kv, '=') : NULL;
@@ -148,18 +148,18 @@ int weft_env_put(weft_env *e, const char *kv, weft_env_origin origin, const char
     return WEFT_EPARSE;
   memcpy(key, kv, len);
   key[len] = '\0';
-  if (!weft_env_key_valid(key))
+  if (!weftx_env_key_valid(key))
     return WEFT_EPARSE;
-  return weft_env_set(e, key, eq + 1, origin, detail);
+  return weftx_env_set(e, key, eq + 1, origin, detail);
 }
 
-const char *weft_env_get(const weft_env *e, const char *key)
+const char *weftx_env_get(const weftx_env *e, const char *key)
 {
   int i = key ? find(e, key) : -1;
   return i >= 0 ? e->v[i].value : NULL;
 }
 
-int weft_env_unset(weft_env *e, const char *key)
+int weftx_env_unset(weftx_env *e, const char *key)
 {
   int i = key ? find(e, key) : -1;
 
@@ -171,13 +171,13 @@ int weft_env_unset(weft_env *e, const char *key)
   return 0;
 }
 
-int weft_env_count(const weft_env *e)
+int weftx_env_count(const weftx_env *e)
 {
   return e ? e->n : 0;
 }
 
-int weft_env_entry(const weft_env *e, int i, const char **key, const char **value,
-                   weft_env_origin *origin, const char **detail)
+int weftx_env_entry(const weftx_env *e, int i, const char **key, const char **value,
+                   weftx_env_origin *origin, const char **detail)
 {
   if (!e || i < 0 || i >= e->n)
     return WEFT_EINVAL;
@@ -192,7 +192,7 @@ int weft_env_entry(const weft_env *e, int i, const char **key, const char **valu
   return 0;
 }
 
-int weft_env_origin_of(const weft_env *e, const char *key, weft_env_origin *origin)
+int weftx_env_origin_of(const weftx_env *e, const char *key, weftx_env_origin *origin)
 {
   int i = key ? find(e, key) : -1;
 
@@ -202,39 +202,39 @@ int weft_env_origin_of(const weft_env *e, const char *key, weft_env_origin *orig
   return 0;
 }
 
-const char *weft_env_origin_name(weft_env_origin o)
+const char *weftx_env_origin_name(weftx_env_origin o)
 {
   switch (o) {
-  case WEFT_ENV_USER: return "user";
-  case WEFT_ENV_XARG: return "-x";
-  case WEFT_ENV_WEFT: return "weft";
-  case WEFT_ENV_PRESET: return "preset";
-  case WEFT_ENV_MCA: return "mca";
+  case WEFTX_ENV_USER: return "user";
+  case WEFTX_ENV_XARG: return "-x";
+  case WEFTX_ENV_WEFT: return "weft";
+  case WEFTX_ENV_PRESET: return "preset";
+  case WEFTX_ENV_MCA: return "mca";
   default: return "unknown";
   }
 }
 
-int weft_env_describe(const weft_env *e, int i, char *buf, size_t len)
+int weftx_env_describe(const weftx_env *e, int i, char *buf, size_t len)
 {
   if (!e || i < 0 || i >= e->n)
     return WEFT_EINVAL;
   if (e->v[i].detail && *e->v[i].detail)
-    return weft__snprintf(buf, len, "%s %s", weft_env_origin_name(e->v[i].origin),
+    return weft__snprintf(buf, len, "%s %s", weftx_env_origin_name(e->v[i].origin),
                           e->v[i].detail);
-  return weft__snprintf(buf, len, "%s", weft_env_origin_name(e->v[i].origin));
+  return weft__snprintf(buf, len, "%s", weftx_env_origin_name(e->v[i].origin));
 }
 
-int weft_env_import(weft_env *e, char *const *envp, weft_env_origin origin)
+int weftx_env_import(weftx_env *e, char *const *envp, weftx_env_origin origin)
 {
   for (; envp && *envp; envp++) {
-    int rc = weft_env_put(e, *envp, origin, NULL);
+    int rc = weftx_env_put(e, *envp, origin, NULL);
     if (rc == WEFT_ENOMEM)
       return rc;
   }
   return 0;
 }
 
-int weft_env_to_envp(const weft_env *e, char ***envp)
+int weftx_env_to_envp(const weftx_env *e, char ***envp)
 {
   size_t bytes = 0, ptrs;
   char **arr, *p;
@@ -261,7 +261,7 @@ int weft_env_to_envp(const weft_env *e, char ***envp)
   return 0;
 }
 
-int weft_env_apply(const weft_env *e)
+int weftx_env_apply(const weftx_env *e)
 {
   for (int i = 0; e && i < e->n; i++)
     if (setenv(e->v[i].key, e->v[i].value, 1) != 0)

@@ -11,7 +11,7 @@
 static const char *const prefixes[] = { "NCCL_", "CUDA_", "WEFT_", "OMP_", "PYTHON", NULL };
 static const char *const names[] = { "LD_LIBRARY_PATH", "PATH", NULL };
 
-int weft_env_forward_default(const char *key)
+int weftx_env_forward_default(const char *key)
 {
   if (!key)
     return 0;
@@ -24,7 +24,7 @@ int weft_env_forward_default(const char *key)
   return 0;
 }
 
-int weft_env_forward(weft_env *e, char *const *envp)
+int weftx_env_forward(weftx_env *e, char *const *envp)
 {
   char key[256];
 
@@ -36,9 +36,9 @@ int weft_env_forward(weft_env *e, char *const *envp)
       continue;
     memcpy(key, *envp, len);
     key[len] = '\0';
-    if (!weft_env_forward_default(key))
+    if (!weftx_env_forward_default(key))
       continue;
-    rc = weft_env_put(e, *envp, WEFT_ENV_USER, NULL);
+    rc = weftx_env_put(e, *envp, WEFTX_ENV_USER, NULL);
     if (rc == WEFT_ENOMEM)
       return rc;
   }
@@ -55,7 +55,7 @@ static const char *lookup(char *const *envp, const char *key)
   return NULL;
 }
 
-int weft_env_add_x(weft_env *e, const char *arg, char *const *envp, char *why, size_t whylen)
+int weftx_env_add_x(weftx_env *e, const char *arg, char *const *envp, char *why, size_t whylen)
 {
   const char *value;
   int rc;
@@ -63,13 +63,13 @@ int weft_env_add_x(weft_env *e, const char *arg, char *const *envp, char *why, s
   if (!e || !arg)
     return WEFT_EINVAL;
   if (strchr(arg, '=')) {
-    rc = weft_env_put(e, arg, WEFT_ENV_XARG, NULL);
+    rc = weftx_env_put(e, arg, WEFTX_ENV_XARG, NULL);
     if (rc == WEFT_EPARSE && why)
       weft__snprintf(why, whylen, "-x '%.200s': not a variable name before '='; write -x NAME "
                      "or -x NAME=VALUE", arg);
     return rc;
   }
-  if (!weft_env_key_valid(arg)) {
+  if (!weftx_env_key_valid(arg)) {
     if (why)
       weft__snprintf(why, whylen, "-x '%.200s': not a variable name; write -x NAME or "
                      "-x NAME=VALUE", arg);
@@ -82,5 +82,5 @@ int weft_env_add_x(weft_env *e, const char *arg, char *const *envp, char *why, s
                      "write -x %.200s=VALUE", arg, arg, arg);
     return WEFT_ENOENT;
   }
-  return weft_env_set(e, arg, value, WEFT_ENV_XARG, NULL);
+  return weftx_env_set(e, arg, value, WEFTX_ENV_XARG, NULL);
 }

@@ -21,7 +21,7 @@
 static const char *const excluded_prefixes[] = { "lo", "docker", "veth", "virbr", "br-", "cni",
                                                  "flannel", "cali", "tun", "tap", NULL };
 
-int weft_netif_excluded(const char *name)
+int weftx_netif_excluded(const char *name)
 {
   if (!name)
     return 1;
@@ -31,7 +31,7 @@ int weft_netif_excluded(const char *name)
   return 0;
 }
 
-int weft_netaddr_parse(weft_netaddr *a, const char *s)
+int weftx_netaddr_parse(weftx_netaddr *a, const char *s)
 {
   if (!a || !s)
     return WEFT_EPARSE;
@@ -47,7 +47,7 @@ int weft_netaddr_parse(weft_netaddr *a, const char *s)
   return WEFT_EPARSE;
 }
 
-int weft_netaddr_format(int family, const unsigned char *addr, char *buf, size_t len)
+int weftx_netaddr_format(int family, const unsigned char *addr, char *buf, size_t len)
 {
   char text[INET6_ADDRSTRLEN];
 
@@ -56,11 +56,11 @@ int weft_netaddr_format(int family, const unsigned char *addr, char *buf, size_t
   return weft__snprintf(buf, len, "%s", text);
 }
 
-int weft_netif_make(weft_netif *nif, const char *name, const char *cidr, unsigned flags)
+int weftx_netif_make(weftx_netif *nif, const char *name, const char *cidr, unsigned flags)
 {
   char addr[INET6_ADDRSTRLEN + 1];
   const char *slash = cidr ? strchr(cidr, '/') : NULL;
-  weft_netaddr a;
+  weftx_netaddr a;
   long plen;
   size_t len;
 
@@ -71,9 +71,9 @@ int weft_netif_make(weft_netif *nif, const char *name, const char *cidr, unsigne
     return WEFT_EPARSE;
   memcpy(addr, cidr, len);
   addr[len] = '\0';
-  if (weft_netaddr_parse(&a, addr))
+  if (weftx_netaddr_parse(&a, addr))
     return WEFT_EPARSE;
-  if (weft_parse_long(slash + 1, 0, a.family == AF_INET ? 32 : 128, &plen))
+  if (weftx_parse_long(slash + 1, 0, a.family == AF_INET ? 32 : 128, &plen))
     return WEFT_EPARSE;
   nif->family = a.family;
   memcpy(nif->addr, a.addr, sizeof(nif->addr));
@@ -82,7 +82,7 @@ int weft_netif_make(weft_netif *nif, const char *name, const char *cidr, unsigne
   return 0;
 }
 
-int weft_netif_contains(const weft_netif *nif, const weft_netaddr *a)
+int weftx_netif_contains(const weftx_netif *nif, const weftx_netaddr *a)
 {
   int bits = nif->prefixlen, bytes = bits / 8, rest = bits % 8;
 
@@ -98,7 +98,7 @@ int weft_netif_contains(const weft_netif *nif, const weft_netaddr *a)
   return 1;
 }
 
-static int is_loopback_addr(const weft_netaddr *a)
+static int is_loopback_addr(const weftx_netaddr *a)
 {
   static const unsigned char v6lo[16] = { [15] = 1 };
 
@@ -107,13 +107,13 @@ static int is_loopback_addr(const weft_netaddr *a)
   return memcmp(a->addr, v6lo, 16) == 0;
 }
 
-static int is_candidate(const weft_netif *nif)
+static int is_candidate(const weftx_netif *nif)
 {
-  return (nif->flags & IFF_UP) && !(nif->flags & IFF_LOOPBACK) && !weft_netif_excluded(nif->name);
+  return (nif->flags & IFF_UP) && !(nif->flags & IFF_LOOPBACK) && !weftx_netif_excluded(nif->name);
 }
 
 /* Is entry \p a better than entry \p b (either may be -1 for none)? */
-static int better(const weft_netif *ifs, const int *score, int a, int b, const char *default_if)
+static int better(const weftx_netif *ifs, const int *score, int a, int b, const char *default_if)
 {
   int da, db;
 
@@ -143,7 +143,7 @@ static int no_interface(char *why, size_t whylen, int ntargets)
   return WEFT_ENOENT;
 }
 
-int weft_netif_choose(const weft_netif *ifs, int nifs, const weft_netaddr *targets,
+int weftx_netif_choose(const weftx_netif *ifs, int nifs, const weftx_netaddr *targets,
                       const char *const *routes, int ntargets, const char *default_if,
                       int *index, char *why, size_t whylen)
 {
@@ -159,7 +159,7 @@ int weft_netif_choose(const weft_netif *ifs, int nifs, const weft_netaddr *targe
       continue;
     live++;
     for (int i = 0; i < nifs; i++)
-      score[i] += weft_netif_contains(&ifs[i], &targets[k]) +
+      score[i] += weftx_netif_contains(&ifs[i], &targets[k]) +
                   (routes && routes[k] && strcmp(routes[k], ifs[i].name) == 0);
   }
   for (int i = 0; i < nifs; i++)

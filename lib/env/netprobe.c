@@ -52,10 +52,10 @@ static void copy_addr(const struct sockaddr *sa, int *family, unsigned char *add
     memcpy(addr, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
 }
 
-int weft_netif_list(weft_netif **ifs, int *n)
+int weftx_netif_list(weftx_netif **ifs, int *n)
 {
   struct ifaddrs *all, *ia;
-  weft_netif *v;
+  weftx_netif *v;
   int count = 0;
 
   if (!ifs || !n)
@@ -72,7 +72,7 @@ int weft_netif_list(weft_netif **ifs, int *n)
   }
   count = 0;
   for (ia = all; ia; ia = ia->ifa_next) {
-    weft_netif *nif = &v[count];
+    weftx_netif *nif = &v[count];
     if (!ia->ifa_addr ||
         (ia->ifa_addr->sa_family != AF_INET && ia->ifa_addr->sa_family != AF_INET6))
       continue;
@@ -88,7 +88,7 @@ int weft_netif_list(weft_netif **ifs, int *n)
   return 0;
 }
 
-int weft_netif_default_route(char *buf, size_t len)
+int weftx_netif_default_route(char *buf, size_t len)
 {
   char line[512], name[64];
   unsigned long dest, gw, flags, mask;
@@ -112,14 +112,14 @@ int weft_netif_default_route(char *buf, size_t len)
   return 0;
 }
 
-int weft_host_resolve(const char *host, weft_netaddr *out, char *why, size_t whylen)
+int weftx_host_resolve(const char *host, weftx_netaddr *out, char *why, size_t whylen)
 {
   struct addrinfo hints, *res, *ai, *pick = NULL;
   int rc;
 
   if (!host || !out)
     return WEFT_EINVAL;
-  rc = weft_hostname_check(host, why, whylen);
+  rc = weftx_hostname_check(host, why, whylen);
   if (rc)
     return rc;
   memset(&hints, 0, sizeof(hints));
@@ -147,7 +147,7 @@ int weft_host_resolve(const char *host, weft_netaddr *out, char *why, size_t why
   return 0;
 }
 
-int weft_netaddr_is_local(const weft_netif *ifs, int nifs, const weft_netaddr *a)
+int weftx_netaddr_is_local(const weftx_netif *ifs, int nifs, const weftx_netaddr *a)
 {
   static const unsigned char v6lo[16] = { [15] = 1 };
 
@@ -161,12 +161,12 @@ int weft_netaddr_is_local(const weft_netif *ifs, int nifs, const weft_netaddr *a
   return 0;
 }
 
-int weft_netif_route_to(const weft_netif *ifs, int nifs, const weft_netaddr *a, char *buf,
+int weftx_netif_route_to(const weftx_netif *ifs, int nifs, const weftx_netaddr *a, char *buf,
                         size_t len)
 {
   struct sockaddr_storage peer, local;
   socklen_t slen = sizeof(local);
-  weft_netaddr src;
+  weftx_netaddr src;
   int fd, rc = WEFT_ENOENT;
 
   memset(&peer, 0, sizeof(peer));
@@ -211,16 +211,16 @@ static int is_local_name(const char *host)
   return strcasecmp(host, me) == 0;
 }
 
-int weft_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen, char *addr,
+int weftx_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen, char *addr,
                     size_t addrlen, char *why, size_t whylen)
 {
-  weft_netif *ifs = NULL;
-  weft_netaddr *targets = NULL;
+  weftx_netif *ifs = NULL;
+  weftx_netaddr *targets = NULL;
   char (*routes)[32] = NULL, defif[32];
   const char **rp = NULL;
   int nifs = 0, nt = 0, idx = -1, rc;
 
-  rc = weft_netif_list(&ifs, &nifs);
+  rc = weftx_netif_list(&ifs, &nifs);
   if (rc) {
     if (why)
       weft__snprintf(why, whylen, "cannot list network interfaces: %s", strerror(errno));
@@ -233,22 +233,22 @@ int weft_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t i
   for (int i = 0; rc == 0 && i < nhosts; i++) {
     if (is_local_name(hosts[i]))
       continue;
-    rc = weft_host_resolve(hosts[i], &targets[nt], why, whylen);
-    if (rc || weft_netaddr_is_local(ifs, nifs, &targets[nt]))
+    rc = weftx_host_resolve(hosts[i], &targets[nt], why, whylen);
+    if (rc || weftx_netaddr_is_local(ifs, nifs, &targets[nt]))
       continue;
-    if (weft_netif_route_to(ifs, nifs, &targets[nt], routes[nt], sizeof(routes[nt])) == 0)
+    if (weftx_netif_route_to(ifs, nifs, &targets[nt], routes[nt], sizeof(routes[nt])) == 0)
       rp[nt] = routes[nt];
     nt++;
   }
-  if (rc == 0 && weft_netif_default_route(defif, sizeof(defif)) != 0)
+  if (rc == 0 && weftx_netif_default_route(defif, sizeof(defif)) != 0)
     defif[0] = '\0';
   if (rc == 0)
-    rc = weft_netif_choose(ifs, nifs, targets, rp, nt, defif[0] ? defif : NULL, &idx, why,
+    rc = weftx_netif_choose(ifs, nifs, targets, rp, nt, defif[0] ? defif : NULL, &idx, why,
                            whylen);
   if (rc == 0)
     rc = weft__snprintf(ifname, iflen, "%s", ifs[idx].name);
   if (rc == 0)
-    rc = weft_netaddr_format(ifs[idx].family, ifs[idx].addr, addr, addrlen);
+    rc = weftx_netaddr_format(ifs[idx].family, ifs[idx].addr, addr, addrlen);
   free(ifs);
   free(targets);
   free(routes);
@@ -258,15 +258,15 @@ int weft_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t i
 
 /* Among \p host's addresses, one inside the subnet of the interface whose address is
  * \p chosen (a host with a management and a data network answers with both). */
-static int resolve_on(const char *host, const char *chosen, const weft_netif *ifs, int nifs,
-                      weft_netaddr *out)
+static int resolve_on(const char *host, const char *chosen, const weftx_netif *ifs, int nifs,
+                      weftx_netaddr *out)
 {
   struct addrinfo hints, *res, *ai;
-  const weft_netif *nif = NULL;
-  weft_netaddr c, cand;
+  const weftx_netif *nif = NULL;
+  weftx_netaddr c, cand;
   int found = 0;
 
-  if (!chosen || weft_netaddr_parse(&c, chosen))
+  if (!chosen || weftx_netaddr_parse(&c, chosen))
     return 0;
   for (int i = 0; i < nifs && !nif; i++)
     if (ifs[i].family == c.family && memcmp(ifs[i].addr, c.addr, 16) == 0)
@@ -280,7 +280,7 @@ static int resolve_on(const char *host, const char *chosen, const weft_netif *if
     if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
       continue;
     copy_addr(ai->ai_addr, &cand.family, cand.addr);
-    if (weft_netif_contains(nif, &cand)) {
+    if (weftx_netif_contains(nif, &cand)) {
       *out = cand;
       found = 1;
     }
@@ -289,28 +289,28 @@ static int resolve_on(const char *host, const char *chosen, const weft_netif *if
   return found;
 }
 
-int weft_master_addr(const char *first_host, const char *chosen_addr, char *buf, size_t len,
+int weftx_master_addr(const char *first_host, const char *chosen_addr, char *buf, size_t len,
                      char *why, size_t whylen)
 {
-  weft_netif *ifs = NULL;
-  weft_netaddr a;
+  weftx_netif *ifs = NULL;
+  weftx_netaddr a;
   int nifs = 0, local, rc;
 
   if (!first_host || !buf)
     return WEFT_EINVAL;
   local = is_local_name(first_host);
   if (!local) {
-    rc = weft_host_resolve(first_host, &a, why, whylen);
+    rc = weftx_host_resolve(first_host, &a, why, whylen);
     if (rc)
       return rc;
-    if (weft_netif_list(&ifs, &nifs) == 0) {
-      local = weft_netaddr_is_local(ifs, nifs, &a);
+    if (weftx_netif_list(&ifs, &nifs) == 0) {
+      local = weftx_netaddr_is_local(ifs, nifs, &a);
       if (!local)
         resolve_on(first_host, chosen_addr, ifs, nifs, &a);
     }
     free(ifs);
     if (!local)
-      return weft_netaddr_format(a.family, a.addr, buf, len);
+      return weftx_netaddr_format(a.family, a.addr, buf, len);
   }
   return weft__snprintf(buf, len, "%s", chosen_addr ? chosen_addr : "127.0.0.1");
 }

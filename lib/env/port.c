@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int weft_port_candidate(unsigned long jobid, int attempt)
+int weftx_port_candidate(unsigned long jobid, int attempt)
 {
-  return WEFT_PORT_BASE + (int)((jobid + (unsigned long)attempt) % WEFT_PORT_SPAN);
+  return WEFTX_PORT_BASE + (int)((jobid + (unsigned long)attempt) % WEFTX_PORT_SPAN);
 }
 
 /* Bind \p port (0: any) on all addresses; the port bound, or a negative code. */
@@ -41,7 +41,7 @@ static int try_bind(int port)
   return got;
 }
 
-int weft_master_port(unsigned long jobid, int *port, char *why, size_t whylen)
+int weftx_master_port(unsigned long jobid, int *port, char *why, size_t whylen)
 {
   int p;
 
@@ -58,8 +58,8 @@ int weft_master_port(unsigned long jobid, int *port, char *why, size_t whylen)
     *port = p;
     return 0;
   }
-  for (int i = 0; i < WEFT_PORT_TRIES; i++) {
-    p = try_bind(weft_port_candidate(jobid, i));
+  for (int i = 0; i < WEFTX_PORT_TRIES; i++) {
+    p = try_bind(weftx_port_candidate(jobid, i));
     if (p > 0) {
       *port = p;
       return 0;
@@ -69,6 +69,6 @@ int weft_master_port(unsigned long jobid, int *port, char *why, size_t whylen)
   }
   if (why)
     weft__snprintf(why, whylen, "no free TCP port among %d candidates from %d for MASTER_PORT; "
-                   "set MASTER_PORT yourself", WEFT_PORT_TRIES, weft_port_candidate(jobid, 0));
+                   "set MASTER_PORT yourself", WEFTX_PORT_TRIES, weftx_port_candidate(jobid, 0));
   return WEFT_ENOENT;
 }

@@ -10,27 +10,27 @@
 #include <string.h>
 #include <strings.h>
 
-int weft_gpu_visibility_parse(const char *s, weft_gpu_visibility *out)
+int weftx_gpu_visibility_parse(const char *s, weftx_gpu_visibility *out)
 {
   if (!s || !out)
     return WEFT_EPARSE;
   if (strcasecmp(s, "all") == 0)
-    *out = WEFT_GPUVIS_ALL;
+    *out = WEFTX_GPUVIS_ALL;
   else if (strcasecmp(s, "own") == 0)
-    *out = WEFT_GPUVIS_OWN;
+    *out = WEFTX_GPUVIS_OWN;
   else if (strcasecmp(s, "none") == 0)
-    *out = WEFT_GPUVIS_NONE;
+    *out = WEFTX_GPUVIS_NONE;
   else
     return WEFT_EPARSE;
   return 0;
 }
 
-void weft_rank_info_init(weft_rank_info *ri)
+void weftx_rank_info_init(weftx_rank_info *ri)
 {
   memset(ri, 0, sizeof(*ri));
   ri->size = ri->local_size = ri->nnodes = 1;
   ri->gpu = -1;
-  ri->gpu_visibility = WEFT_GPUVIS_ALL;
+  ri->gpu_visibility = WEFTX_GPUVIS_ALL;
 }
 
 /* Append ",n" (or "n" first) to buf at *used. */
@@ -67,7 +67,7 @@ static int rotated(int ngpus, int gpu, int pos, char *buf, size_t len)
   return 0;
 }
 
-int weft_cuda_visible_devices(weft_gpu_visibility mode, int ngpus, int gpu, int local_rank,
+int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu, int local_rank,
                               char *buf, size_t len)
 {
   if (!buf || len == 0)
@@ -75,9 +75,9 @@ int weft_cuda_visible_devices(weft_gpu_visibility mode, int ngpus, int gpu, int 
   buf[0] = '\0';
   if (local_rank < 0 || (gpu >= 0 && gpu >= ngpus))
     return WEFT_EINVAL;
-  if (mode == WEFT_GPUVIS_NONE || ngpus <= 0)
+  if (mode == WEFTX_GPUVIS_NONE || ngpus <= 0)
     return 1;
-  if (mode == WEFT_GPUVIS_OWN)
+  if (mode == WEFTX_GPUVIS_OWN)
     return gpu < 0 ? 0 : weft__snprintf(buf, len, "%d", gpu);
   if (gpu < 0)
     return 1;
@@ -91,7 +91,7 @@ static int bad_info(char *why, size_t whylen, const char *what, int a, int b)
   return WEFT_EINVAL;
 }
 
-static int check_info(const weft_rank_info *ri, char *why, size_t whylen)
+static int check_info(const weftx_rank_info *ri, char *why, size_t whylen)
 {
   if (ri->size < 1 || ri->rank < 0 || ri->rank >= ri->size)
     return bad_info(why, whylen, "rank", ri->rank, ri->size);
@@ -107,23 +107,23 @@ static int check_info(const weft_rank_info *ri, char *why, size_t whylen)
   return 0;
 }
 
-static int set_int(weft_env *env, const char *key, long v)
+static int set_int(weftx_env *env, const char *key, long v)
 {
   char buf[32];
 
   weft__snprintf(buf, sizeof(buf), "%ld", v);
-  return weft_env_set_default(env, key, buf, WEFT_ENV_WEFT, NULL);
+  return weftx_env_set_default(env, key, buf, WEFTX_ENV_WEFT, NULL);
 }
 
-static int set_str(weft_env *env, const char *key, const char *v)
+static int set_str(weftx_env *env, const char *key, const char *v)
 {
   if (!v)
     return 0;
-  return weft_env_set_default(env, key, v, WEFT_ENV_WEFT, NULL);
+  return weftx_env_set_default(env, key, v, WEFTX_ENV_WEFT, NULL);
 }
 
 /* The torchrun set: who am I among how many. */
-static int set_ranks(weft_env *env, const weft_rank_info *ri)
+static int set_ranks(weftx_env *env, const weftx_rank_info *ri)
 {
   int rc = 0;
 
@@ -142,12 +142,12 @@ static int set_ranks(weft_env *env, const weft_rank_info *ri)
 }
 
 /* Devices, threads, network, and weft's own variables. */
-static int set_place(weft_env *env, const weft_rank_info *ri, char *why, size_t whylen)
+static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen)
 {
-  char cvd[WEFT_RANK_CPUS_MAX];
+  char cvd[WEFTX_RANK_CPUS_MAX];
   int rc = 0, vis;
 
-  vis = weft_cuda_visible_devices(ri->gpu_visibility, ri->ngpus, ri->gpu, ri->local_rank, cvd,
+  vis = weftx_cuda_visible_devices(ri->gpu_visibility, ri->ngpus, ri->gpu, ri->local_rank, cvd,
                                   sizeof(cvd));
   if (vis < 0) {
     if (why)
@@ -176,7 +176,7 @@ static int set_place(weft_env *env, const weft_rank_info *ri, char *why, size_t 
   return rc ? WEFT_ENOMEM : 0;
 }
 
-int weft_rank_env(weft_env *env, const weft_rank_info *ri, char *why, size_t whylen)
+int weftx_rank_env(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen)
 {
   int rc;
 
@@ -187,7 +187,7 @@ int weft_rank_env(weft_env *env, const weft_rank_info *ri, char *why, size_t why
     rc = set_ranks(env, ri);
   if (rc == 0)
     rc = set_place(env, ri, why, whylen);
-  WEFT__LOG(ENV, "rank %d: environment of %d variables (rc %d)", ri->rank, weft_env_count(env),
+  WEFT__LOG(ENV, "rank %d: environment of %d variables (rc %d)", ri->rank, weftx_env_count(env),
             rc);
   return rc;
 }

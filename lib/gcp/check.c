@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static void warnf(weft_gcp_warn_fn warn, void *arg, int *n, const char *fmt, ...) WEFT_PRINTF(4, 5);
+static void warnf(weftx_gcp_warn_fn warn, void *arg, int *n, const char *fmt, ...) WEFT_PRINTF(4, 5);
 
 #include <stdarg.h>
 
-static void warnf(weft_gcp_warn_fn warn, void *arg, int *n, const char *fmt, ...)
+static void warnf(weftx_gcp_warn_fn warn, void *arg, int *n, const char *fmt, ...)
 {
   char msg[1024];
   va_list ap;
@@ -27,10 +27,10 @@ static void warnf(weft_gcp_warn_fn warn, void *arg, int *n, const char *fmt, ...
     warn(arg, msg);
 }
 
-int weft_gcp_check(const weft_gcp_info *info, const weft_preset *p, int multi_vm,
-                   weft_gcp_warn_fn warn, void *arg)
+int weftx_gcp_check(const weftx_gcp_info *info, const weftx_preset *p, int multi_vm,
+                   weftx_gcp_warn_fn warn, void *arg)
 {
-  const char *pname = p ? weft_preset_name(p) : NULL;
+  const char *pname = p ? weftx_preset_name(p) : NULL;
   char path[4096];
   int n = 0;
 
@@ -45,7 +45,7 @@ int weft_gcp_check(const weft_gcp_info *info, const weft_preset *p, int multi_vm
             ? info->hostname : "this VM", lib, info->machine_type);
   }
   for (int i = 0; i < info->nnics; i++) {
-    const weft_gcp_nic *nic = &info->nics[i];
+    const weftx_gcp_nic *nic = &info->nics[i];
     const char *name = nic->ifname[0] ? nic->ifname : nic->mac;
     if (!nic->ifname[0]) {
       warnf(warn, arg, &n, "metadata NIC %d (MAC %s) matches no interface in /sys/class/net: "
@@ -55,9 +55,9 @@ int weft_gcp_check(const weft_gcp_info *info, const weft_preset *p, int multi_vm
     if (nic->gvnic == 0 && (!nic->gpu || weft__preset_gvnic_all(p)))
       warnf(warn, arg, &n, "%s is not a gVNIC (driver gve): bandwidth is capped well below the "
             "machine's; recreate the VM with --network-interface=nic-type=GVNIC", name);
-    if (nic->gpu && weft_preset_mtu(p) > 0 && nic->mtu >= 0 && nic->mtu < weft_preset_mtu(p))
+    if (nic->gpu && weftx_preset_mtu(p) > 0 && nic->mtu >= 0 && nic->mtu < weftx_preset_mtu(p))
       warnf(warn, arg, &n, "GPU NIC %s has MTU %d, %s needs %d: create its VPC network with "
-            "--mtu=%d", name, nic->mtu, pname, weft_preset_mtu(p), weft_preset_mtu(p));
+            "--mtu=%d", name, nic->mtu, pname, weftx_preset_mtu(p), weftx_preset_mtu(p));
   }
   if (multi_vm && !info->physical_host[0])
     warnf(warn, arg, &n, "no instance/attributes/physical_host: the VMs have no compact "
@@ -66,8 +66,8 @@ int weft_gcp_check(const weft_gcp_info *info, const weft_preset *p, int multi_vm
   return n;
 }
 
-int weft_gcp_check_mixed(const char *const *hosts, const char *const *machine_types, int n,
-                         weft_gcp_warn_fn warn, void *arg)
+int weftx_gcp_check_mixed(const char *const *hosts, const char *const *machine_types, int n,
+                         weftx_gcp_warn_fn warn, void *arg)
 {
   int first = -1, count = 0;
   char msg[1024];

@@ -26,7 +26,7 @@ static const struct family {
   { "n1-*", "n1", 1 },
 };
 
-const char *weft_gcp_family(const char *machine_type)
+const char *weftx_gcp_family(const char *machine_type)
 {
   const char *base;
 
@@ -40,7 +40,7 @@ const char *weft_gcp_family(const char *machine_type)
   return NULL;
 }
 
-int weft_gcp_family_host_nics(const char *family)
+int weftx_gcp_family_host_nics(const char *family)
 {
   for (size_t i = 0; family && i < WEFT__ARRAY_SIZE(families); i++)
     if (!strcmp(families[i].name, family))

@@ -36,7 +36,7 @@ int weft__gcp_read_line(const char *path, char *buf, size_t len)
   return 0;
 }
 
-int weft_gcp_dmi_is_gce(void)
+int weftx_gcp_dmi_is_gce(void)
 {
   char path[4096], name[128];
 
@@ -49,10 +49,10 @@ int weft_gcp_dmi_is_gce(void)
 
 /* GET path into buf, whitespace-trimmed, keeping only what follows the last '/'
  * when base_only ("projects/1/zones/us-central1-a" -> "us-central1-a"). */
-static int get_str(weft_gcp_md *md, const char *path, char *buf, size_t len, int base_only)
+static int get_str(weftx_gcp_md *md, const char *path, char *buf, size_t len, int base_only)
 {
   char *v, *s, *e;
-  int rc = weft_gcp_md_get(md, path, &v, NULL, 0);
+  int rc = weftx_gcp_md_get(md, path, &v, NULL, 0);
 
   if (rc != 0)
     return rc;
@@ -69,10 +69,10 @@ static int get_str(weft_gcp_md *md, const char *path, char *buf, size_t len, int
   return rc;
 }
 
-static int read_nics(weft_gcp_md *md, weft_gcp_info *info, char *why, size_t whylen)
+static int read_nics(weftx_gcp_md *md, weftx_gcp_info *info, char *why, size_t whylen)
 {
   char *list, *line, *save = NULL, path[128];
-  int rc = weft_gcp_md_get(md, "instance/network-interfaces/", &list, NULL, 0);
+  int rc = weftx_gcp_md_get(md, "instance/network-interfaces/", &list, NULL, 0);
 
   if (rc != 0) {
     weft__snprintf(why, whylen, "metadata instance/network-interfaces/: %s", weft_strerror(rc));
@@ -80,15 +80,15 @@ static int read_nics(weft_gcp_md *md, weft_gcp_info *info, char *why, size_t why
   }
   /* A directory listing: "0/\n1/\n". */
   for (line = strtok_r(list, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
-    weft_gcp_nic *n;
+    weftx_gcp_nic *n;
     long idx;
     char *slash = strchr(line, '/');
 
     if (slash)
       *slash = '\0';
-    if (weft_parse_long(line, 0, 1000, &idx) != 0)
+    if (weftx_parse_long(line, 0, 1000, &idx) != 0)
       continue;
-    if (info->nnics == WEFT_GCP_MAX_NICS)
+    if (info->nnics == WEFTX_GCP_MAX_NICS)
       break;
     n = &info->nics[info->nnics];
     memset(n, 0, sizeof(*n));
@@ -120,17 +120,17 @@ static int read_nics(weft_gcp_md *md, weft_gcp_info *info, char *why, size_t why
   return rc;
 }
 
-/* What weft_gcp_detect() and weft_gcp_identify() share: open the server and
+/* What weftx_gcp_detect() and weftx_gcp_identify() share: open the server and
  * read machine-type and physical_host. *md stays NULL off GCE (0 returned)
  * and on an error to open it; otherwise the caller closes it. */
-static int identify(weft_gcp_info *info, weft_gcp_md **md, char *why, size_t whylen)
+static int identify(weftx_gcp_info *info, weftx_gcp_md **md, char *why, size_t whylen)
 {
   int rc;
 
   memset(info, 0, sizeof(*info));
   if (why && whylen)
     why[0] = '\0';
-  rc = weft_gcp_md_open(md);
+  rc = weftx_gcp_md_open(md);
   if (rc == WEFT_ENOTGCE) {
     WEFT__LOG(GCP, "not on GCE (DMI) and GCE_METADATA_HOST unset: no metadata request");
     return 0;
@@ -143,19 +143,19 @@ static int identify(weft_gcp_info *info, weft_gcp_md **md, char *why, size_t why
   if (rc != 0) {
     weft__snprintf(why, whylen, "GCE metadata server %s: instance/machine-type: %s "
                    "(check GCE_METADATA_HOST, or unset it off GCE)",
-                   weft_gcp_md_base(*md), weft_strerror(rc));
+                   weftx_gcp_md_base(*md), weft_strerror(rc));
     return rc;
   }
   info->on_gce = 1;
-  info->family = weft_gcp_family(info->machine_type);
+  info->family = weftx_gcp_family(info->machine_type);
   (void)get_str(*md, "instance/attributes/physical_host", info->physical_host,
                 sizeof(info->physical_host), 0);
   return 0;
 }
 
-int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen)
+int weftx_gcp_detect(weftx_gcp_info *info, char *why, size_t whylen)
 {
-  weft_gcp_md *md = NULL;
+  weftx_gcp_md *md = NULL;
   char flag[16];
   int rc;
 
@@ -169,17 +169,17 @@ int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen)
     info->preemptible = !strcmp(flag, "TRUE");
   rc = read_nics(md, info, why, whylen);
   if (rc == 0)
-    rc = weft_gcp_nics_match(info);
+    rc = weftx_gcp_nics_match(info);
 out:
-  weft_gcp_md_close(md);
+  weftx_gcp_md_close(md);
   return rc;
 }
 
-int weft_gcp_identify(weft_gcp_info *info, char *why, size_t whylen)
+int weftx_gcp_identify(weftx_gcp_info *info, char *why, size_t whylen)
 {
-  weft_gcp_md *md = NULL;
+  weftx_gcp_md *md = NULL;
   int rc = identify(info, &md, why, whylen);
 
-  weft_gcp_md_close(md);
+  weftx_gcp_md_close(md);
   return rc;
 }

@@ -16,10 +16,10 @@ int weft__gcp_path(char *buf, size_t len, const char *abs);
 int weft__gcp_read_line(const char *path, char *buf, size_t len);
 
 /* What the checks need to know of a preset. */
-int weft__preset_nplugins(const weft_preset *p);
-const char *weft__preset_plugin(const weft_preset *p, int i);
-int weft__preset_gvnic_all(const weft_preset *p);
-const char *weft__preset_script(const weft_preset *p);
+int weft__preset_nplugins(const weftx_preset *p);
+const char *weft__preset_plugin(const weftx_preset *p, int i);
+int weft__preset_gvnic_all(const weftx_preset *p);
+const char *weft__preset_script(const weftx_preset *p);
 
 #ifdef WEFT_HAVE_CURL
 #include <string.h>

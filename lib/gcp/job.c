@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-int weft_gcp_job_preset(const char *arg, int multi_vm, weft_gcp_info *info, weft_preset **p,
+int weftx_gcp_job_preset(const char *arg, int multi_vm, weftx_gcp_info *info, weftx_preset **p,
                         char *why, size_t whylen)
 {
   int automatic = !arg || !strcmp(arg, "auto"), rc;
@@ -22,7 +22,7 @@ int weft_gcp_job_preset(const char *arg, int multi_vm, weft_gcp_info *info, weft
     return 0;
   if (automatic && !multi_vm)
     return 0;
-  rc = weft_gcp_detect(info, why, whylen);
+  rc = weftx_gcp_detect(info, why, whylen);
   if (rc == WEFT_ENOMEM)
     return rc;
   if (rc != 0) {
@@ -36,5 +36,5 @@ int weft_gcp_job_preset(const char *arg, int multi_vm, weft_gcp_info *info, weft
     WEFT__LOG(GCP, "--nccl-preset auto: no preset for machine type %s", info->machine_type);
     return 0;
   }
-  return weft_preset_select(arg ? arg : "auto", info, multi_vm, p, why, whylen);
+  return weftx_preset_select(arg ? arg : "auto", info, multi_vm, p, why, whylen);
 }

@@ -20,7 +20,7 @@
 #define MD_TOTAL_MS 5000L
 #define MD_MAX_BODY (1 << 20)
 
-struct weft_gcp_md {
+struct weftx_gcp_md {
   CURL *h;
   struct curl_slist *hdrs;
   char base[256];
@@ -32,7 +32,7 @@ int weft__gcp_md_base(char *buf, size_t len)
 
   if (host && *host)
     return weft__snprintf(buf, len, "http://%s/computeMetadata/v1/", host);
-  if (!weft_gcp_dmi_is_gce())
+  if (!weftx_gcp_dmi_is_gce())
     return WEFT_ENOTGCE;
   return weft__snprintf(buf, len, "http://metadata.google.internal/computeMetadata/v1/");
 }
@@ -164,9 +164,9 @@ int weft__gcp_md_result(CURL *h, CURLcode cc, const struct weft__gcp_resp *r, in
   return 0;
 }
 
-int weft_gcp_md_open(weft_gcp_md **out)
+int weftx_gcp_md_open(weftx_gcp_md **out)
 {
-  weft_gcp_md *md;
+  weftx_gcp_md *md;
   int rc;
 
   *out = NULL;
@@ -183,7 +183,7 @@ int weft_gcp_md_open(weft_gcp_md **out)
       rc = WEFT_ENOMEM;
   }
   if (rc != 0) {
-    weft_gcp_md_close(md);
+    weftx_gcp_md_close(md);
     return rc;
   }
   WEFT__LOG(GCP, "metadata server %s", md->base);
@@ -191,7 +191,7 @@ int weft_gcp_md_open(weft_gcp_md **out)
   return 0;
 }
 
-void weft_gcp_md_close(weft_gcp_md *md)
+void weftx_gcp_md_close(weftx_gcp_md *md)
 {
   if (!md)
     return;
@@ -203,7 +203,7 @@ void weft_gcp_md_close(weft_gcp_md *md)
   free(md);
 }
 
-const char *weft_gcp_md_base(const weft_gcp_md *md)
+const char *weftx_gcp_md_base(const weftx_gcp_md *md)
 {
   return md->base;
 }
@@ -216,7 +216,7 @@ static void sleep_ms(long ms)
     ;
 }
 
-static int request(weft_gcp_md *md, const char *url, long total_ms, char **value,
+static int request(weftx_gcp_md *md, const char *url, long total_ms, char **value,
                    char *etag, size_t etaglen)
 {
   struct weft__gcp_resp r;
@@ -253,7 +253,7 @@ static int request(weft_gcp_md *md, const char *url, long total_ms, char **value
   return rc;
 }
 
-int weft_gcp_md_get(weft_gcp_md *md, const char *path, char **value, char *etag, size_t etaglen)
+int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value, char *etag, size_t etaglen)
 {
   char url[1024];
 
@@ -263,7 +263,7 @@ int weft_gcp_md_get(weft_gcp_md *md, const char *path, char **value, char *etag,
   return request(md, url, MD_TOTAL_MS, value, etag, etaglen);
 }
 
-int weft_gcp_md_wait(weft_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
+int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
                      char **value, char *etag, size_t etaglen)
 {
   char url[1024];

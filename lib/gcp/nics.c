@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-static void read_device(const char *dir, const char *ifname, weft_gcp_nic *n)
+static void read_device(const char *dir, const char *ifname, weftx_gcp_nic *n)
 {
   char path[4096], line[256];
   FILE *f;
@@ -24,7 +24,7 @@ static void read_device(const char *dir, const char *ifname, weft_gcp_nic *n)
   if (weft__snprintf(path, sizeof(path), "%s/%s/mtu", dir, ifname) == 0 &&
       weft__gcp_read_line(path, line, sizeof(line)) == 0) {
     long mtu;
-    if (weft_parse_long(line, 0, 1 << 20, &mtu) == 0)
+    if (weftx_parse_long(line, 0, 1 << 20, &mtu) == 0)
       n->mtu = (int)mtu;
   }
   if (weft__snprintf(path, sizeof(path), "%s/%s/device/uevent", dir, ifname) != 0)
@@ -45,7 +45,7 @@ static void read_device(const char *dir, const char *ifname, weft_gcp_nic *n)
 
 static int cmp_nic(const void *a, const void *b)
 {
-  const weft_gcp_nic *x = a, *y = b;
+  const weftx_gcp_nic *x = a, *y = b;
 
   if (x->gpu != y->gpu)
     return x->gpu - y->gpu;
@@ -56,13 +56,13 @@ static int cmp_nic(const void *a, const void *b)
 
 static int cmp_index(const void *a, const void *b)
 {
-  return ((const weft_gcp_nic *)a)->index - ((const weft_gcp_nic *)b)->index;
+  return ((const weftx_gcp_nic *)a)->index - ((const weftx_gcp_nic *)b)->index;
 }
 
-int weft_gcp_nics_match(weft_gcp_info *info)
+int weftx_gcp_nics_match(weftx_gcp_info *info)
 {
   char dir[4096], path[4096], addr[64];
-  int host_nics = weft_gcp_family_host_nics(info->family);
+  int host_nics = weftx_gcp_family_host_nics(info->family);
   struct dirent *de;
   DIR *d;
 
@@ -75,7 +75,7 @@ int weft_gcp_nics_match(weft_gcp_info *info)
         weft__gcp_read_line(path, addr, sizeof(addr)) != 0)
       continue;
     for (int i = 0; i < info->nnics; i++) {
-      weft_gcp_nic *n = &info->nics[i];
+      weftx_gcp_nic *n = &info->nics[i];
       if (n->ifname[0] || strcasecmp(n->mac, addr) != 0)
         continue;
       if (weft__snprintf(n->ifname, sizeof(n->ifname), "%s", de->d_name) != 0)

@@ -12,34 +12,34 @@ static int why_not(void)
 {
   const char *host = getenv("GCE_METADATA_HOST");
 
-  return (host && *host) || weft_gcp_dmi_is_gce() ? WEFT_ENOCURL : WEFT_ENOTGCE;
+  return (host && *host) || weftx_gcp_dmi_is_gce() ? WEFT_ENOCURL : WEFT_ENOTGCE;
 }
 
-int weft_gcp_md_open(weft_gcp_md **md)
+int weftx_gcp_md_open(weftx_gcp_md **md)
 {
   *md = NULL;
   return why_not();
 }
 
-void weft_gcp_md_close(weft_gcp_md *md)
+void weftx_gcp_md_close(weftx_gcp_md *md)
 {
   (void)md;
 }
 
-const char *weft_gcp_md_base(const weft_gcp_md *md)
+const char *weftx_gcp_md_base(const weftx_gcp_md *md)
 {
   (void)md;
   return "";
 }
 
-int weft_gcp_md_get(weft_gcp_md *md, const char *path, char **value, char *etag, size_t etaglen)
+int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value, char *etag, size_t etaglen)
 {
   (void)md, (void)path, (void)etag, (void)etaglen;
   *value = NULL;
   return WEFT_ENOCURL;
 }
 
-int weft_gcp_md_wait(weft_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
+int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
                      char **value, char *etag, size_t etaglen)
 {
   (void)md, (void)path, (void)last_etag, (void)timeout_sec, (void)etag, (void)etaglen;
@@ -47,14 +47,14 @@ int weft_gcp_md_wait(weft_gcp_md *md, const char *path, const char *last_etag, i
   return WEFT_ENOCURL;
 }
 
-int weft_gcp_watch_start(weft_gcp_watch **w, weft_gcp_preempt_fn cb, void *arg)
+int weftx_gcp_watch_start(weftx_gcp_watch **w, weftx_gcp_preempt_fn cb, void *arg)
 {
   (void)cb, (void)arg;
   *w = NULL;
   return why_not();
 }
 
-void weft_gcp_watch_stop(weft_gcp_watch *w)
+void weftx_gcp_watch_stop(weftx_gcp_watch *w)
 {
   (void)w;
 }

@@ -48,7 +48,7 @@ static int cmp_item(const void *x, const void *y)
   return c ? c : a->index - b->index;
 }
 
-int weft_gcp_order_hosts(const char *const *physical_host, int n, int *order)
+int weftx_gcp_order_hosts(const char *const *physical_host, int n, int *order)
 {
   struct item *items;
 

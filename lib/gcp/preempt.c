@@ -35,13 +35,13 @@ struct watch_key {
   long backoff;
 };
 
-struct weft_gcp_watch {
+struct weftx_gcp_watch {
   pthread_t thread;
   CURLM *multi;
   struct curl_slist *hdrs;
   char base[256];
   atomic_int stop;
-  weft_gcp_preempt_fn cb;
+  weftx_gcp_preempt_fn cb;
   void *arg;
   struct watch_key keys[2];
 };
@@ -65,7 +65,7 @@ static int is_notice(const struct watch_key *k, const char *v)
   return n > 0 && strncmp(v, "NONE", n) != 0 && strncmp(v, "MIGRATE_ON_HOST_MAINTENANCE", n) != 0;
 }
 
-static int start_key(weft_gcp_watch *w, struct watch_key *k)
+static int start_key(weftx_gcp_watch *w, struct watch_key *k)
 {
   char url[1024];
   int rc;
@@ -89,7 +89,7 @@ static int start_key(weft_gcp_watch *w, struct watch_key *k)
 }
 
 /* A transfer of k ended with cc. Returns 1 when it was the notice. */
-static int finish_key(weft_gcp_watch *w, struct watch_key *k, CURLcode cc)
+static int finish_key(weftx_gcp_watch *w, struct watch_key *k, CURLcode cc)
 {
   int retry, rc;
 
@@ -126,7 +126,7 @@ static int finish_key(weft_gcp_watch *w, struct watch_key *k, CURLcode cc)
 
 static void *watch_main(void *arg)
 {
-  weft_gcp_watch *w = arg;
+  weftx_gcp_watch *w = arg;
   int fired = 0;
 
   while (!atomic_load(&w->stop) && !fired) {
@@ -175,7 +175,7 @@ static void *watch_main(void *arg)
   return NULL;
 }
 
-static void watch_free(weft_gcp_watch *w)
+static void watch_free(weftx_gcp_watch *w)
 {
   for (int i = 0; i < 2; i++) {
     struct watch_key *k = &w->keys[i];
@@ -193,9 +193,9 @@ static void watch_free(weft_gcp_watch *w)
   free(w);
 }
 
-int weft_gcp_watch_start(weft_gcp_watch **out, weft_gcp_preempt_fn cb, void *arg)
+int weftx_gcp_watch_start(weftx_gcp_watch **out, weftx_gcp_preempt_fn cb, void *arg)
 {
-  weft_gcp_watch *w;
+  weftx_gcp_watch *w;
   int rc;
 
   *out = NULL;
@@ -237,7 +237,7 @@ int weft_gcp_watch_start(weft_gcp_watch **out, weft_gcp_preempt_fn cb, void *arg
   return 0;
 }
 
-void weft_gcp_watch_stop(weft_gcp_watch *w)
+void weftx_gcp_watch_stop(weftx_gcp_watch *w)
 {
   if (!w)
     return;

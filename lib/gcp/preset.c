@@ -30,7 +30,7 @@ struct entry {
   int prepend;
 };
 
-struct weft_preset {
+struct weftx_preset {
   char *name;
   struct entry *ent;
   int nent;
@@ -45,7 +45,7 @@ struct weft_preset {
   char **keep;              /* keys ours keep over the script's */
   int nkeep;
   /* The last resolve. */
-  weft_preset_var *vars;
+  weftx_preset_var *vars;
   int nvars;
   char **pool;
   int npool;
@@ -82,7 +82,7 @@ static void free_strs(char **arr, int n)
   free(arr);
 }
 
-static struct entry *find_entry(weft_preset *p, const char *key)
+static struct entry *find_entry(weftx_preset *p, const char *key)
 {
   for (int i = 0; i < p->nent; i++)
     if (!strcmp(p->ent[i].key, key))
@@ -91,7 +91,7 @@ static struct entry *find_entry(weft_preset *p, const char *key)
 }
 
 /* Set (or replace, keeping its place) one entry. */
-static int set_entry(weft_preset *p, const char *key, const char *value, int prepend)
+static int set_entry(weftx_preset *p, const char *key, const char *value, int prepend)
 {
   struct entry *e = find_entry(p, key);
   char *v = strdup(value), *k;
@@ -152,7 +152,7 @@ static int preset_path(const char *name, char *buf, size_t len)
   for (const char *c = name; *c; c++)
     if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
       return WEFT_ENAME;
-  return weft__snprintf(buf, len, "%s/presets/%s.preset", weft_datadir(), name);
+  return weft__snprintf(buf, len, "%s/presets/%s.preset", weftx_datadir(), name);
 }
 
 static char *trim(char *s)
@@ -167,10 +167,10 @@ static char *trim(char *s)
   return s;
 }
 
-static int parse_file(weft_preset *p, const char *name, int depth, char *why, size_t whylen);
+static int parse_file(weftx_preset *p, const char *name, int depth, char *why, size_t whylen);
 
 /* One directive or KEY=VALUE line. Returns 0 or a code with why set. */
-static int parse_line(weft_preset *p, char *s, const char *file, int lineno, int depth,
+static int parse_line(weftx_preset *p, char *s, const char *file, int lineno, int depth,
                       char *why, size_t whylen)
 {
   char *word = s, *arg, *eq;
@@ -194,7 +194,7 @@ static int parse_line(weft_preset *p, char *s, const char *file, int lineno, int
   if (!strcmp(word, "reserve-cpus") && *arg && strspn(arg, "0123456789,-") == strlen(arg)) {
     free(p->reserve_cpus);
     rc = (p->reserve_cpus = strdup(arg)) ? 0 : WEFT_ENOMEM;
-  } else if (!strcmp(word, "mtu") && weft_parse_long(arg, 576, 65536, &v) == 0) {
+  } else if (!strcmp(word, "mtu") && weftx_parse_long(arg, 576, 65536, &v) == 0) {
     p->mtu = (int)v;
   } else if (!strcmp(word, "gvnic") && (!strcmp(arg, "all") || !strcmp(arg, "host"))) {
     p->gvnic_all = !strcmp(arg, "all");
@@ -240,7 +240,7 @@ bad:
   return WEFT_EPARSE;
 }
 
-static int parse_file(weft_preset *p, const char *name, int depth, char *why, size_t whylen)
+static int parse_file(weftx_preset *p, const char *name, int depth, char *why, size_t whylen)
 {
   char path[4096], line[4096];
   int rc = 0, lineno = 0;
@@ -255,7 +255,7 @@ static int parse_file(weft_preset *p, const char *name, int depth, char *why, si
   f = fopen(path, "r");
   if (!f) {
     weft__snprintf(why, whylen, "no NCCL preset '%s' (%s: %s); known presets are the files "
-                   "in %s/presets", name, path, strerror(errno), weft_datadir());
+                   "in %s/presets", name, path, strerror(errno), weftx_datadir());
     return WEFT_ENAME;
   }
   while (rc == 0 && fgets(line, sizeof(line), f)) {
@@ -274,7 +274,7 @@ static int parse_file(weft_preset *p, const char *name, int depth, char *why, si
   return rc;
 }
 
-static void clear_resolved(weft_preset *p)
+static void clear_resolved(weftx_preset *p)
 {
   free_strs(p->pool, p->npool);
   free(p->vars);
@@ -284,7 +284,7 @@ static void clear_resolved(weft_preset *p)
   p->nvars = 0;
 }
 
-void weft_preset_free(weft_preset *p)
+void weftx_preset_free(weftx_preset *p)
 {
   if (!p)
     return;
@@ -303,9 +303,9 @@ void weft_preset_free(weft_preset *p)
   free(p);
 }
 
-int weft_preset_load(const char *name, weft_preset **out, char *why, size_t whylen)
+int weftx_preset_load(const char *name, weftx_preset **out, char *why, size_t whylen)
 {
-  weft_preset *p;
+  weftx_preset *p;
   const char *base;
   int rc;
 
@@ -321,7 +321,7 @@ int weft_preset_load(const char *name, weft_preset **out, char *why, size_t whyl
   p->name = strndup(base, strcspn(base, "."));
   rc = p->name ? parse_file(p, name, 0, why, whylen) : WEFT_ENOMEM;
   if (rc != 0) {
-    weft_preset_free(p);
+    weftx_preset_free(p);
     return rc;
   }
   WEFT__LOG(GCP, "preset %s: %d variables, reserve-cpus %s", p->name, p->nent,
@@ -330,8 +330,8 @@ int weft_preset_load(const char *name, weft_preset **out, char *why, size_t whyl
   return 0;
 }
 
-int weft_preset_select(const char *arg, const weft_gcp_info *info, int multi_vm,
-                       weft_preset **p, char *why, size_t whylen)
+int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_vm,
+                       weftx_preset **p, char *why, size_t whylen)
 {
   *p = NULL;
   if (why && whylen)
@@ -339,47 +339,47 @@ int weft_preset_select(const char *arg, const weft_gcp_info *info, int multi_vm,
   if (!arg || !strcmp(arg, "none"))
     return 0;
   if (strcmp(arg, "auto") != 0)
-    return weft_preset_load(arg, p, why, whylen);
+    return weftx_preset_load(arg, p, why, whylen);
   if (!multi_vm || !info || !info->on_gce || !info->family) {
     WEFT__LOG(GCP, "--nccl-preset auto: none (%s)",
               !multi_vm ? "single-VM job" : !info || !info->on_gce ? "not on GCE"
               : "unknown machine family");
     return 0;
   }
-  return weft_preset_load(info->family, p, why, whylen);
+  return weftx_preset_load(info->family, p, why, whylen);
 }
 
-const char *weft_preset_name(const weft_preset *p)
+const char *weftx_preset_name(const weftx_preset *p)
 {
   return p->name;
 }
 
-const char *weft_preset_reserved_cpus(const weft_preset *p)
+const char *weftx_preset_reserved_cpus(const weftx_preset *p)
 {
   return p ? p->reserve_cpus : NULL;
 }
 
-int weft_preset_mtu(const weft_preset *p)
+int weftx_preset_mtu(const weftx_preset *p)
 {
   return p ? p->mtu : 0;
 }
 
-int weft__preset_nplugins(const weft_preset *p)
+int weft__preset_nplugins(const weftx_preset *p)
 {
   return p ? p->nplugins : 0;
 }
 
-const char *weft__preset_plugin(const weft_preset *p, int i)
+const char *weft__preset_plugin(const weftx_preset *p, int i)
 {
   return p->plugins[i];
 }
 
-int weft__preset_gvnic_all(const weft_preset *p)
+int weft__preset_gvnic_all(const weftx_preset *p)
 {
   return p ? p->gvnic_all : 0;
 }
 
-const char *weft__preset_script(const weft_preset *p)
+const char *weft__preset_script(const weftx_preset *p)
 {
   return p ? p->script : NULL;
 }
@@ -396,7 +396,7 @@ static int in_list(char *const *list, int n, const char *key, size_t keylen)
 
 /* Run "source SCRIPT; env" in a clean environment and read what it exported.
  * Returns the output (allocated) or NULL on failure with why set. */
-static char *run_script(const weft_preset *p, const char *path, char *why, size_t whylen)
+static char *run_script(const weftx_preset *p, const char *path, char *why, size_t whylen)
 {
   char **envp, *out = NULL;
   size_t len = 0;
@@ -487,7 +487,7 @@ static char *run_script(const weft_preset *p, const char *path, char *why, size_
   return out ? out : strdup("");
 }
 
-static char *pool_str(weft_preset *p, const char *s, size_t len)
+static char *pool_str(weftx_preset *p, const char *s, size_t len)
 {
   char *d = strndup(s, len);
 
@@ -501,7 +501,7 @@ static char *pool_str(weft_preset *p, const char *s, size_t len)
   return d;
 }
 
-static int add_var(weft_preset *p, const char *key, const char *value, int prepend,
+static int add_var(weftx_preset *p, const char *key, const char *value, int prepend,
                    const char *source)
 {
   if (grow(&p->vars, p->nvars, sizeof(*p->vars)) != 0)
@@ -514,7 +514,7 @@ static int add_var(weft_preset *p, const char *key, const char *value, int prepe
   return 0;
 }
 
-static weft_preset_var *find_var(weft_preset *p, const char *key)
+static weftx_preset_var *find_var(weftx_preset *p, const char *key)
 {
   for (int i = 0; i < p->nvars; i++)
     if (!strcmp(p->vars[i].key, key))
@@ -523,7 +523,7 @@ static weft_preset_var *find_var(weft_preset *p, const char *key)
 }
 
 /* Merge the script's variables over ours, except keys we keep and the script's own inputs. */
-static int merge_script(weft_preset *p, const char *path, const char *source, char *why,
+static int merge_script(weftx_preset *p, const char *path, const char *source, char *why,
                         size_t whylen)
 {
   char *out = run_script(p, path, why, whylen), *save = NULL;
@@ -536,7 +536,7 @@ static int merge_script(weft_preset *p, const char *path, const char *source, ch
   }
   for (char *line = strtok_r(out, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
     char *eq = strchr(line, '='), *key, *val;
-    weft_preset_var *v;
+    weftx_preset_var *v;
     size_t klen, vlen;
     int prepend = 0;
 
@@ -584,14 +584,14 @@ static int merge_script(weft_preset *p, const char *path, const char *source, ch
 
 /* ---- Placeholders ------------------------------------------------------ */
 
-static int nic_list(const weft_gcp_info *info, int gpu, int max, char *buf, size_t len)
+static int nic_list(const weftx_gcp_info *info, int gpu, int max, char *buf, size_t len)
 {
   size_t used = 0;
   int n = 0;
 
   buf[0] = '\0';
   for (int i = 0; info && i < info->nnics && n < max; i++) {
-    const weft_gcp_nic *nic = &info->nics[i];
+    const weftx_gcp_nic *nic = &info->nics[i];
     if (nic->gpu != gpu)
       continue;
     if (!nic->ifname[0])
@@ -604,7 +604,7 @@ static int nic_list(const weft_gcp_info *info, int gpu, int max, char *buf, size
   return n ? 0 : WEFT_ENOENT;
 }
 
-static int gpu_nic(const weft_gcp_info *info, long k, char *buf, size_t len)
+static int gpu_nic(const weftx_gcp_info *info, long k, char *buf, size_t len)
 {
   for (int i = 0; info && i < info->nnics; i++)
     if (info->nics[i].gpu && k-- == 0)
@@ -614,7 +614,7 @@ static int gpu_nic(const weft_gcp_info *info, long k, char *buf, size_t len)
 }
 
 /* Expand the placeholders of v into a pooled string. */
-static int expand(weft_preset *p, const weft_gcp_info *info, const char *key, const char *v,
+static int expand(weftx_preset *p, const weftx_gcp_info *info, const char *key, const char *v,
                   const char **out, char *why, size_t whylen)
 {
   char buf[4096], name[32], sub[1024];
@@ -638,9 +638,9 @@ static int expand(weft_preset *p, const weft_gcp_info *info, const char *key, co
     if (!strcmp(name, "host_nic"))
       rc = nic_list(info, 0, 1, sub, sizeof(sub));
     else if (!strcmp(name, "host_nics"))
-      rc = nic_list(info, 0, WEFT_GCP_MAX_NICS, sub, sizeof(sub));
+      rc = nic_list(info, 0, WEFTX_GCP_MAX_NICS, sub, sizeof(sub));
     else if (!strcmp(name, "gpu_nics"))
-      rc = nic_list(info, 1, WEFT_GCP_MAX_NICS, sub, sizeof(sub));
+      rc = nic_list(info, 1, WEFTX_GCP_MAX_NICS, sub, sizeof(sub));
     else
       rc = gpu_nic(info, strtol(name + 7, NULL, 10), sub, sizeof(sub));
     if (rc != 0) {
@@ -671,8 +671,8 @@ static int user_has(const char *const *user_set, const char *key)
   return 0;
 }
 
-int weft_preset_resolve(weft_preset *p, const weft_gcp_info *info, const char *const *user_set,
-                        const weft_preset_var **vars, int *nvars, char *why, size_t whylen)
+int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
+                        const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
 {
   char path[4096], src[4200];
   const char *source, *ssource = NULL;
@@ -697,7 +697,7 @@ int weft_preset_resolve(weft_preset *p, const weft_gcp_info *info, const char *c
   }
   /* Fill placeholders and drop what the user set, keeping the order. */
   for (int i = 0; i < p->nvars && rc == 0; i++) {
-    weft_preset_var v = p->vars[i];
+    weftx_preset_var v = p->vars[i];
     if (user_has(user_set, v.key))
       continue;
     if (v.source == source)
@@ -722,18 +722,18 @@ static int starts_with_dir(const char *list, const char *dir)
   return !strncmp(list, dir, n) && (list[n] == '\0' || list[n] == ':');
 }
 
-int weft_preset_apply(weft_preset *p, const weft_gcp_info *info, weft_env *env, char *why,
+int weftx_preset_apply(weftx_preset *p, const weftx_gcp_info *info, weftx_env *env, char *why,
                       size_t whylen)
 {
-  const weft_preset_var *v;
+  const weftx_preset_var *v;
   const char **user;
-  int n = weft_env_count(env), nv, rc;
+  int n = weftx_env_count(env), nv, rc;
 
   user = calloc((size_t)n + 1, sizeof(*user));
   if (!user)
     return WEFT_ENOMEM;
   for (int i = 0; i < n; i++)
-    weft_env_entry(env, i, &user[i], NULL, NULL, NULL);
+    weftx_env_entry(env, i, &user[i], NULL, NULL, NULL);
   /* Prepend-path keys stay in: they are merged below, not replaced. */
   for (int i = 0; i < p->nent; i++) {
     if (!p->ent[i].prepend)
@@ -742,27 +742,27 @@ int weft_preset_apply(weft_preset *p, const weft_gcp_info *info, weft_env *env, 
       if (user[j] && !strcmp(user[j], p->ent[i].key))
         user[j] = "";
   }
-  rc = weft_preset_resolve(p, info, user, &v, &nv, why, whylen);
+  rc = weftx_preset_resolve(p, info, user, &v, &nv, why, whylen);
   free(user);
   for (int i = 0; rc == 0 && i < nv; i++) {
     const char *detail = v[i].source + strlen("preset ");
-    weft_env_origin origin;
+    weftx_env_origin origin;
 
     if (!v[i].prepend) {
-      rc = weft_env_set_default(env, v[i].key, v[i].value, WEFT_ENV_PRESET, detail);
+      rc = weftx_env_set_default(env, v[i].key, v[i].value, WEFTX_ENV_PRESET, detail);
       rc = rc > 0 ? 0 : rc;
-    } else if (!weft_env_get(env, v[i].key) || !*weft_env_get(env, v[i].key)) {
-      rc = weft_env_set(env, v[i].key, v[i].value, WEFT_ENV_PRESET, detail);
-    } else if (weft_env_origin_of(env, v[i].key, &origin) == 0 && origin != WEFT_ENV_XARG &&
-               !starts_with_dir(weft_env_get(env, v[i].key), v[i].value)) {
-      const char *old = weft_env_get(env, v[i].key);
+    } else if (!weftx_env_get(env, v[i].key) || !*weftx_env_get(env, v[i].key)) {
+      rc = weftx_env_set(env, v[i].key, v[i].value, WEFTX_ENV_PRESET, detail);
+    } else if (weftx_env_origin_of(env, v[i].key, &origin) == 0 && origin != WEFTX_ENV_XARG &&
+               !starts_with_dir(weftx_env_get(env, v[i].key), v[i].value)) {
+      const char *old = weftx_env_get(env, v[i].key);
       size_t len = strlen(v[i].value) + strlen(old) + 2;
       char *joined = malloc(len), d[256];
       if (!joined)
         return WEFT_ENOMEM;
       snprintf(joined, len, "%s:%s", v[i].value, old);
-      weft__snprintf(d, sizeof(d), "%s, prepended to %s", detail, weft_env_origin_name(origin));
-      rc = weft_env_set(env, v[i].key, joined, WEFT_ENV_PRESET, d);
+      weft__snprintf(d, sizeof(d), "%s, prepended to %s", detail, weftx_env_origin_name(origin));
+      rc = weftx_env_set(env, v[i].key, joined, WEFTX_ENV_PRESET, d);
       free(joined);
     }
   }

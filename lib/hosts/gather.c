@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static int from_args(const weft_hosts_input *in, weft_hostlist *hl, char *why, size_t whylen)
+static int from_args(const weftx_hosts_input *in, weftx_hostlist *hl, char *why, size_t whylen)
 {
   for (int i = 0; i < in->nhost_args; i++) {
-    int rc = weft_hosts_parse_arg(hl, in->host_args[i], why, whylen);
+    int rc = weftx_hosts_parse_arg(hl, in->host_args[i], why, whylen);
     if (rc)
       return rc;
   }
@@ -21,18 +21,18 @@ static int from_args(const weft_hosts_input *in, weft_hostlist *hl, char *why, s
 }
 
 /* Every -H host must be in the hostfile; it takes the hostfile's counts unless -H gave one. */
-static int restrict_to_file(const weft_hosts_input *in, weft_hostlist *hl, char *why,
+static int restrict_to_file(const weftx_hosts_input *in, weftx_hostlist *hl, char *why,
                             size_t whylen)
 {
-  weft_hostlist *file;
-  int rc = weft_hostlist_create(&file);
+  weftx_hostlist *file;
+  int rc = weftx_hostlist_create(&file);
 
   if (rc)
     return rc;
-  rc = weft_hostfile_load(file, in->hostfile, why, whylen);
-  for (int i = 0; rc == 0 && i < weft_hostlist_count(hl); i++) {
-    const weft_host *h = weft_hostlist_host(hl, i);
-    int j = weft_hostlist_find(file, h->name);
+  rc = weftx_hostfile_load(file, in->hostfile, why, whylen);
+  for (int i = 0; rc == 0 && i < weftx_hostlist_count(hl); i++) {
+    const weftx_host *h = weftx_hostlist_host(hl, i);
+    int j = weftx_hostlist_find(file, h->name);
     if (j < 0) {
       if (why)
         weft__snprintf(why, whylen, "host '%s' given with -H is not in hostfile %s; add it "
@@ -40,13 +40,13 @@ static int restrict_to_file(const weft_hosts_input *in, weft_hostlist *hl, char 
       rc = WEFT_ENAME;
       break;
     }
-    weft__hostlist_inherit(hl, i, weft_hostlist_host(file, j));
+    weft__hostlist_inherit(hl, i, weftx_hostlist_host(file, j));
   }
-  weft_hostlist_destroy(file);
+  weftx_hostlist_destroy(file);
   return rc;
 }
 
-static int from_local(const weft_hosts_input *in, weft_hostlist *hl, char *why, size_t whylen)
+static int from_local(const weftx_hosts_input *in, weftx_hostlist *hl, char *why, size_t whylen)
 {
   char name[HOST_NAME_MAX + 1];
   const char *local = in->local_host;
@@ -57,38 +57,38 @@ static int from_local(const weft_hosts_input *in, weft_hostlist *hl, char *why, 
     name[sizeof(name) - 1] = '\0';
     local = name;
   }
-  return weft_hostlist_add(hl, local, 0, 0, "local host", why, whylen);
+  return weftx_hostlist_add(hl, local, 0, 0, "local host", why, whylen);
 }
 
-int weft_hosts_gather(const weft_hosts_input *in, weft_hostlist **out, char *why, size_t whylen)
+int weftx_hosts_gather(const weftx_hosts_input *in, weftx_hostlist **out, char *why, size_t whylen)
 {
-  weft_hostlist *hl;
-  weft_hosts_origin origin;
+  weftx_hostlist *hl;
+  weftx_hosts_origin origin;
   int rc;
 
   if (!in || !out)
     return WEFT_EINVAL;
   *out = NULL;
-  rc = weft_hostlist_create(&hl);
+  rc = weftx_hostlist_create(&hl);
   if (rc)
     return rc;
   if (in->nhost_args > 0) {
-    origin = WEFT_HOSTS_CMDLINE;
+    origin = WEFTX_HOSTS_CMDLINE;
     rc = from_args(in, hl, why, whylen);
     if (rc == 0 && in->hostfile)
       rc = restrict_to_file(in, hl, why, whylen);
   } else if (in->hostfile) {
-    origin = WEFT_HOSTS_HOSTFILE;
-    rc = weft_hostfile_load(hl, in->hostfile, why, whylen);
+    origin = WEFTX_HOSTS_HOSTFILE;
+    rc = weftx_hostfile_load(hl, in->hostfile, why, whylen);
   } else if (in->slurm_nodelist && *in->slurm_nodelist) {
-    origin = WEFT_HOSTS_SLURM;
-    rc = weft_hosts_parse_slurm(hl, in->slurm_nodelist, in->slurm_tasks_per_node, why, whylen);
+    origin = WEFTX_HOSTS_SLURM;
+    rc = weftx_hosts_parse_slurm(hl, in->slurm_nodelist, in->slurm_tasks_per_node, why, whylen);
   } else {
-    origin = WEFT_HOSTS_LOCAL;
+    origin = WEFTX_HOSTS_LOCAL;
     rc = from_local(in, hl, why, whylen);
   }
   if (rc) {
-    weft_hostlist_destroy(hl);
+    weftx_hostlist_destroy(hl);
     return rc;
   }
   weft__hostlist_set_origin(hl, origin);

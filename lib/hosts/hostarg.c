@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#define ENTRY_MAX (WEFT_HOSTNAME_MAX + 64)
+#define ENTRY_MAX (WEFTX_HOSTNAME_MAX + 64)
 
 static int arg_error(const char *arg, const char *entry, const char *what, char *why,
                      size_t whylen, int rc)
@@ -45,7 +45,7 @@ static int split_entry(char *entry, char **host, char **count)
   return 0;
 }
 
-static int add_entry(weft_hostlist *hl, const char *arg, const char *entry, size_t len,
+static int add_entry(weftx_hostlist *hl, const char *arg, const char *entry, size_t len,
                      char *why, size_t whylen)
 {
   char buf[ENTRY_MAX + 1], reason[384];
@@ -64,15 +64,15 @@ static int add_entry(weft_hostlist *hl, const char *arg, const char *entry, size
     return arg_error(arg, buf, "unbalanced '[' ']'; write an IPv6 address as [addr]:slots", why,
                      whylen, WEFT_EPARSE);
   if (count) {
-    rc = weft_parse_long(count, 1, WEFT_HOSTS_SLOTS_MAX, &slots);
+    rc = weftx_parse_long(count, 1, WEFTX_HOSTS_SLOTS_MAX, &slots);
     if (rc) {
       weft__snprintf(reason, sizeof(reason),
                      "'%s' is not a slot count; write host:N with N from 1 to %d", count,
-                     WEFT_HOSTS_SLOTS_MAX);
+                     WEFTX_HOSTS_SLOTS_MAX);
       return arg_error(arg, buf, reason, why, whylen, rc);
     }
   }
-  rc = weft_hostlist_add(hl, host, (int)slots, 0, "-H", reason, sizeof(reason));
+  rc = weftx_hostlist_add(hl, host, (int)slots, 0, "-H", reason, sizeof(reason));
   if (rc) {
     if (why)
       weft__snprintf(why, whylen, "-H '%.200s': %s", arg, reason);
@@ -81,7 +81,7 @@ static int add_entry(weft_hostlist *hl, const char *arg, const char *entry, size
   return 0;
 }
 
-int weft_hosts_parse_arg(weft_hostlist *hl, const char *arg, char *why, size_t whylen)
+int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t whylen)
 {
   const char *p, *comma;
   int rc;
@@ -96,6 +96,6 @@ int weft_hosts_parse_arg(weft_hostlist *hl, const char *arg, char *why, size_t w
     if (!comma)
       break;
   }
-  weft__hostlist_set_origin(hl, WEFT_HOSTS_CMDLINE);
+  weft__hostlist_set_origin(hl, WEFTX_HOSTS_CMDLINE);
   return 0;
 }

@@ -71,7 +71,7 @@ static int parse_number(struct line *l, const char *key, const char *val, long *
     weft__snprintf(arg, sizeof(arg), "%s", key);
     return line_error(l, why, whylen, WEFT_EPARSE, "'%s' given twice on one line; keep one", arg);
   }
-  rc = weft_parse_long(val, 1, WEFT_HOSTS_SLOTS_MAX, out);
+  rc = weftx_parse_long(val, 1, WEFTX_HOSTS_SLOTS_MAX, out);
   if (rc == 0)
     return 0;
   weft__snprintf(arg, sizeof(arg), "%.40s=%.60s", key, val);
@@ -149,10 +149,10 @@ static int check_host_form(const struct line *l, const char *host, char *why, si
   return 0;
 }
 
-static int parse_line(weft_hostlist *hl, struct line *l, char *why, size_t whylen)
+static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whylen)
 {
   char *hash = strchr(l->p, '#'), *host;
-  char name[WEFT_HOSTNAME_MAX + 64], src[300], reason[400];
+  char name[WEFTX_HOSTNAME_MAX + 64], src[300], reason[400];
   int rc;
 
   if (hash)
@@ -183,28 +183,28 @@ static int parse_line(weft_hostlist *hl, struct line *l, char *why, size_t whyle
                      host))
     return line_error(l, why, whylen, WEFT_ENAME, "host name too long");
   weft__snprintf(src, sizeof(src), "%s:%d", l->file, l->lineno);
-  rc = weft_hostlist_add(hl, name, (int)l->slots, (int)l->max_slots, src, reason, sizeof(reason));
+  rc = weftx_hostlist_add(hl, name, (int)l->slots, (int)l->max_slots, src, reason, sizeof(reason));
   if (rc)
     return line_error(l, why, whylen, rc, "%s", reason);
   return 0;
 }
 
-int weft_hostfile_read(weft_hostlist *hl, FILE *f, const char *name, char *why, size_t whylen)
+int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why, size_t whylen)
 {
-  char buf[WEFT_HOSTFILE_LINE_MAX + 2];
+  char buf[WEFTX_HOSTFILE_LINE_MAX + 2];
   struct line l = { name ? name : "hostfile", 0, NULL, 0, 0, NULL };
   int before, rc;
 
   if (!hl || !f)
     return WEFT_EINVAL;
-  before = weft_hostlist_count(hl);
+  before = weftx_hostlist_count(hl);
   while (fgets(buf, sizeof(buf), f)) {
     size_t len = strlen(buf);
     l.lineno++;
     if (len > 0 && buf[len - 1] != '\n' && !feof(f))
       return line_error(&l, why, whylen, WEFT_EPARSE,
                         "line longer than %d characters; one host per line",
-                        WEFT_HOSTFILE_LINE_MAX);
+                        WEFTX_HOSTFILE_LINE_MAX);
     l.p = buf;
     if (l.lineno == 1 && strncmp(buf, "\xef\xbb\xbf", 3) == 0)
       l.p += 3;
@@ -219,17 +219,17 @@ int weft_hostfile_read(weft_hostlist *hl, FILE *f, const char *name, char *why, 
       weft__snprintf(why, whylen, "%s: read error: %s", l.file, strerror(errno));
     return WEFT_EIO;
   }
-  if (weft_hostlist_count(hl) == before) {
+  if (weftx_hostlist_count(hl) == before) {
     if (why)
       weft__snprintf(why, whylen, "%s: no host in the file; write one host per line, "
                      "e.g. 'node1 slots=8'", l.file);
     return WEFT_EPARSE;
   }
-  weft__hostlist_set_origin(hl, WEFT_HOSTS_HOSTFILE);
+  weft__hostlist_set_origin(hl, WEFTX_HOSTS_HOSTFILE);
   return 0;
 }
 
-int weft_hostfile_load(weft_hostlist *hl, const char *path, char *why, size_t whylen)
+int weftx_hostfile_load(weftx_hostlist *hl, const char *path, char *why, size_t whylen)
 {
   FILE *f;
   int rc;
@@ -244,7 +244,7 @@ int weft_hostfile_load(weft_hostlist *hl, const char *path, char *why, size_t wh
                      path, strerror(e));
     return e == ENOENT ? WEFT_ENOENT : WEFT_EIO;
   }
-  rc = weft_hostfile_read(hl, f, path, why, whylen);
+  rc = weftx_hostfile_read(hl, f, path, why, whylen);
   fclose(f);
   return rc;
 }

@@ -13,18 +13,18 @@
 #include <strings.h>
 
 struct entry {
-  weft_host h;       /* what callers see; its strings are owned here */
+  weftx_host h;       /* what callers see; its strings are owned here */
   long numbered;     /* sum of the slots the input gave */
   int unnumbered;    /* listings that gave no count */
 };
 
-struct weft_hostlist {
+struct weftx_hostlist {
   struct entry *v;
   int n, cap;
-  weft_hosts_origin origin;
+  weftx_hosts_origin origin;
 };
 
-int weft_hostlist_create(weft_hostlist **out)
+int weftx_hostlist_create(weftx_hostlist **out)
 {
   *out = calloc(1, sizeof(**out));
   return *out ? 0 : WEFT_ENOMEM;
@@ -37,7 +37,7 @@ static void entry_free(struct entry *e)
   free((char *)e->h.source);
 }
 
-void weft_hostlist_destroy(weft_hostlist *hl)
+void weftx_hostlist_destroy(weftx_hostlist *hl)
 {
   if (!hl)
     return;
@@ -47,19 +47,19 @@ void weft_hostlist_destroy(weft_hostlist *hl)
   free(hl);
 }
 
-int weft_hostlist_count(const weft_hostlist *hl)
+int weftx_hostlist_count(const weftx_hostlist *hl)
 {
   return hl ? hl->n : 0;
 }
 
-const weft_host *weft_hostlist_host(const weft_hostlist *hl, int i)
+const weftx_host *weftx_hostlist_host(const weftx_hostlist *hl, int i)
 {
   if (!hl || i < 0 || i >= hl->n)
     return NULL;
   return &hl->v[i].h;
 }
 
-int weft_hostlist_find(const weft_hostlist *hl, const char *name)
+int weftx_hostlist_find(const weftx_hostlist *hl, const char *name)
 {
   if (!hl || !name)
     return -1;
@@ -69,7 +69,7 @@ int weft_hostlist_find(const weft_hostlist *hl, const char *name)
   return -1;
 }
 
-long weft_hostlist_total_slots(const weft_hostlist *hl)
+long weftx_hostlist_total_slots(const weftx_hostlist *hl)
 {
   long sum = 0;
 
@@ -78,23 +78,23 @@ long weft_hostlist_total_slots(const weft_hostlist *hl)
   return sum;
 }
 
-weft_hosts_origin weft_hostlist_origin(const weft_hostlist *hl)
+weftx_hosts_origin weftx_hostlist_origin(const weftx_hostlist *hl)
 {
-  return hl ? hl->origin : WEFT_HOSTS_NONE;
+  return hl ? hl->origin : WEFTX_HOSTS_NONE;
 }
 
-const char *weft_hosts_origin_name(weft_hosts_origin o)
+const char *weftx_hosts_origin_name(weftx_hosts_origin o)
 {
   switch (o) {
-  case WEFT_HOSTS_CMDLINE: return "-H";
-  case WEFT_HOSTS_HOSTFILE: return "hostfile";
-  case WEFT_HOSTS_SLURM: return "SLURM_JOB_NODELIST";
-  case WEFT_HOSTS_LOCAL: return "local host";
+  case WEFTX_HOSTS_CMDLINE: return "-H";
+  case WEFTX_HOSTS_HOSTFILE: return "hostfile";
+  case WEFTX_HOSTS_SLURM: return "SLURM_JOB_NODELIST";
+  case WEFTX_HOSTS_LOCAL: return "local host";
   default: return "none";
   }
 }
 
-void weft__hostlist_set_origin(weft_hostlist *hl, weft_hosts_origin o)
+void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o)
 {
   hl->origin = o;
 }
@@ -119,7 +119,7 @@ static void entry_settle(struct entry *e)
   e->h.slots = s > INT_MAX ? INT_MAX : (int)s;
 }
 
-static int grow(weft_hostlist *hl)
+static int grow(weftx_hostlist *hl)
 {
   struct entry *v;
   int cap;
@@ -135,7 +135,7 @@ static int grow(weft_hostlist *hl)
   return 0;
 }
 
-static int entry_new(weft_hostlist *hl, const char *name, const char *source)
+static int entry_new(weftx_hostlist *hl, const char *name, const char *source)
 {
   const char *at = strchr(name, '@');
   struct entry *e;
@@ -173,7 +173,7 @@ static int merge_user(struct entry *e, const char *name, const char *at, char *w
   return e->h.user ? 0 : WEFT_ENOMEM;
 }
 
-int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_slots,
+int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_slots,
                       const char *source, char *why, size_t whylen)
 {
   const char *at;
@@ -182,13 +182,13 @@ int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_sl
 
   if (!hl || !name)
     return WEFT_EINVAL;
-  rc = weft_hostname_check(name, why, whylen);
+  rc = weftx_hostname_check(name, why, whylen);
   if (rc)
     return rc;
-  if (slots < 0 || slots > WEFT_HOSTS_SLOTS_MAX || max_slots < 0 ||
-      max_slots > WEFT_HOSTS_SLOTS_MAX) {
+  if (slots < 0 || slots > WEFTX_HOSTS_SLOTS_MAX || max_slots < 0 ||
+      max_slots > WEFTX_HOSTS_SLOTS_MAX) {
     if (why)
-      weft__snprintf(why, whylen, "'%s': slots must be from 1 to %d", name, WEFT_HOSTS_SLOTS_MAX);
+      weft__snprintf(why, whylen, "'%s': slots must be from 1 to %d", name, WEFTX_HOSTS_SLOTS_MAX);
     return WEFT_ERANGE;
   }
   if (slots > 0 && max_slots > 0 && slots > max_slots) {
@@ -198,7 +198,7 @@ int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_sl
     return WEFT_ERANGE;
   }
   at = strchr(name, '@');
-  i = weft_hostlist_find(hl, at ? at + 1 : name);
+  i = weftx_hostlist_find(hl, at ? at + 1 : name);
   if (i < 0) {
     rc = entry_new(hl, name, source);
     if (rc)
@@ -220,7 +220,7 @@ int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_sl
   return 0;
 }
 
-int weft_hostlist_default_slots(weft_hostlist *hl, int i, int slots)
+int weftx_hostlist_default_slots(weftx_hostlist *hl, int i, int slots)
 {
   if (!hl || i < 0 || i >= hl->n || slots < 1)
     return WEFT_EINVAL;
@@ -229,7 +229,7 @@ int weft_hostlist_default_slots(weft_hostlist *hl, int i, int slots)
   return 0;
 }
 
-void weft__hostlist_inherit(weft_hostlist *dst, int i, const weft_host *from)
+void weft__hostlist_inherit(weftx_hostlist *dst, int i, const weftx_host *from)
 {
   struct entry *e = &dst->v[i];
 

@@ -33,7 +33,7 @@ static int bad_char(const char *s)
 
 static int refuse(const char *name, char *why, size_t whylen, const char *what)
 {
-  char shown[WEFT_HOSTNAME_MAX + 64];
+  char shown[WEFTX_HOSTNAME_MAX + 64];
   size_t i;
 
   /* The message stays one line whatever the name holds. */
@@ -68,7 +68,7 @@ static int check_labels(const char *full, const char *host, char *why, size_t wh
 {
   size_t len = strlen(host), run = 0, i;
 
-  if (len > WEFT_HOSTNAME_MAX)
+  if (len > WEFTX_HOSTNAME_MAX)
     return refuse(full, why, whylen, "host name longer than 253 characters");
   for (i = 0; i <= len; i++) {
     char c = host[i];
@@ -87,7 +87,7 @@ static int check_labels(const char *full, const char *host, char *why, size_t wh
   return 0;
 }
 
-int weft_hostname_check(const char *name, char *why, size_t whylen)
+int weftx_hostname_check(const char *name, char *why, size_t whylen)
 {
   const char *at, *host;
   unsigned char bin[16];

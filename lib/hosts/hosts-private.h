@@ -6,10 +6,10 @@
 #include "weft_private.h"
 
 /* Record where the list came from (the parsers call it once they succeed). */
-void weft__hostlist_set_origin(weft_hostlist *hl, weft_hosts_origin o);
+void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o);
 
 /* Copy host i's slots and max_slots into \p dst's entry of the same name when
  * \p dst has no count for it (gather: -H restricted by a hostfile). */
-void weft__hostlist_inherit(weft_hostlist *dst, int i, const weft_host *from);
+void weft__hostlist_inherit(weftx_hostlist *dst, int i, const weftx_host *from);
 
 #endif /* WEFT_HOSTS_PRIVATE_H */

@@ -153,8 +153,8 @@ static long entry_count(const struct entry *e)
       continue;
     for (int j = 0; j < e->p[i].nr; j++)
       k += e->p[i].r[j].hi - e->p[i].r[j].lo + 1;
-    if (k > WEFT_SLURM_HOSTS_MAX || n * k > WEFT_SLURM_HOSTS_MAX)
-      return WEFT_SLURM_HOSTS_MAX + 1L;
+    if (k > WEFTX_SLURM_HOSTS_MAX || n * k > WEFTX_SLURM_HOSTS_MAX)
+      return WEFTX_SLURM_HOSTS_MAX + 1L;
     n *= k;
   }
   return n;
@@ -186,7 +186,7 @@ static long bracket_size(const struct part *p)
 /* Host number \p idx of \p e into \p buf; last bracket fastest. */
 static int entry_name(const struct entry *e, long idx, char *buf, size_t len)
 {
-  char piece[WEFT_HOSTNAME_MAX + 2];
+  char piece[WEFTX_HOSTNAME_MAX + 2];
   size_t used = 0;
   long stride[2 * PARTS_MAX + 1], s = 1;
 
@@ -215,12 +215,12 @@ static int entry_name(const struct entry *e, long idx, char *buf, size_t len)
 }
 
 /* Split \p list at top-level commas and call \p fn on each entry. */
-static int expand(weft_hostlist *hl, const char *list, const int *counts, int ncounts,
+static int expand(weftx_hostlist *hl, const char *list, const int *counts, int ncounts,
                   long *nhosts, char *why, size_t whylen)
 {
   struct entry *e = malloc(sizeof(*e));
   const char *s = list;
-  char name[WEFT_HOSTNAME_MAX + 2], reason[300];
+  char name[WEFTX_HOSTNAME_MAX + 2], reason[300];
   int rc = 0;
 
   if (!e)
@@ -236,7 +236,7 @@ static int expand(weft_hostlist *hl, const char *list, const int *counts, int nc
     if (rc)
       break;
     n = entry_count(e);
-    if (*nhosts + n > WEFT_SLURM_HOSTS_MAX) {
+    if (*nhosts + n > WEFTX_SLURM_HOSTS_MAX) {
       rc = slurm_error(list, why, whylen, "expands to more than 100000 hosts");
       break;
     }
@@ -246,7 +246,7 @@ static int expand(weft_hostlist *hl, const char *list, const int *counts, int nc
         rc = slurm_error(list, why, whylen, "a host name would be longer than 253 characters");
         break;
       }
-      rc = weft_hostlist_add(hl, name, slots, 0, "SLURM_JOB_NODELIST", reason, sizeof(reason));
+      rc = weftx_hostlist_add(hl, name, slots, 0, "SLURM_JOB_NODELIST", reason, sizeof(reason));
       if (rc && why)
         weft__snprintf(why, whylen, "SLURM_JOB_NODELIST: %s", reason);
     }
@@ -258,7 +258,7 @@ static int expand(weft_hostlist *hl, const char *list, const int *counts, int nc
   return rc;
 }
 
-int weft_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char *why,
+int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char *why,
                               size_t whylen)
 {
   const char *p = s;
@@ -269,14 +269,14 @@ int weft_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char 
   for (;;) {
     char *end;
     long v = strtol(p, &end, 10), rep = 1;
-    if (end == p || *p < '0' || *p > '9' || v < 1 || v > WEFT_HOSTS_SLOTS_MAX)
+    if (end == p || *p < '0' || *p > '9' || v < 1 || v > WEFTX_HOSTS_SLOTS_MAX)
       goto bad;
     p = end;
     if (*p == '(') {
       if (p[1] != 'x' || p[2] < '0' || p[2] > '9')
         goto bad;
       rep = strtol(p + 2, &end, 10);
-      if (*end != ')' || rep < 1 || rep > WEFT_SLURM_HOSTS_MAX)
+      if (*end != ')' || rep < 1 || rep > WEFTX_SLURM_HOSTS_MAX)
         goto bad;
       p = end + 1;
     }
@@ -300,7 +300,7 @@ bad:
   return WEFT_EPARSE;
 }
 
-int weft_hosts_parse_slurm(weft_hostlist *hl, const char *nodelist, const char *tasks_per_node,
+int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist, const char *tasks_per_node,
                            char *why, size_t whylen)
 {
   int *counts = NULL, ncounts = 0, rc;
@@ -309,10 +309,10 @@ int weft_hosts_parse_slurm(weft_hostlist *hl, const char *nodelist, const char *
   if (!hl || !nodelist)
     return WEFT_EINVAL;
   if (tasks_per_node) {
-    counts = malloc(WEFT_SLURM_HOSTS_MAX * sizeof(*counts));
+    counts = malloc(WEFTX_SLURM_HOSTS_MAX * sizeof(*counts));
     if (!counts)
       return WEFT_ENOMEM;
-    rc = weft_slurm_tasks_per_node(tasks_per_node, counts, WEFT_SLURM_HOSTS_MAX, &ncounts, why,
+    rc = weftx_slurm_tasks_per_node(tasks_per_node, counts, WEFTX_SLURM_HOSTS_MAX, &ncounts, why,
                                    whylen);
     if (rc)
       goto out;
@@ -326,7 +326,7 @@ int weft_hosts_parse_slurm(weft_hostlist *hl, const char *nodelist, const char *
     rc = WEFT_EPARSE;
   }
   if (rc == 0)
-    weft__hostlist_set_origin(hl, WEFT_HOSTS_SLURM);
+    weft__hostlist_set_origin(hl, WEFTX_HOSTS_SLURM);
 out:
   free(counts);
   return rc;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libweft: GPU- and NIC-aware placement and a job runtime for MPI and NCCL
- * programs across several machines.
+ * libweft: the job runtime that MPI and NCCL programs link: bootstrap across
+ * VMs, parallel groups and meshes, collectives on host and device memory,
+ * fusion buckets.
  *
  * Error convention: every function that returns int returns 0 on success and
  * a negative WEFT_E* code from <weft/errors.h> on failure; functions that
@@ -10,10 +11,14 @@
  *
  * Topic headers:
  *   weft/errors.h  error codes          weft/log.h   WEFT_VERBOSE logging
- *   weft/core.h    versions, parsing     weft/topo.h  machine topology (hwloc)
- *   weft/map.h     rank placement        weft/hosts.h host lists
- *   weft/env.h     per-rank environment  weft/gcp.h   Google Cloud
- *   weft/rt.h      runtime: init, groups, mesh, collectives, buckets
+ *   weft/core.h    library version      weft/rt.h    runtime: init, groups,
+ *                                                    mesh, collectives, buckets
+ *
+ * This header needs neither hwloc's nor CUDA's headers: handles are opaque and
+ * streams are void pointers. Placement, topology, host lists and Google Cloud
+ * support are weft's own tools' business (weftrun, weft-topo): they live in an
+ * internal tier (lib/weftx.h, prefix weftx_) that is not installed and has no
+ * ABI promise. libweft.so exports exactly the functions declared here.
  */
 #ifndef WEFT_H
 #define WEFT_H
@@ -23,11 +28,6 @@
 #include <weft/errors.h>
 #include <weft/log.h>
 #include <weft/core.h>
-#include <weft/topo.h>
-#include <weft/map.h>
-#include <weft/hosts.h>
-#include <weft/env.h>
-#include <weft/gcp.h>
 #include <weft/rt.h>
 
 #endif /* WEFT_H */

@@ -32,7 +32,7 @@ static void domains_free(struct domain *d, int n)
 }
 
 /* The objects of \p type with a free unit (the whole machine for NODE). */
-static int domains(const weft__mapctx *c, weft_obj what, struct domain **out, int *n)
+static int domains(const weft__mapctx *c, weftx_obj what, struct domain **out, int *n)
 {
   hwloc_obj_type_t type;
   struct domain *d;
@@ -42,12 +42,12 @@ static int domains(const weft__mapctx *c, weft_obj what, struct domain **out, in
   *out = NULL;
   *n = 0;
   switch (what) {
-  case WEFT_OBJ_CORE:
+  case WEFTX_OBJ_CORE:
     type = c->p->use_hwthreads || hwloc_get_nbobjs_by_type(c->h, HWLOC_OBJ_CORE) <= 0
            ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
     break;
-  case WEFT_OBJ_NUMA: type = HWLOC_OBJ_NUMANODE; break;
-  case WEFT_OBJ_PACKAGE: type = HWLOC_OBJ_PACKAGE; break;
+  case WEFTX_OBJ_NUMA: type = HWLOC_OBJ_NUMANODE; break;
+  case WEFTX_OBJ_PACKAGE: type = HWLOC_OBJ_PACKAGE; break;
   default: type = HWLOC_OBJ_MACHINE; break;
   }
   total = hwloc_get_nbobjs_by_type(c->h, type);
@@ -76,12 +76,12 @@ static int domains(const weft__mapctx *c, weft_obj what, struct domain **out, in
   return 0;
 }
 
-static const char *plural(weft_obj what, int n)
+static const char *plural(weftx_obj what, int n)
 {
   switch (what) {
-  case WEFT_OBJ_CORE: return n == 1 ? "core" : "cores";
-  case WEFT_OBJ_NUMA: return n == 1 ? "NUMA node" : "NUMA nodes";
-  case WEFT_OBJ_PACKAGE: return n == 1 ? "package" : "packages";
+  case WEFTX_OBJ_CORE: return n == 1 ? "core" : "cores";
+  case WEFTX_OBJ_NUMA: return n == 1 ? "NUMA node" : "NUMA nodes";
+  case WEFTX_OBJ_PACKAGE: return n == 1 ? "package" : "packages";
   default: return n == 1 ? "machine" : "machines";
   }
 }
@@ -117,23 +117,23 @@ static void round_robin(const struct domain *d, int nd, int pe, int slots, int r
   free(used);
 }
 
-int weft__map_cpu(weft__mapctx *c, int r, int n, weft_place *out)
+int weft__map_cpu(weft__mapctx *c, int r, int n, weftx_place *out)
 {
-  const weft_policy *p = c->p;
+  const weftx_policy *p = c->p;
   int pe = p->pe > 0 ? p->pe : 1, nd = 0, i, dom = 0, first, count, slots = 0, turn, rc;
-  weft_obj what;
+  weftx_obj what;
   struct domain *d = NULL;
   hwloc_bitmap_t own = NULL;
   const char *unit = p->use_hwthreads ? "processors" : "cores";
   char text[160];
 
   switch (c->map) {
-  case WEFT_MAP_NUMA: what = WEFT_OBJ_NUMA; break;
-  case WEFT_MAP_PACKAGE: what = WEFT_OBJ_PACKAGE; break;
-  case WEFT_MAP_PPR: what = p->ppr_obj; break;
-  default: what = WEFT_OBJ_NODE; break;
+  case WEFTX_MAP_NUMA: what = WEFTX_OBJ_NUMA; break;
+  case WEFTX_MAP_PACKAGE: what = WEFTX_OBJ_PACKAGE; break;
+  case WEFTX_MAP_PPR: what = p->ppr_obj; break;
+  default: what = WEFTX_OBJ_NODE; break;
   }
-  if (what == WEFT_OBJ_NONE || (c->map == WEFT_MAP_PPR && p->ppr_n < 1)) {
+  if (what == WEFTX_OBJ_NONE || (c->map == WEFTX_MAP_PPR && p->ppr_n < 1)) {
     weft__snprintf(c->why, c->whylen, "ppr needs a count and an object, e.g. ppr:2:numa");
     return WEFT_EINVAL;
   }
@@ -147,7 +147,7 @@ int weft__map_cpu(weft__mapctx *c, int r, int n, weft_place *out)
     goto out;
   }
 
-  if (c->map == WEFT_MAP_PPR) {
+  if (c->map == WEFTX_MAP_PPR) {
     int q, j;
     slots = p->ppr_n * nd;
     if (n > slots && !p->oversubscribe) {
@@ -212,8 +212,8 @@ int weft__map_cpu(weft__mapctx *c, int r, int n, weft_place *out)
     goto out;
   }
   weft__units_add(c, d[dom].units, d[dom].nunits, first, count, own);
-  if (c->bind == WEFT_BIND_NUMA || c->bind == WEFT_BIND_PACKAGE) {
-    hwloc_obj_type_t type = c->bind == WEFT_BIND_NUMA ? HWLOC_OBJ_NUMANODE : HWLOC_OBJ_PACKAGE;
+  if (c->bind == WEFTX_BIND_NUMA || c->bind == WEFTX_BIND_PACKAGE) {
+    hwloc_obj_type_t type = c->bind == WEFTX_BIND_NUMA ? HWLOC_OBJ_NUMANODE : HWLOC_OBJ_PACKAGE;
     if (d[dom].obj && d[dom].obj->type == type)
       hwloc_bitmap_and(out->cpuset, d[dom].obj->cpuset, c->avail);
     else if ((rc = weft__enclosing(c, type, own, out->cpuset)) != 0)

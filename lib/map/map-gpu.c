@@ -18,7 +18,7 @@
 #include <string.h>
 
 /* Choose \p m of the \p g GPUs, spread out, into \p sel in index order. */
-static void spread(const weft_topo *t, int g, int m, int *sel)
+static void spread(const weftx_topo *t, int g, int m, int *sel)
 {
   char *taken = calloc((size_t)g, 1);
   int i, k, n = 0;
@@ -32,12 +32,12 @@ static void spread(const weft_topo *t, int g, int m, int *sel)
   for (k = 0; k < m; k++) {
     int best = -1, bp = 0, bn = 0, bs = 0;
     for (i = 0; i < g; i++) {
-      const weft_gpu *a = weft_topo_gpu(t, i);
+      const weftx_gpu *a = weftx_topo_gpu(t, i);
       int cp = 0, cn = 0, cs = 0, j;
       if (taken[i])
         continue;
       for (j = 0; j < g; j++) {
-        const weft_gpu *b = weft_topo_gpu(t, j);
+        const weftx_gpu *b = weftx_topo_gpu(t, j);
         if (!taken[j])
           continue;
         cp += a->package == b->package;
@@ -61,17 +61,17 @@ static void spread(const weft_topo *t, int g, int m, int *sel)
 
 /* The processors local to GPU \p g: its NUMA node's (within the GPU's own
  * cpuset when they meet), or the whole machine without locality. */
-static void gpu_local(const weft__mapctx *c, const weft_gpu *g, hwloc_bitmap_t out)
+static void gpu_local(const weft__mapctx *c, const weftx_gpu *g, hwloc_bitmap_t out)
 {
   int i;
 
-  hwloc_bitmap_copy(out, weft_topo_cpuset(c->t));
-  if (!weft_topo_has_locality(c->t) || g->numa < 0) {
+  hwloc_bitmap_copy(out, weftx_topo_cpuset(c->t));
+  if (!weftx_topo_has_locality(c->t) || g->numa < 0) {
     hwloc_bitmap_and(out, out, c->avail);
     return;
   }
-  for (i = 0; i < weft_topo_nnuma(c->t); i++) {
-    const weft_numa *nu = weft_topo_numa(c->t, i);
+  for (i = 0; i < weftx_topo_nnuma(c->t); i++) {
+    const weftx_numa *nu = weftx_topo_numa(c->t, i);
     if (nu->os_index == g->numa) {
       hwloc_bitmap_copy(out, nu->cpuset);
       if (g->cpuset && hwloc_bitmap_intersects(out, g->cpuset))
@@ -85,9 +85,9 @@ static void gpu_local(const weft__mapctx *c, const weft_gpu *g, hwloc_bitmap_t o
 /* Locality key of a GPU: its NUMA node, or -1 for the whole machine. */
 static int gpu_key(const weft__mapctx *c, int gpu)
 {
-  const weft_gpu *g = weft_topo_gpu(c->t, gpu);
+  const weftx_gpu *g = weftx_topo_gpu(c->t, gpu);
 
-  return weft_topo_has_locality(c->t) && g->numa >= 0 ? g->numa : -1;
+  return weftx_topo_has_locality(c->t) && g->numa >= 0 ? g->numa : -1;
 }
 
 static void append(char *buf, size_t len, const char *sep, const char *text)
@@ -98,14 +98,14 @@ static void append(char *buf, size_t len, const char *sep, const char *text)
     weft__snprintf(buf + used, len - used, "%s%s", used ? sep : "", text);
 }
 
-int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
+int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
 {
-  const weft_policy *p = c->p;
-  int g = weft_topo_ngpus(c->t), per = p->map_by == WEFT_MAP_PPR ? p->ppr_n : 1;
+  const weftx_policy *p = c->p;
+  int g = weftx_topo_ngpus(c->t), per = p->map_by == WEFTX_MAP_PPR ? p->ppr_n : 1;
   int slots, m, *sel, gi, key, share = 0, pos = 0, i, q, cycle, nunits = 0, rc = 0;
   hwloc_bitmap_t local = NULL;
   hwloc_obj_t *units = NULL;
-  const weft_gpu *gpu;
+  const weftx_gpu *gpu;
   char text[160];
 
   if (g <= 0) {
@@ -135,7 +135,7 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
   /* Rank r's GPU: ranks beyond the slots wrap around (oversubscribe only). */
   gi = (r % (m * per)) / per;
   out->gpu = sel[gi];
-  gpu = weft_topo_gpu(c->t, out->gpu);
+  gpu = weftx_topo_gpu(c->t, out->gpu);
   key = gpu_key(c, out->gpu);
   /* The ranks sharing this locality, in (GPU, rank) order; r is number pos.
    * Ranks come in rounds of m * per (one round unless oversubscribing). */
@@ -193,8 +193,8 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
   }
   if (q == 0)
     q = 1;
-  if (c->bind == WEFT_BIND_NUMA || c->bind == WEFT_BIND_PACKAGE) {
-    if (c->bind == WEFT_BIND_NUMA && key >= 0)
+  if (c->bind == WEFTX_BIND_NUMA || c->bind == WEFTX_BIND_PACKAGE) {
+    if (c->bind == WEFTX_BIND_NUMA && key >= 0)
       hwloc_bitmap_copy(out->cpuset, local);
     else {
       hwloc_bitmap_t first = hwloc_bitmap_alloc();
@@ -203,7 +203,7 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
         goto out;
       }
       weft__units_add(c, units, nunits, pos * q, 1, first);
-      rc = weft__enclosing(c, c->bind == WEFT_BIND_NUMA ? HWLOC_OBJ_NUMANODE : HWLOC_OBJ_PACKAGE,
+      rc = weft__enclosing(c, c->bind == WEFTX_BIND_NUMA ? HWLOC_OBJ_NUMANODE : HWLOC_OBJ_PACKAGE,
                            first, out->cpuset);
       hwloc_bitmap_free(first);
       if (rc != 0)
@@ -211,12 +211,12 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weft_place *out)
     }
   } else
     weft__units_add(c, units, nunits, pos * q, q, out->cpuset);
-  if (key >= 0 && c->bind != WEFT_BIND_PACKAGE)
+  if (key >= 0 && c->bind != WEFTX_BIND_PACKAGE)
     hwloc_bitmap_only(out->nodeset, (unsigned)key);
   else
     weft__nodes_of(c, out->cpuset, out->nodeset);
 
-  if (!weft_topo_has_locality(c->t))
+  if (!weftx_topo_has_locality(c->t))
     append(out->note, sizeof(out->note), "; ",
            "PCI devices carry no NUMA locality: the cores of the whole machine are split evenly between the ranks");
   if (n > slots) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft_map_rank(): the entry of placement, and the helpers both mappers
+ * weftx_map_rank(): the entry of placement, and the helpers both mappers
  * (map-gpu.c, map-cpu.c) use to turn cores into cpusets and nodesets. It
  * resolves the policy's defaults against the topology, parses the reserved
  * processors, and hands the rank to the mapper of its policy.
@@ -11,34 +11,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-weft_map_by weft__map_effective(const weft_topo *t, const weft_policy *p)
+weftx_map_by weft__map_effective(const weftx_topo *t, const weftx_policy *p)
 {
-  if (p->map_by == WEFT_MAP_AUTO)
-    return weft_topo_ngpus(t) > 0 ? WEFT_MAP_GPU : WEFT_MAP_CORE;
+  if (p->map_by == WEFTX_MAP_AUTO)
+    return weftx_topo_ngpus(t) > 0 ? WEFTX_MAP_GPU : WEFTX_MAP_CORE;
   return p->map_by;
 }
 
-weft_bind_to weft__bind_effective(const weft_policy *p, weft_map_by map)
+weftx_bind_to weft__bind_effective(const weftx_policy *p, weftx_map_by map)
 {
-  if (p->bind_to != WEFT_BIND_DEFAULT)
+  if (p->bind_to != WEFTX_BIND_DEFAULT)
     return p->bind_to;
   switch (map) {
-  case WEFT_MAP_GPU:
-    return WEFT_BIND_GPU_LOCAL;
-  case WEFT_MAP_NUMA:
-    return p->pe > 0 ? WEFT_BIND_CORE : WEFT_BIND_NUMA;
-  case WEFT_MAP_PACKAGE:
-    return p->pe > 0 ? WEFT_BIND_CORE : WEFT_BIND_PACKAGE;
-  case WEFT_MAP_PPR:
-    return p->ppr_obj == WEFT_OBJ_GPU ? WEFT_BIND_GPU_LOCAL : WEFT_BIND_CORE;
-  case WEFT_MAP_AUTO:
-    return WEFT_BIND_DEFAULT;
-  case WEFT_MAP_CORE:
-  case WEFT_MAP_SLOT:
-  case WEFT_MAP_NODE:
+  case WEFTX_MAP_GPU:
+    return WEFTX_BIND_GPU_LOCAL;
+  case WEFTX_MAP_NUMA:
+    return p->pe > 0 ? WEFTX_BIND_CORE : WEFTX_BIND_NUMA;
+  case WEFTX_MAP_PACKAGE:
+    return p->pe > 0 ? WEFTX_BIND_CORE : WEFTX_BIND_PACKAGE;
+  case WEFTX_MAP_PPR:
+    return p->ppr_obj == WEFTX_OBJ_GPU ? WEFTX_BIND_GPU_LOCAL : WEFTX_BIND_CORE;
+  case WEFTX_MAP_AUTO:
+    return WEFTX_BIND_DEFAULT;
+  case WEFTX_MAP_CORE:
+  case WEFTX_MAP_SLOT:
+  case WEFTX_MAP_NODE:
     break;
   }
-  return WEFT_BIND_CORE;
+  return WEFTX_BIND_CORE;
 }
 
 static hwloc_obj_type_t unit_type(const weft__mapctx *c)
@@ -127,23 +127,23 @@ int weft__enclosing(const weft__mapctx *c, hwloc_obj_type_t type, hwloc_const_cp
   return 0;
 }
 
-static const char *label_of(const weft_topo *t)
+static const char *label_of(const weftx_topo *t)
 {
-  const char *src = weft_topo_source(t), *slash;
+  const char *src = weftx_topo_source(t), *slash;
 
-  if (!src || weft_topo_is_live(t))
+  if (!src || weftx_topo_is_live(t))
     return "this machine";
   slash = strrchr(src, '/');
   return slash ? slash + 1 : src;
 }
 
-static int ctx_init(weft__mapctx *c, const weft_topo *t, const weft_policy *p, char *why,
+static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p, char *why,
                     size_t whylen)
 {
   memset(c, 0, sizeof(*c));
   c->t = t;
   c->p = p;
-  c->h = weft_topo_hwloc(t);
+  c->h = weftx_topo_hwloc(t);
   c->why = why;
   c->whylen = whylen;
   c->label = label_of(t);
@@ -159,7 +159,7 @@ static int ctx_init(weft__mapctx *c, const weft_topo *t, const weft_policy *p, c
                    p->reserved_cpus);
     return WEFT_EINVAL;
   }
-  hwloc_bitmap_andnot(c->avail, weft_topo_cpuset(t), c->reserved);
+  hwloc_bitmap_andnot(c->avail, weftx_topo_cpuset(t), c->reserved);
   if (hwloc_bitmap_iszero(c->avail)) {
     weft__snprintf(why, whylen, "reserved processors '%s' leave no processor of %s for ranks",
                    p->reserved_cpus, c->label);
@@ -185,7 +185,7 @@ static int count_objs(const weft__mapctx *c, hwloc_obj_type_t type)
   return k;
 }
 
-int weft_map_slots(const weft_topo *t, const weft_policy *p)
+int weftx_map_slots(const weftx_topo *t, const weftx_policy *p)
 {
   weft__mapctx c;
   int slots = 0, pe = p && p->pe > 0 ? p->pe : 1;
@@ -197,17 +197,17 @@ int weft_map_slots(const weft_topo *t, const weft_policy *p)
     return 0;
   }
   switch (c.map) {
-  case WEFT_MAP_GPU:
-    slots = weft_topo_ngpus(t);
+  case WEFTX_MAP_GPU:
+    slots = weftx_topo_ngpus(t);
     break;
-  case WEFT_MAP_PPR:
+  case WEFTX_MAP_PPR:
     switch (p->ppr_obj) {
-    case WEFT_OBJ_GPU: slots = weft_topo_ngpus(t); break;
-    case WEFT_OBJ_CORE: slots = weft__count_units(&c, c.avail); break;
-    case WEFT_OBJ_NUMA: slots = count_objs(&c, HWLOC_OBJ_NUMANODE); break;
-    case WEFT_OBJ_PACKAGE: slots = count_objs(&c, HWLOC_OBJ_PACKAGE); break;
-    case WEFT_OBJ_NODE: slots = 1; break;
-    case WEFT_OBJ_NONE: break;
+    case WEFTX_OBJ_GPU: slots = weftx_topo_ngpus(t); break;
+    case WEFTX_OBJ_CORE: slots = weft__count_units(&c, c.avail); break;
+    case WEFTX_OBJ_NUMA: slots = count_objs(&c, HWLOC_OBJ_NUMANODE); break;
+    case WEFTX_OBJ_PACKAGE: slots = count_objs(&c, HWLOC_OBJ_PACKAGE); break;
+    case WEFTX_OBJ_NODE: slots = 1; break;
+    case WEFTX_OBJ_NONE: break;
     }
     slots *= p->ppr_n;
     break;
@@ -219,8 +219,8 @@ int weft_map_slots(const weft_topo *t, const weft_policy *p)
   return slots;
 }
 
-int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank, int local_size,
-                  weft_place *out, char *why, size_t whylen)
+int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank, int local_size,
+                  weftx_place *out, char *why, size_t whylen)
 {
   weft__mapctx c;
   int rc;
@@ -244,17 +244,17 @@ int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank, int 
   if (rc == 0 && (!out->cpuset || !out->nodeset))
     rc = WEFT_ENOMEM;
   if (rc == 0) {
-    if (c.map == WEFT_MAP_GPU || (c.map == WEFT_MAP_PPR && p->ppr_obj == WEFT_OBJ_GPU))
+    if (c.map == WEFTX_MAP_GPU || (c.map == WEFTX_MAP_PPR && p->ppr_obj == WEFTX_OBJ_GPU))
       rc = weft__map_gpu(&c, local_rank, local_size, out);
-    else if (c.bind == WEFT_BIND_GPU_LOCAL) {
+    else if (c.bind == WEFTX_BIND_GPU_LOCAL) {
       weft__snprintf(why, whylen, "--bind-to gpu-local needs --map-by gpu, and %s has no GPUs; "
                      "use --bind-to core", c.label);
-      rc = weft_topo_ngpus(t) > 0 ? WEFT_EINVAL : WEFT_ENOGPU;
+      rc = weftx_topo_ngpus(t) > 0 ? WEFT_EINVAL : WEFT_ENOGPU;
     } else
       rc = weft__map_cpu(&c, local_rank, local_size, out);
   }
-  if (rc == 0 && c.bind == WEFT_BIND_NONE) {
-    hwloc_bitmap_copy(out->cpuset, weft_topo_cpuset(t));
+  if (rc == 0 && c.bind == WEFTX_BIND_NONE) {
+    hwloc_bitmap_copy(out->cpuset, weftx_topo_cpuset(t));
     weft__nodes_of(&c, out->cpuset, out->nodeset);
     out->bound = 0;
   } else if (rc == 0)
@@ -267,7 +267,7 @@ int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank, int 
       out->ncores = out->ncores / local_size > 0 ? out->ncores / local_size : 1;
     if (weft_log_enabled(WEFT_LOG_MAP)) {
       char cpus[512] = "?";
-      weft_cpuset_format(out->cpuset, cpus, sizeof(cpus));
+      weftx_cpuset_format(out->cpuset, cpus, sizeof(cpus));
       weft_log(WEFT_LOG_MAP, "%s rank %d of %d: map %s bind %s: GPU %d, %d cores %s, NIC %d%s%s",
                c.label, local_rank, local_size, weft__map_name(c.map), weft__bind_name(c.bind),
                out->gpu, out->ncores, cpus, out->nic, out->note[0] ? "; " : "", out->note);
@@ -275,13 +275,13 @@ int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank, int 
   }
   ctx_free(&c);
   if (rc != 0) {
-    weft_place_clear(out);
+    weftx_place_clear(out);
     WEFT__LOG(MAP, "rank %d of %d: %s", local_rank, local_size, why ? why : weft_strerror(rc));
   }
   return rc;
 }
 
-void weft_place_clear(weft_place *pl)
+void weftx_place_clear(weftx_place *pl)
 {
   if (!pl)
     return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internals shared by the files of lib/map: the resolved request of one
- * weft_map_rank() call and the helpers that turn cores into cpusets.
+ * weftx_map_rank() call and the helpers that turn cores into cpusets.
  *
  * A "unit" is what a rank counts as one core: a Core object, or a PU with
  * use_hwthreads. Units are listed in hwloc's logical order (package, NUMA
@@ -10,14 +10,14 @@
 #ifndef WEFT_MAP_PRIVATE_H
 #define WEFT_MAP_PRIVATE_H
 
-#include <weft/map.h>
+#include <weftx.h>
 
 typedef struct weft__mapctx {
-  const weft_topo *t;
-  const weft_policy *p;
+  const weftx_topo *t;
+  const weftx_policy *p;
   hwloc_topology_t h;
-  weft_map_by map;          /* resolved: never AUTO */
-  weft_bind_to bind;        /* resolved: never DEFAULT */
+  weftx_map_by map;          /* resolved: never AUTO */
+  weftx_bind_to bind;        /* resolved: never DEFAULT */
   hwloc_bitmap_t reserved;  /* never NULL; empty when nothing is reserved */
   hwloc_bitmap_t avail;     /* the machine's processors minus reserved */
   const char *label;        /* "a3-highgpu-8g.xml" or "this machine", for messages */
@@ -25,15 +25,15 @@ typedef struct weft__mapctx {
   size_t whylen;
 } weft__mapctx;
 
-const char *weft__map_name(weft_map_by m);
-const char *weft__bind_name(weft_bind_to b);
-const char *weft__obj_name(weft_obj o);
+const char *weft__map_name(weftx_map_by m);
+const char *weft__bind_name(weftx_bind_to b);
+const char *weft__obj_name(weftx_obj o);
 
 /* The mapping AUTO stands for on \p t (gpu when it has GPUs, core otherwise). */
-weft_map_by weft__map_effective(const weft_topo *t, const weft_policy *p);
+weftx_map_by weft__map_effective(const weftx_topo *t, const weftx_policy *p);
 /* The binding DEFAULT stands for under mapping \p map (not AUTO): Open MPI's
  * rule, map-by X binds to X, with pe=N meaning cores. */
-weft_bind_to weft__bind_effective(const weft_policy *p, weft_map_by map);
+weftx_bind_to weft__bind_effective(const weftx_policy *p, weftx_map_by map);
 
 /* Units inside \p within, minus reserved processors. \p *out is allocated by
  * the callee (free()); 0 or WEFT_ENOMEM. */
@@ -51,15 +51,15 @@ void weft__nodes_of(const weft__mapctx *c, hwloc_const_cpuset_t set, hwloc_bitma
 int weft__enclosing(const weft__mapctx *c, hwloc_obj_type_t type, hwloc_const_cpuset_t set,
                     hwloc_bitmap_t out);
 
-int weft__map_gpu(weft__mapctx *c, int local_rank, int local_size, weft_place *out);
-int weft__map_cpu(weft__mapctx *c, int local_rank, int local_size, weft_place *out);
+int weft__map_gpu(weft__mapctx *c, int local_rank, int local_size, weftx_place *out);
+int weft__map_cpu(weft__mapctx *c, int local_rank, int local_size, weftx_place *out);
 
 /* The NIC for the GPU that the \p k-th of the \p m GPUs \p sel gets when
  * each GPU takes the nearest NIC and equally near NICs are shared out evenly
  * in GPU order; -1 when the topology has no NIC. */
-int weft__nic_for_gpus(const weft_topo *t, const int *sel, int m, int k);
+int weft__nic_for_gpus(const weftx_topo *t, const int *sel, int m, int k);
 /* The NIC nearest processors \p set (same NUMA node, then package, then any),
  * the \p turn-th of the equally near ones; -1 when none. */
-int weft__nic_for_cpus(const weft_topo *t, hwloc_const_cpuset_t set, int turn);
+int weft__nic_for_cpus(const weftx_topo *t, hwloc_const_cpuset_t set, int turn);
 
 #endif /* WEFT_MAP_PRIVATE_H */

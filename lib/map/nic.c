@@ -12,14 +12,14 @@
 #include <stdlib.h>
 
 /* Lower is better: named before unnamed, then nearness. */
-static int rank_of(const weft_nic *nic, weft_near near)
+static int rank_of(const weftx_nic *nic, weftx_near near)
 {
   return (nic->name[0] == '\0' ? 16 : 0) + (int)near;
 }
 
-int weft__nic_for_gpus(const weft_topo *t, const int *sel, int m, int k)
+int weft__nic_for_gpus(const weftx_topo *t, const int *sel, int m, int k)
 {
-  int nn = weft_topo_nnics(t), *load, i, j, pick = -1;
+  int nn = weftx_topo_nnics(t), *load, i, j, pick = -1;
 
   if (nn <= 0 || k < 0 || k >= m)
     return -1;
@@ -29,7 +29,7 @@ int weft__nic_for_gpus(const weft_topo *t, const int *sel, int m, int k)
   for (i = 0; i <= k; i++) {
     int best = -1, bestr = 0;
     for (j = 0; j < nn; j++) {
-      int rj = rank_of(weft_topo_nic(t, j), weft_topo_gpu_nic_near(t, sel[i], j));
+      int rj = rank_of(weftx_topo_nic(t, j), weftx_topo_gpu_nic_near(t, sel[i], j));
       if (best < 0 || rj < bestr || (rj == bestr && load[j] < load[best])) {
         best = j;
         bestr = rj;
@@ -43,9 +43,9 @@ int weft__nic_for_gpus(const weft_topo *t, const int *sel, int m, int k)
 }
 
 /* The package OS index holding processor \p pu, or -1. */
-static int package_of(const weft_topo *t, int pu)
+static int package_of(const weftx_topo *t, int pu)
 {
-  hwloc_topology_t h = weft_topo_hwloc(t);
+  hwloc_topology_t h = weftx_topo_hwloc(t);
   hwloc_obj_t o = NULL;
 
   if (pu < 0)
@@ -56,32 +56,32 @@ static int package_of(const weft_topo *t, int pu)
   return -1;
 }
 
-static weft_near cpus_nic_near(const weft_topo *t, hwloc_const_cpuset_t set, const weft_nic *nic,
+static weftx_near cpus_nic_near(const weftx_topo *t, hwloc_const_cpuset_t set, const weftx_nic *nic,
                                int pkg)
 {
   int i;
 
-  if (!weft_topo_has_locality(t) || nic->numa < 0)
-    return WEFT_NEAR_SYSTEM;
-  for (i = 0; i < weft_topo_nnuma(t); i++) {
-    const weft_numa *nu = weft_topo_numa(t, i);
+  if (!weftx_topo_has_locality(t) || nic->numa < 0)
+    return WEFTX_NEAR_SYSTEM;
+  for (i = 0; i < weftx_topo_nnuma(t); i++) {
+    const weftx_numa *nu = weftx_topo_numa(t, i);
     if (nu->os_index == nic->numa && nu->cpuset && hwloc_bitmap_intersects(nu->cpuset, set))
-      return WEFT_NEAR_NUMA;
+      return WEFTX_NEAR_NUMA;
   }
   if (pkg >= 0 && nic->package == pkg)
-    return WEFT_NEAR_PACKAGE;
-  return WEFT_NEAR_SYSTEM;
+    return WEFTX_NEAR_PACKAGE;
+  return WEFTX_NEAR_SYSTEM;
 }
 
-int weft__nic_for_cpus(const weft_topo *t, hwloc_const_cpuset_t set, int turn)
+int weft__nic_for_cpus(const weftx_topo *t, hwloc_const_cpuset_t set, int turn)
 {
-  int nn = weft_topo_nnics(t), pkg = package_of(t, hwloc_bitmap_first(set));
+  int nn = weftx_topo_nnics(t), pkg = package_of(t, hwloc_bitmap_first(set));
   int j, best = -1, count = 0;
 
   if (nn <= 0)
     return -1;
   for (j = 0; j < nn; j++) {
-    const weft_nic *nic = weft_topo_nic(t, j);
+    const weftx_nic *nic = weftx_topo_nic(t, j);
     int rj = rank_of(nic, cpus_nic_near(t, set, nic, pkg));
     if (best < 0 || rj < best) {
       best = rj;
@@ -91,7 +91,7 @@ int weft__nic_for_cpus(const weft_topo *t, hwloc_const_cpuset_t set, int turn)
   }
   turn %= count;
   for (j = 0; j < nn; j++) {
-    const weft_nic *nic = weft_topo_nic(t, j);
+    const weftx_nic *nic = weftx_topo_nic(t, j);
     if (rank_of(nic, cpus_nic_near(t, set, nic, pkg)) == best && turn-- == 0)
       return j;
   }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * --map-by and --bind-to as users type them, in Open MPI's spelling, to a
- * weft_policy and back. Words are case-insensitive; modifiers follow the
+ * weftx_policy and back. Words are case-insensitive; modifiers follow the
  * mapping after ':' or ',' ("core:PE=2,OVERSUBSCRIBE", "ppr:2:socket:pe=4").
  * An unknown word is an error that names the closest known one.
  */
@@ -18,23 +18,23 @@ struct name_value {
 };
 
 static const struct name_value map_names[] = {
-  {"gpu", WEFT_MAP_GPU},         {"core", WEFT_MAP_CORE},
-  {"numa", WEFT_MAP_NUMA},       {"package", WEFT_MAP_PACKAGE},
-  {"socket", WEFT_MAP_PACKAGE},  {"slot", WEFT_MAP_SLOT},
-  {"node", WEFT_MAP_NODE},       {"ppr", WEFT_MAP_PPR},
-  {"hwthread", WEFT_MAP_CORE},   {"auto", WEFT_MAP_AUTO},
+  {"gpu", WEFTX_MAP_GPU},         {"core", WEFTX_MAP_CORE},
+  {"numa", WEFTX_MAP_NUMA},       {"package", WEFTX_MAP_PACKAGE},
+  {"socket", WEFTX_MAP_PACKAGE},  {"slot", WEFTX_MAP_SLOT},
+  {"node", WEFTX_MAP_NODE},       {"ppr", WEFTX_MAP_PPR},
+  {"hwthread", WEFTX_MAP_CORE},   {"auto", WEFTX_MAP_AUTO},
 };
 
 static const struct name_value bind_names[] = {
-  {"gpu-local", WEFT_BIND_GPU_LOCAL}, {"core", WEFT_BIND_CORE},
-  {"numa", WEFT_BIND_NUMA},           {"package", WEFT_BIND_PACKAGE},
-  {"socket", WEFT_BIND_PACKAGE},      {"none", WEFT_BIND_NONE},
+  {"gpu-local", WEFTX_BIND_GPU_LOCAL}, {"core", WEFTX_BIND_CORE},
+  {"numa", WEFTX_BIND_NUMA},           {"package", WEFTX_BIND_PACKAGE},
+  {"socket", WEFTX_BIND_PACKAGE},      {"none", WEFTX_BIND_NONE},
 };
 
 static const struct name_value obj_names[] = {
-  {"core", WEFT_OBJ_CORE},       {"numa", WEFT_OBJ_NUMA},
-  {"package", WEFT_OBJ_PACKAGE}, {"socket", WEFT_OBJ_PACKAGE},
-  {"gpu", WEFT_OBJ_GPU},         {"node", WEFT_OBJ_NODE},
+  {"core", WEFTX_OBJ_CORE},       {"numa", WEFTX_OBJ_NUMA},
+  {"package", WEFTX_OBJ_PACKAGE}, {"socket", WEFTX_OBJ_PACKAGE},
+  {"gpu", WEFTX_OBJ_GPU},         {"node", WEFTX_OBJ_NODE},
 };
 
 /* Map modifiers; "pe=" is handled apart because it carries a number. */
@@ -52,7 +52,7 @@ static const char *closest_d(const char *word, const char *const *names, size_t 
   size_t bestd = (size_t)-1, i;
 
   for (i = 0; i < n; i++) {
-    size_t d = (size_t)weft_edit_distance(word, names[i], 1);
+    size_t d = (size_t)weftx_edit_distance(word, names[i], 1);
     if (d < bestd) {
       bestd = d;
       best = names[i];
@@ -127,7 +127,7 @@ static int parse_count(const char *s, const char *what, const char *all, int *ou
                        char *why, size_t whylen)
 {
   long v;
-  int rc = weft_parse_long(s, 1, COUNT_MAX, &v);
+  int rc = weftx_parse_long(s, 1, COUNT_MAX, &v);
 
   if (rc != 0) {
     weft__snprintf(why, whylen, "%s '%s' in '%s' is not a whole number from 1 to %d", what, s,
@@ -138,7 +138,7 @@ static int parse_count(const char *s, const char *what, const char *all, int *ou
   return 0;
 }
 
-static int parse_map_mod(weft_policy *p, const char *mod, const char *all, char *why,
+static int parse_map_mod(weftx_policy *p, const char *mod, const char *all, char *why,
                          size_t whylen)
 {
   if (strncasecmp(mod, "pe=", 3) == 0)
@@ -157,7 +157,7 @@ static int parse_map_mod(weft_policy *p, const char *mod, const char *all, char 
   return 0;
 }
 
-static int parse_map(weft_policy *p, const char *s, char *why, size_t whylen)
+static int parse_map(weftx_policy *p, const char *s, char *why, size_t whylen)
 {
   char buf[256], *w[16];
   int n, i = 1, v, rc;
@@ -174,10 +174,10 @@ static int parse_map(weft_policy *p, const char *s, char *why, size_t whylen)
   rc = lookup(map_names, WEFT__ARRAY_SIZE(map_names), w[0], &v, "--map-by value", why, whylen);
   if (rc != 0)
     return rc;
-  p->map_by = (weft_map_by)v;
+  p->map_by = (weftx_map_by)v;
   if (strcasecmp(w[0], "hwthread") == 0)
     p->use_hwthreads = 1;
-  if (p->map_by == WEFT_MAP_PPR) {
+  if (p->map_by == WEFTX_MAP_PPR) {
     if (n < 3) {
       weft__snprintf(why, whylen, "'%s' lacks its count and object; write ppr:N:OBJ, e.g. ppr:2:numa", s);
       return WEFT_EPARSE;
@@ -188,7 +188,7 @@ static int parse_map(weft_policy *p, const char *s, char *why, size_t whylen)
     rc = lookup(obj_names, WEFT__ARRAY_SIZE(obj_names), w[2], &v, "ppr object", why, whylen);
     if (rc != 0)
       return rc;
-    p->ppr_obj = (weft_obj)v;
+    p->ppr_obj = (weftx_obj)v;
     i = 3;
   }
   for (; i < n; i++) {
@@ -203,7 +203,7 @@ static int parse_map(weft_policy *p, const char *s, char *why, size_t whylen)
   return 0;
 }
 
-static int parse_bind(weft_policy *p, const char *s, char *why, size_t whylen)
+static int parse_bind(weftx_policy *p, const char *s, char *why, size_t whylen)
 {
   char buf[256], *w[8];
   int n, i, v, rc;
@@ -225,7 +225,7 @@ static int parse_bind(weft_policy *p, const char *s, char *why, size_t whylen)
   rc = lookup(bind_names, WEFT__ARRAY_SIZE(bind_names), w[0], &v, "--bind-to value", why, whylen);
   if (rc != 0)
     return rc;
-  p->bind_to = (weft_bind_to)v;
+  p->bind_to = (weftx_bind_to)v;
   for (i = 1; i < n; i++) {
     size_t k;
     for (k = 0; k < WEFT__ARRAY_SIZE(bind_mods); k++)
@@ -240,7 +240,7 @@ static int parse_bind(weft_policy *p, const char *s, char *why, size_t whylen)
   return 0;
 }
 
-int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to, char *why,
+int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to, char *why,
                       size_t whylen)
 {
   int rc;
@@ -249,17 +249,17 @@ int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to, c
     why[0] = '\0';
   if (!p)
     return WEFT_EINVAL;
-  p->map_by = WEFT_MAP_AUTO;
-  p->bind_to = WEFT_BIND_DEFAULT;
+  p->map_by = WEFTX_MAP_AUTO;
+  p->bind_to = WEFTX_BIND_DEFAULT;
   p->ppr_n = 0;
-  p->ppr_obj = WEFT_OBJ_NONE;
+  p->ppr_obj = WEFTX_OBJ_NONE;
   p->pe = 0;
   if (map_by && (rc = parse_map(p, map_by, why, whylen)) != 0)
     return rc;
   if (bind_to && (rc = parse_bind(p, bind_to, why, whylen)) != 0)
     return rc;
-  if (p->bind_to == WEFT_BIND_GPU_LOCAL && p->map_by != WEFT_MAP_AUTO &&
-      p->map_by != WEFT_MAP_GPU && !(p->map_by == WEFT_MAP_PPR && p->ppr_obj == WEFT_OBJ_GPU)) {
+  if (p->bind_to == WEFTX_BIND_GPU_LOCAL && p->map_by != WEFTX_MAP_AUTO &&
+      p->map_by != WEFTX_MAP_GPU && !(p->map_by == WEFTX_MAP_PPR && p->ppr_obj == WEFTX_OBJ_GPU)) {
     weft__snprintf(why, whylen,
                    "--bind-to gpu-local needs --map-by gpu (ranks of --map-by %s have no GPU); "
                    "use --bind-to core, numa or package", map_by);
@@ -271,48 +271,48 @@ int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to, c
   return 0;
 }
 
-const char *weft__map_name(weft_map_by m)
+const char *weft__map_name(weftx_map_by m)
 {
   switch (m) {
-  case WEFT_MAP_AUTO: return "auto";
-  case WEFT_MAP_GPU: return "gpu";
-  case WEFT_MAP_CORE: return "core";
-  case WEFT_MAP_NUMA: return "numa";
-  case WEFT_MAP_PACKAGE: return "package";
-  case WEFT_MAP_PPR: return "ppr";
-  case WEFT_MAP_SLOT: return "slot";
-  case WEFT_MAP_NODE: return "node";
+  case WEFTX_MAP_AUTO: return "auto";
+  case WEFTX_MAP_GPU: return "gpu";
+  case WEFTX_MAP_CORE: return "core";
+  case WEFTX_MAP_NUMA: return "numa";
+  case WEFTX_MAP_PACKAGE: return "package";
+  case WEFTX_MAP_PPR: return "ppr";
+  case WEFTX_MAP_SLOT: return "slot";
+  case WEFTX_MAP_NODE: return "node";
   }
   return "?";
 }
 
-const char *weft__bind_name(weft_bind_to b)
+const char *weft__bind_name(weftx_bind_to b)
 {
   switch (b) {
-  case WEFT_BIND_DEFAULT: return "default";
-  case WEFT_BIND_GPU_LOCAL: return "gpu-local";
-  case WEFT_BIND_CORE: return "core";
-  case WEFT_BIND_NUMA: return "numa";
-  case WEFT_BIND_PACKAGE: return "package";
-  case WEFT_BIND_NONE: return "none";
+  case WEFTX_BIND_DEFAULT: return "default";
+  case WEFTX_BIND_GPU_LOCAL: return "gpu-local";
+  case WEFTX_BIND_CORE: return "core";
+  case WEFTX_BIND_NUMA: return "numa";
+  case WEFTX_BIND_PACKAGE: return "package";
+  case WEFTX_BIND_NONE: return "none";
   }
   return "?";
 }
 
-const char *weft__obj_name(weft_obj o)
+const char *weft__obj_name(weftx_obj o)
 {
   switch (o) {
-  case WEFT_OBJ_NONE: return "none";
-  case WEFT_OBJ_CORE: return "core";
-  case WEFT_OBJ_NUMA: return "numa";
-  case WEFT_OBJ_PACKAGE: return "package";
-  case WEFT_OBJ_GPU: return "gpu";
-  case WEFT_OBJ_NODE: return "node";
+  case WEFTX_OBJ_NONE: return "none";
+  case WEFTX_OBJ_CORE: return "core";
+  case WEFTX_OBJ_NUMA: return "numa";
+  case WEFTX_OBJ_PACKAGE: return "package";
+  case WEFTX_OBJ_GPU: return "gpu";
+  case WEFTX_OBJ_NODE: return "node";
   }
   return "?";
 }
 
-int weft_policy_format(const weft_policy *p, char *buf, size_t len)
+int weftx_policy_format(const weftx_policy *p, char *buf, size_t len)
 {
   char map[64], pe[24] = "";
   int rc;
@@ -321,7 +321,7 @@ int weft_policy_format(const weft_policy *p, char *buf, size_t len)
     return WEFT_EINVAL;
   if (p->pe > 0)
     weft__snprintf(pe, sizeof(pe), ":pe=%d", p->pe);
-  if (p->map_by == WEFT_MAP_PPR)
+  if (p->map_by == WEFTX_MAP_PPR)
     rc = weft__snprintf(map, sizeof(map), "ppr:%d:%s%s", p->ppr_n, weft__obj_name(p->ppr_obj), pe);
   else
     rc = weft__snprintf(map, sizeof(map), "%s%s", weft__map_name(p->map_by), pe);

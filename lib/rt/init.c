@@ -80,7 +80,7 @@ static int device_from_env(weft_ctx *ctx)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index", s);
   memcpy(first, s, n);
   first[n] = '\0';
-  if (weft_parse_long(first, -1, 1 << 20, &v) != 0)
+  if (weftx_parse_long(first, -1, 1 << 20, &v) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
                          s);
   ctx->device = (int)v;
@@ -96,7 +96,7 @@ static int device_from_env(weft_ctx *ctx)
       return 0;
     memcpy(item, vis, len);
     item[len] = '\0';
-    if (weft_parse_long(item, 0, 1 << 20, &idx) != 0)
+    if (weftx_parse_long(item, 0, 1 << 20, &idx) != 0)
       return 0;
     if (idx == v) {
       ctx->device = pos;
@@ -138,14 +138,14 @@ static int env_settings(weft_ctx *ctx)
 
   ctx->hier_threshold = (size_t)1 << 20;
   s = getenv("WEFT_HIER_THRESHOLD");
-  if (s && *s && weft_parse_size(s, &ctx->hier_threshold) != 0)
+  if (s && *s && weftx_parse_size(s, &ctx->hier_threshold) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_HIER_THRESHOLD=%s is not a size (e.g. 1M)", s);
 
   ctx->chunk = INT_MAX;
   s = getenv("WEFT_MPI_CHUNK");
   if (s && *s) {
     long v;
-    if (weft_parse_long(s, 1, INT_MAX, &v) != 0)
+    if (weftx_parse_long(s, 1, INT_MAX, &v) != 0)
       return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_MPI_CHUNK=%s: elements, 1 to INT_MAX", s);
     ctx->chunk = (size_t)v;
   }
@@ -170,7 +170,7 @@ static int find_hosts(weft_ctx *ctx, MPI_Comm world)
 
   if (s && *s) {
     long k;
-    if (weft_parse_long(s, 1, 1 << 30, &k) != 0)
+    if (weftx_parse_long(s, 1, 1 << 30, &k) != 0)
       return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_RANKS_PER_NODE=%s is not a positive number", s);
     rc = MPI_Comm_split(world, ctx->rank / (int)k, ctx->rank, &local);
   } else {

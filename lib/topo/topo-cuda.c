@@ -12,7 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
-static int needs_enrich(const weft_topo *t)
+static int needs_enrich(const weftx_topo *t)
 {
   for (int i = 0; i < t->ngpus; i++)
     if (!t->gpus[i].model[0] || !t->gpus[i].uuid[0] || !t->gpus[i].memory)
@@ -28,7 +28,7 @@ static void format_uuid(char *buf, size_t len, const unsigned char *u)
                  u[13], u[14], u[15]);
 }
 
-void weft__topo_cuda_enrich(weft_topo *t)
+void weft__topo_cuda_enrich(weftx_topo *t)
 {
   int n = 0;
   cudaError_t err;
@@ -54,7 +54,7 @@ void weft__topo_cuda_enrich(weft_topo *t)
                        (unsigned)prop.pciBusID & 0xffu, (unsigned)prop.pciDeviceID & 0xffu) != 0)
       continue;
     for (int i = 0; i < t->ngpus; i++) {
-      weft_gpu *g = &t->gpus[i];
+      weftx_gpu *g = &t->gpus[i];
       if (strcmp(g->pci, pci) != 0)
         continue;
       if (!g->model[0])

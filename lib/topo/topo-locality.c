@@ -12,7 +12,7 @@
 
 #define PCI_VENDOR_VIRTIO 0x1af4
 
-int weft__topo_find_numa(weft_topo *t)
+int weft__topo_find_numa(weftx_topo *t)
 {
   int n = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_NUMANODE);
 
@@ -35,54 +35,54 @@ int weft__topo_find_numa(weft_topo *t)
   return 0;
 }
 
-static weft_near near(int sw_a, int numa_a, int pkg_a, int sw_b, int numa_b, int pkg_b)
+static weftx_near near(int sw_a, int numa_a, int pkg_a, int sw_b, int numa_b, int pkg_b)
 {
   if (sw_a >= 0 && sw_a == sw_b)
-    return WEFT_NEAR_SWITCH;
+    return WEFTX_NEAR_SWITCH;
   if (numa_a >= 0 && numa_a == numa_b)
-    return WEFT_NEAR_NUMA;
+    return WEFTX_NEAR_NUMA;
   if (pkg_a >= 0 && pkg_a == pkg_b)
-    return WEFT_NEAR_PACKAGE;
-  return WEFT_NEAR_SYSTEM;
+    return WEFTX_NEAR_PACKAGE;
+  return WEFTX_NEAR_SYSTEM;
 }
 
-weft_near weft_topo_gpu_nic_near(const weft_topo *t, int gpu, int nic)
+weftx_near weftx_topo_gpu_nic_near(const weftx_topo *t, int gpu, int nic)
 {
-  const weft_gpu *g = weft_topo_gpu(t, gpu);
-  const weft_nic *n = weft_topo_nic(t, nic);
+  const weftx_gpu *g = weftx_topo_gpu(t, gpu);
+  const weftx_nic *n = weftx_topo_nic(t, nic);
 
   if (!g || !n)
-    return WEFT_NEAR_SYSTEM;
+    return WEFTX_NEAR_SYSTEM;
   return near(g->pci_switch, g->numa, g->package, n->pci_switch, n->numa, n->package);
 }
 
-weft_near weft_topo_gpu_gpu_near(const weft_topo *t, int a, int b)
+weftx_near weftx_topo_gpu_gpu_near(const weftx_topo *t, int a, int b)
 {
-  const weft_gpu *g = weft_topo_gpu(t, a);
-  const weft_gpu *h = weft_topo_gpu(t, b);
+  const weftx_gpu *g = weftx_topo_gpu(t, a);
+  const weftx_gpu *h = weftx_topo_gpu(t, b);
 
   if (!g || !h)
-    return WEFT_NEAR_SYSTEM;
+    return WEFTX_NEAR_SYSTEM;
   return near(g->pci_switch, g->numa, g->package, h->pci_switch, h->numa, h->package);
 }
 
-weft_near weft_topo_nic_nic_near(const weft_topo *t, int a, int b)
+weftx_near weftx_topo_nic_nic_near(const weftx_topo *t, int a, int b)
 {
-  const weft_nic *m = weft_topo_nic(t, a);
-  const weft_nic *n = weft_topo_nic(t, b);
+  const weftx_nic *m = weftx_topo_nic(t, a);
+  const weftx_nic *n = weftx_topo_nic(t, b);
 
   if (!m || !n)
-    return WEFT_NEAR_SYSTEM;
+    return WEFTX_NEAR_SYSTEM;
   return near(m->pci_switch, m->numa, m->package, n->pci_switch, n->numa, n->package);
 }
 
 /* locate() in topo-pci.c hands a device without locality the root's own cpuset. */
-static int no_locality(const weft_topo *t, int numa, hwloc_const_cpuset_t set)
+static int no_locality(const weftx_topo *t, int numa, hwloc_const_cpuset_t set)
 {
   return t->nnuma > 1 && numa < 0 && set == hwloc_topology_get_topology_cpuset(t->h);
 }
 
-static int check_locality(weft_topo *t)
+static int check_locality(weftx_topo *t)
 {
   int ndev = t->ngpus + t->nnics, nflat = 0;
 
@@ -103,7 +103,7 @@ static int check_locality(weft_topo *t)
                             "to the whole machine", nflat, ndev);
 }
 
-static int check_gpu_nics(weft_topo *t)
+static int check_gpu_nics(weftx_topo *t)
 {
   int rc = 0;
 
@@ -115,20 +115,20 @@ static int check_gpu_nics(weft_topo *t)
   if (!t->has_locality)
     return 0; /* the locality warning already says why no NIC is near */
   for (int g = 0; g < t->ngpus && rc == 0; g++) {
-    weft_near best = WEFT_NEAR_SYSTEM;
+    weftx_near best = WEFTX_NEAR_SYSTEM;
     for (int n = 0; n < t->nnics; n++) {
-      weft_near d = weft_topo_gpu_nic_near(t, g, n);
+      weftx_near d = weftx_topo_gpu_nic_near(t, g, n);
       if (d < best)
         best = d;
     }
-    if (best > WEFT_NEAR_NUMA)
+    if (best > WEFTX_NEAR_NUMA)
       rc = weft__topo_warn(t, "GPU %d (%s) has no NIC on its PCI switch or NUMA node: its network "
                               "traffic crosses the CPU interconnect", g, t->gpus[g].pci);
   }
   return rc;
 }
 
-static int check_gvnic(weft_topo *t)
+static int check_gvnic(weftx_topo *t)
 {
   const char *product = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->h), "DMIProductName");
   const char *virtio = NULL;
@@ -150,7 +150,7 @@ static int check_gvnic(weft_topo *t)
   return 0;
 }
 
-int weft__topo_check(weft_topo *t)
+int weft__topo_check(weftx_topo *t)
 {
   int rc = check_locality(t);
 

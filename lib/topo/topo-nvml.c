@@ -10,7 +10,7 @@
 
 #include <nvml.h>
 
-void weft__topo_nvml_enrich(weft_topo *t)
+void weft__topo_nvml_enrich(weftx_topo *t)
 {
   nvmlReturn_t r = nvmlInit_v2();
 
@@ -19,7 +19,7 @@ void weft__topo_nvml_enrich(weft_topo *t)
     return;
   }
   for (int i = 0; i < t->ngpus; i++) {
-    weft_gpu *g = &t->gpus[i];
+    weftx_gpu *g = &t->gpus[i];
     nvmlDevice_t dev;
     nvmlMemory_t mem;
     r = nvmlDeviceGetHandleByPciBusId_v2(g->pci, &dev);

@@ -60,7 +60,7 @@ static hwloc_obj_t top_bridge(hwloc_obj_t dev)
 
 /* Switch ids are ordinals of the topmost bridges in PCI bus order, so that they are
  * small, stable and the same for every device below one switch. */
-static int switch_id(weft_topo *t, hwloc_obj_t dev)
+static int switch_id(weftx_topo *t, hwloc_obj_t dev)
 {
   hwloc_obj_t top = top_bridge(dev), b = NULL;
   int id = 0;
@@ -74,7 +74,7 @@ static int switch_id(weft_topo *t, hwloc_obj_t dev)
 }
 
 /* The package whose processors include all of \p set, or -1. */
-static int package_of(weft_topo *t, hwloc_const_cpuset_t set)
+static int package_of(weftx_topo *t, hwloc_const_cpuset_t set)
 {
   hwloc_obj_t p = NULL;
 
@@ -86,7 +86,7 @@ static int package_of(weft_topo *t, hwloc_const_cpuset_t set)
   return -1;
 }
 
-static void locate(weft_topo *t, hwloc_obj_t dev, struct where *w)
+static void locate(weftx_topo *t, hwloc_obj_t dev, struct where *w)
 {
   hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t->h, dev);
   hwloc_obj_t root = hwloc_get_root_obj(t->h);
@@ -128,7 +128,7 @@ static void copy_info(char *dst, size_t len, hwloc_obj_t o, const char *name)
     weft__snprintf(dst, len, "%s", v); /* truncation of an over-long name is harmless */
 }
 
-static void fill_gpu(weft_topo *t, hwloc_obj_t dev, weft_gpu *g, int index)
+static void fill_gpu(weftx_topo *t, hwloc_obj_t dev, weftx_gpu *g, int index)
 {
   const struct hwloc_pcidev_attr_s *a = &dev->attr->pcidev;
   struct where w;
@@ -177,7 +177,7 @@ static unsigned long long sysfs_speed(const char *ifname)
   return (unsigned long long)mbps;
 }
 
-static void fill_nic_osdev(weft_topo *t, hwloc_obj_t c, weft_nic *n)
+static void fill_nic_osdev(weftx_topo *t, hwloc_obj_t c, weftx_nic *n)
 {
   if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && c->name && !n->name[0]) {
     weft__snprintf(n->name, sizeof(n->name), "%s", c->name);
@@ -189,7 +189,7 @@ static void fill_nic_osdev(weft_topo *t, hwloc_obj_t c, weft_nic *n)
   }
 }
 
-static void fill_nic(weft_topo *t, hwloc_obj_t dev, weft_nic *n, int index)
+static void fill_nic(weftx_topo *t, hwloc_obj_t dev, weftx_nic *n, int index)
 {
   struct where w;
 
@@ -236,14 +236,14 @@ static int is_bare_netdev(hwloc_obj_t o)
   return 1;
 }
 
-void weft__topo_model_fallback(weft_topo *t)
+void weft__topo_model_fallback(weftx_topo *t)
 {
   for (int i = 0; i < t->ngpus; i++)
     if (!t->gpus[i].model[0])
       copy_info(t->gpus[i].model, sizeof(t->gpus[i].model), t->gpu_obj[i], "PCIDevice");
 }
 
-int weft__topo_find_devices(weft_topo *t)
+int weft__topo_find_devices(weftx_topo *t)
 {
   hwloc_obj_t o = NULL, *gpus = NULL, *nics = NULL;
   int ng = 0, nn = 0, nbare = 0, rc = WEFT_ENOMEM;

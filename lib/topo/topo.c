@@ -107,7 +107,7 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
   return 0;
 }
 
-static void count_objects(weft_topo *t)
+static void count_objects(weftx_topo *t)
 {
   const char *host;
   hwloc_obj_t root = hwloc_get_root_obj(t->h);
@@ -143,13 +143,13 @@ static void quiet_hwloc_xml(void)
  * plugin variables. Returns 1 when it has to be unset again. */
 static int no_plugins_begin(unsigned flags, const char *xml)
 {
-  if (!xml || !(flags & WEFT_TOPO_THIS_SYSTEM) || getenv("HWLOC_PLUGINS_PATH") ||
+  if (!xml || !(flags & WEFTX_TOPO_THIS_SYSTEM) || getenv("HWLOC_PLUGINS_PATH") ||
       getenv("HWLOC_PLUGINS_BLACKLIST") || getenv("HWLOC_COMPONENTS"))
     return 0;
   return setenv("HWLOC_PLUGINS_PATH", "/dev/null/weft-no-hwloc-plugins", 0) == 0;
 }
 
-static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, unsigned flags, char *why,
+static int load_hwloc(weftx_topo *t, const char *xml, size_t xmllen, unsigned flags, char *why,
                       size_t whylen)
 {
   int unset = no_plugins_begin(flags, xml);
@@ -161,7 +161,7 @@ static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, unsigned fla
     set_why(why, whylen, "hwloc could not initialise a topology: %s", strerror(errno));
     return WEFT_ETOPO;
   }
-  if (xml && (flags & WEFT_TOPO_THIS_SYSTEM) &&
+  if (xml && (flags & WEFTX_TOPO_THIS_SYSTEM) &&
       hwloc_topology_set_flags(t->h, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) != 0) {
     set_why(why, whylen, "hwloc refused the this-system flag: %s", strerror(errno));
     return WEFT_ETOPO;
@@ -197,9 +197,9 @@ static int load_hwloc(weft_topo *t, const char *xml, size_t xmllen, unsigned fla
   return 0;
 }
 
-int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why, size_t whylen)
+int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *why, size_t whylen)
 {
-  weft_topo *t;
+  weftx_topo *t;
   char *xml = NULL;
   size_t xmllen = 0;
   int rc, from_env = 0;
@@ -207,11 +207,11 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
   if (why && whylen)
     why[0] = '\0';
   if (!out) {
-    set_why(why, whylen, "weft_topo_load: no place for the result");
+    set_why(why, whylen, "weftx_topo_load: no place for the result");
     return WEFT_EINVAL;
   }
   *out = NULL;
-  if (!path && !(flags & WEFT_TOPO_IGNORE_ENV)) {
+  if (!path && !(flags & WEFTX_TOPO_IGNORE_ENV)) {
     const char *env = getenv("WEFT_TOPOLOGY");
     if (env && *env) {
       path = env;
@@ -240,7 +240,7 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
   xml = NULL;
   if (rc != 0)
     goto fail;
-  t->live = (!path || (flags & WEFT_TOPO_THIS_SYSTEM)) && hwloc_topology_is_thissystem(t->h);
+  t->live = (!path || (flags & WEFTX_TOPO_THIS_SYSTEM)) && hwloc_topology_is_thissystem(t->h);
   count_objects(t);
   rc = weft__topo_find_numa(t);
   if (rc == 0)
@@ -269,7 +269,7 @@ int weft_topo_load(const char *path, unsigned flags, weft_topo **out, char *why,
 
 fail:
   free(xml);
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
   if (from_env && why && whylen > 16) { /* say where the file name came from */
     char tmp[1024];
     if (weft__snprintf(tmp, sizeof(tmp), "WEFT_TOPOLOGY: %s", why) == 0)
@@ -278,7 +278,7 @@ fail:
   return rc;
 }
 
-void weft_topo_destroy(weft_topo *t)
+void weftx_topo_destroy(weftx_topo *t)
 {
   if (!t)
     return;
@@ -295,7 +295,7 @@ void weft_topo_destroy(weft_topo *t)
   free(t);
 }
 
-int weft__topo_warn(weft_topo *t, const char *fmt, ...)
+int weft__topo_warn(weftx_topo *t, const char *fmt, ...)
 {
   char buf[512];
   char **w;
@@ -316,47 +316,47 @@ int weft__topo_warn(weft_topo *t, const char *fmt, ...)
   return 0;
 }
 
-const char *weft_topo_source(const weft_topo *t)
+const char *weftx_topo_source(const weftx_topo *t)
 {
   return t ? t->source : "";
 }
 
-int weft_topo_is_live(const weft_topo *t)
+int weftx_topo_is_live(const weftx_topo *t)
 {
   return t ? t->live : 0;
 }
 
-hwloc_topology_t weft_topo_hwloc(const weft_topo *t)
+hwloc_topology_t weftx_topo_hwloc(const weftx_topo *t)
 {
   return t ? t->h : NULL;
 }
 
-const char *weft_topo_hostname(const weft_topo *t)
+const char *weftx_topo_hostname(const weftx_topo *t)
 {
   return t ? t->hostname : "";
 }
 
-int weft_topo_ngpus(const weft_topo *t)
+int weftx_topo_ngpus(const weftx_topo *t)
 {
   return t ? t->ngpus : 0;
 }
 
-const weft_gpu *weft_topo_gpu(const weft_topo *t, int i)
+const weftx_gpu *weftx_topo_gpu(const weftx_topo *t, int i)
 {
   return t && i >= 0 && i < t->ngpus ? &t->gpus[i] : NULL;
 }
 
-int weft_topo_nnics(const weft_topo *t)
+int weftx_topo_nnics(const weftx_topo *t)
 {
   return t ? t->nnics : 0;
 }
 
-const weft_nic *weft_topo_nic(const weft_topo *t, int i)
+const weftx_nic *weftx_topo_nic(const weftx_topo *t, int i)
 {
   return t && i >= 0 && i < t->nnics ? &t->nics[i] : NULL;
 }
 
-const weft_nic *weft_topo_nic_by_name(const weft_topo *t, const char *name)
+const weftx_nic *weftx_topo_nic_by_name(const weftx_topo *t, const char *name)
 {
   if (!t || !name || !*name)
     return NULL;
@@ -366,52 +366,52 @@ const weft_nic *weft_topo_nic_by_name(const weft_topo *t, const char *name)
   return NULL;
 }
 
-int weft_topo_nnuma(const weft_topo *t)
+int weftx_topo_nnuma(const weftx_topo *t)
 {
   return t ? t->nnuma : 0;
 }
 
-const weft_numa *weft_topo_numa(const weft_topo *t, int i)
+const weftx_numa *weftx_topo_numa(const weftx_topo *t, int i)
 {
   return t && i >= 0 && i < t->nnuma ? &t->numa[i] : NULL;
 }
 
-int weft_topo_npackages(const weft_topo *t)
+int weftx_topo_npackages(const weftx_topo *t)
 {
   return t ? t->npackages : 0;
 }
 
-int weft_topo_ncores(const weft_topo *t)
+int weftx_topo_ncores(const weftx_topo *t)
 {
   return t ? t->ncores : 0;
 }
 
-int weft_topo_npus(const weft_topo *t)
+int weftx_topo_npus(const weftx_topo *t)
 {
   return t ? t->npus : 0;
 }
 
-hwloc_const_cpuset_t weft_topo_cpuset(const weft_topo *t)
+hwloc_const_cpuset_t weftx_topo_cpuset(const weftx_topo *t)
 {
   return t ? hwloc_topology_get_topology_cpuset(t->h) : NULL;
 }
 
-int weft_topo_has_locality(const weft_topo *t)
+int weftx_topo_has_locality(const weftx_topo *t)
 {
   return t ? t->has_locality : 0;
 }
 
-int weft_topo_nwarnings(const weft_topo *t)
+int weftx_topo_nwarnings(const weftx_topo *t)
 {
   return t ? t->nwarnings : 0;
 }
 
-const char *weft_topo_warning(const weft_topo *t, int i)
+const char *weftx_topo_warning(const weftx_topo *t, int i)
 {
   return t && i >= 0 && i < t->nwarnings ? t->warnings[i] : NULL;
 }
 
-int weft_cpuset_format(hwloc_const_bitmap_t set, char *buf, size_t len)
+int weftx_cpuset_format(hwloc_const_bitmap_t set, char *buf, size_t len)
 {
   int n;
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * "TOOL --help TOPIC": print $(weft_datadir)/help/TOOL-TOPIC.txt.
+ * "TOOL --help TOPIC": print $(weftx_datadir)/help/TOOL-TOPIC.txt.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include <weft.h>
+#include <weftx.h>
 
 #include "help.h"
 
@@ -27,7 +27,7 @@ weft_help_topic(FILE *out, const char *tool, const char *topic, const char *cons
     return -1;
   }
   char path[4096];
-  if ((size_t)snprintf(path, sizeof(path), "%s/help/%s-%s.txt", weft_datadir(), tool, topic) >=
+  if ((size_t)snprintf(path, sizeof(path), "%s/help/%s-%s.txt", weftx_datadir(), tool, topic) >=
       sizeof(path)) {
     fprintf(stderr, "%s: help directory path too long; check WEFT_DATADIR\n", tool);
     return -1;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Long help texts kept outside the code, one file per topic:
- * $(weft_datadir)/help/TOOL-TOPIC.txt, shown by "TOOL --help TOPIC".
+ * $(weftx_datadir)/help/TOOL-TOPIC.txt, shown by "TOOL --help TOPIC".
  */
 #ifndef WEFT_TOOL_HELP_H
 #define WEFT_TOOL_HELP_H

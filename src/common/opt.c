@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include <weft/core.h>
+#include <weftx.h>
 
 #include "opt.h"
 
@@ -67,7 +67,7 @@ weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
     if (o->flags & WEFT_OPT_HIDDEN)
       continue;
     for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
-      int d = weft_edit_distance(bare, s, 0);
+      int d = weftx_edit_distance(bare, s, 0);
       /* a prefix of a long name is a likely abbreviation */
       if (n >= 3 && !strncmp(s, bare, n) && d > 1)
         d = 1;

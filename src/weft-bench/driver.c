@@ -52,7 +52,7 @@ static void nic_name(char *buf, size_t len)
     snprintf(buf, len, "%s", v);
     return;
   }
-  if (weft_netif_default_route(buf, len) != 0 || !buf[0])
+  if (weftx_netif_default_route(buf, len) != 0 || !buf[0])
     snprintf(buf, len, "none");
 }
 

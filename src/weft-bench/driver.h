@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include <mpi.h>
-#include <weft.h>
+#include <weftx.h>
 
 /* Exit status of weft-bench (weft-bench(1), EXIT STATUS). */
 enum bench_exit {

@@ -102,11 +102,11 @@ int bench_expect_lookup(struct bench_expect *e)
       return 0;
     }
   }
-  if (weft_gcp_dmi_is_gce()) {
-    static weft_gcp_info info;
+  if (weftx_gcp_dmi_is_gce()) {
+    static weftx_gcp_info info;
     char why[256];
 
-    if (weft_gcp_detect(&info, why, sizeof(why)) == 0 && info.on_gce &&
+    if (weftx_gcp_detect(&info, why, sizeof(why)) == 0 && info.on_gce &&
         bench_expect_for(info.machine_type, e) == 0) {
       e->source = "GCE metadata";
       return 0;

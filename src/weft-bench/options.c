@@ -22,7 +22,7 @@ struct bench_option {
 
 static int set_size(const char *v, size_t *dst, char *why, size_t whylen)
 {
-  if (weft_parse_size(v, dst) != 0) {
+  if (weftx_parse_size(v, dst) != 0) {
     snprintf(why, whylen, "'%s' is not a size: write bytes with an optional K, M or G", v);
     return -1;
   }
@@ -31,7 +31,7 @@ static int set_size(const char *v, size_t *dst, char *why, size_t whylen)
 
 static int set_long(const char *v, long min, long max, long *dst, char *why, size_t whylen)
 {
-  if (weft_parse_long(v, min, max, dst) != 0) {
+  if (weftx_parse_long(v, min, max, dst) != 0) {
     snprintf(why, whylen, "'%s' is not a whole number from %ld to %ld", v, min, max);
     return -1;
   }
@@ -65,7 +65,7 @@ int bench_parse_sizes(const char *v, size_t *sizes, int *nsizes, char *w, size_t
         snprintf(w, n, "more than %d sizes", BENCH_MAX_SIZES);
       return -1;
     }
-    if (weft_parse_size(tok, &sizes[(*nsizes)++]) != 0) {
+    if (weftx_parse_size(tok, &sizes[(*nsizes)++]) != 0) {
       if (w)
         snprintf(w, n, "'%s' is not a size: write bytes with an optional K, M or G", tok);
       return -1;

@@ -256,36 +256,36 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
   }
   averages(r, &a);
   fputs("{\n  \"version\": 1,\n  \"tool\": \"weft-bench\",\n  \"collective\": ", f);
-  weft_json_string(f, o->coll->name);
+  weftx_json_string(f, o->coll->name);
   fputs(",\n  \"weft_version\": ", f);
-  weft_json_string(f, weft_version_string());
+  weftx_json_string(f, weft_version_string());
   fputs(",\n  \"mpi_version\": ", f);
-  weft_json_string(f, r->mpi_version);
+  weftx_json_string(f, r->mpi_version);
   fputs(",\n  \"nccl_version\": ", f);
-  weft_json_string(f, r->nccl_version);
+  weftx_json_string(f, r->nccl_version);
   fprintf(f, ",\n  \"ranks\": %d,\n  \"hosts\": [", r->nranks);
   for (int i = 0; i < r->nhosts; i++) {
     fputs(i ? ", " : "", f);
-    weft_json_string(f, r->hosts[i]);
+    weftx_json_string(f, r->hosts[i]);
   }
   fputs("],\n  \"memory\": ", f);
-  weft_json_string(f, o->device ? "device" : "host");
+  weftx_json_string(f, o->device ? "device" : "host");
   fputs(",\n  \"dtypes\": [", f);
   for (int i = 0; i < o->ndtypes; i++) {
     fputs(i ? ", " : "", f);
-    weft_json_string(f, weft_dtype_name(o->dtypes[i]));
+    weftx_json_string(f, weft_dtype_name(o->dtypes[i]));
   }
   fputs("],\n  \"ops\": [", f);
   for (int i = 0; i < (o->coll->reduces ? o->nops : 1); i++) {
     fputs(i ? ", " : "", f);
-    weft_json_string(f, redop_name(o, o->ops[i]));
+    weftx_json_string(f, redop_name(o, o->ops[i]));
   }
   fputs("]", f);
   fprintf(f, ",\n  \"root\": %d,\n  \"iters\": %ld,\n  \"warmup_iters\": %ld,\n  \"check\": %s,\n",
           o->coll->rooted ? o->root : -1, o->iters, o->warmup, o->check ? "true" : "false");
   fputs("  \"baseline\": ", f);
   if (r->raw_name)
-    weft_json_string(f, r->raw_name);
+    weftx_json_string(f, r->raw_name);
   else
     fputs("null", f);
   fputs(",\n  \"busbw_factor\": ", f);
@@ -293,22 +293,22 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
   fputs(",\n  \"rank_info\": [\n", f);
   for (int i = 0; i < r->nranks; i++) {
     fprintf(f, "    { \"rank\": %d, \"host\": ", i);
-    weft_json_string(f, r->rank_host[i]);
+    weftx_json_string(f, r->rank_host[i]);
     fprintf(f, ", \"pid\": %d, \"gpu\": ", r->rank_pid[i]);
     if (strcmp(r->rank_gpu[i], "none"))
-      weft_json_string(f, r->rank_gpu[i]);
+      weftx_json_string(f, r->rank_gpu[i]);
     else
       fputs("null", f);
     fputs(", \"nic\": ", f);
-    weft_json_string(f, r->rank_nic[i]);
+    weftx_json_string(f, r->rank_nic[i]);
     fprintf(f, " }%s\n", i + 1 < r->nranks ? "," : "");
   }
   fputs("  ],\n  \"machine\": ", f);
   if (r->have_expect) {
     fputs("{ \"type\": ", f);
-    weft_json_string(f, r->expect.machine);
+    weftx_json_string(f, r->expect.machine);
     fputs(", \"source\": ", f);
-    weft_json_string(f, r->expect.source);
+    weftx_json_string(f, r->expect.source);
     fprintf(f, ", \"nic_gbps\": %.0f, \"busbw_ceiling\": %.1f, \"healthy_busbw_min\": ",
             r->expect.nic_gbps, r->expect.ceiling);
     bench_json_num(f, r->expect.healthy_lo > 0 ? r->expect.healthy_lo : -1);
@@ -323,9 +323,9 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
     const struct bench_row *w = &r->rows[i];
 
     fprintf(f, "    { \"size\": %zu, \"count\": %zu, \"type\": ", w->bytes, w->count);
-    weft_json_string(f, weft_dtype_name(w->dtype));
+    weftx_json_string(f, weft_dtype_name(w->dtype));
     fputs(", \"redop\": ", f);
-    weft_json_string(f, redop_name(o, w->op));
+    weftx_json_string(f, redop_name(o, w->op));
     fputs(", \"time_us\": ", f);
     bench_json_num(f, w->time_us);
     fputs(", \"algbw\": ", f);
@@ -360,7 +360,7 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
   fputs(",\n  \"min_busbw\": ", f);
   bench_json_num(f, o->min_busbw);
   fputs(",\n  \"status\": ", f);
-  weft_json_string(f, status == BENCH_EXIT_OK ? "OK" : "FAILED");
+  weftx_json_string(f, status == BENCH_EXIT_OK ? "OK" : "FAILED");
   fprintf(f, ",\n  \"exit_status\": %d\n}\n", status);
   if (fclose(f) != 0) {
     fprintf(stderr, "weft-bench: cannot write --json %s\n", path);

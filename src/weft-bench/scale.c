@@ -47,7 +47,7 @@ struct scale_opts {
 
 struct scale {
   struct scale_opts o;
-  weft_hostlist *hosts;
+  weftx_hostlist *hosts;
   char self[PATH_MAX], launcher[PATH_MAX];
   int launcher_is_weftrun, tty, vcluster_sizes;
   struct scale_job jobs[SCALE_MAX_COUNTS], pairs[SCALE_MAX_COUNTS];
@@ -92,7 +92,7 @@ static int parse_counts(const char *v, struct scale_opts *o)
   for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     long k;
 
-    if (o->ncounts == SCALE_MAX_COUNTS || weft_parse_long(tok, 1, 100000, &k) != 0)
+    if (o->ncounts == SCALE_MAX_COUNTS || weftx_parse_long(tok, 1, 100000, &k) != 0)
       return -1;
     if (o->ncounts && k <= o->counts[o->ncounts - 1])
       return -1;                /* increasing, so that "the largest" is the last */
@@ -159,10 +159,10 @@ static int scale_parse(int argc, char **argv, struct scale_opts *o)
       bad = parse_sizes(v, o);
       o->sizes_given = 1;
     }
-    else if (!strcmp(a, "--ppn")) bad = weft_parse_long(v, 1, 4096, &o->ppn);
-    else if (!strcmp(a, "--iters")) bad = weft_parse_long(v, 1, 1000000, &o->iters);
-    else if (!strcmp(a, "--warmup")) bad = weft_parse_long(v, 0, 1000000, &o->warmup);
-    else if (!strcmp(a, "--timeout")) bad = weft_parse_long(v, 1, 86400, &o->timeout);
+    else if (!strcmp(a, "--ppn")) bad = weftx_parse_long(v, 1, 4096, &o->ppn);
+    else if (!strcmp(a, "--iters")) bad = weftx_parse_long(v, 1, 1000000, &o->iters);
+    else if (!strcmp(a, "--warmup")) bad = weftx_parse_long(v, 0, 1000000, &o->warmup);
+    else if (!strcmp(a, "--timeout")) bad = weftx_parse_long(v, 1, 86400, &o->timeout);
     else
       return scale_usage_error("unknown option", a);
     if (bad)
@@ -283,14 +283,14 @@ static int load_hosts(struct scale *s)
     s->vcluster_sizes = 1;
   }
   s->o.hostfile = file;
-  rc = weft_hostlist_create(&s->hosts);
+  rc = weftx_hostlist_create(&s->hosts);
   if (rc == 0)
-    rc = weft_hostfile_load(s->hosts, file, why, sizeof(why));
+    rc = weftx_hostfile_load(s->hosts, file, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weft-bench scale: %s\n", rc == WEFT_ENOMEM ? "out of memory" : why);
     return BENCH_EXIT_USAGE;
   }
-  n = weft_hostlist_count(s->hosts);
+  n = weftx_hostlist_count(s->hosts);
   if (s->o.ncounts == 0) {
     for (int k = 1; k < n && s->o.ncounts < SCALE_MAX_COUNTS - 1; k *= 2)
       s->o.counts[s->o.ncounts++] = k;
@@ -306,7 +306,7 @@ static int load_hosts(struct scale *s)
 
 static const char *host_name(const struct scale *s, int i, char *buf, size_t len)
 {
-  const weft_host *h = weft_hostlist_host(s->hosts, i);
+  const weftx_host *h = weftx_hostlist_host(s->hosts, i);
 
   if (h->user)
     snprintf(buf, len, "%s@%s", h->user, h->name);
@@ -612,11 +612,11 @@ static int write_files(struct scale *s, const char *slow, int status)
   }
   write_csv(s, csv);
   fprintf(js, "{\n  \"version\": 1,\n  \"tool\": \"weft-bench scale\",\n  \"collective\": ");
-  weft_json_string(js, o->coll->name);
+  weftx_json_string(js, o->coll->name);
   fprintf(js, ",\n  \"hostfile\": ");
-  weft_json_string(js, o->hostfile);
+  weftx_json_string(js, o->hostfile);
   fprintf(js, ",\n  \"launcher\": ");
-  weft_json_string(js, s->launcher);
+  weftx_json_string(js, s->launcher);
   fprintf(js, ",\n  \"ppn\": %ld,\n  \"iters\": %ld,\n  \"sizes\": [", o->ppn, o->iters);
   for (int k = 0; k < o->nsizes; k++)
     fprintf(js, "%s%zu", k ? ", " : "", o->sizes[k]);
@@ -670,20 +670,20 @@ static int write_files(struct scale *s, const char *slow, int status)
     fprintf(pairs, "%s,%s,%zu,%.3f,%.6f,%d\n", j->host_a, j->host_b, o->sizes[o->nsizes - 1],
             p ? p->time_us : -1, p ? p->busbw : -1, j->status);
     fprintf(js, "%s\n    { \"a\": ", i ? "," : "");
-    weft_json_string(js, j->host_a);
+    weftx_json_string(js, j->host_a);
     fprintf(js, ", \"b\": ");
-    weft_json_string(js, j->host_b);
+    weftx_json_string(js, j->host_b);
     fprintf(js, ", \"busbw\": ");
     bench_json_num(js, p && j->status == 0 ? p->busbw : NAN);
     fprintf(js, ", \"exit_status\": %d }", j->status);
   }
   fprintf(js, " ],\n  \"slowest\": ");
   if (strcmp(slow, "none"))
-    weft_json_string(js, slow);
+    weftx_json_string(js, slow);
   else
     fputs("null", js);
   fprintf(js, ",\n  \"status\": ");
-  weft_json_string(js, status == BENCH_EXIT_OK ? "OK" : "FAILED");
+  weftx_json_string(js, status == BENCH_EXIT_OK ? "OK" : "FAILED");
   fprintf(js, ",\n  \"exit_status\": %d\n}\n", status);
   if ((fclose(csv) | fclose(js) | fclose(pairs)) != 0) {
     fprintf(stderr, "weft-bench scale: cannot write in %s\n", o->out);
@@ -784,7 +784,7 @@ int bench_scale_main(int argc, char **argv)
     rc = BENCH_EXIT_RUNTIME;
   }
   if (rc) {
-    weft_hostlist_destroy(s->hosts);
+    weftx_hostlist_destroy(s->hosts);
     free(s);
     return rc < 0 ? BENCH_EXIT_OK : rc;
   }
@@ -798,7 +798,7 @@ int bench_scale_main(int argc, char **argv)
     printf("%s%d", i ? "," : " ", s->o.counts[i]);
   printf(", sizes %s%s\n# hosts from %s (%d), launcher %s\n", sizes,
          s->vcluster_sizes ? " (a virtual cluster's default; --sizes for others)" : "",
-         s->o.hostfile, weft_hostlist_count(s->hosts), s->launcher);
+         s->o.hostfile, weftx_hostlist_count(s->hosts), s->launcher);
   {
     struct bench_expect e;
 
@@ -832,8 +832,8 @@ int bench_scale_main(int argc, char **argv)
       char label[600], nm[64], a[256], b[256];
 
       j->nodes = 2;
-      j->host_a = weft_hostlist_host(s->hosts, idx[0])->name;
-      j->host_b = weft_hostlist_host(s->hosts, idx[1])->name;
+      j->host_a = weftx_hostlist_host(s->hosts, idx[0])->name;
+      j->host_b = weftx_hostlist_host(s->hosts, idx[1])->name;
       snprintf(label, sizeof(label), "sendrecv %s <-> %s", host_name(s, idx[0], a, sizeof(a)),
                host_name(s, idx[1], b, sizeof(b)));
       snprintf(nm, sizeof(nm), "pair-%d-%d", idx[0], idx[1]);
@@ -859,7 +859,7 @@ int bench_scale_main(int argc, char **argv)
            s->o.out, s->o.out, s->o.out, runs);
     printf("#\n# Scaling test concluded: %s\n", status == BENCH_EXIT_OK ? "OK" : "FAILED");
   }
-  weft_hostlist_destroy(s->hosts);
+  weftx_hostlist_destroy(s->hosts);
   free(s);
   return rc ? rc : status;
 }

@@ -3,8 +3,8 @@
  * Google Cloud in the rank agent: the --nccl-preset of this host (its
  * reserved cores and its variables, resolved with this VM's NIC names), and
  * the preemption watch. On a preemption notice the agent sends itself
- * WEFT_PREEMPT_SIGNAL, which the supervisor forwards to the program (SIGKILL
- * after its grace period), and then exits with WEFT_EXIT_PREEMPTED.
+ * WEFTX_PREEMPT_SIGNAL, which the supervisor forwards to the program (SIGKILL
+ * after its grace period), and then exits with WEFTX_EXIT_PREEMPTED.
  */
 #include "config.h"
 
@@ -17,9 +17,9 @@
 #include "weft-rank.h"
 
 struct wk_gcp {
-  weft_gcp_info info;
-  weft_preset *preset;
-  weft_gcp_watch *watch;
+  weftx_gcp_info info;
+  weftx_preset *preset;
+  weftx_gcp_watch *watch;
   const wk_who *who;
   atomic_int preempted;
   char what[64], value[64];
@@ -44,7 +44,7 @@ wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, 
     return WEFT_ENOMEM;
   g->who = who;
   atomic_init(&g->preempted, 0);
-  rc = weft_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, len);
+  rc = weftx_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, len);
   if (rc)
     return rc;
   /* One voice per host for what every rank there would say alike. */
@@ -52,7 +52,7 @@ wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, 
     if (why[0])
       warn(g, why);
     if (g->preset)
-      weft_gcp_check(&g->info, g->preset, nhosts > 1, warn, g);
+      weftx_gcp_check(&g->info, g->preset, nhosts > 1, warn, g);
   }
   why[0] = '\0';
   return 0;
@@ -61,13 +61,13 @@ wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, 
 const char *
 wk_gcp_reserved_cpus(const wk_gcp *g)
 {
-  return g ? weft_preset_reserved_cpus(g->preset) : NULL;
+  return g ? weftx_preset_reserved_cpus(g->preset) : NULL;
 }
 
 int
-wk_gcp_apply(wk_gcp *g, weft_env *env, char *why, size_t len)
+wk_gcp_apply(wk_gcp *g, weftx_env *env, char *why, size_t len)
 {
-  return g && g->preset ? weft_preset_apply(g->preset, &g->info, env, why, len) : 0;
+  return g && g->preset ? weftx_preset_apply(g->preset, &g->info, env, why, len) : 0;
 }
 
 static void
@@ -80,7 +80,7 @@ on_notice(void *arg, const char *what, const char *value)
   atomic_store(&g->preempted, 1);
   fprintf(stderr, "weft-rank: rank %d host %s gpu %s: GCE notice instance/%s = %s: the VM is going "
           "away; stopping the rank (signal %d)\n", g->who->rank, g->who->host, g->who->gpu, what,
-          value, WEFT_PREEMPT_SIGNAL);
+          value, WEFTX_PREEMPT_SIGNAL);
   wk_supervise_preempt();
 }
 
@@ -88,7 +88,7 @@ void
 wk_gcp_watch_start(wk_gcp *g)
 {
   /* Off GCE this makes no request and starts nothing. */
-  if (g && weft_gcp_watch_start(&g->watch, on_notice, g) != 0)
+  if (g && weftx_gcp_watch_start(&g->watch, on_notice, g) != 0)
     g->watch = NULL;
 }
 
@@ -97,14 +97,14 @@ wk_gcp_watch_stop(wk_gcp *g, int rc)
 {
   if (!g)
     return rc;
-  weft_gcp_watch_stop(g->watch);
+  weftx_gcp_watch_stop(g->watch);
   g->watch = NULL;
   if (!atomic_load(&g->preempted))
     return rc;
   fprintf(stderr, "weft-rank: rank %d host %s gpu %s: preempted (instance/%s = %s); exited with "
           "status %d\n", g->who->rank, g->who->host, g->who->gpu, g->what, g->value,
-          WEFT_EXIT_PREEMPTED);
-  return WEFT_EXIT_PREEMPTED;
+          WEFTX_EXIT_PREEMPTED);
+  return WEFTX_EXIT_PREEMPTED;
 }
 
 void
@@ -112,21 +112,21 @@ wk_gcp_destroy(wk_gcp *g)
 {
   if (!g)
     return;
-  weft_gcp_watch_stop(g->watch);
-  weft_preset_free(g->preset);
+  weftx_gcp_watch_stop(g->watch);
+  weftx_preset_free(g->preset);
   free(g);
 }
 
 void
 wk_gcp_probe_facts(FILE *out)
 {
-  weft_gcp_info info;
+  weftx_gcp_info info;
   char why[512];
-  int rc = weft_gcp_identify(&info, why, sizeof(why));
+  int rc = weftx_gcp_identify(&info, why, sizeof(why));
 
   if (rc)
     fprintf(stderr, "weft-rank --probe: warning: %s\n", why[0] ? why : weft_strerror(rc));
   else if (info.on_gce)
-    fprintf(out, "\n" WEFT_GCE_PROBE_TAG " %s %s\n", info.machine_type,
+    fprintf(out, "\n" WEFTX_GCE_PROBE_TAG " %s %s\n", info.machine_type,
             info.physical_host[0] ? info.physical_host : "-");
 }

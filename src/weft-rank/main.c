@@ -2,7 +2,7 @@
 /*
  * weft-rank: the per-rank agent weftrun starts through mpirun. It finds its
  * rank and host from Open MPI's variables and weftrun's layout, computes its
- * own placement with weft_map_rank() on its host's topology, binds CPU and
+ * own placement with weftx_map_rank() on its host's topology, binds CPU and
  * memory with hwloc when that topology is this machine (and only says what it
  * would bind otherwise), adds the per-rank environment without overwriting
  * anything the user set, and runs the program under supervision.
@@ -60,11 +60,11 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case K_BINDTO: o->bind_to = a1; return 0;
   case K_OVERSUB: o->oversubscribe = 1; return 0;
   case K_REPORT: o->report_bindings = 1; return 0;
-  case K_GPN: return weft_parse_long(a1, 0, 1024, &o->gpus_per_node) ? -1 : 0;
+  case K_GPN: return weftx_parse_long(a1, 0, 1024, &o->gpus_per_node) ? -1 : 0;
   case K_GPUVIS: o->gpu_visibility = a1; return 0;
   case K_NCCL: o->nccl_preset = a1; return 0;
   case K_MADDR: o->master_addr = a1; return 0;
-  case K_MPORT: return weft_parse_long(a1, 1, 65535, &o->master_port) ? -1 : 0;
+  case K_MPORT: return weftx_parse_long(a1, 1, 65535, &o->master_port) ? -1 : 0;
   case K_IFNAME: o->ifname = a1; return 0;
   case K_TOPO:
     if (!strchr(a1, '=')) {
@@ -78,7 +78,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     o->host_topology[o->nhost_topology++] = a1;
     return 0;
   case K_HOSTXML: o->host_xml = a1; return 0;
-  case K_GRACE: return weft_parse_long(a1, 0, 3600, &o->preempt_grace) ? -1 : 0;
+  case K_GRACE: return weftx_parse_long(a1, 0, 3600, &o->preempt_grace) ? -1 : 0;
   case K_PROBE: o->probe = 1; return 0;
   case K_HELP:
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
@@ -93,7 +93,7 @@ env_int(const char *name, int *out)
 {
   const char *v = getenv(name);
   long l;
-  if (!v || weft_parse_long(v, 0, 100000000, &l))
+  if (!v || weftx_parse_long(v, 0, 100000000, &l))
     return -1;
   *out = (int)l;
   return 0;
@@ -137,23 +137,23 @@ topology_for(const wk_opts *o, int node)
 
 /* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
  * when this is that host (it saves the probe; binding acts as on a live load), else the
- * live machine or $WEFT_TOPOLOGY as weft_topo_load() does. */
+ * live machine or $WEFT_TOPOLOGY as weftx_topo_load() does. */
 static int
-load_topology(const wk_opts *o, int node, weft_topo **t, char *why, size_t len)
+load_topology(const wk_opts *o, int node, weftx_topo **t, char *why, size_t len)
 {
   const char *file = topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
   if (!file && o->host_xml && !(env && *env)) {
     char me[256];
     if (gethostname(me, sizeof(me)) == 0 &&
-        weft_topo_load(o->host_xml, WEFT_TOPO_THIS_SYSTEM, t, NULL, 0) == 0) {
+        weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM, t, NULL, 0) == 0) {
       me[sizeof(me) - 1] = '\0';
-      if (!strcmp(weft_topo_hostname(*t), me))
+      if (!strcmp(weftx_topo_hostname(*t), me))
         return 0;
-      weft_topo_destroy(*t); /* another host's (a shared $TMPDIR): probe this one */
+      weftx_topo_destroy(*t); /* another host's (a shared $TMPDIR): probe this one */
       *t = NULL;
     }
   }
-  return weft_topo_load(file, 0, t, why, len);
+  return weftx_topo_load(file, 0, t, why, len);
 }
 
 #define FAIL(...)                                                                      \
@@ -167,9 +167,9 @@ load_topology(const wk_opts *o, int node, weft_topo **t, char *why, size_t len)
   } while (0)
 
 static int
-bind_here(const weft_topo *t, const weft_place *pl, char *note, size_t len)
+bind_here(const weftx_topo *t, const weftx_place *pl, char *note, size_t len)
 {
-  hwloc_topology_t h = weft_topo_hwloc(t);
+  hwloc_topology_t h = weftx_topo_hwloc(t);
   if (hwloc_set_cpubind(h, pl->cpuset, HWLOC_CPUBIND_PROCESS)) {
     snprintf(note, len, "cpu binding failed (%s)", strerror(errno));
     return -1;
@@ -188,25 +188,25 @@ bind_here(const weft_topo *t, const weft_place *pl, char *note, size_t len)
 static int
 probe(void)
 {
-  weft_topo *t = NULL;
+  weftx_topo *t = NULL;
   char why[600] = "", *xml = NULL;
   int len = 0;
-  int rc = weft_topo_load(NULL, 0, &t, why, sizeof(why));
+  int rc = weftx_topo_load(NULL, 0, &t, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weft-rank --probe: %s\n", why[0] ? why : weft_strerror(rc));
     return WK_EXIT_SETUP;
   }
-  hwloc_topology_t h = weft_topo_hwloc(t);
+  hwloc_topology_t h = weftx_topo_hwloc(t);
   if (hwloc_topology_export_xmlbuffer(h, &xml, &len, 0) || !xml) {
     fprintf(stderr, "weft-rank --probe: cannot export the topology as XML\n");
-    weft_topo_destroy(t);
+    weftx_topo_destroy(t);
     return WK_EXIT_SETUP;
   }
   int bad = fwrite(xml, 1, (size_t)len - 1, stdout) != (size_t)len - 1;
   wk_gcp_probe_facts(stdout);
   bad |= fflush(stdout) != 0;
   hwloc_free_xmlbuffer(h, xml);
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
   return bad ? WK_EXIT_SETUP : 0;
 }
 
@@ -215,10 +215,10 @@ main(int argc, char **argv)
 {
   wk_opts o;
   wk_who who;
-  weft_topo *t = NULL;
-  weft_env *env = NULL;
+  weftx_topo *t = NULL;
+  weftx_env *env = NULL;
   wk_gcp *gcp = NULL;
-  weft_place pl;
+  weftx_place pl;
   int placed = 0, rc = 0, first = argc;
   char why[600] = "";
   int *counts = NULL;
@@ -226,7 +226,7 @@ main(int argc, char **argv)
   memset(&o, 0, sizeof(o));
   memset(&pl, 0, sizeof(pl));
   o.gpus_per_node = -1;
-  o.preempt_grace = WEFT_PREEMPT_GRACE_S;
+  o.preempt_grace = WEFTX_PREEMPT_GRACE_S;
   who.rank = -1;
   snprintf(who.gpu, sizeof(who.gpu), "none");
   if (gethostname(who.host, sizeof(who.host)))
@@ -271,34 +271,34 @@ main(int argc, char **argv)
   /* this host's topology and the rank's place on it */
   if ((rc = load_topology(&o, node, &t, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
-  weft_policy pol;
+  weftx_policy pol;
   memset(&pol, 0, sizeof(pol));
-  if ((rc = weft_policy_parse(&pol, o.map_by, o.bind_to, why, sizeof(why))))
+  if ((rc = weftx_policy_parse(&pol, o.map_by, o.bind_to, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if (o.oversubscribe)
     pol.oversubscribe = 1;
   if ((rc = wk_gcp_prepare(&o, nhosts, lrank, &who, &gcp, why, sizeof(why))))
     FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
   pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
-  if ((rc = weft_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
+  if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   placed = 1;
   if (pl.gpu >= 0) {
-    const weft_gpu *g = weft_topo_gpu(t, pl.gpu);
+    const weftx_gpu *g = weftx_topo_gpu(t, pl.gpu);
     snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
   }
 
   /* bind, or say what would be bound */
   char note[160] = "";
-  int live = weft_topo_is_live(t);
+  int live = weftx_topo_is_live(t);
   if (pl.bound && live)
     bind_here(t, &pl, note, sizeof(note));
   if (o.report_bindings) {
     char line[600];
-    if (weft_place_format(t, who.host, rank, &pl, line, sizeof(line)) == 0)
+    if (weftx_place_format(t, who.host, rank, &pl, line, sizeof(line)) == 0)
       fprintf(stderr, "[weft] %s%s%s%s\n", line,
               !pl.bound ? " (not bound)" : live ? (note[0] ? " (" : " (bound)") :
-              " (not bound: topology from ", !pl.bound ? "" : live ? note : weft_topo_source(t),
+              " (not bound: topology from ", !pl.bound ? "" : live ? note : weftx_topo_source(t),
               pl.bound && (!live || note[0]) ? ")" : "");
   } else if (note[0]) {
     fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank, who.host,
@@ -306,8 +306,8 @@ main(int argc, char **argv)
   }
 
   /* the per-rank environment: the user's variables first, weft's only where unset */
-  weft_rank_info ri;
-  weft_rank_info_init(&ri);
+  weftx_rank_info ri;
+  weftx_rank_info_init(&ri);
   ri.rank = rank;
   ri.size = size;
   ri.local_rank = lrank;
@@ -317,24 +317,24 @@ main(int argc, char **argv)
   ri.master_addr = o.master_addr;
   ri.master_port = (int)o.master_port;
   ri.ifname = o.ifname;
-  if (o.gpu_visibility && weft_gpu_visibility_parse(o.gpu_visibility, &ri.gpu_visibility))
+  if (o.gpu_visibility && weftx_gpu_visibility_parse(o.gpu_visibility, &ri.gpu_visibility))
     FAIL("bad --gpu-visibility '%s'", o.gpu_visibility);
-  if ((rc = weft_rank_info_set_place(&ri, t, &pl)))
+  if ((rc = weftx_rank_info_set_place(&ri, t, &pl)))
     FAIL("placement does not fit the environment: %s", weft_strerror(rc));
   extern char **environ;
-  if ((rc = weft_env_create(&env)) || (rc = weft_env_import(env, environ, WEFT_ENV_USER)))
+  if ((rc = weftx_env_create(&env)) || (rc = weftx_env_import(env, environ, WEFTX_ENV_USER)))
     FAIL("out of memory");
   if ((rc = wk_gcp_apply(gcp, env, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
-  if ((rc = weft_rank_env(env, &ri, why, sizeof(why))))
+  if ((rc = weftx_rank_env(env, &ri, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
-  if ((rc = weft_env_apply(env)))
+  if ((rc = weftx_env_apply(env)))
     FAIL("cannot set the environment: %s", weft_strerror(rc));
-  weft_env_destroy(env);
+  weftx_env_destroy(env);
   env = NULL;
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   placed = 0;
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
   t = NULL;
   free(counts);
   counts = NULL;
@@ -344,9 +344,9 @@ main(int argc, char **argv)
   rc = wk_gcp_watch_stop(gcp, wk_supervise(o.program, &who));
 out:
   if (placed)
-    weft_place_clear(&pl);
-  weft_env_destroy(env);
-  weft_topo_destroy(t);
+    weftx_place_clear(&pl);
+  weftx_env_destroy(env);
+  weftx_topo_destroy(t);
   free(counts);
   wk_gcp_destroy(gcp);
   return rc;

@@ -25,7 +25,7 @@
 static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
 static volatile sig_atomic_t preempting = 0;
-static unsigned preempt_grace = WEFT_PREEMPT_GRACE_S;
+static unsigned preempt_grace = WEFTX_PREEMPT_GRACE_S;
 
 void
 wk_supervise_set_grace(long seconds)
@@ -38,7 +38,7 @@ void
 wk_supervise_preempt(void)
 {
   preempting = 1;
-  kill(getpid(), WEFT_PREEMPT_SIGNAL);
+  kill(getpid(), WEFTX_PREEMPT_SIGNAL);
 }
 
 static void

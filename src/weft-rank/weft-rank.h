@@ -6,7 +6,7 @@
 #ifndef WEFT_RANK_H
 #define WEFT_RANK_H
 
-#include <weft.h>
+#include <weftx.h>
 
 #define WK_MAX_HOSTS 16384
 #define WK_EXIT_SETUP 70   /* weft-rank could not set the rank up */
@@ -39,18 +39,18 @@ typedef struct wk_who {
 /* supervise.c: fork+exec argv, forward signals, wait; returns the exit code to use
  * (the program's, 128+N for signal N) after printing the failure line if it failed. */
 int wk_supervise(char **argv, const wk_who *who);
-/* Grace after a preemption notice (default WEFT_PREEMPT_GRACE_S); wk_supervise_preempt()
- * sends WEFT_PREEMPT_SIGNAL to this process so that the program gets that grace. */
+/* Grace after a preemption notice (default WEFTX_PREEMPT_GRACE_S); wk_supervise_preempt()
+ * sends WEFTX_PREEMPT_SIGNAL to this process so that the program gets that grace. */
 void wk_supervise_set_grace(long seconds);
 void wk_supervise_preempt(void);
 
 /* gcp.c: --nccl-preset on this host (reserved cores, variables) and the preemption
- * watch; wk_gcp_watch_stop() turns rc into WEFT_EXIT_PREEMPTED after a notice. */
+ * watch; wk_gcp_watch_stop() turns rc into WEFTX_EXIT_PREEMPTED after a notice. */
 typedef struct wk_gcp wk_gcp;
 int wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, wk_gcp **g,
                    char *why, size_t len);
 const char *wk_gcp_reserved_cpus(const wk_gcp *g);
-int wk_gcp_apply(wk_gcp *g, weft_env *env, char *why, size_t len);
+int wk_gcp_apply(wk_gcp *g, weftx_env *env, char *why, size_t len);
 void wk_gcp_watch_start(wk_gcp *g);
 int wk_gcp_watch_stop(wk_gcp *g, int rc);
 void wk_gcp_destroy(wk_gcp *g);

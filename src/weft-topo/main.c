@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
   struct topo_opts o;
-  weft_topo *t = NULL;
+  weftx_topo *t = NULL;
   char why[512];
   const char *host;
   int rc;
@@ -34,12 +34,12 @@ int main(int argc, char **argv)
     topo_man_options(stdout);
     return TOPO_EXIT_OK;
   }
-  rc = weft_topo_load(o.topology, 0, &t, why, sizeof(why));
+  rc = weftx_topo_load(o.topology, 0, &t, why, sizeof(why));
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
     return rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL : TOPO_EXIT_TOPOLOGY;
   }
-  host = o.host ? o.host : weft_topo_hostname(t);
+  host = o.host ? o.host : weftx_topo_hostname(t);
   if (!host || !*host)
     host = "localhost";
   if (o.np > 0 || o.json)
@@ -50,6 +50,6 @@ int main(int argc, char **argv)
     fprintf(stderr, "weft-topo: could not write the output\n");
     rc = TOPO_EXIT_INTERNAL;
   }
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
   return rc;
 }

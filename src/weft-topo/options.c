@@ -45,7 +45,7 @@ static const weft_opt options[] = {
 
 static int count(const char *spelled, const char *arg, long *out, char *why, size_t whylen)
 {
-  int rc = weft_parse_long(arg, 1, 65536, out);
+  int rc = weftx_parse_long(arg, 1, 65536, out);
 
   if (rc != 0)
     snprintf(why, whylen, "%s needs a whole number from 1 to 65536, not '%s'", spelled, arg);

@@ -10,20 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *near_label(weft_near n)
+static const char *near_label(weftx_near n)
 {
   switch (n) {
-  case WEFT_NEAR_SWITCH: return "SW";
-  case WEFT_NEAR_NUMA: return "NODE";
-  case WEFT_NEAR_PACKAGE: return "SOC";
-  case WEFT_NEAR_SYSTEM: break;
+  case WEFTX_NEAR_SWITCH: return "SW";
+  case WEFTX_NEAR_NUMA: return "NODE";
+  case WEFTX_NEAR_PACKAGE: return "SOC";
+  case WEFTX_NEAR_SYSTEM: break;
   }
   return "SYS";
 }
 
 static void cpus(hwloc_const_bitmap_t set, char *buf, size_t len)
 {
-  if (!set || weft_cpuset_format(set, buf, len) != 0 || !buf[0])
+  if (!set || weftx_cpuset_format(set, buf, len) != 0 || !buf[0])
     snprintf(buf, len, "-");
 }
 
@@ -45,32 +45,32 @@ static void bytes(unsigned long long b, char *buf, size_t len)
     snprintf(buf, len, "%.0f GiB", (double)b / (double)(1ULL << 30));
 }
 
-static void summary(FILE *out, const weft_topo *t, const char *host)
+static void summary(FILE *out, const weftx_topo *t, const char *host)
 {
-  const char *src = weft_topo_source(t);
+  const char *src = weftx_topo_source(t);
   char buf[1024], mem[32];
   int i;
 
   fprintf(out, "# weft-topo: %s (host %s)\n",
-          weft_topo_is_live(t) ? "this machine" : src, host);
+          weftx_topo_is_live(t) ? "this machine" : src, host);
   fprintf(out, "Machine: %d package%s, %d NUMA node%s, %d cores, %d processors, %d GPU%s, %d NIC%s\n",
-          weft_topo_npackages(t), weft_topo_npackages(t) == 1 ? "" : "s", weft_topo_nnuma(t),
-          weft_topo_nnuma(t) == 1 ? "" : "s", weft_topo_ncores(t), weft_topo_npus(t),
-          weft_topo_ngpus(t), weft_topo_ngpus(t) == 1 ? "" : "s", weft_topo_nnics(t),
-          weft_topo_nnics(t) == 1 ? "" : "s");
+          weftx_topo_npackages(t), weftx_topo_npackages(t) == 1 ? "" : "s", weftx_topo_nnuma(t),
+          weftx_topo_nnuma(t) == 1 ? "" : "s", weftx_topo_ncores(t), weftx_topo_npus(t),
+          weftx_topo_ngpus(t), weftx_topo_ngpus(t) == 1 ? "" : "s", weftx_topo_nnics(t),
+          weftx_topo_nnics(t) == 1 ? "" : "s");
   fputs("\nNUMA  Package  Memory    Processors\n", out);
-  for (i = 0; i < weft_topo_nnuma(t); i++) {
-    const weft_numa *n = weft_topo_numa(t, i);
+  for (i = 0; i < weftx_topo_nnuma(t); i++) {
+    const weftx_numa *n = weftx_topo_numa(t, i);
     char pkg[16];
     cpus(n->cpuset, buf, sizeof(buf));
     bytes(n->memory, mem, sizeof(mem));
     numa_text(n->package, pkg, sizeof(pkg));
     fprintf(out, "%-4d  %-7s  %-8s  %s\n", n->os_index, pkg, mem, buf);
   }
-  if (weft_topo_ngpus(t) > 0) {
+  if (weftx_topo_ngpus(t) > 0) {
     fputs("\nGPU   PCI           NUMA  Memory    Model\n", out);
-    for (i = 0; i < weft_topo_ngpus(t); i++) {
-      const weft_gpu *g = weft_topo_gpu(t, i);
+    for (i = 0; i < weftx_topo_ngpus(t); i++) {
+      const weftx_gpu *g = weftx_topo_gpu(t, i);
       char numa[16];
       numa_text(g->numa, numa, sizeof(numa));
       bytes(g->memory, mem, sizeof(mem));
@@ -78,10 +78,10 @@ static void summary(FILE *out, const weft_topo *t, const char *host)
               g->model[0] ? g->model : "-");
     }
   }
-  if (weft_topo_nnics(t) > 0) {
+  if (weftx_topo_nnics(t) > 0) {
     fputs("\nNIC   Name             PCI           NUMA  Speed       Kind\n", out);
-    for (i = 0; i < weft_topo_nnics(t); i++) {
-      const weft_nic *n = weft_topo_nic(t, i);
+    for (i = 0; i < weftx_topo_nnics(t); i++) {
+      const weftx_nic *n = weftx_topo_nic(t, i);
       char numa[16], speed[32];
       numa_text(n->numa, numa, sizeof(numa));
       if (n->speed_mbps)
@@ -96,9 +96,9 @@ static void summary(FILE *out, const weft_topo *t, const char *host)
 }
 
 /* One row of the matrix: device \p row (GPUs first, then NICs) against all. */
-static void matrix_row(FILE *out, const weft_topo *t, int row)
+static void matrix_row(FILE *out, const weftx_topo *t, int row)
 {
-  int ng = weft_topo_ngpus(t), nn = weft_topo_nnics(t), col;
+  int ng = weftx_topo_ngpus(t), nn = weftx_topo_nnics(t), col;
   hwloc_const_cpuset_t set;
   char buf[1024], numa[16];
 
@@ -107,35 +107,35 @@ static void matrix_row(FILE *out, const weft_topo *t, int row)
   else
     fprintf(out, "NIC%-3d", row - ng);
   for (col = 0; col < ng + nn; col++) {
-    weft_near n;
+    weftx_near n;
     if (col == row) {
       fprintf(out, " %-5s", "X");
       continue;
     }
     if (row < ng && col < ng)
-      n = weft_topo_gpu_gpu_near(t, row, col);
+      n = weftx_topo_gpu_gpu_near(t, row, col);
     else if (row < ng)
-      n = weft_topo_gpu_nic_near(t, row, col - ng);
+      n = weftx_topo_gpu_nic_near(t, row, col - ng);
     else if (col < ng)
-      n = weft_topo_gpu_nic_near(t, col, row - ng);
+      n = weftx_topo_gpu_nic_near(t, col, row - ng);
     else
-      n = weft_topo_nic_nic_near(t, row - ng, col - ng);
+      n = weftx_topo_nic_nic_near(t, row - ng, col - ng);
     fprintf(out, " %-5s", near_label(n));
   }
   if (row < ng) {
-    set = weft_topo_gpu(t, row)->cpuset;
-    numa_text(weft_topo_gpu(t, row)->numa, numa, sizeof(numa));
+    set = weftx_topo_gpu(t, row)->cpuset;
+    numa_text(weftx_topo_gpu(t, row)->numa, numa, sizeof(numa));
   } else {
-    set = weft_topo_nic(t, row - ng)->cpuset;
-    numa_text(weft_topo_nic(t, row - ng)->numa, numa, sizeof(numa));
+    set = weftx_topo_nic(t, row - ng)->cpuset;
+    numa_text(weftx_topo_nic(t, row - ng)->numa, numa, sizeof(numa));
   }
   cpus(set, buf, sizeof(buf));
   fprintf(out, " %-18s %s\n", buf, numa);
 }
 
-static void matrix(FILE *out, const weft_topo *t)
+static void matrix(FILE *out, const weftx_topo *t)
 {
-  int ng = weft_topo_ngpus(t), nn = weft_topo_nnics(t), i;
+  int ng = weftx_topo_ngpus(t), nn = weftx_topo_nnics(t), i;
   char name[16];
 
   if (ng + nn == 0)
@@ -159,25 +159,25 @@ static void matrix(FILE *out, const weft_topo *t)
         "  SYS  = another package, or the locality is unknown\n", out);
 }
 
-static void warnings(FILE *out, const weft_topo *t, const char *prefix)
+static void warnings(FILE *out, const weftx_topo *t, const char *prefix)
 {
   int i;
 
-  for (i = 0; i < weft_topo_nwarnings(t); i++)
-    fprintf(out, "%swarning: %s\n", prefix, weft_topo_warning(t, i));
+  for (i = 0; i < weftx_topo_nwarnings(t); i++)
+    fprintf(out, "%swarning: %s\n", prefix, weftx_topo_warning(t, i));
 }
 
-int topo_report(FILE *out, const weft_topo *t, const char *host)
+int topo_report(FILE *out, const weftx_topo *t, const char *host)
 {
   summary(out, t, host);
   matrix(out, t);
-  if (weft_topo_nwarnings(t) > 0)
+  if (weftx_topo_nwarnings(t) > 0)
     fputc('\n', out);
   warnings(out, t, "");
   return TOPO_EXIT_OK;
 }
 
-static int policy_of(const struct topo_opts *o, weft_policy *p)
+static int policy_of(const struct topo_opts *o, weftx_policy *p)
 {
   char why[256];
   int rc;
@@ -186,7 +186,7 @@ static int policy_of(const struct topo_opts *o, weft_policy *p)
   p->oversubscribe = o->oversubscribe;
   p->use_hwthreads = o->hwthreads;
   p->reserved_cpus = o->reserved;
-  rc = weft_policy_parse(p, o->map_by, o->bind_to, why, sizeof(why));
+  rc = weftx_policy_parse(p, o->map_by, o->bind_to, why, sizeof(why));
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why);
     return TOPO_EXIT_USAGE;
@@ -202,31 +202,31 @@ static int policy_of(const struct topo_opts *o, weft_policy *p)
   return 0;
 }
 
-static void table(FILE *out, const weft_topo *t, const weft_plan *plan, const weft_policy *p)
+static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const weftx_policy *p)
 {
   char pol[256], *list = NULL;
   int i;
 
-  weft_policy shown = *p;
+  weftx_policy shown = *p;
 
   /* Say what the defaults stand for on this machine. */
-  if (shown.map_by == WEFT_MAP_AUTO)
-    shown.map_by = weft_topo_ngpus(t) > 0 ? WEFT_MAP_GPU : WEFT_MAP_CORE;
-  weft_policy_format(&shown, pol, sizeof(pol));
+  if (shown.map_by == WEFTX_MAP_AUTO)
+    shown.map_by = weftx_topo_ngpus(t) > 0 ? WEFTX_MAP_GPU : WEFTX_MAP_CORE;
+  weftx_policy_format(&shown, pol, sizeof(pol));
   fprintf(out, "# %d rank%s on %s: map-by %s\n", plan->np, plan->np == 1 ? "" : "s",
           plan->hosts[0].name, pol);
   fprintf(out, "%-5s %-5s %-12s  %-5s %-4s %-16s %s\n", "Rank", "GPU", "PCI", "Cores", "NUMA",
           "NIC", "Processors");
   for (i = 0; i < plan->np; i++) {
-    const weft_place *pl = &plan->ranks[i].place;
+    const weftx_place *pl = &plan->ranks[i].place;
     char gpu[16] = "-", numa[64] = "-";
     const char *pci = "-", *nic = "-";
     if (pl->gpu >= 0) {
       snprintf(gpu, sizeof(gpu), "%d", pl->gpu);
-      pci = weft_topo_gpu(t, pl->gpu)->pci;
+      pci = weftx_topo_gpu(t, pl->gpu)->pci;
     }
     if (pl->nic >= 0) {
-      const weft_nic *n = weft_topo_nic(t, pl->nic);
+      const weftx_nic *n = weftx_topo_nic(t, pl->nic);
       nic = n->name[0] ? n->name : n->pci;
     }
     if (!hwloc_bitmap_iszero(pl->nodeset) && hwloc_bitmap_list_asprintf(&list, pl->nodeset) >= 0) {
@@ -244,7 +244,7 @@ static void table(FILE *out, const weft_topo *t, const weft_plan *plan, const we
 }
 
 /* Each distinct note once, in rank order. */
-static void notes(FILE *out, const weft_plan *plan, const char *prefix)
+static void notes(FILE *out, const weftx_plan *plan, const char *prefix)
 {
   int i, j;
 
@@ -260,20 +260,20 @@ static void notes(FILE *out, const weft_plan *plan, const char *prefix)
   }
 }
 
-int topo_place(FILE *out, const weft_topo *t, const char *host, const struct topo_opts *o)
+int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct topo_opts *o)
 {
-  weft_policy p;
-  weft_plan_host h;
-  weft_plan plan;
-  weft_plan_rank *ranks;
-  const char *src = weft_topo_source(t), *slash;
+  weftx_policy p;
+  weftx_plan_host h;
+  weftx_plan plan;
+  weftx_plan_rank *ranks;
+  const char *src = weftx_topo_source(t), *slash;
   char why[512];
   int np, i, rc, status = TOPO_EXIT_OK;
 
   rc = policy_of(o, &p);
   if (rc != 0)
     return rc;
-  np = o->np > 0 ? (int)o->np : weft_map_slots(t, &p);
+  np = o->np > 0 ? (int)o->np : weftx_map_slots(t, &p);
   if (np < 1) {
     fprintf(stderr, "weft-topo: the policy leaves no slot on %s; give -np N\n", host);
     return TOPO_EXIT_NOFIT;
@@ -286,7 +286,7 @@ int topo_place(FILE *out, const weft_topo *t, const char *host, const struct top
   for (i = 0; i < np; i++) {
     ranks[i].rank = i;
     ranks[i].local_rank = i;
-    rc = weft_map_rank(t, &p, i, np, &ranks[i].place, why, sizeof(why));
+    rc = weftx_map_rank(t, &p, i, np, &ranks[i].place, why, sizeof(why));
     if (rc != 0) {
       fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
       status = rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
@@ -296,9 +296,9 @@ int topo_place(FILE *out, const weft_topo *t, const char *host, const struct top
   }
   slash = src ? strrchr(src, '/') : NULL;
   h.name = host;
-  h.slots = weft_map_slots(t, &p);
+  h.slots = weftx_map_slots(t, &p);
   h.topo = t;
-  h.topology = weft_topo_is_live(t) ? NULL : slash ? slash + 1 : src;
+  h.topology = weftx_topo_is_live(t) ? NULL : slash ? slash + 1 : src;
   memset(&plan, 0, sizeof(plan));
   plan.np = np;
   plan.nhosts = 1;
@@ -307,7 +307,7 @@ int topo_place(FILE *out, const weft_topo *t, const char *host, const struct top
   if (o->json) {
     warnings(stderr, t, "weft-topo: ");
     notes(stderr, &plan, "weft-topo: ");
-    if (weft_plan_write_json(out, &plan) != 0)
+    if (weftx_plan_write_json(out, &plan) != 0)
       status = TOPO_EXIT_INTERNAL;
   } else {
     table(out, t, &plan, &p);
@@ -316,7 +316,7 @@ int topo_place(FILE *out, const weft_topo *t, const char *host, const struct top
   }
 out:
   for (i = 0; i < np; i++)
-    weft_place_clear(&ranks[i].place);
+    weftx_place_clear(&ranks[i].place);
   free(ranks);
   return status;
 }

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include <weft.h>
+#include <weftx.h>
 
 /* Exit status, as weft-topo(1) documents it. */
 enum {
@@ -40,8 +40,8 @@ void topo_usage(FILE *out, const char *prog);
 void topo_man_options(FILE *out);
 
 /* The summary, the affinity matrix and legend, and the warnings. */
-int topo_report(FILE *out, const weft_topo *t, const char *host);
+int topo_report(FILE *out, const weftx_topo *t, const char *host);
 /* Place \p np ranks and print the table (or the plan JSON); returns an exit status. */
-int topo_place(FILE *out, const weft_topo *t, const char *host, const struct topo_opts *o);
+int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct topo_opts *o);
 
 #endif /* WEFT_TOPO_TOOL_H */

@@ -127,7 +127,7 @@ wr_find_mpirun(char *buf, size_t len)
   return NULL;
 }
 
-/* Variables forwarded to every rank by default, beside -x (weft_env_forward_default()).
+/* Variables forwarded to every rank by default, beside -x (weftx_env_forward_default()).
  * WEFT_TOPOLOGY describes one host, so it stays with the host it was set on. */
 static int
 forwarded(const char *name)
@@ -135,7 +135,7 @@ forwarded(const char *name)
   if (!strcmp(name, "WEFT_TOPOLOGY") || !strcmp(name, "WEFT_RANK_PATH") ||
       !strcmp(name, "WEFT_MPIRUN"))
     return 0;
-  return weft_env_forward_default(name);
+  return weftx_env_forward_default(name);
 }
 
 static int

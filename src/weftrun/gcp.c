@@ -14,10 +14,10 @@
 #include "weftrun.h"
 
 struct wr_gcp {
-  weft_gcp_info info;
-  weft_preset *preset;
-  weft_env *env;               /* the preset's variables, as resolved here */
-  weft_env *over;              /* the user's variables that the preset would have set */
+  weftx_gcp_info info;
+  weftx_preset *preset;
+  weftx_env *env;               /* the preset's variables, as resolved here */
+  weftx_env *over;              /* the user's variables that the preset would have set */
 };
 
 static void
@@ -29,29 +29,29 @@ warn(void *arg, const char *msg)
 
 /* The variables the user gives the ranks: they win over the preset. */
 static int
-user_env(const wr_opts *o, weft_env *env)
+user_env(const wr_opts *o, weftx_env *env)
 {
   extern char **environ;
   char why[512];
-  int rc = weft_env_forward(env, environ);
+  int rc = weftx_env_forward(env, environ);
   for (int i = 0; i < o->nxvars && !rc; i++)
-    if ((rc = weft_env_add_x(env, o->xvars[i], environ, why, sizeof(why))) == WEFT_ENOENT)
+    if ((rc = weftx_env_add_x(env, o->xvars[i], environ, why, sizeof(why))) == WEFT_ENOENT)
       rc = 0;
   return rc;
 }
 
 int
-wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out)
+wr_gcp_prepare(const wr_opts *o, int nhosts, weftx_policy *pol, wr_gcp **out)
 {
   char why[1024];
-  weft_env *user = NULL;
+  weftx_env *user = NULL;
   wr_gcp *g = calloc(1, sizeof(*g));
   int rc;
 
   *out = g;
   if (!g)
     return WR_EXIT_ENGINE;
-  rc = weft_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, sizeof(why));
+  rc = weftx_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weftrun: --nccl-preset %s: %s\n", o->nccl_preset, why[0] ? why : weft_strerror(rc));
     return rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;
@@ -60,35 +60,35 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out)
     warn(NULL, why);
   if (!g->preset)
     return 0;
-  pol->reserved_cpus = weft_preset_reserved_cpus(g->preset);
-  weft_gcp_check(&g->info, g->preset, nhosts > 1, warn, NULL);
-  if (weft_env_create(&g->env) || weft_env_create(&user) || user_env(o, user)) {
-    weft_env_destroy(user);
+  pol->reserved_cpus = weftx_preset_reserved_cpus(g->preset);
+  weftx_gcp_check(&g->info, g->preset, nhosts > 1, warn, NULL);
+  if (weftx_env_create(&g->env) || weftx_env_create(&user) || user_env(o, user)) {
+    weftx_env_destroy(user);
     return WR_EXIT_ENGINE;
   }
   /* Resolve over the user's variables (so that theirs are left out), keep only the preset's. */
-  rc = weft_preset_apply(g->preset, &g->info, user, why, sizeof(why));
-  for (int i = 0; !rc && i < weft_env_count(user); i++) {
+  rc = weftx_preset_apply(g->preset, &g->info, user, why, sizeof(why));
+  for (int i = 0; !rc && i < weftx_env_count(user); i++) {
     const char *k, *v, *d;
-    weft_env_origin og;
-    weft_env_entry(user, i, &k, &v, &og, &d);
-    if (og == WEFT_ENV_PRESET)
-      rc = weft_env_set(g->env, k, v, og, d);
+    weftx_env_origin og;
+    weftx_env_entry(user, i, &k, &v, &og, &d);
+    if (og == WEFTX_ENV_PRESET)
+      rc = weftx_env_set(g->env, k, v, og, d);
   }
   /* what the user set in place of the preset's value, for --dry-run */
-  const weft_preset_var *vars;
+  const weftx_preset_var *vars;
   int nvars;
   char why2[512];
-  if (!rc && weft_env_create(&g->over) == 0 &&
-      weft_preset_resolve(g->preset, &g->info, NULL, &vars, &nvars, why2, sizeof(why2)) == 0)
+  if (!rc && weftx_env_create(&g->over) == 0 &&
+      weftx_preset_resolve(g->preset, &g->info, NULL, &vars, &nvars, why2, sizeof(why2)) == 0)
     for (int i = 0; i < nvars && !rc; i++) {
-      weft_env_origin og;
-      const char *v = weft_env_get(user, vars[i].key);
-      if (!vars[i].prepend && v && weft_env_origin_of(user, vars[i].key, &og) == 0 &&
-          og != WEFT_ENV_PRESET)
-        rc = weft_env_set(g->over, vars[i].key, v, og, NULL);
+      weftx_env_origin og;
+      const char *v = weftx_env_get(user, vars[i].key);
+      if (!vars[i].prepend && v && weftx_env_origin_of(user, vars[i].key, &og) == 0 &&
+          og != WEFTX_ENV_PRESET)
+        rc = weftx_env_set(g->over, vars[i].key, v, og, NULL);
     }
-  weft_env_destroy(user);
+  weftx_env_destroy(user);
   if (rc == WEFT_ENOMEM)
     return WR_EXIT_ENGINE;
   if (rc) /* e.g. no GPU NIC here: each rank resolves it on its own host, and says so there */
@@ -99,13 +99,13 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out)
 int
 wr_gcp_local(const wr_gcp *g, wr_gce *out)
 {
-  weft_gcp_info info;
+  weftx_gcp_info info;
   char why[512];
-  const weft_gcp_info *i = g && g->info.on_gce ? &g->info : &info;
+  const weftx_gcp_info *i = g && g->info.on_gce ? &g->info : &info;
 
   memset(out, 0, sizeof(*out));
   if (i == &info) {
-    int rc = weft_gcp_identify(&info, why, sizeof(why)); /* no request off GCE */
+    int rc = weftx_gcp_identify(&info, why, sizeof(why)); /* no request off GCE */
     if (rc)
       warn(NULL, why[0] ? why : weft_strerror(rc));
     if (rc || !info.on_gce)
@@ -119,9 +119,9 @@ wr_gcp_local(const wr_gcp *g, wr_gce *out)
 int
 wr_gcp_add_env(const wr_gcp *g, wr_job *j)
 {
-  for (int i = 0; g && g->env && i < weft_env_count(g->env); i++) {
+  for (int i = 0; g && g->env && i < weftx_env_count(g->env); i++) {
     const char *k, *v;
-    weft_env_entry(g->env, i, &k, &v, NULL, NULL);
+    weftx_env_entry(g->env, i, &k, &v, NULL, NULL);
     if (wr_job_add_env(j, k, v))
       return WR_EXIT_ENGINE;
   }
@@ -135,22 +135,22 @@ wr_gcp_print(const wr_gcp *g, FILE *out)
 
   if (!g || !g->preset)
     return;
-  fprintf(out, "# nccl preset %s (machine type %s)%s%s\n", weft_preset_name(g->preset),
+  fprintf(out, "# nccl preset %s (machine type %s)%s%s\n", weftx_preset_name(g->preset),
           g->info.machine_type[0] ? g->info.machine_type : "unknown",
-          weft_preset_reserved_cpus(g->preset) ? ", reserved cpus " : "",
-          weft_preset_reserved_cpus(g->preset) ? weft_preset_reserved_cpus(g->preset) : "");
-  for (int i = 0; g->env && i < weft_env_count(g->env); i++) {
+          weftx_preset_reserved_cpus(g->preset) ? ", reserved cpus " : "",
+          weftx_preset_reserved_cpus(g->preset) ? weftx_preset_reserved_cpus(g->preset) : "");
+  for (int i = 0; g->env && i < weftx_env_count(g->env); i++) {
     const char *k, *v;
-    weft_env_entry(g->env, i, &k, &v, NULL, NULL);
-    weft_env_describe(g->env, i, desc, sizeof(desc));
+    weftx_env_entry(g->env, i, &k, &v, NULL, NULL);
+    weftx_env_describe(g->env, i, desc, sizeof(desc));
     fprintf(out, "# env %s=%s  (%s)\n", k, v, desc);
   }
-  for (int i = 0; g->over && i < weft_env_count(g->over); i++) {
+  for (int i = 0; g->over && i < weftx_env_count(g->over); i++) {
     const char *k, *v;
-    weft_env_origin og;
-    weft_env_entry(g->over, i, &k, &v, &og, NULL);
-    fprintf(out, "# env %s=%s  (%s, overrides preset %s)\n", k, v, weft_env_origin_name(og),
-            weft_preset_name(g->preset));
+    weftx_env_origin og;
+    weftx_env_entry(g->over, i, &k, &v, &og, NULL);
+    fprintf(out, "# env %s=%s  (%s, overrides preset %s)\n", k, v, weftx_env_origin_name(og),
+            weftx_preset_name(g->preset));
   }
 }
 
@@ -159,8 +159,8 @@ wr_gcp_destroy(wr_gcp *g)
 {
   if (!g)
     return;
-  weft_env_destroy(g->env);
-  weft_env_destroy(g->over);
-  weft_preset_free(g->preset);
+  weftx_env_destroy(g->env);
+  weftx_env_destroy(g->over);
+  weftx_preset_free(g->preset);
   free(g);
 }

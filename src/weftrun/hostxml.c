@@ -19,12 +19,12 @@
 #define XML_NAME "topology.xml"
 
 /* The live topology of a local host that has ranks and no --topology file, or NULL. */
-static const weft_topo *
+static const weftx_topo *
 local_live_topo(const wr_job *j)
 {
   for (int h = 0; h < wr_job_nhosts(j); h++)
     if (wr_job_count(j, h) > 0 && wr_job_host_is_local(j, h) && !wr_job_host_file(j, h) &&
-        weft_topo_is_live(wr_job_topo(j, h)))
+        weftx_topo_is_live(wr_job_topo(j, h)))
       return wr_job_topo(j, h);
   return NULL;
 }
@@ -33,7 +33,7 @@ void
 wr_hostxml_create(const wr_job *j, char *path, size_t len)
 {
   path[0] = '\0';
-  const weft_topo *t = local_live_topo(j);
+  const weftx_topo *t = local_live_topo(j);
   if (!t)
     return;
   const char *tmp = getenv("TMPDIR");
@@ -44,7 +44,7 @@ wr_hostxml_create(const wr_job *j, char *path, size_t len)
       !mkdtemp(dir))
     return; /* no place for it: every rank probes its host itself, as without it */
   if ((size_t)snprintf(path, len, "%s/" XML_NAME, dir) >= len ||
-      hwloc_topology_export_xml(weft_topo_hwloc(t), path, 0) != 0) {
+      hwloc_topology_export_xml(weftx_topo_hwloc(t), path, 0) != 0) {
     unlink(path);
     rmdir(dir);
     path[0] = '\0';

@@ -25,26 +25,26 @@ wr_master_choose(const wr_job *j, wr_master *m)
       hosts[n++] = wr_job_host(j, h);
   int single_local = n == 1 && wr_job_host_is_local(j, 0);
   if (!single_local) {
-    int rc = weft_netif_pick(hosts, n, m->ifname, sizeof(m->ifname), m->ifaddr,
+    int rc = weftx_netif_pick(hosts, n, m->ifname, sizeof(m->ifname), m->ifaddr,
                              sizeof(m->ifaddr), why, sizeof(why));
     if (rc) {
       fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
       return rc == WEFT_ENAME ? WR_EXIT_NOHOST : WR_EXIT_ENGINE;
     }
   }
-  int rc = weft_master_addr(hosts[0], single_local ? NULL : m->ifaddr, m->addr, sizeof(m->addr),
+  int rc = weftx_master_addr(hosts[0], single_local ? NULL : m->ifaddr, m->addr, sizeof(m->addr),
                             why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
     return WR_EXIT_NOHOST;
   }
   if (wr_job_host_is_local(j, 0)) {
-    if ((rc = weft_master_port(0, &m->port, why, sizeof(why)))) {
+    if ((rc = weftx_master_port(0, &m->port, why, sizeof(why)))) {
       fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
       return WR_EXIT_ENGINE;
     }
   } else {
-    m->port = weft_port_candidate((unsigned long)getpid(), 0);
+    m->port = weftx_port_candidate((unsigned long)getpid(), 0);
   }
   return 0;
 }

@@ -110,7 +110,7 @@ wr_opts_init(wr_opts *o)
 static int
 count(const char *spelled, const char *a, long min, long max, long *out, char *why, size_t len)
 {
-  if (weft_parse_long(a, min, max, out)) {
+  if (weftx_parse_long(a, min, max, out)) {
     snprintf(why, len, "%s '%s': expected a whole number from %ld to %ld", spelled, a, min, max);
     return -1;
   }
@@ -241,16 +241,16 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
   o->nprogram = argc - first;
   /* Open MPI's environment form of --timeout */
   const char *t = getenv("MPIEXEC_TIMEOUT");
-  if (!o->timeout && t && *t && weft_parse_long(t, 1, 100L * 24 * 3600, &o->timeout)) {
+  if (!o->timeout && t && *t && weftx_parse_long(t, 1, 100L * 24 * 3600, &o->timeout)) {
     fprintf(stderr, "weftrun: MPIEXEC_TIMEOUT='%s': expected seconds from 1 to 8640000\n", t);
     return WR_EXIT_USAGE;
   }
   if (o->help || o->help_man || o->version)
     return 0;
-  if (o->preempt_grace > WEFT_PREEMPT_GRACE_MAX_S)
+  if (o->preempt_grace > WEFTX_PREEMPT_GRACE_MAX_S)
     fprintf(stderr, "weftrun: warning: --preempt-grace %ld: a Spot VM powers off %d s after the "
             "preemption notice, so the ranks may be cut short; give %d or less\n",
-            o->preempt_grace, WEFT_PREEMPT_GRACE_MAX_S, WEFT_PREEMPT_GRACE_MAX_S - 5);
+            o->preempt_grace, WEFTX_PREEMPT_GRACE_MAX_S, WEFTX_PREEMPT_GRACE_MAX_S - 5);
 
   if (o->json && !o->dry_run && !o->report_bindings) {
     fprintf(stderr, "weftrun: --json goes with --dry-run or --report-bindings\n");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The job plan: which hosts, how many ranks on each, each host's topology,
- * and every rank's placement, from the same weft_map_rank() that weft-rank
+ * and every rank's placement, from the same weftx_map_rank() that weft-rank
  * evaluates on its host. Remote hosts without --topology HOST=FILE are
  * assumed to look like this one (or --topology FILE) for the report; the
  * ranks there compute their own placement from their own hardware.
@@ -19,27 +19,27 @@
 
 typedef struct topo_entry {
   char *path;           /* NULL: this machine */
-  weft_topo *topo;
+  weftx_topo *topo;
 } topo_entry;
 
 struct wr_job {
-  weft_hostlist *hl;
-  weft_policy pol;
+  weftx_hostlist *hl;
+  weftx_policy pol;
   int by_node;
   int nhosts;
-  weft_plan_host *hosts;
+  weftx_plan_host *hosts;
   char **host_file;     /* per host: XML for weft-rank there, NULL: its own hardware */
   char **probed;        /* per host: temporary XML of a probed remote host, or NULL */
   int *counts;
-  int *cap;             /* per host: ranks it takes without oversubscribing (weft_map_slots) */
+  int *cap;             /* per host: ranks it takes without oversubscribing (weftx_map_slots) */
   int oversub;          /* some host has more ranks than cap: placement wraps there */
   int np;
   topo_entry topos[WR_MAX_LIST + 1];
   int ntopos;
-  weft_plan_rank *ranks;
+  weftx_plan_rank *ranks;
   char **env;           /* "KEY=VALUE" shown under "env" in the plan JSON */
   int nenv;
-  weft_plan plan;
+  weftx_plan plan;
   wr_gcp *gcp;
   wr_gce *gce;          /* per host: machine type and physical_host, "" when unknown */
   int gce_here;         /* weftrun's own host is on GCE: probe every host for its facts */
@@ -61,7 +61,7 @@ base_name(const char *p)
 }
 
 static int
-topo_get(wr_job *j, const char *path, weft_topo **out)
+topo_get(wr_job *j, const char *path, weftx_topo **out)
 {
   for (int i = 0; i < j->ntopos; i++)
     if ((!path && !j->topos[i].path) || (path && j->topos[i].path && !strcmp(path, j->topos[i].path))) {
@@ -73,8 +73,8 @@ topo_get(wr_job *j, const char *path, weft_topo **out)
     return WR_EXIT_USAGE;
   }
   char why[512] = "";
-  weft_topo *t = NULL;
-  int rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+  weftx_topo *t = NULL;
+  int rc = weftx_topo_load(path, 0, &t, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
     return rc == WEFT_ENOENT ? WR_EXIT_NOINPUT : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;
@@ -82,7 +82,7 @@ topo_get(wr_job *j, const char *path, weft_topo **out)
   topo_entry *e = &j->topos[j->ntopos];
   e->path = NULL;
   if (path && !(e->path = strdup(path))) {
-    weft_topo_destroy(t);
+    weftx_topo_destroy(t);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
@@ -109,7 +109,7 @@ is_local_name(const char *name)
 static int
 gather_hosts(wr_job *j, const wr_opts *o)
 {
-  weft_hosts_input in;
+  weftx_hosts_input in;
   char why[512] = "";
   memset(&in, 0, sizeof(in));
   in.host_args = o->host_args;
@@ -126,12 +126,12 @@ gather_hosts(wr_job *j, const wr_opts *o)
     if (d && *d)
       in.hostfile = d;
   }
-  int rc = weft_hosts_gather(&in, &j->hl, why, sizeof(why));
+  int rc = weftx_hosts_gather(&in, &j->hl, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
     return rc == WEFT_ENOENT || rc == WEFT_EIO ? WR_EXIT_NOINPUT : WR_EXIT_HOSTS;
   }
-  j->nhosts = weft_hostlist_count(j->hl);
+  j->nhosts = weftx_hostlist_count(j->hl);
   if (j->nhosts < 1 || j->nhosts > WR_MAX_LIST * 64) {
     fprintf(stderr, "weftrun: %d hosts; weftrun takes 1 to %d\n", j->nhosts, WR_MAX_LIST * 64);
     return WR_EXIT_HOSTS;
@@ -153,8 +153,8 @@ probe_remote(wr_job *j, const wr_opts *o)
   if (!names || !which || !paths || !(j->probed = calloc((size_t)j->nhosts, sizeof(char *))))
     goto out;
   for (int h = 0; h < j->nhosts; h++) {
-    const weft_host *host = weft_hostlist_host(j->hl, h);
-    if (j->host_file[h] || weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL ||
+    const weftx_host *host = weftx_hostlist_host(j->hl, h);
+    if (j->host_file[h] || weftx_hostlist_origin(j->hl) == WEFTX_HOSTS_LOCAL ||
         is_local_name(host->name))
       continue;
     if (host->slots_given && !o->dry_run && !o->report_bindings && !j->gce_here)
@@ -183,18 +183,18 @@ assign_topologies(wr_job *j, const wr_opts *o)
   for (int k = 0; k < o->nhost_topology; k++) {
     const char *kv = o->host_topology[k].key;
     size_t n = (size_t)(o->host_topology[k].value - 1 - kv);
-    char host[WEFT_HOSTNAME_MAX + 1];
-    if (n > WEFT_HOSTNAME_MAX) {
+    char host[WEFTX_HOSTNAME_MAX + 1];
+    if (n > WEFTX_HOSTNAME_MAX) {
       fprintf(stderr, "weftrun: --topology '%s': host name too long\n", kv);
       return WR_EXIT_USAGE;
     }
     memcpy(host, kv, n);
     host[n] = '\0';
-    int h = weft_hostlist_find(j->hl, host);
+    int h = weftx_hostlist_find(j->hl, host);
     if (h < 0) {
       fprintf(stderr, "weftrun: --topology '%s': host '%s' is not one of the job's hosts "
               "(they come from %s); fix the name or add the host\n", kv, host,
-              weft_hosts_origin_name(weft_hostlist_origin(j->hl)));
+              weftx_hosts_origin_name(weftx_hostlist_origin(j->hl)));
       return WR_EXIT_NOHOST;
     }
     free(j->host_file[h]);
@@ -208,13 +208,13 @@ assign_topologies(wr_job *j, const wr_opts *o)
   if (rc)
     return rc;
   for (int h = 0; h < j->nhosts; h++) {
-    weft_topo *t;
+    weftx_topo *t;
     rc = topo_get(j, j->host_file[h] ? j->host_file[h] : j->probed[h], &t);
     if (rc)
       return rc;
     j->hosts[h].topo = t;
     j->hosts[h].topology = j->host_file[h] ? base_name(j->host_file[h]) : NULL;
-    j->hosts[h].name = weft_hostlist_host(j->hl, h)->name;
+    j->hosts[h].name = weftx_hostlist_host(j->hl, h)->name;
   }
   return 0;
 }
@@ -238,7 +238,7 @@ gce_hosts(wr_job *j)
   const char **types = calloc((size_t)n, sizeof(*types));
   const char **phys = calloc((size_t)n, sizeof(*phys));
   int *order = calloc((size_t)n, sizeof(*order));
-  weft_plan_host *hosts = calloc((size_t)n, sizeof(*hosts));
+  weftx_plan_host *hosts = calloc((size_t)n, sizeof(*hosts));
   char **file = calloc((size_t)n, sizeof(*file)), **probed = calloc((size_t)n, sizeof(*probed));
   wr_gce *gce = calloc((size_t)n, sizeof(*gce));
   if (!names || !types || !phys || !order || !hosts || !file || !probed || !gce ||
@@ -251,8 +251,8 @@ gce_hosts(wr_job *j)
     types[h] = j->gce[h].machine_type;
     phys[h] = j->gce[h].physical_host;
   }
-  weft_gcp_check_mixed(names, types, n, warn, NULL);
-  if (n < 2 || weft_gcp_order_hosts(phys, n, order) != 0) {
+  weftx_gcp_check_mixed(names, types, n, warn, NULL);
+  if (n < 2 || weftx_gcp_order_hosts(phys, n, order) != 0) {
     free(j->hl_of);
     j->hl_of = NULL;
     goto out;
@@ -287,22 +287,22 @@ gpus_of(const wr_job *j, const wr_opts *o, int h)
 {
   if (o->gpus_per_node >= 0 && !j->host_file[h])
     return (int)o->gpus_per_node;
-  return weft_topo_ngpus(j->hosts[h].topo);
+  return weftx_topo_ngpus(j->hosts[h].topo);
 }
 
 static int
 plan_counts(wr_job *j, const wr_opts *o)
 {
   long total = 0;
-  int gpu_map = j->pol.map_by == WEFT_MAP_GPU || j->pol.map_by == WEFT_MAP_AUTO;
+  int gpu_map = j->pol.map_by == WEFTX_MAP_GPU || j->pol.map_by == WEFTX_MAP_AUTO;
   if (!(j->cap = calloc((size_t)j->nhosts, sizeof(int))))
     return WR_EXIT_ENGINE;
   for (int h = 0; h < j->nhosts; h++) {
-    const weft_host *host = weft_hostlist_host(j->hl, hl_index(j, h));
+    const weftx_host *host = weftx_hostlist_host(j->hl, hl_index(j, h));
     int slots = host->slots;
     j->cap[h] = gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h] ?
-                (int)o->gpus_per_node : weft_map_slots(j->hosts[h].topo, &j->pol);
-    if (j->pol.map_by == WEFT_MAP_GPU && gpus_of(j, o, h) == 0) {
+                (int)o->gpus_per_node : weftx_map_slots(j->hosts[h].topo, &j->pol);
+    if (j->pol.map_by == WEFTX_MAP_GPU && gpus_of(j, o, h) == 0) {
       fprintf(stderr, "weftrun: --map-by gpu but host '%s' has no GPU (topology: %s); use "
               "--map-by core, or --gpus-per-node N if the probe is wrong\n", host->name,
               j->host_file[h] ? j->host_file[h] : "this machine");
@@ -312,10 +312,10 @@ plan_counts(wr_job *j, const wr_opts *o)
       if (gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h])
         slots = (int)o->gpus_per_node;
       else
-        slots = weft_map_slots(j->hosts[h].topo, &j->pol);
+        slots = weftx_map_slots(j->hosts[h].topo, &j->pol);
       if (slots < 1)
         slots = 1;
-      weft_hostlist_default_slots(j->hl, hl_index(j, h), slots);
+      weftx_hostlist_default_slots(j->hl, hl_index(j, h), slots);
     }
     j->hosts[h].slots = slots;
     total += slots;
@@ -380,7 +380,7 @@ place_ranks(wr_job *j)
   for (int r = 0; r < j->np; r++) {
     int local = 0;
     int h = weft_layout_host(j->counts, j->nhosts, j->by_node, r, &local);
-    weft_plan_rank *pr = &j->ranks[r];
+    weftx_plan_rank *pr = &j->ranks[r];
     char why[512] = "";
     pr->rank = r;
     pr->host = h;
@@ -388,12 +388,12 @@ place_ranks(wr_job *j)
     pr->local_rank = local;
     /* Slots the user gave (-H host:N, slots=N) may exceed what the host has, as
      * mpirun allows: the ranks there then share (oversubscribe) */
-    weft_policy pol = j->pol;
+    weftx_policy pol = j->pol;
     if (j->counts[h] > j->cap[h]) {
       pol.oversubscribe = 1;
       j->oversub = 1;
     }
-    int rc = weft_map_rank(j->hosts[h].topo, &pol, local, j->counts[h], &pr->place, why,
+    int rc = weftx_map_rank(j->hosts[h].topo, &pol, local, j->counts[h], &pr->place, why,
                            sizeof(why));
     if (rc) {
       memset(&pr->place, 0, sizeof(pr->place));
@@ -450,13 +450,13 @@ wr_job_build(const wr_opts *o, wr_job **out)
   if (!j)
     return WR_EXIT_ENGINE;
   *out = j;
-  if ((rc = weft_policy_parse(&j->pol, o->map_by, o->bind_to, why, sizeof(why)))) {
+  if ((rc = weftx_policy_parse(&j->pol, o->map_by, o->bind_to, why, sizeof(why)))) {
     fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
     return WR_EXIT_USAGE;
   }
   if (o->oversubscribe)
     j->pol.oversubscribe = 1;
-  j->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || j->pol.map_by == WEFT_MAP_NODE;
+  j->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || j->pol.map_by == WEFTX_MAP_NODE;
   if ((rc = gather_hosts(j, o)))
     return rc;
   j->hosts = calloc((size_t)j->nhosts, sizeof(*j->hosts));
@@ -471,8 +471,8 @@ wr_job_build(const wr_opts *o, wr_job **out)
     wr_gce here;
     j->gce_here = wr_gcp_local(j->gcp, &here);
     for (int h = 0; h < j->nhosts; h++)
-      if (weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL ||
-          is_local_name(weft_hostlist_host(j->hl, h)->name))
+      if (weftx_hostlist_origin(j->hl) == WEFTX_HOSTS_LOCAL ||
+          is_local_name(weftx_hostlist_host(j->hl, h)->name))
         j->gce[h] = here;
   }
   if ((rc = assign_topologies(j, o)) || (rc = gce_hosts(j)) || (rc = plan_counts(j, o)) ||
@@ -494,13 +494,13 @@ wr_job_destroy(wr_job *j)
     return;
   if (j->ranks)
     for (int r = 0; r < j->np; r++)
-      weft_place_clear(&j->ranks[r].place);
+      weftx_place_clear(&j->ranks[r].place);
   free(j->ranks);
   for (int i = 0; i < j->nenv; i++)
     free(j->env[i]);
   free(j->env);
   for (int i = 0; i < j->ntopos; i++) {
-    weft_topo_destroy(j->topos[i].topo);
+    weftx_topo_destroy(j->topos[i].topo);
     free(j->topos[i].path);
   }
   if (j->host_file)
@@ -519,12 +519,12 @@ wr_job_destroy(wr_job *j)
   free(j->cap);
   free(j->gce);
   free(j->hl_of);
-  weft_hostlist_destroy(j->hl);
+  weftx_hostlist_destroy(j->hl);
   wr_gcp_destroy(j->gcp);
   free(j);
 }
 
-const weft_plan *
+const weftx_plan *
 wr_job_plan(const wr_job *j)
 {
   return &j->plan;
@@ -539,28 +539,28 @@ int wr_job_oversubscribed(const wr_job *j) { return j->oversub; }
 int wr_job_ordered(const wr_job *j) { return j->ordered; }
 const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
 const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
-const weft_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
-const weft_policy *wr_job_policy(const wr_job *j) { return &j->pol; }
+const weftx_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
+const weftx_policy *wr_job_policy(const wr_job *j) { return &j->pol; }
 int wr_job_rank_host(const wr_job *j, int r) { return j->ranks[r].host; }
 int wr_job_host_is_local(const wr_job *j, int h)
 {
-  return weft_hostlist_origin(j->hl) == WEFT_HOSTS_LOCAL || is_local_name(j->hosts[h].name);
+  return weftx_hostlist_origin(j->hl) == WEFTX_HOSTS_LOCAL || is_local_name(j->hosts[h].name);
 }
 
 int
 wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
 {
   if (o->json)
-    return weft_plan_write_json(out, &j->plan) ? WR_EXIT_ENGINE : 0;
+    return weftx_plan_write_json(out, &j->plan) ? WR_EXIT_ENGINE : 0;
   char pol[128] = "", line[512];
-  weft_policy_format(&j->pol, pol, sizeof(pol));
+  weftx_policy_format(&j->pol, pol, sizeof(pol));
   fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", j->np,
           j->nhosts, j->nhosts == 1 ? "" : "s", pol, j->by_node ? "node" : "slot");
   if (j->ordered)
     fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
   for (int h = 0; h < j->nhosts; h++)
     fprintf(out, "# host %s: %d of %d slots, %d GPUs, topology %s\n", j->hosts[h].name,
-            j->counts[h], j->hosts[h].slots, weft_topo_ngpus(j->hosts[h].topo),
+            j->counts[h], j->hosts[h].slots, weftx_topo_ngpus(j->hosts[h].topo),
             j->host_file[h] ? j->host_file[h] :
             j->probed && j->probed[h] ? "probed" :
             wr_job_host_is_local(j, h) ? "this machine" : "assumed like this machine");
@@ -570,8 +570,8 @@ wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
               j->gce[h].machine_type, j->gce[h].physical_host[0] ? j->gce[h].physical_host : "none");
   wr_gcp_print(j->gcp, out);
   for (int r = 0; r < j->np; r++) {
-    const weft_plan_rank *pr = &j->ranks[r];
-    if (weft_place_format(j->hosts[pr->host].topo, j->hosts[pr->host].name, r, &pr->place, line,
+    const weftx_plan_rank *pr = &j->ranks[r];
+    if (weftx_place_format(j->hosts[pr->host].topo, j->hosts[pr->host].name, r, &pr->place, line,
                           sizeof(line)) == 0)
       fprintf(out, "%s\n", line);
   }

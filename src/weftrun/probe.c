@@ -4,7 +4,7 @@
  * one "weft-rank --probe" per host, started by mpirun (so it reaches the
  * hosts exactly as the job will), prints its host's hwloc XML; mpirun's
  * --tag-output tells the hosts' lines apart. Each XML lands in a temporary
- * file for weft_topo_load(). The probe has a deadline like every wait.
+ * file for weftx_topo_load(). The probe has a deadline like every wait.
  */
 #include "config.h"
 
@@ -34,11 +34,11 @@ mono(void)
 static size_t
 gce_facts(char *buf, size_t len, wr_gce *gce)
 {
-  char *tag = strstr(buf, "\n" WEFT_GCE_PROBE_TAG " ");
+  char *tag = strstr(buf, "\n" WEFTX_GCE_PROBE_TAG " ");
   if (!tag)
     return len;
   char mt[sizeof(gce->machine_type)] = "", ph[sizeof(gce->physical_host)] = "";
-  if (gce && sscanf(tag + 1 + strlen(WEFT_GCE_PROBE_TAG), " %63s %255s", mt, ph) == 2) {
+  if (gce && sscanf(tag + 1 + strlen(WEFTX_GCE_PROBE_TAG), " %63s %255s", mt, ph) == 2) {
     snprintf(gce->machine_type, sizeof(gce->machine_type), "%s", mt);
     snprintf(gce->physical_host, sizeof(gce->physical_host), "%s", strcmp(ph, "-") ? ph : "");
   }

@@ -6,7 +6,7 @@
 #ifndef WEFTRUN_H
 #define WEFTRUN_H
 
-#include <weft.h>
+#include <weftx.h>
 
 #include "opt.h"
 
@@ -69,7 +69,7 @@ typedef struct wr_job wr_job;
 int wr_job_build(const wr_opts *o, wr_job **out);   /* returns a WR_EXIT_* code */
 void wr_job_destroy(wr_job *j);
 int wr_job_print(const wr_job *j, const wr_opts *o, FILE *out); /* --dry-run / report */
-const weft_plan *wr_job_plan(const wr_job *j);
+const weftx_plan *wr_job_plan(const wr_job *j);
 int wr_job_nhosts(const wr_job *j);
 int wr_job_np(const wr_job *j);
 int wr_job_by_node(const wr_job *j);
@@ -79,8 +79,8 @@ int wr_job_oversubscribed(const wr_job *j); /* some host has more ranks than cor
 int wr_job_ordered(const wr_job *j);        /* hosts ordered by physical_host (not as given) */
 const char *wr_job_host(const wr_job *j, int h);
 const char *wr_job_host_file(const wr_job *j, int h); /* NULL: the host's own hardware */
-const weft_topo *wr_job_topo(const wr_job *j, int h);
-const weft_policy *wr_job_policy(const wr_job *j);
+const weftx_topo *wr_job_topo(const wr_job *j, int h);
+const weftx_policy *wr_job_policy(const wr_job *j);
 int wr_job_host_is_local(const wr_job *j, int h);
 int wr_job_rank_host(const wr_job *j, int r);
 int wr_job_add_env(wr_job *j, const char *key, const char *value); /* shown in the plan JSON */
@@ -98,7 +98,7 @@ int wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths, wr
 /* gcp.c: --nccl-preset on this VM: sets pol->reserved_cpus, prints the checks;
  * the preset's variables go to --dry-run and the plan JSON. */
 typedef struct wr_gcp wr_gcp;
-int wr_gcp_prepare(const wr_opts *o, int nhosts, weft_policy *pol, wr_gcp **out); /* WR_EXIT_* */
+int wr_gcp_prepare(const wr_opts *o, int nhosts, weftx_policy *pol, wr_gcp **out); /* WR_EXIT_* */
 int wr_gcp_add_env(const wr_gcp *g, wr_job *j);       /* the preset's variables, wr_job_add_env() */
 int wr_gcp_local(const wr_gcp *g, wr_gce *out);       /* this host's GCE facts; 1 when on GCE */
 void wr_gcp_print(const wr_gcp *g, FILE *out);

@@ -12,6 +12,8 @@
  */
 #include <weft.h>
 
+#include "../../examples/args.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +56,7 @@ int main(int argc, char **argv)
     elems = (size_t)strtoul(argv[1], NULL, 10);
   if (argc > 2) {
     long v;
-    if (weft_parse_long(argv[2], 1, 100, &v) == 0)
+    if (example_parse_long(argv[2], 1, 100, &v) == 0)
       reps = (int)v;
   }
   w = weft_world(ctx);

@@ -45,51 +45,51 @@ static void test_parse_long(void **state)
 {
   long v = 0;
   (void)state;
-  assert_int_equal(weft_parse_long("42", 0, 100, &v), 0);
+  assert_int_equal(weftx_parse_long("42", 0, 100, &v), 0);
   assert_int_equal(v, 42);
-  assert_int_equal(weft_parse_long("-3", -10, 10, &v), 0);
+  assert_int_equal(weftx_parse_long("-3", -10, 10, &v), 0);
   assert_int_equal(v, -3);
-  assert_int_equal(weft_parse_long("", 0, 10, &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_long(NULL, 0, 10, &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_long("4x", 0, 10, &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_long(" 4", 0, 10, &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_long("-1", 0, 10, &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_long("11", 0, 10, &v), WEFT_ERANGE);
-  assert_int_equal(weft_parse_long("99999999999999999999999", 0, 10, &v), WEFT_ERANGE);
+  assert_int_equal(weftx_parse_long("", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_long(NULL, 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_long("4x", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_long(" 4", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_long("-1", 0, 10, &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_long("11", 0, 10, &v), WEFT_ERANGE);
+  assert_int_equal(weftx_parse_long("99999999999999999999999", 0, 10, &v), WEFT_ERANGE);
 }
 
 static void test_parse_size(void **state)
 {
   size_t v = 0;
   (void)state;
-  assert_int_equal(weft_parse_size("8", &v), 0);
+  assert_int_equal(weftx_parse_size("8", &v), 0);
   assert_int_equal(v, 8);
-  assert_int_equal(weft_parse_size("4K", &v), 0);
+  assert_int_equal(weftx_parse_size("4K", &v), 0);
   assert_int_equal(v, 4096);
-  assert_int_equal(weft_parse_size("1MB", &v), 0);
+  assert_int_equal(weftx_parse_size("1MB", &v), 0);
   assert_int_equal(v, 1 << 20);
-  assert_int_equal(weft_parse_size("2g", &v), 0);
+  assert_int_equal(weftx_parse_size("2g", &v), 0);
   assert_int_equal(v, (size_t)2 << 30);
-  assert_int_equal(weft_parse_size("1Q", &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_size("-1", &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_size("", &v), WEFT_EPARSE);
-  assert_int_equal(weft_parse_size("99999999999999999999T", &v), WEFT_ERANGE);
+  assert_int_equal(weftx_parse_size("1Q", &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_size("-1", &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_size("", &v), WEFT_EPARSE);
+  assert_int_equal(weftx_parse_size("99999999999999999999T", &v), WEFT_ERANGE);
 }
 
 static void test_edit_distance(void **state)
 {
   (void)state;
-  assert_int_equal(weft_edit_distance("numa", "nuam", 0), 2);
-  assert_int_equal(weft_edit_distance("NUMA", "numa", 0), 4);
-  assert_int_equal(weft_edit_distance("NUMA", "numa", 1), 0);
-  assert_int_equal(weft_edit_distance("", "core", 1), 4);
+  assert_int_equal(weftx_edit_distance("numa", "nuam", 0), 2);
+  assert_int_equal(weftx_edit_distance("NUMA", "numa", 0), 4);
+  assert_int_equal(weftx_edit_distance("NUMA", "numa", 1), 0);
+  assert_int_equal(weftx_edit_distance("", "core", 1), 4);
   /* Long words are compared on their first 63 bytes only, without overflow. */
   char a[200], b[200];
   memset(a, 'x', sizeof(a) - 1);
   a[sizeof(a) - 1] = '\0';
   memcpy(b, a, sizeof(b));
   b[150] = 'y';
-  assert_int_equal(weft_edit_distance(a, b, 0), 0);
+  assert_int_equal(weftx_edit_distance(a, b, 0), 0);
 }
 
 static void test_json_string(void **state)
@@ -98,9 +98,9 @@ static void test_json_string(void **state)
   FILE *f = fmemopen(buf, sizeof(buf), "w");
   (void)state;
   assert_non_null(f);
-  weft_json_string(f, "a\"b\\c\n\x01\x7f");
+  weftx_json_string(f, "a\"b\\c\n\x01\x7f");
   fputc(' ', f);
-  weft_json_string(f, NULL);
+  weftx_json_string(f, NULL);
   fclose(f);
   assert_string_equal(buf, "\"a\\\"b\\\\c\\n\\u0001\\u007f\" \"\"");
 }
@@ -109,23 +109,23 @@ static void test_verbose(void **state)
 {
   (void)state;
   unsetenv("WEFT_VERBOSE");
-  weft_log_reset();
+  weftx_log_reset();
   assert_int_equal(weft_log_enabled(WEFT_LOG_TOPO), 0);
   setenv("WEFT_VERBOSE", "topo,map", 1);
-  weft_log_reset();
+  weftx_log_reset();
   assert_int_equal(weft_log_enabled(WEFT_LOG_TOPO), 1);
   assert_int_equal(weft_log_enabled(WEFT_LOG_MAP), 1);
   assert_int_equal(weft_log_enabled(WEFT_LOG_RT), 0);
   setenv("WEFT_VERBOSE", "all,-rt", 1);
-  weft_log_reset();
+  weftx_log_reset();
   assert_int_equal(weft_log_enabled(WEFT_LOG_GCP), 1);
   assert_int_equal(weft_log_enabled(WEFT_LOG_RT), 0);
   setenv("WEFT_VERBOSE", "nonsense", 1);
-  weft_log_reset();
+  weftx_log_reset();
   assert_int_equal(weft_log_enabled(WEFT_LOG_CORE), 0);
   assert_int_equal(weft_log_enabled((weft_subsys)99), 0);
   unsetenv("WEFT_VERBOSE");
-  weft_log_reset();
+  weftx_log_reset();
 }
 
 int main(void)

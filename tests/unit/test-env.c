@@ -19,66 +19,66 @@
 
 static char why[512];
 
-static weft_env *new_env(void)
+static weftx_env *new_env(void)
 {
-  weft_env *e = NULL;
-  assert_int_equal(weft_env_create(&e), 0);
+  weftx_env *e = NULL;
+  assert_int_equal(weftx_env_create(&e), 0);
   return e;
 }
 
-static void assert_origin(const weft_env *e, const char *key, weft_env_origin want)
+static void assert_origin(const weftx_env *e, const char *key, weftx_env_origin want)
 {
-  weft_env_origin o;
-  assert_int_equal(weft_env_origin_of(e, key, &o), 0);
+  weftx_env_origin o;
+  assert_int_equal(weftx_env_origin_of(e, key, &o), 0);
   assert_int_equal(o, want);
 }
 
 static void test_list(void **state)
 {
-  weft_env *e = new_env();
+  weftx_env *e = new_env();
   const char *k, *v, *d;
-  weft_env_origin o;
+  weftx_env_origin o;
   char **envp, buf[64];
   (void)state;
 
-  assert_int_equal(weft_env_set(e, "A", "1", WEFT_ENV_USER, NULL), 0);
-  assert_int_equal(weft_env_set(e, "B", "2", WEFT_ENV_PRESET, "a3-highgpu"), 0);
-  assert_int_equal(weft_env_set_default(e, "A", "x", WEFT_ENV_WEFT, NULL), 1);
-  assert_string_equal(weft_env_get(e, "A"), "1");
-  assert_int_equal(weft_env_set_default(e, "C", "3", WEFT_ENV_WEFT, NULL), 0);
-  assert_int_equal(weft_env_set(e, "A", "one", WEFT_ENV_XARG, NULL), 0);
-  assert_int_equal(weft_env_count(e), 3);
-  assert_int_equal(weft_env_entry(e, 0, &k, &v, &o, &d), 0);
+  assert_int_equal(weftx_env_set(e, "A", "1", WEFTX_ENV_USER, NULL), 0);
+  assert_int_equal(weftx_env_set(e, "B", "2", WEFTX_ENV_PRESET, "a3-highgpu"), 0);
+  assert_int_equal(weftx_env_set_default(e, "A", "x", WEFTX_ENV_WEFT, NULL), 1);
+  assert_string_equal(weftx_env_get(e, "A"), "1");
+  assert_int_equal(weftx_env_set_default(e, "C", "3", WEFTX_ENV_WEFT, NULL), 0);
+  assert_int_equal(weftx_env_set(e, "A", "one", WEFTX_ENV_XARG, NULL), 0);
+  assert_int_equal(weftx_env_count(e), 3);
+  assert_int_equal(weftx_env_entry(e, 0, &k, &v, &o, &d), 0);
   assert_string_equal(k, "A");
   assert_string_equal(v, "one");
-  assert_int_equal(o, WEFT_ENV_XARG);
+  assert_int_equal(o, WEFTX_ENV_XARG);
   assert_null(d);
-  assert_int_equal(weft_env_describe(e, 1, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_env_describe(e, 1, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "preset a3-highgpu");
-  assert_int_equal(weft_env_describe(e, 0, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_env_describe(e, 0, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "-x");
-  assert_int_equal(weft_env_entry(e, 3, &k, &v, &o, &d), WEFT_EINVAL);
-  assert_int_equal(weft_env_put(e, "D=x=y", WEFT_ENV_USER, NULL), 0);
-  assert_string_equal(weft_env_get(e, "D"), "x=y");
-  assert_int_equal(weft_env_put(e, "E=", WEFT_ENV_USER, NULL), 0);
-  assert_string_equal(weft_env_get(e, "E"), "");
-  assert_int_equal(weft_env_put(e, "=x", WEFT_ENV_USER, NULL), WEFT_EPARSE);
-  assert_int_equal(weft_env_put(e, "1A=x", WEFT_ENV_USER, NULL), WEFT_EPARSE);
-  assert_int_equal(weft_env_put(e, "noequals", WEFT_ENV_USER, NULL), WEFT_EPARSE);
-  assert_int_equal(weft_env_set(e, "A B", "x", WEFT_ENV_USER, NULL), WEFT_EINVAL);
-  assert_int_equal(weft_env_set(e, "A", NULL, WEFT_ENV_USER, NULL), WEFT_EINVAL);
-  assert_int_equal(weft_env_unset(e, "B"), 0);
-  assert_int_equal(weft_env_unset(e, "B"), 1);
-  assert_null(weft_env_get(e, "B"));
-  assert_int_equal(weft_env_to_envp(e, &envp), 0);
+  assert_int_equal(weftx_env_entry(e, 3, &k, &v, &o, &d), WEFT_EINVAL);
+  assert_int_equal(weftx_env_put(e, "D=x=y", WEFTX_ENV_USER, NULL), 0);
+  assert_string_equal(weftx_env_get(e, "D"), "x=y");
+  assert_int_equal(weftx_env_put(e, "E=", WEFTX_ENV_USER, NULL), 0);
+  assert_string_equal(weftx_env_get(e, "E"), "");
+  assert_int_equal(weftx_env_put(e, "=x", WEFTX_ENV_USER, NULL), WEFT_EPARSE);
+  assert_int_equal(weftx_env_put(e, "1A=x", WEFTX_ENV_USER, NULL), WEFT_EPARSE);
+  assert_int_equal(weftx_env_put(e, "noequals", WEFTX_ENV_USER, NULL), WEFT_EPARSE);
+  assert_int_equal(weftx_env_set(e, "A B", "x", WEFTX_ENV_USER, NULL), WEFT_EINVAL);
+  assert_int_equal(weftx_env_set(e, "A", NULL, WEFTX_ENV_USER, NULL), WEFT_EINVAL);
+  assert_int_equal(weftx_env_unset(e, "B"), 0);
+  assert_int_equal(weftx_env_unset(e, "B"), 1);
+  assert_null(weftx_env_get(e, "B"));
+  assert_int_equal(weftx_env_to_envp(e, &envp), 0);
   assert_string_equal(envp[0], "A=one");
   assert_string_equal(envp[1], "C=3");
   assert_string_equal(envp[2], "D=x=y");
   assert_string_equal(envp[3], "E=");
   assert_null(envp[4]);
   free(envp);
-  assert_string_equal(weft_env_origin_name(WEFT_ENV_WEFT), "weft");
-  weft_env_destroy(e);
+  assert_string_equal(weftx_env_origin_name(WEFTX_ENV_WEFT), "weft");
+  weftx_env_destroy(e);
 }
 
 static void test_forward(void **state)
@@ -86,41 +86,41 @@ static void test_forward(void **state)
   char *user[] = { "PATH=/usr/bin", "HOME=/root", "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=1",
                    "PYTHONPATH=/x", "OMP_PROC_BIND=true", "WEFT_VERBOSE=env", "LD_LIBRARY_PATH=/l",
                    "LD_PRELOAD=/evil.so", "OMPI_MCA_x=1", "SECRET=1", "junk", NULL };
-  weft_env *e = new_env();
+  weftx_env *e = new_env();
   (void)state;
 
-  assert_true(weft_env_forward_default("NCCL_IB_HCA"));
-  assert_false(weft_env_forward_default("HOME"));
-  assert_false(weft_env_forward_default("PATHX"));
-  assert_int_equal(weft_env_forward(e, user), 0);
-  assert_int_equal(weft_env_count(e), 7);
-  assert_string_equal(weft_env_get(e, "NCCL_DEBUG"), "INFO");
-  assert_null(weft_env_get(e, "HOME"));
-  assert_null(weft_env_get(e, "LD_PRELOAD"));
-  assert_origin(e, "PATH", WEFT_ENV_USER);
+  assert_true(weftx_env_forward_default("NCCL_IB_HCA"));
+  assert_false(weftx_env_forward_default("HOME"));
+  assert_false(weftx_env_forward_default("PATHX"));
+  assert_int_equal(weftx_env_forward(e, user), 0);
+  assert_int_equal(weftx_env_count(e), 7);
+  assert_string_equal(weftx_env_get(e, "NCCL_DEBUG"), "INFO");
+  assert_null(weftx_env_get(e, "HOME"));
+  assert_null(weftx_env_get(e, "LD_PRELOAD"));
+  assert_origin(e, "PATH", WEFTX_ENV_USER);
   /* -x as in mpirun */
-  assert_int_equal(weft_env_add_x(e, "HOME", user, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(e, "HOME"), "/root");
-  assert_origin(e, "HOME", WEFT_ENV_XARG);
-  assert_int_equal(weft_env_add_x(e, "FOO=a b=c", user, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(e, "FOO"), "a b=c");
-  assert_int_equal(weft_env_add_x(e, "NCCL_DEBUG=WARN", user, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(e, "NCCL_DEBUG"), "WARN");
-  assert_origin(e, "NCCL_DEBUG", WEFT_ENV_XARG);
-  assert_int_equal(weft_env_add_x(e, "NOPE", user, why, sizeof(why)), WEFT_ENOENT);
+  assert_int_equal(weftx_env_add_x(e, "HOME", user, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(e, "HOME"), "/root");
+  assert_origin(e, "HOME", WEFTX_ENV_XARG);
+  assert_int_equal(weftx_env_add_x(e, "FOO=a b=c", user, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(e, "FOO"), "a b=c");
+  assert_int_equal(weftx_env_add_x(e, "NCCL_DEBUG=WARN", user, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(e, "NCCL_DEBUG"), "WARN");
+  assert_origin(e, "NCCL_DEBUG", WEFTX_ENV_XARG);
+  assert_int_equal(weftx_env_add_x(e, "NOPE", user, why, sizeof(why)), WEFT_ENOENT);
   assert_non_null(strstr(why, "NOPE is not set"));
-  assert_int_equal(weft_env_add_x(e, "1X", user, why, sizeof(why)), WEFT_EPARSE);
-  assert_int_equal(weft_env_add_x(e, "=x", user, why, sizeof(why)), WEFT_EPARSE);
+  assert_int_equal(weftx_env_add_x(e, "1X", user, why, sizeof(why)), WEFT_EPARSE);
+  assert_int_equal(weftx_env_add_x(e, "=x", user, why, sizeof(why)), WEFT_EPARSE);
   assert_non_null(strstr(why, "-x '=x'"));
-  assert_int_equal(weft_env_add_x(e, "A;B=1", user, why, sizeof(why)), WEFT_EPARSE);
-  weft_env_destroy(e);
+  assert_int_equal(weftx_env_add_x(e, "A;B=1", user, why, sizeof(why)), WEFT_EPARSE);
+  weftx_env_destroy(e);
 }
 
-static void expect_cvd(weft_gpu_visibility mode, int ngpus, int gpu, int lr, int rc,
+static void expect_cvd(weftx_gpu_visibility mode, int ngpus, int gpu, int lr, int rc,
                        const char *want)
 {
   char buf[128];
-  int got = weft_cuda_visible_devices(mode, ngpus, gpu, lr, buf, sizeof(buf));
+  int got = weftx_cuda_visible_devices(mode, ngpus, gpu, lr, buf, sizeof(buf));
   if (got != rc || strcmp(buf, want) != 0)
     fail_msg("mode %d ngpus %d gpu %d local %d: got %d '%s', wanted %d '%s'", mode, ngpus, gpu,
              lr, got, buf, rc, want);
@@ -128,26 +128,26 @@ static void expect_cvd(weft_gpu_visibility mode, int ngpus, int gpu, int lr, int
 
 static void test_cuda_visible(void **state)
 {
-  weft_gpu_visibility v;
+  weftx_gpu_visibility v;
   char small[4];
   (void)state;
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 3, 3, 0, "0,1,2,3,4,5,6,7");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 0, 0, 0, "0,1,2,3,4,5,6,7");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 5, 0, 0, "5,0,1,2,3,4,6,7");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 0, 2, 0, "1,2,0,3,4,5,6,7");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 7, 7, 0, "0,1,2,3,4,5,6,7");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 1, 7, 0, "0,2,3,4,5,6,7,1");
-  expect_cvd(WEFT_GPUVIS_ALL, 4, 2, 9, 0, "2,0,1,3");
-  expect_cvd(WEFT_GPUVIS_ALL, 1, 0, 0, 0, "0");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, -1, 0, 1, "");
-  expect_cvd(WEFT_GPUVIS_ALL, 0, -1, 0, 1, "");
-  expect_cvd(WEFT_GPUVIS_OWN, 8, 5, 0, 0, "5");
-  expect_cvd(WEFT_GPUVIS_OWN, 8, -1, 0, 0, "");
-  expect_cvd(WEFT_GPUVIS_OWN, 0, -1, 0, 1, "");
-  expect_cvd(WEFT_GPUVIS_NONE, 8, 5, 0, 1, "");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 8, 0, WEFT_EINVAL, "");
-  expect_cvd(WEFT_GPUVIS_ALL, 8, 1, -1, WEFT_EINVAL, "");
-  assert_int_equal(weft_cuda_visible_devices(WEFT_GPUVIS_ALL, 8, 1, 1, small, sizeof(small)),
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 3, 3, 0, "0,1,2,3,4,5,6,7");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 0, 0, 0, "0,1,2,3,4,5,6,7");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 5, 0, 0, "5,0,1,2,3,4,6,7");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 0, 2, 0, "1,2,0,3,4,5,6,7");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 7, 7, 0, "0,1,2,3,4,5,6,7");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 1, 7, 0, "0,2,3,4,5,6,7,1");
+  expect_cvd(WEFTX_GPUVIS_ALL, 4, 2, 9, 0, "2,0,1,3");
+  expect_cvd(WEFTX_GPUVIS_ALL, 1, 0, 0, 0, "0");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, -1, 0, 1, "");
+  expect_cvd(WEFTX_GPUVIS_ALL, 0, -1, 0, 1, "");
+  expect_cvd(WEFTX_GPUVIS_OWN, 8, 5, 0, 0, "5");
+  expect_cvd(WEFTX_GPUVIS_OWN, 8, -1, 0, 0, "");
+  expect_cvd(WEFTX_GPUVIS_OWN, 0, -1, 0, 1, "");
+  expect_cvd(WEFTX_GPUVIS_NONE, 8, 5, 0, 1, "");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 8, 0, WEFT_EINVAL, "");
+  expect_cvd(WEFTX_GPUVIS_ALL, 8, 1, -1, WEFT_EINVAL, "");
+  assert_int_equal(weftx_cuda_visible_devices(WEFTX_GPUVIS_ALL, 8, 1, 1, small, sizeof(small)),
                    WEFT_ERANGE);
   /* Every "all" answer is a permutation with the rank's GPU at LOCAL_RANK. */
   for (int n = 1; n <= 16; n++)
@@ -155,7 +155,7 @@ static void test_cuda_visible(void **state)
       for (int lr = 0; lr < n; lr++) {
         char buf[128], *p = buf;
         int seen[16] = { 0 };
-        assert_int_equal(weft_cuda_visible_devices(WEFT_GPUVIS_ALL, n, g, lr, buf, sizeof(buf)),
+        assert_int_equal(weftx_cuda_visible_devices(WEFTX_GPUVIS_ALL, n, g, lr, buf, sizeof(buf)),
                          0);
         for (int pos = 0; pos < n; pos++) {
           long d = strtol(p, &p, 10);
@@ -168,17 +168,17 @@ static void test_cuda_visible(void **state)
         }
         assert_int_equal(*p, '\0');
       }
-  assert_int_equal(weft_gpu_visibility_parse("own", &v), 0);
-  assert_int_equal(v, WEFT_GPUVIS_OWN);
-  assert_int_equal(weft_gpu_visibility_parse("NONE", &v), 0);
-  assert_int_equal(v, WEFT_GPUVIS_NONE);
-  assert_int_equal(weft_gpu_visibility_parse("some", &v), WEFT_EPARSE);
+  assert_int_equal(weftx_gpu_visibility_parse("own", &v), 0);
+  assert_int_equal(v, WEFTX_GPUVIS_OWN);
+  assert_int_equal(weftx_gpu_visibility_parse("NONE", &v), 0);
+  assert_int_equal(v, WEFTX_GPUVIS_NONE);
+  assert_int_equal(weftx_gpu_visibility_parse("some", &v), WEFT_EPARSE);
 }
 
-static weft_rank_info sample_info(void)
+static weftx_rank_info sample_info(void)
 {
-  weft_rank_info ri;
-  weft_rank_info_init(&ri);
+  weftx_rank_info ri;
+  weftx_rank_info_init(&ri);
   ri.rank = 11;
   ri.size = 16;
   ri.local_rank = 3;
@@ -207,120 +207,120 @@ static void test_rank_env(void **state)
     { "WEFT_CPUS", "52-64" }, { "WEFT_NIC", "enp6s0" }, { "WEFT_LOCAL_RANK", "3" },
     { "WEFT_LOCAL_SIZE", "8" }, { "WEFT_NODE_RANK", "1" }, { "WEFT_NNODES", "2" },
   };
-  weft_rank_info ri = sample_info();
-  weft_env *e = new_env();
+  weftx_rank_info ri = sample_info();
+  weftx_env *e = new_env();
   (void)state;
 
-  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
-  assert_int_equal(weft_env_count(e), (int)(sizeof(want) / sizeof(want[0])));
+  assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_int_equal(weftx_env_count(e), (int)(sizeof(want) / sizeof(want[0])));
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-    const char *v = weft_env_get(e, want[i][0]);
+    const char *v = weftx_env_get(e, want[i][0]);
     if (!v || strcmp(v, want[i][1]) != 0)
       fail_msg("%s=%s, wanted %s", want[i][0], v ? v : "(unset)", want[i][1]);
-    assert_origin(e, want[i][0], WEFT_ENV_WEFT);
+    assert_origin(e, want[i][0], WEFTX_ENV_WEFT);
   }
-  weft_env_destroy(e);
+  weftx_env_destroy(e);
 
   /* A rank without GPU, NIC, cores or master on a host without GPUs. */
-  weft_rank_info_init(&ri);
+  weftx_rank_info_init(&ri);
   e = new_env();
-  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(e, "RANK"), "0");
-  assert_string_equal(weft_env_get(e, "WEFT_GPU"), "-1");
-  assert_null(weft_env_get(e, "CUDA_VISIBLE_DEVICES"));
-  assert_string_equal(weft_env_get(e, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
-  assert_null(weft_env_get(e, "MASTER_ADDR"));
-  assert_null(weft_env_get(e, "MASTER_PORT"));
-  assert_null(weft_env_get(e, "WEFT_NIC"));
-  assert_null(weft_env_get(e, "OMP_NUM_THREADS"));
-  assert_null(weft_env_get(e, "NCCL_SOCKET_IFNAME"));
-  weft_env_destroy(e);
+  assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(e, "RANK"), "0");
+  assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "-1");
+  assert_null(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"));
+  assert_string_equal(weftx_env_get(e, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+  assert_null(weftx_env_get(e, "MASTER_ADDR"));
+  assert_null(weftx_env_get(e, "MASTER_PORT"));
+  assert_null(weftx_env_get(e, "WEFT_NIC"));
+  assert_null(weftx_env_get(e, "OMP_NUM_THREADS"));
+  assert_null(weftx_env_get(e, "NCCL_SOCKET_IFNAME"));
+  weftx_env_destroy(e);
 
   /* own: a rank with no GPU on a GPU host sees none. */
   ri.ngpus = 4;
-  ri.gpu_visibility = WEFT_GPUVIS_OWN;
+  ri.gpu_visibility = WEFTX_GPUVIS_OWN;
   e = new_env();
-  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(e, "CUDA_VISIBLE_DEVICES"), "");
-  weft_env_destroy(e);
+  assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"), "");
+  weftx_env_destroy(e);
 }
 
 /* The placement fields from a real topology file (a3-highgpu-8g: 8 GPUs, NICs by them). */
 static void test_rank_info_set_place(void **state)
 {
-  char path[1024], cpus[WEFT_RANK_CPUS_MAX];
-  weft_topo *t = NULL;
-  weft_place pl;
-  weft_rank_info ri;
-  const weft_gpu *g;
+  char path[1024], cpus[WEFTX_RANK_CPUS_MAX];
+  weftx_topo *t = NULL;
+  weftx_place pl;
+  weftx_rank_info ri;
+  const weftx_gpu *g;
   (void)state;
 
-  snprintf(path, sizeof(path), "%s/topologies/a3-highgpu-8g.xml", weft_datadir());
-  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0) {
+  snprintf(path, sizeof(path), "%s/topologies/a3-highgpu-8g.xml", weftx_datadir());
+  if (weftx_topo_load(path, 0, &t, why, sizeof(why)) != 0) {
     fprintf(stderr, "skipped: %s\n", why);
     skip();
   }
-  assert_int_equal(weft_topo_ngpus(t), 8);
-  g = weft_topo_gpu(t, 3);
+  assert_int_equal(weftx_topo_ngpus(t), 8);
+  g = weftx_topo_gpu(t, 3);
   assert_non_null(g);
   memset(&pl, 0, sizeof(pl));
   pl.local_rank = 3;
   pl.gpu = 3;
-  pl.nic = weft_topo_nnics(t) > 0 ? 0 : -1;
+  pl.nic = weftx_topo_nnics(t) > 0 ? 0 : -1;
   pl.cpuset = hwloc_bitmap_dup(g->cpuset);
   pl.ncores = 4;
-  weft_rank_info_init(&ri);
-  assert_int_equal(weft_rank_info_set_place(&ri, t, &pl), 0);
+  weftx_rank_info_init(&ri);
+  assert_int_equal(weftx_rank_info_set_place(&ri, t, &pl), 0);
   assert_int_equal(ri.ngpus, 8);
   assert_int_equal(ri.gpu, 3);
   assert_int_equal(ri.ncores, 4);
-  assert_int_equal(weft_cpuset_format(g->cpuset, cpus, sizeof(cpus)), 0);
+  assert_int_equal(weftx_cpuset_format(g->cpuset, cpus, sizeof(cpus)), 0);
   assert_string_equal(ri.cpus, cpus);
   if (pl.nic >= 0)
-    assert_string_equal(ri.nic, weft_topo_nic(t, 0)->name);
+    assert_string_equal(ri.nic, weftx_topo_nic(t, 0)->name);
   pl.nic = -1;
-  assert_int_equal(weft_rank_info_set_place(&ri, t, &pl), 0);
+  assert_int_equal(weftx_rank_info_set_place(&ri, t, &pl), 0);
   assert_string_equal(ri.nic, "");
   hwloc_bitmap_free(pl.cpuset);
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
 }
 
 static void test_rank_env_precedence(void **state)
 {
   char *user[] = { "CUDA_VISIBLE_DEVICES=2,3", "MASTER_PORT=1234", "OMP_NUM_THREADS=1",
                    "NCCL_SOCKET_IFNAME=eth9", "PATH=/bin", NULL };
-  weft_rank_info ri = sample_info();
-  weft_env *e = new_env();
+  weftx_rank_info ri = sample_info();
+  weftx_env *e = new_env();
   (void)state;
 
-  assert_int_equal(weft_env_forward(e, user), 0);
-  assert_int_equal(weft_env_import(e, user, WEFT_ENV_USER), 0);
-  assert_int_equal(weft_env_add_x(e, "RANK=99", user, why, sizeof(why)), 0);
-  assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(e, "CUDA_VISIBLE_DEVICES"), "2,3");
-  assert_origin(e, "CUDA_VISIBLE_DEVICES", WEFT_ENV_USER);
-  assert_string_equal(weft_env_get(e, "MASTER_PORT"), "1234");
-  assert_origin(e, "MASTER_PORT", WEFT_ENV_USER);
-  assert_string_equal(weft_env_get(e, "OMP_NUM_THREADS"), "1");
-  assert_string_equal(weft_env_get(e, "NCCL_SOCKET_IFNAME"), "eth9");
-  assert_string_equal(weft_env_get(e, "RANK"), "99");
-  assert_origin(e, "RANK", WEFT_ENV_XARG);
-  assert_string_equal(weft_env_get(e, "MASTER_ADDR"), "10.0.0.2");
-  assert_origin(e, "MASTER_ADDR", WEFT_ENV_WEFT);
-  weft_env_destroy(e);
+  assert_int_equal(weftx_env_forward(e, user), 0);
+  assert_int_equal(weftx_env_import(e, user, WEFTX_ENV_USER), 0);
+  assert_int_equal(weftx_env_add_x(e, "RANK=99", user, why, sizeof(why)), 0);
+  assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"), "2,3");
+  assert_origin(e, "CUDA_VISIBLE_DEVICES", WEFTX_ENV_USER);
+  assert_string_equal(weftx_env_get(e, "MASTER_PORT"), "1234");
+  assert_origin(e, "MASTER_PORT", WEFTX_ENV_USER);
+  assert_string_equal(weftx_env_get(e, "OMP_NUM_THREADS"), "1");
+  assert_string_equal(weftx_env_get(e, "NCCL_SOCKET_IFNAME"), "eth9");
+  assert_string_equal(weftx_env_get(e, "RANK"), "99");
+  assert_origin(e, "RANK", WEFTX_ENV_XARG);
+  assert_string_equal(weftx_env_get(e, "MASTER_ADDR"), "10.0.0.2");
+  assert_origin(e, "MASTER_ADDR", WEFTX_ENV_WEFT);
+  weftx_env_destroy(e);
 }
 
 static void test_rank_env_invalid(void **state)
 {
-  weft_env *e = new_env();
-  weft_rank_info ri;
+  weftx_env *e = new_env();
+  weftx_rank_info ri;
   (void)state;
 #define BAD(field, value, part)                                                               \
   do {                                                                                        \
     ri = sample_info();                                                                       \
     ri.field = value;                                                                         \
     why[0] = '\0';                                                                            \
-    assert_int_equal(weft_rank_env(e, &ri, why, sizeof(why)), WEFT_EINVAL);                   \
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), WEFT_EINVAL);                   \
     assert_non_null(strstr(why, part));                                                       \
   } while (0)
   BAD(rank, 16, "rank 16");
@@ -332,12 +332,12 @@ static void test_rank_env_invalid(void **state)
   BAD(master_port, 70000, "MASTER_PORT");
   BAD(gpu, 8, "GPU 8");
 #undef BAD
-  assert_int_equal(weft_env_count(e), 0);
-  weft_env_destroy(e);
+  assert_int_equal(weftx_env_count(e), 0);
+  weftx_env_destroy(e);
 }
 
 /* The interface list of a cloud GPU VM with docker and a bridge. */
-static int make_ifs(weft_netif *ifs)
+static int make_ifs(weftx_netif *ifs)
 {
   static const struct { const char *name, *cidr; unsigned flags; } list[] = {
     { "lo", "127.0.0.1/8", IFF_UP | IFF_LOOPBACK },
@@ -351,27 +351,27 @@ static int make_ifs(weft_netif *ifs)
     { "ens5", "fd00::5/64", IFF_UP },
   };
   for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
-    assert_int_equal(weft_netif_make(&ifs[i], list[i].name, list[i].cidr, list[i].flags), 0);
+    assert_int_equal(weftx_netif_make(&ifs[i], list[i].name, list[i].cidr, list[i].flags), 0);
   return (int)(sizeof(list) / sizeof(list[0]));
 }
 
-static const char *choose(const weft_netif *ifs, int n, const char *const *addrs,
+static const char *choose(const weftx_netif *ifs, int n, const char *const *addrs,
                           const char *const *routes, int nt, const char *defif)
 {
-  weft_netaddr t[8];
+  weftx_netaddr t[8];
   int idx = -1;
 
   for (int k = 0; k < nt; k++)
-    assert_int_equal(weft_netaddr_parse(&t[k], addrs[k]), 0);
-  if (weft_netif_choose(ifs, n, t, routes, nt, defif, &idx, why, sizeof(why)) != 0)
+    assert_int_equal(weftx_netaddr_parse(&t[k], addrs[k]), 0);
+  if (weftx_netif_choose(ifs, n, t, routes, nt, defif, &idx, why, sizeof(why)) != 0)
     return NULL;
   return ifs[idx].name;
 }
 
 static void test_netif_choose(void **state)
 {
-  weft_netif ifs[16], only[4];
-  weft_netaddr a;
+  weftx_netif ifs[16], only[4];
+  weftx_netaddr a;
   const char *peers[] = { "192.168.1.6", "192.168.1.7" };
   const char *far[] = { "10.128.0.6", "10.128.0.7" };
   const char *far_routes[] = { "ens4", "ens4" };
@@ -382,14 +382,14 @@ static void test_netif_choose(void **state)
   int n = make_ifs(ifs), idx;
   (void)state;
 
-  assert_true(weft_netif_excluded("lo"));
-  assert_true(weft_netif_excluded("docker0"));
-  assert_true(weft_netif_excluded("veth0a1b"));
-  assert_true(weft_netif_excluded("virbr0"));
-  assert_true(weft_netif_excluded("br-1234"));
-  assert_false(weft_netif_excluded("ens4"));
-  assert_false(weft_netif_excluded("eth0"));
-  assert_false(weft_netif_excluded("bond0"));
+  assert_true(weftx_netif_excluded("lo"));
+  assert_true(weftx_netif_excluded("docker0"));
+  assert_true(weftx_netif_excluded("veth0a1b"));
+  assert_true(weftx_netif_excluded("virbr0"));
+  assert_true(weftx_netif_excluded("br-1234"));
+  assert_false(weftx_netif_excluded("ens4"));
+  assert_false(weftx_netif_excluded("eth0"));
+  assert_false(weftx_netif_excluded("bond0"));
 
   /* Peers on ens5's subnet: ens5, even when the default route is ens4. */
   assert_string_equal(choose(ifs, n, peers, NULL, 2, "ens4"), "ens5");
@@ -408,8 +408,8 @@ static void test_netif_choose(void **state)
   /* No default route: the first candidate, IPv4 before IPv6. */
   assert_string_equal(choose(ifs, n, NULL, NULL, 0, NULL), "ens4");
   /* IPv6 peers. */
-  assert_int_equal(weft_netaddr_parse(&a, v6[0]), 0);
-  assert_int_equal(weft_netif_choose(ifs, n, &a, NULL, 1, "ens4", &idx, why, sizeof(why)), 0);
+  assert_int_equal(weftx_netaddr_parse(&a, v6[0]), 0);
+  assert_int_equal(weftx_netif_choose(ifs, n, &a, NULL, 1, "ens4", &idx, why, sizeof(why)), 0);
   assert_int_equal(idx, 8);
   /* Only lo and docker: a single-host job gets lo, a multi-host one an error. */
   only[0] = ifs[0];
@@ -419,51 +419,51 @@ static void test_netif_choose(void **state)
   assert_null(choose(only, 0, NULL, NULL, 0, NULL));
   assert_non_null(strstr(why, "not even lo"));
 
-  assert_int_equal(weft_netif_make(&only[0], "x", "10.0.0.1", 0), WEFT_EPARSE);
-  assert_int_equal(weft_netif_make(&only[0], "x", "10.0.0.1/33", 0), WEFT_EPARSE);
-  assert_int_equal(weft_netif_make(&only[0], "x", "10.0.0/8", 0), WEFT_EPARSE);
-  assert_int_equal(weft_netif_make(&only[0], "x", "10.1.2.3/20", IFF_UP), 0);
-  assert_int_equal(weft_netaddr_parse(&a, "10.1.15.200"), 0);
-  assert_true(weft_netif_contains(&only[0], &a));
-  assert_int_equal(weft_netaddr_parse(&a, "10.1.16.1"), 0);
-  assert_false(weft_netif_contains(&only[0], &a));
-  assert_int_equal(weft_netaddr_parse(&a, "host"), WEFT_EPARSE);
+  assert_int_equal(weftx_netif_make(&only[0], "x", "10.0.0.1", 0), WEFT_EPARSE);
+  assert_int_equal(weftx_netif_make(&only[0], "x", "10.0.0.1/33", 0), WEFT_EPARSE);
+  assert_int_equal(weftx_netif_make(&only[0], "x", "10.0.0/8", 0), WEFT_EPARSE);
+  assert_int_equal(weftx_netif_make(&only[0], "x", "10.1.2.3/20", IFF_UP), 0);
+  assert_int_equal(weftx_netaddr_parse(&a, "10.1.15.200"), 0);
+  assert_true(weftx_netif_contains(&only[0], &a));
+  assert_int_equal(weftx_netaddr_parse(&a, "10.1.16.1"), 0);
+  assert_false(weftx_netif_contains(&only[0], &a));
+  assert_int_equal(weftx_netaddr_parse(&a, "host"), WEFT_EPARSE);
 }
 
 static void test_netif_probe(void **state)
 {
-  weft_netif *ifs = NULL;
-  weft_netaddr a;
+  weftx_netif *ifs = NULL;
+  weftx_netaddr a;
   char name[32], addr[64], defif[32];
   const char *hosts[] = { "localhost" };
   int n = 0, has_lo = 0;
   (void)state;
 
-  assert_int_equal(weft_netif_list(&ifs, &n), 0);
+  assert_int_equal(weftx_netif_list(&ifs, &n), 0);
   for (int i = 0; i < n; i++)
     has_lo |= strcmp(ifs[i].name, "lo") == 0;
   assert_true(has_lo);
-  assert_int_equal(weft_netaddr_parse(&a, "127.0.0.1"), 0);
-  assert_true(weft_netaddr_is_local(ifs, n, &a));
-  assert_int_equal(weft_netif_route_to(ifs, n, &a, name, sizeof(name)), 0);
+  assert_int_equal(weftx_netaddr_parse(&a, "127.0.0.1"), 0);
+  assert_true(weftx_netaddr_is_local(ifs, n, &a));
+  assert_int_equal(weftx_netif_route_to(ifs, n, &a, name, sizeof(name)), 0);
   assert_string_equal(name, "lo");
   free(ifs);
-  assert_int_equal(weft_netif_default_route(defif, sizeof(defif)), 0);
+  assert_int_equal(weftx_netif_default_route(defif, sizeof(defif)), 0);
   /* No buffer: refused before /proc/net/route is opened (LeakSanitizer sees a leak). */
-  assert_int_equal(weft_netif_default_route(NULL, 0), WEFT_EINVAL);
+  assert_int_equal(weftx_netif_default_route(NULL, 0), WEFT_EINVAL);
   /* A single-host job always finds an interface (lo at worst). */
-  assert_int_equal(weft_netif_pick(hosts, 1, name, sizeof(name), addr, sizeof(addr), why,
+  assert_int_equal(weftx_netif_pick(hosts, 1, name, sizeof(name), addr, sizeof(addr), why,
                                    sizeof(why)), 0);
-  assert_int_equal(weft_host_resolve("localhost", &a, why, sizeof(why)), 0);
+  assert_int_equal(weftx_host_resolve("localhost", &a, why, sizeof(why)), 0);
   /* Refused before any DNS query (a test must not wait on a resolver). */
-  assert_int_equal(weft_host_resolve("a;reboot", &a, why, sizeof(why)), WEFT_ENAME);
+  assert_int_equal(weftx_host_resolve("a;reboot", &a, why, sizeof(why)), WEFT_ENAME);
   assert_non_null(strstr(why, "';'"));
-  assert_int_equal(weft_master_addr("localhost", NULL, addr, sizeof(addr), why, sizeof(why)), 0);
+  assert_int_equal(weftx_master_addr("localhost", NULL, addr, sizeof(addr), why, sizeof(why)), 0);
   assert_string_equal(addr, "127.0.0.1");
-  assert_int_equal(weft_master_addr("localhost", "10.0.0.5", addr, sizeof(addr), why,
+  assert_int_equal(weftx_master_addr("localhost", "10.0.0.5", addr, sizeof(addr), why,
                                     sizeof(why)), 0);
   assert_string_equal(addr, "10.0.0.5");
-  assert_int_equal(weft_master_addr("192.0.2.7", "10.0.0.5", addr, sizeof(addr), why,
+  assert_int_equal(weftx_master_addr("192.0.2.7", "10.0.0.5", addr, sizeof(addr), why,
                                     sizeof(why)), 0);
   assert_string_equal(addr, "192.0.2.7");
 }
@@ -472,18 +472,18 @@ static void test_port(void **state)
 {
   int p = 0, q = 0;
   (void)state;
-  assert_int_equal(weft_port_candidate(0, 0), WEFT_PORT_BASE);
-  assert_int_equal(weft_port_candidate(7, 1), WEFT_PORT_BASE + 8);
-  assert_int_equal(weft_port_candidate(WEFT_PORT_SPAN, 0), WEFT_PORT_BASE);
+  assert_int_equal(weftx_port_candidate(0, 0), WEFTX_PORT_BASE);
+  assert_int_equal(weftx_port_candidate(7, 1), WEFTX_PORT_BASE + 8);
+  assert_int_equal(weftx_port_candidate(WEFTX_PORT_SPAN, 0), WEFTX_PORT_BASE);
   for (unsigned long j = 0; j < 5000; j += 37)
-    for (int t = 0; t < WEFT_PORT_TRIES; t++) {
-      int c = weft_port_candidate(j, t);
-      assert_true(c >= WEFT_PORT_BASE && c < WEFT_PORT_BASE + WEFT_PORT_SPAN);
+    for (int t = 0; t < WEFTX_PORT_TRIES; t++) {
+      int c = weftx_port_candidate(j, t);
+      assert_true(c >= WEFTX_PORT_BASE && c < WEFTX_PORT_BASE + WEFTX_PORT_SPAN);
     }
-  assert_int_equal(weft_master_port(0, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_master_port(0, &p, why, sizeof(why)), 0);
   assert_true(p > 0 && p < 65536);
-  assert_int_equal(weft_master_port(12345, &q, why, sizeof(why)), 0);
-  assert_true(q >= WEFT_PORT_BASE && q < WEFT_PORT_BASE + WEFT_PORT_SPAN);
+  assert_int_equal(weftx_master_port(12345, &q, why, sizeof(why)), 0);
+  assert_true(q >= WEFTX_PORT_BASE && q < WEFTX_PORT_BASE + WEFTX_PORT_SPAN);
 }
 
 int main(void)

@@ -175,7 +175,7 @@ static int start_server(void **state)
       fclose(f);
       long port;
       line[strcspn(line, "\n")] = '\0';
-      if (weft_parse_long(line, 1, 65535, &port) == 0)
+      if (weftx_parse_long(line, 1, 65535, &port) == 0)
         server_port = (int)port;
       break;
     }
@@ -239,7 +239,7 @@ static int setup_each(void **state)
   return 0;
 }
 
-static const weft_preset_var *var(const weft_preset_var *v, int n, const char *key)
+static const weftx_preset_var *var(const weftx_preset_var *v, int n, const char *key)
 {
   for (int i = 0; i < n; i++)
     if (!strcmp(v[i].key, key))
@@ -269,26 +269,26 @@ static void test_family(void **state)
   };
   (void)state;
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(cases); i++) {
-    const char *f = weft_gcp_family(cases[i][0]);
+    const char *f = weftx_gcp_family(cases[i][0]);
     assert_non_null(f);
     assert_string_equal(f, cases[i][1]);
     /* Every family has its preset file, and it loads. */
     {
-      weft_preset *p;
+      weftx_preset *p;
       char why[512];
-      int rc = weft_preset_load(f, &p, why, sizeof(why));
+      int rc = weftx_preset_load(f, &p, why, sizeof(why));
       if (rc != 0)
         fprintf(stderr, "%s\n", why);
       assert_int_equal(rc, 0);
-      weft_preset_free(p);
+      weftx_preset_free(p);
     }
   }
-  assert_null(weft_gcp_family("e2-standard-4"));
-  assert_null(weft_gcp_family("a3-highgpu-3g"));
-  assert_null(weft_gcp_family(""));
-  assert_null(weft_gcp_family(NULL));
-  assert_int_equal(weft_gcp_family_host_nics("a3-ultragpu-8g"), 2);
-  assert_int_equal(weft_gcp_family_host_nics("a3-highgpu-8g"), 1);
+  assert_null(weftx_gcp_family("e2-standard-4"));
+  assert_null(weftx_gcp_family("a3-highgpu-3g"));
+  assert_null(weftx_gcp_family(""));
+  assert_null(weftx_gcp_family(NULL));
+  assert_int_equal(weftx_gcp_family_host_nics("a3-ultragpu-8g"), 2);
+  assert_int_equal(weftx_gcp_family_host_nics("a3-highgpu-8g"), 1);
 }
 
 /* Each family detected from the fake server's machine type. */
@@ -297,31 +297,31 @@ static void test_detect_families(void **state)
   static const char *const types[] = { "n1-standard-16", "a2-highgpu-8g", "g2-standard-48",
     "a3-highgpu-4g", "a3-highgpu-8g", "a3-edgegpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
     "a4-highgpu-8g" };
-  weft_gcp_info info;
+  weftx_gcp_info info;
   char why[512];
   (void)state;
   NEED_CURL();
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(types); i++) {
     control("/control/set?path=instance/machine-type&value=projects/123/machineTypes/%s", types[i]);
-    assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+    assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
     assert_true(info.on_gce);
     assert_string_equal(info.machine_type, types[i]);
     assert_non_null(info.family);
-    assert_string_equal(info.family, weft_gcp_family(types[i]));
+    assert_string_equal(info.family, weftx_gcp_family(types[i]));
   }
 }
 
 static void test_detect_a3(void **state)
 {
   static const char *const gpu[] = { "enp6s0", "enp12s0", "enp134s0", "enp140s0" };
-  weft_gcp_info info;
+  weftx_gcp_info info;
   char why[512];
   (void)state;
   NEED_CURL();
   /* A proxy in the environment is not used for the metadata server. */
   setenv("http_proxy", "http://127.0.0.1:9", 1);
   setenv("HTTP_PROXY", "http://127.0.0.1:9", 1);
-  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
   unsetenv("http_proxy");
   unsetenv("HTTP_PROXY");
   assert_true(info.on_gce);
@@ -346,7 +346,7 @@ static void test_detect_a3(void **state)
   assert_string_equal(info.nics[1].pci, "0000:06:00.0");
   /* The probe's cheap form: machine type and physical_host, two requests. */
   long before = control("/control/count");
-  assert_int_equal(weft_gcp_identify(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_gcp_identify(&info, why, sizeof(why)), 0);
   assert_true(info.on_gce);
   assert_string_equal(info.machine_type, "a3-highgpu-8g");
   assert_string_equal(info.physical_host, "/c1/r7/h3");
@@ -356,52 +356,52 @@ static void test_detect_a3(void **state)
 
 static void test_not_on_gce(void **state)
 {
-  weft_gcp_info info;
-  weft_gcp_md *md;
-  weft_gcp_watch *w;
+  weftx_gcp_info info;
+  weftx_gcp_md *md;
+  weftx_gcp_watch *w;
   char why[512];
   long before;
   (void)state;
   unsetenv("GCE_METADATA_HOST");
   set_dmi("Standard PC (Q35 + ICH9, 2009)");
   before = control("/control/count");
-  assert_int_equal(weft_gcp_dmi_is_gce(), 0);
-  assert_int_equal(weft_gcp_md_open(&md), WEFT_ENOTGCE);
+  assert_int_equal(weftx_gcp_dmi_is_gce(), 0);
+  assert_int_equal(weftx_gcp_md_open(&md), WEFT_ENOTGCE);
   assert_null(md);
-  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
   assert_false(info.on_gce);
   assert_null(info.family);
-  assert_int_equal(weft_gcp_watch_start(&w, (weft_gcp_preempt_fn)abort, NULL), WEFT_ENOTGCE);
-  assert_int_equal(weft_gcp_identify(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_gcp_watch_start(&w, (weftx_gcp_preempt_fn)abort, NULL), WEFT_ENOTGCE);
+  assert_int_equal(weftx_gcp_identify(&info, why, sizeof(why)), 0);
   assert_false(info.on_gce);
   assert_string_equal(info.machine_type, "");
   assert_int_equal(control("/control/count"), before);
   /* No DMI file at all: not GCE either. */
   setenv("WEFT_GCP_SYSROOT", tmpdir, 1);
-  assert_int_equal(weft_gcp_dmi_is_gce(), 0);
+  assert_int_equal(weftx_gcp_dmi_is_gce(), 0);
   /* On GCE by DMI, without override: the real server's name (no request made here). */
   setenv("WEFT_GCP_SYSROOT", sysroot, 1);
   set_dmi("Google Compute Engine");
-  assert_int_equal(weft_gcp_dmi_is_gce(), 1);
+  assert_int_equal(weftx_gcp_dmi_is_gce(), 1);
 #ifdef WEFT_HAVE_CURL
-  assert_int_equal(weft_gcp_md_open(&md), 0);
-  assert_string_equal(weft_gcp_md_base(md), "http://metadata.google.internal/computeMetadata/v1/");
-  weft_gcp_md_close(md);
+  assert_int_equal(weftx_gcp_md_open(&md), 0);
+  assert_string_equal(weftx_gcp_md_base(md), "http://metadata.google.internal/computeMetadata/v1/");
+  weftx_gcp_md_close(md);
 #endif
   assert_int_equal(control("/control/count"), before);
 }
 
 static void test_retry_503(void **state)
 {
-  weft_gcp_md *md;
+  weftx_gcp_md *md;
   char *v, etag[64];
   double t0;
   (void)state;
   NEED_CURL();
-  assert_int_equal(weft_gcp_md_open(&md), 0);
+  assert_int_equal(weftx_gcp_md_open(&md), 0);
   control("/control/fail503?n=3");
   t0 = now_s();
-  assert_int_equal(weft_gcp_md_get(md, "instance/zone", &v, etag, sizeof(etag)), 0);
+  assert_int_equal(weftx_gcp_md_get(md, "instance/zone", &v, etag, sizeof(etag)), 0);
   assert_string_equal(v, "projects/123/zones/us-central1-a");
   assert_true(etag[0] != '\0');
   free(v);
@@ -409,12 +409,12 @@ static void test_retry_503(void **state)
   /* More failures than tries: an error, in bounded time. */
   control("/control/fail503?n=50");
   t0 = now_s();
-  assert_int_equal(weft_gcp_md_get(md, "instance/zone", &v, NULL, 0), WEFT_EHTTP);
+  assert_int_equal(weftx_gcp_md_get(md, "instance/zone", &v, NULL, 0), WEFT_EHTTP);
   assert_null(v);
   assert_true(now_s() - t0 < 5);
   control("/control/fail503?n=0");
-  assert_int_equal(weft_gcp_md_get(md, "instance/no-such-key", &v, NULL, 0), WEFT_ENOENT);
-  weft_gcp_md_close(md);
+  assert_int_equal(weftx_gcp_md_get(md, "instance/no-such-key", &v, NULL, 0), WEFT_ENOENT);
+  weftx_gcp_md_close(md);
 }
 
 static void *flip_later(void *arg)
@@ -427,19 +427,19 @@ static void *flip_later(void *arg)
 
 static void test_wait_for_change(void **state)
 {
-  weft_gcp_md *md;
+  weftx_gcp_md *md;
   char *v, etag[64], etag2[64];
   pthread_t th;
   double t0;
   (void)state;
   NEED_CURL();
-  assert_int_equal(weft_gcp_md_open(&md), 0);
-  assert_int_equal(weft_gcp_md_get(md, "instance/preempted", &v, etag, sizeof(etag)), 0);
+  assert_int_equal(weftx_gcp_md_open(&md), 0);
+  assert_int_equal(weftx_gcp_md_get(md, "instance/preempted", &v, etag, sizeof(etag)), 0);
   assert_string_equal(v, "FALSE");
   free(v);
   /* A stale ETag returns at once with the current value. */
   t0 = now_s();
-  assert_int_equal(weft_gcp_md_wait(md, "instance/preempted", "0", 30, &v, etag2, sizeof(etag2)), 0);
+  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", "0", 30, &v, etag2, sizeof(etag2)), 0);
   assert_string_equal(v, "FALSE");
   assert_string_equal(etag2, etag);
   assert_true(now_s() - t0 < 5);
@@ -448,7 +448,7 @@ static void test_wait_for_change(void **state)
   assert_int_equal(pthread_create(&th, NULL, flip_later,
                                   "/control/set?path=instance/preempted&value=TRUE"), 0);
   t0 = now_s();
-  assert_int_equal(weft_gcp_md_wait(md, "instance/preempted", etag, 30, &v, etag2, sizeof(etag2)), 0);
+  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", etag, 30, &v, etag2, sizeof(etag2)), 0);
   pthread_join(th, NULL);
   assert_string_equal(v, "TRUE");
   assert_string_not_equal(etag2, etag);
@@ -456,12 +456,12 @@ static void test_wait_for_change(void **state)
   free(v);
   /* No change: the server answers with the same value after timeout_sec. */
   t0 = now_s();
-  assert_int_equal(weft_gcp_md_wait(md, "instance/preempted", etag2, 1, &v, etag, sizeof(etag)), 0);
+  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", etag2, 1, &v, etag, sizeof(etag)), 0);
   assert_string_equal(v, "TRUE");
   assert_string_equal(etag, etag2);
   assert_true(now_s() - t0 >= 0.9);
   free(v);
-  weft_gcp_md_close(md);
+  weftx_gcp_md_close(md);
 }
 
 struct notice {
@@ -498,10 +498,10 @@ static int wait_calls(struct notice *n, double limit)
 static void watch_case(const char *flip, const char *what, const char *value)
 {
   struct notice n = { PTHREAD_MUTEX_INITIALIZER, 0, "", "" };
-  weft_gcp_watch *w;
+  weftx_gcp_watch *w;
   double t0;
 
-  assert_int_equal(weft_gcp_watch_start(&w, on_notice, &n), 0);
+  assert_int_equal(weftx_gcp_watch_start(&w, on_notice, &n), 0);
   usleep(300000); /* let it read the values and start waiting */
   assert_int_equal(n.calls, 0);
   t0 = now_s();
@@ -511,7 +511,7 @@ static void watch_case(const char *flip, const char *what, const char *value)
   assert_string_equal(n.what, what);
   assert_string_equal(n.value, value);
   t0 = now_s();
-  weft_gcp_watch_stop(w);
+  weftx_gcp_watch_stop(w);
   assert_true(now_s() - t0 < 2);
   assert_int_equal(n.calls, 1);
 }
@@ -535,47 +535,47 @@ static void test_watch_maintenance(void **state)
 static void test_watch_already_preempted_and_stop(void **state)
 {
   struct notice n = { PTHREAD_MUTEX_INITIALIZER, 0, "", "" };
-  weft_gcp_watch *w;
+  weftx_gcp_watch *w;
   double t0;
   (void)state;
   NEED_CURL();
   /* Nothing happens: stop is prompt although both requests are held by the server. */
   control("/control/delete?path=instance/maintenance-event");
-  assert_int_equal(weft_gcp_watch_start(&w, on_notice, &n), 0);
+  assert_int_equal(weftx_gcp_watch_start(&w, on_notice, &n), 0);
   usleep(400000);
   t0 = now_s();
-  weft_gcp_watch_stop(w);
+  weftx_gcp_watch_stop(w);
   assert_true(now_s() - t0 < 2);
   assert_int_equal(n.calls, 0);
   /* Already TRUE at start: the first read is the notice. */
   control("/control/set?path=instance/preempted&value=TRUE");
-  assert_int_equal(weft_gcp_watch_start(&w, on_notice, &n), 0);
+  assert_int_equal(weftx_gcp_watch_start(&w, on_notice, &n), 0);
   assert_int_equal(wait_calls(&n, 5), 1);
-  weft_gcp_watch_stop(w);
+  weftx_gcp_watch_stop(w);
 }
 
 static void test_preset_a3_high(void **state)
 {
   const char *user[] = { "NCCL_ALGO=Tree", "NCCL_DEBUG", NULL };
-  const weft_preset_var *v, *x;
-  weft_gcp_info info;
-  weft_preset *p;
+  const weftx_preset_var *v, *x;
+  weftx_gcp_info info;
+  weftx_preset *p;
   char why[512];
   int n;
   (void)state;
   NEED_CURL();
-  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
   /* auto: only for multi-VM jobs. */
-  assert_int_equal(weft_preset_select("auto", &info, 0, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("auto", &info, 0, &p, why, sizeof(why)), 0);
   assert_null(p);
-  assert_int_equal(weft_preset_select("none", &info, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("none", &info, 1, &p, why, sizeof(why)), 0);
   assert_null(p);
-  assert_int_equal(weft_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
   assert_non_null(p);
-  assert_string_equal(weft_preset_name(p), "a3-highgpu-8g");
-  assert_string_equal(weft_preset_reserved_cpus(p), "8-35,112-139,60-87,164-191");
-  assert_int_equal(weft_preset_mtu(p), 8244);
-  assert_int_equal(weft_preset_resolve(p, &info, user, &v, &n, why, sizeof(why)), 0);
+  assert_string_equal(weftx_preset_name(p), "a3-highgpu-8g");
+  assert_string_equal(weftx_preset_reserved_cpus(p), "8-35,112-139,60-87,164-191");
+  assert_int_equal(weftx_preset_mtu(p), 8244);
+  assert_int_equal(weftx_preset_resolve(p, &info, user, &v, &n, why, sizeof(why)), 0);
   assert_true(n > 15);
   assert_null(var(v, n, "NCCL_ALGO"));          /* the user's value wins */
   x = var(v, n, "NCCL_NET");
@@ -593,81 +593,81 @@ static void test_preset_a3_high(void **state)
   assert_non_null(x);
   assert_true(x->prepend);
   assert_string_equal(x->value, "/var/lib/tcpx/lib64");
-  weft_preset_free(p);
+  weftx_preset_free(p);
   /* An explicit family applies to a single-VM job too; edge includes high. */
-  assert_int_equal(weft_preset_select("a3-edgegpu-8g", &info, 0, &p, why, sizeof(why)), 0);
-  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("a3-edgegpu-8g", &info, 0, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
   assert_string_equal(var(v, n, "NCCL_NET")->source, "preset a3-edgegpu-8g");
-  assert_string_equal(weft_preset_reserved_cpus(p), "8-35,112-139,60-87,164-191");
-  weft_preset_free(p);
-  assert_int_equal(weft_preset_select("no-such-family", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
+  assert_string_equal(weftx_preset_reserved_cpus(p), "8-35,112-139,60-87,164-191");
+  weftx_preset_free(p);
+  assert_int_equal(weftx_preset_select("no-such-family", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
   assert_non_null(strstr(why, "no-such-family"));
-  assert_int_equal(weft_preset_select("../etc", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
+  assert_int_equal(weftx_preset_select("../etc", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
 }
 
 static void test_preset_apply_env(void **state)
 {
-  weft_gcp_info info;
-  weft_preset *p;
-  weft_env *env;
-  weft_env_origin o;
+  weftx_gcp_info info;
+  weftx_preset *p;
+  weftx_env *env;
+  weftx_env_origin o;
   char why[512], desc[256];
   int i;
   (void)state;
   NEED_CURL();
-  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
-  assert_int_equal(weft_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
-  assert_int_equal(weft_env_create(&env), 0);
-  assert_int_equal(weft_env_set(env, "NCCL_PROTO", "LL", WEFT_ENV_XARG, NULL), 0);
-  assert_int_equal(weft_env_set(env, "LD_LIBRARY_PATH", "/opt/lib", WEFT_ENV_USER, NULL), 0);
-  assert_int_equal(weft_preset_apply(p, &info, env, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(env, "NCCL_PROTO"), "LL");
-  assert_int_equal(weft_env_origin_of(env, "NCCL_PROTO", &o), 0);
-  assert_int_equal(o, WEFT_ENV_XARG);
-  assert_string_equal(weft_env_get(env, "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"),
+  assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_env_create(&env), 0);
+  assert_int_equal(weftx_env_set(env, "NCCL_PROTO", "LL", WEFTX_ENV_XARG, NULL), 0);
+  assert_int_equal(weftx_env_set(env, "LD_LIBRARY_PATH", "/opt/lib", WEFTX_ENV_USER, NULL), 0);
+  assert_int_equal(weftx_preset_apply(p, &info, env, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(env, "NCCL_PROTO"), "LL");
+  assert_int_equal(weftx_env_origin_of(env, "NCCL_PROTO", &o), 0);
+  assert_int_equal(o, WEFTX_ENV_XARG);
+  assert_string_equal(weftx_env_get(env, "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"),
                       "enp6s0,enp12s0,enp134s0,enp140s0");
-  assert_string_equal(weft_env_get(env, "LD_LIBRARY_PATH"), "/var/lib/tcpx/lib64:/opt/lib");
-  for (i = 0; i < weft_env_count(env); i++) {
+  assert_string_equal(weftx_env_get(env, "LD_LIBRARY_PATH"), "/var/lib/tcpx/lib64:/opt/lib");
+  for (i = 0; i < weftx_env_count(env); i++) {
     const char *k;
-    weft_env_entry(env, i, &k, NULL, NULL, NULL);
+    weftx_env_entry(env, i, &k, NULL, NULL, NULL);
     if (!strcmp(k, "NCCL_NET"))
       break;
   }
-  assert_int_equal(weft_env_describe(env, i, desc, sizeof(desc)), 0);
+  assert_int_equal(weftx_env_describe(env, i, desc, sizeof(desc)), 0);
   assert_string_equal(desc, "preset a3-highgpu-8g");
   /* Applying twice changes nothing (LD_LIBRARY_PATH not prepended again). */
-  assert_int_equal(weft_preset_apply(p, &info, env, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(env, "LD_LIBRARY_PATH"), "/var/lib/tcpx/lib64:/opt/lib");
+  assert_int_equal(weftx_preset_apply(p, &info, env, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(env, "LD_LIBRARY_PATH"), "/var/lib/tcpx/lib64:/opt/lib");
   /* -x LD_LIBRARY_PATH=... is the user's final word. */
-  assert_int_equal(weft_env_set(env, "LD_LIBRARY_PATH", "/mine", WEFT_ENV_XARG, NULL), 0);
-  assert_int_equal(weft_preset_apply(p, &info, env, why, sizeof(why)), 0);
-  assert_string_equal(weft_env_get(env, "LD_LIBRARY_PATH"), "/mine");
-  weft_env_destroy(env);
-  weft_preset_free(p);
+  assert_int_equal(weftx_env_set(env, "LD_LIBRARY_PATH", "/mine", WEFTX_ENV_XARG, NULL), 0);
+  assert_int_equal(weftx_preset_apply(p, &info, env, why, sizeof(why)), 0);
+  assert_string_equal(weftx_env_get(env, "LD_LIBRARY_PATH"), "/mine");
+  weftx_env_destroy(env);
+  weftx_preset_free(p);
 }
 
 static void test_preset_off_gce(void **state)
 {
-  const weft_preset_var *v;
-  weft_gcp_info info;
-  weft_preset *p;
+  const weftx_preset_var *v;
+  weftx_gcp_info info;
+  weftx_preset *p;
   char why[512];
   int n;
   (void)state;
   memset(&info, 0, sizeof(info));
-  assert_int_equal(weft_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
   assert_null(p);
-  assert_int_equal(weft_preset_load("g2", &p, why, sizeof(why)), 0);
-  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ENOENT);
+  assert_int_equal(weftx_preset_load("g2", &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ENOENT);
   assert_non_null(strstr(why, "NCCL_SOCKET_IFNAME"));
   assert_non_null(strstr(why, "not a GCE VM"));
   /* ... unless the user set it. */
   {
     const char *user[] = { "NCCL_SOCKET_IFNAME=eth0", NULL };
-    assert_int_equal(weft_preset_resolve(p, &info, user, &v, &n, why, sizeof(why)), 0);
+    assert_int_equal(weftx_preset_resolve(p, &info, user, &v, &n, why, sizeof(why)), 0);
     assert_int_equal(n, 0);
   }
-  weft_preset_free(p);
+  weftx_preset_free(p);
 }
 
 static void test_preset_parse_errors(void **state)
@@ -676,9 +676,9 @@ static void test_preset_parse_errors(void **state)
     "reserve-cpus all\n", "frobnicate 1\n", "prepend-path LD_LIBRARY_PATH relative\n",
     "include ../x\n", "include loop\n" };
   char path[512], why[512], datadir[512];
-  weft_preset *p;
+  weftx_preset *p;
   (void)state;
-  snprintf(datadir, sizeof(datadir), "%s", weft_datadir());
+  snprintf(datadir, sizeof(datadir), "%s", weftx_datadir());
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(bad); i++) {
     snprintf(path, sizeof(path), "%s/loop.preset", tmpdir);
     write_file(path, "# comment\n\nNCCL_OK=1\n%s", bad[i]);
@@ -689,7 +689,7 @@ static void test_preset_parse_errors(void **state)
       write_file(presets, "include loop\n");
       setenv("WEFT_DATADIR", tmpdir, 1);
     }
-    assert_int_equal(weft_preset_load(path, &p, why, sizeof(why)), WEFT_EPARSE);
+    assert_int_equal(weftx_preset_load(path, &p, why, sizeof(why)), WEFT_EPARSE);
     assert_null(p);
     if (strstr(bad[i], "include loop"))
       assert_non_null(strstr(why, "nest"));
@@ -701,19 +701,19 @@ static void test_preset_parse_errors(void **state)
 
 static void test_preset_mega_profile(void **state)
 {
-  const weft_preset_var *v, *x;
-  weft_gcp_info info;
-  weft_preset *p;
+  const weftx_preset_var *v, *x;
+  weftx_gcp_info info;
+  weftx_preset *p;
   char why[512], path[512];
   int n;
   (void)state;
   NEED_CURL();
   control("/control/set?path=instance/machine-type&value=a3-megagpu-8g");
-  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
-  assert_int_equal(weft_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
-  assert_string_equal(weft_preset_name(p), "a3-megagpu-8g");
+  assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_select("auto", &info, 1, &p, why, sizeof(why)), 0);
+  assert_string_equal(weftx_preset_name(p), "a3-megagpu-8g");
   /* Without Google's profile: our copy. */
-  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
   assert_string_equal(var(v, n, "NCCL_FASTRAK_IFNAME")->value, "enp6s0,enp12s0,enp134s0,enp140s0");
   assert_string_equal(var(v, n, "NCCL_BUFFSIZE")->value, "8388608");
   assert_null(var(v, n, "NCCL_ALGO"));
@@ -723,7 +723,7 @@ static void test_preset_mega_profile(void **state)
              "export NCCL_FASTRAK_IFNAME=eth1,eth2\nexport NCCL_BUFFSIZE=4194304\n"
              "export NCCL_NEW_KNOB=1\n"
              "export NCCL_TUNER_CONFIG_PATH=${NCCL_LIB_DIR}/tuner.textproto\n");
-  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
   assert_string_equal(var(v, n, "NCCL_FASTRAK_IFNAME")->value, "enp6s0,enp12s0,enp134s0,enp140s0");
   assert_string_equal(var(v, n, "NCCL_FASTRAK_IFNAME")->source, "preset a3-megagpu-8g");
   x = var(v, n, "NCCL_BUFFSIZE");
@@ -739,14 +739,14 @@ static void test_preset_mega_profile(void **state)
   assert_null(var(v, n, "PWD"));
   /* A failing script is an error that names it. */
   write_file(path, "exit 3\n");
-  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
   assert_non_null(strstr(why, "nccl-env-profile.sh"));
   /* Output too large to read whole is refused, not merged cut. */
   write_file(path, "for i in 1 2 3; do export NCCL_BIG$i=$(head -c 100000 /dev/zero | tr '\\0' x); "
              "done\n");
-  assert_int_equal(weft_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
   assert_non_null(strstr(why, "more than 256 KiB"));
-  weft_preset_free(p);
+  weftx_preset_free(p);
 }
 
 static void collect(void *arg, const char *msg)
@@ -759,19 +759,19 @@ static void collect(void *arg, const char *msg)
 static void test_checks(void **state)
 {
   static char msgs[4096];
-  weft_gcp_info info;
-  weft_preset *p;
+  weftx_gcp_info info;
+  weftx_preset *p;
   char why[512], path[512];
   (void)state;
   NEED_CURL();
   control("/control/delete?path=instance/attributes/physical_host");
   fake_if("enp134s0", "42:01:0a:01:00:02", 1460, "0000:86:00.0", "gve");
   fake_if("enp12s0", "42:01:0a:04:00:02", 8244, "0000:0c:00.0", "virtio-pci");
-  assert_int_equal(weft_gcp_detect(&info, why, sizeof(why)), 0);
+  assert_int_equal(weftx_gcp_detect(&info, why, sizeof(why)), 0);
   assert_string_equal(info.physical_host, "");
-  assert_int_equal(weft_preset_load("a3-highgpu-8g", &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_load("a3-highgpu-8g", &p, why, sizeof(why)), 0);
   msgs[0] = '\0';
-  assert_int_equal(weft_gcp_check(&info, p, 1, collect, msgs), 4);
+  assert_int_equal(weftx_gcp_check(&info, p, 1, collect, msgs), 4);
   assert_non_null(strstr(msgs, "/var/lib/tcpx/lib64/libnccl-net.so is missing"));
   assert_non_null(strstr(msgs, "enp134s0 has MTU 1460, a3-highgpu-8g needs 8244"));
   assert_non_null(strstr(msgs, "enp12s0 is not a gVNIC"));
@@ -780,16 +780,16 @@ static void test_checks(void **state)
   snprintf(path, sizeof(path), "%s/var/lib/tcpx/lib64/libnccl-net.so", sysroot);
   write_file(path, "\n");
   msgs[0] = '\0';
-  assert_int_equal(weft_gcp_check(&info, p, 0, collect, msgs), 2);
-  weft_preset_free(p);
+  assert_int_equal(weftx_gcp_check(&info, p, 0, collect, msgs), 2);
+  weftx_preset_free(p);
   /* Mixed machine types. */
   {
     const char *hosts[] = { "vm-a", "vm-b", "vm-c" };
     const char *same[] = { "a3-highgpu-8g", NULL, "a3-highgpu-8g" };
     const char *mixed[] = { "a3-highgpu-8g", "a3-highgpu-8g", "a3-megagpu-8g" };
     msgs[0] = '\0';
-    assert_int_equal(weft_gcp_check_mixed(hosts, same, 3, collect, msgs), 0);
-    assert_int_equal(weft_gcp_check_mixed(hosts, mixed, 3, collect, msgs), 1);
+    assert_int_equal(weftx_gcp_check_mixed(hosts, same, 3, collect, msgs), 0);
+    assert_int_equal(weftx_gcp_check_mixed(hosts, mixed, 3, collect, msgs), 1);
     assert_non_null(strstr(msgs, "vm-c is a3-megagpu-8g"));
   }
 }
@@ -800,13 +800,13 @@ static void test_order_hosts(void **state)
   const char *some[] = { "/c1/r1/h1", "", "/c1/r1/h2" };
   int order[5];
   (void)state;
-  assert_int_equal(weft_gcp_order_hosts(ph, 5, order), 0);
+  assert_int_equal(weftx_gcp_order_hosts(ph, 5, order), 0);
   assert_int_equal(order[0], 2);   /* /c1/r10 sorts before /c1/r9 as strings */
   assert_int_equal(order[1], 3);
   assert_int_equal(order[2], 1);   /* ties keep input order */
   assert_int_equal(order[3], 4);
   assert_int_equal(order[4], 0);
-  assert_int_equal(weft_gcp_order_hosts(some, 3, order), WEFT_ENOENT);
+  assert_int_equal(weftx_gcp_order_hosts(some, 3, order), WEFT_ENOENT);
   assert_int_equal(order[1], 1);
 }
 

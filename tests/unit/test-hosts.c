@@ -16,10 +16,10 @@
 
 static char why[512];
 
-static weft_hostlist *new_list(void)
+static weftx_hostlist *new_list(void)
 {
-  weft_hostlist *hl = NULL;
-  assert_int_equal(weft_hostlist_create(&hl), 0);
+  weftx_hostlist *hl = NULL;
+  assert_int_equal(weftx_hostlist_create(&hl), 0);
   return hl;
 }
 
@@ -40,13 +40,13 @@ static const char *temp_file(const char *text)
   return path;
 }
 
-static int load_text(weft_hostlist *hl, const char *text)
+static int load_text(weftx_hostlist *hl, const char *text)
 {
   const char *path = temp_file(text);
   int rc;
 
   why[0] = '\0';
-  rc = weft_hostfile_load(hl, path, why, sizeof(why));
+  rc = weftx_hostfile_load(hl, path, why, sizeof(why));
   unlink(path);
   return rc;
 }
@@ -54,24 +54,24 @@ static int load_text(weft_hostlist *hl, const char *text)
 /* The hostfile error for \p text: its code, and "PATH:LINE:" at the start of the reason. */
 static void expect_file_error(const char *text, int code, int line, const char *part)
 {
-  weft_hostlist *hl = new_list();
+  weftx_hostlist *hl = new_list();
   char prefix[96];
   const char *path = temp_file(text);
   int rc;
 
   why[0] = '\0';
-  rc = weft_hostfile_load(hl, path, why, sizeof(why));
+  rc = weftx_hostfile_load(hl, path, why, sizeof(why));
   snprintf(prefix, sizeof(prefix), "%s:%d: ", path, line);
   unlink(path);
   if (rc != code || strncmp(why, prefix, strlen(prefix)) != 0 || !strstr(why, part))
     fail_msg("for %s: got %d '%s', wanted %d at '%s' with '%s'", text, rc, why, code, prefix,
              part);
-  weft_hostlist_destroy(hl);
+  weftx_hostlist_destroy(hl);
 }
 
-static void assert_host(const weft_hostlist *hl, int i, const char *name, int slots, int max)
+static void assert_host(const weftx_hostlist *hl, int i, const char *name, int slots, int max)
 {
-  const weft_host *h = weft_hostlist_host(hl, i);
+  const weftx_host *h = weftx_hostlist_host(hl, i);
   assert_non_null(h);
   assert_string_equal(h->name, name);
   assert_int_equal(h->slots, slots);
@@ -88,55 +88,55 @@ static void test_names(void **state)
                                "a'b", "a\"b", "a\\b", "h*", "h?", "a/b", "~a", NULL };
   (void)state;
   for (int i = 0; good[i]; i++)
-    if (weft_hostname_check(good[i], why, sizeof(why)) != 0)
+    if (weftx_hostname_check(good[i], why, sizeof(why)) != 0)
       fail_msg("'%s' refused: %s", good[i], why);
   for (int i = 0; bad[i]; i++)
-    assert_int_equal(weft_hostname_check(bad[i], why, sizeof(why)), WEFT_ENAME);
-  weft_hostname_check("a;rm -rf", why, sizeof(why));
+    assert_int_equal(weftx_hostname_check(bad[i], why, sizeof(why)), WEFT_ENAME);
+  weftx_hostname_check("a;rm -rf", why, sizeof(why));
   assert_non_null(strstr(why, "';'"));
-  weft_hostname_check("-oProxyCommand", why, sizeof(why));
+  weftx_hostname_check("-oProxyCommand", why, sizeof(why));
   assert_non_null(strstr(why, "'-'"));
   /* A control character in the name does not break the message's line. */
-  assert_int_equal(weft_hostname_check("a\nb", why, sizeof(why)), WEFT_ENAME);
+  assert_int_equal(weftx_hostname_check("a\nb", why, sizeof(why)), WEFT_ENAME);
   assert_null(strchr(why, '\n'));
   assert_non_null(strstr(why, "'a?b'"));
   /* 63-character labels pass, 64 do not. */
   char label[80];
   memset(label, 'a', 64);
   label[64] = '\0';
-  assert_int_equal(weft_hostname_check(label, why, sizeof(why)), WEFT_ENAME);
+  assert_int_equal(weftx_hostname_check(label, why, sizeof(why)), WEFT_ENAME);
   label[63] = '\0';
-  assert_int_equal(weft_hostname_check(label, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostname_check(label, why, sizeof(why)), 0);
 }
 
 static void test_arg(void **state)
 {
-  weft_hostlist *hl = new_list();
+  weftx_hostlist *hl = new_list();
   (void)state;
-  assert_int_equal(weft_hosts_parse_arg(hl, "a,b:4,c", why, sizeof(why)), 0);
-  assert_int_equal(weft_hostlist_count(hl), 3);
+  assert_int_equal(weftx_hosts_parse_arg(hl, "a,b:4,c", why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostlist_count(hl), 3);
   assert_host(hl, 0, "a", 0, 0);
-  assert_false(weft_hostlist_host(hl, 0)->slots_given);
+  assert_false(weftx_hostlist_host(hl, 0)->slots_given);
   assert_host(hl, 1, "b", 4, 0);
-  assert_true(weft_hostlist_host(hl, 1)->slots_given);
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_CMDLINE);
+  assert_true(weftx_hostlist_host(hl, 1)->slots_given);
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_CMDLINE);
   /* A second -H adds up, as mpirun does: a listed twice is two slots; b 4+2. */
-  assert_int_equal(weft_hosts_parse_arg(hl, "a,b:2,root@d,[fe80::1]:2,::1", why, sizeof(why)), 0);
+  assert_int_equal(weftx_hosts_parse_arg(hl, "a,b:2,root@d,[fe80::1]:2,::1", why, sizeof(why)), 0);
   assert_host(hl, 0, "a", 2, 0);
   assert_host(hl, 1, "b", 6, 0);
   assert_host(hl, 3, "d", 0, 0);
-  assert_string_equal(weft_hostlist_host(hl, 3)->user, "root");
+  assert_string_equal(weftx_hostlist_host(hl, 3)->user, "root");
   assert_host(hl, 4, "fe80::1", 2, 0);
   assert_host(hl, 5, "::1", 0, 0);
-  assert_int_equal(weft_hostlist_find(hl, "D"), 3);
-  assert_int_equal(weft_hostlist_find(hl, "zz"), -1);
-  assert_int_equal(weft_hostlist_total_slots(hl), 10);
-  assert_int_equal(weft_hostlist_default_slots(hl, 3, 8), 0);
-  assert_int_equal(weft_hostlist_default_slots(hl, 1, 8), 0);
+  assert_int_equal(weftx_hostlist_find(hl, "D"), 3);
+  assert_int_equal(weftx_hostlist_find(hl, "zz"), -1);
+  assert_int_equal(weftx_hostlist_total_slots(hl), 10);
+  assert_int_equal(weftx_hostlist_default_slots(hl, 3, 8), 0);
+  assert_int_equal(weftx_hostlist_default_slots(hl, 1, 8), 0);
   assert_host(hl, 3, "d", 8, 0);
   assert_host(hl, 1, "b", 6, 0);
-  assert_int_equal(weft_hostlist_default_slots(hl, 99, 8), WEFT_EINVAL);
-  weft_hostlist_destroy(hl);
+  assert_int_equal(weftx_hostlist_default_slots(hl, 99, 8), WEFT_EINVAL);
+  weftx_hostlist_destroy(hl);
 }
 
 static void test_arg_garbage(void **state)
@@ -152,17 +152,17 @@ static void test_arg_garbage(void **state)
   };
   (void)state;
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    weft_hostlist *hl = new_list();
-    int rc = weft_hosts_parse_arg(hl, cases[i].arg, why, sizeof(why));
+    weftx_hostlist *hl = new_list();
+    int rc = weftx_hosts_parse_arg(hl, cases[i].arg, why, sizeof(why));
     if (rc != cases[i].rc || strncmp(why, "-H '", 4) != 0 || !strstr(why, cases[i].part))
       fail_msg("-H '%s': got %d '%s'", cases[i].arg, rc, why);
-    weft_hostlist_destroy(hl);
+    weftx_hostlist_destroy(hl);
   }
 }
 
 static void test_hostfile(void **state)
 {
-  weft_hostlist *hl = new_list();
+  weftx_hostlist *hl = new_list();
   (void)state;
   assert_int_equal(load_text(hl, "# cluster\n"
                                  "\n"
@@ -177,28 +177,28 @@ static void test_hostfile(void **state)
                                  "node07\n"
                                  "node08#no space before comment\n"),
                    0);
-  assert_int_equal(weft_hostlist_count(hl), 8);
+  assert_int_equal(weftx_hostlist_count(hl), 8);
   assert_host(hl, 0, "node01", 12, 10);
   assert_host(hl, 1, "node02", 4, 0);
-  assert_string_equal(weft_hostlist_host(hl, 1)->user, "user01");
+  assert_string_equal(weftx_hostlist_host(hl, 1)->user, "user01");
   assert_host(hl, 2, "node03", 0, 0);
-  assert_false(weft_hostlist_host(hl, 2)->slots_given);
+  assert_false(weftx_hostlist_host(hl, 2)->slots_given);
   assert_host(hl, 3, "10.0.0.4", 2, 8);
   assert_host(hl, 4, "node05", 6, 6);
-  assert_true(weft_hostlist_host(hl, 4)->slots_given);
+  assert_true(weftx_hostlist_host(hl, 4)->slots_given);
   assert_host(hl, 5, "node06", 3, 3);
-  assert_string_equal(weft_hostlist_host(hl, 5)->user, "ops");
+  assert_string_equal(weftx_hostlist_host(hl, 5)->user, "ops");
   assert_host(hl, 6, "node07", 2, 0);
-  assert_int_equal(weft_hostlist_host(hl, 6)->listed, 2);
+  assert_int_equal(weftx_hostlist_host(hl, 6)->listed, 2);
   assert_host(hl, 7, "node08", 0, 0);
-  assert_non_null(strstr(weft_hostlist_host(hl, 3)->source, ":6"));
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_HOSTFILE);
-  weft_hostlist_destroy(hl);
+  assert_non_null(strstr(weftx_hostlist_host(hl, 3)->source, ":6"));
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_HOSTFILE);
+  weftx_hostlist_destroy(hl);
 }
 
 static void test_hostfile_garbage(void **state)
 {
-  char longline[WEFT_HOSTFILE_LINE_MAX + 100];
+  char longline[WEFTX_HOSTFILE_LINE_MAX + 100];
   (void)state;
   expect_file_error("a slots=4\nb slots=x\n", WEFT_EPARSE, 2, "'slots=x' is not a number");
   expect_file_error("a slots=0\n", WEFT_ERANGE, 1, "at least one slot");
@@ -225,30 +225,30 @@ static void test_hostfile_garbage(void **state)
   expect_file_error(longline, WEFT_EPARSE, 1, "line longer");
 
   /* No host at all, and no file. */
-  weft_hostlist *hl = new_list();
+  weftx_hostlist *hl = new_list();
   assert_int_equal(load_text(hl, "# only a comment\n\n"), WEFT_EPARSE);
   assert_non_null(strstr(why, "no host in the file"));
-  assert_int_equal(weft_hostfile_load(hl, "/nonexistent/hosts", why, sizeof(why)), WEFT_ENOENT);
+  assert_int_equal(weftx_hostfile_load(hl, "/nonexistent/hosts", why, sizeof(why)), WEFT_ENOENT);
   assert_non_null(strstr(why, "/nonexistent/hosts: cannot open"));
-  assert_int_equal(weft_hostfile_load(hl, "/", why, sizeof(why)), WEFT_EIO);
+  assert_int_equal(weftx_hostfile_load(hl, "/", why, sizeof(why)), WEFT_EIO);
   assert_non_null(strstr(why, "/: read error"));
   /* A user given on a later line joins a host named without one. */
   assert_int_equal(load_text(hl, "a\nroot@a\n"), 0);
-  assert_string_equal(weft_hostlist_host(hl, 0)->user, "root");
-  weft_hostlist_destroy(hl);
+  assert_string_equal(weftx_hostlist_host(hl, 0)->user, "root");
+  weftx_hostlist_destroy(hl);
 }
 
 /* Expand \p list and compare with the space-separated \p want. */
 static void expect_slurm(const char *list, const char *tasks, const char *want)
 {
-  weft_hostlist *hl = new_list();
+  weftx_hostlist *hl = new_list();
   char got[4096] = "";
   size_t used = 0;
 
-  if (weft_hosts_parse_slurm(hl, list, tasks, why, sizeof(why)) != 0)
+  if (weftx_hosts_parse_slurm(hl, list, tasks, why, sizeof(why)) != 0)
     fail_msg("'%s' refused: %s", list, why);
-  for (int i = 0; i < weft_hostlist_count(hl); i++) {
-    const weft_host *h = weft_hostlist_host(hl, i);
+  for (int i = 0; i < weftx_hostlist_count(hl); i++) {
+    const weftx_host *h = weftx_hostlist_host(hl, i);
     if (h->slots)
       used += (size_t)snprintf(got + used, sizeof(got) - used, "%s%s:%d", i ? " " : "", h->name,
                                h->slots);
@@ -257,8 +257,8 @@ static void expect_slurm(const char *list, const char *tasks, const char *want)
   }
   if (strcmp(got, want) != 0)
     fail_msg("'%s' gave '%s', wanted '%s'", list, got, want);
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_SLURM);
-  weft_hostlist_destroy(hl);
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_SLURM);
+  weftx_hostlist_destroy(hl);
 }
 
 static void test_slurm(void **state)
@@ -282,88 +282,88 @@ static void test_slurm_garbage(void **state)
                                "a[1-]", "a[-1]", "a,,b", ",a", "a[1-2],", "a[0-999999]",
                                "a[1234567890]", "a[1,,2]", NULL };
   int counts[8], n = 0;
-  weft_hostlist *hl;
+  weftx_hostlist *hl;
   (void)state;
   for (int i = 0; bad[i]; i++) {
     hl = new_list();
-    int rc = weft_hosts_parse_slurm(hl, bad[i], NULL, why, sizeof(why));
+    int rc = weftx_hosts_parse_slurm(hl, bad[i], NULL, why, sizeof(why));
     if (rc != WEFT_EPARSE || strncmp(why, "SLURM_JOB_NODELIST", 18) != 0)
       fail_msg("'%s': got %d '%s'", bad[i], rc, why);
-    weft_hostlist_destroy(hl);
+    weftx_hostlist_destroy(hl);
   }
   hl = new_list();
-  assert_int_equal(weft_hosts_parse_slurm(hl, "a;b[1-2]", NULL, why, sizeof(why)), WEFT_ENAME);
-  weft_hostlist_destroy(hl);
+  assert_int_equal(weftx_hosts_parse_slurm(hl, "a;b[1-2]", NULL, why, sizeof(why)), WEFT_ENAME);
+  weftx_hostlist_destroy(hl);
   hl = new_list();
-  assert_int_equal(weft_hosts_parse_slurm(hl, "a[1-3]", "2(x2)", why, sizeof(why)), WEFT_EPARSE);
+  assert_int_equal(weftx_hosts_parse_slurm(hl, "a[1-3]", "2(x2)", why, sizeof(why)), WEFT_EPARSE);
   assert_non_null(strstr(why, "2 counts for 3 hosts"));
-  weft_hostlist_destroy(hl);
-  assert_int_equal(weft_slurm_tasks_per_node("2(x3),1", counts, 8, &n, why, sizeof(why)), 0);
+  weftx_hostlist_destroy(hl);
+  assert_int_equal(weftx_slurm_tasks_per_node("2(x3),1", counts, 8, &n, why, sizeof(why)), 0);
   assert_int_equal(n, 4);
   assert_int_equal(counts[0], 2);
   assert_int_equal(counts[3], 1);
-  assert_int_equal(weft_slurm_tasks_per_node("2(x9)", counts, 8, &n, why, sizeof(why)),
+  assert_int_equal(weftx_slurm_tasks_per_node("2(x9)", counts, 8, &n, why, sizeof(why)),
                    WEFT_ERANGE);
   static const char *badtasks[] = { "", "x", "2(3)", "2(x)", "2(x3", "0", "2,", "2(x3)x", NULL };
   for (int i = 0; badtasks[i]; i++)
-    if (weft_slurm_tasks_per_node(badtasks[i], counts, 8, &n, why, sizeof(why)) != WEFT_EPARSE)
+    if (weftx_slurm_tasks_per_node(badtasks[i], counts, 8, &n, why, sizeof(why)) != WEFT_EPARSE)
       fail_msg("'%s' accepted", badtasks[i]);
 }
 
 static void test_gather(void **state)
 {
   const char *args[] = { "b:2,c" };
-  weft_hosts_input in = { NULL, 0, NULL, NULL, NULL, "me" };
-  weft_hostlist *hl = NULL;
+  weftx_hosts_input in = { NULL, 0, NULL, NULL, NULL, "me" };
+  weftx_hostlist *hl = NULL;
   const char *path;
   (void)state;
 
   /* Nothing given: the local host alone. */
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), 0);
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_LOCAL);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_LOCAL);
   assert_host(hl, 0, "me", 0, 0);
-  weft_hostlist_destroy(hl);
+  weftx_hostlist_destroy(hl);
   /* Slurm beats the local host. */
   in.slurm_nodelist = "s[1-2]";
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), 0);
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_SLURM);
-  assert_int_equal(weft_hostlist_count(hl), 2);
-  weft_hostlist_destroy(hl);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_SLURM);
+  assert_int_equal(weftx_hostlist_count(hl), 2);
+  weftx_hostlist_destroy(hl);
   /* The hostfile beats Slurm. */
   path = temp_file("a slots=4\nb slots=8 max_slots=8\nc\n");
   in.hostfile = path;
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), 0);
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_HOSTFILE);
-  assert_int_equal(weft_hostlist_count(hl), 3);
-  weft_hostlist_destroy(hl);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_HOSTFILE);
+  assert_int_equal(weftx_hostlist_count(hl), 3);
+  weftx_hostlist_destroy(hl);
   /* -H beats everything and picks hosts out of the hostfile. */
   in.host_args = args;
   in.nhost_args = 1;
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), 0);
-  assert_int_equal(weft_hostlist_origin(hl), WEFT_HOSTS_CMDLINE);
-  assert_int_equal(weft_hostlist_count(hl), 2);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostlist_origin(hl), WEFTX_HOSTS_CMDLINE);
+  assert_int_equal(weftx_hostlist_count(hl), 2);
   assert_host(hl, 0, "b", 2, 8);
   assert_host(hl, 1, "c", 0, 0);
-  weft_hostlist_destroy(hl);
+  weftx_hostlist_destroy(hl);
   args[0] = "a,zz";
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), WEFT_ENAME);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), WEFT_ENAME);
   assert_null(hl);
   assert_non_null(strstr(why, "'zz' given with -H is not in hostfile"));
   args[0] = "a";
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), 0);
   assert_host(hl, 0, "a", 4, 0);
-  weft_hostlist_destroy(hl);
+  weftx_hostlist_destroy(hl);
   unlink(path);
   /* Errors come through. */
   in.nhost_args = 0;
   in.hostfile = NULL;
   in.slurm_nodelist = "bad[";
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), WEFT_EPARSE);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), WEFT_EPARSE);
   in.slurm_nodelist = NULL;
   in.local_host = NULL;
-  assert_int_equal(weft_hosts_gather(&in, &hl, why, sizeof(why)), 0);
-  assert_int_equal(weft_hostlist_count(hl), 1);
-  weft_hostlist_destroy(hl);
+  assert_int_equal(weftx_hosts_gather(&in, &hl, why, sizeof(why)), 0);
+  assert_int_equal(weftx_hostlist_count(hl), 1);
+  weftx_hostlist_destroy(hl);
 }
 
 int main(void)

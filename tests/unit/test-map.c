@@ -18,27 +18,27 @@
 
 #include <cmocka.h>
 
-static weft_topo *load(const char *name)
+static weftx_topo *load(const char *name)
 {
   char path[1024], why[512];
   const char *dir = getenv("WEFT_DATADIR");
-  weft_topo *t = NULL;
+  weftx_topo *t = NULL;
   int rc;
 
   snprintf(path, sizeof(path), "%s/topologies/%s", dir ? dir : "../../share/weft", name);
-  rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+  rc = weftx_topo_load(path, 0, &t, why, sizeof(why));
   if (rc != 0)
     fail_msg("cannot load %s: %s", path, why);
   return t;
 }
 
-static weft_policy policy(const char *map, const char *bind)
+static weftx_policy policy(const char *map, const char *bind)
 {
-  weft_policy p;
+  weftx_policy p;
   char why[256];
 
   memset(&p, 0, sizeof(p));
-  if (weft_policy_parse(&p, map, bind, why, sizeof(why)) != 0)
+  if (weftx_policy_parse(&p, map, bind, why, sizeof(why)) != 0)
     fail_msg("policy '%s' '%s': %s", map ? map : "", bind ? bind : "", why);
   return p;
 }
@@ -62,47 +62,47 @@ static char *list(hwloc_const_bitmap_t set)
 
 static void test_parse_valid(void **state)
 {
-  weft_policy p;
+  weftx_policy p;
   char why[256], buf[256];
   (void)state;
 
   p = policy(NULL, NULL);
-  assert_int_equal(p.map_by, WEFT_MAP_AUTO);
-  assert_int_equal(p.bind_to, WEFT_BIND_DEFAULT);
+  assert_int_equal(p.map_by, WEFTX_MAP_AUTO);
+  assert_int_equal(p.bind_to, WEFTX_BIND_DEFAULT);
   p = policy("gpu", "gpu-local");
-  assert_int_equal(p.map_by, WEFT_MAP_GPU);
-  assert_int_equal(p.bind_to, WEFT_BIND_GPU_LOCAL);
+  assert_int_equal(p.map_by, WEFTX_MAP_GPU);
+  assert_int_equal(p.bind_to, WEFTX_BIND_GPU_LOCAL);
   p = policy("CORE", "Core");
-  assert_int_equal(p.map_by, WEFT_MAP_CORE);
-  assert_int_equal(p.bind_to, WEFT_BIND_CORE);
+  assert_int_equal(p.map_by, WEFTX_MAP_CORE);
+  assert_int_equal(p.bind_to, WEFTX_BIND_CORE);
   p = policy("socket", "socket");
-  assert_int_equal(p.map_by, WEFT_MAP_PACKAGE);
-  assert_int_equal(p.bind_to, WEFT_BIND_PACKAGE);
+  assert_int_equal(p.map_by, WEFTX_MAP_PACKAGE);
+  assert_int_equal(p.bind_to, WEFTX_BIND_PACKAGE);
   p = policy("ppr:2:socket", NULL);
-  assert_int_equal(p.map_by, WEFT_MAP_PPR);
+  assert_int_equal(p.map_by, WEFTX_MAP_PPR);
   assert_int_equal(p.ppr_n, 2);
-  assert_int_equal(p.ppr_obj, WEFT_OBJ_PACKAGE);
+  assert_int_equal(p.ppr_obj, WEFTX_OBJ_PACKAGE);
   p = policy("ppr:1:package:pe=4", NULL);
-  assert_int_equal(p.ppr_obj, WEFT_OBJ_PACKAGE);
+  assert_int_equal(p.ppr_obj, WEFTX_OBJ_PACKAGE);
   assert_int_equal(p.pe, 4);
   p = policy("ppr:4:node", NULL);
-  assert_int_equal(p.ppr_obj, WEFT_OBJ_NODE);
+  assert_int_equal(p.ppr_obj, WEFTX_OBJ_NODE);
   p = policy("core:PE=2", NULL);
   assert_int_equal(p.pe, 2);
   p = policy("core:pe=2,OVERSUBSCRIBE", "none");
   assert_int_equal(p.pe, 2);
   assert_int_equal(p.oversubscribe, 1);
-  assert_int_equal(p.bind_to, WEFT_BIND_NONE);
+  assert_int_equal(p.bind_to, WEFTX_BIND_NONE);
   p = policy("numa:HWTCPUS", "numa:overload-allowed");
-  assert_int_equal(p.map_by, WEFT_MAP_NUMA);
+  assert_int_equal(p.map_by, WEFTX_MAP_NUMA);
   assert_int_equal(p.use_hwthreads, 1);
   p = policy("hwthread", NULL);
-  assert_int_equal(p.map_by, WEFT_MAP_CORE);
+  assert_int_equal(p.map_by, WEFTX_MAP_CORE);
   assert_int_equal(p.use_hwthreads, 1);
   p = policy("slot", NULL);
-  assert_int_equal(p.map_by, WEFT_MAP_SLOT);
+  assert_int_equal(p.map_by, WEFTX_MAP_SLOT);
   p = policy("node", NULL);
-  assert_int_equal(p.map_by, WEFT_MAP_NODE);
+  assert_int_equal(p.map_by, WEFTX_MAP_NODE);
   p = policy("gpu:pe=8", NULL);
   assert_int_equal(p.pe, 8);
 
@@ -110,31 +110,31 @@ static void test_parse_valid(void **state)
   memset(&p, 0, sizeof(p));
   p.oversubscribe = 1;
   p.reserved_cpus = "0-3";
-  assert_int_equal(weft_policy_parse(&p, "core", NULL, why, sizeof(why)), 0);
+  assert_int_equal(weftx_policy_parse(&p, "core", NULL, why, sizeof(why)), 0);
   assert_int_equal(p.oversubscribe, 1);
   assert_string_equal(p.reserved_cpus, "0-3");
-  assert_int_equal(weft_policy_parse(&p, "core:nooversubscribe", NULL, why, sizeof(why)), 0);
+  assert_int_equal(weftx_policy_parse(&p, "core:nooversubscribe", NULL, why, sizeof(why)), 0);
   assert_int_equal(p.oversubscribe, 0);
 
   p = policy("gpu", NULL);
-  assert_int_equal(weft_policy_format(&p, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_policy_format(&p, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "gpu, bind gpu-local");
   p = policy("ppr:2:numa:pe=4,oversubscribe", NULL);
-  assert_int_equal(weft_policy_format(&p, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_policy_format(&p, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "ppr:2:numa:pe=4, bind core, oversubscribe");
   p = policy("numa", NULL);
-  assert_int_equal(weft_policy_format(&p, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_policy_format(&p, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "numa, bind numa");
-  assert_int_equal(weft_policy_format(&p, buf, 4), WEFT_ERANGE);
+  assert_int_equal(weftx_policy_format(&p, buf, 4), WEFT_ERANGE);
 }
 
 static void expect_error(const char *map, const char *bind, int code, const char *needle)
 {
-  weft_policy p;
+  weftx_policy p;
   char why[256];
 
   memset(&p, 0, sizeof(p));
-  assert_int_equal(weft_policy_parse(&p, map, bind, why, sizeof(why)), code);
+  assert_int_equal(weftx_policy_parse(&p, map, bind, why, sizeof(why)), code);
   if (!strstr(why, needle))
     fail_msg("'%s' '%s': reason '%s' lacks '%s'", map ? map : "", bind ? bind : "", why, needle);
   assert_null(strchr(why, '\n'));
@@ -171,18 +171,18 @@ static void test_parse_garbage(void **state)
                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
                NULL, WEFT_EPARSE, "too long");
-  assert_int_equal(weft_policy_parse(NULL, "gpu", NULL, NULL, 0), WEFT_EINVAL);
+  assert_int_equal(weftx_policy_parse(NULL, "gpu", NULL, NULL, 0), WEFT_EINVAL);
 }
 
 /* ---- placement: map-by gpu ---- */
 
-static const weft_numa *numa_of(const weft_topo *t, int os)
+static const weftx_numa *numa_of(const weftx_topo *t, int os)
 {
   int i;
 
-  for (i = 0; i < weft_topo_nnuma(t); i++)
-    if (weft_topo_numa(t, i)->os_index == os)
-      return weft_topo_numa(t, i);
+  for (i = 0; i < weftx_topo_nnuma(t); i++)
+    if (weftx_topo_numa(t, i)->os_index == os)
+      return weftx_topo_numa(t, i);
   fail_msg("no NUMA node %d", os);
   return NULL;
 }
@@ -191,21 +191,21 @@ static const weft_numa *numa_of(const weft_topo *t, int os)
  * there, and the NIC on the GPU's PCI switch when there is one. */
 static void check_gpu_full(const char *file, int expect_cores)
 {
-  weft_topo *t = load(file);
-  weft_policy p = policy(NULL, NULL);
-  int n = weft_topo_ngpus(t), r, s, seen[64] = {0};
+  weftx_topo *t = load(file);
+  weftx_policy p = policy(NULL, NULL);
+  int n = weftx_topo_ngpus(t), r, s, seen[64] = {0};
   hwloc_bitmap_t all = hwloc_bitmap_alloc();
   char why[256];
 
   assert_true(n > 0 && n < 64);
-  assert_int_equal(weft_map_slots(t, &p), n);
+  assert_int_equal(weftx_map_slots(t, &p), n);
   for (r = 0; r < n; r++) {
-    weft_place pl;
-    const weft_gpu *g;
-    assert_int_equal(weft_map_rank(t, &p, r, n, &pl, why, sizeof(why)), 0);
+    weftx_place pl;
+    const weftx_gpu *g;
+    assert_int_equal(weftx_map_rank(t, &p, r, n, &pl, why, sizeof(why)), 0);
     assert_true(pl.gpu >= 0 && pl.gpu < n);
     assert_int_equal(seen[pl.gpu]++, 0);
-    g = weft_topo_gpu(t, pl.gpu);
+    g = weftx_topo_gpu(t, pl.gpu);
     assert_true(pl.bound);
     assert_false(hwloc_bitmap_iszero(pl.cpuset));
     if (g->numa >= 0) {
@@ -220,15 +220,15 @@ static void check_gpu_full(const char *file, int expect_cores)
     /* No two ranks share a processor. */
     assert_false(hwloc_bitmap_intersects(all, pl.cpuset));
     hwloc_bitmap_or(all, all, pl.cpuset);
-    for (s = 0; s < weft_topo_nnics(t); s++)
-      if (weft_topo_gpu_nic_near(t, pl.gpu, s) == WEFT_NEAR_SWITCH && weft_topo_nic(t, s)->name[0]) {
+    for (s = 0; s < weftx_topo_nnics(t); s++)
+      if (weftx_topo_gpu_nic_near(t, pl.gpu, s) == WEFTX_NEAR_SWITCH && weftx_topo_nic(t, s)->name[0]) {
         assert_true(pl.nic >= 0);
-        assert_int_equal(weft_topo_gpu_nic_near(t, pl.gpu, pl.nic), WEFT_NEAR_SWITCH);
+        assert_int_equal(weftx_topo_gpu_nic_near(t, pl.gpu, pl.nic), WEFTX_NEAR_SWITCH);
       }
-    weft_place_clear(&pl);
+    weftx_place_clear(&pl);
   }
   hwloc_bitmap_free(all);
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
 }
 
 static void test_gpu_full(void **state)
@@ -242,20 +242,20 @@ static void test_gpu_full(void **state)
   check_gpu_full("n1-standard-32-4xv100.xml", 0);
 }
 
-static int gpu_of(const weft_topo *t, const weft_policy *p, int r, int n, weft_place *pl)
+static int gpu_of(const weftx_topo *t, const weftx_policy *p, int r, int n, weftx_place *pl)
 {
   char why[256];
 
-  if (weft_map_rank(t, p, r, n, pl, why, sizeof(why)) != 0)
+  if (weftx_map_rank(t, p, r, n, pl, why, sizeof(why)) != 0)
     fail_msg("rank %d of %d: %s", r, n, why);
   return pl->gpu;
 }
 
 static void test_gpu_a3(void **state)
 {
-  weft_topo *t = load("a3-highgpu-8g.xml");
-  weft_policy p = policy(NULL, NULL);
-  weft_place pl;
+  weftx_topo *t = load("a3-highgpu-8g.xml");
+  weftx_policy p = policy(NULL, NULL);
+  weftx_place pl;
   char why[256], line[256];
   int r, nics[8];
   (void)state;
@@ -264,169 +264,169 @@ static void test_gpu_a3(void **state)
   assert_int_equal(gpu_of(t, &p, 0, 8, &pl), 0);
   assert_string_equal(list(pl.cpuset), "0-12,104-116");
   assert_string_equal(list(pl.nodeset), "0");
-  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp6s0");
+  assert_string_equal(weftx_topo_nic(t, pl.nic)->name, "enp6s0");
   assert_string_equal(pl.note, "");
-  assert_int_equal(weft_place_format(t, "vm-a", 0, &pl, line, sizeof(line)), 0);
+  assert_int_equal(weftx_place_format(t, "vm-a", 0, &pl, line, sizeof(line)), 0);
   assert_string_equal(line, "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12,104-116 NUMA 0 NIC enp6s0");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 7, 8, &pl), 7);
   assert_string_equal(list(pl.cpuset), "91-103,195-207");
-  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp140s0");
-  weft_place_clear(&pl);
+  assert_string_equal(weftx_topo_nic(t, pl.nic)->name, "enp140s0");
+  weftx_place_clear(&pl);
 
   /* 2 ranks: one GPU per socket, the whole NUMA node each. */
   assert_int_equal(gpu_of(t, &p, 0, 2, &pl), 0);
   assert_int_equal(pl.ncores, 52);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 4);
   assert_string_equal(list(pl.cpuset), "52-103,156-207");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   /* 4 ranks: one GPU per PCI switch, so each its own NIC. */
   for (r = 0; r < 4; r++) {
     assert_int_equal(gpu_of(t, &p, r, 4, &pl), 2 * r);
     assert_int_equal(pl.ncores, 26);
     nics[r] = pl.nic;
-    weft_place_clear(&pl);
+    weftx_place_clear(&pl);
   }
   assert_true(nics[0] != nics[1] && nics[1] != nics[2] && nics[2] != nics[3] && nics[0] != nics[3]);
 
   /* 9 ranks: an error that says what to do, unless oversubscribing. */
-  assert_int_equal(weft_map_rank(t, &p, 0, 9, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 9, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_string_equal(why, "9 ranks but a3-highgpu-8g.xml has 8 GPUs; use -np 8 or fewer, "
                            "--map-by core, or --oversubscribe");
   assert_null(pl.cpuset);
   p.oversubscribe = 1;
   assert_int_equal(gpu_of(t, &p, 8, 9, &pl), 0);
   assert_non_null(strstr(pl.note, "oversubscribed"));
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 15, 16, &pl), 7);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   /* pe: N cores each, and an error when there are not so many. */
   p = policy("gpu:pe=4", NULL);
   assert_int_equal(gpu_of(t, &p, 1, 8, &pl), 1);
   assert_string_equal(list(pl.cpuset), "4-7,108-111");
   assert_int_equal(pl.ncores, 4);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("gpu:pe=14", NULL);
-  assert_int_equal(weft_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_non_null(strstr(why, "pe=14"));
   assert_non_null(strstr(why, "52"));
   p = policy("gpu:pe=53", NULL);
-  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_non_null(strstr(why, "pe=53"));
   p.oversubscribe = 1;
-  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
 
   /* Reserved processors are never given out. */
   p = policy(NULL, NULL);
   p.reserved_cpus = "0-3,104-107";
   assert_int_equal(gpu_of(t, &p, 0, 8, &pl), 0);
   assert_string_equal(list(pl.cpuset), "4-15,108-119");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p.reserved_cpus = "zero";
-  assert_int_equal(weft_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_EINVAL);
   assert_non_null(strstr(why, "zero"));
   p.reserved_cpus = "0-207";
-  assert_int_equal(weft_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 8, &pl, why, sizeof(why)), WEFT_ENOFIT);
 
   /* Other bindings under map-by gpu. */
   p = policy("gpu", "numa");
   assert_int_equal(gpu_of(t, &p, 5, 8, &pl), 5);
   assert_string_equal(list(pl.cpuset), "52-103,156-207");
   assert_int_equal(pl.ncores, 52);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("gpu", "none");
   assert_int_equal(gpu_of(t, &p, 5, 8, &pl), 5);
   assert_int_equal(pl.bound, 0);
   assert_string_equal(list(pl.cpuset), "0-207");
-  assert_int_equal(weft_place_format(t, "h", 5, &pl, line, sizeof(line)), 0);
+  assert_int_equal(weftx_place_format(t, "h", 5, &pl, line, sizeof(line)), 0);
   assert_non_null(strstr(line, "GPU 5 (0000:85:00.0) cores 0-207 NUMA 0-1 NIC enp134s0"));
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("gpu", "core");
   assert_int_equal(gpu_of(t, &p, 1, 8, &pl), 1);
   assert_string_equal(list(pl.cpuset), "13-25,117-129");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   /* Bad arguments. */
-  assert_int_equal(weft_map_rank(t, &p, 8, 8, &pl, why, sizeof(why)), WEFT_EINVAL);
-  assert_int_equal(weft_map_rank(t, &p, 0, 0, &pl, why, sizeof(why)), WEFT_EINVAL);
-  assert_int_equal(weft_map_rank(NULL, &p, 0, 1, &pl, why, sizeof(why)), WEFT_EINVAL);
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_map_rank(t, &p, 8, 8, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 0, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_int_equal(weftx_map_rank(NULL, &p, 0, 1, &pl, why, sizeof(why)), WEFT_EINVAL);
+  weftx_topo_destroy(t);
 }
 
 /* GPU PCI order unlike NUMA order: GPUs 0 and 2 on node 1, 1 and 3 on node 0. */
 static void test_gpu_interleaved(void **state)
 {
-  weft_topo *t = load("gpu-numa-interleaved.xml");
-  weft_policy p = policy("gpu", NULL);
-  weft_place pl;
+  weftx_topo *t = load("gpu-numa-interleaved.xml");
+  weftx_policy p = policy("gpu", NULL);
+  weftx_place pl;
   (void)state;
 
   assert_int_equal(gpu_of(t, &p, 0, 4, &pl), 0);
-  assert_int_equal(weft_topo_gpu(t, 0)->numa, 1);
+  assert_int_equal(weftx_topo_gpu(t, 0)->numa, 1);
   assert_string_equal(list(pl.cpuset), "8-11,24-27");
   assert_string_equal(list(pl.nodeset), "1");
-  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp5s0");
-  weft_place_clear(&pl);
+  assert_string_equal(weftx_topo_nic(t, pl.nic)->name, "enp5s0");
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), 1);
   assert_string_equal(list(pl.cpuset), "0-3,16-19");
   assert_string_equal(list(pl.nodeset), "0");
-  assert_string_equal(weft_topo_nic(t, pl.nic)->name, "enp21s0");
-  weft_place_clear(&pl);
+  assert_string_equal(weftx_topo_nic(t, pl.nic)->name, "enp21s0");
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 2, 4, &pl), 2);
   assert_string_equal(list(pl.cpuset), "12-15,28-31");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 3, 4, &pl), 3);
   assert_string_equal(list(pl.cpuset), "4-7,20-23");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   /* 2 ranks: one per NUMA node, not GPUs 0 and 1 by accident of order. */
   assert_int_equal(gpu_of(t, &p, 0, 2, &pl), 0);
   assert_string_equal(list(pl.cpuset), "8-15,24-31");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 1);
   assert_string_equal(list(pl.cpuset), "0-7,16-23");
-  weft_place_clear(&pl);
-  weft_topo_destroy(t);
+  weftx_place_clear(&pl);
+  weftx_topo_destroy(t);
 }
 
 /* PCI devices without locality: the whole machine shared out, and said. */
 static void test_gpu_flat(void **state)
 {
-  weft_topo *t = load("flat-vm-2numa.xml");
-  weft_policy p = policy(NULL, NULL);
-  weft_place pl;
+  weftx_topo *t = load("flat-vm-2numa.xml");
+  weftx_policy p = policy(NULL, NULL);
+  weftx_place pl;
   (void)state;
 
-  assert_int_equal(weft_topo_has_locality(t), 0);
+  assert_int_equal(weftx_topo_has_locality(t), 0);
   assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 1);
-  assert_int_equal(pl.ncores, weft_topo_ncores(t) / 2);
+  assert_int_equal(pl.ncores, weftx_topo_ncores(t) / 2);
   assert_non_null(strstr(pl.note, "no NUMA locality"));
   assert_true(pl.nic >= 0);
-  weft_place_clear(&pl);
-  weft_topo_destroy(t);
+  weftx_place_clear(&pl);
+  weftx_topo_destroy(t);
 }
 
 /* Equally near NICs are shared out: a3-megagpu-8g has two NICs per PCI
  * switch of two GPUs, so every GPU gets its own. */
 static void test_nic_spread(void **state)
 {
-  weft_topo *t = load("a3-megagpu-8g.xml");
-  weft_policy p = policy(NULL, NULL);
-  weft_place pl;
+  weftx_topo *t = load("a3-megagpu-8g.xml");
+  weftx_policy p = policy(NULL, NULL);
+  weftx_place pl;
   int r, used[64] = {0};
   (void)state;
 
-  assert_true(weft_topo_nnics(t) < 64);
+  assert_true(weftx_topo_nnics(t) < 64);
   for (r = 0; r < 8; r++) {
     assert_int_equal(gpu_of(t, &p, r, 8, &pl), r);
     assert_true(pl.nic >= 0);
-    assert_int_equal(weft_topo_gpu_nic_near(t, r, pl.nic), WEFT_NEAR_SWITCH);
+    assert_int_equal(weftx_topo_gpu_nic_near(t, r, pl.nic), WEFTX_NEAR_SWITCH);
     assert_int_equal(used[pl.nic]++, 0);
-    weft_place_clear(&pl);
+    weftx_place_clear(&pl);
   }
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
 }
 
 /* A NIC without an interface name is never chosen over a named one, even
@@ -436,9 +436,9 @@ static void test_nic_unnamed(void **state)
   char src[1024], dst[] = "/tmp/test-map-XXXXXX", why[512];
   const char *dir = getenv("WEFT_DATADIR");
   char *xml = NULL, *name, *start, *end;
-  weft_topo *t = NULL;
-  weft_policy p = policy(NULL, NULL);
-  weft_place pl;
+  weftx_topo *t = NULL;
+  weftx_policy p = policy(NULL, NULL);
+  weftx_place pl;
   long len;
   FILE *f;
   int fd, r, unnamed = -1;
@@ -470,128 +470,128 @@ static void test_nic_unnamed(void **state)
   fputs(xml, f);
   fclose(f);
   free(xml);
-  if (weft_topo_load(dst, 0, &t, why, sizeof(why)) != 0) {
+  if (weftx_topo_load(dst, 0, &t, why, sizeof(why)) != 0) {
     unlink(dst);
     fail_msg("cannot load the edited topology: %s", why);
   }
   unlink(dst);
-  for (r = 0; r < weft_topo_nnics(t); r++)
-    if (!weft_topo_nic(t, r)->name[0])
+  for (r = 0; r < weftx_topo_nnics(t); r++)
+    if (!weftx_topo_nic(t, r)->name[0])
       unnamed = r;
   assert_true(unnamed >= 0);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 0, unnamed), WEFT_NEAR_SWITCH);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 0, unnamed), WEFTX_NEAR_SWITCH);
   for (r = 0; r < 8; r++) {
     assert_int_equal(gpu_of(t, &p, r, 8, &pl), r);
     assert_true(pl.nic >= 0);
     assert_true(pl.nic != unnamed);
-    assert_true(weft_topo_nic(t, pl.nic)->name[0] != '\0');
-    weft_place_clear(&pl);
+    assert_true(weftx_topo_nic(t, pl.nic)->name[0] != '\0');
+    weftx_place_clear(&pl);
   }
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
 }
 
 /* ---- placement: CPU-only ---- */
 
 static void test_cpu(void **state)
 {
-  weft_topo *t = load("a3-highgpu-8g.xml");
-  weft_policy p = policy("core", NULL);
-  weft_place pl;
+  weftx_topo *t = load("a3-highgpu-8g.xml");
+  weftx_policy p = policy("core", NULL);
+  weftx_place pl;
   char why[256];
   (void)state;
 
-  assert_int_equal(weft_map_slots(t, &p), 104);
+  assert_int_equal(weftx_map_slots(t, &p), 104);
   assert_int_equal(gpu_of(t, &p, 3, 8, &pl), -1);
   assert_string_equal(list(pl.cpuset), "3,107");
   assert_int_equal(pl.ncores, 1);
   assert_string_equal(list(pl.nodeset), "0");
   assert_true(pl.nic >= 0);
-  weft_place_clear(&pl);
-  assert_int_equal(weft_map_rank(t, &p, 0, 105, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  weftx_place_clear(&pl);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 105, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_non_null(strstr(why, "105 ranks but a3-highgpu-8g.xml has 104 cores"));
   p.oversubscribe = 1;
   assert_int_equal(gpu_of(t, &p, 104, 105, &pl), -1);
   assert_string_equal(list(pl.cpuset), "0,104");
   assert_non_null(strstr(pl.note, "oversubscribed"));
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   p = policy("core:pe=2", NULL);
-  assert_int_equal(weft_map_slots(t, &p), 52);
+  assert_int_equal(weftx_map_slots(t, &p), 52);
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "2-3,106-107");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("hwthread", NULL);
-  assert_int_equal(weft_map_slots(t, &p), 208);
+  assert_int_equal(weftx_map_slots(t, &p), 208);
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
   assert_int_equal(hwloc_bitmap_weight(pl.cpuset), 1);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   /* numa: round-robin over the nodes, bound to the node. */
   p = policy("numa", NULL);
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "52-103,156-207");
   assert_string_equal(list(pl.nodeset), "1");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("numa", "core");
   assert_int_equal(gpu_of(t, &p, 2, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "1,105");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("package", NULL);
   assert_int_equal(gpu_of(t, &p, 3, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "52-103,156-207");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("socket:pe=4", NULL);
   assert_int_equal(gpu_of(t, &p, 3, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "56-59,160-163");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   /* ppr: N per object, sharing its cores. */
   p = policy("ppr:2:numa", NULL);
-  assert_int_equal(weft_map_slots(t, &p), 4);
+  assert_int_equal(weftx_map_slots(t, &p), 4);
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "26-51,130-155");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 2, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "52-77,156-181");
-  weft_place_clear(&pl);
-  assert_int_equal(weft_map_rank(t, &p, 0, 5, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  weftx_place_clear(&pl);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 5, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_non_null(strstr(why, "4 slots"));
   p = policy("ppr:2:numa:pe=27", NULL);
-  assert_int_equal(weft_map_rank(t, &p, 0, 4, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 4, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_non_null(strstr(why, "pe=27"));
   p = policy("ppr:2:numa", "numa");
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "0-51,104-155");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("ppr:1:package:pe=4", NULL);
   assert_int_equal(gpu_of(t, &p, 1, 2, &pl), -1);
   assert_string_equal(list(pl.cpuset), "52-55,156-159");
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("ppr:3:node", NULL);
-  assert_int_equal(weft_map_slots(t, &p), 3);
+  assert_int_equal(weftx_map_slots(t, &p), 3);
   p = policy("ppr:2:gpu", NULL);
-  assert_int_equal(weft_map_slots(t, &p), 16);
+  assert_int_equal(weftx_map_slots(t, &p), 16);
   assert_int_equal(gpu_of(t, &p, 3, 16, &pl), 1);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
 
   /* gpu-local without a GPU, and pe beyond the machine. */
   p = policy("core:pe=105", NULL);
-  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOFIT);
   assert_non_null(strstr(why, "pe=105"));
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
 
   t = load("n2-standard-16.xml");
   p = policy(NULL, NULL);
   assert_int_equal(gpu_of(t, &p, 0, 2, &pl), -1);
   assert_int_equal(pl.ncores, 1);
-  weft_place_clear(&pl);
+  weftx_place_clear(&pl);
   p = policy("gpu", NULL);
-  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
   assert_non_null(strstr(why, "no GPUs"));
   p = policy(NULL, "gpu-local");
-  assert_int_equal(weft_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
+  assert_int_equal(weftx_map_rank(t, &p, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
   assert_non_null(strstr(why, "gpu-local"));
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
 }
 
 /* A topology without Core objects (some VM exports): processors count as cores. */
@@ -599,9 +599,9 @@ static void test_no_cores(void **state)
 {
   char path[] = "/tmp/test-map-nocore-XXXXXX", why[512];
   hwloc_topology_t h;
-  weft_topo *t = NULL;
-  weft_policy p = policy("numa:pe=2", NULL);
-  weft_place pl;
+  weftx_topo *t = NULL;
+  weftx_policy p = policy("numa:pe=2", NULL);
+  weftx_place pl;
   int fd;
   (void)state;
 
@@ -613,29 +613,29 @@ static void test_no_cores(void **state)
   assert_int_equal(hwloc_topology_load(h), 0);
   assert_int_equal(hwloc_topology_export_xml(h, path, 0), 0);
   hwloc_topology_destroy(h);
-  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0) {
+  if (weftx_topo_load(path, 0, &t, why, sizeof(why)) != 0) {
     unlink(path);
     fail_msg("cannot load a synthetic topology: %s", why);
   }
   unlink(path);
-  assert_int_equal(weft_map_slots(t, &p), 4);
+  assert_int_equal(weftx_map_slots(t, &p), 4);
   assert_int_equal(gpu_of(t, &p, 1, 4, &pl), -1);
   assert_string_equal(list(pl.cpuset), "4-5");
   assert_int_equal(pl.ncores, 2);
   assert_int_equal(pl.nic, -1);
-  weft_place_clear(&pl);
-  weft_topo_destroy(t);
+  weftx_place_clear(&pl);
+  weftx_topo_destroy(t);
 }
 
 /* ---- plan JSON ---- */
 
 static void test_json(void **state)
 {
-  weft_topo *t = load("a3-highgpu-8g.xml");
-  weft_policy p = policy(NULL, NULL);
-  weft_plan_host hosts[2];
-  weft_plan_rank ranks[2];
-  weft_plan plan;
+  weftx_topo *t = load("a3-highgpu-8g.xml");
+  weftx_policy p = policy(NULL, NULL);
+  weftx_plan_host hosts[2];
+  weftx_plan_rank ranks[2];
+  weftx_plan plan;
   const char *env[] = {"NCCL_SOCKET_IFNAME=enp0s12", "X=a\"b\\c\nd"};
   char *buf = NULL;
   size_t len = 0;
@@ -668,7 +668,7 @@ static void test_json(void **state)
   plan.env = env;
   f = open_memstream(&buf, &len);
   assert_non_null(f);
-  assert_int_equal(weft_plan_write_json(f, &plan), 0);
+  assert_int_equal(weftx_plan_write_json(f, &plan), 0);
   fclose(f);
   assert_string_equal(buf,
     "{ \"version\": 1, \"np\": 2,\n"
@@ -691,7 +691,7 @@ static void test_json(void **state)
   buf = NULL;
 
   /* A rank without a GPU, and no env. */
-  weft_place_clear(&ranks[0].place);
+  weftx_place_clear(&ranks[0].place);
   p = policy("core", NULL);
   assert_int_equal(gpu_of(t, &p, 0, 1, &ranks[0].place), -1);
   plan.np = 1;
@@ -699,15 +699,15 @@ static void test_json(void **state)
   plan.nenv = 0;
   f = open_memstream(&buf, &len);
   assert_non_null(f);
-  assert_int_equal(weft_plan_write_json(f, &plan), 0);
+  assert_int_equal(weftx_plan_write_json(f, &plan), 0);
   fclose(f);
   assert_non_null(strstr(buf, "\"gpu\": null, \"cpus\": \"0,104\", \"numa\": [0]"));
   assert_non_null(strstr(buf, "\"env\": {}\n}\n"));
   free(buf);
   for (r = 0; r < 2; r++)
-    weft_place_clear(&ranks[r].place);
-  assert_int_equal(weft_plan_write_json(NULL, &plan), WEFT_EINVAL);
-  weft_topo_destroy(t);
+    weftx_place_clear(&ranks[r].place);
+  assert_int_equal(weftx_plan_write_json(NULL, &plan), WEFT_EINVAL);
+  weftx_topo_destroy(t);
 }
 
 int main(void)

@@ -143,33 +143,33 @@ static size_t damage(const char *in, size_t len, char *out)
   return n;
 }
 
-static void walk(const weft_topo *t)
+static void walk(const weftx_topo *t)
 {
   char buf[4096];
-  for (int i = 0; i < weft_topo_ngpus(t); i++) {
-    const weft_gpu *g = weft_topo_gpu(t, i);
+  for (int i = 0; i < weftx_topo_ngpus(t); i++) {
+    const weftx_gpu *g = weftx_topo_gpu(t, i);
     assert_non_null(g);
     assert_non_null(g->cpuset);
-    assert_true(weft_cpuset_format(g->cpuset, buf, sizeof(buf)) <= 0);
-    for (int j = 0; j < weft_topo_nnics(t); j++)
-      assert_true(weft_topo_gpu_nic_near(t, i, j) <= WEFT_NEAR_SYSTEM);
-    for (int j = 0; j < weft_topo_ngpus(t); j++)
-      assert_true(weft_topo_gpu_gpu_near(t, i, j) <= WEFT_NEAR_SYSTEM);
+    assert_true(weftx_cpuset_format(g->cpuset, buf, sizeof(buf)) <= 0);
+    for (int j = 0; j < weftx_topo_nnics(t); j++)
+      assert_true(weftx_topo_gpu_nic_near(t, i, j) <= WEFTX_NEAR_SYSTEM);
+    for (int j = 0; j < weftx_topo_ngpus(t); j++)
+      assert_true(weftx_topo_gpu_gpu_near(t, i, j) <= WEFTX_NEAR_SYSTEM);
   }
-  for (int i = 0; i < weft_topo_nnics(t); i++) {
-    const weft_nic *n = weft_topo_nic(t, i);
+  for (int i = 0; i < weftx_topo_nnics(t); i++) {
+    const weftx_nic *n = weftx_topo_nic(t, i);
     assert_non_null(n);
     assert_non_null(n->cpuset);
     assert_true(strlen(n->name) < sizeof(n->name));
   }
-  for (int i = 0; i < weft_topo_nnuma(t); i++)
-    assert_non_null(weft_topo_numa(t, i));
-  for (int i = 0; i < weft_topo_nwarnings(t); i++)
-    assert_non_null(weft_topo_warning(t, i));
-  assert_true(weft_topo_npus(t) > 0);
-  assert_true(weft_topo_ncores(t) > 0);
-  assert_true(weft_cpuset_format(weft_topo_cpuset(t), buf, sizeof(buf)) <= 0);
-  assert_non_null(weft_topo_hostname(t));
+  for (int i = 0; i < weftx_topo_nnuma(t); i++)
+    assert_non_null(weftx_topo_numa(t, i));
+  for (int i = 0; i < weftx_topo_nwarnings(t); i++)
+    assert_non_null(weftx_topo_warning(t, i));
+  assert_true(weftx_topo_npus(t) > 0);
+  assert_true(weftx_topo_ncores(t) > 0);
+  assert_true(weftx_cpuset_format(weftx_topo_cpuset(t), buf, sizeof(buf)) <= 0);
+  assert_non_null(weftx_topo_hostname(t));
 }
 
 static void fuzz_file(const char *name, int rounds, int *nok, int *nerr)
@@ -178,13 +178,13 @@ static void fuzz_file(const char *name, int rounds, int *nok, int *nerr)
   size_t len, n;
   char *in, *out;
 
-  assert_int_equal(weft__snprintf(src, sizeof(src), "%s/topologies/%s.xml", weft_datadir(), name), 0);
+  assert_int_equal(weft__snprintf(src, sizeof(src), "%s/topologies/%s.xml", weftx_datadir(), name), 0);
   assert_int_equal(weft__snprintf(path, sizeof(path), "%s/damaged.xml", tmpdir), 0);
   in = slurp(src, &len);
   out = malloc(2 * len + 64);
   assert_non_null(out);
   for (int r = 0; r < rounds; r++) {
-    weft_topo *t = NULL;
+    weftx_topo *t = NULL;
     FILE *f;
     int rc;
     n = damage(in, len, out);
@@ -193,11 +193,11 @@ static void fuzz_file(const char *name, int rounds, int *nok, int *nerr)
     assert_int_equal(fwrite(out, 1, n, f), n);
     assert_int_equal(fclose(f), 0);
     why[0] = '\0';
-    rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+    rc = weftx_topo_load(path, 0, &t, why, sizeof(why));
     if (rc == 0) {
       assert_non_null(t);
       walk(t);
-      weft_topo_destroy(t);
+      weftx_topo_destroy(t);
       (*nok)++;
     } else {
       assert_true(rc < 0);
@@ -219,10 +219,10 @@ static void test_fuzz(void **state)
   int nok = 0, nerr = 0;
   (void)state;
 
-  if (e && weft_parse_long(e, 1, 1000000, &rounds) != 0)
+  if (e && weftx_parse_long(e, 1, 1000000, &rounds) != 0)
     fail_msg("WEFT_FUZZ_ROUNDS=%s is not a number of rounds", e);
   e = getenv("WEFT_FUZZ_SEED");
-  if (e && weft_parse_long(e, 1, 0x7fffffffL, &seed) != 0)
+  if (e && weftx_parse_long(e, 1, 0x7fffffffL, &seed) != 0)
     fail_msg("WEFT_FUZZ_SEED=%s is not a positive number", e);
   rng_state = (uint64_t)seed * 0x9e3779b97f4a7c15ULL | 1;
   fuzz_file("gpu-numa-interleaved", (int)rounds, &nok, &nerr);

@@ -26,15 +26,15 @@ static char tmpdir[256];
 static const char *topo_path(const char *name)
 {
   static char buf[1024];
-  assert_int_equal(weft__snprintf(buf, sizeof(buf), "%s/topologies/%s.xml", weft_datadir(), name), 0);
+  assert_int_equal(weft__snprintf(buf, sizeof(buf), "%s/topologies/%s.xml", weftx_datadir(), name), 0);
   return buf;
 }
 
-static weft_topo *load_ok(const char *name)
+static weftx_topo *load_ok(const char *name)
 {
-  weft_topo *t = NULL;
+  weftx_topo *t = NULL;
   char why[512];
-  int rc = weft_topo_load(topo_path(name), 0, &t, why, sizeof(why));
+  int rc = weftx_topo_load(topo_path(name), 0, &t, why, sizeof(why));
   if (rc != 0)
     fail_msg("loading %s: %s (%s)", name, weft_strerror(rc), why);
   assert_non_null(t);
@@ -44,14 +44,14 @@ static weft_topo *load_ok(const char *name)
 static const char *fmt(hwloc_const_cpuset_t set)
 {
   static char buf[256];
-  assert_int_equal(weft_cpuset_format(set, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_cpuset_format(set, buf, sizeof(buf)), 0);
   return buf;
 }
 
-static int has_warning(const weft_topo *t, const char *needle)
+static int has_warning(const weftx_topo *t, const char *needle)
 {
-  for (int i = 0; i < weft_topo_nwarnings(t); i++)
-    if (strstr(weft_topo_warning(t, i), needle))
+  for (int i = 0; i < weftx_topo_nwarnings(t); i++)
+    if (strstr(weftx_topo_warning(t, i), needle))
       return 1;
   return 0;
 }
@@ -71,10 +71,10 @@ static const struct shape {
   {"flat-vm-2numa", 2, 1, 2, 2, 8, 16, 0, 2},  /* no locality; virtio, no gVNIC */
 };
 
-static void check_devices(const weft_topo *t, const struct shape *s)
+static void check_devices(const weftx_topo *t, const struct shape *s)
 {
-  for (int i = 0; i < weft_topo_ngpus(t); i++) {
-    const weft_gpu *g = weft_topo_gpu(t, i);
+  for (int i = 0; i < weftx_topo_ngpus(t); i++) {
+    const weftx_gpu *g = weftx_topo_gpu(t, i);
     assert_int_equal(g->index, i);
     assert_int_equal(g->vendor_id, 0x10de);
     assert_true(g->model[0] != '\0');
@@ -87,22 +87,22 @@ static void check_devices(const weft_topo *t, const struct shape *s)
       assert_true(g->package >= 0);
     } else {
       assert_int_equal(g->numa, -1);
-      assert_true(hwloc_bitmap_isequal(g->cpuset, weft_topo_cpuset(t)));
+      assert_true(hwloc_bitmap_isequal(g->cpuset, weftx_topo_cpuset(t)));
     }
     if (i > 0) /* PCI bus order */
-      assert_true(strcmp(weft_topo_gpu(t, i - 1)->pci, g->pci) < 0);
+      assert_true(strcmp(weftx_topo_gpu(t, i - 1)->pci, g->pci) < 0);
   }
-  for (int i = 0; i < weft_topo_nnics(t); i++) {
-    const weft_nic *n = weft_topo_nic(t, i);
+  for (int i = 0; i < weftx_topo_nnics(t); i++) {
+    const weftx_nic *n = weftx_topo_nic(t, i);
     assert_int_equal(n->index, i);
     assert_true(n->name[0] != '\0');
-    assert_ptr_equal(weft_topo_nic_by_name(t, n->name), n);
+    assert_ptr_equal(weftx_topo_nic_by_name(t, n->name), n);
     assert_int_equal(n->gvnic, n->vendor_id == 0x1ae0);
     if (s->locality)
       assert_true(n->numa >= 0);
   }
-  for (int i = 0; i < weft_topo_nnuma(t); i++) {
-    const weft_numa *m = weft_topo_numa(t, i);
+  for (int i = 0; i < weftx_topo_nnuma(t); i++) {
+    const weftx_numa *m = weftx_topo_numa(t, i);
     assert_true(m->memory > 0);
     assert_true(m->package >= 0);
     assert_false(hwloc_bitmap_iszero(m->cpuset));
@@ -119,27 +119,27 @@ static void test_shipped(void **state)
 
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(shapes); i++) {
     const struct shape *s = &shapes[i];
-    weft_topo *t = load_ok(s->name);
-    assert_int_equal(weft_topo_ngpus(t), s->gpus);
-    assert_int_equal(weft_topo_nnics(t), s->nics);
-    assert_int_equal(weft_topo_nnuma(t), s->numa);
-    assert_int_equal(weft_topo_npackages(t), s->packages);
-    assert_int_equal(weft_topo_ncores(t), s->cores);
-    assert_int_equal(weft_topo_npus(t), s->pus);
-    assert_int_equal(weft_topo_has_locality(t), s->locality);
-    if (weft_topo_nwarnings(t) != s->warnings) {
-      for (int w = 0; w < weft_topo_nwarnings(t); w++)
-        print_message("%s: %s\n", s->name, weft_topo_warning(t, w));
-      fail_msg("%s: %d warnings, expected %d", s->name, weft_topo_nwarnings(t), s->warnings);
+    weftx_topo *t = load_ok(s->name);
+    assert_int_equal(weftx_topo_ngpus(t), s->gpus);
+    assert_int_equal(weftx_topo_nnics(t), s->nics);
+    assert_int_equal(weftx_topo_nnuma(t), s->numa);
+    assert_int_equal(weftx_topo_npackages(t), s->packages);
+    assert_int_equal(weftx_topo_ncores(t), s->cores);
+    assert_int_equal(weftx_topo_npus(t), s->pus);
+    assert_int_equal(weftx_topo_has_locality(t), s->locality);
+    if (weftx_topo_nwarnings(t) != s->warnings) {
+      for (int w = 0; w < weftx_topo_nwarnings(t); w++)
+        print_message("%s: %s\n", s->name, weftx_topo_warning(t, w));
+      fail_msg("%s: %d warnings, expected %d", s->name, weftx_topo_nwarnings(t), s->warnings);
     }
-    assert_int_equal(weft_topo_is_live(t), 0);
-    assert_string_equal(weft_topo_source(t), topo_path(s->name));
-    assert_non_null(weft_topo_hwloc(t));
+    assert_int_equal(weftx_topo_is_live(t), 0);
+    assert_string_equal(weftx_topo_source(t), topo_path(s->name));
+    assert_non_null(weftx_topo_hwloc(t));
     check_devices(t, s);
-    weft_topo_destroy(t);
+    weftx_topo_destroy(t);
   }
   /* Every file shipped is in the table above. */
-  assert_int_equal(weft__snprintf(dir, sizeof(dir), "%s/topologies", weft_datadir()), 0);
+  assert_int_equal(weft__snprintf(dir, sizeof(dir), "%s/topologies", weftx_datadir()), 0);
   d = opendir(dir);
   assert_non_null(d);
   while ((e = readdir(d)) != NULL) {
@@ -159,29 +159,29 @@ static void test_shipped(void **state)
 
 static void test_a3_highgpu(void **state)
 {
-  weft_topo *t = load_ok("a3-highgpu-8g");
+  weftx_topo *t = load_ok("a3-highgpu-8g");
   static const char *const bus[8] = {"04", "05", "0a", "0b", "84", "85", "8a", "8b"};
   static const char *const nic_of[8] = {"enp6s0", "enp6s0", "enp12s0", "enp12s0",
                                         "enp134s0", "enp134s0", "enp140s0", "enp140s0"};
-  const weft_gpu *g;
-  const weft_nic *host;
+  const weftx_gpu *g;
+  const weftx_nic *host;
   (void)state;
 
-  assert_string_equal(weft_topo_hostname(t), "a3-highgpu-8g");
-  g = weft_topo_gpu(t, 0);
+  assert_string_equal(weftx_topo_hostname(t), "a3-highgpu-8g");
+  g = weftx_topo_gpu(t, 0);
   assert_string_equal(g->pci, "0000:04:00.0");
   assert_string_equal(g->model, "NVIDIA H100 80GB HBM3");
   assert_int_equal(g->memory, 80ULL << 30);
   assert_int_equal(g->numa, 0);
   assert_int_equal(g->package, 0);
   assert_string_equal(fmt(g->cpuset), "0-51,104-155");
-  assert_string_equal(fmt(weft_topo_gpu(t, 7)->cpuset), "52-103,156-207");
-  assert_string_equal(fmt(weft_topo_numa(t, 1)->cpuset), "52-103,156-207");
-  assert_string_equal(fmt(weft_topo_cpuset(t)), "0-207");
+  assert_string_equal(fmt(weftx_topo_gpu(t, 7)->cpuset), "52-103,156-207");
+  assert_string_equal(fmt(weftx_topo_numa(t, 1)->cpuset), "52-103,156-207");
+  assert_string_equal(fmt(weftx_topo_cpuset(t)), "0-207");
   for (int i = 0; i < 8; i++) {
-    const weft_nic *n = weft_topo_nic_by_name(t, nic_of[i]);
+    const weftx_nic *n = weftx_topo_nic_by_name(t, nic_of[i]);
     char pci[16];
-    g = weft_topo_gpu(t, i);
+    g = weftx_topo_gpu(t, i);
     assert_int_equal(weft__snprintf(pci, sizeof(pci), "0000:%s:00.0", bus[i]), 0);
     assert_string_equal(g->pci, pci);
     assert_int_equal(g->numa, i < 4 ? 0 : 1);
@@ -189,111 +189,111 @@ static void test_a3_highgpu(void **state)
     assert_true(n->gvnic);
     assert_int_equal(n->speed_mbps, 200000);
     assert_int_equal(n->pci_switch, g->pci_switch);
-    assert_int_equal(weft_topo_gpu_nic_near(t, i, n->index), WEFT_NEAR_SWITCH);
-    assert_int_equal(weft_topo_gpu_gpu_near(t, i, i ^ 1), WEFT_NEAR_SWITCH);
-    assert_int_equal(weft_topo_gpu_gpu_near(t, i, i ^ 2), WEFT_NEAR_NUMA);
-    assert_int_equal(weft_topo_gpu_gpu_near(t, i, i ^ 4), WEFT_NEAR_SYSTEM);
+    assert_int_equal(weftx_topo_gpu_nic_near(t, i, n->index), WEFTX_NEAR_SWITCH);
+    assert_int_equal(weftx_topo_gpu_gpu_near(t, i, i ^ 1), WEFTX_NEAR_SWITCH);
+    assert_int_equal(weftx_topo_gpu_gpu_near(t, i, i ^ 2), WEFTX_NEAR_NUMA);
+    assert_int_equal(weftx_topo_gpu_gpu_near(t, i, i ^ 4), WEFTX_NEAR_SYSTEM);
   }
   /* The host NIC sits on its own bus, below no switch, on NUMA node 0. */
-  host = weft_topo_nic_by_name(t, "enp0s12");
+  host = weftx_topo_nic_by_name(t, "enp0s12");
   assert_non_null(host);
   assert_string_equal(host->pci, "0000:00:0c.0");
   assert_int_equal(host->pci_switch, -1);
   assert_int_equal(host->numa, 0);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 0, host->index), WEFT_NEAR_NUMA);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 4, host->index), WEFT_NEAR_SYSTEM);
-  assert_null(weft_topo_nic_by_name(t, "eth0"));
-  assert_null(weft_topo_gpu(t, 8));
-  assert_null(weft_topo_nic(t, -1));
-  assert_int_equal(weft_topo_gpu_nic_near(t, 99, 0), WEFT_NEAR_SYSTEM);
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 0, host->index), WEFTX_NEAR_NUMA);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 4, host->index), WEFTX_NEAR_SYSTEM);
+  assert_null(weftx_topo_nic_by_name(t, "eth0"));
+  assert_null(weftx_topo_gpu(t, 8));
+  assert_null(weftx_topo_nic(t, -1));
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 99, 0), WEFTX_NEAR_SYSTEM);
+  weftx_topo_destroy(t);
 }
 
 static void test_a3_megagpu(void **state)
 {
-  weft_topo *t = load_ok("a3-megagpu-8g");
+  weftx_topo *t = load_ok("a3-megagpu-8g");
   (void)state;
   /* One GPU NIC per GPU, two per PCI switch. */
   for (int i = 0; i < 8; i++) {
     int nsw = 0;
-    for (int n = 0; n < weft_topo_nnics(t); n++)
-      nsw += weft_topo_gpu_nic_near(t, i, n) == WEFT_NEAR_SWITCH;
+    for (int n = 0; n < weftx_topo_nnics(t); n++)
+      nsw += weftx_topo_gpu_nic_near(t, i, n) == WEFTX_NEAR_SWITCH;
     assert_int_equal(nsw, 2);
   }
-  assert_non_null(weft_topo_nic_by_name(t, "enp142s0"));
+  assert_non_null(weftx_topo_nic_by_name(t, "enp142s0"));
   /* NIC to NIC: enp6s0 and enp7s0 share a switch, enp13s0 only the NUMA node,
    * enp134s0 is on the other package; the host NIC has no switch. */
-  assert_int_equal(weft_topo_nic_nic_near(t, 1, 2), WEFT_NEAR_SWITCH);
-  assert_int_equal(weft_topo_nic_nic_near(t, 2, 1), WEFT_NEAR_SWITCH);
-  assert_int_equal(weft_topo_nic_nic_near(t, 1, 3), WEFT_NEAR_NUMA);
-  assert_int_equal(weft_topo_nic_nic_near(t, 1, 5), WEFT_NEAR_SYSTEM);
-  assert_int_equal(weft_topo_nic_nic_near(t, 0, 1), WEFT_NEAR_NUMA);
-  assert_int_equal(weft_topo_nic_nic_near(t, 0, 99), WEFT_NEAR_SYSTEM);
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_nic_nic_near(t, 1, 2), WEFTX_NEAR_SWITCH);
+  assert_int_equal(weftx_topo_nic_nic_near(t, 2, 1), WEFTX_NEAR_SWITCH);
+  assert_int_equal(weftx_topo_nic_nic_near(t, 1, 3), WEFTX_NEAR_NUMA);
+  assert_int_equal(weftx_topo_nic_nic_near(t, 1, 5), WEFTX_NEAR_SYSTEM);
+  assert_int_equal(weftx_topo_nic_nic_near(t, 0, 1), WEFTX_NEAR_NUMA);
+  assert_int_equal(weftx_topo_nic_nic_near(t, 0, 99), WEFTX_NEAR_SYSTEM);
+  weftx_topo_destroy(t);
 }
 
 static void test_numa_interleaved(void **state)
 {
-  weft_topo *t = load_ok("gpu-numa-interleaved");
+  weftx_topo *t = load_ok("gpu-numa-interleaved");
   static const int numa[4] = {1, 0, 1, 0};
-  const weft_nic *a, *b;
+  const weftx_nic *a, *b;
   (void)state;
 
   for (int i = 0; i < 4; i++) {
-    assert_int_equal(weft_topo_gpu(t, i)->numa, numa[i]);
-    assert_int_equal(weft_topo_gpu(t, i)->package, numa[i]);
+    assert_int_equal(weftx_topo_gpu(t, i)->numa, numa[i]);
+    assert_int_equal(weftx_topo_gpu(t, i)->package, numa[i]);
   }
-  assert_string_equal(weft_topo_gpu(t, 0)->pci, "0000:04:00.0");
-  assert_string_equal(weft_topo_gpu(t, 1)->pci, "0000:14:00.0");
-  assert_string_equal(fmt(weft_topo_gpu(t, 0)->cpuset), "8-15,24-31");
-  assert_string_equal(fmt(weft_topo_gpu(t, 1)->cpuset), "0-7,16-23");
-  a = weft_topo_nic_by_name(t, "enp5s0");
-  b = weft_topo_nic_by_name(t, "enp21s0");
+  assert_string_equal(weftx_topo_gpu(t, 0)->pci, "0000:04:00.0");
+  assert_string_equal(weftx_topo_gpu(t, 1)->pci, "0000:14:00.0");
+  assert_string_equal(fmt(weftx_topo_gpu(t, 0)->cpuset), "8-15,24-31");
+  assert_string_equal(fmt(weftx_topo_gpu(t, 1)->cpuset), "0-7,16-23");
+  a = weftx_topo_nic_by_name(t, "enp5s0");
+  b = weftx_topo_nic_by_name(t, "enp21s0");
   assert_non_null(a);
   assert_non_null(b);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 0, a->index), WEFT_NEAR_SWITCH);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 2, a->index), WEFT_NEAR_NUMA);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 1, b->index), WEFT_NEAR_SWITCH);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 3, b->index), WEFT_NEAR_NUMA);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 0, b->index), WEFT_NEAR_SYSTEM);
-  assert_int_equal(weft_topo_gpu_gpu_near(t, 0, 2), WEFT_NEAR_NUMA);
-  assert_int_equal(weft_topo_gpu_gpu_near(t, 0, 1), WEFT_NEAR_SYSTEM);
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 0, a->index), WEFTX_NEAR_SWITCH);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 2, a->index), WEFTX_NEAR_NUMA);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 1, b->index), WEFTX_NEAR_SWITCH);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 3, b->index), WEFTX_NEAR_NUMA);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 0, b->index), WEFTX_NEAR_SYSTEM);
+  assert_int_equal(weftx_topo_gpu_gpu_near(t, 0, 2), WEFTX_NEAR_NUMA);
+  assert_int_equal(weftx_topo_gpu_gpu_near(t, 0, 1), WEFTX_NEAR_SYSTEM);
+  weftx_topo_destroy(t);
 }
 
 static void test_flat_vm(void **state)
 {
-  weft_topo *t = load_ok("flat-vm-2numa");
+  weftx_topo *t = load_ok("flat-vm-2numa");
   (void)state;
-  assert_int_equal(weft_topo_has_locality(t), 0);
+  assert_int_equal(weftx_topo_has_locality(t), 0);
   assert_true(has_warning(t, "no NUMA locality"));
-  for (int i = 0; i < weft_topo_ngpus(t); i++) {
-    const weft_gpu *g = weft_topo_gpu(t, i);
+  for (int i = 0; i < weftx_topo_ngpus(t); i++) {
+    const weftx_gpu *g = weftx_topo_gpu(t, i);
     assert_int_equal(g->numa, -1);
     assert_int_equal(g->package, -1);
     assert_string_equal(fmt(g->cpuset), "0-15");
     assert_int_equal(g->pci_switch, -1);
   }
-  assert_int_equal(weft_topo_nic(t, 0)->numa, -1);
-  assert_int_equal(weft_topo_gpu_nic_near(t, 0, 0), WEFT_NEAR_SYSTEM);
-  assert_int_equal(weft_topo_gpu_gpu_near(t, 0, 1), WEFT_NEAR_SYSTEM);
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_nic(t, 0)->numa, -1);
+  assert_int_equal(weftx_topo_gpu_nic_near(t, 0, 0), WEFTX_NEAR_SYSTEM);
+  assert_int_equal(weftx_topo_gpu_gpu_near(t, 0, 1), WEFTX_NEAR_SYSTEM);
+  weftx_topo_destroy(t);
 }
 
 static void test_warnings(void **state)
 {
-  weft_topo *t = load_ok("a2-highgpu-8g");
+  weftx_topo *t = load_ok("a2-highgpu-8g");
   (void)state;
   assert_false(has_warning(t, "GPU 3 "));
   assert_true(has_warning(t, "GPU 4 ("));
   assert_true(has_warning(t, "GPU 7 ("));
   assert_true(has_warning(t, "has no NIC on its PCI switch or NUMA node"));
   assert_false(has_warning(t, "gVNIC"));
-  weft_topo_destroy(t);
+  weftx_topo_destroy(t);
   t = load_ok("n1-standard-32-4xv100");
   assert_true(has_warning(t, "without gVNIC"));
-  assert_false(weft_topo_nic(t, 0)->gvnic);
-  weft_topo_destroy(t);
+  assert_false(weftx_topo_nic(t, 0)->gvnic);
+  weftx_topo_destroy(t);
 }
 
 /* Write \p len bytes of \p data to a temporary file; returns its path (static). */
@@ -311,9 +311,9 @@ static const char *write_tmp(const char *name, const char *data, size_t len)
 
 static void expect_error(const char *path, int code, const char *needle)
 {
-  weft_topo *t = (weft_topo *)1;
+  weftx_topo *t = (weftx_topo *)1;
   char why[512] = "";
-  int rc = weft_topo_load(path, 0, &t, why, sizeof(why));
+  int rc = weftx_topo_load(path, 0, &t, why, sizeof(why));
   if (rc != code)
     fail_msg("%s: got %s (%s), expected %s", path, weft_err_name(rc), why, weft_err_name(code));
   assert_null(t);
@@ -353,7 +353,7 @@ static void test_errors(void **state)
   size_t len;
   char *a3 = slurp(topo_path("a3-highgpu-8g"), &len);
   char missing[512];
-  weft_topo *t = NULL;
+  weftx_topo *t = NULL;
   char why[512];
   (void)state;
 
@@ -394,44 +394,44 @@ static void test_errors(void **state)
   }
 
   /* No GPUs and no I/O at all is fine. */
-  assert_int_equal(weft_topo_load(write_tmp("onepu.xml", one_pu_xml, sizeof(one_pu_xml) - 1), 0, &t,
+  assert_int_equal(weftx_topo_load(write_tmp("onepu.xml", one_pu_xml, sizeof(one_pu_xml) - 1), 0, &t,
                                   why, sizeof(why)), 0);
-  assert_int_equal(weft_topo_ngpus(t), 0);
-  assert_int_equal(weft_topo_nnics(t), 0);
-  assert_int_equal(weft_topo_npus(t), 1);
-  assert_int_equal(weft_topo_ncores(t), 1); /* no Core objects: PUs count as cores */
-  assert_int_equal(weft_topo_npackages(t), 0);
-  assert_int_equal(weft_topo_nwarnings(t), 0);
-  assert_int_equal(weft_topo_has_locality(t), 1);
-  assert_string_equal(weft_topo_hostname(t), "");
-  weft_topo_destroy(t);
-  weft_topo_destroy(NULL);
-  assert_int_equal(weft_topo_load("x", 0, NULL, why, sizeof(why)), WEFT_EINVAL);
+  assert_int_equal(weftx_topo_ngpus(t), 0);
+  assert_int_equal(weftx_topo_nnics(t), 0);
+  assert_int_equal(weftx_topo_npus(t), 1);
+  assert_int_equal(weftx_topo_ncores(t), 1); /* no Core objects: PUs count as cores */
+  assert_int_equal(weftx_topo_npackages(t), 0);
+  assert_int_equal(weftx_topo_nwarnings(t), 0);
+  assert_int_equal(weftx_topo_has_locality(t), 1);
+  assert_string_equal(weftx_topo_hostname(t), "");
+  weftx_topo_destroy(t);
+  weftx_topo_destroy(NULL);
+  assert_int_equal(weftx_topo_load("x", 0, NULL, why, sizeof(why)), WEFT_EINVAL);
 }
 
 static void test_env_and_live(void **state)
 {
-  weft_topo *t = NULL;
+  weftx_topo *t = NULL;
   char why[512];
   const char *path = topo_path("n2-standard-16");
   (void)state;
 
   assert_int_equal(setenv("WEFT_TOPOLOGY", path, 1), 0);
-  assert_int_equal(weft_topo_load(NULL, 0, &t, why, sizeof(why)), 0);
-  assert_string_equal(weft_topo_source(t), path);
-  assert_int_equal(weft_topo_npus(t), 16);
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_load(NULL, 0, &t, why, sizeof(why)), 0);
+  assert_string_equal(weftx_topo_source(t), path);
+  assert_int_equal(weftx_topo_npus(t), 16);
+  weftx_topo_destroy(t);
   assert_int_equal(setenv("WEFT_TOPOLOGY", "/nonexistent/t.xml", 1), 0);
-  assert_int_equal(weft_topo_load(NULL, 0, &t, why, sizeof(why)), WEFT_ENOENT);
+  assert_int_equal(weftx_topo_load(NULL, 0, &t, why, sizeof(why)), WEFT_ENOENT);
   assert_non_null(strstr(why, "WEFT_TOPOLOGY: cannot open /nonexistent/t.xml"));
-  assert_int_equal(weft_topo_load(NULL, WEFT_TOPO_IGNORE_ENV, &t, why, sizeof(why)), 0);
-  assert_string_equal(weft_topo_source(t), "live");
-  assert_int_equal(weft_topo_is_live(t), 1);
-  assert_true(weft_topo_npus(t) >= 1);
-  assert_true(weft_topo_nnuma(t) >= 1);
-  for (int i = 0; i < weft_topo_nwarnings(t); i++)
-    print_message("live: %s\n", weft_topo_warning(t, i));
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_load(NULL, WEFTX_TOPO_IGNORE_ENV, &t, why, sizeof(why)), 0);
+  assert_string_equal(weftx_topo_source(t), "live");
+  assert_int_equal(weftx_topo_is_live(t), 1);
+  assert_true(weftx_topo_npus(t) >= 1);
+  assert_true(weftx_topo_nnuma(t) >= 1);
+  for (int i = 0; i < weftx_topo_nwarnings(t); i++)
+    print_message("live: %s\n", weftx_topo_warning(t, i));
+  weftx_topo_destroy(t);
   assert_int_equal(unsetenv("WEFT_TOPOLOGY"), 0);
 }
 
@@ -439,7 +439,7 @@ static void test_env_and_live(void **state)
 static void test_hwloc_export(void **state)
 {
   hwloc_topology_t h;
-  weft_topo *t = NULL, *live = NULL;
+  weftx_topo *t = NULL, *live = NULL;
   char path[512], why[512];
   size_t len;
   char *xml;
@@ -454,25 +454,25 @@ static void test_hwloc_export(void **state)
   xml = slurp(path, &len);
   assert_non_null(strstr(xml, ",,"));
   free(xml);
-  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0)
+  if (weftx_topo_load(path, 0, &t, why, sizeof(why)) != 0)
     fail_msg("hwloc's own export does not load: %s", why);
-  assert_int_equal(weft_topo_npus(t), 208);
-  assert_int_equal(weft_topo_nnuma(t), 2);
-  assert_string_equal(fmt(weft_topo_numa(t, 1)->cpuset), "104-207");
-  weft_topo_destroy(t);
+  assert_int_equal(weftx_topo_npus(t), 208);
+  assert_int_equal(weftx_topo_nnuma(t), 2);
+  assert_string_equal(fmt(weftx_topo_numa(t, 1)->cpuset), "104-207");
+  weftx_topo_destroy(t);
   unlink(path);
 
   /* This machine, through XML and back. */
-  assert_int_equal(weft_topo_load(NULL, WEFT_TOPO_IGNORE_ENV, &live, why, sizeof(why)), 0);
-  assert_int_equal(hwloc_topology_export_xml(weft_topo_hwloc(live), path, 0), 0);
-  if (weft_topo_load(path, 0, &t, why, sizeof(why)) != 0)
+  assert_int_equal(weftx_topo_load(NULL, WEFTX_TOPO_IGNORE_ENV, &live, why, sizeof(why)), 0);
+  assert_int_equal(hwloc_topology_export_xml(weftx_topo_hwloc(live), path, 0), 0);
+  if (weftx_topo_load(path, 0, &t, why, sizeof(why)) != 0)
     fail_msg("this machine's exported XML does not load: %s", why);
-  assert_int_equal(weft_topo_npus(t), weft_topo_npus(live));
-  assert_int_equal(weft_topo_ngpus(t), weft_topo_ngpus(live));
-  assert_int_equal(weft_topo_nnics(t), weft_topo_nnics(live));
-  assert_string_equal(weft_topo_hostname(t), weft_topo_hostname(live));
-  weft_topo_destroy(t);
-  weft_topo_destroy(live);
+  assert_int_equal(weftx_topo_npus(t), weftx_topo_npus(live));
+  assert_int_equal(weftx_topo_ngpus(t), weftx_topo_ngpus(live));
+  assert_int_equal(weftx_topo_nnics(t), weftx_topo_nnics(live));
+  assert_string_equal(weftx_topo_hostname(t), weftx_topo_hostname(live));
+  weftx_topo_destroy(t);
+  weftx_topo_destroy(live);
   unlink(path);
 }
 
@@ -482,15 +482,15 @@ static void test_cpuset_format(void **state)
   char buf[8];
   (void)state;
   assert_non_null(s);
-  assert_int_equal(weft_cpuset_format(s, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_cpuset_format(s, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "");
   assert_int_equal(hwloc_bitmap_set_range(s, 0, 3), 0);
   assert_int_equal(hwloc_bitmap_set(s, 9), 0);
-  assert_int_equal(weft_cpuset_format(s, buf, sizeof(buf)), 0);
+  assert_int_equal(weftx_cpuset_format(s, buf, sizeof(buf)), 0);
   assert_string_equal(buf, "0-3,9");
   assert_int_equal(hwloc_bitmap_set_range(s, 100, 112), 0);
-  assert_int_equal(weft_cpuset_format(s, buf, sizeof(buf)), WEFT_ERANGE);
-  assert_int_equal(weft_cpuset_format(s, NULL, 0), WEFT_EINVAL);
+  assert_int_equal(weftx_cpuset_format(s, buf, sizeof(buf)), WEFT_ERANGE);
+  assert_int_equal(weftx_cpuset_format(s, NULL, 0), WEFT_EINVAL);
   hwloc_bitmap_free(s);
 }
 

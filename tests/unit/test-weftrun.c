@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "layout.h"
-#include <weft/core.h>
+#include <weftx.h>
 #include "opt.h"
 #include "weftrun.h"
 
@@ -182,10 +182,10 @@ static void
 test_distance(void **state)
 {
   (void)state;
-  assert_int_equal(weft_edit_distance("", "", 0), 0);
-  assert_int_equal(weft_edit_distance("abc", "", 0), 3);
-  assert_int_equal(weft_edit_distance("kitten", "sitting", 0), 3);
-  assert_int_equal(weft_edit_distance("bind-to", "bind-too", 0), 1);
+  assert_int_equal(weftx_edit_distance("", "", 0), 0);
+  assert_int_equal(weftx_edit_distance("abc", "", 0), 3);
+  assert_int_equal(weftx_edit_distance("kitten", "sitting", 0), 3);
+  assert_int_equal(weftx_edit_distance("bind-to", "bind-too", 0), 1);
 }
 
 static void

@@ -6,7 +6,7 @@
  *                                "KEY=VALUE  # origin" line each, then the
  *                                reserve-cpus and the check warnings
  *   gcp-probe watch SECONDS      wait for a preemption notice: exit 79
- *                                (WEFT_EXIT_PREEMPTED) with "notice WHAT VALUE"
+ *                                (WEFTX_EXIT_PREEMPTED) with "notice WHAT VALUE"
  *                                on it, 1 when none came in time
  */
 #include <stdio.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <weft.h>
+#include <weftx.h>
 
 static void warn(void *arg, const char *msg)
 {
@@ -24,37 +24,37 @@ static void warn(void *arg, const char *msg)
 
 static int env_cmd(const char *arg, int multi)
 {
-  weft_gcp_info info;
-  weft_preset *p = NULL;
-  weft_env *env = NULL;
+  weftx_gcp_info info;
+  weftx_preset *p = NULL;
+  weftx_env *env = NULL;
   char why[1024], desc[256];
   int rc;
 
-  rc = weft_gcp_job_preset(arg, multi, &info, &p, why, sizeof(why));
+  rc = weftx_gcp_job_preset(arg, multi, &info, &p, why, sizeof(why));
   if (why[0])
     printf("warning: %s\n", why);
   if (rc != 0)
     return 1;
   printf("# on_gce %d machine-type %s family %s preset %s\n", info.on_gce, info.machine_type,
-         info.family ? info.family : "-", p ? weft_preset_name(p) : "-");
-  if (weft_env_create(&env) != 0)
+         info.family ? info.family : "-", p ? weftx_preset_name(p) : "-");
+  if (weftx_env_create(&env) != 0)
     return 1;
-  if (p && (rc = weft_preset_apply(p, &info, env, why, sizeof(why))) != 0) {
+  if (p && (rc = weftx_preset_apply(p, &info, env, why, sizeof(why))) != 0) {
     printf("error: %s\n", why);
     rc = 1;
     goto out;
   }
-  for (int i = 0; i < weft_env_count(env); i++) {
+  for (int i = 0; i < weftx_env_count(env); i++) {
     const char *k, *v;
-    weft_env_entry(env, i, &k, &v, NULL, NULL);
-    weft_env_describe(env, i, desc, sizeof(desc));
+    weftx_env_entry(env, i, &k, &v, NULL, NULL);
+    weftx_env_describe(env, i, desc, sizeof(desc));
     printf("%s=%s  # %s\n", k, v, desc);
   }
-  printf("reserve-cpus %s\n", weft_preset_reserved_cpus(p) ? weft_preset_reserved_cpus(p) : "-");
-  weft_gcp_check(&info, p, multi, warn, NULL);
+  printf("reserve-cpus %s\n", weftx_preset_reserved_cpus(p) ? weftx_preset_reserved_cpus(p) : "-");
+  weftx_gcp_check(&info, p, multi, warn, NULL);
 out:
-  weft_env_destroy(env);
-  weft_preset_free(p);
+  weftx_env_destroy(env);
+  weftx_preset_free(p);
   return rc;
 }
 
@@ -70,8 +70,8 @@ static void on_notice(void *arg, const char *what, const char *value)
 
 static int watch_cmd(long seconds)
 {
-  weft_gcp_watch *w;
-  int rc = weft_gcp_watch_start(&w, on_notice, NULL);
+  weftx_gcp_watch *w;
+  int rc = weftx_gcp_watch_start(&w, on_notice, NULL);
 
   if (rc != 0) {
     printf("error: %s\n", weft_strerror(rc));
@@ -81,8 +81,8 @@ static int watch_cmd(long seconds)
   fflush(stdout);
   for (long t = 0; t < seconds * 20 && !noticed; t++)
     usleep(50000);
-  weft_gcp_watch_stop(w);
-  return noticed ? WEFT_EXIT_PREEMPTED : 1;
+  weftx_gcp_watch_stop(w);
+  return noticed ? WEFTX_EXIT_PREEMPTED : 1;
 }
 
 int main(int argc, char **argv)
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     return 2;
   if (argc == 4 && !strcmp(argv[1], "env"))
     return env_cmd(argv[2], !strcmp(argv[3], "1"));
-  if (argc == 3 && !strcmp(argv[1], "watch") && weft_parse_long(argv[2], 1, 600, &n) == 0)
+  if (argc == 3 && !strcmp(argv[1], "watch") && weftx_parse_long(argv[2], 1, 600, &n) == 0)
     return watch_cmd(n);
   fprintf(stderr, "usage: gcp-probe env PRESET 0|1 | gcp-probe watch SECONDS\n");
   return 2;

@@ -36,9 +36,6 @@ WEFT_EXPORT void weft_log(weft_subsys s, const char *fmt, ...) WEFT_PRINTF(2, 3)
 /** \brief Name of a subsystem as WEFT_VERBOSE spells it ("topo"). */
 WEFT_EXPORT const char *weft_subsys_name(weft_subsys s);
 
-/** \brief Re-read WEFT_VERBOSE (tests; not thread-safe). */
-WEFT_EXPORT void weft_log_reset(void);
-
 WEFT_END_DECLS
 
 #endif /* WEFT_LOG_H */

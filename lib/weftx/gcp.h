@@ -10,70 +10,70 @@
  * WEFT_GCP_SYSROOT at a fake tree that holds sys/class/dmi and sys/class/net,
  * and GCE_METADATA_HOST at a fake server.
  */
-#ifndef WEFT_GCP_H
-#define WEFT_GCP_H
+#ifndef WEFTX_GCP_H
+#define WEFTX_GCP_H
 
 #include <signal.h>
 
 #include <weft/common.h>
 #include <weft/errors.h>
-#include <weft/env.h>
+#include <weftx/env.h>
 
 /* Exit status of weftrun and weft-rank when the job ended because GCE preempted
  * the VM or announced TERMINATE_ON_HOST_MAINTENANCE: a wrapper may requeue. */
-#define WEFT_EXIT_PREEMPTED 79
+#define WEFTX_EXIT_PREEMPTED 79
 
 /* Signal sent to the local ranks on a preemption notice, then SIGKILL after the
  * agent's grace period (Spot VMs get 30 s from the notice to power-off). */
-#define WEFT_PREEMPT_SIGNAL SIGTERM
+#define WEFTX_PREEMPT_SIGNAL SIGTERM
 
-/* Grace period between WEFT_PREEMPT_SIGNAL and SIGKILL (weftrun --preempt-grace),
+/* Grace period between WEFTX_PREEMPT_SIGNAL and SIGKILL (weftrun --preempt-grace),
  * and the time a Spot VM has from the notice to power-off. */
-#define WEFT_PREEMPT_GRACE_S 5
-#define WEFT_PREEMPT_GRACE_MAX_S 30
+#define WEFTX_PREEMPT_GRACE_S 5
+#define WEFTX_PREEMPT_GRACE_MAX_S 30
 
-#define WEFT_GCP_MAX_NICS 16
+#define WEFTX_GCP_MAX_NICS 16
 
 WEFT_BEGIN_DECLS
 
 /* ---- Metadata server --------------------------------------------------- */
 
-typedef struct weft_gcp_md weft_gcp_md;
+typedef struct weftx_gcp_md weftx_gcp_md;
 
 /** \brief 1 when DMI says this is a GCE VM ($WEFT_GCP_SYSROOT/sys/class/dmi/id/product_name). */
-WEFT_EXPORT int weft_gcp_dmi_is_gce(void);
+int weftx_gcp_dmi_is_gce(void);
 
 /** \brief Open a metadata client. Makes no request.
  * \return 0; WEFT_ENOTGCE when DMI says this is no GCE VM and GCE_METADATA_HOST
  * is unset; WEFT_ENOCURL in a build without libcurl or when libcurl.so.4
  * cannot be loaded (it is opened on first use, never off GCE); WEFT_ENOMEM.
- * The handle is allocated by the callee, free with weft_gcp_md_close(). One
+ * The handle is allocated by the callee, free with weftx_gcp_md_close(). One
  * handle per thread. */
-WEFT_EXPORT int weft_gcp_md_open(weft_gcp_md **md);
-WEFT_EXPORT void weft_gcp_md_close(weft_gcp_md *md);
+int weftx_gcp_md_open(weftx_gcp_md **md);
+void weftx_gcp_md_close(weftx_gcp_md *md);
 
 /** \brief The metadata URL base in use ("http://HOST/computeMetadata/v1/"). */
-WEFT_EXPORT const char *weft_gcp_md_base(const weft_gcp_md *md);
+const char *weftx_gcp_md_base(const weftx_gcp_md *md);
 
 /** \brief GET \p path (relative to computeMetadata/v1/, e.g. "instance/zone").
  * Retries 503/5xx/429 and connection failures with bounded backoff (5 tries, under 4 s).
  * \p value is allocated by the callee, free with free(); \p etag (may be NULL)
  * receives the ETag header. \return 0; WEFT_ENOENT for 404; WEFT_EHTTP;
  * WEFT_ETIMEDOUT. */
-WEFT_EXPORT int weft_gcp_md_get(weft_gcp_md *md, const char *path, char **value,
+int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value,
                                 char *etag, size_t etaglen);
 
 /** \brief Long-poll \p path with wait_for_change=true: returns when the value's
  * ETag differs from \p last_etag (at once when it already differs, "0" for
  * instance; NULL: at the next change), or after \p timeout_sec seconds with
  * the unchanged value and ETag, as the server answers then.
- * Ownership as weft_gcp_md_get(). \return as weft_gcp_md_get(). */
-WEFT_EXPORT int weft_gcp_md_wait(weft_gcp_md *md, const char *path, const char *last_etag,
+ * Ownership as weftx_gcp_md_get(). \return as weftx_gcp_md_get(). */
+int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag,
                                  int timeout_sec, char **value, char *etag, size_t etaglen);
 
 /* ---- Detection --------------------------------------------------------- */
 
-typedef struct weft_gcp_nic {
+typedef struct weftx_gcp_nic {
   int index;            /* instance/network-interfaces/<index> */
   char mac[18];         /* lower case */
   char ip[64];
@@ -83,10 +83,10 @@ typedef struct weft_gcp_nic {
   int mtu;              /* -1 when unknown */
   int gvnic;            /* 1: driver gve or PCI vendor 0x1ae0; 0: other; -1: unknown */
   int gpu;              /* 1 for a GPU-data NIC, 0 for a host NIC */
-} weft_gcp_nic;
+} weftx_gcp_nic;
 
-/* What one VM says about itself. Filled by weft_gcp_detect(); plain data. */
-typedef struct weft_gcp_info {
+/* What one VM says about itself. Filled by weftx_gcp_detect(); plain data. */
+typedef struct weftx_gcp_info {
   int on_gce;
   char machine_type[64];   /* basename: "a3-highgpu-8g" */
   char zone[64];           /* basename: "us-central1-a" */
@@ -95,26 +95,26 @@ typedef struct weft_gcp_info {
   int preemptible;         /* scheduling/preemptible is TRUE */
   const char *family;      /* family name (static), NULL when unknown */
   int nnics;
-  weft_gcp_nic nics[WEFT_GCP_MAX_NICS]; /* host NICs first, then GPU NICs in PCI order */
-} weft_gcp_info;
+  weftx_gcp_nic nics[WEFTX_GCP_MAX_NICS]; /* host NICs first, then GPU NICs in PCI order */
+} weftx_gcp_info;
 
 /** \brief Fill \p info: on_gce = 0 and return 0 off GCE (no request made);
  * otherwise the metadata keys above and the NICs matched by MAC.
  * \return 0, or a negative code with a one-line reason in \p why. */
-WEFT_EXPORT int weft_gcp_detect(weft_gcp_info *info, char *why, size_t whylen);
+int weftx_gcp_detect(weftx_gcp_info *info, char *why, size_t whylen);
 
-/** \brief The cheap part of weft_gcp_detect(): only on_gce, machine_type, family
+/** \brief The cheap part of weftx_gcp_detect(): only on_gce, machine_type, family
  * and physical_host (two requests; none off GCE, where on_gce is 0 and 0 is
- * returned). For weftrun's probe of every host. \return as weft_gcp_detect(). */
-WEFT_EXPORT int weft_gcp_identify(weft_gcp_info *info, char *why, size_t whylen);
+ * returned). For weftrun's probe of every host. \return as weftx_gcp_detect(). */
+int weftx_gcp_identify(weftx_gcp_info *info, char *why, size_t whylen);
 
 /* The line weft-rank --probe adds after a GCE host's XML: TAG MACHINE_TYPE PHYSICAL_HOST|- */
-#define WEFT_GCE_PROBE_TAG "#weft-gce"
+#define WEFTX_GCE_PROBE_TAG "#weft-gce"
 
 /** \brief Match info->nics' MACs to $WEFT_GCP_SYSROOT/sys/class/net/ * /address,
  * read MTU, PCI slot and driver, mark GPU NICs for info->family and sort them by
- * PCI slot. weft_gcp_detect() calls it; tests call it on a filled info. */
-WEFT_EXPORT int weft_gcp_nics_match(weft_gcp_info *info);
+ * PCI slot. weftx_gcp_detect() calls it; tests call it on a filled info. */
+int weftx_gcp_nics_match(weftx_gcp_info *info);
 
 /* ---- Families ---------------------------------------------------------- */
 
@@ -122,41 +122,41 @@ WEFT_EXPORT int weft_gcp_nics_match(weft_gcp_info *info);
  * "n1", "a2", "g2", "a3-highgpu-small", "a3-highgpu-8g", "a3-edgegpu-8g",
  * "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g"; NULL when unknown.
  * The string is static. */
-WEFT_EXPORT const char *weft_gcp_family(const char *machine_type);
+const char *weftx_gcp_family(const char *machine_type);
 
 /** \brief Host (not GPU-data) NICs of a family: 2 on A3 Ultra and A4, else 1. */
-WEFT_EXPORT int weft_gcp_family_host_nics(const char *family);
+int weftx_gcp_family_host_nics(const char *family);
 
 /* ---- Presets ----------------------------------------------------------- */
 
-typedef struct weft_preset weft_preset;
+typedef struct weftx_preset weftx_preset;
 
 /* One variable of a resolved preset. */
-typedef struct weft_preset_var {
+typedef struct weftx_preset_var {
   const char *key;
   const char *value;      /* placeholders filled */
   int prepend;            /* 1: prepend value to a ':' list (LD_LIBRARY_PATH) */
   const char *source;     /* "preset a3-highgpu-8g" or "... (/var/lib/tcpxo/.../nccl-env-profile.sh)" */
-} weft_preset_var;
+} weftx_preset_var;
 
 /** \brief Load preset \p name: a family name ("a3-highgpu-8g", read from
- * weft_datadir()/presets/NAME.preset) or a path containing '/'.
+ * weftx_datadir()/presets/NAME.preset) or a path containing '/'.
  * \return 0; WEFT_ENAME (unknown name); WEFT_EPARSE with "file:line: reason" in \p why.
- * Allocated by the callee, free with weft_preset_free(). */
-WEFT_EXPORT int weft_preset_load(const char *name, weft_preset **p, char *why, size_t whylen);
-WEFT_EXPORT void weft_preset_free(weft_preset *p);
+ * Allocated by the callee, free with weftx_preset_free(). */
+int weftx_preset_load(const char *name, weftx_preset **p, char *why, size_t whylen);
+void weftx_preset_free(weftx_preset *p);
 
 /** \brief The --nccl-preset choice: "none" and "auto" on a single-VM job or off
  * GCE or an unknown family give *p = NULL and 0; "auto" otherwise loads the
- * family's preset; any other word is a preset name for weft_preset_load(). */
-WEFT_EXPORT int weft_preset_select(const char *arg, const weft_gcp_info *info, int multi_vm,
-                                   weft_preset **p, char *why, size_t whylen);
+ * family's preset; any other word is a preset name for weftx_preset_load(). */
+int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_vm,
+                                   weftx_preset **p, char *why, size_t whylen);
 
-WEFT_EXPORT const char *weft_preset_name(const weft_preset *p);
-/** \brief The preset's reserve-cpus list ("8-35,112-139"), for weft_policy.reserved_cpus; NULL when none. */
-WEFT_EXPORT const char *weft_preset_reserved_cpus(const weft_preset *p);
+const char *weftx_preset_name(const weftx_preset *p);
+/** \brief The preset's reserve-cpus list ("8-35,112-139"), for weftx_policy.reserved_cpus; NULL when none. */
+const char *weftx_preset_reserved_cpus(const weftx_preset *p);
 /** \brief MTU the GPU NICs need, 0 when the preset says nothing. */
-WEFT_EXPORT int weft_preset_mtu(const weft_preset *p);
+int weftx_preset_mtu(const weftx_preset *p);
 
 /** \brief Resolve the preset for this VM: fill @host_nic@, @host_nics@,
  * @gpu_nics@ and @gpu_nicN@ from \p info (which may be NULL off GCE), and take
@@ -165,71 +165,71 @@ WEFT_EXPORT int weft_preset_mtu(const weft_preset *p);
  * NULL) are left out: the user's own values win.
  * \p vars belongs to \p p and stays valid until the next resolve or free.
  * \return 0; WEFT_ENOENT with the missing NIC and the fix in \p why. */
-WEFT_EXPORT int weft_preset_resolve(weft_preset *p, const weft_gcp_info *info,
+int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info,
                                     const char *const *user_set,
-                                    const weft_preset_var **vars, int *nvars,
+                                    const weftx_preset_var **vars, int *nvars,
                                     char *why, size_t whylen);
 
 /** \brief Resolve \p p for this VM (\p info may be NULL off GCE) and add its
- * variables to \p env with origin WEFT_ENV_PRESET and the preset's name as
+ * variables to \p env with origin WEFTX_ENV_PRESET and the preset's name as
  * detail, each only when \p env does not hold it yet: fill \p env with the
- * user's variables first, then apply the preset, then weft_rank_env().
+ * user's variables first, then apply the preset, then weftx_rank_env().
  * A prepend-path variable (LD_LIBRARY_PATH) is put in front of a forwarded
  * value, but a value given with -x is left alone.
- * \return 0, or as weft_preset_resolve(). */
-WEFT_EXPORT int weft_preset_apply(weft_preset *p, const weft_gcp_info *info, weft_env *env,
+ * \return 0, or as weftx_preset_resolve(). */
+int weftx_preset_apply(weftx_preset *p, const weftx_gcp_info *info, weftx_env *env,
                                   char *why, size_t whylen);
 
 /** \brief What weftrun and weft-rank call for --nccl-preset \p arg (NULL: auto):
  * detect this VM unless \p arg is "none" (or "auto" on a single-VM job), then
- * weft_preset_select(). For "auto" a detection failure or a machine type
+ * weftx_preset_select(). For "auto" a detection failure or a machine type
  * without a preset is not an error: *p is NULL and \p why holds a warning to
  * print ("" when there is nothing to say). For a family name the preset loads even off GCE (resolving
  * then says which NIC it misses). \p info is filled (on_gce 0 when unknown).
  * \return 0; WEFT_ENAME / WEFT_EPARSE for a bad preset name or file, with \p why. */
-WEFT_EXPORT int weft_gcp_job_preset(const char *arg, int multi_vm, weft_gcp_info *info,
-                                    weft_preset **p, char *why, size_t whylen);
+int weftx_gcp_job_preset(const char *arg, int multi_vm, weftx_gcp_info *info,
+                                    weftx_preset **p, char *why, size_t whylen);
 
 /* ---- Checks ------------------------------------------------------------ */
 
-typedef void (*weft_gcp_warn_fn)(void *arg, const char *msg);
+typedef void (*weftx_gcp_warn_fn)(void *arg, const char *msg);
 
 /** \brief Check this VM against preset \p p (may be NULL): network plugin
  * library missing, gVNIC absent, GPU-NIC MTU too small, no compact placement
  * (multi-VM only). Calls \p warn once per problem with one line that says the
  * fix. \return the number of warnings. */
-WEFT_EXPORT int weft_gcp_check(const weft_gcp_info *info, const weft_preset *p, int multi_vm,
-                               weft_gcp_warn_fn warn, void *arg);
+int weftx_gcp_check(const weftx_gcp_info *info, const weftx_preset *p, int multi_vm,
+                               weftx_gcp_warn_fn warn, void *arg);
 
 /** \brief Warn when the \p n hosts of a job have different machine types
  * (NULL or "" entries are unknown and ignored). \return 1 when mixed, else 0. */
-WEFT_EXPORT int weft_gcp_check_mixed(const char *const *hosts, const char *const *machine_types,
-                                     int n, weft_gcp_warn_fn warn, void *arg);
+int weftx_gcp_check_mixed(const char *const *hosts, const char *const *machine_types,
+                                     int n, weftx_gcp_warn_fn warn, void *arg);
 
 /* ---- Preemption -------------------------------------------------------- */
 
-typedef struct weft_gcp_watch weft_gcp_watch;
+typedef struct weftx_gcp_watch weftx_gcp_watch;
 
 /* Called once, from the watcher's thread, with what ("preempted" or
  * "maintenance-event") and the new value ("TRUE", "TERMINATE_ON_HOST_MAINTENANCE"). */
-typedef void (*weft_gcp_preempt_fn)(void *arg, const char *what, const char *value);
+typedef void (*weftx_gcp_preempt_fn)(void *arg, const char *what, const char *value);
 
 /** \brief Start a thread that long-polls instance/preempted and
  * instance/maintenance-event (wait_for_change with ETags) and calls \p cb on
  * the first notice. \return 0; WEFT_ENOTGCE off GCE; WEFT_ENOCURL; WEFT_ESYS.
- * Allocated by the callee, free with weft_gcp_watch_stop(). */
-WEFT_EXPORT int weft_gcp_watch_start(weft_gcp_watch **w, weft_gcp_preempt_fn cb, void *arg);
+ * Allocated by the callee, free with weftx_gcp_watch_stop(). */
+int weftx_gcp_watch_start(weftx_gcp_watch **w, weftx_gcp_preempt_fn cb, void *arg);
 
 /** \brief Stop the watcher (within about 100 ms) and free it; NULL is fine. */
-WEFT_EXPORT void weft_gcp_watch_stop(weft_gcp_watch *w);
+void weftx_gcp_watch_stop(weftx_gcp_watch *w);
 
 /* ---- Host order -------------------------------------------------------- */
 
 /** \brief Order \p n hosts by their physical_host "/cluster/rack/host"
  * (component by component; ties keep input order). \p order receives host
  * indexes. \return 0; WEFT_ENOENT (order = identity) when any entry is NULL or "". */
-WEFT_EXPORT int weft_gcp_order_hosts(const char *const *physical_host, int n, int *order);
+int weftx_gcp_order_hosts(const char *const *physical_host, int n, int *order);
 
 WEFT_END_DECLS
 
-#endif /* WEFT_GCP_H */
+#endif /* WEFTX_GCP_H */

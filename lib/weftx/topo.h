@@ -3,32 +3,32 @@
  * Machine topology: GPUs, NICs, NUMA nodes, packages, cores and processors,
  * and where each GPU and NIC sits (PCI switch, NUMA node, package, cpuset).
  *
- * A weft_topo is loaded from the live machine or from an hwloc XML file and is
+ * A weftx_topo is loaded from the live machine or from an hwloc XML file and is
  * read-only afterwards. The structs it hands out belong to it and live until
- * weft_topo_destroy(). cpusets hold OS processor numbers (as the guest OS
+ * weftx_topo_destroy(). cpusets hold OS processor numbers (as the guest OS
  * numbers them), nodesets NUMA OS indexes, as everywhere in hwloc.
  */
-#ifndef WEFT_TOPO_H
-#define WEFT_TOPO_H
+#ifndef WEFTX_TOPO_H
+#define WEFTX_TOPO_H
 
 #include <hwloc.h>
 
 #include <weft/common.h>
 #include <weft/errors.h>
 
-typedef struct weft_topo weft_topo;
+typedef struct weftx_topo weftx_topo;
 
 /* Where a device sits relative to another one, nearest first. */
-typedef enum weft_near {
-  WEFT_NEAR_SWITCH = 0,  /* below the same PCI switch (same bridge below the host bridge) */
-  WEFT_NEAR_NUMA = 1,    /* same NUMA node */
-  WEFT_NEAR_PACKAGE = 2, /* same package (socket) */
-  WEFT_NEAR_SYSTEM = 3,  /* anywhere else, or locality unknown */
-} weft_near;
+typedef enum weftx_near {
+  WEFTX_NEAR_SWITCH = 0,  /* below the same PCI switch (same bridge below the host bridge) */
+  WEFTX_NEAR_NUMA = 1,    /* same NUMA node */
+  WEFTX_NEAR_PACKAGE = 2, /* same package (socket) */
+  WEFTX_NEAR_SYSTEM = 3,  /* anywhere else, or locality unknown */
+} weftx_near;
 
 /* numa is -1 both when the device carries no locality and when its nearest CPU-side
  * object spans several NUMA nodes (then package and cpuset still say where it is). */
-typedef struct weft_gpu {
+typedef struct weftx_gpu {
   int index;                    /* 0.. in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID) */
   char pci[16];                 /* "0000:04:00.0" */
   unsigned vendor_id, device_id;
@@ -40,9 +40,9 @@ typedef struct weft_gpu {
   int pci_switch;               /* id shared by devices below the same PCI switch (0.., in PCI order
                                    of the topmost bridges below the host bridges); -1 when none */
   hwloc_const_cpuset_t cpuset;  /* processors local to the GPU; the whole machine when no locality */
-} weft_gpu;
+} weftx_gpu;
 
-typedef struct weft_nic {
+typedef struct weftx_nic {
   int index;                    /* 0.. in PCI bus order */
   char name[32];                /* interface name ("enp6s0"); "" when the topology has none */
   char pci[16];                 /* "0000:06:00.0"; "" for a NIC with no PCI device */
@@ -54,28 +54,28 @@ typedef struct weft_nic {
   int package;
   int pci_switch;
   hwloc_const_cpuset_t cpuset;
-} weft_nic;
+} weftx_nic;
 
-typedef struct weft_numa {
+typedef struct weftx_numa {
   int os_index;
   int package;                  /* -1 when unknown */
   unsigned long long memory;    /* bytes local to the node; 0 when unknown */
   hwloc_const_cpuset_t cpuset;
-} weft_numa;
+} weftx_numa;
 
-/* weft_topo_load() flags */
-#define WEFT_TOPO_IGNORE_ENV 0x1 /* with path == NULL, probe the machine even if WEFT_TOPOLOGY is set */
+/* weftx_topo_load() flags */
+#define WEFTX_TOPO_IGNORE_ENV 0x1 /* with path == NULL, probe the machine even if WEFT_TOPOLOGY is set */
 /* path is an XML export of this very machine (weftrun hands its own to the ranks on its
  * host, which saves each rank the live probe): hwloc treats it as this system, so binding
- * acts and weft_topo_is_live() is 1, and GPU details come from NVML/CUDA as for a live load.
- * The caller vouches for the file (e.g. by checking weft_topo_hostname()). */
-#define WEFT_TOPO_THIS_SYSTEM 0x2
+ * acts and weftx_topo_is_live() is 1, and GPU details come from NVML/CUDA as for a live load.
+ * The caller vouches for the file (e.g. by checking weftx_topo_hostname()). */
+#define WEFTX_TOPO_THIS_SYSTEM 0x2
 
 WEFT_BEGIN_DECLS
 
 /** \brief Load a topology.
  * \param path an hwloc XML file, or NULL for this machine (then $WEFT_TOPOLOGY
- *        names an XML file to use instead, unless WEFT_TOPO_IGNORE_ENV).
+ *        names an XML file to use instead, unless WEFTX_TOPO_IGNORE_ENV).
  * \param why  on failure, a one-line reason naming the file and what to do (may be NULL).
  * \return 0; WEFT_ENOENT (no such file), WEFT_EPARSE (not valid hwloc XML),
  *         WEFT_ETOPO (hwloc failed), WEFT_ENOMEM.
@@ -83,54 +83,54 @@ WEFT_BEGIN_DECLS
  * damaged files); hwloc's own stderr reports about it are silenced by setting
  * HWLOC_HIDE_ERRORS=2 when unset (not with WEFT_VERBOSE=topo): call it before
  * starting threads. */
-WEFT_EXPORT int weft_topo_load(const char *path, unsigned flags, weft_topo **out,
+int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out,
                                char *why, size_t whylen);
-WEFT_EXPORT void weft_topo_destroy(weft_topo *t);
+void weftx_topo_destroy(weftx_topo *t);
 
 /** \brief "live" or the XML path it was loaded from. */
-WEFT_EXPORT const char *weft_topo_source(const weft_topo *t);
+const char *weftx_topo_source(const weftx_topo *t);
 /** \brief 1 when the topology is this machine's own (binding it is meaningful). */
-WEFT_EXPORT int weft_topo_is_live(const weft_topo *t);
+int weftx_topo_is_live(const weftx_topo *t);
 /** \brief The underlying hwloc topology (read-only; belongs to \p t). */
-WEFT_EXPORT hwloc_topology_t weft_topo_hwloc(const weft_topo *t);
+hwloc_topology_t weftx_topo_hwloc(const weftx_topo *t);
 /** \brief The machine's hostname recorded in the topology, or "" when unknown. */
-WEFT_EXPORT const char *weft_topo_hostname(const weft_topo *t);
+const char *weftx_topo_hostname(const weftx_topo *t);
 
-WEFT_EXPORT int weft_topo_ngpus(const weft_topo *t);
-WEFT_EXPORT const weft_gpu *weft_topo_gpu(const weft_topo *t, int i);
-WEFT_EXPORT int weft_topo_nnics(const weft_topo *t);
-WEFT_EXPORT const weft_nic *weft_topo_nic(const weft_topo *t, int i);
+int weftx_topo_ngpus(const weftx_topo *t);
+const weftx_gpu *weftx_topo_gpu(const weftx_topo *t, int i);
+int weftx_topo_nnics(const weftx_topo *t);
+const weftx_nic *weftx_topo_nic(const weftx_topo *t, int i);
 /** \brief The NIC whose interface name is \p name, or NULL. */
-WEFT_EXPORT const weft_nic *weft_topo_nic_by_name(const weft_topo *t, const char *name);
-WEFT_EXPORT int weft_topo_nnuma(const weft_topo *t);
-WEFT_EXPORT const weft_numa *weft_topo_numa(const weft_topo *t, int i);
-WEFT_EXPORT int weft_topo_npackages(const weft_topo *t);
-WEFT_EXPORT int weft_topo_ncores(const weft_topo *t);
-WEFT_EXPORT int weft_topo_npus(const weft_topo *t);
+const weftx_nic *weftx_topo_nic_by_name(const weftx_topo *t, const char *name);
+int weftx_topo_nnuma(const weftx_topo *t);
+const weftx_numa *weftx_topo_numa(const weftx_topo *t, int i);
+int weftx_topo_npackages(const weftx_topo *t);
+int weftx_topo_ncores(const weftx_topo *t);
+int weftx_topo_npus(const weftx_topo *t);
 /** \brief All processors of the machine. */
-WEFT_EXPORT hwloc_const_cpuset_t weft_topo_cpuset(const weft_topo *t);
+hwloc_const_cpuset_t weftx_topo_cpuset(const weftx_topo *t);
 
 /** \brief 0 when PCI devices carry no locality (a flat VM: numa_node -1 and
  * every device attached to the machine root), 1 otherwise. */
-WEFT_EXPORT int weft_topo_has_locality(const weft_topo *t);
+int weftx_topo_has_locality(const weftx_topo *t);
 
 /** \brief How near NIC \p nic is to GPU \p gpu (indexes). */
-WEFT_EXPORT weft_near weft_topo_gpu_nic_near(const weft_topo *t, int gpu, int nic);
+weftx_near weftx_topo_gpu_nic_near(const weftx_topo *t, int gpu, int nic);
 /** \brief How near GPU \p a is to GPU \p b. */
-WEFT_EXPORT weft_near weft_topo_gpu_gpu_near(const weft_topo *t, int a, int b);
+weftx_near weftx_topo_gpu_gpu_near(const weftx_topo *t, int a, int b);
 /** \brief How near NIC \p a is to NIC \p b. */
-WEFT_EXPORT weft_near weft_topo_nic_nic_near(const weft_topo *t, int a, int b);
+weftx_near weftx_topo_nic_nic_near(const weftx_topo *t, int a, int b);
 
 /** \brief Warnings found at load time ("PCI devices carry no NUMA locality ...",
  * "GPU 3 has no NIC on its PCI switch or NUMA node", "no gVNIC on a cloud VM").
  * Each is one sentence; they belong to \p t. */
-WEFT_EXPORT int weft_topo_nwarnings(const weft_topo *t);
-WEFT_EXPORT const char *weft_topo_warning(const weft_topo *t, int i);
+int weftx_topo_nwarnings(const weftx_topo *t);
+const char *weftx_topo_warning(const weftx_topo *t, int i);
 
 /** \brief Format a cpuset as OS processor ranges ("0-12,104-116"); "" for an empty set.
  * \return 0 or WEFT_ERANGE when \p buf is too small. */
-WEFT_EXPORT int weft_cpuset_format(hwloc_const_bitmap_t set, char *buf, size_t len);
+int weftx_cpuset_format(hwloc_const_bitmap_t set, char *buf, size_t len);
 
 WEFT_END_DECLS
 
-#endif /* WEFT_TOPO_H */
+#endif /* WEFTX_TOPO_H */

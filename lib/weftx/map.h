@@ -2,57 +2,57 @@
 /*
  * Placement: which GPU, cores, NUMA memory and NIC each local rank of a host gets.
  *
- * weft_map_rank() is a pure function of (topology, policy, local rank, local
+ * weftx_map_rank() is a pure function of (topology, policy, local rank, local
  * size): the launcher evaluates it for reports and dry runs, and every rank's
  * agent evaluates it again on its own host, so nothing ships a plan around.
  * A request that cannot be met is an error with a reason, never a silent wrap.
  */
-#ifndef WEFT_MAP_H
-#define WEFT_MAP_H
+#ifndef WEFTX_MAP_H
+#define WEFTX_MAP_H
 
 #include <stdio.h>
 
 #include <weft/common.h>
 #include <weft/errors.h>
-#include <weft/topo.h>
+#include <weftx/topo.h>
 
-typedef enum weft_map_by {
-  WEFT_MAP_AUTO = 0, /* gpu on hosts with GPUs, core otherwise */
-  WEFT_MAP_GPU,      /* one rank per GPU */
-  WEFT_MAP_CORE,     /* ranks over cores in order */
-  WEFT_MAP_NUMA,     /* ranks round-robin over NUMA nodes */
-  WEFT_MAP_PACKAGE,  /* ranks round-robin over packages */
-  WEFT_MAP_PPR,      /* ppr:N:OBJ: N ranks per object */
-  WEFT_MAP_SLOT,     /* Open MPI's by-slot: as core, for compatibility */
-  WEFT_MAP_NODE,     /* Open MPI's by-node: spreads over hosts; on one host as core */
-} weft_map_by;
+typedef enum weftx_map_by {
+  WEFTX_MAP_AUTO = 0, /* gpu on hosts with GPUs, core otherwise */
+  WEFTX_MAP_GPU,      /* one rank per GPU */
+  WEFTX_MAP_CORE,     /* ranks over cores in order */
+  WEFTX_MAP_NUMA,     /* ranks round-robin over NUMA nodes */
+  WEFTX_MAP_PACKAGE,  /* ranks round-robin over packages */
+  WEFTX_MAP_PPR,      /* ppr:N:OBJ: N ranks per object */
+  WEFTX_MAP_SLOT,     /* Open MPI's by-slot: as core, for compatibility */
+  WEFTX_MAP_NODE,     /* Open MPI's by-node: spreads over hosts; on one host as core */
+} weftx_map_by;
 
-typedef enum weft_bind_to {
-  WEFT_BIND_DEFAULT = 0, /* gpu-local under map-by gpu, core otherwise */
-  WEFT_BIND_GPU_LOCAL,   /* the rank's share of the cores local to its GPU */
-  WEFT_BIND_CORE,
-  WEFT_BIND_NUMA,
-  WEFT_BIND_PACKAGE,
-  WEFT_BIND_NONE,
-} weft_bind_to;
+typedef enum weftx_bind_to {
+  WEFTX_BIND_DEFAULT = 0, /* gpu-local under map-by gpu, core otherwise */
+  WEFTX_BIND_GPU_LOCAL,   /* the rank's share of the cores local to its GPU */
+  WEFTX_BIND_CORE,
+  WEFTX_BIND_NUMA,
+  WEFTX_BIND_PACKAGE,
+  WEFTX_BIND_NONE,
+} weftx_bind_to;
 
-typedef enum weft_obj {
-  WEFT_OBJ_NONE = 0, WEFT_OBJ_CORE, WEFT_OBJ_NUMA, WEFT_OBJ_PACKAGE, WEFT_OBJ_GPU, WEFT_OBJ_NODE,
-} weft_obj;
+typedef enum weftx_obj {
+  WEFTX_OBJ_NONE = 0, WEFTX_OBJ_CORE, WEFTX_OBJ_NUMA, WEFTX_OBJ_PACKAGE, WEFTX_OBJ_GPU, WEFTX_OBJ_NODE,
+} weftx_obj;
 
-typedef struct weft_policy {
-  weft_map_by map_by;
-  weft_bind_to bind_to;
-  int ppr_n;              /* with WEFT_MAP_PPR: ranks per object */
-  weft_obj ppr_obj;       /* with WEFT_MAP_PPR: the object */
+typedef struct weftx_policy {
+  weftx_map_by map_by;
+  weftx_bind_to bind_to;
+  int ppr_n;              /* with WEFTX_MAP_PPR: ranks per object */
+  weftx_obj ppr_obj;       /* with WEFTX_MAP_PPR: the object */
   int pe;                 /* cores per rank; 0: share the cores there are evenly */
   int oversubscribe;      /* allow more ranks than the policy's slots (cores/GPUs) */
   int use_hwthreads;      /* count hardware threads as cores */
   const char *reserved_cpus; /* OS processors never given to ranks ("8-21,112-125"), or NULL */
-} weft_policy;
+} weftx_policy;
 
-/* What one local rank gets. Clear with weft_place_clear(). */
-typedef struct weft_place {
+/* What one local rank gets. Clear with weftx_place_clear(). */
+typedef struct weftx_place {
   int local_rank;
   int gpu;                /* GPU index in the topology, -1 for none */
   int nic;                /* NIC index in the topology, -1 for none */
@@ -62,7 +62,7 @@ typedef struct weft_place {
   int bound;              /* 0 for bind none */
   char note[200];         /* what the rank should know about this placement
                            * ("oversubscribed: ...", "no PCI locality: ..."); "" when nothing */
-} weft_place;
+} weftx_place;
 
 WEFT_BEGIN_DECLS
 
@@ -78,64 +78,64 @@ WEFT_BEGIN_DECLS
  * \return 0, or WEFT_EPARSE (malformed), WEFT_ENAME (unknown word; \p why names
  * the closest known one), WEFT_EINVAL (contradiction, e.g. map-by core with
  * bind-to gpu-local), with a one-line reason in \p why. */
-WEFT_EXPORT int weft_policy_parse(weft_policy *p, const char *map_by, const char *bind_to,
+int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
                                   char *why, size_t whylen);
 
 /** \brief The policy as weftrun would spell it ("gpu, bind gpu-local"); static storage per call site is not used: writes into \p buf. */
-WEFT_EXPORT int weft_policy_format(const weft_policy *p, char *buf, size_t len);
+int weftx_policy_format(const weftx_policy *p, char *buf, size_t len);
 
 /** \brief How many ranks this host can take under \p p without oversubscribing
  * (its slots): GPUs for map-by gpu, cores (or threads) otherwise, N x objects for ppr. */
-WEFT_EXPORT int weft_map_slots(const weft_topo *t, const weft_policy *p);
+int weftx_map_slots(const weftx_topo *t, const weftx_policy *p);
 
 /** \brief Place local rank \p local_rank of \p local_size on topology \p t.
  * \p out is initialised by the call (its bitmaps are allocated) on success;
- * free them with weft_place_clear(). The rules: weft-topo(1), PLACEMENT.
+ * free them with weftx_place_clear(). The rules: weft-topo(1), PLACEMENT.
  * \return 0; WEFT_ENOFIT with a reason in \p why (more ranks than GPUs, pe larger
  * than the cores there are, no such object, ...); WEFT_ENOGPU (map-by gpu or
  * bind-to gpu-local on a machine without GPUs); WEFT_EINVAL (a rank outside
  * 0..local_size-1, reserved_cpus that do not parse, gpu-local without map-by
  * gpu); WEFT_ENOMEM. On failure \p out holds no bitmaps. */
-WEFT_EXPORT int weft_map_rank(const weft_topo *t, const weft_policy *p, int local_rank,
-                              int local_size, weft_place *out, char *why, size_t whylen);
-WEFT_EXPORT void weft_place_clear(weft_place *pl);
+int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank,
+                              int local_size, weftx_place *out, char *why, size_t whylen);
+void weftx_place_clear(weftx_place *pl);
 
 /* A whole job's plan, as weftrun --dry-run and weft-topo print it. */
-typedef struct weft_plan_host {
+typedef struct weftx_plan_host {
   const char *name;
   int slots;
-  const weft_topo *topo;       /* not owned */
+  const weftx_topo *topo;       /* not owned */
   const char *topology;        /* file name shown in JSON, or NULL for "live" */
-} weft_plan_host;
+} weftx_plan_host;
 
-typedef struct weft_plan_rank {
+typedef struct weftx_plan_rank {
   int rank;
   int host;                    /* index into hosts */
   int node_rank;
   int local_rank;
-  weft_place place;
-} weft_plan_rank;
+  weftx_place place;
+} weftx_plan_rank;
 
-typedef struct weft_plan {
+typedef struct weftx_plan {
   int np;
   int nhosts;
-  const weft_plan_host *hosts;
-  const weft_plan_rank *ranks;  /* np of them */
+  const weftx_plan_host *hosts;
+  const weftx_plan_rank *ranks;  /* np of them */
   int nenv;
   const char *const *env;      /* "KEY=VALUE" strings, shown under "env" */
-} weft_plan;
+} weftx_plan;
 
 /** \brief Write \p plan as the plan JSON of DESIGN.md ("version": 1) to \p out. */
-WEFT_EXPORT int weft_plan_write_json(FILE *out, const weft_plan *plan);
+int weftx_plan_write_json(FILE *out, const weftx_plan *plan);
 
 /** \brief One --report-bindings line for a rank:
  * "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12 NUMA 0 NIC enp6s0".
  * "cores" lists the OS processors of pl->cpuset (all of them for bind none:
  * the caller says whether the rank is bound); GPU and NIC are left out when
  * the rank has none. \return 0, WEFT_EINVAL, or WEFT_ERANGE when \p buf is too small. */
-WEFT_EXPORT int weft_place_format(const weft_topo *t, const char *host, int rank,
-                                  const weft_place *pl, char *buf, size_t len);
+int weftx_place_format(const weftx_topo *t, const char *host, int rank,
+                                  const weftx_place *pl, char *buf, size_t len);
 
 WEFT_END_DECLS
 
-#endif /* WEFT_MAP_H */
+#endif /* WEFTX_MAP_H */

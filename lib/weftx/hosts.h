@@ -3,7 +3,7 @@
  * Hosts of a job: -H/--host strings, Open MPI hostfiles, Slurm node lists,
  * and host name validation.
  *
- * Everything here is pure text processing (no DNS, no ssh): a weft_hostlist is
+ * Everything here is pure text processing (no DNS, no ssh): a weftx_hostlist is
  * an ordered list of validated host names with their slots, built from what
  * the user typed, in mpirun's order of precedence. A name that is accepted
  * contains only letters, digits, '-', '_', '.' (or is an IPv4/IPv6 literal),
@@ -14,30 +14,30 @@
  * \p why buffer: "hosts.txt:3: 'slots=x' is not a number; write slots=N
  * with N from 1 to 100000".
  */
-#ifndef WEFT_HOSTS_H
-#define WEFT_HOSTS_H
+#ifndef WEFTX_HOSTS_H
+#define WEFTX_HOSTS_H
 
 #include <stdio.h>
 
 #include <weft/common.h>
 #include <weft/errors.h>
 
-#define WEFT_HOSTNAME_MAX 253   /* longest accepted host name (RFC 1123) */
-#define WEFT_HOSTS_SLOTS_MAX 100000 /* largest slots=, max_slots= or :N accepted */
-#define WEFT_HOSTFILE_LINE_MAX 4096 /* longest hostfile line accepted */
-#define WEFT_SLURM_HOSTS_MAX 100000 /* most hosts a Slurm node list may expand to */
+#define WEFTX_HOSTNAME_MAX 253   /* longest accepted host name (RFC 1123) */
+#define WEFTX_HOSTS_SLOTS_MAX 100000 /* largest slots=, max_slots= or :N accepted */
+#define WEFTX_HOSTFILE_LINE_MAX 4096 /* longest hostfile line accepted */
+#define WEFTX_SLURM_HOSTS_MAX 100000 /* most hosts a Slurm node list may expand to */
 
-/* Where a host list came from (weft_hostlist_origin()). */
-typedef enum weft_hosts_origin {
-  WEFT_HOSTS_NONE = 0,   /* empty list, nothing added yet */
-  WEFT_HOSTS_CMDLINE,    /* -H/--host */
-  WEFT_HOSTS_HOSTFILE,   /* --hostfile/--machinefile */
-  WEFT_HOSTS_SLURM,      /* SLURM_JOB_NODELIST */
-  WEFT_HOSTS_LOCAL,      /* the local host alone */
-} weft_hosts_origin;
+/* Where a host list came from (weftx_hostlist_origin()). */
+typedef enum weftx_hosts_origin {
+  WEFTX_HOSTS_NONE = 0,   /* empty list, nothing added yet */
+  WEFTX_HOSTS_CMDLINE,    /* -H/--host */
+  WEFTX_HOSTS_HOSTFILE,   /* --hostfile/--machinefile */
+  WEFTX_HOSTS_SLURM,      /* SLURM_JOB_NODELIST */
+  WEFTX_HOSTS_LOCAL,      /* the local host alone */
+} weftx_hosts_origin;
 
 /* One host. Read-only; belongs to its list. */
-typedef struct weft_host {
+typedef struct weftx_host {
   const char *name;      /* validated host name or address, never NULL */
   const char *user;      /* "user" of "user@host", NULL when none */
   int slots;             /* slots; 0 when the input gave none ("the machine decides":
@@ -47,67 +47,67 @@ typedef struct weft_host {
                             the host more than once (each listing counts one slot) */
   int listed;            /* how many times the input named this host */
   const char *source;    /* where it was first named: "hosts.txt:3", "-H", "SLURM_JOB_NODELIST" */
-} weft_host;
+} weftx_host;
 
-typedef struct weft_hostlist weft_hostlist;
+typedef struct weftx_hostlist weftx_hostlist;
 
 WEFT_BEGIN_DECLS
 
-/** \brief An empty host list, allocated by the callee; free with weft_hostlist_destroy().
+/** \brief An empty host list, allocated by the callee; free with weftx_hostlist_destroy().
  * \return 0 or WEFT_ENOMEM. */
-WEFT_EXPORT int weft_hostlist_create(weft_hostlist **out);
+int weftx_hostlist_create(weftx_hostlist **out);
 /** \brief Free \p hl and every string it holds (NULL is fine). */
-WEFT_EXPORT void weft_hostlist_destroy(weft_hostlist *hl);
+void weftx_hostlist_destroy(weftx_hostlist *hl);
 
 /** \brief Number of distinct hosts. */
-WEFT_EXPORT int weft_hostlist_count(const weft_hostlist *hl);
+int weftx_hostlist_count(const weftx_hostlist *hl);
 /** \brief Host \p i (0..count-1) in first-named order; NULL when out of range.
  * Belongs to \p hl, valid until the next change of \p hl. */
-WEFT_EXPORT const weft_host *weft_hostlist_host(const weft_hostlist *hl, int i);
+const weftx_host *weftx_hostlist_host(const weftx_hostlist *hl, int i);
 /** \brief Index of the host called \p name (exact, case-insensitive), or -1. */
-WEFT_EXPORT int weft_hostlist_find(const weft_hostlist *hl, const char *name);
+int weftx_hostlist_find(const weftx_hostlist *hl, const char *name);
 /** \brief Sum of the slots of all hosts (hosts with slots 0 count 0). */
-WEFT_EXPORT long weft_hostlist_total_slots(const weft_hostlist *hl);
-/** \brief Where the hosts came from (set by the parsers and weft_hosts_gather()). */
-WEFT_EXPORT weft_hosts_origin weft_hostlist_origin(const weft_hostlist *hl);
+long weftx_hostlist_total_slots(const weftx_hostlist *hl);
+/** \brief Where the hosts came from (set by the parsers and weftx_hosts_gather()). */
+weftx_hosts_origin weftx_hostlist_origin(const weftx_hostlist *hl);
 /** \brief "-H", "hostfile", "SLURM_JOB_NODELIST", "local host" or "none". */
-WEFT_EXPORT const char *weft_hosts_origin_name(weft_hosts_origin o);
+const char *weftx_hosts_origin_name(weftx_hosts_origin o);
 
 /** \brief Add a host, or merge it into the entry of the same name as mpirun does:
  * slots add up, the largest max_slots wins, \p listed counts up.
- * \param name    host, "user@host" allowed; validated with weft_hostname_check().
- * \param slots   0 for "not given", else 1..WEFT_HOSTS_SLOTS_MAX.
+ * \param name    host, "user@host" allowed; validated with weftx_hostname_check().
+ * \param slots   0 for "not given", else 1..WEFTX_HOSTS_SLOTS_MAX.
  * \param max_slots 0 for "not given"; when slots is 0 and max_slots is given,
  *                slots become max_slots (mpirun's rule).
  * \param source  "FILE:LINE", "-H", ...: copied.
  * \return 0; WEFT_ENAME (bad name) or WEFT_ERANGE with a reason in \p why; WEFT_ENOMEM. */
-WEFT_EXPORT int weft_hostlist_add(weft_hostlist *hl, const char *name, int slots, int max_slots,
+int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_slots,
                                   const char *source, char *why, size_t whylen);
 
 /** \brief Give host \p i \p slots when the input gave it none (slots 0): weftrun calls it
  * with the GPU count of a GPU host, else its cores. Hosts with slots keep them.
  * \return 0, or WEFT_EINVAL for a bad index or \p slots < 1. */
-WEFT_EXPORT int weft_hostlist_default_slots(weft_hostlist *hl, int i, int slots);
+int weftx_hostlist_default_slots(weftx_hostlist *hl, int i, int slots);
 
 /** \brief Parse one -H/--host argument "a,b:4,user@c,10.0.0.7:2,[fe80::1]:2" into \p hl.
  * An entry without ":N" has slots 0 ("the machine decides"; mpirun would say 1); a host
  * named twice without counts has 2 slots (each listing counts one). An IPv6 literal
  * takes a count only in brackets. May be called once per -H option.
  * \return 0; WEFT_EPARSE / WEFT_ENAME / WEFT_ERANGE with "-H 'a,,b': empty host name; ..." in \p why. */
-WEFT_EXPORT int weft_hosts_parse_arg(weft_hostlist *hl, const char *arg, char *why, size_t whylen);
+int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t whylen);
 
 /** \brief Parse an Open MPI hostfile \p path into \p hl.
  * Grammar per line: `[user@]host [slots=N] [max_slots=M]` with the synonyms
  * `count=`/`cpu=` for slots and `max-slots=`/`slots_max=`/`slots-max=` for max_slots,
  * spaces allowed around '='; `#` starts a comment (whole line or trailing); blank
  * lines skipped; a host named twice adds up. Unknown keywords, Open MPI's relative
- * (+n1) and excluded (^host) forms, bad numbers, lines over WEFT_HOSTFILE_LINE_MAX
+ * (+n1) and excluded (^host) forms, bad numbers, lines over WEFTX_HOSTFILE_LINE_MAX
  * and files with no host are errors.
  * \return 0; WEFT_ENOENT / WEFT_EIO (cannot read), WEFT_EPARSE / WEFT_ENAME / WEFT_ERANGE
  *         with "FILE:LINE: what is wrong; what to do" in \p why; WEFT_ENOMEM. */
-WEFT_EXPORT int weft_hostfile_load(weft_hostlist *hl, const char *path, char *why, size_t whylen);
-/** \brief As weft_hostfile_load() from an open stream; \p name is used in messages. */
-WEFT_EXPORT int weft_hostfile_read(weft_hostlist *hl, FILE *f, const char *name, char *why,
+int weftx_hostfile_load(weftx_hostlist *hl, const char *path, char *why, size_t whylen);
+/** \brief As weftx_hostfile_load() from an open stream; \p name is used in messages. */
+int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why,
                                    size_t whylen);
 
 /** \brief Expand a Slurm node list ("gpu[01-04,07]", "a[1-2]-b[3-4]", "n1,n[3-5],x")
@@ -116,13 +116,13 @@ WEFT_EXPORT int weft_hostfile_read(weft_hostlist *hl, FILE *f, const char *name,
  * \param tasks_per_node  SLURM_TASKS_PER_NODE ("2(x3),1") to give each host its
  *        slots, or NULL to leave slots 0.
  * \return 0; WEFT_EPARSE (unbalanced or nested brackets, bad range, more than
- *         WEFT_SLURM_HOSTS_MAX hosts, counts not matching the hosts) / WEFT_ENAME with a reason. */
-WEFT_EXPORT int weft_hosts_parse_slurm(weft_hostlist *hl, const char *nodelist,
+ *         WEFTX_SLURM_HOSTS_MAX hosts, counts not matching the hosts) / WEFT_ENAME with a reason. */
+int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist,
                                        const char *tasks_per_node, char *why, size_t whylen);
 
 /** \brief Expand SLURM_TASKS_PER_NODE ("2(x3),1" = 2,2,2,1) into \p counts (up to \p max).
  * \param[out] n  how many counts. \return 0, WEFT_EPARSE, or WEFT_ERANGE when more than \p max. */
-WEFT_EXPORT int weft_slurm_tasks_per_node(const char *s, int *counts, int max, int *n,
+int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n,
                                           char *why, size_t whylen);
 
 /** \brief Is \p name an acceptable host: RFC 1123 name (labels of letters, digits, '-',
@@ -130,27 +130,27 @@ WEFT_EXPORT int weft_slurm_tasks_per_node(const char *s, int *counts, int max, i
  * optionally preceded by "user@" (user: letters, digits, '.', '_', '-', no leading '-')?
  * Anything with spaces, shell metacharacters or a leading '-' is refused.
  * \return 0, or WEFT_ENAME with "'a;b': ';' is not allowed in a host name; ..." in \p why. */
-WEFT_EXPORT int weft_hostname_check(const char *name, char *why, size_t whylen);
+int weftx_hostname_check(const char *name, char *why, size_t whylen);
 
-/* The inputs of weft_hosts_gather(), in order of precedence. */
-typedef struct weft_hosts_input {
+/* The inputs of weftx_hosts_gather(), in order of precedence. */
+typedef struct weftx_hosts_input {
   const char *const *host_args; /* the -H/--host arguments, in order */
   int nhost_args;
   const char *hostfile;         /* --hostfile/--machinefile, NULL when none */
   const char *slurm_nodelist;   /* getenv("SLURM_JOB_NODELIST") or NULL */
   const char *slurm_tasks_per_node; /* getenv("SLURM_TASKS_PER_NODE") or NULL */
   const char *local_host;       /* this host's name; NULL: gethostname() */
-} weft_hosts_input;
+} weftx_hosts_input;
 
 /** \brief The job's hosts, as DESIGN.md orders them: -H; else the hostfile; else the
  * Slurm allocation; else the local host alone. When both -H and a hostfile are given
  * (mpirun's "-H restricts the hostfile"), every -H host must be in the hostfile and
  * takes its slots and max_slots from there unless -H gave a count.
- * \p out is allocated by the callee; free with weft_hostlist_destroy().
+ * \p out is allocated by the callee; free with weftx_hostlist_destroy().
  * \return 0, or the first parser's error with its reason in \p why. */
-WEFT_EXPORT int weft_hosts_gather(const weft_hosts_input *in, weft_hostlist **out, char *why,
+int weftx_hosts_gather(const weftx_hosts_input *in, weftx_hostlist **out, char *why,
                                   size_t whylen);
 
 WEFT_END_DECLS
 
-#endif /* WEFT_HOSTS_H */
+#endif /* WEFTX_HOSTS_H */

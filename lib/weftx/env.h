@@ -7,134 +7,134 @@
  *
  * Precedence, everywhere: what the user set (the launching environment, as
  * forwarded, and -x) is never overwritten by what weft computes. weftrun fills
- * a weft_env with the user's variables first, then lets weft_rank_env() add
+ * a weftx_env with the user's variables first, then lets weftx_rank_env() add
  * its own with "set unless present"; --dry-run prints the origin of each.
  */
-#ifndef WEFT_ENV_H
-#define WEFT_ENV_H
+#ifndef WEFTX_ENV_H
+#define WEFTX_ENV_H
 
 #include <weft/common.h>
 #include <weft/errors.h>
-#include <weft/map.h>
-#include <weft/topo.h>
+#include <weftx/map.h>
+#include <weftx/topo.h>
 
 /* Where a variable's value came from. */
-typedef enum weft_env_origin {
-  WEFT_ENV_USER = 0,    /* the user's environment (forwarded by pattern, or imported) */
-  WEFT_ENV_XARG,        /* -x VAR or -x VAR=VALUE */
-  WEFT_ENV_WEFT,        /* computed by weft (rank, GPU, interface, ...) */
-  WEFT_ENV_PRESET,      /* an NCCL preset; the detail names it */
-  WEFT_ENV_MCA,         /* derived from an --mca option */
-} weft_env_origin;
+typedef enum weftx_env_origin {
+  WEFTX_ENV_USER = 0,    /* the user's environment (forwarded by pattern, or imported) */
+  WEFTX_ENV_XARG,        /* -x VAR or -x VAR=VALUE */
+  WEFTX_ENV_WEFT,        /* computed by weft (rank, GPU, interface, ...) */
+  WEFTX_ENV_PRESET,      /* an NCCL preset; the detail names it */
+  WEFTX_ENV_MCA,         /* derived from an --mca option */
+} weftx_env_origin;
 
-typedef struct weft_env weft_env;
+typedef struct weftx_env weftx_env;
 
 WEFT_BEGIN_DECLS
 
 /* --- The list ------------------------------------------------------------ */
 
-/** \brief An empty list, allocated by the callee; free with weft_env_destroy().
+/** \brief An empty list, allocated by the callee; free with weftx_env_destroy().
  * \return 0 or WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_create(weft_env **out);
+int weftx_env_create(weftx_env **out);
 /** \brief Free \p e and its strings (NULL is fine). */
-WEFT_EXPORT void weft_env_destroy(weft_env *e);
+void weftx_env_destroy(weftx_env *e);
 
 /** \brief Is \p key a valid variable name ([A-Za-z_][A-Za-z0-9_]*, at most 255 chars)? 1 or 0. */
-WEFT_EXPORT int weft_env_key_valid(const char *key);
+int weftx_env_key_valid(const char *key);
 
 /** \brief Set \p key to \p value, replacing any value and origin (keeps its position).
  * \param detail free text shown with the origin ("a3-highgpu", "--mca btl tcp"), may be NULL; copied.
  * \return 0; WEFT_EINVAL (bad key, NULL value); WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_set(weft_env *e, const char *key, const char *value,
-                             weft_env_origin origin, const char *detail);
+int weftx_env_set(weftx_env *e, const char *key, const char *value,
+                             weftx_env_origin origin, const char *detail);
 /** \brief Set \p key unless it is already in \p e (whoever set it wins).
  * \return 0 when set, 1 when an existing value was kept; WEFT_EINVAL; WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_set_default(weft_env *e, const char *key, const char *value,
-                                     weft_env_origin origin, const char *detail);
-/** \brief As weft_env_set() from "KEY=VALUE". \return 0, WEFT_EPARSE (no '=' or bad key), WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_put(weft_env *e, const char *kv, weft_env_origin origin, const char *detail);
+int weftx_env_set_default(weftx_env *e, const char *key, const char *value,
+                                     weftx_env_origin origin, const char *detail);
+/** \brief As weftx_env_set() from "KEY=VALUE". \return 0, WEFT_EPARSE (no '=' or bad key), WEFT_ENOMEM. */
+int weftx_env_put(weftx_env *e, const char *kv, weftx_env_origin origin, const char *detail);
 /** \brief The value of \p key, or NULL. Belongs to \p e, valid until \p key changes. */
-WEFT_EXPORT const char *weft_env_get(const weft_env *e, const char *key);
+const char *weftx_env_get(const weftx_env *e, const char *key);
 /** \brief Remove \p key. \return 0 when removed, 1 when it was not there. */
-WEFT_EXPORT int weft_env_unset(weft_env *e, const char *key);
+int weftx_env_unset(weftx_env *e, const char *key);
 /** \brief Number of variables. */
-WEFT_EXPORT int weft_env_count(const weft_env *e);
+int weftx_env_count(const weftx_env *e);
 /** \brief Variable \p i in insertion order; any out pointer may be NULL. Strings belong to \p e.
  * \return 0, or WEFT_EINVAL when \p i is out of range. */
-WEFT_EXPORT int weft_env_entry(const weft_env *e, int i, const char **key, const char **value,
-                               weft_env_origin *origin, const char **detail);
-/** \brief Origin of \p key (WEFT_EINVAL when absent: check with weft_env_get()). */
-WEFT_EXPORT int weft_env_origin_of(const weft_env *e, const char *key, weft_env_origin *origin);
+int weftx_env_entry(const weftx_env *e, int i, const char **key, const char **value,
+                               weftx_env_origin *origin, const char **detail);
+/** \brief Origin of \p key (WEFT_EINVAL when absent: check with weftx_env_get()). */
+int weftx_env_origin_of(const weftx_env *e, const char *key, weftx_env_origin *origin);
 /** \brief "user", "-x", "weft", "preset", "mca". */
-WEFT_EXPORT const char *weft_env_origin_name(weft_env_origin o);
+const char *weftx_env_origin_name(weftx_env_origin o);
 /** \brief "user", "-x", "weft", "preset a3-highgpu": the origin with its detail, into \p buf.
  * \return 0 or WEFT_ERANGE. */
-WEFT_EXPORT int weft_env_describe(const weft_env *e, int i, char *buf, size_t len);
+int weftx_env_describe(const weftx_env *e, int i, char *buf, size_t len);
 
 /** \brief Add every "KEY=VALUE" of \p envp (NULL-terminated, as environ) with \p origin,
  * overwriting. Entries without '=' or with invalid names are skipped.
  * \return 0 or WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_import(weft_env *e, char *const *envp, weft_env_origin origin);
+int weftx_env_import(weftx_env *e, char *const *envp, weftx_env_origin origin);
 /** \brief A NULL-terminated "KEY=VALUE" array of \p e, allocated by the callee (one
  * block), for execve(); free with free(). \return 0 or WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_to_envp(const weft_env *e, char ***envp);
+int weftx_env_to_envp(const weftx_env *e, char ***envp);
 /** \brief setenv() every variable of \p e into this process (for weft-rank before exec).
  * \return 0 or WEFT_ESYS. */
-WEFT_EXPORT int weft_env_apply(const weft_env *e);
+int weftx_env_apply(const weftx_env *e);
 
 /* --- Forwarding (weftrun) --------------------------------------------------- */
 
 /** \brief Is \p key forwarded by default: NCCL_*, CUDA_*, WEFT_*, OMP_*, PYTHON*,
  * LD_LIBRARY_PATH, PATH? 1 or 0. (OMPI_* goes through Open MPI itself.) */
-WEFT_EXPORT int weft_env_forward_default(const char *key);
-/** \brief Add every variable of \p envp that weft_env_forward_default() accepts,
- * with origin WEFT_ENV_USER. \return 0 or WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_forward(weft_env *e, char *const *envp);
+int weftx_env_forward_default(const char *key);
+/** \brief Add every variable of \p envp that weftx_env_forward_default() accepts,
+ * with origin WEFTX_ENV_USER. \return 0 or WEFT_ENOMEM. */
+int weftx_env_forward(weftx_env *e, char *const *envp);
 /** \brief One -x argument as mpirun reads it: "VAR=VALUE" sets VAR to VALUE (everything
  * after the first '='; no quoting); "VAR" forwards VAR's value from \p envp.
- * Origin WEFT_ENV_XARG, overwriting.
+ * Origin WEFTX_ENV_XARG, overwriting.
  * \return 0; WEFT_EPARSE (bad name) with a reason; WEFT_ENOENT when "VAR" is not set in
  *         \p envp (mpirun warns and goes on: so may the caller) with a reason; WEFT_ENOMEM. */
-WEFT_EXPORT int weft_env_add_x(weft_env *e, const char *arg, char *const *envp, char *why,
+int weftx_env_add_x(weftx_env *e, const char *arg, char *const *envp, char *why,
                                size_t whylen);
 
 /* --- The per-rank environment (pure) --------------------------------------- */
 
-typedef enum weft_gpu_visibility {
-  WEFT_GPUVIS_ALL = 0, /* every GPU visible, ordered so that device LOCAL_RANK is the rank's GPU */
-  WEFT_GPUVIS_OWN,     /* only the rank's GPU ("" when it has none) */
-  WEFT_GPUVIS_NONE,    /* CUDA_VISIBLE_DEVICES left alone */
-} weft_gpu_visibility;
+typedef enum weftx_gpu_visibility {
+  WEFTX_GPUVIS_ALL = 0, /* every GPU visible, ordered so that device LOCAL_RANK is the rank's GPU */
+  WEFTX_GPUVIS_OWN,     /* only the rank's GPU ("" when it has none) */
+  WEFTX_GPUVIS_NONE,    /* CUDA_VISIBLE_DEVICES left alone */
+} weftx_gpu_visibility;
 
 /** \brief Parse "all", "own", "none". \return 0 or WEFT_EPARSE. */
-WEFT_EXPORT int weft_gpu_visibility_parse(const char *s, weft_gpu_visibility *out);
+int weftx_gpu_visibility_parse(const char *s, weftx_gpu_visibility *out);
 
-#define WEFT_RANK_CPUS_MAX 1024
+#define WEFTX_RANK_CPUS_MAX 1024
 
-/* Everything weft_rank_env() needs. Initialise with weft_rank_info_init(); fill
- * the placement fields from a weft_place with weft_rank_info_set_place(). */
-typedef struct weft_rank_info {
+/* Everything weftx_rank_env() needs. Initialise with weftx_rank_info_init(); fill
+ * the placement fields from a weftx_place with weftx_rank_info_set_place(). */
+typedef struct weftx_rank_info {
   int rank, size;             /* RANK, WORLD_SIZE */
   int local_rank, local_size; /* LOCAL_RANK, LOCAL_WORLD_SIZE */
   int node_rank, nnodes;      /* NODE_RANK = GROUP_RANK, GROUP_WORLD_SIZE */
   const char *master_addr;    /* MASTER_ADDR; NULL: not set */
   int master_port;            /* MASTER_PORT; 0: not set */
   const char *ifname;         /* NCCL_SOCKET_IFNAME (the interface weft chose); NULL: not set */
-  weft_gpu_visibility gpu_visibility;
+  weftx_gpu_visibility gpu_visibility;
   /* Placement: */
   int ngpus;                  /* GPUs on this host (0 when none) */
   int gpu;                    /* the rank's GPU index (PCI bus order), -1 for none */
   int ncores;                 /* cores bound: OMP_NUM_THREADS; 0: not set */
-  char cpus[WEFT_RANK_CPUS_MAX]; /* WEFT_CPUS "0-12,26"; "": not set */
+  char cpus[WEFTX_RANK_CPUS_MAX]; /* WEFT_CPUS "0-12,26"; "": not set */
   char nic[32];               /* WEFT_NIC "enp6s0"; "": the rank has no NIC */
-} weft_rank_info;
+} weftx_rank_info;
 
 /** \brief Zero \p ri, with gpu -1 and visibility all. */
-WEFT_EXPORT void weft_rank_info_init(weft_rank_info *ri);
+void weftx_rank_info_init(weftx_rank_info *ri);
 /** \brief Fill ngpus, gpu, ncores, cpus, nic of \p ri from a placement on \p t.
- * \return 0, or WEFT_ERANGE when the cpuset does not fit WEFT_RANK_CPUS_MAX. */
-WEFT_EXPORT int weft_rank_info_set_place(weft_rank_info *ri, const weft_topo *t,
-                                         const weft_place *pl);
+ * \return 0, or WEFT_ERANGE when the cpuset does not fit WEFTX_RANK_CPUS_MAX. */
+int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t,
+                                         const weftx_place *pl);
 
 /** \brief CUDA_VISIBLE_DEVICES for a rank under \p mode, into \p buf.
  *  - all: every GPU 0..ngpus-1, the rank's GPU \p gpu moved to position \p local_rank and
@@ -146,49 +146,49 @@ WEFT_EXPORT int weft_rank_info_set_place(weft_rank_info *ri, const weft_topo *t,
  *  With ngpus 0 nothing is set (returns 1).
  * \return 0 when \p buf holds the value to set, 1 when the variable is to be left alone,
  *         WEFT_EINVAL (gpu >= ngpus), WEFT_ERANGE (buf too small). */
-WEFT_EXPORT int weft_cuda_visible_devices(weft_gpu_visibility mode, int ngpus, int gpu,
+int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu,
                                           int local_rank, char *buf, size_t len);
 
 /** \brief Add the per-rank variables to \p env, each only when \p env does not already
  * hold it (fill \p env with the user's variables first): RANK, WORLD_SIZE, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
- * CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES (weft_cuda_visible_devices()),
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES (weftx_cuda_visible_devices()),
  * OMP_NUM_THREADS, NCCL_SOCKET_IFNAME, WEFT_GPU (index or -1), WEFT_CPUS, WEFT_NIC (when
  * the rank has one), WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_NODE_RANK, WEFT_NNODES.
- * All with origin WEFT_ENV_WEFT.
+ * All with origin WEFTX_ENV_WEFT.
  * \return 0; WEFT_EINVAL (inconsistent ranks/sizes) with a reason; WEFT_ENOMEM. */
-WEFT_EXPORT int weft_rank_env(weft_env *env, const weft_rank_info *ri, char *why, size_t whylen);
+int weftx_rank_env(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen);
 
 /* --- Network interface, MASTER_ADDR and MASTER_PORT ----------------------- */
 
 /* One address of one interface (getifaddrs() gives one per address). */
-typedef struct weft_netif {
+typedef struct weftx_netif {
   char name[32];               /* "ens4" */
   int family;                  /* AF_INET or AF_INET6 */
   unsigned char addr[16];      /* network byte order; 4 bytes used for AF_INET */
   int prefixlen;               /* 24 for 255.255.255.0 */
   unsigned flags;              /* IFF_UP, IFF_LOOPBACK, IFF_RUNNING (net/if.h) */
-} weft_netif;
+} weftx_netif;
 
 /* An address to reach (a host of the job, resolved). */
-typedef struct weft_netaddr {
+typedef struct weftx_netaddr {
   int family;                  /* AF_INET or AF_INET6 */
   unsigned char addr[16];
-} weft_netaddr;
+} weftx_netaddr;
 
 /** \brief Fill \p nif from "10.0.0.5/24" or "fe80::1/64" (for tests and --mca-style input).
  * \return 0 or WEFT_EPARSE. */
-WEFT_EXPORT int weft_netif_make(weft_netif *nif, const char *name, const char *cidr, unsigned flags);
+int weftx_netif_make(weftx_netif *nif, const char *name, const char *cidr, unsigned flags);
 /** \brief Fill \p a from a numeric address "10.0.0.7" or "fe80::1". \return 0 or WEFT_EPARSE. */
-WEFT_EXPORT int weft_netaddr_parse(weft_netaddr *a, const char *s);
+int weftx_netaddr_parse(weftx_netaddr *a, const char *s);
 /** \brief Text of an address ("10.0.0.5"). \return 0 or WEFT_ERANGE. */
-WEFT_EXPORT int weft_netaddr_format(int family, const unsigned char *addr, char *buf, size_t len);
+int weftx_netaddr_format(int family, const unsigned char *addr, char *buf, size_t len);
 
 /** \brief 1 for interfaces never chosen for the job's traffic: lo*, docker*, veth*,
  * virbr*, br-*, cni*, flannel*, cali*, tun*, tap*; else 0. */
-WEFT_EXPORT int weft_netif_excluded(const char *name);
+int weftx_netif_excluded(const char *name);
 /** \brief Does \p nif's subnet contain \p a (same family, same first prefixlen bits)? 1 or 0. */
-WEFT_EXPORT int weft_netif_contains(const weft_netif *nif, const weft_netaddr *a);
+int weftx_netif_contains(const weftx_netif *nif, const weftx_netaddr *a);
 
 /** \brief Choose the interface for the job (pure).
  * Candidates are the up, non-excluded entries of \p ifs. Each scores one point per target
@@ -201,32 +201,32 @@ WEFT_EXPORT int weft_netif_contains(const weft_netif *nif, const weft_netaddr *a
  * \param[out] index  the chosen entry of \p ifs.
  * \return 0; WEFT_ENOENT with a reason ("no interface other than lo, docker*, ... is up;
  *         name one with NCCL_SOCKET_IFNAME") when none fits. */
-WEFT_EXPORT int weft_netif_choose(const weft_netif *ifs, int nifs, const weft_netaddr *targets,
+int weftx_netif_choose(const weftx_netif *ifs, int nifs, const weftx_netaddr *targets,
                                   const char *const *routes, int ntargets, const char *default_if,
                                   int *index, char *why, size_t whylen);
 
 /** \brief This machine's interface addresses (getifaddrs(), AF_INET and AF_INET6 only),
  * allocated by the callee; free with free(). \return 0, WEFT_ESYS, WEFT_ENOMEM. */
-WEFT_EXPORT int weft_netif_list(weft_netif **ifs, int *n);
+int weftx_netif_list(weftx_netif **ifs, int *n);
 /** \brief Name of the interface of the IPv4 default route (/proc/net/route) into \p buf;
  * "" when there is none. \return 0, or WEFT_EIO when the file cannot be read. */
-WEFT_EXPORT int weft_netif_default_route(char *buf, size_t len);
+int weftx_netif_default_route(char *buf, size_t len);
 /** \brief Resolve \p host (getaddrinfo(), AF_UNSPEC, first IPv4 answer preferred).
  * \return 0; WEFT_ENAME with "cannot resolve host 'x': ...; check the name or /etc/hosts". */
-WEFT_EXPORT int weft_host_resolve(const char *host, weft_netaddr *out, char *why, size_t whylen);
+int weftx_host_resolve(const char *host, weftx_netaddr *out, char *why, size_t whylen);
 /** \brief The interface the kernel would use to reach \p a (a connected UDP socket's
  * getsockname(): no packet is sent), matched against \p ifs. \return 0 with the name in
  * \p buf, WEFT_ENOENT (no route / no match), WEFT_ESYS. */
-WEFT_EXPORT int weft_netif_route_to(const weft_netif *ifs, int nifs, const weft_netaddr *a,
+int weftx_netif_route_to(const weftx_netif *ifs, int nifs, const weftx_netaddr *a,
                                     char *buf, size_t len);
 /** \brief Is \p a one of this machine's addresses (in \p ifs) or a loopback address? 1 or 0. */
-WEFT_EXPORT int weft_netaddr_is_local(const weft_netif *ifs, int nifs, const weft_netaddr *a);
+int weftx_netaddr_is_local(const weftx_netif *ifs, int nifs, const weftx_netaddr *a);
 
 /** \brief The probing wrapper: list interfaces, resolve \p hosts, route to each, read the
- * default route, and weft_netif_choose(). Names of this host are skipped as targets.
+ * default route, and weftx_netif_choose(). Names of this host are skipped as targets.
  * \param[out] ifname  the chosen interface ("ens4"). \param[out] addr its address ("10.0.0.5").
  * \return 0; WEFT_ENAME (a host does not resolve), WEFT_ENOENT, WEFT_ESYS, with a reason. */
-WEFT_EXPORT int weft_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen,
+int weftx_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen,
                                 char *addr, size_t addrlen, char *why, size_t whylen);
 
 /** \brief MASTER_ADDR for a job whose first host is \p first_host: the address of the chosen
@@ -234,23 +234,23 @@ WEFT_EXPORT int weft_netif_pick(const char *const *hosts, int nhosts, char *ifna
  * \p first_host resolved (preferring an address in the chosen interface's subnet when the
  * name has several); "127.0.0.1" for a single-host local job when \p chosen_addr is NULL.
  * \return 0; WEFT_ENAME (does not resolve); WEFT_ERANGE. */
-WEFT_EXPORT int weft_master_addr(const char *first_host, const char *chosen_addr, char *buf,
+int weftx_master_addr(const char *first_host, const char *chosen_addr, char *buf,
                                  size_t len, char *why, size_t whylen);
 
-/* MASTER_PORT range: deterministic candidates from a job id, WEFT_PORT_BASE..+WEFT_PORT_SPAN-1. */
-#define WEFT_PORT_BASE 29500
-#define WEFT_PORT_SPAN 2000
-#define WEFT_PORT_TRIES 64
+/* MASTER_PORT range: deterministic candidates from a job id, WEFTX_PORT_BASE..+WEFTX_PORT_SPAN-1. */
+#define WEFTX_PORT_BASE 29500
+#define WEFTX_PORT_SPAN 2000
+#define WEFTX_PORT_TRIES 64
 
-/** \brief The \p attempt-th candidate port for \p jobid (pure): WEFT_PORT_BASE +
- * (jobid + attempt) mod WEFT_PORT_SPAN. */
-WEFT_EXPORT int weft_port_candidate(unsigned long jobid, int attempt);
+/** \brief The \p attempt-th candidate port for \p jobid (pure): WEFTX_PORT_BASE +
+ * (jobid + attempt) mod WEFTX_PORT_SPAN. */
+int weftx_port_candidate(unsigned long jobid, int attempt);
 /** \brief A TCP port free on THIS host (the launching host: the check cannot see the
  * first host when that is another machine). With \p jobid 0 the kernel picks one (bind
- * port 0); else the first of WEFT_PORT_TRIES candidates that binds.
+ * port 0); else the first of WEFTX_PORT_TRIES candidates that binds.
  * \return 0; WEFT_ESYS / WEFT_ENOENT (none free) with a reason. */
-WEFT_EXPORT int weft_master_port(unsigned long jobid, int *port, char *why, size_t whylen);
+int weftx_master_port(unsigned long jobid, int *port, char *why, size_t whylen);
 
 WEFT_END_DECLS
 
-#endif /* WEFT_ENV_H */
+#endif /* WEFTX_ENV_H */

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weft's internal tier, as curl has curlx_: what weft's own tools (weftrun,
+ * weft-rank, weft-topo, weft-bench) and tests share with the library but
+ * programs do not get. Not installed; no ABI promise; prefix weftx_/WEFTX_.
+ * The tools and tests link these parts statically (the libweft-*.la
+ * convenience libraries); libweft.so keeps them hidden.
+ *
+ *   weftx/util.h   parsing, edit distance, JSON strings, the data directory
+ *   weftx/topo.h   machine topology (hwloc): GPUs, NICs, NUMA, locality
+ *   weftx/map.h    rank placement (the pure weftx_map_rank) and the plan JSON
+ *   weftx/hosts.h  -H lists, hostfiles, Slurm node lists, host names
+ *   weftx/env.h    the per-rank environment, interfaces, MASTER_ADDR/PORT
+ *   weftx/gcp.h    Google Cloud: metadata, presets, checks, preemption
+ */
+#ifndef WEFTX_H
+#define WEFTX_H
+
+#include <weft.h>
+#include <weftx/util.h>
+#include <weftx/topo.h>
+#include <weftx/map.h>
+#include <weftx/hosts.h>
+#include <weftx/env.h>
+#include <weftx/gcp.h>
+
+#endif /* WEFTX_H */
