@@ -53,10 +53,12 @@ if [ "$(id -u)" = 0 ]; then
    exit $fail) || fail=1
 fi
 expect 2 "no help topic 'foo'; the topics are placement" --help foo
-# --dry-run shows the engine command: exact counts per host, Open MPI's binding off,
-# every rank through weft-rank, the program's own options after "--"
-"$weftrun" --dry-run -H a,b:3 -np 10 --topology "$a3" ./prog -np 2 >"$tmp/out" 2>&1 &&
-  grep -q '^# command: .*mpirun -np 10 -H a:8,b:2 --map-by slot --bind-to none .*weft-rank --hosts a,b --counts 8,2 .* -- ./prog -np 2$' "$tmp/out" ||
+# --dry-run shows the engine command: exact counts per host in a hostfile of the job's
+# private directory, Open MPI's binding off, every rank through weft-rank with the
+# layout, the program's own options after "--"; -v shows the hostfile
+"$weftrun" --dry-run -v -H a,b:3 -np 10 --topology "$a3" ./prog -np 2 >"$tmp/out" 2>&1 &&
+  grep -q '^# command: .*mpirun -np 10 --hostfile [^ ]*/weft-[0-9]*-XXXXXX/hostfile --map-by slot --bind-to none .*weft-rank --layout 8,2 .* -- ./prog -np 2$' "$tmp/out" &&
+  grep -q '^# hostfile: a slots=8$' "$tmp/out" && grep -q '^# hostfile: b slots=2$' "$tmp/out" ||
   { echo "FAIL: weftrun --dry-run command:"; cat "$tmp/out"; fail=1; }
 # --version names weftrun and the Open MPI it runs
 "$weftrun" --version >"$tmp/out" 2>&1 && grep -q '^weftrun (weft) ' "$tmp/out" &&
