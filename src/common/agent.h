@@ -37,8 +37,9 @@
 #define WEFT_EXIT_TABLE(X)                                                                     \
   X(OK, 0, "0", "all ranks exited 0", "Every rank exited 0.", NULL)                          \
   X(RANK, -1, "N", "the failed rank's code (128+N: signal N)",                     \
-    "A rank failed: weftrun exits with the first failed rank's own exit status, 128+N "       \
-    "when it was killed by signal N (137 for SIGKILL, 139 for SIGSEGV). The job is ended on "  \
+    "A rank failed: weftrun exits with the failed rank's own exit status (the first one "     \
+    "reported when several fail), 128+N when it was killed by signal N (137 for SIGKILL, 139 " \
+    "for SIGSEGV). The job is ended on "                                                       \
     "every host, and one line on stderr names the rank, its host, its GPU and what happened:", \
     "weftrun: job failed: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3 (exit 3)") \
   X(USAGE, 2, "2", "bad option",                                                             \
