@@ -177,8 +177,9 @@ int weft_agent_fail_parse(const char *line, weft_agent_failure *f);
 /** \brief The line after the XML (\p physical_host "" is written "-"). */
 void weft_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host);
 
-/** \brief Split a probed host's output: the XML's length is returned; when the GCE
- * line is there, \p mt and \p ph get its fields ("" for "-"), else they are left alone. */
+/** \brief Split a probed host's output (\p buf NUL-terminated at \p len): the XML's
+ * length is returned; when the GCE line is there, \p mt and \p ph get its fields
+ * ("" for "-"), else they are left alone. */
 size_t weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph,
                             size_t phlen);
 

@@ -20,7 +20,7 @@ extern char **environ;
 #define VERSION_DEADLINE_S 30
 
 static int
-version(void)
+version(int stop_fd)
 {
   printf("weftrun (weft) %s\n", weft_version_string());
   char mpirun[4096], why[600];
@@ -35,6 +35,7 @@ version(void)
   s.argv = argv;
   s.timeout = VERSION_DEADLINE_S;
   s.grace = 1;
+  s.stop_fd = stop_fd;
   if (weftx_proc_run(&s, &r, why, sizeof(why)) || r.status) {
     fprintf(stderr, "weftrun: %s --version: %s\n", mpirun,
             why[0] ? why : r.timed_out ? "no answer" : "failed");
@@ -205,10 +206,10 @@ main(int argc, char **argv)
       weft_exit_man(stdout);
     return 0;
   }
-  if (o.version)
-    return version();
-
   int stop_fd = wr_signals_install();
+  if (o.version)
+    return version(stop_fd);
+
   wr_inventory inv;
   wr_jobdir dir;
   wr_plan *p = NULL;

@@ -117,12 +117,17 @@ on_output(void *arg, int stream, const char *data, size_t len)
   failure *f = arg;
   char line[4096];
   (void)stream;
-  for (size_t start = 0; start < len;) {
+  for (size_t start = 0; start < len && !f->seen;) {
     const char *nl = memchr(data + start, '\n', len - start);
     size_t n = (nl ? (size_t)(nl - data) + 1 : len) - start;
-    snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) ? n : sizeof(line) - 1),
-             data + start);
-    watch_line(line, f);
+    char *copy = n < sizeof(line) ? line : malloc(n + 1);
+    if (copy) {
+      memcpy(copy, data + start, n);
+      copy[n] = '\0';
+      watch_line(copy, f);
+      if (copy != line)
+        free(copy);
+    }
     start += n;
   }
   fwrite(data, 1, len, stderr);

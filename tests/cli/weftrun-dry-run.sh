@@ -68,6 +68,17 @@ export WEFT_NO_PROBE=1
 expect_line no-probe '^# host b: .* topology assumed like this machine$' -H a,b ./x
 unset WEFT_NO_PROBE
 
+# a 5,000-character -x value and --mca value go through whole (no fixed buffer, no false
+# "out of memory")
+long=$(awk 'BEGIN { while (i++ < 5000) printf "v" }')
+if timeout 30 "$weftrun" --dry-run -H a --topology "$topos/a3-highgpu-8g.xml" -x "LONG=$long" \
+     --mca btl_tcp_if_include "$long" ./prog >"$tmp/out" 2>"$tmp/err" &&
+   grep -q -- "-x LONG=$long .*--mca btl_tcp_if_include $long " "$tmp/out"; then
+  echo "ok 5000-character -x and --mca values"
+else
+  echo "FAIL: long -x/--mca values:"; cut -c1-300 "$tmp/out" "$tmp/err"; fail=1
+fi
+
 # 2,000 hosts (a hostfile) with --topology FILE: the engine's command line stays short
 # (the hosts go to mpirun in a hostfile, weft-rank gets a run-length layout)
 awk 'BEGIN { for (i = 0; i < 2000; i++) printf "vm-%04d slots=8\n", i }' >"$tmp/hosts2000"

@@ -161,13 +161,19 @@ test_deadline(void **state)
   fclose(f);
   unlink(path);
   assert_true(bg > 0);
-  /* the group's background sleep is gone (or a zombie its new parent has not reaped yet) */
+  /* the group's background sleep is gone (or a zombie its new parent has not reaped
+   * yet), within moments of the SIGKILL */
   snprintf(path, sizeof(path), "/proc/%ld/stat", bg);
-  char st = 'Z';
-  if ((f = fopen(path, "r"))) {
-    if (fscanf(f, "%*d (%*[^)]) %c", &st) != 1)
-      st = '?';
-    fclose(f);
+  char st = '?';
+  for (int i = 0; i < 200 && st != 'Z'; i++) {
+    st = 'Z';
+    if ((f = fopen(path, "r"))) {
+      if (fscanf(f, "%*d (%*[^)]) %c", &st) != 1)
+        st = '?';
+      fclose(f);
+    }
+    if (st != 'Z')
+      usleep(10000);
   }
   assert_int_equal(st, 'Z');
 }
