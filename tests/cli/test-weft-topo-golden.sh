@@ -71,7 +71,7 @@ for f in *.xml; do
   run "$t.ppr2numa" --topology "$f" -np $((2 * numa)) --map-by ppr:2:numa
   run "$t.ppr2numa.json" --topology "$f" -np $((2 * numa)) --map-by ppr:2:numa --json
   if [ "$missing" != "$before" ]; then
-    echo "note: no golden output for $f yet; run WEFT_UPDATE_GOLDEN=1 make check TESTS=weft-topo-golden.sh"
+    echo "note: no golden output for $f yet; run WEFT_UPDATE_GOLDEN=1 make check TESTS=test-weft-topo-golden.sh"
     [ "${WEFT_GOLDEN_STRICT:-0}" = 1 ] && fail=1
   fi
 done
