@@ -4,11 +4,10 @@
 # the table, CSV, JSON, gnuplot script and plot it writes, and its exit
 # status. The multi-node run is tests/vcluster/test-bench-scale-vcluster.sh.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/bench-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/bench-lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 printf 'localhost slots=2\n' >"$tmp/hosts"
 
 rc=0
