@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Golden plans: weftrun --dry-run --json for 2 hosts of each topology file
+# (-H a,b --topology FILE), and one with a different topology per host.
+# WEFT_UPDATE_GOLDEN=1 rewrites the expected files.
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+golden="$WEFT_TOPDIR/tests/cli/weftrun-golden"
+# hosts come from the command line below, not from the machine's setting
+no_host_defaults
+fail=0
+
+check() { # name, weftrun args...
+  name=$1
+  shift
+  if ! timeout 30 "$weftrun" --dry-run --json "$@" >"$tmp/$name.json" 2>"$tmp/$name.err"; then
+    echo "FAIL $name: weftrun $*: $(cat "$tmp/$name.err")"
+    fail=1
+    return
+  fi
+  if golden_check "$golden/$name.json" "$tmp/$name.json"; then
+    echo "ok $name"
+  else
+    fail=1
+  fi
+}
+
+for f in "$topos"/*.xml; do
+  t=$(basename "$f" .xml)
+  check "$t" -H a,b --topology "$f"
+done
+# hosts that differ: a3 and a2 side by side, explicit slots, rank-by node
+check mixed -H a3,a2:4 --topology "a3=$topos/a3-highgpu-8g.xml" \
+  --topology "a2=$topos/a2-highgpu-8g.xml" --rank-by node
+check own-np -np 6 -H a,b --topology "$topos/a3-highgpu-8g.xml" --gpu-visibility own \
+  -x NCCL_DEBUG=INFO
+# hosts from a hostfile (Open MPI grammar) and from a Slurm allocation
+printf '# two hosts\nnode01 slots=2\nnode02 slots=3 max_slots=4\n' >"$tmp/hosts"
+check hostfile --hostfile "$tmp/hosts" --topology "$topos/a3-highgpu-8g.xml"
+export SLURM_JOB_NODELIST='gpu[07-08]' SLURM_TASKS_PER_NODE='4(x2)'
+check slurm --topology "$topos/a3-highgpu-8g.xml"
+unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE
+
+# --gpus-per-node N and WEFT_NO_PROBE skip the probe of remote hosts (no mpirun here):
+# their topology is assumed like this machine's, their slots N (or given)
+expect_line() { # name, pattern, weftrun args...
+  name=$1 pattern=$2
+  shift 2
+  if timeout 30 "$weftrun" --dry-run "$@" >"$tmp/out" 2>"$tmp/err" && grep -q -e "$pattern" "$tmp/out"; then
+    echo "ok $name"
+  else
+    echo "FAIL $name: weftrun --dry-run $*: no line '$pattern':"; cat "$tmp/out" "$tmp/err"; fail=1
+  fi
+}
+expect_line gpus-per-node '^# host a: 8 of 8 slots, 1 GPUs (--gpus-per-node), topology assumed like this machine$' \
+  --gpus-per-node 1 -H a:8 ./x
+expect_line gpus-per-node-2 '^# host b: 3 of 3 slots, 3 GPUs (--gpus-per-node), topology assumed like this machine$' \
+  --gpus-per-node 3 -H a,b ./x
+export WEFT_NO_PROBE=1
+expect_line no-probe '^# host b: .* topology assumed like this machine$' -H a,b ./x
+unset WEFT_NO_PROBE
+
+# a 5,000-character -x value and --mca value go through whole (no fixed buffer, no false
+# "out of memory")
+long=$(awk 'BEGIN { while (i++ < 5000) printf "v" }')
+if timeout 30 "$weftrun" --dry-run -H a --topology "$topos/a3-highgpu-8g.xml" -x "LONG=$long" \
+     --mca btl_tcp_if_include "$long" ./prog >"$tmp/out" 2>"$tmp/err" &&
+   grep -q -- "-x LONG=$long .*--mca btl_tcp_if_include $long " "$tmp/out"; then
+  echo "ok 5000-character -x and --mca values"
+else
+  echo "FAIL: long -x/--mca values:"; cut -c1-300 "$tmp/out" "$tmp/err"; fail=1
+fi
+
+# 2,000 hosts (a hostfile) with --topology FILE: the engine's command line stays short
+# (the hosts go to mpirun in a hostfile, weft-rank gets a run-length layout)
+awk 'BEGIN { for (i = 0; i < 2000; i++) printf "vm-%04d slots=8\n", i }' >"$tmp/hosts2000"
+if timeout 60 "$weftrun" --dry-run -v --hostfile "$tmp/hosts2000" --topology "$topos/a3-highgpu-8g.xml" \
+     ./prog >"$tmp/out" 2>"$tmp/err"; then
+  len=$(grep '^# command: ' "$tmp/out" | wc -c)
+  if [ "$len" -gt 0 ] && [ "$len" -lt 4096 ] && grep -q -- '--layout 8x2000 ' "$tmp/out" &&
+     [ "$(grep -c '^# hostfile: vm-[0-9]* slots=8$' "$tmp/out")" = 2000 ] &&
+     [ "$(grep -c '^vm-[0-9]* rank ' "$tmp/out")" = 16000 ]; then
+    echo "ok 2000 hosts: engine command line $len bytes"
+  else
+    echo "FAIL 2000 hosts: engine command line $len bytes (want under 4096):"; grep '^# command' "$tmp/out"; fail=1
+  fi
+else
+  echo "FAIL 2000 hosts: weftrun --dry-run failed:"; cat "$tmp/err"; fail=1
+fi
+exit $fail

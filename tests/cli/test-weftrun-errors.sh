@@ -1,0 +1,91 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weftrun's errors before launch: each one line saying what is wrong and what
+# to do, with its documented exit code (weftrun(1), EXIT STATUS).
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+no_host_defaults
+fail=0
+
+expect() { # code, pattern, weftrun args...
+  code=$1 pattern=$2
+  shift 2
+  set +e
+  timeout 30 "$weftrun" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  set -e
+  if [ "$rc" != "$code" ] || ! grep -q -e "$pattern" "$tmp/err"; then
+    echo "FAIL: weftrun $*: exit $rc (want $code), stderr:"
+    cat "$tmp/err"
+    echo "(wanted a line matching '$pattern')"
+    fail=1
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+    echo "FAIL: weftrun $*: more than one line:"
+    cat "$tmp/err"
+    fail=1
+  else
+    echo "ok ($rc): $(cat "$tmp/err")"
+  fi
+}
+
+a3="$topos/a3-highgpu-8g.xml"
+expect 2 "unknown option '--bind-too'; did you mean '--bind-to'" --bind-too core ./a.out
+expect 2 "unknown option '-hostfil'; did you mean '--hostfile'" -hostfil h ./a.out
+expect 2 "no program to run" -np 2
+expect 2 "'-np' needs an argument" -np
+expect 2 "expected a whole number" -np two ./a.out
+expect 2 "map" --dry-run --map-by gpux --topology "$a3"
+printf 'a slots=2\nb slots=x\n' >"$tmp/hosts"
+expect 65 "hosts:2" --dry-run --hostfile "$tmp/hosts" --topology "$a3"
+expect 65 "a;b" --dry-run -H 'a;b' --topology "$a3"
+expect 66 "nosuch" --dry-run --hostfile "$tmp/nosuch" --topology "$a3"
+expect 66 "nosuch.xml" --dry-run -H a --topology "$tmp/nosuch.xml"
+expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
+expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
+expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
+if [ "$(id -u)" = 0 ]; then
+  (unset OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+   expect 70 "running as root, which mpirun refuses; add --allow-run-as-root" -np 1 true
+   exit $fail) || fail=1
+fi
+expect 2 "no help topic 'foo'; the topics are placement" --help foo
+# --dry-run shows the engine command: exact counts per host in a hostfile of the job's
+# private directory, Open MPI's binding off, every rank through weft-rank with the
+# layout, the program's own options after "--"; -v shows the hostfile
+"$weftrun" --dry-run -v -H a,b:3 -np 10 --topology "$a3" ./prog -np 2 >"$tmp/out" 2>&1 &&
+  grep -q '^# command: .*mpirun -np 10 --hostfile [^ ]*/weft-[0-9]*-XXXXXX/hostfile --map-by slot --bind-to none .*weft-rank --layout 8,2 .* -- ./prog -np 2$' "$tmp/out" &&
+  grep -q '^# hostfile: a slots=8$' "$tmp/out" && grep -q '^# hostfile: b slots=2$' "$tmp/out" ||
+  { echo "FAIL: weftrun --dry-run command:"; cat "$tmp/out"; fail=1; }
+# SIGTERM while the remote hosts are probed: the probe's mpirun ends with it, weftrun
+# says so and exits 143, and its job directory is gone
+cp "$(command -v sleep)" "$tmp/probe-sleep-$$"
+printf '#!/bin/sh\nexec %s 30\n' "$tmp/probe-sleep-$$" >"$tmp/fake-mpirun"
+chmod +x "$tmp/fake-mpirun"
+mkdir "$tmp/t"
+TMPDIR="$tmp/t" WEFT_MPIRUN="$tmp/fake-mpirun" timeout 30 "$weftrun" --dry-run -H far-a,far-b ./prog \
+  >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+i=0
+while ! pgrep -f "$tmp/probe-sleep-$$" >/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $pid
+set +e
+wait $pid
+rc=$?
+set -e
+sleep 0.2
+if [ $rc != 143 ] || ! grep -q '^weftrun: got signal 15 while probing the hosts; nothing was started (exit 143)$' "$tmp/err" ||
+   [ -n "$(ls -A "$tmp/t")" ] || pgrep -f "$tmp/probe-sleep-$$" >/dev/null; then
+  echo "FAIL: SIGTERM during the probe: exit $rc, left in TMPDIR: $(ls -A "$tmp/t")"; cat "$tmp/err"
+  pkill -KILL -f "$tmp/probe-sleep-$$" || true
+  fail=1
+else
+  echo "ok (143): SIGTERM during the probe"
+fi
+# --version names weftrun and the Open MPI it runs
+"$weftrun" --version >"$tmp/out" 2>&1 && grep -q '^weftrun (weft) ' "$tmp/out" &&
+  grep -qi 'open mpi' "$tmp/out" || { echo "FAIL: weftrun --version:"; cat "$tmp/out"; fail=1; }
+# the help topics exist and print
+for t in placement environment exit-status; do
+  "$weftrun" --help $t | grep -q . || { echo "FAIL: weftrun --help $t printed nothing"; fail=1; }
+done
+exit $fail
