@@ -53,8 +53,8 @@ load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, siz
   do {                                                                                 \
     char msg_[600];                                                                    \
     snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
-    weft_agent_fail_print(stderr, &who, msg_, WK_EXIT_SETUP, 0);                      \
-    rc = WK_EXIT_SETUP;                                                               \
+    weft_agent_fail_print(stderr, &who, msg_, WK_EXIT_SETUP, 0);                       \
+    rc = WK_EXIT_SETUP;                                                                \
     goto out;                                                                          \
   } while (0)
 

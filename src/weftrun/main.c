@@ -44,6 +44,24 @@ version(int stop_fd)
   return 0;
 }
 
+/* --help [TOPIC], and the man page's generated sections. */
+static int
+help(const wr_opts *o)
+{
+  static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
+  if (o->help_man)
+    weft_opt_man(stdout, wr_options);
+  else if (o->help_man_exit)
+    weft_exit_man(stdout);
+  else if (o->nprogram == 1 && !strcmp(o->program[0], "exit-status"))
+    weft_exit_topic(stdout); /* made from the exit-status table (agent.h) */
+  else if (o->nprogram == 1)
+    return weft_help_topic(stdout, "weftrun", o->program[0], topics) ? WR_EXIT_USAGE : 0;
+  else
+    wr_usage(stdout);
+  return 0;
+}
+
 /* A stop request that came between stages: nothing is running, so stop here. */
 static int
 stopped(int stop_fd)
@@ -188,24 +206,8 @@ main(int argc, char **argv)
   int rc = wr_opts_parse(&o, argc, argv);
   if (rc)
     return rc;
-  if (o.help) {
-    static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
-    if (o.nprogram == 1 && !strcmp(o.program[0], "exit-status")) {
-      weft_exit_topic(stdout);
-      return 0;
-    }
-    if (o.nprogram == 1)
-      return weft_help_topic(stdout, "weftrun", o.program[0], topics) ? WR_EXIT_USAGE : 0;
-    wr_usage(stdout);
-    return 0;
-  }
-  if (o.help_man || o.help_man_exit) {
-    if (o.help_man)
-      weft_opt_man(stdout, wr_options);
-    else
-      weft_exit_man(stdout);
-    return 0;
-  }
+  if (o.help || o.help_man || o.help_man_exit)
+    return help(&o);
   int stop_fd = wr_signals_install();
   if (o.version)
     return version(stop_fd);
