@@ -43,7 +43,13 @@ if grep -Ei 'hwloc|cuda|nccl|mpi\.h|weftx' "$tmp/headers"; then
   echo "FAIL: <weft.h> pulls in the headers above"
   exit 1
 fi
-"$cc" "$tmp/prog.o" -L"$build/lib/.libs" -lweft -Wl,-rpath,"$build/lib/.libs" -o "$tmp/prog"
+# A library built with --enable-sanitize needs its program linked the same way
+# (ASan's runtime must come first).
+san=
+if readelf -d "$so" | grep NEEDED | grep -q libasan; then
+  san=-fsanitize=address,undefined
+fi
+"$cc" $san "$tmp/prog.o" -L"$build/lib/.libs" -lweft -Wl,-rpath,"$build/lib/.libs" -o "$tmp/prog"
 out=$("$tmp/prog") || { echo "FAIL: the program linked with -lweft alone failed: $out"; exit 1; }
 echo "ok: <weft.h> alone: $out"
 # And nothing of the tools' tier is needed at run time.
