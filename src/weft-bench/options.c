@@ -456,7 +456,7 @@ static const weft_opt scale_options[] = {
   { S_NO_PAIRS, "no-pairs", WEFT_OPT_FLAG, NULL, "Hosts",
     "skip the pairwise test of neighbouring hosts", 0 },
   { S_COLL, "coll", WEFT_OPT_ARG, "NAME", "Benchmark",
-    "the collective (default: the first of the list below)", 0 },
+    "the collective (default: the first in the list of collectives)", 0 },
   { S_SIZES, "sizes", WEFT_OPT_ARG, "LIST", "Benchmark",
     "message sizes (default 1M,16M,64M; 64K,1M,4M on weft-vcluster)", 0 },
   { S_ITERS, "iters", WEFT_OPT_ARG, "N", "Benchmark", "timed iterations per size (default 10)",
