@@ -6,28 +6,15 @@
 # once the grace has passed (not before, not much after) and weftrun must
 # exit 79 (WEFTX_EXIT_PREEMPTED). Bad values are refused with exit 2.
 set -eu
-
-: "${WEFT_TOPDIR:?}" "${WEFT_BUILDDIR:?}"
-weftrun=$WEFT_BUILDDIR/src/weftrun/weftrun
-[ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3 for the fake metadata server"; exit 77; }
-grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || { echo "SKIP: built without libcurl"; exit 77; }
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 77; }
-unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
-
-tmp=$(mktemp -d /tmp/weft-gcp-grace.XXXXXX)
-uniq="wgr$$x$(date +%N)"
-# a copy of sleep under a name unique to this test, so that only its processes are found
-cp "$(command -v sleep)" "$tmp/$uniq-sleep"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3 for the fake metadata server"
+grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || skip "built without libcurl"
+# this host alone; a copy of sleep under a name unique to this test, so that only its processes are found
+local_jobs
 server=
 job=
-cleanup() {
-  [ -z "$job" ] || kill "$job" 2>/dev/null || true
-  [ -z "$server" ] || kill "$server" 2>/dev/null || true
-  pkill -KILL -f "$uniq" 2>/dev/null || true
-  [ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+at_exit '[ -z "$server" ] || kill "$server" 2>/dev/null'
+at_exit '[ -z "$job" ] || kill "$job" 2>/dev/null'
 fail() { echo "FAIL: $1"; [ $# -lt 2 ] || cat "$2"; exit 1; }
 
 # Bad values: one line, exit 2, nothing started.
@@ -65,7 +52,6 @@ export GCE_METADATA_HOST="127.0.0.1:$port"
 control() {
   /usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/control/set?path=%s&value=%s" % tuple(sys.argv[1:]), timeout=5).read()' "$port" "$1" "$2"
 }
-now() { date +%s.%N; }
 
 # grace: a job whose program ignores SIGTERM; prints the seconds from the notice to weftrun's exit
 run_grace() {

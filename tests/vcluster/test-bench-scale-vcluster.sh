@@ -5,24 +5,10 @@
 # scale.csv, scale.json and the plot (or the gnuplot script), with the
 # pairwise test of the 4 links. Exits 77 where namespaces cannot be made.
 set -eu
-vc=${WEFT_TOPDIR:?}/contrib/vcluster/weft-vcluster
-bench=${WEFT_BUILDDIR:?}/src/weft-bench/weft-bench
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
-[ -x "$vc" ] || { echo "SKIP: $vc is missing"; exit 77; }
-prefix=wbs$$
-tmp=$(mktemp -d)
-trap '"$vc" --prefix "$prefix" down >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT INT TERM
-rc=0
-timeout 60 "$vc" --prefix "$prefix" up 4 --slots 2 >"$tmp/up" 2>&1 || rc=$?
-if [ "$rc" -eq 3 ]; then
-  echo "SKIP: no namespaces here: $(cat "$tmp/up")"
-  exit 77
-elif [ "$rc" -ne 0 ]; then
-  cat "$tmp/up"
-  echo "FAIL: weft-vcluster up: exit $rc"
-  exit 1
-fi
+vc_up 4 --slots 2
 
 # The launcher is weft-bench scale's default, weftrun (WEFT_BENCH_SCALE_LAUNCHER
 # chooses another, e.g. mpirun).

@@ -4,12 +4,10 @@
 # messages: bad options and arguments 2, topologies that do not load 3,
 # placements that cannot be met 1, --help and --version 0.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
-a3="$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml"
-n2="$WEFT_TOPDIR/share/weft/topologies/n2-standard-16.xml"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+a3="$topos/a3-highgpu-8g.xml"
+n2="$topos/n2-standard-16.xml"
 fail=0
 
 expect() { # status, text the message must hold, weft-topo args...

@@ -6,15 +6,10 @@
 # hwloc 2.9 itself (an object without complete_cpuset, a root that is not the
 # Machine, a bitmap that trips hwloc_bitmap_sscanf's assertion).
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
-src="$WEFT_TOPDIR/share/weft/topologies/gpu-numa-interleaved.xml"
-if [ ! -x "$topo" ]; then
-  echo "SKIP: $topo is not built"
-  exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+src="$topos/gpu-numa-interleaved.xml"
+[ -x "$topo" ] || skip "$topo is not built"
 fail=0
 
 check() { # file, text the message must hold

@@ -7,6 +7,7 @@
 # vnode that dies ends it with 75; nothing left running anywhere.
 # Exit 77 when namespaces cannot be made here.
 set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 . "$WEFT_TOPDIR/tests/vcluster/weftrun-vc-lib.sh"
 up
 cat >"$tmp/$uniq-check" <<'EOS'

@@ -3,12 +3,8 @@
 # weftrun's errors before launch: each one line saying what is wrong and what
 # to do, with its documented exit code (weftrun(1), EXIT STATUS).
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
-weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
-topos="$WEFT_TOPDIR/share/weft/topologies"
-unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+no_host_defaults
 fail=0
 
 expect() { # code, pattern, weftrun args...

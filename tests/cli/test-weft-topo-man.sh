@@ -4,11 +4,9 @@
 # weft-topo --help lists appears in the man page, and the page's OPTIONS are
 # what weft-topo --man-options writes from the same table.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
 man="$WEFT_TOPDIR/share/man/weft-topo.1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0 n=0
 
 timeout 30 "$topo" --help >"$tmp/help"

@@ -7,6 +7,7 @@
 # from vnode0: ranks 0-1 on vnode1), by slot and by node.
 # Exit 77 when namespaces cannot be made here.
 set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 . "$WEFT_TOPDIR/tests/vcluster/weftrun-vc-lib.sh"
 up
 cat >"$tmp/$uniq-where" <<'EOS'

@@ -4,6 +4,7 @@
 # vnode: an mpi4py script, a PyTorch DDP script (gloo) that reads only the
 # torchrun variables, and LAMMPS. Exit 77 when namespaces cannot be made here.
 set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 . "$WEFT_TOPDIR/tests/vcluster/weftrun-vc-lib.sh"
 up
 # mpi4py across the nodes

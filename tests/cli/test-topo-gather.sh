@@ -4,18 +4,13 @@
 # numbers, UUIDs and MAC addresses, and comes out without them, still loading
 # in weft-topo with the same GPUs and NICs. Then the same for this machine.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 gather="$WEFT_TOPDIR/contrib/gather-topology"
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
-a3="$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml"
+a3="$topos/a3-highgpu-8g.xml"
 for tool in python3 lstopo; do
-  if ! command -v $tool >/dev/null 2>&1; then
-    echo "SKIP: no $tool"
-    exit 77
-  fi
+  command -v $tool >/dev/null 2>&1 || skip "no $tool"
 done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0
 
 # A "captured" file with things that identify a machine.

@@ -3,5 +3,5 @@
 # Style rules that review should not have to repeat: no sprintf/strcpy/atoi
 # and friends, no // comments, no trailing whitespace (contrib/checksrc).
 set -eu
-top=${WEFT_TOPDIR:?}
-exec "$top/contrib/checksrc" "$top/lib" "$top/src" "$top/examples" "$top/tests"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+"$WEFT_TOPDIR/contrib/checksrc" "$WEFT_TOPDIR/lib" "$WEFT_TOPDIR/src" "$WEFT_TOPDIR/examples" "$WEFT_TOPDIR/tests"

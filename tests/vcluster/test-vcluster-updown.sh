@@ -4,8 +4,8 @@
 # root namespace's network alone; up again changes nothing; down leaves no
 # namespace, process or state behind, and is safe twice.
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
-vc_skip_unless_root
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_root
 
 root_links_before=$(ip -o link show | cut -d: -f2 | sort | tr -d ' ' | tr '\n' ' ')
 t0=$(date +%s%N)
@@ -38,7 +38,7 @@ case "$a" in 198.18.*|198.19.*) ;; *) fail "address $a is outside 198.18.0.0/15"
 
 # A second cluster beside it: its own namespaces, subnet and hostfile; its
 # down leaves the first one alone.
-trap '"$vc" --prefix "$prefix-b" down >/dev/null 2>&1; vc_cleanup' EXIT
+at_exit '"$vc" --prefix "$prefix-b" down >/dev/null 2>&1'
 hfb=$("$vc" --prefix "$prefix-b" up 2 2>/dev/null) || fail "a second cluster did not come up"
 [ "$hfb" != "$hostfile" ] || fail "two clusters share the hostfile $hostfile"
 sa=$("$vc" --prefix "$prefix" env | sed -n "s/^export WEFT_VCLUSTER_SUBNET='\(.*\)'/\1/p")

@@ -4,15 +4,15 @@
 # within seconds instead of a hang; the dead node refuses rsh at once; up
 # brings it back.
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 hello=$WEFT_BUILDDIR/tests/vcluster/mpi-hello
 [ -x "$hello" ] || fail "$hello is not built (make -C tests/vcluster check)"
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun on PATH"; exit 77; }
+need_mpirun
 vc_up 3 --slots 1
 
-out=$(mktemp)
+out=$tmp/out
 job=
-trap '[ -z "$job" ] || kill -9 $job 2>/dev/null; rm -f "$out"; vc_cleanup' EXIT
+at_exit '[ -z "$job" ] || kill -9 $job 2>/dev/null'
 timeout -k 5 60 "$vc" --prefix "$prefix" run -- mpirun -np 3 --map-by node "$hello" --loop 50 >"$out" 2>&1 &
 job=$!
 # Wait until every rank runs (at most 30 s), then kill vnode2.

@@ -4,14 +4,13 @@
 # 3 nodes: the ranks report 3 different hostnames and the all-reduce is right;
 # each rank sees its node's WEFT_TOPOLOGY.
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 hello=$WEFT_BUILDDIR/tests/vcluster/mpi-hello
 [ -x "$hello" ] || fail "$hello is not built (make -C tests/vcluster check)"
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun on PATH"; exit 77; }
+need_mpirun
 # vnode1 has a topology of its own (2 GPUs: 2 slots); its ranks must see it.
-out=$(mktemp)
-xml=$(mktemp)
-trap 'rm -f "$out" "$xml"; vc_cleanup' EXIT
+out=$tmp/out
+xml=$tmp/vnode1.xml
 cat >"$xml" <<XML
 <?xml version="1.0" encoding="UTF-8"?>
 <topology version="2.0">

@@ -5,9 +5,8 @@
 # topologies set slots and WEFT_TOPOLOGY; link down makes a node unreachable;
 # netem works or says that the kernel lacks it (exit 6).
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
-err=$(mktemp)
-trap 'rm -f "$err"' EXIT
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+err=$tmp/err
 
 # expect CODE PATTERN ARGS...: weft-vcluster ARGS exits CODE and says PATTERN.
 expect() {
@@ -36,7 +35,7 @@ expect 4 'is not up' --prefix "$prefix" kill vnode0
 expect 255 'is not up' --prefix "$prefix" rsh vnode0 true
 expect 2 'usage:' --prefix "$prefix" run
 
-vc_skip_unless_root
+need_root
 if command -v setpriv >/dev/null 2>&1; then
   rc=0
   setpriv --reuid=65534 --regid=65534 --clear-groups "$vc" --prefix "$prefix" up 2 >/dev/null 2>"$err" || rc=$?
@@ -59,8 +58,7 @@ xml() {
 </topology>
 XML
 }
-x3=$(mktemp); xml "$x3"
-trap 'rm -f "$err" "$x3"; vc_cleanup' EXIT
+x3=$tmp/x3.xml; xml "$x3"
 vc_up 3 --topology "vnode1=$x3" --slots 4
 grep -qx 'vnode0 slots=4' "$hostfile" || fail "vnode0 should have --slots 4: $(cat "$hostfile")"
 grep -qx 'vnode1 slots=3' "$hostfile" || fail "vnode1 should have its 3 GPUs as slots: $(cat "$hostfile")"

@@ -6,10 +6,11 @@
 # none as the other example tests use). Every rank reports its binding, the
 # loss falls, and the job ends 0.
 set -eu
-. "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs  # this host alone, whatever allocation or default hostfile the machine has
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
 dp="$WEFT_BUILDDIR/examples/dp_train"
-[ -x "$dp" ] || { echo "SKIP: $dp not built"; exit 77; }
+[ -x "$dp" ] || skip "$dp not built"
 fail=0
 
 if ! "$topo" -np 4 --oversubscribe >"$tmp/topo" 2>&1; then

@@ -5,7 +5,8 @@
 # a rank exits 3; a rank is killed by SIGKILL; --timeout; SIGTERM and SIGINT
 # to weftrun; a program that does not exist; output sent to files.
 set -eu
-. "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs  # this host alone, whatever allocation or default hostfile the machine has
 fail=0
 s="$tmp/$uniq-sleep"
 

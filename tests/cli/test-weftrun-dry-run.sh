@@ -4,14 +4,10 @@
 # (-H a,b --topology FILE), and one with a different topology per host.
 # WEFT_UPDATE_GOLDEN=1 rewrites the expected files.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
-weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
-topos="$WEFT_TOPDIR/share/weft/topologies"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 golden="$WEFT_TOPDIR/tests/cli/weftrun-golden"
 # hosts come from the command line below, not from the machine's setting
-unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+no_host_defaults
 fail=0
 
 check() { # name, weftrun args...
@@ -22,14 +18,10 @@ check() { # name, weftrun args...
     fail=1
     return
   fi
-  if [ "${WEFT_UPDATE_GOLDEN:-0}" = 1 ]; then
-    cp "$tmp/$name.json" "$golden/$name.json"
-    echo "updated $name.json"
-  elif ! diff -u "$golden/$name.json" "$tmp/$name.json"; then
-    echo "FAIL $name: plan differs from $golden/$name.json"
-    fail=1
-  else
+  if golden_check "$golden/$name.json" "$tmp/$name.json"; then
     echo "ok $name"
+  else
+    fail=1
   fi
 }
 

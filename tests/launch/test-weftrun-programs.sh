@@ -5,7 +5,8 @@
 # tiny LJ melt. Each part is skipped (with a reason) when its program is not
 # installed; the test skips when none is.
 set -eu
-. "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs  # this host alone, whatever allocation or default hostfile the machine has
 py=/usr/bin/python3
 here="$WEFT_TOPDIR/tests/launch"
 fail=0 ran=0
@@ -48,5 +49,5 @@ else
   echo "skip LAMMPS: lmp not installed"
 fi
 nothing_left || fail=1
-[ $ran = 1 ] || { echo "SKIP: none of mpi4py, torch, lmp is installed"; exit 77; }
+[ $ran = 1 ] || skip "none of mpi4py, torch, lmp is installed"
 exit $fail

@@ -6,15 +6,12 @@
 # the same on every shipped topology with GPUs at its default size, and on the
 # machine whose GPU PCI order does not follow its NUMA order.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
-topos="$WEFT_TOPDIR/share/weft/topologies"
 check="$WEFT_TOPDIR/tests/cli/weft-topo-check.py"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0
 
-command -v python3 >/dev/null || { echo "SKIP: python3 is needed to read the JSON"; exit 77; }
+command -v python3 >/dev/null || skip "python3 is needed to read the JSON"
 
 plan() { # file, weft-topo args... -> $tmp/plan.json
   f=$1

@@ -15,37 +15,23 @@
 # preemption notice on vnode1 stops the job with WEFTX_EXIT_PREEMPTED (79) in
 # bounded time.
 set -eu
-
-: "${WEFT_TOPDIR:?}" "${WEFT_BUILDDIR:?}"
-vc=$WEFT_TOPDIR/contrib/vcluster/weft-vcluster
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 fake=$WEFT_TOPDIR/tests/cli/gcp-fake-metadata.py
 probe=$WEFT_BUILDDIR/tests/vcluster/gcp-probe
-weftrun=$WEFT_BUILDDIR/src/weftrun/weftrun
-topo=$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml
+topo=$topos/a3-highgpu-8g.xml
 # Each vnode has its own loopback: the same port is free on every one of them.
 port=8088
 
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root for network namespaces"
+need_root
 [ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3 for the fake metadata server"
 command -v ip >/dev/null 2>&1 || skip "needs iproute2"
 grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || skip "weft is built without libcurl"
 
 # The vnodes' own /sys/class/net, and their own fake servers (named explicitly below).
 unset WEFT_GCP_SYSROOT GCE_METADATA_HOST
-prefix=wgcp$$
-tmp=$(mktemp -d /tmp/weft-gcp-vc.XXXXXX)
+vc_up 2 --topology "$topo"
 pids=
-cleanup() {
-  for p in $pids; do kill "$p" 2>/dev/null || true; done
-  timeout 60 "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true
-  [ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-timeout 120 "$vc" --prefix "$prefix" up 2 --topology "$topo" >/dev/null 2>"$tmp/up.err" ||
-  skip "the virtual cluster cannot start here: $(tail -1 "$tmp/up.err")"
+at_exit 'for p in $pids; do kill "$p" 2>/dev/null; done'
 on() { node=$1; shift; timeout 60 "$vc" --prefix "$prefix" exec "$node" "$@"; }
 
 gpu_nics="enp6s0 enp12s0 enp134s0 enp140s0"

@@ -6,7 +6,8 @@
 # gone after a normal exit, a failing rank, --timeout and SIGTERM to weftrun.
 # hwloc's plugins are kept out of that load without the program seeing it.
 set -eu
-. "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs  # this host alone, whatever allocation or default hostfile the machine has
 fail=0
 s="$tmp/$uniq-sleep"
 TMPDIR="$tmp/t"

@@ -6,12 +6,11 @@
 #  - a program that includes <weft.h> compiles without hwloc's or CUDA's
 #    headers (none is even opened) and links with -lweft alone.
 set -eu
-top=${WEFT_TOPDIR:?} build=${WEFT_BUILDDIR:?}
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+top=$WEFT_TOPDIR build=$WEFT_BUILDDIR
 cc=${CC:-cc}
 so=$build/lib/.libs/libweft.so
-[ -f "$so" ] || { echo "SKIP: $so not built (--disable-shared?)"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+[ -f "$so" ] || skip "$so not built (--disable-shared?)"
 
 # Functions declared in the installed headers: the name before "(" in every
 # "WEFT_EXPORT ...;" declaration.

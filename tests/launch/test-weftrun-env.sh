@@ -4,7 +4,8 @@
 # torchrun and weft variables right, its actual binding (Cpus_allowed_list) is
 # the one weft-rank reports, and a variable set with -x is never overwritten.
 set -eu
-. "$WEFT_TOPDIR/tests/launch/weftrun-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs  # this host alone, whatever allocation or default hostfile the machine has
 fail=0
 cat >"$tmp/$uniq-check" <<'EOS'
 #!/bin/sh
@@ -67,7 +68,7 @@ echo "ok --report-bindings"
 # a topology file that is not this machine: each rank's placement is the one
 # weftrun --dry-run plans, exported (device LOCAL_RANK is the rank's GPU) and
 # reported, but not bound
-a3="$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml"
+a3="$topos/a3-highgpu-8g.xml"
 timeout 60 "$weftrun" -np 2 --oversubscribe --report-bindings --topology "$a3" \
   sh -c 'echo G $RANK $CUDA_DEVICE_ORDER $CUDA_VISIBLE_DEVICES $WEFT_GPU $WEFT_CPUS' \
   >"$tmp/out" 2>"$tmp/err" || { echo "FAIL: --topology run:"; cat "$tmp/err"; fail=1; }

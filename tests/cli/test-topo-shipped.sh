@@ -5,14 +5,9 @@
 # share/topologies.am, and each loads in lstopo with both of hwloc's XML
 # parsers (libxml2 and the minimalistic one used when libxml2 is missing).
 set -eu
-: "${WEFT_TOPDIR:?}"
-dir="$WEFT_TOPDIR/share/weft/topologies"
-if ! command -v python3 >/dev/null 2>&1; then
-  echo "SKIP: no python3"
-  exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+dir=$topos
+command -v python3 >/dev/null 2>&1 || skip "no python3"
 fail=0
 
 timeout 120 python3 "$WEFT_TOPDIR/contrib/topologies/gen-topologies.py" "$tmp" >/dev/null

@@ -6,21 +6,13 @@
 # keep every rank off the TCPX cores, let the user's variables win, and apply
 # nothing to a single-VM job or with --nccl-preset none.
 set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+topo=$topos/a3-highgpu-8g.xml
+[ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3 for the fake metadata server"
+grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || skip "built without libcurl"
 
-: "${WEFT_TOPDIR:?}" "${WEFT_BUILDDIR:?}"
-weftrun=$WEFT_BUILDDIR/src/weftrun/weftrun
-topo=$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml
-[ -x /usr/bin/python3 ] || { echo "SKIP: needs /usr/bin/python3 for the fake metadata server"; exit 77; }
-grep -q "define WEFT_HAVE_CURL 1" "$WEFT_BUILDDIR/config.h" || { echo "SKIP: built without libcurl"; exit 77; }
-
-tmp=$(mktemp -d /tmp/weft-gcp-dry.XXXXXX)
 server=
-cleanup() {
-  [ -z "$server" ] || kill "$server" 2>/dev/null || true
-  [ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+at_exit '[ -z "$server" ] || kill "$server" 2>/dev/null'
 
 root=$tmp/root
 nic() { # name mac mtu pci
