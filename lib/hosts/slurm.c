@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Slurm's compressed host lists ("gpu[01-04,07]", "a[1-2]-b[3-4]",
- * "n1,n[3-5],x") and task counts ("2(x3),1"), as SLURM_JOB_NODELIST and
- * SLURM_TASKS_PER_NODE hold them. Brackets expand as nested loops with the
- * last bracket fastest; a range keeps the width of its first number
- * ("[08-10]" gives 08 09 10).
+ * "n1,n[3-5],x") and per-node counts ("2(x3),1"), as SLURM_JOB_NODELIST,
+ * SLURM_TASKS_PER_NODE and SLURM_JOB_CPUS_PER_NODE hold them. Brackets
+ * expand as nested loops with the last bracket fastest; a range keeps the
+ * width of its first number ("[08-10]" gives 08 09 10).
  */
 #include "hosts-private.h"
 
@@ -261,9 +261,15 @@ static int expand(weftx_hostlist *hl, const char *list, const int *counts, int n
 int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char *why,
                               size_t whylen)
 {
+  return weftx_slurm_per_node("SLURM_TASKS_PER_NODE", s, counts, max, n, why, whylen);
+}
+
+int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, int *n, char *why,
+                         size_t whylen)
+{
   const char *p = s;
 
-  if (!s || !counts || !n)
+  if (!name || !s || !counts || !n)
     return WEFT_EINVAL;
   *n = 0;
   for (;;) {
@@ -282,7 +288,7 @@ int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char
     }
     if (*n + rep > max) {
       if (why)
-        weft__snprintf(why, whylen, "SLURM_TASKS_PER_NODE '%.200s': more than %d counts", s, max);
+        weft__snprintf(why, whylen, "%s '%.200s': more than %d counts", name, s, max);
       return WEFT_ERANGE;
     }
     while (rep-- > 0)
@@ -295,8 +301,7 @@ int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char
   }
 bad:
   if (why)
-    weft__snprintf(why, whylen, "SLURM_TASKS_PER_NODE '%.200s': expected counts like '2(x3),1'",
-                   s);
+    weft__snprintf(why, whylen, "%s '%.200s': expected counts like '2(x3),1'", name, s);
   return WEFT_EPARSE;
 }
 
