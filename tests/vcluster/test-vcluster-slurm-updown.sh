@@ -62,7 +62,7 @@ while [ $round -le 2 ]; do
 
   # Something for down to clean up: a job that would run for 5 minutes, and a
   # file in a node's /dev/shm (its own: the machine's stays as it was).
-  on vnode2 sbatch -N3 --wrap 'srun sleep 300' >/dev/null
+  on vnode2 sbatch -N3 -o /dev/null --wrap 'srun sleep 300' >/dev/null
   on vnode1 sh -c "echo x >/dev/shm/weft-slurm-updown-$$"
   i=0
   until on vnode0 squeue -h -t R -o %i | grep -q .; do
