@@ -8,29 +8,15 @@
  */
 #include "hosts-private.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define GPUS_TOTAL_MAX 1000000L /* most GPUs a count or a sum of counts may give */
 
-static int gpus_error(const char *name, const char *s, char *why, size_t whylen, const char *fmt,
-                      ...) WEFT_PRINTF(5, 6);
+/* "NAME 'VALUE': message" in why; returns WEFT_EPARSE. */
+#define gpus_error weft__hosts_value_error
 
-static int gpus_error(const char *name, const char *s, char *why, size_t whylen, const char *fmt,
-                      ...)
-{
-  char msg[300];
-  va_list ap;
-
-  if (why) {
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    weft__snprintf(why, whylen, "%s '%.200s': %s", name, s, msg);
-  }
-  return WEFT_EPARSE;
-}
+static const char gres_form[] = "expected GRES like 'gpu:2' or 'gpu:h100:2(IDX:0-1)'";
 
 /* A decimal number of at most 6 digits at *p; advances *p. -1 when none. */
 static long number(const char **p)
@@ -182,7 +168,7 @@ int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out
       while (word_char(*q))
         q++;
       if (q == p || nf == 3)
-        return gpus_error(name, s, why, whylen, "expected GRES like 'gpu:2' or 'gpu:h100:2(IDX:0-1)'");
+        return gpus_error(name, s, why, whylen, "%s", gres_form);
       f[nf] = p;
       flen[nf++] = (size_t)(q - p);
       p = q;
@@ -220,8 +206,9 @@ int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out
       else if (out->nidx > had_idx && out->nidx - had_idx != count)
         return gpus_error(name, s, why, whylen, "%ld GPUs but %d indices", count,
                           out->nidx - had_idx);
-      if (type && tlen < sizeof(out->type) && (types == 0 || (types == 1 && strlen(out->type) == tlen &&
-                                                              strncmp(out->type, type, tlen) == 0))) {
+      int same = types == 0 || (types == 1 && type && strlen(out->type) == tlen &&
+                                strncmp(out->type, type, tlen) == 0);
+      if (type && tlen < sizeof(out->type) && same) {
         memcpy(out->type, type, tlen);
         out->type[tlen] = '\0';
         types = 1;
@@ -238,7 +225,7 @@ int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out
     if (*p == '\0')
       return 0;
     if (*p != ',')
-      return gpus_error(name, s, why, whylen, "expected GRES like 'gpu:2' or 'gpu:h100:2(IDX:0-1)'");
+      return gpus_error(name, s, why, whylen, "%s", gres_form);
     p++;
   }
 }

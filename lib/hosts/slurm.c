@@ -34,10 +34,11 @@ struct entry {
   int np;
 };
 
-static int slurm_error(const char *list, char *why, size_t whylen, const char *fmt, ...)
-  WEFT_PRINTF(4, 5);
+#define slurm_error(list, why, whylen, ...)                                     \
+  weft__hosts_value_error("SLURM_JOB_NODELIST", list, why, whylen, __VA_ARGS__)
 
-static int slurm_error(const char *list, char *why, size_t whylen, const char *fmt, ...)
+int weft__hosts_value_error(const char *name, const char *value, char *why, size_t whylen,
+                            const char *fmt, ...)
 {
   char msg[300];
   va_list ap;
@@ -46,7 +47,7 @@ static int slurm_error(const char *list, char *why, size_t whylen, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    weft__snprintf(why, whylen, "SLURM_JOB_NODELIST '%.200s': %s", list, msg);
+    weft__snprintf(why, whylen, "%s '%.200s': %s", name, value, msg);
   }
   return WEFT_EPARSE;
 }

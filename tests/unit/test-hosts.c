@@ -375,7 +375,8 @@ static void test_slurm_gpus_count(void **state)
   (void)state;
   assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", "2", &c, why, sizeof(why)), 0);
   assert_int_equal(c, 2);
-  assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", "h100:8", &c, why, sizeof(why)), 0);
+  assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", "h100:8", &c, why, sizeof(why)),
+                   0);
   assert_int_equal(c, 8);
   assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS", "a100:1,v100:2", &c, why, sizeof(why)), 0);
   assert_int_equal(c, 3);

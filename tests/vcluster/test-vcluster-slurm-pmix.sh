@@ -10,9 +10,9 @@ set -eu
 . "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
 hello=$WEFT_BUILDDIR/tests/vcluster/mpi-hello
 [ -x "$hello" ] || fail "$hello is not built (make -C tests/vcluster check)"
+vc_up_slurm 3 --slots 2
 out=$(mktemp)
 trap 'rm -f "$out" "$out.ids"; vc_cleanup' EXIT
-vc_up_slurm 3 --slots 2
 on vnode0 srun --mpi=list 2>&1 | grep -q pmix ||
   { echo "SKIP: this Slurm has no PMIx plugin (srun --mpi=list)"; exit 77; }
 
