@@ -39,7 +39,7 @@ expect 2 'add --slurm' --prefix "$prefix" up 2 --gpus-per-node 2
 expect 2 "'x' is not a number" --prefix "$prefix" up 2 --slurm --gpus-per-node x
 expect 2 'not in 0..64' --prefix "$prefix" up 2 --slurm --gpus-per-node 65
 expect 2 'has 8 NVIDIA GPUs' --prefix "$prefix" up 2 --slurm --gpus-per-node 2 \
-  --topology "$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml"
+  --topology "$topos/a3-highgpu-8g.xml"
 for f in "${WEFT_VCLUSTER_STATE:-/run/weft-vcluster}/$prefix" "${WEFT_VCLUSTER_STATE:-/run/weft-vcluster}/.$prefix.lock"; do
   [ ! -e "$f" ] || fail "a refused up left $f behind"
 done

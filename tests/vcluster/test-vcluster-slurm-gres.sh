@@ -7,11 +7,9 @@
 # SLURM_STEP_GPUS, SLURM_GPUS_ON_NODE, SLURM_GPUS_PER_NODE) is checked here,
 # as weftrun will rely on it; GPUs held by one job are not given to another.
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
-topos=$WEFT_TOPDIR/share/weft/topologies
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 vc_up_slurm 3 --topology "$topos/a3-highgpu-8g.xml" --topology "vnode2=$topos/g2-standard-48.xml"
-work=$(mktemp -d)
-trap 'rm -rf "$work"; vc_cleanup' EXIT
+work=$tmp
 got=$(on vnode0 sinfo -h -N -o '%N %c %X:%Y:%Z %G' | tr '\n' ' ')
 [ "$got" = "vnode0 208 2:52:2 gpu:8 vnode1 208 2:52:2 gpu:8 vnode2 48 1:24:2 gpu:4 " ] ||
   fail "sinfo shows '$got', not the CPUs (sockets:cores:threads) and GPUs of the topologies"

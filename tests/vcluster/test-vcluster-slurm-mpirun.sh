@@ -5,13 +5,12 @@
 # all-reduce, with mpirun's daemons started by srun, never by a remote shell;
 # an sbatch script of the same job writes its output file.
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 hello=$WEFT_BUILDDIR/tests/vcluster/mpi-hello
 [ -x "$hello" ] || fail "$hello is not built (make -C tests/vcluster check)"
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun on PATH"; exit 77; }
+need_mpirun
 vc_up_slurm 3 --slots 2 --gpus-per-node 2
-work=$(mktemp -d)
-trap 'rm -rf "$work"; vc_cleanup' EXIT
+work=$tmp
 gres=$(on vnode0 sinfo -h -N -o '%N %c %G' | tr '\n' ' ')
 [ "$gres" = "vnode0 2 gpu:2 vnode1 2 gpu:2 vnode2 2 gpu:2 " ] ||
   fail "sinfo shows '$gres', not 2 CPUs and gpu:2 on each node"

@@ -7,12 +7,11 @@
 # (shared/reference/slurm.md): a crash is retried once, and said so; a crash
 # that repeats, or any other failure, fails the test.
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 hello=$WEFT_BUILDDIR/tests/vcluster/mpi-hello
 [ -x "$hello" ] || fail "$hello is not built (make -C tests/vcluster check)"
 vc_up_slurm 3 --slots 2
-out=$(mktemp)
-trap 'rm -f "$out" "$out.ids"; vc_cleanup' EXIT
+out=$tmp/out
 on vnode0 srun --mpi=list 2>&1 | grep -q pmix ||
   { echo "SKIP: this Slurm has no PMIx plugin (srun --mpi=list)"; exit 77; }
 

@@ -6,15 +6,13 @@
 # nothing: no namespace, daemon, job process, state directory or /dev/shm
 # file. Twice in a row, timed. (vcluster-cli.sh checks bad --slurm options.)
 set -eu
-. "${WEFT_TOPDIR:-$(dirname "$0")/../..}/tests/vcluster/vcluster-lib.sh"
-err=$(mktemp)
-
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+err=$tmp/err
 round=1
 while [ $round -le 2 ]; do
   t0=$(date +%s%N)
   vc_up_slurm 3
   t1=$(date +%s%N)
-  trap 'rm -f "$err"; vc_cleanup' EXIT
   echo "round $round: up 3 --slurm: $(( (t1 - t0) / 1000000 )) ms"
   state=$(dirname "$hostfile")
 
