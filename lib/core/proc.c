@@ -80,7 +80,8 @@ static void child(const weftx_proc_spec *s, int out_w, int err_w, int errfd, con
   int e;
 
   setpgid(0, 0);
-  /* a fresh start: nothing this process ignores or blocks is inherited */
+  /* a fresh start: nothing this process catches, ignores or blocks is inherited
+   * (everything is blocked until the dispositions are the defaults) */
   for (int sig = 1; sig < NSIG; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
       signal(sig, SIG_DFL);
@@ -211,11 +212,17 @@ static int start(const weftx_proc_spec *s, stream *st, pid_t *pid, int *exec_err
       set_flags(p[i][1], FD_CLOEXEC, 0);
     }
   fflush(NULL); /* what this process printed comes before the child's output */
+  /* Signals wait until the child has put every disposition back to the default
+   * (a handler of this process must not run in the child). */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
   *pid = fork();
-  if (*pid < 0)
-    goto fail;
   if (*pid == 0)
     child(s, p[0][1], p[1][1], ep[1], path);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  if (*pid < 0)
+    goto fail;
   setpgid(*pid, *pid); /* also here, so that the group exists before any kill */
   close(ep[1]);
   for (int i = 0; i < 2; i++) {

@@ -134,8 +134,8 @@ test_deadline(void **state)
   s.arg = &l;
   s.timeout = 0.3;
   s.grace = 0.3;
-  /* ends at once on SIGTERM */
-  assert_int_equal(sh("sleep 30", &s, &r), 0);
+  /* ends at once on SIGTERM (exec: a shell waiting for its child would wait for it) */
+  assert_int_equal(sh("exec sleep 30", &s, &r), 0);
   assert_int_equal(r.status, WEFTX_PROC_TIMEOUT);
   assert_true(r.timed_out);
   assert_true(r.seconds < 3);
@@ -190,7 +190,7 @@ test_stop(void **state)
   assert_int_equal(write(p[1], &c, 1), 1); /* a request already waiting */
   weftx_proc_spec_init(&s);
   s.stop_fd = p[0];
-  assert_int_equal(sh("sleep 30", &s, &r), 0);
+  assert_int_equal(sh("exec sleep 30", &s, &r), 0);
   assert_int_equal(r.stopped, SIGINT);
   assert_int_equal(r.status, 128 + SIGINT);
   assert_true(r.seconds < 3);
