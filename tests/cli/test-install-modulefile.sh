@@ -10,12 +10,10 @@
 # conflict) the file is run by tclsh with the module commands stubbed, and
 # the test says so; without tclsh either it is skipped.
 set -eu
-: "${WEFT_BUILDDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 module="$WEFT_BUILDDIR/weft.module"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0 tried=0
-[ -f "$module" ] || { echo "FAIL: $module was not built"; exit 1; }
+[ -f "$module" ] || fail "$module was not built"
 
 # What make substituted: its own variables, read back from the build's Makefile.
 dirs() { printf 'weft-print:\n\t@echo "$(%s)"\n' "$1" |
@@ -62,10 +60,8 @@ if [ -x "$lmod" ]; then
 fi
 
 if [ $tried = 0 ]; then
-  if ! command -v tclsh >/dev/null 2>&1; then
-    echo "SKIP: neither modulecmd (environment-modules) nor Lmod nor tclsh is installed"
-    exit 77
-  fi
+  command -v tclsh >/dev/null 2>&1 ||
+    skip "neither modulecmd (environment-modules) nor Lmod nor tclsh is installed"
   echo "note: neither environment-modules' modulecmd nor Lmod is installed: tclsh runs the file instead"
   cat >"$tmp/stub.tcl" <<'EOF'
 proc prepend-path {var dir} { puts "$var=$dir" }

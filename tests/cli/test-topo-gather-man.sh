@@ -4,19 +4,17 @@
 # with configure's python3 in its first line) runs under its installed name,
 # and weft-gather-topology(1) names every option its --help lists.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 tool="$WEFT_BUILDDIR/share/weft-gather-topology"
 man="$WEFT_TOPDIR/share/man/weft-gather-topology.1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 fail=0 n=0
 
-[ -x "$tool" ] || { echo "FAIL: $tool was not built"; exit 1; }
+[ -x "$tool" ] || fail "$tool was not built"
 interp=$(sed -n '1s/^#!//p' "$tool")
 case $interp in
-  /*python3) [ -x "$interp" ] || { echo "SKIP: $interp is not installed here"; exit 77; } ;;
-  "/usr/bin/env python3") command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; } ;;
-  *) echo "FAIL: $tool starts with #!$interp"; exit 1 ;;
+  /*python3) [ -x "$interp" ] || skip "$interp is not installed here" ;;
+  "/usr/bin/env python3") command -v python3 >/dev/null 2>&1 || skip "no python3" ;;
+  *) fail "$tool starts with #!$interp" ;;
 esac
 timeout 60 "$tool" --help >"$tmp/help"
 grep -q '^usage: weft-gather-topology ' "$tmp/help" || { echo "FAIL: usage line:"; head -2 "$tmp/help"; fail=1; }

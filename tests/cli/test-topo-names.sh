@@ -8,13 +8,10 @@
 # file with its description, and a file added to the data directory (by
 # weft-gather-topology, with its description) is known by its name.
 set -eu
-: "${WEFT_BUILDDIR:?}" "${WEFT_TOPDIR:?}" "${WEFT_DATADIR:?}"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+no_host_defaults
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
-weftrun="$WEFT_BUILDDIR/src/weftrun/weftrun"
-topos="$WEFT_DATADIR/topologies"
-unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE OMPI_MCA_orte_default_hostfile PRTE_MCA_prte_default_hostfile
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+[ "$WEFT_DATADIR/topologies" -ef "$topos" ] || fail "WEFT_DATADIR is not this tree's share/weft"
 fail=0
 cd "$tmp"
 
