@@ -16,8 +16,10 @@ fail=0 tried=0
 [ -f "$module" ] || fail "$module was not built"
 
 # What make substituted: its own variables, read back from the build's Makefile.
+# (make check's own flags and jobserver are not passed on to it.)
 dirs() { printf 'weft-print:\n\t@echo "$(%s)"\n' "$1" |
-         make -s --no-print-directory -C "$WEFT_BUILDDIR" -f Makefile -f - weft-print; }
+         env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+           make -s --no-print-directory -C "$WEFT_BUILDDIR" -f Makefile -f - weft-print; }
 version=$(dirs VERSION) prefix=$(dirs prefix) bindir=$(dirs bindir) mandir=$(dirs mandir)
 libdir=$(dirs libdir) includedir=$(dirs includedir)
 mkdir -p "$tmp/modulefiles/weft"
