@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Rank-to-host layout: the one rule weftrun and weft-rank must agree on, and
- * its run-length spelling on the agent's command line.
+ * its run-length spelling on the agent's command line; the GPUs of each host
+ * spelled the same way.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layout.h"
 
@@ -92,4 +94,69 @@ weft_layout_encode(const int *counts, int n)
     return NULL;
   }
   return buf;
+}
+
+static const char *
+set_word(const char *set)
+{
+  return !set ? "all" : !*set ? "none" : set;
+}
+
+char *
+weft_gpusets_encode(const char *const *sets, int n)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  for (int h = 0; h < n;) {
+    int run = 1;
+    while (h + run < n && !strcmp(set_word(sets[h + run]), set_word(sets[h])))
+      run++;
+    fprintf(f, "%s%s", h ? ";" : "", set_word(sets[h]));
+    if (run > 1)
+      fprintf(f, "*%d", run);
+    h += run;
+  }
+  if (fclose(f)) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+int
+weft_gpusets_host(const char *s, int h, char *buf, size_t len)
+{
+  if (h < 0 || !s)
+    return -1;
+  while (*s) {
+    size_t n = strcspn(s, "*;");
+    long times = 1;
+    const char *end = s + n;
+    if (*end == '*') {
+      char *e;
+      times = strtol(end + 1, &e, 10);
+      if (e == end + 1 || end[1] == '-' || end[1] == '+' || times < 1)
+        return -1;
+      end = e;
+    }
+    if ((*end && *end != ';') || n == 0)
+      return -1;
+    int all = n == 3 && !strncmp(s, "all", 3), none = n == 4 && !strncmp(s, "none", 4);
+    if (!all && !none && strspn(s, "0123456789,-") < n)
+      return -1;
+    if (h < times) {
+      if (all)
+        return 1;
+      if ((none ? 0 : n) >= len)
+        return -1;
+      snprintf(buf, len, "%.*s", none ? 0 : (int)n, s);
+      return 0;
+    }
+    h -= (int)times;
+    s = *end ? end + 1 : end;
+  }
+  return -1;
 }
