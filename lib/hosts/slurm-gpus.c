@@ -232,26 +232,38 @@ int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out
   }
 }
 
-/* "3-4,6" of n indices (ascending runs become ranges), allocated. */
-static char *index_list(const int *idx, int n)
+int weftx_slurm_gpu_list(const int *idx, int n, char *buf, size_t len)
 {
-  size_t len = (size_t)n * 8 + 1, used = 0;
-  char *s = malloc(len);
+  size_t used = 0;
 
-  if (!s)
-    return NULL;
-  s[0] = '\0';
+  if (!buf || len == 0 || n < 0 || (n > 0 && !idx))
+    return WEFT_EINVAL;
+  buf[0] = '\0';
   for (int i = 0; i < n;) {
-    int j = i;
+    int j = i, rc;
     while (j + 1 < n && idx[j + 1] == idx[j] + 1)
       j++;
-    /* at most 8 characters an index (",255-255" is the longest item): it fits */
     if (j > i)
-      weft__snprintf(s + used, len - used, "%s%d-%d", used ? "," : "", idx[i], idx[j]);
+      rc = weft__snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", idx[i], idx[j]);
     else
-      weft__snprintf(s + used, len - used, "%s%d", used ? "," : "", idx[i]);
-    used += strlen(s + used);
+      rc = weft__snprintf(buf + used, len - used, "%s%d", used ? "," : "", idx[i]);
+    if (rc)
+      return WEFT_ERANGE;
+    used += strlen(buf + used);
     i = j + 1;
+  }
+  return 0;
+}
+
+/* "3-4,6" of n indices, allocated. */
+static char *index_list(const int *idx, int n)
+{
+  size_t len = (size_t)n * 12 + 1;
+  char *s = malloc(len);
+
+  if (s && weftx_slurm_gpu_list(idx, n, s, len) != 0) {
+    free(s);
+    s = NULL;
   }
   return s;
 }

@@ -147,6 +147,10 @@ int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, 
 int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n,
                             char *why, size_t whylen);
 
+/** \brief Write \p n GPU indices as a list, runs of consecutive ones as ranges ("0-1,4"),
+ * "" for none. \return 0, or WEFT_ERANGE when \p buf is too small. */
+int weftx_slurm_gpu_list(const int *idx, int n, char *buf, size_t len);
+
 /** \brief The number of GPUs in a value of salloc/sbatch/srun's --gpus* options as Slurm exports
  * them (SLURM_GPUS_PER_NODE, SLURM_GPUS, SLURM_GPUS_PER_TASK): "2", "h100:2", "a100:1,v100:2" (3).
  * \return 0 with \p count >= 0, or WEFT_EPARSE with a reason. */

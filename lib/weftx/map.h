@@ -110,6 +110,8 @@ typedef struct weftx_plan_host {
   int slots;
   const weftx_topo *topo;       /* not owned */
   const char *topology;        /* file name shown in JSON, or NULL for "live" */
+  const char *gpus_allowed;    /* the GPUs its ranks may have ("3-4"), or NULL: all of them */
+  const char *gpus_from;       /* who allows them ("Slurm job 12"), or NULL */
 } weftx_plan_host;
 
 typedef struct weftx_plan_rank {
