@@ -71,22 +71,27 @@ weft_layout_parse(const char *s, int *counts, int max)
   return n;
 }
 
-char *
-weft_layout_encode(const int *counts, int n)
+/* The i-th word of a list, into buf (or a string of the list's own). */
+typedef const char *(*word_fn)(const void *items, int i, char *buf, size_t len);
+
+/* The run-length spelling of n words, SEP between runs, a run of equal ones written
+ * once with TIMES and its length; allocated, NULL when out of memory. */
+static char *
+run_length(const void *items, int n, word_fn word, const char *sep, const char *times)
 {
-  char *buf = NULL;
+  char *buf = NULL, a[1100], b[1100];
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f)
     return NULL;
   for (int h = 0; h < n;) {
     int run = 1;
-    while (h + run < n && counts[h + run] == counts[h])
+    const char *w = word(items, h, a, sizeof(a));
+    while (h + run < n && !strcmp(word(items, h + run, b, sizeof(b)), w))
       run++;
+    fprintf(f, "%s%s", h ? sep : "", w);
     if (run > 1)
-      fprintf(f, "%s%dx%d", h ? "," : "", counts[h], run);
-    else
-      fprintf(f, "%s%d", h ? "," : "", counts[h]);
+      fprintf(f, "%s%d", times, run);
     h += run;
   }
   if (fclose(f)) {
@@ -97,33 +102,31 @@ weft_layout_encode(const int *counts, int n)
 }
 
 static const char *
-set_word(const char *set)
+count_word(const void *items, int i, char *buf, size_t len)
 {
+  snprintf(buf, len, "%d", ((const int *)items)[i]);
+  return buf;
+}
+
+char *
+weft_layout_encode(const int *counts, int n)
+{
+  return run_length(counts, n, count_word, ",", "x");
+}
+
+static const char *
+set_word(const void *items, int i, char *buf, size_t len)
+{
+  const char *set = ((const char *const *)items)[i];
+  (void)buf;
+  (void)len;
   return !set ? "all" : !*set ? "none" : set;
 }
 
 char *
 weft_gpusets_encode(const char *const *sets, int n)
 {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f)
-    return NULL;
-  for (int h = 0; h < n;) {
-    int run = 1;
-    while (h + run < n && !strcmp(set_word(sets[h + run]), set_word(sets[h])))
-      run++;
-    fprintf(f, "%s%s", h ? ";" : "", set_word(sets[h]));
-    if (run > 1)
-      fprintf(f, "*%d", run);
-    h += run;
-  }
-  if (fclose(f)) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
+  return run_length(sets, n, set_word, ";", "*");
 }
 
 int
