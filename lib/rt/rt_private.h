@@ -45,7 +45,15 @@ struct weft_group {
   int *hier_counts, *hier_displs;
   /* NCCL communicator (ncclComm_t), created lazily. */
   void *nccl;
+  /* Host shared memory (shm.c), set up at the first host collective. */
+  struct weft__shm *shm, *intra_shm;
   struct weft_group *next; /* in the owner's list */
+};
+
+/* A run of n elements at p: a bucket's tensor, a piece of a buffer. */
+struct weft__seg {
+  char *p;
+  size_t n;
 };
 
 struct weft__dim {
@@ -80,6 +88,8 @@ struct weft_ctx {
   double coll_timeout; /* seconds, 0 = none */
   double init_timeout;
   size_t chunk;        /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
+  int host_shm;        /* WEFT_HOST_SHM: 0 off */
+  size_t shm_threshold; /* WEFT_HOST_SHM_THRESHOLD, bytes */
   int cuda_state;      /* 0 not probed, 1 usable, -1 absent */
   void *nccl_world;    /* ncclComm_t of the world group */
   weft_group *world;

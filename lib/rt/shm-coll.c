@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Host collectives through shared memory (the arena and waits are shm.c's).
+ *
+ * All-reduce: the n elements are cut into one slice per rank. The owner of a
+ * slice reads it from every peer's input with process_vm_readv, a chunk at a
+ * time into a buffer that stays in cache, reduces the chunk into its own
+ * output in rank order (0, 1, ..., p-1, the same order for every element),
+ * divides for AVG, and writes the finished chunk straight into every peer's
+ * output with process_vm_writev while it is still in cache. Each element is
+ * computed once, by one rank, so every rank ends with the same bits; integers
+ * are exact, so they equal the MPI path's. Reduce-scatter is the first half
+ * (no writes), all-gather the second (no reduction), the hierarchical
+ * all-reduce has MPI across hosts between the two, and a bucket is an
+ * all-reduce over its tensors as they lie: the pieces of each chunk go to the
+ * kernel as lists of iovecs, so nothing is packed.
+ *
+ * A call costs two meetings (shm.c): every rank has published its addresses
+ * (begin), every rank has finished with every other's memory (end).
+ */
+#include "shm.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+/* A buffer as the algorithms see it: segments with the same element counts
+ * at every member (one segment for a plain buffer; a bucket's tensors). */
+struct view {
+  size_t nseg;
+  const size_t *start;              /* start[i]: first element of segment i; nseg + 1 */
+  const struct weft__seg *s, *r;    /* this rank's input and output segments */
+  const uint64_t *peer_s, *peer_r;  /* [k * nseg + i]: segment i at member k */
+  size_t rshift;                    /* one segment only: element x's output is at
+                                     * r + (x - rshift) (reduce-scatter); else 0 */
+  int inplace;                      /* each output piece is the input piece itself */
+};
+
+
+/* Member k's slice of n elements: the first n % p members get one more. */
+static void slice(size_t n, int p, int k, size_t *lo, size_t *hi)
+{
+  size_t q = n / (size_t)p, r = n % (size_t)p, kk = (size_t)k;
+
+  *lo = kk * q + (kk < r ? kk : r);
+  *hi = *lo + q + (kk < r);
+}
+
+/* The segment holding element x (start is sorted). */
+static size_t find(const struct view *v, size_t x)
+{
+  size_t lo = 0, hi = v->nseg;
+
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v->start[mid] <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The pieces of elements [a, b), at most maxn elements and WEFT__SHM_MAXIOV
+ * pieces; returns the number of elements taken. */
+static size_t pieces(const struct view *v, size_t a, size_t b, size_t maxn, struct weft__piece *pc,
+                     size_t *npc)
+{
+  size_t i = find(v, a), taken = 0;
+
+  *npc = 0;
+  while (a + taken < b && taken < maxn && *npc < WEFT__SHM_MAXIOV) {
+    size_t x = a + taken, off = x - v->start[i], len = v->start[i + 1] - x;
+    if (len > b - x)
+      len = b - x;
+    if (len > maxn - taken)
+      len = maxn - taken;
+    pc[*npc].seg = i;
+    pc[*npc].off = off;
+    pc[*npc].len = len;
+    (*npc)++;
+    taken += len;
+    i++;
+  }
+  return taken;
+}
+
+static char *in_at(const struct view *v, const struct weft__piece *pc, size_t es)
+{
+  return v->s[pc->seg].p + pc->off * es;
+}
+
+static char *out_at(const struct view *v, const struct weft__piece *pc, size_t es)
+{
+  return v->r[pc->seg].p + (pc->off - v->rshift) * es;
+}
+
+/* Read member k's input for the pieces into buf (contiguous). */
+static int read_peer(struct weft__shm *sh, const struct view *v, int k, const struct weft__piece *pc,
+                     size_t npc, size_t es, char *buf, size_t bytes, const char *opname)
+{
+  struct iovec l = {buf, bytes};
+  size_t j;
+
+  for (j = 0; j < npc; j++) {
+    sh->iov_r[j].iov_base = (void *)(uintptr_t)(v->peer_s[(size_t)k * v->nseg + pc[j].seg] +
+                                                pc[j].off * es);
+    sh->iov_r[j].iov_len = pc[j].len * es;
+  }
+  return weft__shm_xfer(sh, k, 0, &l, 1, sh->iov_r, npc, bytes, opname);
+}
+
+/* Write our output for the pieces into every peer's output (rshift 0). */
+static int push(struct weft__shm *sh, const struct view *v, const struct weft__piece *pc, size_t npc,
+                size_t es, size_t bytes, const char *opname)
+{
+  size_t j;
+  int i, rc;
+
+  for (j = 0; j < npc; j++) {
+    sh->iov_l[j].iov_base = out_at(v, &pc[j], es);
+    sh->iov_l[j].iov_len = pc[j].len * es;
+  }
+  /* Starting after ourselves, so that owners do not all write to one peer. */
+  for (i = 1; i < sh->size; i++) {
+    int k = (sh->rank + i) % sh->size;
+    for (j = 0; j < npc; j++) {
+      sh->iov_r[j].iov_base = (void *)(uintptr_t)(v->peer_r[(size_t)k * v->nseg + pc[j].seg] +
+                                                  pc[j].off * es);
+      sh->iov_r[j].iov_len = pc[j].len * es;
+    }
+    if ((rc = weft__shm_xfer(sh, k, 1, sh->iov_l, npc, sh->iov_r, npc, bytes, opname)) != 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* Operand k of the fold for piece j: our own input, or what was read. */
+static const char *operand(const struct view *v, const struct weft__piece *pc, size_t es, int own,
+                           const char *buf, size_t at)
+{
+  return own ? in_at(v, pc, es) : buf + at * es;
+}
+
+/* Reduce elements [lo, hi) (our slice) of every member's input into our
+ * output, and write the result into every peer's output when push is set. */
+static int reduce_slice(struct weft__shm *sh, const struct view *v, size_t lo, size_t hi,
+                        weft_dtype dt, weft_op op, int push_out, const char *opname)
+{
+  size_t es = weft_dtype_size(dt), max = WEFT__SHM_CHUNK / es, a = lo;
+  char *t0 = sh->tmp, *t1 = t0 + WEFT__SHM_CHUNK, *saved = t1 + WEFT__SHM_CHUNK;
+  struct weft__piece *pc = sh->pc;
+  int me = sh->rank, p = sh->size, k, rc;
+  /* In place, our input is overwritten by the fold before its turn when
+   * that comes third or later: keep a copy. */
+  int keep = v->inplace && me >= 2;
+
+  while (a < hi) {
+    size_t npc, n = pieces(v, a, hi, max, pc, &npc), bytes = n * es, j, at;
+    if (keep)
+      for (j = 0, at = 0; j < npc; at += pc[j].len, j++)
+        memcpy(saved + at * es, in_at(v, &pc[j], es), pc[j].len * es);
+    for (k = 0; k < p; k++) {
+      char *buf = k == 1 ? t1 : t0;
+      const char *own_buf = keep && k == me ? saved : NULL;
+      if (k != me && (rc = read_peer(sh, v, k, pc, npc, es, buf, bytes, opname)) != 0)
+        return rc;
+      if (k == 0)
+        continue;
+      for (j = 0, at = 0; j < npc; at += pc[j].len, j++) {
+        char *d = out_at(v, &pc[j], es);
+        const char *y = own_buf ? own_buf + at * es : operand(v, &pc[j], es, k == me, buf, at);
+        const char *x = k == 1 ? operand(v, &pc[j], es, me == 0, t0, at) : d;
+        weft__reduce(dt, op, d, x, y, pc[j].len);
+      }
+    }
+    if (op == WEFT_AVG)
+      for (j = 0; j < npc; j++)
+        weft__divide(out_at(v, &pc[j], es), pc[j].len, dt, p);
+    if (push_out && (rc = push(sh, v, pc, npc, es, bytes, opname)) != 0)
+      return rc;
+    a += n;
+  }
+  return 0;
+}
+
+/* Write elements [lo, hi) of our output into every peer's output. */
+static int push_slice(struct weft__shm *sh, const struct view *v, size_t lo, size_t hi,
+                      size_t es, const char *opname)
+{
+  size_t a = lo;
+  int rc;
+
+  while (a < hi) {
+    size_t npc, n = pieces(v, a, hi, (size_t)-1 / es, sh->pc, &npc);
+    if ((rc = push(sh, v, sh->pc, npc, es, n * es, opname)) != 0)
+      return rc;
+    a += n;
+  }
+  return 0;
+}
+
+/* The group's arena when this call should use it: NULL (and *rc 0) means
+ * MPI. sized: the threshold applies to bytes. */
+static struct weft__shm *usable(weft_group *g, int which, size_t bytes, int sized,
+                                const char *opname, int *rc)
+{
+  struct weft__shm *sh = weft__shm_get(g, which, opname, rc);
+
+  if (!sh || *rc != 0)
+    return NULL;
+  if (sh->state == -1 || (sh->state == 1 && sized && bytes < sh->threshold))
+    return NULL;
+  return sh; /* usable, or broken: then begin says so */
+}
+
+/* A plain buffer of n elements: one segment, peers' addresses from begin. */
+static void plain(struct weft__shm *sh, struct view *v, size_t start[2], struct weft__seg seg[2],
+                  const void *s, void *r, size_t n, size_t rn)
+{
+  start[0] = 0;
+  start[1] = n;
+  seg[0].p = (char *)s;
+  seg[0].n = n;
+  seg[1].p = r;
+  seg[1].n = rn;
+  v->nseg = 1;
+  v->start = start;
+  v->s = &seg[0];
+  v->r = &seg[1];
+  v->peer_s = sh->peer_s;
+  v->peer_r = sh->peer_r;
+  v->rshift = 0;
+  v->inplace = s == r;
+}
+
+/* begin, the work, end; after a failure the peers are told (shm.c). */
+static int finish(struct weft__shm *sh, int rc, const char *opname)
+{
+  if (rc != 0)
+    return sh->state == -2 ? rc : weft__shm_fail(sh, rc);
+  return weft__shm_end(sh, opname);
+}
+
+int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                        weft_op op)
+{
+  size_t es = weft_dtype_size(dt), start[2], lo, hi;
+  struct weft__seg seg[2];
+  struct weft__shm *sh;
+  struct view v;
+  int rc;
+
+  if (n == 0 || !(sh = usable(g, 0, n * es, 1, "allreduce", &rc)))
+    return n == 0 || rc == 0 ? WEFT__SHM_DECLINED : rc;
+  if ((rc = weft__shm_begin(sh, s, r, "allreduce")) != 0)
+    return rc;
+  plain(sh, &v, start, seg, s, r, n, n);
+  slice(n, sh->size, sh->rank, &lo, &hi);
+  rc = reduce_slice(sh, &v, lo, hi, dt, op, 1, "allreduce");
+  return finish(sh, rc, "allreduce");
+}
+
+int weft__shm_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                             weft_op op)
+{
+  size_t es = weft_dtype_size(dt), start[2], lo;
+  struct weft__seg seg[2];
+  struct weft__shm *sh;
+  struct view v;
+  char *blk;
+  int rc;
+
+  /* Above INT_MAX the MPI path refuses (WEFT_EOVERFLOW), and so do we. */
+  if (n == 0 || n > INT_MAX ||
+      !(sh = usable(g, 0, n * (size_t)g->size * es, 1, "reduce_scatter", &rc)))
+    return n == 0 || n > INT_MAX || rc == 0 ? WEFT__SHM_DECLINED : rc;
+  lo = (size_t)sh->rank * n;
+  blk = (char *)s + lo * es;
+  if ((rc = weft__shm_begin(sh, s, NULL, "reduce_scatter")) != 0)
+    return rc;
+  /* In place (s == r), the result belongs at the start of s, which rank 0
+   * reads until the end: it is made in our own block and moved after. */
+  plain(sh, &v, start, seg, s, s == r ? blk : r, n * (size_t)sh->size, n);
+  v.rshift = lo;
+  v.inplace = seg[1].p == blk;
+  rc = reduce_slice(sh, &v, lo, lo + n, dt, op, 0, "reduce_scatter");
+  if ((rc = finish(sh, rc, "reduce_scatter")) != 0)
+    return rc;
+  if (s == r && blk != (char *)r)
+    memmove(r, blk, n * es);
+  return 0;
+}
+
+int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt)
+{
+  size_t es = weft_dtype_size(dt), bytes = n * es, start[2];
+  struct weft__seg seg[2];
+  struct weft__shm *sh;
+  struct view v;
+  char *mine;
+  int rc;
+
+  if (n == 0 || n > INT_MAX ||
+      !(sh = usable(g, 0, n * (size_t)g->size * es, 1, "allgather", &rc)))
+    return n == 0 || n > INT_MAX || rc == 0 ? WEFT__SHM_DECLINED : rc;
+  /* Our block into its place before peers may write into r (begin). */
+  mine = (char *)r + (size_t)sh->rank * bytes;
+  if (s != mine)
+    memmove(mine, s, bytes);
+  if ((rc = weft__shm_begin(sh, NULL, r, "allgather")) != 0)
+    return rc;
+  plain(sh, &v, start, seg, r, r, n * (size_t)sh->size, n * (size_t)sh->size);
+  rc = push_slice(sh, &v, (size_t)sh->rank * n, (size_t)(sh->rank + 1) * n, es, "allgather");
+  return finish(sh, rc, "allgather");
+}
+
+int weft__shm_hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
+                             weft_op op)
+{
+  size_t es = weft_dtype_size(dt), start[2], lo, hi;
+  struct weft__seg seg[2];
+  struct weft__shm *sh;
+  struct view v;
+  MPI_Datatype t;
+  MPI_Op o;
+  int rc;
+
+  if (n == 0 || !(sh = usable(g, 1, n * es, 1, "allreduce", &rc)))
+    return n == 0 || rc == 0 ? WEFT__SHM_DECLINED : rc;
+  if ((rc = weft__mpi_type_op(dt, op, &t, &o)) != 0)
+    return weft__rt_fail(g->ctx, rc, "allreduce: no MPI form for %s", weft_dtype_name(dt));
+  if ((rc = weft__shm_begin(sh, s, r, "allreduce")) != 0)
+    return rc;
+  plain(sh, &v, start, seg, s, r, n, n);
+  /* The slices are those of the MPI stages (hier.c): the inter-host
+   * communicator joins the ranks with our index on every host. */
+  slice(n, sh->size, sh->rank, &lo, &hi);
+  rc = reduce_slice(sh, &v, lo, hi, dt, op == WEFT_AVG ? WEFT_SUM : op, 0, "allreduce");
+  if (rc == 0 && hi > lo) {
+    char *p = (char *)r + lo * es;
+    MPI_Request req;
+    if (g->ctx->coll_timeout <= 0) {
+      if ((rc = MPI_Allreduce(MPI_IN_PLACE, p, (int)(hi - lo), t, o, g->inter)) != MPI_SUCCESS)
+        rc = weft__rt_fail(g->ctx, WEFT_EMPI, "allreduce on group %s: across hosts failed",
+                           g->name);
+    } else if ((rc = MPI_Iallreduce(MPI_IN_PLACE, p, (int)(hi - lo), t, o, g->inter, &req)) !=
+               MPI_SUCCESS) {
+      rc = weft__rt_fail(g->ctx, WEFT_EMPI, "allreduce on group %s: across hosts failed",
+                         g->name);
+    } else {
+      rc = weft__wait(g, &req, "allreduce across hosts", -1);
+    }
+  }
+  if (rc == 0)
+    rc = push_slice(sh, &v, lo, hi, es, "allreduce");
+  return finish(sh, rc, "allreduce");
+}
+
+/* ---- buckets ---- */
+
+struct weft__shm_bucket {
+  size_t nt;      /* tensors when the table was made */
+  size_t *start;  /* nt + 1 */
+  uint64_t *peer; /* [k * nt + i] */
+};
+
+void weft__shm_bucket_free(struct weft__shm_bucket *b)
+{
+  if (!b)
+    return;
+  free(b->start);
+  free(b->peer);
+  free(b);
+}
+
+/* A digest of the tensors' counts, to check that every rank has the same. */
+static uint64_t digest(const struct weft__seg *t, size_t nt)
+{
+  uint64_t h = 1469598103934665603ull;
+  size_t i;
+
+  for (i = 0; i < nt; i++)
+    h = (h ^ (uint64_t)t[i].n) * 1099511628211ull;
+  return h;
+}
+
+static int collective(struct weft__shm *sh, int rc, MPI_Request *req, const char *opname)
+{
+  char buf[MPI_MAX_ERROR_STRING];
+
+  if (rc != MPI_SUCCESS)
+    return weft__rt_fail(sh->ctx, WEFT_EMPI, "%s on group %s: %s", opname, sh->g->name,
+                         weft__mpi_strerror(rc, buf, sizeof(buf)));
+  return weft__wait(sh->g, req, opname, -1);
+}
+
+/* Every rank's tensor addresses, once per bucket (again after adds). */
+static int exchange(struct weft__shm *sh, struct weft__shm_bucket *b, const struct weft__seg *t,
+                    size_t nt, size_t total)
+{
+  const char *fn = "bucket allreduce";
+  uint64_t mine[3] = {nt, total, digest(t, nt)}, *all, *addr;
+  MPI_Request req;
+  size_t i;
+  int k, rc;
+
+  /* nt is the count of an MPI call below. */
+  if (nt > (size_t)INT_MAX)
+    return weft__rt_fail(sh->ctx, WEFT_EOVERFLOW, "%s: %zu tensors are more than MPI counts",
+                         fn, nt);
+  all = calloc((size_t)sh->size, sizeof(mine));
+  if (!all)
+    return weft__rt_fail(sh->ctx, WEFT_ENOMEM, "%s: out of memory", fn);
+  if ((rc = weft__arrive(sh->g)) != 0) {
+    free(all);
+    return rc;
+  }
+  rc = MPI_Iallgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, sh->comm, &req);
+  if ((rc = collective(sh, rc, &req, fn)) != 0) {
+    free(all);
+    return rc;
+  }
+  for (k = 0; k < sh->size; k++)
+    if (memcmp(&all[3 * k], mine, sizeof(mine)) != 0) {
+      rc = weft__rt_fail(sh->ctx, WEFT_EINVAL,
+                         "%s on group %s: world rank %d's bucket has %llu tensors of %llu "
+                         "elements in all, world rank %d's %zu of %zu, or their sizes differ; "
+                         "every rank must add the same tensors in the same order",
+                         fn, sh->g->name, sh->world[k], (unsigned long long)all[3 * k],
+                         (unsigned long long)all[3 * k + 1], sh->world[sh->rank], nt, total);
+      free(all);
+      return rc;
+    }
+  free(all);
+  free(b->start);
+  free(b->peer);
+  b->nt = 0;
+  b->start = calloc(nt + 1, sizeof(*b->start));
+  b->peer = calloc(nt * (size_t)sh->size, sizeof(*b->peer));
+  addr = calloc(nt, sizeof(*addr));
+  if (!b->start || !b->peer || !addr) {
+    free(addr);
+    return weft__rt_fail(sh->ctx, WEFT_ENOMEM, "%s: out of memory for %zu tensors", fn, nt);
+  }
+  for (i = 0; i < nt; i++) {
+    b->start[i + 1] = b->start[i] + t[i].n;
+    addr[i] = (uint64_t)(uintptr_t)t[i].p;
+  }
+  rc = MPI_Iallgather(addr, (int)nt, MPI_UINT64_T, b->peer, (int)nt, MPI_UINT64_T, sh->comm,
+                      &req);
+  free(addr);
+  if ((rc = collective(sh, rc, &req, fn)) != 0)
+    return rc;
+  b->nt = nt;
+  WEFT__LOG(RT, "bucket on group %s: %zu tensors of %zu elements, reduced where they lie", sh->g->name,
+            nt, total);
+  return 0;
+}
+
+int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
+                               const struct weft__seg *t, size_t nt, size_t total,
+                               weft_dtype dt, weft_op op)
+{
+  const char *fn = "bucket allreduce";
+  struct weft__shm_bucket *b = *state;
+  struct weft__shm *sh;
+  struct view v;
+  size_t lo, hi;
+  int rc;
+
+  if (total == 0 || !(sh = usable(g, 0, 0, 0, fn, &rc)))
+    return total == 0 || rc == 0 ? WEFT__SHM_DECLINED : rc;
+  if (!b) {
+    if (!(b = calloc(1, sizeof(*b))))
+      return weft__rt_fail(g->ctx, WEFT_ENOMEM, "%s: out of memory", fn);
+    *state = b;
+  }
+  if (b->nt != nt && (rc = exchange(sh, b, t, nt, total)) != 0)
+    return rc;
+  if ((rc = weft__shm_begin(sh, NULL, NULL, fn)) != 0)
+    return rc;
+  v.nseg = nt;
+  v.start = b->start;
+  v.s = v.r = t;
+  v.peer_s = v.peer_r = b->peer;
+  v.rshift = 0;
+  v.inplace = 1;
+  slice(total, sh->size, sh->rank, &lo, &hi);
+  rc = reduce_slice(sh, &v, lo, hi, dt, op, 1, fn);
+  return finish(sh, rc, fn);
+}
