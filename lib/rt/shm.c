@@ -104,24 +104,32 @@ static void behind(const struct weft__shm *sh, int done, char *list, size_t size
   }
 }
 
-int weft__shm_fail(struct weft__shm *sh, int rc)
+/* Give up for good; tell peers who is to blame (a world rank, or -1) and how. */
+static int give_up(struct weft__shm *sh, int rc, int blame, int kind)
 {
   struct weft__shm_ctl *c = sh->ctl[sh->rank];
 
   sh->state = -2;
+  c->blame = blame;
+  c->kind = (uint32_t)kind;
   atomic_store(&c->failed, sh->seq ? sh->seq : 1);
   futex(&c->arrive, FUTEX_WAKE, INT_MAX, NULL);
   futex(&c->done, FUTEX_WAKE, INT_MAX, NULL);
   return rc;
 }
 
+int weft__shm_fail(struct weft__shm *sh, int rc)
+{
+  return give_up(sh, rc, sh->world[sh->rank], WEFT__SHM_FAILED);
+}
+
 static int died(struct weft__shm *sh, int k, const char *opname)
 {
-  return weft__shm_fail(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
-                                          "%s on group %s (size %d): world rank %d (pid %d) "
-                                          "died during the call; abort the job (MPI_Abort)",
-                                          opname, group_name(sh), sh->size, sh->world[k],
-                                          sh->pid[k]));
+  return give_up(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
+                                   "%s on group %s (size %d): world rank %d (pid %d) died during "
+                                   "the call; abort the job (MPI_Abort)",
+                                   opname, group_name(sh), sh->size, sh->world[k], sh->pid[k]),
+                 sh->world[k], WEFT__SHM_DIED);
 }
 
 static int alive(const struct weft__shm *sh, int k)
@@ -132,20 +140,57 @@ static int alive(const struct weft__shm *sh, int k)
 static int timed_out(struct weft__shm *sh, int done, const char *opname)
 {
   char list[512];
+  int first;
 
   behind(sh, done, list, sizeof(list));
+  first = (int)strtol(list, NULL, 10);
   if (!done)
-    return weft__shm_fail(
+    return give_up(
       sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
                         "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
                         "world rank(s) %s had not joined; abort the job (MPI_Abort)",
-                        opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list));
-  return weft__shm_fail(
+                        opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list),
+      first, WEFT__SHM_ABSENT);
+  return give_up(
     sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
                       "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
                       "every rank had joined, world rank(s) %s had not finished (stopped, or "
                       "stuck in the call); abort the job (MPI_Abort)",
-                      opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list));
+                      opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list),
+    first, WEFT__SHM_STUCK);
+}
+
+/* Peer k gave up: pass on what it found, naming the rank it blames. */
+static int peer_gave_up(struct weft__shm *sh, int k, const char *opname)
+{
+  struct weft__shm_ctl *c = sh->ctl[k];
+  int blame = c->blame, by = sh->world[k];
+
+  switch (c->kind) {
+  case WEFT__SHM_DIED:
+    return give_up(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
+                                     "%s on group %s (size %d): world rank %d died during the "
+                                     "call (world rank %d found it); abort the job (MPI_Abort)",
+                                     opname, group_name(sh), sh->size, blame, by),
+                   blame, WEFT__SHM_DIED);
+  case WEFT__SHM_ABSENT:
+  case WEFT__SHM_STUCK:
+    return give_up(sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
+                                     "%s on group %s (size %d): world rank(s) %d had not %s when "
+                                     "world rank %d timed out after %gs; abort the job "
+                                     "(MPI_Abort)",
+                                     opname, group_name(sh), sh->size, blame,
+                                     c->kind == WEFT__SHM_ABSENT ? "joined" : "finished", by,
+                                     sh->ctx->coll_timeout),
+                   blame, (int)c->kind);
+  default:
+    return give_up(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
+                                     "%s on group %s: world rank %d failed in a shared-memory "
+                                     "call (its own message says why); abort the job "
+                                     "(MPI_Abort)",
+                                     opname, group_name(sh), by),
+                   by, WEFT__SHM_FAILED);
+  }
 }
 
 /* Wait until every peer's arrive (done == 0) or done counter reaches seq. */
@@ -166,11 +211,7 @@ static int wait_all(struct weft__shm *sh, int done, double end, const char *opna
       double now, nap = NAP;
       struct timespec ts;
       if (atomic_load(&c->failed) != 0)
-        return weft__shm_fail(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
-                                                "%s on group %s: world rank %d failed in a "
-                                                "shared-memory call (its own message says why); "
-                                                "abort the job (MPI_Abort)",
-                                                opname, group_name(sh), sh->world[k]));
+        return peer_gave_up(sh, k, opname);
       if (spins < SPINS + YIELDS) {
         if (spins++ >= SPINS)
           sched_yield();

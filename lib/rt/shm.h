@@ -62,7 +62,8 @@ void weft__shm_free(struct weft__shm *sh);
 
 /* One rank's control block in the arena. Counters are call numbers: a rank
  * sets arrive when it enters a call (with its buffer addresses), done when
- * it has finished with every peer's memory; failed (not 0) when it gave up. */
+ * it has finished with every peer's memory; failed (not 0) when it gave up,
+ * with blame and kind saying why, so that peers can pass it on. */
 struct weft__shm_ctl {
   _Atomic uint32_t arrive, done, failed;
   _Atomic uint32_t sleepers; /* ranks in FUTEX_WAIT on this block's counters */
@@ -70,8 +71,13 @@ struct weft__shm_ctl {
   uint32_t pad_;
   uint64_t s, r;             /* buffer addresses for call number arrive */
   uint64_t token_at, token;  /* the cross-memory attach probe (shm.c) */
-  char pad[64];
+  int32_t blame;             /* when failed: the world rank found absent or dead, */
+  uint32_t kind;             /* and how (WEFT__SHM_DIED, ...) */
+  char pad[56];
 };
+
+/* Why a rank gave up (weft__shm_ctl.kind). */
+enum { WEFT__SHM_FAILED = 1, WEFT__SHM_DIED, WEFT__SHM_ABSENT, WEFT__SHM_STUCK };
 
 /* A run of elements within one segment of a buffer (shm-coll.c). */
 struct weft__piece {

@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# A rank absent from, killed in, or stopped in host shared-memory all-reduces
+# (WEFT_COLL_TIMEOUT=2): every other rank must report an error naming it, and
+# the job must end in bounded time. mpirun --enable-recovery keeps the others
+# alive after a rank dies, so that they can report; without it mpirun ends
+# the job itself, which must not hang either.
+set -eu
+. "${WEFT_TOPDIR:?}/tests/mpi/rt-run.sh"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+export WEFT_COLL_TIMEOUT=2 WEFT_HOST_SHM_THRESHOLD=0
+for how in absent killed stopped; do
+  start=$(date +%s)
+  rt_mpirun 3 --enable-recovery "$bin/test-rt-shm-fault" $how >"$out" 2>&1 || true
+  took=$(($(date +%s) - start))
+  cat "$out"
+  n=$(grep -c '^FAULT-OK rank' "$out" || true)
+  if [ "$n" -ne 2 ]; then
+    echo "FAIL: $how: $n of 2 waiting ranks reported the failure"
+    exit 1
+  fi
+  if [ "$took" -gt 25 ]; then
+    echo "FAIL: $how: took ${took}s with a 2s deadline"
+    exit 1
+  fi
+  echo "# $how: reported by both other ranks, ended in ${took}s"
+done
+start=$(date +%s)
+rt_mpirun 3 "$bin/test-rt-shm-fault" killed >"$out" 2>&1 || true
+took=$(($(date +%s) - start))
+if [ "$took" -gt 25 ]; then
+  cat "$out"
+  echo "FAIL: killed, without --enable-recovery: took ${took}s"
+  exit 1
+fi
+echo "# killed, without --enable-recovery: mpirun ended the job in ${took}s"
