@@ -62,15 +62,15 @@ static size_t find(const struct view *v, size_t x)
   return lo;
 }
 
-/* The pieces of elements [a, b), at most maxn elements and WEFT__SHM_MAXIOV
- * pieces; returns the number of elements taken. */
+/* The pieces of elements [a, b), at most maxn elements and
+ * WEFT__SHM_MAXPIECES pieces; returns the number of elements taken. */
 static size_t pieces(const struct view *v, size_t a, size_t b, size_t maxn, struct weft__piece *pc,
                      size_t *npc)
 {
   size_t i = find(v, a), taken = 0;
 
   *npc = 0;
-  while (a + taken < b && taken < maxn && *npc < WEFT__SHM_MAXIOV) {
+  while (a + taken < b && taken < maxn && *npc < WEFT__SHM_MAXPIECES) {
     size_t x = a + taken, off = x - v->start[i], len = v->start[i + 1] - x;
     if (len > b - x)
       len = b - x;
@@ -96,44 +96,42 @@ static char *out_at(const struct view *v, const struct weft__piece *pc, size_t e
   return v->r[pc->seg].p + (pc->off - v->rshift) * es;
 }
 
-/* Read member k's input for the pieces into buf (contiguous). */
-static int read_peer(struct weft__shm *sh, const struct view *v, int k, const struct weft__piece *pc,
-                     size_t npc, size_t es, char *buf, size_t bytes, const char *opname)
+/* Read the pieces from member k's input (from_out 0) or output (1) into
+ * buf, contiguous, or (buf NULL) into our own output pieces. The kernel
+ * pins the remote pages of each remote range on its own, which costs about
+ * as much as copying a kilobyte: remote pieces less than WEFT__SHM_GAP bytes
+ * apart (tensors one after another in a heap) are read as one range, and
+ * the bytes between them land in a scratch buffer. Less than a page apart,
+ * every page of the range holds bytes of a piece, so it is mapped. */
+static int pull(struct weft__shm *sh, const struct view *v, int k, int from_out,
+                const struct weft__piece *pc, size_t npc, size_t es, char *buf, const char *opname)
 {
-  struct iovec l = {buf, bytes};
-  size_t j;
+  const uint64_t *base = from_out ? v->peer_r : v->peer_s;
+  char *scratch = sh->tmp + 3 * WEFT__SHM_CHUNK;
+  size_t nl = 0, nr = 0, total = 0, at = 0, j;
+  uint64_t end = 0;
 
   for (j = 0; j < npc; j++) {
-    sh->iov_r[j].iov_base = (void *)(uintptr_t)(v->peer_s[(size_t)k * v->nseg + pc[j].seg] +
-                                                pc[j].off * es);
-    sh->iov_r[j].iov_len = pc[j].len * es;
-  }
-  return weft__shm_xfer(sh, k, 0, &l, 1, sh->iov_r, npc, bytes, opname);
-}
-
-/* Write our output for the pieces into every peer's output (rshift 0). */
-static int push(struct weft__shm *sh, const struct view *v, const struct weft__piece *pc, size_t npc,
-                size_t es, size_t bytes, const char *opname)
-{
-  size_t j;
-  int i, rc;
-
-  for (j = 0; j < npc; j++) {
-    sh->iov_l[j].iov_base = out_at(v, &pc[j], es);
-    sh->iov_l[j].iov_len = pc[j].len * es;
-  }
-  /* Starting after ourselves, so that owners do not all write to one peer. */
-  for (i = 1; i < sh->size; i++) {
-    int k = (sh->rank + i) % sh->size;
-    for (j = 0; j < npc; j++) {
-      sh->iov_r[j].iov_base = (void *)(uintptr_t)(v->peer_r[(size_t)k * v->nseg + pc[j].seg] +
-                                                  pc[j].off * es);
-      sh->iov_r[j].iov_len = pc[j].len * es;
+    uint64_t a = base[(size_t)k * v->nseg + pc[j].seg] + pc[j].off * es;
+    size_t len = pc[j].len * es;
+    if (nr > 0 && a >= end && a - end < WEFT__SHM_GAP) {
+      if (a > end) {
+        sh->iov_l[nl].iov_base = scratch;
+        sh->iov_l[nl++].iov_len = (size_t)(a - end);
+      }
+      sh->iov_r[nr - 1].iov_len += (size_t)(a - end) + len;
+      total += (size_t)(a - end);
+    } else {
+      sh->iov_r[nr].iov_base = (void *)(uintptr_t)a;
+      sh->iov_r[nr++].iov_len = len;
     }
-    if ((rc = weft__shm_xfer(sh, k, 1, sh->iov_l, npc, sh->iov_r, npc, bytes, opname)) != 0)
-      return rc;
+    sh->iov_l[nl].iov_base = buf ? buf + at * es : out_at(v, &pc[j], es);
+    sh->iov_l[nl++].iov_len = len;
+    end = a + len;
+    total += len;
+    at += pc[j].len;
   }
-  return 0;
+  return weft__shm_xfer(sh, k, 0, sh->iov_l, nl, sh->iov_r, nr, total, opname);
 }
 
 /* Operand k of the fold for piece j: our own input, or what was read. */
@@ -144,9 +142,9 @@ static const char *operand(const struct view *v, const struct weft__piece *pc, s
 }
 
 /* Reduce elements [lo, hi) (our slice) of every member's input into our
- * output, and write the result into every peer's output when push is set. */
+ * output. */
 static int reduce_slice(struct weft__shm *sh, const struct view *v, size_t lo, size_t hi,
-                        weft_dtype dt, weft_op op, int push_out, const char *opname)
+                        weft_dtype dt, weft_op op, const char *opname)
 {
   size_t es = weft_dtype_size(dt), max = WEFT__SHM_CHUNK / es, a = lo;
   char *t0 = sh->tmp, *t1 = t0 + WEFT__SHM_CHUNK, *saved = t1 + WEFT__SHM_CHUNK;
@@ -157,14 +155,14 @@ static int reduce_slice(struct weft__shm *sh, const struct view *v, size_t lo, s
   int keep = v->inplace && me >= 2;
 
   while (a < hi) {
-    size_t npc, n = pieces(v, a, hi, max, pc, &npc), bytes = n * es, j, at;
+    size_t npc, n = pieces(v, a, hi, max, pc, &npc), j, at;
     if (keep)
       for (j = 0, at = 0; j < npc; at += pc[j].len, j++)
         memcpy(saved + at * es, in_at(v, &pc[j], es), pc[j].len * es);
     for (k = 0; k < p; k++) {
       char *buf = k == 1 ? t1 : t0;
       const char *own_buf = keep && k == me ? saved : NULL;
-      if (k != me && (rc = read_peer(sh, v, k, pc, npc, es, buf, bytes, opname)) != 0)
+      if (k != me && (rc = pull(sh, v, k, 0, pc, npc, es, buf, opname)) != 0)
         return rc;
       if (k == 0)
         continue;
@@ -178,25 +176,30 @@ static int reduce_slice(struct weft__shm *sh, const struct view *v, size_t lo, s
     if (op == WEFT_AVG)
       for (j = 0; j < npc; j++)
         weft__divide(out_at(v, &pc[j], es), pc[j].len, dt, p);
-    if (push_out && (rc = push(sh, v, pc, npc, es, bytes, opname)) != 0)
-      return rc;
     a += n;
   }
   return 0;
 }
 
-/* Write elements [lo, hi) of our output into every peer's output. */
-static int push_slice(struct weft__shm *sh, const struct view *v, size_t lo, size_t hi,
-                      size_t es, const char *opname)
+/* Every other member's slice of the result, read from its output into ours
+ * as soon as it is final (READY), starting after ourselves so that members
+ * do not all read from one. */
+static int gather(struct weft__shm *sh, const struct view *v, size_t n, size_t es,
+                  const char *opname)
 {
-  size_t a = lo;
-  int rc;
+  int i, rc;
 
-  while (a < hi) {
-    size_t npc, n = pieces(v, a, hi, (size_t)-1 / es, sh->pc, &npc);
-    if ((rc = push(sh, v, sh->pc, npc, es, n * es, opname)) != 0)
+  for (i = 1; i < sh->size; i++) {
+    int k = (sh->rank + i) % sh->size;
+    size_t a, hi, npc, got;
+    slice(n, sh->size, k, &a, &hi);
+    if ((rc = weft__shm_wait(sh, k, WEFT__SHM_READY, opname)) != 0)
       return rc;
-    a += n;
+    for (; a < hi; a += got) {
+      got = pieces(v, a, hi, (size_t)-1 / es, sh->pc, &npc);
+      if ((rc = pull(sh, v, k, 1, sh->pc, npc, es, NULL, opname)) != 0)
+        return rc;
+    }
   }
   return 0;
 }
@@ -258,7 +261,10 @@ int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
     return rc;
   plain(sh, &v, start, seg, s, r, n, n);
   slice(n, sh->size, sh->rank, &lo, &hi);
-  rc = reduce_slice(sh, &v, lo, hi, dt, op, 1, "allreduce");
+  if ((rc = reduce_slice(sh, &v, lo, hi, dt, op, "allreduce")) == 0) {
+    weft__shm_ready(sh);
+    rc = gather(sh, &v, n, es, "allreduce");
+  }
   return finish(sh, rc, "allreduce");
 }
 
@@ -285,7 +291,7 @@ int weft__shm_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
   plain(sh, &v, start, seg, s, s == r ? blk : r, n * (size_t)sh->size, n);
   v.rshift = lo;
   v.inplace = seg[1].p == blk;
-  rc = reduce_slice(sh, &v, lo, lo + n, dt, op, 0, "reduce_scatter");
+  rc = reduce_slice(sh, &v, lo, lo + n, dt, op, "reduce_scatter");
   if ((rc = finish(sh, rc, "reduce_scatter")) != 0)
     return rc;
   if (s == r && blk != (char *)r)
@@ -305,14 +311,15 @@ int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   if (n == 0 || n > INT_MAX ||
       !(sh = usable(g, 0, n * (size_t)g->size * es, 1, "allgather", &rc)))
     return n == 0 || n > INT_MAX || rc == 0 ? WEFT__SHM_DECLINED : rc;
-  /* Our block into its place before peers may write into r (begin). */
+  /* Our block into its place (where peers read it) before we enter. */
   mine = (char *)r + (size_t)sh->rank * bytes;
   if (s != mine)
     memmove(mine, s, bytes);
   if ((rc = weft__shm_begin(sh, NULL, r, "allgather")) != 0)
     return rc;
+  weft__shm_ready(sh);
   plain(sh, &v, start, seg, r, r, n * (size_t)sh->size, n * (size_t)sh->size);
-  rc = push_slice(sh, &v, (size_t)sh->rank * n, (size_t)(sh->rank + 1) * n, es, "allgather");
+  rc = gather(sh, &v, n * (size_t)sh->size, es, "allgather");
   return finish(sh, rc, "allgather");
 }
 
@@ -337,7 +344,7 @@ int weft__shm_hier_allreduce(weft_group *g, const void *s, void *r, size_t n, we
   /* The slices are those of the MPI stages (hier.c): the inter-host
    * communicator joins the ranks with our index on every host. */
   slice(n, sh->size, sh->rank, &lo, &hi);
-  rc = reduce_slice(sh, &v, lo, hi, dt, op == WEFT_AVG ? WEFT_SUM : op, 0, "allreduce");
+  rc = reduce_slice(sh, &v, lo, hi, dt, op == WEFT_AVG ? WEFT_SUM : op, "allreduce");
   if (rc == 0 && hi > lo) {
     char *p = (char *)r + lo * es;
     MPI_Request req;
@@ -353,8 +360,10 @@ int weft__shm_hier_allreduce(weft_group *g, const void *s, void *r, size_t n, we
       rc = weft__wait(g, &req, "allreduce across hosts", -1);
     }
   }
-  if (rc == 0)
-    rc = push_slice(sh, &v, lo, hi, es, "allreduce");
+  if (rc == 0) {
+    weft__shm_ready(sh);
+    rc = gather(sh, &v, n, es, "allreduce");
+  }
   return finish(sh, rc, "allreduce");
 }
 
@@ -488,6 +497,9 @@ int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
   v.rshift = 0;
   v.inplace = 1;
   slice(total, sh->size, sh->rank, &lo, &hi);
-  rc = reduce_slice(sh, &v, lo, hi, dt, op, 1, fn);
+  if ((rc = reduce_slice(sh, &v, lo, hi, dt, op, fn)) == 0) {
+    weft__shm_ready(sh);
+    rc = gather(sh, &v, total, weft_dtype_size(dt), fn);
+  }
   return finish(sh, rc, fn);
 }

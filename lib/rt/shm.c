@@ -39,10 +39,21 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Waiting: polls, then sched_yield()s, then futex sleeps of this long. */
-#define SPINS 200
-#define YIELDS 20
+/* Waiting: polls (about 10 us), then sched_yield()s (to a rank that shares
+ * our core when ranks outnumber cores), then futex sleeps of this long. */
+#define SPINS 500
+#define YIELDS 50
 #define NAP 0.05
+
+/* A moment of polling that lets a sibling hyperthread run. */
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
 
 int weft__shm_settings(weft_ctx *ctx)
 {
@@ -87,15 +98,15 @@ static const char *group_name(const struct weft__shm *sh)
   return sh->g->name;
 }
 
-/* The members whose counter (arrive or done) is behind, as "2,5". */
-static void behind(const struct weft__shm *sh, int done, char *list, size_t size)
+/* The members whose counter is behind, as "2,5". */
+static void behind(const struct weft__shm *sh, int counter, char *list, size_t size)
 {
   size_t len = 0;
   int k;
 
   list[0] = '\0';
   for (k = 0; k < sh->size; k++) {
-    uint32_t v = atomic_load(done ? &sh->ctl[k]->done : &sh->ctl[k]->arrive);
+    uint32_t v = atomic_load(&sh->ctl[k]->count[counter]);
     if (!reached(v, sh->seq)) {
       int n = snprintf(list + len, size - len, "%s%d", len ? "," : "", sh->world[k]);
       if (n > 0 && (size_t)n < size - len)
@@ -113,8 +124,8 @@ static int give_up(struct weft__shm *sh, int rc, int blame, int kind)
   c->blame = blame;
   c->kind = (uint32_t)kind;
   atomic_store(&c->failed, sh->seq ? sh->seq : 1);
-  futex(&c->arrive, FUTEX_WAKE, INT_MAX, NULL);
-  futex(&c->done, FUTEX_WAKE, INT_MAX, NULL);
+  for (int w = 0; w < WEFT__SHM_NCOUNTERS; w++)
+    futex(&c->count[w], FUTEX_WAKE, INT_MAX, NULL);
   return rc;
 }
 
@@ -137,14 +148,14 @@ static int alive(const struct weft__shm *sh, int k)
   return kill(sh->pid[k], 0) == 0 || errno != ESRCH;
 }
 
-static int timed_out(struct weft__shm *sh, int done, const char *opname)
+static int timed_out(struct weft__shm *sh, int counter, const char *opname)
 {
   char list[512];
   int first;
 
-  behind(sh, done, list, sizeof(list));
+  behind(sh, counter, list, sizeof(list));
   first = (int)strtol(list, NULL, 10);
-  if (!done)
+  if (counter == WEFT__SHM_ARRIVE)
     return give_up(
       sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
                         "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
@@ -193,47 +204,43 @@ static int peer_gave_up(struct weft__shm *sh, int k, const char *opname)
   }
 }
 
-/* Wait until every peer's arrive (done == 0) or done counter reaches seq. */
-static int wait_all(struct weft__shm *sh, int done, double end, const char *opname)
+/* Wait until member k's counter reaches this call, or give up. */
+static int wait_one(struct weft__shm *sh, int k, int counter, double end, const char *opname)
 {
-  int k;
+  struct weft__shm_ctl *c = sh->ctl[k];
+  _Atomic uint32_t *word = &c->count[counter];
+  double next_check = 0;
+  uint32_t v;
+  int spins = 0;
 
-  for (k = 0; k < sh->size; k++) {
-    struct weft__shm_ctl *c = sh->ctl[k];
-    _Atomic uint32_t *word = done ? &c->done : &c->arrive;
-    double next_check = 0;
-    uint32_t v;
-    int spins = 0;
-
-    if (k == sh->rank)
+  while (!reached(v = atomic_load(word), sh->seq)) {
+    double now, nap = NAP;
+    struct timespec ts;
+    if (atomic_load(&c->failed) != 0)
+      return peer_gave_up(sh, k, opname);
+    if (spins < SPINS + YIELDS) {
+      if (spins++ < SPINS)
+        relax();
+      else
+        sched_yield();
       continue;
-    while (!reached(v = atomic_load(word), sh->seq)) {
-      double now, nap = NAP;
-      struct timespec ts;
-      if (atomic_load(&c->failed) != 0)
-        return peer_gave_up(sh, k, opname);
-      if (spins < SPINS + YIELDS) {
-        if (spins++ >= SPINS)
-          sched_yield();
-        continue;
-      }
-      now = weft__now();
-      if (end > 0 && now > end)
-        return timed_out(sh, done, opname);
-      if (now >= next_check) {
-        if (!alive(sh, k))
-          return died(sh, k, opname);
-        next_check = now + NAP;
-      }
-      if (end > 0 && end - now < nap)
-        nap = end - now;
-      ts.tv_sec = 0;
-      ts.tv_nsec = (long)(nap * 1e9);
-      atomic_fetch_add(&c->sleepers, 1);
-      if (atomic_load(word) == v && atomic_load(&c->failed) == 0)
-        futex(word, FUTEX_WAIT, v, &ts);
-      atomic_fetch_sub(&c->sleepers, 1);
     }
+    now = weft__now();
+    if (end > 0 && now > end)
+      return timed_out(sh, counter, opname);
+    if (now >= next_check) {
+      if (!alive(sh, k))
+        return died(sh, k, opname);
+      next_check = now + NAP;
+    }
+    if (end > 0 && end - now < nap)
+      nap = end - now;
+    ts.tv_sec = 0;
+    ts.tv_nsec = (long)(nap * 1e9);
+    atomic_fetch_add(&c->sleepers, 1);
+    if (atomic_load(word) == v && atomic_load(&c->failed) == 0)
+      futex(word, FUTEX_WAIT, v, &ts);
+    atomic_fetch_sub(&c->sleepers, 1);
   }
   return 0;
 }
@@ -241,6 +248,29 @@ static int wait_all(struct weft__shm *sh, int done, double end, const char *opna
 static double deadline(const struct weft__shm *sh)
 {
   return sh->ctx->coll_timeout > 0 ? weft__now() + sh->ctx->coll_timeout : 0;
+}
+
+static int wait_all(struct weft__shm *sh, int counter, const char *opname)
+{
+  double end = deadline(sh);
+  int k, rc;
+
+  for (k = 0; k < sh->size; k++)
+    if (k != sh->rank && (rc = wait_one(sh, k, counter, end, opname)) != 0)
+      return rc;
+  return 0;
+}
+
+int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname)
+{
+  return wait_one(sh, k, counter, deadline(sh), opname);
+}
+
+void weft__shm_ready(struct weft__shm *sh)
+{
+  struct weft__shm_ctl *me = sh->ctl[sh->rank];
+
+  set_word(me, &me->count[WEFT__SHM_READY], sh->seq);
 }
 
 int weft__shm_begin(struct weft__shm *sh, const void *s, const void *r, const char *opname)
@@ -256,8 +286,8 @@ int weft__shm_begin(struct weft__shm *sh, const void *s, const void *r, const ch
   sh->seq++;
   me->s = (uint64_t)(uintptr_t)s;
   me->r = (uint64_t)(uintptr_t)r;
-  set_word(me, &me->arrive, sh->seq);
-  if ((rc = wait_all(sh, 0, deadline(sh), opname)) != 0)
+  set_word(me, &me->count[WEFT__SHM_ARRIVE], sh->seq);
+  if ((rc = wait_all(sh, WEFT__SHM_ARRIVE, opname)) != 0)
     return rc;
   for (k = 0; k < sh->size; k++) {
     sh->peer_s[k] = sh->ctl[k]->s;
@@ -270,8 +300,8 @@ int weft__shm_end(struct weft__shm *sh, const char *opname)
 {
   struct weft__shm_ctl *me = sh->ctl[sh->rank];
 
-  set_word(me, &me->done, sh->seq);
-  return wait_all(sh, 1, deadline(sh), opname);
+  set_word(me, &me->count[WEFT__SHM_DONE], sh->seq);
+  return wait_all(sh, WEFT__SHM_DONE, opname);
 }
 
 int weft__shm_xfer(struct weft__shm *sh, int peer, int write, const struct iovec *l, size_t nl,
@@ -429,8 +459,8 @@ static void arena(struct weft__shm *sh, int *ok)
   sh->peer_r = calloc((size_t)sh->size, sizeof(*sh->peer_r));
   sh->iov_l = calloc(2 * WEFT__SHM_MAXIOV, sizeof(*sh->iov_l));
   sh->iov_r = sh->iov_l ? sh->iov_l + WEFT__SHM_MAXIOV : NULL;
-  sh->pc = calloc(WEFT__SHM_MAXIOV, sizeof(*sh->pc));
-  if (posix_memalign((void **)&sh->tmp, 64, 3 * WEFT__SHM_CHUNK) != 0)
+  sh->pc = calloc(WEFT__SHM_MAXPIECES, sizeof(*sh->pc));
+  if (posix_memalign((void **)&sh->tmp, 64, 3 * WEFT__SHM_CHUNK + WEFT__SHM_GAP) != 0)
     sh->tmp = NULL;
   if (!sh->ctl || !sh->peer_s || !sh->peer_r || !sh->iov_l || !sh->pc || !sh->tmp) {
     weft__snprintf(sh->why, sizeof(sh->why), "out of memory");

@@ -60,12 +60,17 @@ void weft__shm_free(struct weft__shm *sh);
 
 /* ---- shared by shm.c and shm-coll.c ---- */
 
-/* One rank's control block in the arena. Counters are call numbers: a rank
- * sets arrive when it enters a call (with its buffer addresses), done when
- * it has finished with every peer's memory; failed (not 0) when it gave up,
- * with blame and kind saying why, so that peers can pass it on. */
+/* The counters of a control block: call numbers. A rank sets ARRIVE when it
+ * enters a call (its buffer addresses are then valid), READY when its own
+ * part of the result is final, DONE when it has finished with every peer's
+ * memory. */
+enum { WEFT__SHM_ARRIVE = 0, WEFT__SHM_READY, WEFT__SHM_DONE, WEFT__SHM_NCOUNTERS };
+
+/* One rank's control block in the arena: its counters; failed (not 0) when
+ * it gave up, with blame and kind saying why, so that peers pass it on. */
 struct weft__shm_ctl {
-  _Atomic uint32_t arrive, done, failed;
+  _Atomic uint32_t count[WEFT__SHM_NCOUNTERS];
+  _Atomic uint32_t failed;
   _Atomic uint32_t sleepers; /* ranks in FUTEX_WAIT on this block's counters */
   int32_t pid;
   uint32_t pad_;
@@ -73,7 +78,7 @@ struct weft__shm_ctl {
   uint64_t token_at, token;  /* the cross-memory attach probe (shm.c) */
   int32_t blame;             /* when failed: the world rank found absent or dead, */
   uint32_t kind;             /* and how (WEFT__SHM_DIED, ...) */
-  char pad[56];
+  char pad[52];
 };
 
 /* Why a rank gave up (weft__shm_ctl.kind). */
@@ -97,17 +102,22 @@ struct weft__shm {
   MPI_Win win;
   struct weft__shm_ctl **ctl; /* every member's block */
   uint32_t seq;             /* number of the current or last call */
-  char *tmp;                /* 3 chunks, for peers' data on its way to the reduction */
+  char *tmp;                /* 3 chunks, for peers' data on its way to the reduction,
+                             * and WEFT__SHM_GAP bytes that gaps are read into */
   struct iovec *iov_l, *iov_r; /* WEFT__SHM_MAXIOV each */
-  struct weft__piece *pc;   /* WEFT__SHM_MAXIOV */
+  struct weft__piece *pc;   /* WEFT__SHM_MAXPIECES */
   uint64_t *peer_s, *peer_r; /* peers' addresses for the current call */
   volatile uint64_t token;  /* what peers read in the probe */
 };
 
-/* Bytes per step of the reduction, and the most pieces (iovec entries) per
- * step: the kernel takes at most 1024 in one call. */
+/* Bytes per step of the reduction; the most pieces per step (a read takes
+ * one local iovec per piece and one per gap between pieces: the kernel takes
+ * at most 1024); gaps between remote pieces read through rather than split
+ * (less than a page: see shm-coll.c). */
 #define WEFT__SHM_CHUNK ((size_t)64 << 10)
 #define WEFT__SHM_MAXIOV 1024
+#define WEFT__SHM_MAXPIECES 512
+#define WEFT__SHM_GAP 4096
 
 /* The arena of g (which == 0) or of its host communicator (which == 1),
  * set up at the first call: NULL when out of memory (reported); else
@@ -117,6 +127,10 @@ struct weft__shm *weft__shm_get(weft_group *g, int which, const char *opname, in
 /* Start call number ++seq: publish s and r, wait until every peer has
  * entered it. */
 int weft__shm_begin(struct weft__shm *sh, const void *s, const void *r, const char *opname);
+/* Our part of the result is final (READY). */
+void weft__shm_ready(struct weft__shm *sh);
+/* Wait until member k's counter (WEFT__SHM_READY, ...) reaches this call. */
+int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname);
 /* Finish it: say so, and wait until every peer is done with our memory. */
 int weft__shm_end(struct weft__shm *sh, const char *opname);
 /* Read (write == 0) or write a peer's memory: nl local and nr remote
