@@ -13,14 +13,16 @@
  * path.
  *
  * A call is numbered (seq); a rank publishes its buffer addresses and sets
- * its arrive counter, and sets done when it has finished with every peer's
- * memory. Waiting for a peer's counter spins a moment, yields a few times,
- * then sleeps in FUTEX_WAIT (peers wake sleepers when they move a counter),
- * waking every 50 ms to check that the peer is still alive and that the
- * WEFT_COLL_TIMEOUT deadline has not passed: a dead peer ends the call with
- * WEFT_EPEER, a missing one with WEFT_ETIMEDOUT, both naming the world ranks.
- * A rank that fails sets its failed word (for good: the arena is not used
- * again), so that its peers stop waiting too.
+ * its ARRIVE counter, sets READY when its part of the result is final, and
+ * DONE when it has finished with every peer's memory. Waiting for a peer's
+ * counter polls a moment, yields a few times, then sleeps in FUTEX_WAIT
+ * (peers wake sleepers when they move a counter), waking every 50 ms to check
+ * that the peer is still alive and that the WEFT_COLL_TIMEOUT deadline has not
+ * passed: a dead peer ends the call with WEFT_EPEER, a missing one with
+ * WEFT_ETIMEDOUT, both naming the world ranks. A rank that fails sets its
+ * failed word (for good: the arena is not used again), so that its peers stop
+ * waiting too, and says whom it blames, so that their errors name the same
+ * rank.
  */
 #define _GNU_SOURCE
 

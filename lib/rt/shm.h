@@ -30,7 +30,7 @@
 #define WEFT__SHM_DECLINED 1
 
 /* Default of WEFT_HOST_SHM_THRESHOLD (bytes); see shm.c. */
-#define WEFT__SHM_THRESHOLD_DEFAULT ((size_t)64 << 10)
+#define WEFT__SHM_THRESHOLD_DEFAULT ((size_t)16 << 10)
 
 /* ---- hooks (shm-coll.c) ---- */
 int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
