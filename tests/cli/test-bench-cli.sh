@@ -5,13 +5,10 @@
 # mode's checks, and the man page listing every option of the table.
 # WEFT_UPDATE_GOLDEN=1 rewrites bench-help.out.
 set -eu
-bench=${WEFT_BUILDDIR:?}/src/weft-bench/weft-bench
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 man=$WEFT_BUILDDIR/share/man/weft-bench.1
-golden=${WEFT_TOPDIR:?}/tests/cli/bench-help.out
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+golden=$WEFT_TOPDIR/tests/cli/bench-help.out
 unset WEFT_VCLUSTER_HOSTFILE OMPI_COMM_WORLD_RANK PMIX_RANK PMI_RANK RANK
-fail() { echo "FAIL: $*"; exit 1; }
 
 # expect STATUS PATTERN ARGS...: exit status and a line of stdout+stderr.
 expect()
@@ -25,12 +22,7 @@ expect()
 }
 
 timeout 20 "$bench" --help >"$tmp/help"
-if [ "${WEFT_UPDATE_GOLDEN:-0}" = 1 ]; then
-  cp "$tmp/help" "$golden"
-  echo "updated $golden"
-else
-  diff -u "$golden" "$tmp/help" || fail "weft-bench --help differs from $golden (WEFT_UPDATE_GOLDEN=1 to accept)"
-fi
+golden_check "$golden" "$tmp/help" || exit 1
 expect 0 '^weft-bench [0-9]' --version
 expect 2 'which collective' 
 expect 2 "unknown collective 'allreduse'" allreduse -b 1K
