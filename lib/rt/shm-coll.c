@@ -204,6 +204,67 @@ static int gather(struct weft__shm *sh, const struct view *v, size_t n, size_t e
   return 0;
 }
 
+/* ---- small messages ----
+ * Inputs of up to WEFT__SHM_SLOT bytes go through the arena instead: every
+ * rank copies its input into its slot, meets the others once, and reduces
+ * what it needs from all the slots itself, in the same rank order as the
+ * owner of a slice would, so the bits are those of the large path. The
+ * slot alternates with the call's parity: a peer that entered call seq + 1
+ * is done reading our slot of call seq, so one meeting per call is enough. */
+
+/* Our input elements [a, b) into dst, contiguous. */
+static void copy_in(const struct view *v, size_t a, size_t b, size_t es, char *dst,
+                    struct weft__piece *pc)
+{
+  size_t npc, j, got;
+
+  for (; a < b; a += got) {
+    got = pieces(v, a, b, (size_t)-1 / es, pc, &npc);
+    for (j = 0; j < npc; j++) {
+      memcpy(dst, in_at(v, &pc[j], es), pc[j].len * es);
+      dst += pc[j].len * es;
+    }
+  }
+}
+
+/* Our output elements [a, b): the reduction of every slot, whose first
+ * element is element 0 of the view. */
+static void fold_slots(struct weft__shm *sh, const struct view *v, size_t a, size_t b,
+                       weft_dtype dt, weft_op op)
+{
+  size_t es = weft_dtype_size(dt), npc, j, got;
+  int k;
+
+  for (; a < b; a += got) {
+    got = pieces(v, a, b, (size_t)-1 / es, sh->pc, &npc);
+    for (j = 0; j < npc; j++) {
+      char *d = out_at(v, &sh->pc[j], es);
+      size_t at = (v->start[sh->pc[j].seg] + sh->pc[j].off) * es;
+      weft__reduce(dt, op, d, weft__shm_slot(sh, 0) + at, weft__shm_slot(sh, 1) + at,
+                   sh->pc[j].len);
+      for (k = 2; k < sh->size; k++)
+        weft__reduce(dt, op, d, d, weft__shm_slot(sh, k) + at, sh->pc[j].len);
+      if (op == WEFT_AVG)
+        weft__divide(d, sh->pc[j].len, dt, sh->size);
+    }
+  }
+}
+
+/* All-reduce, reduce-scatter (our slice [lo, hi)) or a bucket, small. */
+static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, size_t lo,
+                        size_t hi, weft_dtype dt, weft_op op, const char *opname)
+{
+  int rc;
+
+  if ((rc = weft__shm_next(sh, opname)) != 0)
+    return rc;
+  copy_in(v, 0, n, weft_dtype_size(dt), weft__shm_slot(sh, sh->rank), sh->pc);
+  if ((rc = weft__shm_meet(sh, NULL, NULL, opname)) != 0)
+    return rc;
+  fold_slots(sh, v, lo, hi, dt, op);
+  return 0;
+}
+
 /* The group's arena when this call should use it: NULL (and *rc 0) means
  * MPI. sized: the threshold applies to bytes. */
 static struct weft__shm *usable(weft_group *g, int which, size_t bytes, int sized,
@@ -257,9 +318,11 @@ int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
 
   if (n == 0 || !(sh = usable(g, 0, n * es, 1, "allreduce", &rc)))
     return n == 0 || rc == 0 ? WEFT__SHM_DECLINED : rc;
+  plain(sh, &v, start, seg, s, r, n, n);
+  if (n * es <= WEFT__SHM_SLOT)
+    return small_reduce(sh, &v, n, 0, n, dt, op, "allreduce");
   if ((rc = weft__shm_begin(sh, s, r, "allreduce")) != 0)
     return rc;
-  plain(sh, &v, start, seg, s, r, n, n);
   slice(n, sh->size, sh->rank, &lo, &hi);
   if ((rc = reduce_slice(sh, &v, lo, hi, dt, op, "allreduce")) == 0) {
     weft__shm_ready(sh);
@@ -284,6 +347,12 @@ int weft__shm_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
     return n == 0 || n > INT_MAX || rc == 0 ? WEFT__SHM_DECLINED : rc;
   lo = (size_t)sh->rank * n;
   blk = (char *)s + lo * es;
+  if (n * (size_t)sh->size * es <= WEFT__SHM_SLOT) {
+    /* The input is in the slots before anything is written: r may be s. */
+    plain(sh, &v, start, seg, s, r, n * (size_t)sh->size, n);
+    v.rshift = lo;
+    return small_reduce(sh, &v, n * (size_t)sh->size, lo, lo + n, dt, op, "reduce_scatter");
+  }
   if ((rc = weft__shm_begin(sh, s, NULL, "reduce_scatter")) != 0)
     return rc;
   /* In place (s == r), the result belongs at the start of s, which rank 0
@@ -315,6 +384,18 @@ int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   mine = (char *)r + (size_t)sh->rank * bytes;
   if (s != mine)
     memmove(mine, s, bytes);
+  if (bytes <= WEFT__SHM_SLOT) {
+    int k;
+    if ((rc = weft__shm_next(sh, "allgather")) != 0)
+      return rc;
+    memcpy(weft__shm_slot(sh, sh->rank), mine, bytes);
+    if ((rc = weft__shm_meet(sh, NULL, NULL, "allgather")) != 0)
+      return rc;
+    for (k = 0; k < sh->size; k++)
+      if (k != sh->rank)
+        memcpy((char *)r + (size_t)k * bytes, weft__shm_slot(sh, k), bytes);
+    return 0;
+  }
   if ((rc = weft__shm_begin(sh, NULL, r, "allgather")) != 0)
     return rc;
   weft__shm_ready(sh);
@@ -488,14 +569,16 @@ int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
   }
   if (b->nt != nt && (rc = exchange(sh, b, t, nt, total)) != 0)
     return rc;
-  if ((rc = weft__shm_begin(sh, NULL, NULL, fn)) != 0)
-    return rc;
   v.nseg = nt;
   v.start = b->start;
   v.s = v.r = t;
   v.peer_s = v.peer_r = b->peer;
   v.rshift = 0;
   v.inplace = 1;
+  if (total * weft_dtype_size(dt) <= WEFT__SHM_SLOT)
+    return small_reduce(sh, &v, total, 0, total, dt, op, fn);
+  if ((rc = weft__shm_begin(sh, NULL, NULL, fn)) != 0)
+    return rc;
   slice(total, sh->size, sh->rank, &lo, &hi);
   if ((rc = reduce_slice(sh, &v, lo, hi, dt, op, fn)) == 0) {
     weft__shm_ready(sh);

@@ -3,8 +3,9 @@
  * The arena of the host shared-memory collectives, and how ranks meet in it.
  *
  * A group whose ranks all live on this host gets, at its first host
- * collective, an MPI shared window with one control block per rank (MPI
- * creates and removes the memory, so nothing is left behind), after every
+ * collective, an MPI shared window with one control block and two slots for
+ * small messages per rank (MPI creates and removes the memory, so nothing is
+ * left behind), after every
  * rank has checked once that it may read its peers' memory with
  * process_vm_readv: ptrace restrictions (Yama) and containers' seccomp
  * profiles forbid it, and then the group stays on MPI with one WEFT_VERBOSE=rt
@@ -275,17 +276,34 @@ void weft__shm_ready(struct weft__shm *sh)
   set_word(me, &me->count[WEFT__SHM_READY], sh->seq);
 }
 
-int weft__shm_begin(struct weft__shm *sh, const void *s, const void *r, const char *opname)
+int weft__shm_next(struct weft__shm *sh, const char *opname)
 {
-  struct weft__shm_ctl *me = sh->ctl[sh->rank];
-  int k, rc;
-
   if (sh->state != 1)
     return weft__rt_fail(sh->ctx, WEFT_ESTATE,
                          "%s on group %s: an earlier host shared-memory collective on this group "
                          "failed; abort the job (MPI_Abort)",
                          opname, group_name(sh));
   sh->seq++;
+  return 0;
+}
+
+char *weft__shm_slot(const struct weft__shm *sh, int k)
+{
+  return (char *)sh->ctl[k] + sizeof(struct weft__shm_ctl) + (sh->seq & 1) * WEFT__SHM_SLOT;
+}
+
+int weft__shm_begin(struct weft__shm *sh, const void *s, const void *r, const char *opname)
+{
+  int rc = weft__shm_next(sh, opname);
+
+  return rc != 0 ? rc : weft__shm_meet(sh, s, r, opname);
+}
+
+int weft__shm_meet(struct weft__shm *sh, const void *s, const void *r, const char *opname)
+{
+  struct weft__shm_ctl *me = sh->ctl[sh->rank];
+  int k, rc;
+
   me->s = (uint64_t)(uintptr_t)s;
   me->r = (uint64_t)(uintptr_t)r;
   set_word(me, &me->count[WEFT__SHM_ARRIVE], sh->seq);
@@ -468,7 +486,8 @@ static void arena(struct weft__shm *sh, int *ok)
     weft__snprintf(sh->why, sizeof(sh->why), "out of memory");
     *ok = 0;
   }
-  rc = MPI_Win_allocate_shared((MPI_Aint)sizeof(struct weft__shm_ctl), 1, MPI_INFO_NULL,
+  rc = MPI_Win_allocate_shared((MPI_Aint)(sizeof(struct weft__shm_ctl) + 2 * WEFT__SHM_SLOT), 1,
+                               MPI_INFO_NULL,
                                sh->comm, &base, &sh->win);
   if (rc != MPI_SUCCESS) {
     sh->win = MPI_WIN_NULL;
@@ -480,7 +499,7 @@ static void arena(struct weft__shm *sh, int *ok)
   for (k = 0; k < sh->size && sh->ctl; k++) {
     void *p = NULL;
     if (MPI_Win_shared_query(sh->win, k, &sz, &du, &p) != MPI_SUCCESS || !p ||
-        (size_t)sz < sizeof(struct weft__shm_ctl)) {
+        (size_t)sz < sizeof(struct weft__shm_ctl) + 2 * WEFT__SHM_SLOT) {
       weft__snprintf(sh->why, sizeof(sh->why), "MPI_Win_shared_query of rank %d failed", k);
       *ok = 0;
       return;

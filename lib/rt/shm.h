@@ -115,6 +115,9 @@ struct weft__shm {
  * at most 1024); gaps between remote pieces read through rather than split
  * (less than a page: see shm-coll.c). */
 #define WEFT__SHM_CHUNK ((size_t)64 << 10)
+/* Each rank's two slots in the arena (one per call parity): inputs of up to
+ * this many bytes are copied through them instead (shm-coll.c). */
+#define WEFT__SHM_SLOT ((size_t)64 << 10)
 #define WEFT__SHM_MAXIOV 1024
 #define WEFT__SHM_MAXPIECES 512
 #define WEFT__SHM_GAP 4096
@@ -125,8 +128,12 @@ struct weft__shm {
 struct weft__shm *weft__shm_get(weft_group *g, int which, const char *opname, int *rc);
 
 /* Start call number ++seq: publish s and r, wait until every peer has
- * entered it. */
+ * entered it. Or in two steps: next (the number), then meet. */
 int weft__shm_begin(struct weft__shm *sh, const void *s, const void *r, const char *opname);
+int weft__shm_next(struct weft__shm *sh, const char *opname);
+int weft__shm_meet(struct weft__shm *sh, const void *s, const void *r, const char *opname);
+/* Member k's slot for this call: small messages are copied through it. */
+char *weft__shm_slot(const struct weft__shm *sh, int k);
 /* Our part of the result is final (READY). */
 void weft__shm_ready(struct weft__shm *sh);
 /* Wait until member k's counter (WEFT__SHM_READY, ...) reaches this call. */

@@ -10,10 +10,12 @@
  * is switched by the arena's agreed threshold: 0 for shared memory, the
  * largest size_t for MPI.
  *   test-rt-shm            the checks above (shared memory must be on)
+ *   test-rt-shm hier       all-reduce only (a group over pretend hosts: the
+ *                          host stages of the hierarchical one)
  *   test-rt-shm off        shared memory must be off (WEFT_HOST_SHM=0, hosts);
- *                          the results are checked all the same
+ *                          a few types and ops are checked all the same
  *   test-rt-shm seccomp    forbid process_vm_readv/writev first, as container
- *                          profiles do; shared memory must then be off
+ *                          profiles do; then as off
  */
 #include "rt-common.h"
 #include "shm.h"
@@ -27,7 +29,9 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-static const size_t sizes[] = {1, 7, 1021, 40009};
+/* Up to 64 KiB per rank go through the arena's slots, more through
+ * cross-memory attach: 100003 elements take the second path in every type. */
+static const size_t sizes[] = {7, 1021, 100003};
 
 /* 1 to send g's host collectives through shared memory, 0 through MPI. */
 static void path(weft_group *g, int shm)
@@ -158,19 +162,19 @@ static int compare(weft_group *w, int which, weft_dtype dt, weft_op op, size_t n
   return 1;
 }
 
-/* A bucket of tensors that are each their own allocation, against one MPI
- * all-reduce of the same elements laid end to end. */
-static int buckets(weft_group *w, weft_dtype dt, weft_op op)
+/* A bucket of NT tensors (and one more after the first call) of up to maxn
+ * elements, each its own allocation, against one MPI all-reduce of the same
+ * elements laid end to end. */
+static int buckets(weft_group *w, weft_dtype dt, weft_op op, size_t NT, size_t maxn)
 {
-  enum { NT = 150 };
   int rank = weft_group_rank(w), p = weft_group_size(w), checks = 0, round;
-  size_t es = weft_dtype_size(dt), n[NT + 1], t, i, total = 0, nt, at;
-  char *a[NT + 1], *flat;
+  size_t es = weft_dtype_size(dt), n[151], t, i, total = 0, nt, at;
+  char *a[151], *flat;
   weft_bucket *bk;
 
   CHECK(weft_bucket_create(w, dt, 0, &bk) == 0, "bucket_create");
   for (t = 0; t <= NT; t++) {
-    n[t] = (t * 7919) % 3001 + 1;
+    n[t] = (t * 7919) % maxn + 1;
     total += n[t];
     a[t] = malloc(n[t] * es);
     CHECK(a[t], "malloc");
@@ -245,6 +249,7 @@ static void forbid_cma(void)
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "on";
+  int on = !strcmp(mode, "on"), hier = !strcmp(mode, "hier");
   weft_ctx *ctx;
   weft_group *w;
   int dt, op, ip, which, checks = 0, x = 1, y = 0;
@@ -261,24 +266,28 @@ int main(int argc, char **argv)
     float z[4096] = {0};
     CHECK(weft_allreduce(w, z, z, 4096, WEFT_FLOAT32, WEFT_SUM, NULL) == 0, "hier warm-up");
   }
-  if (!strcmp(mode, "on")) {
-    struct weft__shm *sh = w->shm && w->shm->state != -1 ? w->shm : w->intra_shm;
+  if (on || hier) {
+    struct weft__shm *sh = hier ? w->intra_shm : w->shm;
     CHECK(sh && sh->state == 1, "host shared memory is off: %s", sh ? sh->why : "no arena");
   } else {
     CHECK(w->shm && w->shm->state == -1, "host shared memory is on");
   }
   for (dt = 0; dt < WEFT_DTYPE_COUNT; dt++)
     for (op = 0; op < WEFT_OP_COUNT; op++) {
-      if (op == WEFT_AVG && is_int((weft_dtype)dt))
+      if ((op == WEFT_AVG && is_int((weft_dtype)dt)) ||
+          (!on && !hier && ((dt != WEFT_INT32 && dt != WEFT_FLOAT32) || op > WEFT_PROD)))
         continue;
       for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
-        for (which = 0; which < 3; which++)
+        for (which = 0; which < (hier ? 1 : 3); which++)
           for (ip = 0; ip < 2; ip++)
             if (which != 2 || op == WEFT_SUM)
               checks += compare(w, which, (weft_dtype)dt, (weft_op)op, sizes[si], ip);
       /* Buckets: every type with SUM, every op with a few types. */
-      if (op == WEFT_SUM || dt == WEFT_INT8 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32)
-        checks += buckets(w, (weft_dtype)dt, (weft_op)op);
+      if (on &&
+          (op == WEFT_SUM || dt == WEFT_INT8 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32)) {
+        checks += buckets(w, (weft_dtype)dt, (weft_op)op, 150, 3001); /* large */
+        checks += buckets(w, (weft_dtype)dt, (weft_op)op, 20, 97);    /* through the slots */
+      }
     }
   if (w->shm && w->shm->state == 1)
     checks += disagree(w);

@@ -19,7 +19,7 @@ WEFT_HOST_SHM_THRESHOLD=0 mpirun_np -v 3 "$bin/test-rt-coll"
 WEFT_HOST_SHM_THRESHOLD=0 mpirun_np -v 4 "$bin/test-rt-bucket"
 # Two pretend hosts of 2 ranks: the world is not on one host, each host's
 # stage of the hierarchical all-reduce is.
-WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier mpirun_np -v 4 $noavx "$bin/test-rt-shm"
+WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier mpirun_np -v 4 $noavx "$bin/test-rt-shm" hier
 WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier WEFT_HOST_SHM_THRESHOLD=0 WEFT_COLL_TIMEOUT=30 \
   mpirun_np -v 4 "$bin/test-rt-coll"
 
