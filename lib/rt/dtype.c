@@ -28,27 +28,22 @@ uint16_t weft_float_to_bf16(float f) { return weft__f2b(f); }
 
 /* ---- user-defined MPI operations on 16-bit floats ---- */
 
-#define WEFT__OP16(NAME, TO_F, FROM_F, EXPR)                                                   \
+/* inout = in op inout: the kernels of the shared-memory path (reduce.c). */
+#define WEFT__OP16(NAME, DT, OP)                                                               \
   static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                      \
   {                                                                                          \
-    const uint16_t *x = in;                                                                  \
-    uint16_t *y = inout;                                                                     \
-    int i;                                                                                   \
     (void)type;                                                                              \
-    for (i = 0; i < *len; i++) {                                                             \
-      float a = TO_F(x[i]), b = TO_F(y[i]);                                                  \
-      y[i] = FROM_F(EXPR);                                                                   \
-    }                                                                                        \
+    weft__reduce(DT, OP, inout, in, inout, (size_t)*len);                                    \
   }
 
-WEFT__OP16(h_sum, weft_half_to_float, weft_float_to_half, a + b)
-WEFT__OP16(h_prod, weft_half_to_float, weft_float_to_half, a * b)
-WEFT__OP16(h_min, weft_half_to_float, weft_float_to_half, weft__fmin_nan(a, b))
-WEFT__OP16(h_max, weft_half_to_float, weft_float_to_half, weft__fmax_nan(a, b))
-WEFT__OP16(b_sum, weft_bf16_to_float, weft_float_to_bf16, a + b)
-WEFT__OP16(b_prod, weft_bf16_to_float, weft_float_to_bf16, a * b)
-WEFT__OP16(b_min, weft_bf16_to_float, weft_float_to_bf16, weft__fmin_nan(a, b))
-WEFT__OP16(b_max, weft_bf16_to_float, weft_float_to_bf16, weft__fmax_nan(a, b))
+WEFT__OP16(h_sum, WEFT_FLOAT16, WEFT_SUM)
+WEFT__OP16(h_prod, WEFT_FLOAT16, WEFT_PROD)
+WEFT__OP16(h_min, WEFT_FLOAT16, WEFT_MIN)
+WEFT__OP16(h_max, WEFT_FLOAT16, WEFT_MAX)
+WEFT__OP16(b_sum, WEFT_BFLOAT16, WEFT_SUM)
+WEFT__OP16(b_prod, WEFT_BFLOAT16, WEFT_PROD)
+WEFT__OP16(b_min, WEFT_BFLOAT16, WEFT_MIN)
+WEFT__OP16(b_max, WEFT_BFLOAT16, WEFT_MAX)
 
 static MPI_User_function *const fns16[2][4] = {{h_sum, h_prod, h_min, h_max},
                                                {b_sum, b_prod, b_min, b_max}};

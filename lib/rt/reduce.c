@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Element-wise reduction kernels for the shared-memory collectives:
- * dst = a op b over n elements, for every weft type and operation, with the
+ * Element-wise reduction kernels, for the shared-memory collectives and for
+ * the MPI operations on 16-bit floats (dtype.c): dst = a op b over n elements, for every weft type and operation, with the
  * semantics of the MPI path: integers wrap around (computed unsigned, so
  * that overflow is defined), fp16 and bf16 are computed in float and rounded
  * once per pair to nearest even (half.h, as weft's MPI operations do), MIN and
@@ -19,8 +19,9 @@
 #include "shm.h"
 #include "half.h"
 
-/* Integers: sum and product computed in the unsigned type of the same width. */
-#define INT_KERNELS(T, U)                                                                      \
+/* Sum and product are computed in U: for integers the unsigned type of the
+ * same width (wrapping is defined there), for floats the type itself. */
+#define KERNELS(T, U)                                                                          \
   static void T##_sum(T *d, const T *a, const T *b, size_t n)                                \
   {                                                                                          \
     for (size_t i = 0; i < n; i++)                                                           \
@@ -43,35 +44,12 @@
   }
 
 /* uint8 * uint8 would be computed in int; unsigned int keeps it unsigned. */
-INT_KERNELS(int8_t, uint8_t)
-INT_KERNELS(uint8_t, unsigned)
-INT_KERNELS(int32_t, uint32_t)
-INT_KERNELS(int64_t, uint64_t)
-
-#define FLOAT_KERNELS(T)                                                                       \
-  static void T##_sum(T *d, const T *a, const T *b, size_t n)                                \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = a[i] + b[i];                                                                    \
-  }                                                                                          \
-  static void T##_prod(T *d, const T *a, const T *b, size_t n)                               \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = a[i] * b[i];                                                                    \
-  }                                                                                          \
-  static void T##_min(T *d, const T *a, const T *b, size_t n)                                \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = a[i] < b[i] ? a[i] : b[i];                                                      \
-  }                                                                                          \
-  static void T##_max(T *d, const T *a, const T *b, size_t n)                                \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = a[i] > b[i] ? a[i] : b[i];                                                      \
-  }
-
-FLOAT_KERNELS(float)
-FLOAT_KERNELS(double)
+KERNELS(int8_t, uint8_t)
+KERNELS(uint8_t, unsigned)
+KERNELS(int32_t, uint32_t)
+KERNELS(int64_t, uint64_t)
+KERNELS(float, float)
+KERNELS(double, double)
 
 #define HALF_KERNEL(NAME, TO_F, FROM_F, EXPR)                                                  \
   static void NAME(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)              \

@@ -125,6 +125,11 @@ int weft__op_ok(weft_op op);
 int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop);
 /* buf[i] /= n for count elements (the second half of AVG). */
 void weft__divide(void *buf, size_t count, weft_dtype dt, int n);
+/* dst[i] = a[i] op b[i] for i < n (reduce.c; AVG is SUM here). dst may be a
+ * or b, no other overlap. a is the lower ranks' side. MIN and MAX of float32
+ * and float64 are Open MPI's (a < b ? a : b: b when either is NaN); those of
+ * 16-bit floats give NaN when either is NaN. */
+void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const void *b, size_t n);
 void weft__dtype_fini(void);
 
 /* ---- deadlines (deadline.c) ---- */

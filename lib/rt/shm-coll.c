@@ -5,18 +5,21 @@
  * All-reduce: the n elements are cut into one slice per rank. The owner of a
  * slice reads it from every peer's input with process_vm_readv, a chunk at a
  * time into a buffer that stays in cache, reduces the chunk into its own
- * output in rank order (0, 1, ..., p-1, the same order for every element),
- * divides for AVG, and writes the finished chunk straight into every peer's
- * output with process_vm_writev while it is still in cache. Each element is
- * computed once, by one rank, so every rank ends with the same bits; integers
- * are exact, so they equal the MPI path's. Reduce-scatter is the first half
- * (no writes), all-gather the second (no reduction), the hierarchical
- * all-reduce has MPI across hosts between the two, and a bucket is an
- * all-reduce over its tensors as they lie: the pieces of each chunk go to the
- * kernel as lists of iovecs, so nothing is packed.
+ * output in rank order (0, 1, ..., p-1, the same order for every element) and
+ * divides for AVG; when its slice is final it says so (READY), and every rank
+ * reads each finished slice straight from its owner's output into its own.
+ * Each element is computed once, by one rank, so every rank ends with the
+ * same bits; integers are exact, so they equal the MPI path's. Reduce-scatter
+ * is the first half, all-gather the second, the hierarchical all-reduce has
+ * MPI across hosts between the two, and a bucket is an all-reduce over its
+ * tensors as they lie: the pieces of each chunk go to the kernel as lists of
+ * iovecs, so nothing is packed. Only reads cross processes: every rank writes
+ * its own memory alone.
  *
- * A call costs two meetings (shm.c): every rank has published its addresses
- * (begin), every rank has finished with every other's memory (end).
+ * A call costs three meetings (shm.c): every rank has published its
+ * addresses (begin), a slice is final (READY, waited for per owner), every
+ * rank has finished with every other's memory (end). Small inputs take
+ * another way, through the arena's slots, with one meeting (below).
  */
 #include "shm.h"
 
@@ -36,7 +39,6 @@ struct view {
                                      * r + (x - rshift) (reduce-scatter); else 0 */
   int inplace;                      /* each output piece is the input piece itself */
 };
-
 
 /* Member k's slice of n elements: the first n % p members get one more. */
 static void slice(size_t n, int p, int k, size_t *lo, size_t *hi)

@@ -148,11 +148,4 @@ int weft__shm_xfer(struct weft__shm *sh, int peer, int write, const struct iovec
  * waiting for us; returns rc. */
 int weft__shm_fail(struct weft__shm *sh, int rc);
 
-/* ---- reduction kernels (reduce.c) ---- */
-/* dst[i] = a[i] op b[i] for i < n (AVG is SUM here). dst may be a or b, no
- * other overlap. a is the lower ranks' side. MIN and MAX of float32 and
- * float64 are Open MPI's (a < b ? a : b: b when either is NaN); those of
- * 16-bit floats are weft's MPI operations' (NaN when either is NaN). */
-void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const void *b, size_t n);
-
 #endif /* WEFT_RT_SHM_H */
