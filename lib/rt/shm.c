@@ -42,8 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Waiting: polls (about 10 us), then sched_yield()s (to a rank that shares
- * our core when ranks outnumber cores), then futex sleeps of this long. */
+/* Waiting: polls (about 10 us; none when the group's ranks outnumber the
+ * processors we may run on: the peer we wait for may need ours), then
+ * sched_yield()s, then futex sleeps of this long. */
 #define SPINS 500
 #define YIELDS 50
 #define NAP 0.05
@@ -221,8 +222,8 @@ static int wait_one(struct weft__shm *sh, int k, int counter, double end, const 
     struct timespec ts;
     if (atomic_load(&c->failed) != 0)
       return peer_gave_up(sh, k, opname);
-    if (spins < SPINS + YIELDS) {
-      if (spins++ < SPINS)
+    if (spins < sh->spins + YIELDS) {
+      if (spins++ < sh->spins)
         relax();
       else
         sched_yield();
@@ -523,6 +524,7 @@ static int setup(struct weft__shm *sh, MPI_Comm comm, const char *opname)
   weft_group *g = sh->g;
   MPI_Request req;
   int k, rc, ok = 1, all_ok = 0;
+  long ncpu;
 
   sh->state = -1;
   sh->win = MPI_WIN_NULL;
@@ -592,9 +594,11 @@ static int setup(struct weft__shm *sh, MPI_Comm comm, const char *opname)
     goto out;
   }
   sh->state = 1;
+  ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  sh->spins = ncpu > 0 && ctx->local_size > ncpu ? 0 : SPINS;
   WEFT__LOG(RT, "group %s%s: host shared memory on (%d ranks, cross-memory attach) from %zu "
-                "bytes", g->name, comm == g->comm ? "" : " (this host)", sh->size,
-            sh->threshold);
+                "bytes%s", g->name, comm == g->comm ? "" : " (this host)", sh->size,
+            sh->threshold, sh->spins ? "" : "; ranks outnumber processors: waits yield at once");
   return 0;
 out:
   WEFT__LOG(RT, "group %s%s: host shared memory off: %s; MPI instead", g->name,

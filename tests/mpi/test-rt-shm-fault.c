@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A rank that fails during host shared-memory all-reduces (run with
- * WEFT_COLL_TIMEOUT=2 and WEFT_HOST_SHM_THRESHOLD=0). The last rank
+ * WEFT_COLL_TIMEOUT=2). The last rank
  *   absent    never joins the next all-reduce (it sleeps);
  *   killed    is killed by SIGKILL while all-reduces of 4 MiB run;
  *   stopped   is stopped by SIGSTOP while they run.

@@ -9,7 +9,7 @@ set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 bin=$WEFT_BUILDDIR/tests/mpi
 out=$tmp/out
-export WEFT_COLL_TIMEOUT=2 WEFT_HOST_SHM_THRESHOLD=0
+export WEFT_COLL_TIMEOUT=2
 for how in absent killed stopped; do
   start=$(date +%s)
   mpirun_np -v 3 --enable-recovery "$bin/test-rt-shm-fault" $how >"$out" 2>&1 || true

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # The host shared-memory collectives: against the MPI path (test-rt-shm) on 2,
-# 3 and 4 ranks, and against exact references (test-rt-coll, test-rt-bucket
-# with the threshold at 0); the host stages of the hierarchical all-reduce;
+# 3 and 4 ranks; the MPI path on one host against exact references
+# (test-rt-coll, test-rt-bucket with WEFT_HOST_SHM=0); the host stages of the
+# hierarchical all-reduce;
 # and the fallbacks, each with its WEFT_VERBOSE=rt line: WEFT_HOST_SHM=0, a
 # group over two hosts, and cross-memory attach forbidden by seccomp.
 set -eu
@@ -15,13 +16,14 @@ noavx="--mca op ^avx"
 for np in 2 3 4; do
   mpirun_np -v $np $noavx "$bin/test-rt-shm"
 done
-WEFT_HOST_SHM_THRESHOLD=0 mpirun_np -v 3 "$bin/test-rt-coll"
-WEFT_HOST_SHM_THRESHOLD=0 mpirun_np -v 4 "$bin/test-rt-bucket"
+# test-rt-coll and test-rt-bucket check the shared-memory path against exact
+# references by default; the MPI path on one host is checked here.
+WEFT_HOST_SHM=0 mpirun_np -v 3 "$bin/test-rt-coll"
+WEFT_HOST_SHM=0 mpirun_np -v 4 "$bin/test-rt-bucket"
 # Two pretend hosts of 2 ranks: the world is not on one host, each host's
 # stage of the hierarchical all-reduce is.
 WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier mpirun_np -v 4 $noavx "$bin/test-rt-shm" hier
-WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier WEFT_HOST_SHM_THRESHOLD=0 WEFT_COLL_TIMEOUT=30 \
-  mpirun_np -v 4 "$bin/test-rt-coll"
+WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier WEFT_COLL_TIMEOUT=30 mpirun_np -v 4 "$bin/test-rt-coll"
 
 # Each fallback runs the comparisons too, and says why on every rank.
 fallback() { # PATTERN NP [MPIRUN ARGS] MODE
