@@ -103,7 +103,11 @@ static void same(const char *what, weft_dtype dt, weft_op op, int p, const char 
 /* Every rank holds the same bytes as rank 0. */
 static void everywhere(weft_group *w, const char *what, const char *buf, size_t bytes)
 {
-  char *r0 = malloc(bytes ? bytes : 1);
+  char *r0;
+
+  if (!buf)
+    return;
+  r0 = malloc(bytes ? bytes : 1);
 
   CHECK(r0, "malloc");
   memcpy(r0, buf, bytes);
