@@ -23,6 +23,13 @@
 #                                 need_mpirun, no_host_defaults, unique_name
 #   vc_up N [UP OPTIONS]          a virtual cluster named $prefix, $hostfile;
 #                                 down at exit; skips where it cannot be made
+#   vc_up_slurm N [UP OPTIONS]    vc_up N --slurm, without the SLURM_* variables
+#                                 of a job this test may run in; skips where
+#                                 Slurm or munge is not installed
+#   on NODE CMD...                CMD on NODE of the cluster (weft-vcluster
+#                                 exec), within 60 s
+#   sbatch_wait NODE ARGS...      sbatch ARGS from NODE, wait for the job to end
+#                                 (60 s at most); returns the script's status
 #   golden_check EXPECTED ACTUAL  compare with a golden file (strict: a missing
 #                                 one fails); WEFT_UPDATE_GOLDEN=1 rewrites it
 #   now, elapsed T0 T1            wall clock in seconds, whole seconds between
@@ -128,6 +135,7 @@ vc_up()
   _rc=0
   hostfile=$(timeout 120 "$vc" --prefix "$prefix" up "$@" 2>"$tmp/vc-up.err") || _rc=$?
   [ $_rc -ne 3 ] || skip "network namespaces cannot be made here: $(tail -n 1 "$tmp/vc-up.err")"
+  [ $_rc -ne 5 ] || skip "Slurm or munge is not installed (contrib/quickstart.sh installs them): $(tail -n 1 "$tmp/vc-up.err")"
   [ $_rc -eq 0 ] || { cat "$tmp/vc-up.err"; fail "weft-vcluster up $* exited $_rc"; }
   [ -f "$hostfile" ] || fail "weft-vcluster up $* printed '$hostfile', which is not a file"
   cat "$tmp/vc-up.err"
@@ -149,6 +157,42 @@ golden_check()
     echo "FAIL: output differs from $_g; if the change is meant, $_how rewrites it"
     return 1
   fi
+}
+
+vc_up_slurm()
+{
+  for _v in $(env | sed -n 's/^\(SLURM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$_v"; done
+  vc_up "$@" --slurm
+}
+
+on()
+{
+  _on=$1
+  shift
+  timeout -k 5 60 "$vc" --prefix "$prefix" exec "$_on" "$@"
+}
+
+# sbatch --wait polls every few seconds; this polls every tenth. A job that
+# was cancelled, timed out or never started returns 1; one killed by signal N
+# 128+N.
+sbatch_wait()
+{
+  _on=$1
+  shift
+  _id=$(on "$_on" sbatch --parsable "$@") || fail "sbatch $* failed"
+  _id=${_id%%;*}
+  _t0=$(date +%s)
+  while :; do
+    _st=$(on vnode0 squeue -h -t all -j "$_id" -o %T 2>/dev/null || true)
+    case $_st in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) break ;; esac
+    [ $(($(date +%s) - _t0)) -lt 60 ] || fail "batch job $_id (sbatch $*) did not end within 60 s (state '$_st')"
+    sleep 0.1
+  done
+  _x=$(on vnode0 scontrol show job "$_id" | sed -n 's/.* ExitCode=\([0-9]*\):\([0-9]*\).*/\1 \2/p')
+  [ -n "$_x" ] || fail "scontrol show job $_id gives no ExitCode"
+  [ "$_st" = COMPLETED ] || [ "$_st" = FAILED ] || return 1
+  [ "${_x#* }" = 0 ] || return $((128 + ${_x#* }))
+  return "${_x% *}"
 }
 
 now() { date +%s.%N; }

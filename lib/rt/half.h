@@ -3,7 +3,8 @@
  * fp16 and bf16 <-> float, inline: the one definition of how weft rounds
  * 16-bit floats (to nearest even; NaN stays a quiet NaN, infinities stay),
  * used by the exported converters (dtype.c) and by the reduction kernels
- * (reduce.c), which need them inlined to be vectorised.
+ * (reduce.c), which need them inlined to be vectorised; and the rule for
+ * reducing them.
  */
 #ifndef WEFT_RT_HALF_H
 #define WEFT_RT_HALF_H
@@ -89,15 +90,24 @@ static inline uint16_t weft__f2b(float f)
   return (uint16_t)(nan ? (bits >> 16) | 0x40 : rounded);  /* NaN stays a quiet NaN */
 }
 
-/* MIN and MAX of 16-bit floats: NaN when either side is NaN. */
-static inline float weft__fmin_nan(float a, float b)
+/* The rule for reducing 16-bit floats (dtype.c says why): NaN on either
+ * side gives NaN, MIN and MAX take -0 as below +0, and a NaN result is the
+ * type's canonical quiet NaN. */
+#define WEFT__F16_NAN 0x7e00
+#define WEFT__BF16_NAN 0x7fc0
+
+static inline float weft__min16(float a, float b)
 {
-  return isnan(a) || isnan(b) ? a + b : (a < b ? a : b);
+  if (isnan(a) || isnan(b))
+    return NAN;
+  return a < b || (a == b && signbit(a)) ? a : b;
 }
 
-static inline float weft__fmax_nan(float a, float b)
+static inline float weft__max16(float a, float b)
 {
-  return isnan(a) || isnan(b) ? a + b : (a > b ? a : b);
+  if (isnan(a) || isnan(b))
+    return NAN;
+  return a > b || (a == b && signbit(b)) ? a : b;
 }
 
 #endif /* WEFT_RT_HALF_H */

@@ -3,9 +3,10 @@
  * Element-wise reduction kernels, for the shared-memory collectives and for
  * the MPI operations on 16-bit floats (dtype.c): dst = a op b over n elements, for every weft type and operation, with the
  * semantics of the MPI path: integers wrap around (computed unsigned, so
- * that overflow is defined), fp16 and bf16 are computed in float and rounded
- * once per pair to nearest even (half.h, as weft's MPI operations do), MIN and
- * MAX of float32 and float64 as Open MPI's.
+ * that overflow is defined), fp16 and bf16 by weft's rule (half.h, dtype.c:
+ * each pair in float, rounded once to nearest even, NaN on either side gives
+ * the canonical NaN, -0 below +0), MIN and MAX of float32 and float64 as Open
+ * MPI's.
  *
  * The loops are simple on purpose: they are memory-bound only once the
  * compiler vectorises them, which GCC 12 does not do at -O2 for loops that
@@ -51,23 +52,23 @@ KERNELS(int64_t, uint64_t)
 KERNELS(float, float)
 KERNELS(double, double)
 
-#define HALF_KERNEL(NAME, TO_F, FROM_F, EXPR)                                                  \
+#define HALF_KERNEL(NAME, TO_F, FROM_F, QNAN, EXPR)                                            \
   static void NAME(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)              \
   {                                                                                          \
     for (size_t i = 0; i < n; i++) {                                                         \
-      float x = TO_F(a[i]), y = TO_F(b[i]);                                                  \
-      d[i] = FROM_F(EXPR);                                                                   \
+      float x = TO_F(a[i]), y = TO_F(b[i]), r = (EXPR);                                      \
+      d[i] = isnan(r) ? (uint16_t)(QNAN) : FROM_F(r);                                        \
     }                                                                                        \
   }
 
-HALF_KERNEL(h_sum, weft__h2f, weft__f2h, x + y)
-HALF_KERNEL(h_prod, weft__h2f, weft__f2h, x * y)
-HALF_KERNEL(h_min, weft__h2f, weft__f2h, weft__fmin_nan(x, y))
-HALF_KERNEL(h_max, weft__h2f, weft__f2h, weft__fmax_nan(x, y))
-HALF_KERNEL(b_sum, weft__b2f, weft__f2b, x + y)
-HALF_KERNEL(b_prod, weft__b2f, weft__f2b, x * y)
-HALF_KERNEL(b_min, weft__b2f, weft__f2b, weft__fmin_nan(x, y))
-HALF_KERNEL(b_max, weft__b2f, weft__f2b, weft__fmax_nan(x, y))
+HALF_KERNEL(h_sum, weft__h2f, weft__f2h, WEFT__F16_NAN, x + y)
+HALF_KERNEL(h_prod, weft__h2f, weft__f2h, WEFT__F16_NAN, x * y)
+HALF_KERNEL(h_min, weft__h2f, weft__f2h, WEFT__F16_NAN, weft__min16(x, y))
+HALF_KERNEL(h_max, weft__h2f, weft__f2h, WEFT__F16_NAN, weft__max16(x, y))
+HALF_KERNEL(b_sum, weft__b2f, weft__f2b, WEFT__BF16_NAN, x + y)
+HALF_KERNEL(b_prod, weft__b2f, weft__f2b, WEFT__BF16_NAN, x * y)
+HALF_KERNEL(b_min, weft__b2f, weft__f2b, WEFT__BF16_NAN, weft__min16(x, y))
+HALF_KERNEL(b_max, weft__b2f, weft__f2b, WEFT__BF16_NAN, weft__max16(x, y))
 
 #define CASE(DT, PFX)                                                                       \
   case DT:                                                                                   \

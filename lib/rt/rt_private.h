@@ -127,10 +127,13 @@ int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop
 void weft__divide(void *buf, size_t count, weft_dtype dt, int n);
 /* dst[i] = a[i] op b[i] for i < n (reduce.c; AVG is SUM here). dst may be a
  * or b, no other overlap. a is the lower ranks' side. MIN and MAX of float32
- * and float64 are Open MPI's (a < b ? a : b: b when either is NaN); those of
- * 16-bit floats give NaN when either is NaN. */
+ * and float64 are Open MPI's (a < b ? a : b: b when either is NaN); 16-bit
+ * floats follow weft's rule (dtype.c). */
 void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const void *b, size_t n);
 void weft__dtype_fini(void);
+/* The MPI user function that reduces float16 or bfloat16 with op (AVG: its
+ * SUM); NULL for other types. Tests compare it with weft-bench's baseline. */
+MPI_User_function *weft__op16_fn(weft_dtype dt, weft_op op);
 
 /* ---- deadlines (deadline.c) ---- */
 double weft__now(void);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# weft-vcluster's command line: bad arguments give a clear message and exit 2,
-# a cluster that is not up exit 4 (rsh 255), not root exit 3; per-node
+# weft-vcluster's command line: bad arguments give a clear message and exit 2
+# (bad --slurm options too, leaving nothing behind), a cluster that is not up
+# exit 4 (rsh 255), not root exit 3; per-node
 # topologies set slots and WEFT_TOPOLOGY; link down makes a node unreachable;
 # netem works or says that the kernel lacks it (exit 6).
 set -eu
@@ -34,6 +35,14 @@ expect 4 'is not up' --prefix "$prefix" status
 expect 4 'is not up' --prefix "$prefix" kill vnode0
 expect 255 'is not up' --prefix "$prefix" rsh vnode0 true
 expect 2 'usage:' --prefix "$prefix" run
+expect 2 'add --slurm' --prefix "$prefix" up 2 --gpus-per-node 2
+expect 2 "'x' is not a number" --prefix "$prefix" up 2 --slurm --gpus-per-node x
+expect 2 'not in 0..64' --prefix "$prefix" up 2 --slurm --gpus-per-node 65
+expect 2 'has 8 NVIDIA GPUs' --prefix "$prefix" up 2 --slurm --gpus-per-node 2 \
+  --topology "$topos/a3-highgpu-8g.xml"
+for f in "${WEFT_VCLUSTER_STATE:-/run/weft-vcluster}/$prefix" "${WEFT_VCLUSTER_STATE:-/run/weft-vcluster}/.$prefix.lock"; do
+  [ ! -e "$f" ] || fail "a refused up left $f behind"
+done
 
 need_root
 if command -v setpriv >/dev/null 2>&1; then

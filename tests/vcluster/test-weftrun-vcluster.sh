@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # weftrun across a 3-node virtual cluster with a different topology per node:
 # hosts from Open MPI's default hostfile, every rank's NODE_RANK, GPU,
-# CUDA_VISIBLE_DEVICES and network variables; remote hosts probed when -H
+# CUDA_VISIBLE_DEVICES and network variables (gloo's interface that of NCCL); remote hosts probed when -H
 # gives no slots; a rank that fails on vnode2 ends the job with its code; a
 # vnode that dies ends it with 75; nothing left running anywhere.
 # Exit 77 when namespaces cannot be made here.
@@ -13,7 +13,8 @@ up
 cat >"$tmp/$uniq-check" <<'EOS'
 #!/bin/sh
 echo "R $RANK $(hostname) $NODE_RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT" \
-     "${NCCL_SOCKET_IFNAME:-none} ${WEFT_GPU:-none} ${CUDA_VISIBLE_DEVICES:-none} ${CUDA_DEVICE_ORDER:-none}"
+     "${NCCL_SOCKET_IFNAME:-none} ${WEFT_GPU:-none} ${CUDA_VISIBLE_DEVICES:-none} ${CUDA_DEVICE_ORDER:-none}" \
+     "${GLOO_SOCKET_IFNAME:-none}"
 EOS
 chmod +x "$tmp/$uniq-check"
 
@@ -22,7 +23,7 @@ if vrun -N 2 --report-bindings "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err"; then
   if ! awk '/^R / {
         n++; want = int($2 / 2)
         if ($3 != "vnode" want || $4 != want || $5 != $2 % 2 || $6 != 6 || $7 !~ /^198\.1[89]\./ ||
-            $9 == "none" || $10 == "none" || $12 != "PCI_BUS_ID") { print "bad: " $0; bad = 1 }
+            $9 == "none" || $10 == "none" || $12 != "PCI_BUS_ID" || $13 != $9) { print "bad: " $0; bad = 1 }
         split($11, d, ","); if (d[$5 + 1] != $10) { print "GPU not at LOCAL_RANK: " $0; bad = 1 }
         port[$8] = 1; addr[$7] = 1 }
       END { np = 0; for (p in port) np++; na = 0; for (a in addr) na++
@@ -31,7 +32,7 @@ if vrun -N 2 --report-bindings "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err"; then
     echo "FAIL: rank environment over 3 vnodes:"; cat "$tmp/out"; fail=1
   fi
   # the g2 node has 4 GPUs (CUDA_VISIBLE_DEVICES of 4), the others 8
-  grep -q '^R 4 vnode2 .* [0-3],[0-9],[0-9],[0-9] PCI_BUS_ID$' "$tmp/out" ||
+  grep -q '^R 4 vnode2 .* [0-3],[0-9],[0-9],[0-9] PCI_BUS_ID ' "$tmp/out" ||
     { echo "FAIL: vnode2 (g2-standard-48) GPUs:"; cat "$tmp/out"; fail=1; }
   n=$(grep -c '^\[weft\] vnode[012] rank [0-5] (local [01]): GPU ' "$tmp/err" || true)
   [ "$n" = 6 ] || { echo "FAIL: --report-bindings over vnodes: $n lines"; cat "$tmp/err"; fail=1; }
