@@ -8,7 +8,9 @@
  * the fusion buffer, reduced, and unpacked. The fusion buffer is allocated
  * once (again only if tensors were added since), never per call. Each
  * element meets the same reduction as in a per-tensor all-reduce, so results
- * are identical whenever MPI reduces in the same order.
+ * are identical whenever MPI reduces in the same order. Host tensors of a
+ * group within one host skip all this: the shared-memory path reduces them
+ * where they lie, as one array (shm-coll.c).
  */
 #include "rt_private.h"
 #include "shm.h"

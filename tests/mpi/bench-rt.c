@@ -4,7 +4,8 @@
  *  1. host all-reduce through weft against raw MPI_Allreduce on the same
  *     buffers, float32, 1 MiB to 16 MiB: ratio = time(MPI) / time(weft);
  *  2. a bucket of NT small tensors, each its own allocation (as a model's
- *     parameters are), against NT separate all-reduces and against one
+ *     parameters are), against NT separate all-reduces (through weft, and
+ *     raw MPI_Allreduce as a program without weft does) and against one
  *     all-reduce of the same total size laid out contiguously.
  * Each time is the median of several repetitions, alternating the
  * contenders (the best of them is printed too).
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
   weft_bucket *bk;
   size_t elems = 1000, nt = 1000, n, i, t;
   int reps = 30, r, k, rank, iters;
-  double tw[100], tm[100], tb[100], ts[100], t1[100];
+  double tw[100], tm[100], tb[100], ts[100], t1[100], tr[100];
   float *s, *d, **ten, *flat;
 
   if (weft_init(&argc, &argv, &ctx) != 0)
@@ -125,14 +126,20 @@ int main(int argc, char **argv)
     t0 = now(MPI_COMM_WORLD);
     weft_allreduce(w, flat, flat, nt * elems, WEFT_FLOAT32, WEFT_SUM, NULL);
     t1[r] = MPI_Wtime() - t0;
+    t0 = now(MPI_COMM_WORLD);
+    for (t = 0; t < nt; t++)
+      MPI_Allreduce(MPI_IN_PLACE, ten[t], (int)elems, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    tr[r] = MPI_Wtime() - t0;
   }
   if (rank == 0) {
     double b = median(tb, reps), s1 = median(ts, reps), o = median(t1, reps);
+    double m = median(tr, reps);
     printf("# bucket of %zu tensors x %zu floats (%zu bytes in all), median of %d\n", nt, elems,
            nt * elems * 4, reps);
     printf("  bucket %.1f us, %zu separate all-reduces %.1f us (%.1fx), one all-reduce %.1f us "
            "(ratio %.3f)\n",
            b * 1e6, nt, s1 * 1e6, s1 / b, o * 1e6, o / b);
+    printf("  %zu separate raw MPI_Allreduce %.1f us (%.1fx)\n", nt, m * 1e6, m / b);
     printf("  best: bucket %.1f us, separate %.1f us (%.1fx), one %.1f us (ratio %.3f)\n",
            tb[0] * 1e6, ts[0] * 1e6, ts[0] / tb[0], t1[0] * 1e6, t1[0] / tb[0]);
   }
