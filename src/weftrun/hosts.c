@@ -60,12 +60,12 @@ gather(const wr_opts *o, wr_inventory *inv)
   if (in.slurm_nodelist && (inv->slurm_job = getenv("SLURM_JOB_ID")) && !*inv->slurm_job)
     inv->slurm_job = NULL;
   if (inv->origin == WEFTX_HOSTS_SLURM)
-    weft_log(WEFT_LOG_HOSTS, "%d hosts from the Slurm allocation SLURM_JOB_ID=%s: "
-             "SLURM_JOB_NODELIST=%s SLURM_TASKS_PER_NODE=%s", inv->nhosts,
+    weft_log(WEFT_LOG_HOSTS, "%d host%s from the Slurm allocation SLURM_JOB_ID=%s: "
+             "SLURM_JOB_NODELIST=%s SLURM_TASKS_PER_NODE=%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
              inv->slurm_job ? inv->slurm_job : "(unset)", in.slurm_nodelist,
              in.slurm_tasks_per_node ? in.slurm_tasks_per_node : "(unset)");
   else
-    weft_log(WEFT_LOG_HOSTS, "%d hosts from %s%s%s", inv->nhosts,
+    weft_log(WEFT_LOG_HOSTS, "%d host%s from %s%s%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
              weftx_hosts_origin_name(inv->origin), in.hostfile ? " " : "",
              in.hostfile ? in.hostfile : "");
   if (inv->nhosts < 1 || inv->nhosts > WR_MAX_HOSTS) {
