@@ -469,8 +469,10 @@ struct wsn_msg *wsn_take(struct ncclComm *c, int peer, int kind, uint64_t seq,
         }
         break;
       }
-    if (m || c->local_abort || p->closed || p->aborted || c->error != ncclSuccess ||
-        (also && also->local_abort))
+    /* A message that cannot come any more (the peer aborted, or is gone)
+     * leaves the operation hanging until this rank aborts, as on a GPU:
+     * NCCL's kernels wait; only the asynchronous error tells. */
+    if (m || c->local_abort || (also && also->local_abort))
       break;
     wsi_wait();
   }

@@ -97,8 +97,9 @@ ncclResult_t wsn_root_join(struct ncclComm *c, const char *path, const struct ws
  * ranks share a device, start the progress thread. */
 ncclResult_t wsn_mesh(struct ncclComm *c, const struct wsn_hello *table);
 void wsn_send(struct ncclComm *c, int peer, struct wsn_hdr *h, const void *data, size_t bytes);
-/* The message of kind and seq from peer; NULL when it cannot come (c or
- * also aborted, the peer gone, an asynchronous error). */
+/* The message of kind and seq from peer; NULL when this rank aborts c (or
+ * also) while waiting: one that cannot come leaves the wait hanging, as
+ * NCCL's kernels do. */
 struct wsn_msg *wsn_take(struct ncclComm *c, int peer, int kind, uint64_t seq,
                          const struct ncclComm *also);
 void wsn_msg_free(struct wsn_msg *m);

@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The runtime's device tests (test-rt-gpu: every type and operation in place
+# and not, broadcast, all-gather, reduce-scatter, mesh groups split from the
+# world, send/recv around a ring, buckets on a stream and on NULL) on 2, 3 and
+# 4 ranks under the CUDA/NCCL stand-in, and again with deadlines on. The
+# stand-in ends any rank that breaks a CUDA or NCCL rule.
+set -eu
+. "${WEFT_TOPDIR:?}/tests/gpu/standin-lib.sh"
+bin=$WEFT_BUILDDIR/tests/gpu/test-rt-gpu
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail=0
+run()
+{
+  if "$@" >"$tmp/out" 2>&1 && grep -q 'device checks passed' "$tmp/out" &&
+     grep -q 'weft stand-in (not a GPU)' "$tmp/out" && ! grep -q 'weft-standin:' "$tmp/out"; then
+    grep -E 'passed' "$tmp/out"
+  else
+    cat "$tmp/out"
+    echo "FAIL: $*"
+    fail=1
+  fi
+}
+for np in 2 3 4; do
+  run standin_mpirun "$np" "$bin" 65536
+done
+WEFT_COLL_TIMEOUT=60 run standin_mpirun 4 "$bin" 4096
+[ $fail -eq 0 ] || exit 1
+echo "PASS: the runtime's device path on 2, 3 and 4 ranks under the stand-in (not a GPU)"
