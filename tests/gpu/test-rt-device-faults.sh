@@ -60,7 +60,7 @@ WEFT_INIT_TIMEOUT=30 scenario 3 pair
 WEFT_INIT_TIMEOUT=1 scenario 2 late-root
 WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2 scenario 2 async-error
 WEFT_COLL_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=hang:1:2 scenario 2 abort-all
-WEFT_COLL_TIMEOUT=4 scenario 2 deadline
+WEFT_COLL_TIMEOUT=5 scenario 2 deadline
 scenario 2 nonccl "$WEFT_BUILDDIR/tests/gpu/test-rt-device-nonccl"
 [ $fail -eq 0 ] || exit 1
 echo "PASS: device faults under the stand-in (not a GPU)"

@@ -1055,7 +1055,11 @@ static void *finalize_thread(void *arg)
   struct ncclComm *c = arg;
 
   drain_and_fin(c);
-  finish(c, ncclSuccess);
+  wsi_lock();
+  c->state = ncclSuccess;
+  c->busy = 0;
+  wsi_broadcast();
+  wsi_unlock();
   return NULL;
 }
 
