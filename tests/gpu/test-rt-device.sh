@@ -26,5 +26,16 @@ for np in 2 3 4; do
   run standin_mpirun "$np" "$bin" 65536
 done
 WEFT_COLL_TIMEOUT=60 run standin_mpirun 4 "$bin" 4096
+# The bucket packing benchmark of run.sh, both ways (its times here are no
+# GPU's: only that it runs and the data is right).
+for mode in batch each; do
+  if WEFT_BUCKET_COPY=$mode standin_mpirun 1 "$WEFT_BUILDDIR/tests/gpu/bench-bucket-pack" 300 4096 \
+      >"$tmp/pack" 2>&1 && grep -q "^bucket-pack: $mode, 300 tensors" "$tmp/pack" &&
+      ! grep -q 'WRONG\|weft-standin:' "$tmp/pack"; then
+    echo "ok: bench-bucket-pack ($mode)"
+  else
+    cat "$tmp/pack"; echo "FAIL: bench-bucket-pack ($mode)"; fail=1
+  fi
+done
 [ $fail -eq 0 ] || exit 1
 echo "PASS: the runtime's device path on 2, 3 and 4 ranks under the stand-in (not a GPU)"
