@@ -277,10 +277,9 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
   }
 }
 
-/* The rank's device current, and the group's events, before its first call. */
-static int device_ready(weft_group *g, struct ncgroup *ns)
+/* NCCL usable, and the rank's device current. */
+static int device_current(weft_ctx *ctx)
 {
-  weft_ctx *ctx = g->ctx;
   cudaError_t e;
   int rc;
 
@@ -288,6 +287,18 @@ static int device_ready(weft_group *g, struct ncgroup *ns)
     return rc;
   if ((e = cudaSetDevice(ctx->device)) != cudaSuccess)
     return cuda_fail(ctx, "cudaSetDevice", e);
+  return 0;
+}
+
+/* The rank's device current, and the group's events, before its first call. */
+static int device_ready(weft_group *g, struct ncgroup *ns)
+{
+  weft_ctx *ctx = g->ctx;
+  cudaError_t e;
+  int rc;
+
+  if ((rc = device_current(ctx)) != 0)
+    return rc;
   if (!ns->events) {
     if ((e = cudaEventCreateWithFlags(&ns->start, cudaEventDisableTiming)) != cudaSuccess)
       return cuda_fail(ctx, "cudaEventCreateWithFlags", e);
@@ -751,10 +762,8 @@ static int nc_alloc(weft_ctx *ctx, void **p, size_t bytes)
   int rc;
 
   *p = NULL;
-  if ((rc = weft__nccl_check(ctx)) != 0)
+  if ((rc = device_current(ctx)) != 0)
     return rc;
-  if ((e = cudaSetDevice(ctx->device)) != cudaSuccess)
-    return cuda_fail(ctx, "cudaSetDevice", e);
   e = cudaMalloc(p, bytes ? bytes : 1);
   if (e != cudaSuccess) {
     *p = NULL;

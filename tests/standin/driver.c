@@ -144,7 +144,8 @@ static const struct {
   {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
 };
 
-EXPORT CUresult cuGetErrorString(CUresult code, const char **s)
+/* The name (name != 0) or the text of an error code. */
+static CUresult describe(CUresult code, const char **s, int name)
 {
   size_t i;
 
@@ -152,24 +153,19 @@ EXPORT CUresult cuGetErrorString(CUresult code, const char **s)
     return CUDA_ERROR_INVALID_VALUE;
   for (i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
     if (errors[i].code == code) {
-      *s = errors[i].text;
+      *s = name ? errors[i].name : errors[i].text;
       return CUDA_SUCCESS;
     }
   *s = NULL;
   return CUDA_ERROR_INVALID_VALUE;
 }
 
+EXPORT CUresult cuGetErrorString(CUresult code, const char **s)
+{
+  return describe(code, s, 0);
+}
+
 EXPORT CUresult cuGetErrorName(CUresult code, const char **s)
 {
-  size_t i;
-
-  if (!s)
-    return CUDA_ERROR_INVALID_VALUE;
-  for (i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
-    if (errors[i].code == code) {
-      *s = errors[i].name;
-      return CUDA_SUCCESS;
-    }
-  *s = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+  return describe(code, s, 1);
 }

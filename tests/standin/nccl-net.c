@@ -95,12 +95,13 @@ static int connect_to(const char *path)
   return -1;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+/* All n bytes, written (out) or read; 0, or -1 when the peer is gone. */
+static int move_all(int fd, void *buf, size_t n, int out)
 {
-  const char *p = buf;
+  char *p = buf;
 
   while (n > 0) {
-    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) : read(fd, p, n);
     if (k < 0 && errno == EINTR)
       continue;
     if (k <= 0)
@@ -111,20 +112,14 @@ static int write_all(int fd, const void *buf, size_t n)
   return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t n)
+{
+  return move_all(fd, (void *)(uintptr_t)buf, n, 1);
+}
+
 static int read_all(int fd, void *buf, size_t n)
 {
-  char *p = buf;
-
-  while (n > 0) {
-    ssize_t k = read(fd, p, n);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
+  return move_all(fd, buf, n, 0);
 }
 
 /* Wait until fd is readable, or the communicator is aborted: 1, 0. */
