@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What weftrun forwards to the ranks: the variables of the launching
- * environment that GPU and Python jobs need (NCCL_*, CUDA_*, WEFT_*, OMP_*,
- * PYTHON*, LD_LIBRARY_PATH, PATH), and -x arguments with mpirun's meaning.
+ * environment that GPU and Python jobs need (NCCL_*, GLOO_*, CUDA_*, WEFT_*,
+ * OMP_*, PYTHON*, LD_LIBRARY_PATH, PATH), and -x arguments with mpirun's meaning.
  */
 #include "weft_private.h"
 
 #include <string.h>
 
-static const char *const prefixes[] = { "NCCL_", "CUDA_", "WEFT_", "OMP_", "PYTHON", NULL };
+static const char *const prefixes[] = { "NCCL_", "GLOO_", "CUDA_", "WEFT_", "OMP_", "PYTHON",
+                                        NULL };
 static const char *const names[] = { "LD_LIBRARY_PATH", "PATH", NULL };
 
 int weftx_env_forward_default(const char *key)

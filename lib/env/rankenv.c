@@ -2,8 +2,9 @@
 /*
  * The per-rank environment as a pure function of the rank's numbers and
  * placement: the torchrun variables (RANK, LOCAL_RANK, MASTER_ADDR, ...), the
- * CUDA device order and visibility, OMP_NUM_THREADS, the NCCL interface, and
- * weft's own WEFT_*. Every variable is set only when the user has not set it.
+ * CUDA device order and visibility, OMP_NUM_THREADS, the NCCL and gloo
+ * interfaces, and weft's own WEFT_*. Every variable is set only when the user
+ * has not set it.
  */
 #include "weft_private.h"
 
@@ -141,6 +142,22 @@ static int set_ranks(weftx_env *env, const weftx_rank_info *ri)
   return rc ? WEFT_ENOMEM : 0;
 }
 
+/* PyTorch's gloo backend takes its interface from GLOO_SOCKET_IFNAME, not from NCCL's
+ * variable, and on a VM with several NICs picks one by the host name otherwise: give it
+ * the NCCL socket interface(s) the rank ends up with, whoever chose them. Gloo wants
+ * exact names, so NCCL's '=' (exact match) is dropped and an exclusion list ("^docker")
+ * is not passed on. */
+static int set_gloo(weftx_env *env)
+{
+  const char *v = weftx_env_get(env, "NCCL_SOCKET_IFNAME");
+
+  if (!v || *v == '^')
+    return 0;
+  if (*v == '=')
+    v++;
+  return *v ? set_str(env, "GLOO_SOCKET_IFNAME", v) : 0;
+}
+
 /* Devices, threads, network, and weft's own variables. */
 static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen)
 {
@@ -164,6 +181,7 @@ static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_
     rc |= set_int(env, "OMP_NUM_THREADS", ri->ncores) < 0;
   if (ri->ifname && *ri->ifname)
     rc |= set_str(env, "NCCL_SOCKET_IFNAME", ri->ifname) < 0;
+  rc |= set_gloo(env) < 0;
   rc |= set_int(env, "WEFT_GPU", ri->gpu < 0 ? -1 : ri->gpu) < 0;
   if (ri->cpus[0])
     rc |= set_str(env, "WEFT_CPUS", ri->cpus) < 0;

@@ -2,7 +2,9 @@
 /*
  * Pre-flight checks for a GCE VM against its family's preset: the problems
  * that do not fail a job but cost most of its bandwidth (reference pitfalls
- * 1, 8, 9, 12 and 18). Each message names what is wrong and how to fix it.
+ * 1, 8, 9, 12 and 18), and the Google Cloud advice about a topology (this
+ * GCE VM's, or a file's that models a GCE shape; never another machine's).
+ * Each message names what is wrong and how to fix it.
  */
 #include "gcp_private.h"
 
@@ -89,4 +91,35 @@ int weftx_gcp_check_mixed(const char *const *hosts, const char *const *machine_t
     }
   }
   return count;
+}
+
+/* A topology of a GCE VM: this machine when DMI says it is one (WEFT_GCP_SYSROOT
+ * honoured), a file when the DMI product name it recorded does. */
+static int topo_models_gce(const weftx_topo *t)
+{
+  const char *product;
+
+  if (weftx_topo_is_live(t))
+    return weftx_gcp_dmi_is_gce();
+  product = hwloc_obj_get_info_by_name(hwloc_get_root_obj(weftx_topo_hwloc(t)), "DMIProductName");
+  return product && (!strcmp(product, "Google Compute Engine") || !strcmp(product, "Google"));
+}
+
+int weftx_gcp_topo_check(const weftx_topo *t, weftx_gcp_warn_fn warn, void *arg)
+{
+  int n = 0;
+
+  if (!t || !topo_models_gce(t))
+    return 0;
+  for (int i = 0; i < weftx_topo_nnics(t); i++)
+    if (weftx_topo_nic(t, i)->gvnic)
+      return 0;
+  if (weftx_topo_is_live(t))
+    warnf(warn, arg, &n, "this is a Google Compute Engine VM without gVNIC (PCI vendor 0x1ae0): "
+          "create it with --network-interface=nic-type=GVNIC for full network bandwidth");
+  else
+    warnf(warn, arg, &n, "this topology file models a Google Compute Engine VM without gVNIC "
+          "(PCI vendor 0x1ae0): such a VM gets full network bandwidth only when created with "
+          "--network-interface=nic-type=GVNIC");
+  return n;
 }

@@ -12,4 +12,9 @@ void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o);
  * \p dst has no count for it (gather: -H restricted by a hostfile). */
 void weft__hostlist_inherit(weftx_hostlist *dst, int i, const weftx_host *from);
 
+/* Write "NAME 'VALUE': message" into \p why (unless NULL; VALUE cut at 200
+ * characters), as the Slurm parsers word their errors; returns WEFT_EPARSE. */
+int weft__hosts_value_error(const char *name, const char *value, char *why, size_t whylen,
+                            const char *fmt, ...) WEFT_PRINTF(5, 6);
+
 #endif /* WEFT_HOSTS_PRIVATE_H */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Slurm's compressed host lists ("gpu[01-04,07]", "a[1-2]-b[3-4]",
- * "n1,n[3-5],x") and task counts ("2(x3),1"), as SLURM_JOB_NODELIST and
- * SLURM_TASKS_PER_NODE hold them. Brackets expand as nested loops with the
- * last bracket fastest; a range keeps the width of its first number
- * ("[08-10]" gives 08 09 10).
+ * "n1,n[3-5],x") and per-node counts ("2(x3),1"), as SLURM_JOB_NODELIST,
+ * SLURM_TASKS_PER_NODE and SLURM_JOB_CPUS_PER_NODE hold them. Brackets
+ * expand as nested loops with the last bracket fastest; a range keeps the
+ * width of its first number ("[08-10]" gives 08 09 10).
  */
 #include "hosts-private.h"
 
@@ -34,10 +34,11 @@ struct entry {
   int np;
 };
 
-static int slurm_error(const char *list, char *why, size_t whylen, const char *fmt, ...)
-  WEFT_PRINTF(4, 5);
+#define slurm_error(list, why, whylen, ...)                                     \
+  weft__hosts_value_error("SLURM_JOB_NODELIST", list, why, whylen, __VA_ARGS__)
 
-static int slurm_error(const char *list, char *why, size_t whylen, const char *fmt, ...)
+int weft__hosts_value_error(const char *name, const char *value, char *why, size_t whylen,
+                            const char *fmt, ...)
 {
   char msg[300];
   va_list ap;
@@ -46,7 +47,7 @@ static int slurm_error(const char *list, char *why, size_t whylen, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    weft__snprintf(why, whylen, "SLURM_JOB_NODELIST '%.200s': %s", list, msg);
+    weft__snprintf(why, whylen, "%s '%.200s': %s", name, value, msg);
   }
   return WEFT_EPARSE;
 }
@@ -261,9 +262,15 @@ static int expand(weftx_hostlist *hl, const char *list, const int *counts, int n
 int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char *why,
                               size_t whylen)
 {
+  return weftx_slurm_per_node("SLURM_TASKS_PER_NODE", s, counts, max, n, why, whylen);
+}
+
+int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, int *n, char *why,
+                         size_t whylen)
+{
   const char *p = s;
 
-  if (!s || !counts || !n)
+  if (!name || !s || !counts || !n)
     return WEFT_EINVAL;
   *n = 0;
   for (;;) {
@@ -282,7 +289,7 @@ int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char
     }
     if (*n + rep > max) {
       if (why)
-        weft__snprintf(why, whylen, "SLURM_TASKS_PER_NODE '%.200s': more than %d counts", s, max);
+        weft__snprintf(why, whylen, "%s '%.200s': more than %d counts", name, s, max);
       return WEFT_ERANGE;
     }
     while (rep-- > 0)
@@ -295,8 +302,7 @@ int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char
   }
 bad:
   if (why)
-    weft__snprintf(why, whylen, "SLURM_TASKS_PER_NODE '%.200s': expected counts like '2(x3),1'",
-                   s);
+    weft__snprintf(why, whylen, "%s '%.200s': expected counts like '2(x3),1'", name, s);
   return WEFT_EPARSE;
 }
 

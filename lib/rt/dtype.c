@@ -4,7 +4,8 @@
  * nearest even, NaN and infinities kept), and the MPI datatype and operation
  * for each (dtype, op). MPI has no 16-bit floats, so fp16 and bf16 travel as
  * MPI_UINT16_T and are reduced by user-defined operations that compute in
- * float and round once per pair. AVG is a SUM followed by weft__divide().
+ * float and round once per pair, with the NaN rule written down below. AVG
+ * is a SUM followed by weft__divide().
  */
 #include "rt_private.h"
 
@@ -100,12 +101,36 @@ uint16_t weft_float_to_bf16(float f)
   return (uint16_t)(bits >> 16);
 }
 
-/* ---- user-defined MPI operations on 16-bit floats ---- */
+/* ---- user-defined MPI operations on 16-bit floats ----
+ *
+ * The rule, documented in libweft(3) (weft-bench's baseline follows it too,
+ * and test-bench compares the two): each pair is computed in float, where it
+ * is exact, and rounded once to nearest even; a NaN on either side gives NaN
+ * for every operation, MIN and MAX included (C's fmin would drop it); MIN and
+ * MAX order -0 below +0; and a NaN result is the type's canonical quiet NaN
+ * (0x7e00, 0x7fc0). MPI takes these operations as commutative and may combine
+ * the ranks in a different order on each rank, so every rank then holds the
+ * same bits, which it would not with NaN payloads or with -0 and +0 taken
+ * from whichever side came first. */
 
-static float fmin_nan(float a, float b) { return isnan(a) || isnan(b) ? a + b : (a < b ? a : b); }
-static float fmax_nan(float a, float b) { return isnan(a) || isnan(b) ? a + b : (a > b ? a : b); }
+#define WEFT__F16_NAN 0x7e00
+#define WEFT__BF16_NAN 0x7fc0
 
-#define WEFT__OP16(NAME, TO_F, FROM_F, EXPR)                                                   \
+static float min_nan(float a, float b)
+{
+  if (isnan(a) || isnan(b))
+    return NAN;
+  return a < b || (a == b && signbit(a)) ? a : b;
+}
+
+static float max_nan(float a, float b)
+{
+  if (isnan(a) || isnan(b))
+    return NAN;
+  return a > b || (a == b && signbit(b)) ? a : b;
+}
+
+#define WEFT__OP16(NAME, TO_F, FROM_F, QNAN, EXPR)                                             \
   static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                      \
   {                                                                                          \
     const uint16_t *x = in;                                                                  \
@@ -113,24 +138,31 @@ static float fmax_nan(float a, float b) { return isnan(a) || isnan(b) ? a + b : 
     int i;                                                                                   \
     (void)type;                                                                              \
     for (i = 0; i < *len; i++) {                                                             \
-      float a = TO_F(x[i]), b = TO_F(y[i]);                                                  \
-      y[i] = FROM_F(EXPR);                                                                   \
+      float a = TO_F(x[i]), b = TO_F(y[i]), r = (EXPR);                                      \
+      y[i] = isnan(r) ? (uint16_t)(QNAN) : FROM_F(r);                                        \
     }                                                                                        \
   }
 
-WEFT__OP16(h_sum, weft_half_to_float, weft_float_to_half, a + b)
-WEFT__OP16(h_prod, weft_half_to_float, weft_float_to_half, a * b)
-WEFT__OP16(h_min, weft_half_to_float, weft_float_to_half, fmin_nan(a, b))
-WEFT__OP16(h_max, weft_half_to_float, weft_float_to_half, fmax_nan(a, b))
-WEFT__OP16(b_sum, weft_bf16_to_float, weft_float_to_bf16, a + b)
-WEFT__OP16(b_prod, weft_bf16_to_float, weft_float_to_bf16, a * b)
-WEFT__OP16(b_min, weft_bf16_to_float, weft_float_to_bf16, fmin_nan(a, b))
-WEFT__OP16(b_max, weft_bf16_to_float, weft_float_to_bf16, fmax_nan(a, b))
+WEFT__OP16(h_sum, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, a + b)
+WEFT__OP16(h_prod, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, a * b)
+WEFT__OP16(h_min, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, min_nan(a, b))
+WEFT__OP16(h_max, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, max_nan(a, b))
+WEFT__OP16(b_sum, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, a + b)
+WEFT__OP16(b_prod, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, a * b)
+WEFT__OP16(b_min, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, min_nan(a, b))
+WEFT__OP16(b_max, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, max_nan(a, b))
 
 static MPI_User_function *const fns16[2][4] = {{h_sum, h_prod, h_min, h_max},
                                                {b_sum, b_prod, b_min, b_max}};
 static MPI_Op ops16[2][4];
 static int ops16_made;
+
+MPI_User_function *weft__op16_fn(weft_dtype dt, weft_op op)
+{
+  if ((dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) || !weft__op_ok(op))
+    return NULL;
+  return fns16[dt == WEFT_BFLOAT16][op == WEFT_AVG ? WEFT_SUM : (int)op];
+}
 
 void weft__dtype_fini(void)
 {
@@ -209,14 +241,18 @@ void weft__divide(void *buf, size_t count, weft_dtype dt, int n)
 #undef WEFT__DIV
   case WEFT_FLOAT16: {
     uint16_t *p = buf;
-    for (i = 0; i < count; i++)
-      p[i] = weft_float_to_half(weft_half_to_float(p[i]) / (float)n);
+    for (i = 0; i < count; i++) {
+      float q = weft_half_to_float(p[i]) / (float)n;
+      p[i] = isnan(q) ? (uint16_t)WEFT__F16_NAN : weft_float_to_half(q);
+    }
     break;
   }
   case WEFT_BFLOAT16: {
     uint16_t *p = buf;
-    for (i = 0; i < count; i++)
-      p[i] = weft_float_to_bf16(weft_bf16_to_float(p[i]) / (float)n);
+    for (i = 0; i < count; i++) {
+      float q = weft_bf16_to_float(p[i]) / (float)n;
+      p[i] = isnan(q) ? (uint16_t)WEFT__BF16_NAN : weft_float_to_bf16(q);
+    }
     break;
   }
   default:

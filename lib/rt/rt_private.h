@@ -116,6 +116,9 @@ int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop
 /* buf[i] /= n for count elements (the second half of AVG). */
 void weft__divide(void *buf, size_t count, weft_dtype dt, int n);
 void weft__dtype_fini(void);
+/* The MPI user function that reduces float16 or bfloat16 with op (AVG: its
+ * SUM); NULL for other types. Tests compare it with weft-bench's baseline. */
+MPI_User_function *weft__op16_fn(weft_dtype dt, weft_op op);
 
 /* ---- deadlines (deadline.c) ---- */
 double weft__now(void);

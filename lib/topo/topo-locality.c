@@ -2,15 +2,14 @@
 /*
  * NUMA nodes, how near two devices are (same PCI switch, NUMA node, package,
  * or only the same machine), and the load-time warnings: PCI devices with no
- * locality, GPUs with no NIC nearby, and cloud VMs without gVNIC.
+ * locality and GPUs with no NIC nearby. Advice that holds only on Google Cloud
+ * (gVNIC) is lib/gcp's, weftx_gcp_topo_check().
  */
 #include "topo_private.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PCI_VENDOR_VIRTIO 0x1af4
 
 int weft__topo_find_numa(weftx_topo *t)
 {
@@ -128,35 +127,11 @@ static int check_gpu_nics(weftx_topo *t)
   return rc;
 }
 
-static int check_gvnic(weftx_topo *t)
-{
-  const char *product = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->h), "DMIProductName");
-  const char *virtio = NULL;
-
-  for (int i = 0; i < t->nnics; i++) {
-    if (t->nics[i].gvnic)
-      return 0;
-    if (t->nics[i].vendor_id == PCI_VENDOR_VIRTIO && !virtio)
-      virtio = t->nics[i].name[0] ? t->nics[i].name : t->nics[i].pci;
-  }
-  if (product && strstr(product, "Google Compute Engine"))
-    return weft__topo_warn(t, "this is a Google Compute Engine VM without gVNIC (PCI vendor 0x1ae0): "
-                              "create it with --network-interface=nic-type=GVNIC for full network "
-                              "bandwidth");
-  if (virtio)
-    return weft__topo_warn(t, "this looks like a cloud VM (virtio NIC %s) without gVNIC (PCI vendor "
-                              "0x1ae0): on Google Cloud, create it with "
-                              "--network-interface=nic-type=GVNIC for full network bandwidth", virtio);
-  return 0;
-}
-
 int weft__topo_check(weftx_topo *t)
 {
   int rc = check_locality(t);
 
   if (rc == 0)
     rc = check_gpu_nics(t);
-  if (rc == 0)
-    rc = check_gvnic(t);
   return rc;
 }

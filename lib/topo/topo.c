@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Loading a topology (the live machine through hwloc, or an hwloc XML file
- * that is read and sanity-checked here before hwloc sees it, so that a
- * missing, empty or damaged file is a one-line error and never a crash),
+ * Loading a topology (the live machine through hwloc, or an hwloc XML file,
+ * given by path or by name (topo-names.c), that is read and sanity-checked
+ * here before hwloc sees it, so that a missing, empty or damaged file is a
+ * one-line error and never a crash),
  * freeing it, and the plain accessors of weft/topo.h.
  */
 #include "topo_private.h"
@@ -15,11 +16,9 @@
 #include <sys/stat.h>
 
 #define TOPO_XML_MAX (256L << 20) /* no machine's XML comes near this */
-#define TOPO_HINT "give an hwloc XML file (lstopo --of xml, or contrib/gather-topology)"
+#define TOPO_HINT "give an hwloc XML file (lstopo --of xml, or weft-gather-topology)"
 
-static void set_why(char *why, size_t whylen, const char *fmt, ...) WEFT_PRINTF(3, 4);
-
-static void set_why(char *why, size_t whylen, const char *fmt, ...)
+void weft__topo_why(char *why, size_t whylen, const char *fmt, ...)
 {
   va_list ap;
 
@@ -41,22 +40,22 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
 
   f = fopen(path, "rb");
   if (!f) {
-    set_why(why, whylen, "cannot open %s: %s; " TOPO_HINT, path, strerror(errno));
+    weft__topo_why(why, whylen, "cannot open %s: %s; " TOPO_HINT, path, strerror(errno));
     return WEFT_ENOENT;
   }
   if (fstat(fileno(f), &st) != 0) {
-    set_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path, strerror(errno));
+    weft__topo_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path, strerror(errno));
     fclose(f);
     return WEFT_ENOENT;
   }
   if (!S_ISREG(st.st_mode)) {
-    set_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path,
+    weft__topo_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path,
             S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file");
     fclose(f);
     return WEFT_ENOENT;
   }
   if (st.st_size > TOPO_XML_MAX) {
-    set_why(why, whylen, "%s is %lld bytes, too large for a topology; " TOPO_HINT, path,
+    weft__topo_why(why, whylen, "%s is %lld bytes, too large for a topology; " TOPO_HINT, path,
             (long long)st.st_size);
     fclose(f);
     return WEFT_EPARSE;
@@ -64,12 +63,12 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
   buf = malloc((size_t)st.st_size + 1);
   if (!buf) {
     fclose(f);
-    set_why(why, whylen, "out of memory reading %s", path);
+    weft__topo_why(why, whylen, "out of memory reading %s", path);
     return WEFT_ENOMEM;
   }
   n = fread(buf, 1, (size_t)st.st_size, f);
   if (ferror(f)) {
-    set_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path, strerror(errno));
+    weft__topo_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path, strerror(errno));
     free(buf);
     fclose(f);
     return WEFT_ENOENT;
@@ -79,18 +78,18 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
   for (p = buf; p < buf + n && strchr(" \t\r\n", *p); p++)
     ;
   if (p == buf + n) {
-    set_why(why, whylen, "%s is empty; " TOPO_HINT, path);
+    weft__topo_why(why, whylen, "%s is empty; " TOPO_HINT, path);
     free(buf);
     return WEFT_EPARSE;
   }
   if (*p != '<' || !strstr(p, "<topology")) {
-    set_why(why, whylen, "%s is not an hwloc XML topology (no <topology> element); " TOPO_HINT,
+    weft__topo_why(why, whylen, "%s is not an hwloc XML topology (no <topology> element); " TOPO_HINT,
             path);
     free(buf);
     return WEFT_EPARSE;
   }
   if (memchr(buf, '\0', n)) {
-    set_why(why, whylen, "%s is not an hwloc XML topology (it contains NUL bytes); " TOPO_HINT,
+    weft__topo_why(why, whylen, "%s is not an hwloc XML topology (it contains NUL bytes); " TOPO_HINT,
             path);
     free(buf);
     return WEFT_EPARSE;
@@ -158,40 +157,40 @@ static int load_hwloc(weftx_topo *t, const char *xml, size_t xmllen, unsigned fl
     unsetenv("HWLOC_PLUGINS_PATH");
   if (rc != 0) {
     t->h = NULL;
-    set_why(why, whylen, "hwloc could not initialise a topology: %s", strerror(errno));
+    weft__topo_why(why, whylen, "hwloc could not initialise a topology: %s", strerror(errno));
     return WEFT_ETOPO;
   }
   if (xml && (flags & WEFTX_TOPO_THIS_SYSTEM) &&
       hwloc_topology_set_flags(t->h, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) != 0) {
-    set_why(why, whylen, "hwloc refused the this-system flag: %s", strerror(errno));
+    weft__topo_why(why, whylen, "hwloc refused the this-system flag: %s", strerror(errno));
     return WEFT_ETOPO;
   }
   /* GPUs and NICs are I/O objects, which hwloc leaves out by default. */
   if (hwloc_topology_set_io_types_filter(t->h, xml ? HWLOC_TYPE_FILTER_KEEP_ALL
                                                    : HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0) {
-    set_why(why, whylen, "hwloc refused the I/O device filter: %s", strerror(errno));
+    weft__topo_why(why, whylen, "hwloc refused the I/O device filter: %s", strerror(errno));
     return WEFT_ETOPO;
   }
   if (xml) {
     quiet_hwloc_xml();
     if (hwloc_topology_set_xmlbuffer(t->h, xml, (int)xmllen + 1) != 0) {
-      set_why(why, whylen, "%s is not a valid hwloc XML topology (%s); " TOPO_HINT, t->source,
+      weft__topo_why(why, whylen, "%s is not a valid hwloc XML topology (%s); " TOPO_HINT, t->source,
               strerror(errno));
       return WEFT_EPARSE;
     }
   }
   if (hwloc_topology_load(t->h) != 0) {
     if (xml) {
-      set_why(why, whylen, "%s is not a valid hwloc XML topology (hwloc refused it: %s); " TOPO_HINT,
+      weft__topo_why(why, whylen, "%s is not a valid hwloc XML topology (hwloc refused it: %s); " TOPO_HINT,
               t->source, strerror(errno));
       return WEFT_EPARSE;
     }
-    set_why(why, whylen, "hwloc could not read this machine's topology: %s", strerror(errno));
+    weft__topo_why(why, whylen, "hwloc could not read this machine's topology: %s", strerror(errno));
     return WEFT_ETOPO;
   }
   if (hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_PU) <= 0 ||
       hwloc_bitmap_iszero(hwloc_topology_get_topology_cpuset(t->h))) {
-    set_why(why, whylen, "%s has no processors (no PU objects); " TOPO_HINT, t->source);
+    weft__topo_why(why, whylen, "%s has no processors (no PU objects); " TOPO_HINT, t->source);
     return xml ? WEFT_EPARSE : WEFT_ETOPO;
   }
   return 0;
@@ -200,14 +199,14 @@ static int load_hwloc(weftx_topo *t, const char *xml, size_t xmllen, unsigned fl
 int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *why, size_t whylen)
 {
   weftx_topo *t;
-  char *xml = NULL;
+  char *xml = NULL, found[4096];
   size_t xmllen = 0;
   int rc, from_env = 0;
 
   if (why && whylen)
     why[0] = '\0';
   if (!out) {
-    set_why(why, whylen, "weftx_topo_load: no place for the result");
+    weft__topo_why(why, whylen, "weftx_topo_load: no place for the result");
     return WEFT_EINVAL;
   }
   *out = NULL;
@@ -218,16 +217,24 @@ int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *wh
       from_env = 1;
     }
   }
+  if (path) {
+    rc = weftx_topo_find(path, found, sizeof(found), why, whylen);
+    if (rc != 0) {
+      t = NULL;
+      goto fail;
+    }
+    path = found;
+  }
   t = calloc(1, sizeof(*t));
   if (!t) {
-    set_why(why, whylen, "out of memory loading a topology");
+    weft__topo_why(why, whylen, "out of memory loading a topology");
     return WEFT_ENOMEM;
   }
   t->has_locality = 1;
   t->source = strdup(path ? path : "live");
   if (!t->source) {
     free(t);
-    set_why(why, whylen, "out of memory loading a topology");
+    weft__topo_why(why, whylen, "out of memory loading a topology");
     return WEFT_ENOMEM;
   }
   if (path) {
@@ -258,7 +265,7 @@ int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *wh
     rc = weft__topo_check(t);
   }
   if (rc != 0) {
-    set_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
+    weft__topo_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
     goto fail;
   }
   WEFT__LOG(TOPO, "loaded %s: %d packages, %d NUMA nodes, %d cores, %d PUs, %d GPUs, %d NICs%s",

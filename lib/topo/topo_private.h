@@ -37,6 +37,8 @@ void weft__topo_model_fallback(weftx_topo *t);
 int weft__topo_find_numa(weftx_topo *t);
 /* Decide has_locality and add the load-time warnings (topo-locality.c). */
 int weft__topo_check(weftx_topo *t);
+/* printf into \p why when it is not NULL (the one-line reasons of lib/topo). */
+void weft__topo_why(char *why, size_t whylen, const char *fmt, ...) WEFT_PRINTF(3, 4);
 /* Append one warning (printf-style); WEFT_ENOMEM when out of memory. */
 int weft__topo_warn(weftx_topo *t, const char *fmt, ...) WEFT_PRINTF(2, 3);
 

@@ -84,7 +84,7 @@ int weftx_env_apply(const weftx_env *e);
 
 /* --- Forwarding (weftrun) --------------------------------------------------- */
 
-/** \brief Is \p key forwarded by default: NCCL_*, CUDA_*, WEFT_*, OMP_*, PYTHON*,
+/** \brief Is \p key forwarded by default: NCCL_*, GLOO_*, CUDA_*, WEFT_*, OMP_*, PYTHON*,
  * LD_LIBRARY_PATH, PATH? 1 or 0. (OMPI_* goes through Open MPI itself.) */
 int weftx_env_forward_default(const char *key);
 /** \brief Add every variable of \p envp that weftx_env_forward_default() accepts,
@@ -153,8 +153,10 @@ int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu,
  * hold it (fill \p env with the user's variables first): RANK, WORLD_SIZE, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
  * CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES (weftx_cuda_visible_devices()),
- * OMP_NUM_THREADS, NCCL_SOCKET_IFNAME, WEFT_GPU (index or -1), WEFT_CPUS, WEFT_NIC (when
- * the rank has one), WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_NODE_RANK, WEFT_NNODES.
+ * OMP_NUM_THREADS, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME (PyTorch's gloo: the value
+ * NCCL_SOCKET_IFNAME ends up with, whoever set it, less NCCL's leading '='; not for an
+ * exclusion list "^..."), WEFT_GPU (index or -1), WEFT_CPUS, WEFT_NIC (when the rank
+ * has one), WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_NODE_RANK, WEFT_NNODES.
  * All with origin WEFTX_ENV_WEFT.
  * \return 0; WEFT_EINVAL (inconsistent ranks/sizes) with a reason; WEFT_ENOMEM. */
 int weftx_rank_env(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen);

@@ -201,6 +201,13 @@ typedef void (*weftx_gcp_warn_fn)(void *arg, const char *msg);
 int weftx_gcp_check(const weftx_gcp_info *info, const weftx_preset *p, int multi_vm,
                                weftx_gcp_warn_fn warn, void *arg);
 
+/** \brief Google Cloud advice about topology \p t (today: a GCE VM without gVNIC), given
+ * only when \p t is this machine and DMI says it is a GCE VM (weftx_gcp_dmi_is_gce()),
+ * or \p t is a file whose recorded DMI product name is Google Compute Engine; a file
+ * is spoken of as "this topology file models ...". Calls \p warn once per piece of
+ * advice. \return the number of warnings. */
+int weftx_gcp_topo_check(const weftx_topo *t, weftx_gcp_warn_fn warn, void *arg);
+
 /** \brief Warn when the \p n hosts of a job have different machine types
  * (NULL or "" entries are unknown and ignored). \return 1 when mixed, else 0. */
 int weftx_gcp_check_mixed(const char *const *hosts, const char *const *machine_types,

@@ -124,6 +124,49 @@ int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist,
  * \param[out] n  how many counts. \return 0, WEFT_EPARSE, or WEFT_ERANGE when more than \p max. */
 int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n,
                                           char *why, size_t whylen);
+/** \brief As weftx_slurm_tasks_per_node() for any per-node counts in that form
+ * (SLURM_JOB_CPUS_PER_NODE, SLURM_STEP_TASKS_PER_NODE); \p name is the variable, for messages. */
+int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, int *n, char *why,
+                         size_t whylen);
+
+/* ---- Slurm's GPUs (lib/hosts/slurm-gpus.c) ----
+ * What Slurm 22.05 says about a job's GPUs, measured on weft-vcluster --slurm:
+ * job steps get CUDA_VISIBLE_DEVICES and SLURM_STEP_GPUS ("0,1", the GPUs'
+ * indices on the node), a batch script SLURM_JOB_GPUS, an salloc shell none
+ * (only SLURM_GPUS_PER_NODE "2" or "h100:2" when --gpus-per-node was given);
+ * "scontrol show job -d" lists each node's "GRES=gpu:2(IDX:0-1)". */
+
+#define WEFTX_SLURM_GPUS_MAX 256 /* GPUs of one node, and 1 + the largest index, accepted */
+
+/** \brief Parse GPU indices as Slurm writes them: "0,1,4" (SLURM_JOB_GPUS, SLURM_STEP_GPUS,
+ * CUDA_VISIBLE_DEVICES set by Slurm) or with ranges "0-1,4" (scontrol's IDX:). An empty
+ * string is no GPU. \p idx gets them in the order given, each at most once.
+ * \param name  what \p s is ("SLURM_STEP_GPUS"), for messages.
+ * \return 0; WEFT_EPARSE (not an index, a range backwards, an index twice, index >=
+ *         WEFTX_SLURM_GPUS_MAX) or WEFT_ERANGE (more than \p max) with a reason in \p why. */
+int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n,
+                            char *why, size_t whylen);
+
+/** \brief The number of GPUs in a value of salloc/sbatch/srun's --gpus* options as Slurm exports
+ * them (SLURM_GPUS_PER_NODE, SLURM_GPUS, SLURM_GPUS_PER_TASK): "2", "h100:2", "a100:1,v100:2" (3).
+ * \return 0 with \p count >= 0, or WEFT_EPARSE with a reason. */
+int weftx_slurm_gpus_count(const char *name, const char *s, int *count, char *why, size_t whylen);
+
+/* The GPUs of a GRES string (weftx_slurm_gres_gpus()). */
+typedef struct weftx_slurm_gres {
+  int count;                       /* GPUs named: "gpu:2" 2, "gpu" 1; 0 without a gpu entry */
+  char type[64];                   /* "h100" when every gpu entry names that type, else "" */
+  int nidx;                        /* indices given in "(IDX:...)"; -1 when none are given */
+  int idx[WEFTX_SLURM_GPUS_MAX];   /* the indices, in the order given */
+} weftx_slurm_gres;
+
+/** \brief The GPUs of a GRES list as scontrol, squeue and sinfo print it: "gpu:2",
+ * "gres:gpu:2" or "gres/gpu:2" (TresPerNode), "gpu:h100:2(IDX:0-1)" (scontrol show job -d),
+ * "gpu:8(S:0-1)" (sinfo %G), "gpu:2,nic:1" (other resources are skipped), "gpu(IDX:0-1)"
+ * (a count from the indices), "(null)" or "" (none). Counts of several gpu entries add up.
+ * \return 0, or WEFT_EPARSE with a reason (a count that disagrees with the indices too). */
+int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out, char *why,
+                          size_t whylen);
 
 /** \brief Is \p name an acceptable host: RFC 1123 name (labels of letters, digits, '-',
  * and '_', 1-63 characters, no leading/trailing '-'), an IPv4 or an IPv6 literal,

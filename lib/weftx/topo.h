@@ -74,8 +74,9 @@ typedef struct weftx_numa {
 WEFT_BEGIN_DECLS
 
 /** \brief Load a topology.
- * \param path an hwloc XML file, or NULL for this machine (then $WEFT_TOPOLOGY
- *        names an XML file to use instead, unless WEFTX_TOPO_IGNORE_ENV).
+ * \param path an hwloc XML file or a topology name (weftx_topo_find()), or NULL for
+ *        this machine (then $WEFT_TOPOLOGY names one to use instead, unless
+ *        WEFTX_TOPO_IGNORE_ENV).
  * \param why  on failure, a one-line reason naming the file and what to do (may be NULL).
  * \return 0; WEFT_ENOENT (no such file), WEFT_EPARSE (not valid hwloc XML),
  *         WEFT_ETOPO (hwloc failed), WEFT_ENOMEM.
@@ -86,6 +87,29 @@ WEFT_BEGIN_DECLS
 int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out,
                                char *why, size_t whylen);
 void weftx_topo_destroy(weftx_topo *t);
+
+/* A topology shipped with weft (or added to its data directory), by name. */
+typedef struct weftx_topo_entry {
+  char name[128];   /* the file name less ".xml": "a3-highgpu-8g" */
+  char desc[256];   /* first line of the comment that ends the file, less a leading
+                       "NAME:"; "" when there is none */
+} weftx_topo_entry;
+
+/** \brief The directory of named topologies: weftx_datadir()/topologies.
+ * \return 0 or WEFT_ERANGE. */
+int weftx_topo_dir(char *buf, size_t len);
+
+/** \brief The file weftx_topo_load() reads for \p name: \p name itself when it holds a
+ * '/' or exists (a file here wins over a name), else weftx_topo_dir()/NAME, with
+ * ".xml" added unless \p name ends with it.
+ * \return 0 with the file in \p path; WEFT_ENOENT with a one-line reason that says
+ * where it looked, lists the names there and the nearest one; WEFT_ERANGE. */
+int weftx_topo_find(const char *name, char *path, size_t len, char *why, size_t whylen);
+
+/** \brief The *.xml files of weftx_topo_dir(), sorted by name, with their descriptions.
+ * \p list is allocated by the callee (NULL when empty), free with free().
+ * \return 0; WEFT_ENOENT (the directory cannot be read) with a reason; WEFT_ENOMEM. */
+int weftx_topo_list(weftx_topo_entry **list, int *n, char *why, size_t whylen);
 
 /** \brief "live" or the XML path it was loaded from. */
 const char *weftx_topo_source(const weftx_topo *t);

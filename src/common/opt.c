@@ -122,12 +122,22 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
     memcpy(bare, name, n);
     bare[n] = '\0';
     const weft_opt *o = weft_opt_find(tab, bare);
+    const char *joined = NULL;
+    if (!o && ndash == 1 && n > 1) {
+      char letter[2] = { bare[0], '\0' };
+      const weft_opt *j = weft_opt_find(tab, letter);
+      if (j && j->kind == WEFT_OPT_ARG && (j->flags & WEFT_OPT_JOINED)) {
+        o = j;
+        joined = name + 1;
+        bare[1] = '\0';
+      }
+    }
     /* one-letter options take one dash, long ones one or two */
     if (!o || (n == 1 && ndash == 2))
       return unknown(tab, w, why, whylen);
     char buf[NAME_MAX_LEN + 2];
     snprintf(buf, sizeof(buf), "%.*s%s", ndash, "--", bare);
-    const char *spelled = eq ? buf : w;
+    const char *spelled = eq || joined ? buf : w;
     const char *a1 = NULL, *a2 = NULL;
     int need = o->kind == WEFT_OPT_ARG ? 1 : o->kind == WEFT_OPT_ARG2 ? 2 : 0;
     if (eq && (o->flags & WEFT_OPT_PASS)) {
@@ -143,6 +153,8 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
     i++;
     if (eq) {
       a1 = eq + 1;
+    } else if (joined) {
+      a1 = joined;
     } else if (need) {
       if (i + need > argc) {
         snprintf(why, whylen, "option '%s' needs %s (%s)", spelled,

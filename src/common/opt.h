@@ -23,6 +23,8 @@ typedef enum weft_opt_kind {
 /* weft_opt.flags */
 #define WEFT_OPT_HIDDEN 0x1  /* parsed, but neither in --help nor in the man page */
 #define WEFT_OPT_PASS   0x2  /* passed through to the engine unchanged */
+#define WEFT_OPT_JOINED 0x4  /* its one-letter spelling also takes the argument in the
+                                same word, as getopt does ("-b1K" for "-b 1K") */
 
 typedef struct weft_opt {
   int id;               /* given back to the handler; 0 ends the table */

@@ -58,6 +58,7 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_allgather = {
   .name = "allgather", .alias = "all_gather", .reduces = 0, .rooted = 0, .min_ranks = 1,
+  .help = "every rank ends with all ranks' blocks in rank order", .busbw = "(n-1)/n",
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

@@ -53,6 +53,7 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_allreduce = {
   .name = "allreduce", .alias = "all_reduce", .reduces = 1, .rooted = 0, .min_ranks = 1,
+  .help = "every rank ends with the reduction of all ranks' buffers", .busbw = "2(n-1)/n",
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

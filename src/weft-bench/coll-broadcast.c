@@ -61,6 +61,7 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_broadcast = {
   .name = "broadcast", .alias = "bcast", .reduces = 0, .rooted = 1, .min_ranks = 1,
+  .help = "the root's buffer (-r) reaches every rank, in place", .busbw = "1",
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

@@ -122,6 +122,8 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_bucket = {
   .name = "bucket", .alias = "fusion", .reduces = 1, .rooted = 0, .min_ranks = 1,
+  .help = "gradient fusion: -t tensors all-reduced in a few fused messages",
+  .busbw = "2(n-1)/n", .tensors = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .setup = setup, .teardown = teardown, .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

@@ -55,6 +55,7 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_reduce_scatter = {
   .name = "reduce_scatter", .alias = "reducescatter", .reduces = 1, .rooted = 0,
+  .help = "the reduction of all buffers, of which rank r keeps block r", .busbw = "(n-1)/n",
   .min_ranks = 1, .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

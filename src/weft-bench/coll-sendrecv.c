@@ -92,6 +92,8 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_sendrecv = {
   .name = "sendrecv", .alias = "send_recv", .reduces = 0, .rooted = 0, .min_ranks = 2,
+  .help = "each rank sends to the next around a ring (2 ranks or more)", .busbw = "1",
+  .pairwise = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

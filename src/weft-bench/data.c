@@ -8,7 +8,8 @@
  * depends only on i modulo a short period, so checking costs one table look-up
  * per element whatever the number of ranks. Element access goes through
  * double, with float16 and bfloat16 converted here (round to nearest even).
- * The raw-MPI baseline needs MPI types and ops for each dtype, also here.
+ * The raw-MPI baseline needs MPI types and ops for each dtype, also here
+ * (the 16-bit float ones in half.c).
  */
 #include <math.h>
 #include <stdint.h>
@@ -167,45 +168,20 @@ MPI_Datatype bench_mpi_dtype(weft_dtype dt)
   }
 }
 
-/* MPI has no 16-bit floats: the baseline reduces them with user ops, as any
- * program on raw MPI must. One function per (type, op), made by a macro. */
-#define HALF_OP(name, to, from, expr)                                           \
-  static void name(void *in, void *inout, int *len, MPI_Datatype *type)        \
-  {                                                                             \
-    const uint16_t *a = in;                                                     \
-    uint16_t *b = inout;                                                        \
-    (void)type;                                                                 \
-    for (int k = 0; k < *len; k++) {                                            \
-      float x = to(a[k]), y = to(b[k]);                                         \
-      b[k] = from(expr);                                                        \
-    }                                                                           \
-  }
-HALF_OP(f16_sum, weft_half_to_float, weft_float_to_half, x + y)
-HALF_OP(f16_prod, weft_half_to_float, weft_float_to_half, x * y)
-HALF_OP(f16_min, weft_half_to_float, weft_float_to_half, fminf(x, y))
-HALF_OP(f16_max, weft_half_to_float, weft_float_to_half, fmaxf(x, y))
-HALF_OP(bf16_sum, weft_bf16_to_float, weft_float_to_bf16, x + y)
-HALF_OP(bf16_prod, weft_bf16_to_float, weft_float_to_bf16, x * y)
-HALF_OP(bf16_min, weft_bf16_to_float, weft_float_to_bf16, fminf(x, y))
-HALF_OP(bf16_max, weft_bf16_to_float, weft_float_to_bf16, fmaxf(x, y))
-
 MPI_Op bench_mpi_op(weft_op op, weft_dtype dt)
 {
   static MPI_Op made[2][4];
   static int have[2][4];
-  static MPI_User_function *const fns[2][4] = {
-    { f16_sum, f16_prod, f16_min, f16_max },
-    { bf16_sum, bf16_prod, bf16_min, bf16_max },
-  };
   int o = op == WEFT_AVG ? 0 : (int)op;   /* AVG: a sum, divided afterwards */
 
   if (o < 0 || o > 3)
     return MPI_OP_NULL;
+  /* MPI has no 16-bit floats: the baseline reduces them with user ops (half.c). */
   if (dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16) {
     int t = dt == WEFT_BFLOAT16;
 
     if (!have[t][o]) {
-      if (MPI_Op_create(fns[t][o], 1, &made[t][o]) != MPI_SUCCESS)
+      if (MPI_Op_create(bench_half_fn(dt, op), 1, &made[t][o]) != MPI_SUCCESS)
         return MPI_OP_NULL;
       have[t][o] = 1;
     }
@@ -250,10 +226,10 @@ void bench_avg_fixup(const struct bench_args *a, void *buf, size_t n)
     double *d = buf;
     for (size_t i = 0; i < n; i++)
       d[i] /= a->nranks;
+  } else if (a->dtype == WEFT_FLOAT16 || a->dtype == WEFT_BFLOAT16) {
+    bench_half_divide(buf, n, a->dtype, a->nranks);
   } else {
-    for (size_t i = 0; i < n; i++) {
-      double v = bench_get(buf, a->dtype, i) / a->nranks;
-      bench_put(buf, a->dtype, i, a->dtype < WEFT_FLOAT16 ? trunc(v) : v);
-    }
+    for (size_t i = 0; i < n; i++)
+      bench_put(buf, a->dtype, i, trunc(bench_get(buf, a->dtype, i) / a->nranks));
   }
 }

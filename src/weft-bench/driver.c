@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * weft-bench: collective benchmarks with a data check, in the manner of
- * nccl-tests, for one collective per run (or `weft-bench scale`, scale.c).
+ * nccl-tests, for one collective per run (or `weft-bench scale`, scale*.c).
  *
  * For each size from -b to -e (times -f), the driver runs the collective once
  * on known data and counts the wrong elements, then runs it -w times untimed
@@ -486,6 +486,7 @@ int main(int argc, char **argv)
 {
   struct bench_opts o;
   const struct bench_coll *coll;
+  char why[512];
   int rc;
 
   if (weft_check_version(stderr, argv[0]))
@@ -493,9 +494,10 @@ int main(int argc, char **argv)
   if (argc < 2 || argv[1][0] == '-') {
     rc = bench_parse(argc, argv, &o);   /* --help, --version, or a usage error */
     if (rc == BENCH_EXIT_OK) {
+      bench_coll_names(why, sizeof(why));
       if (bench_is_first_rank())
-        fprintf(stderr, "weft-bench: which collective? allreduce allgather reduce_scatter "
-                "broadcast sendrecv bucket, or scale; see weft-bench --help\n");
+        fprintf(stderr, "weft-bench: which collective? %s, or scale; see weft-bench --help\n",
+                why);
       return BENCH_EXIT_USAGE;
     }
     return rc < 0 ? BENCH_EXIT_OK : rc;
@@ -504,10 +506,9 @@ int main(int argc, char **argv)
     return bench_scale_main(argc - 1, argv + 1);
   coll = bench_coll_find(argv[1]);
   if (!coll) {
+    bench_coll_unknown(argv[1], "or scale", why, sizeof(why));
     if (bench_is_first_rank())
-      fprintf(stderr, "weft-bench: unknown collective '%s': use allreduce allgather "
-              "reduce_scatter broadcast sendrecv bucket, or scale; see weft-bench --help\n",
-              argv[1]);
+      fprintf(stderr, "weft-bench: %s\n", why);
     return BENCH_EXIT_USAGE;
   }
   rc = bench_parse(argc - 1, argv + 1, &o);

@@ -78,12 +78,18 @@ struct bench_args {
   void *nccl;               /* raw NCCL communicator for the device baseline, or NULL */
 };
 
-/* A collective, filled by one coll-*.c. Functions return 0 or a WEFT_E* code. */
+/* A collective, filled by one coll-*.c and listed once in colls.c; its
+ * command word, --help line and report come from here. Functions return 0 or
+ * a WEFT_E* code. */
 struct bench_coll {
   const char *name;         /* "allreduce": the command word */
   const char *alias;        /* "all_reduce": nccl-tests' spelling, also accepted */
+  const char *help;         /* what it does, for --help */
+  const char *busbw;        /* its busbw factor as --help writes it: "2(n-1)/n" */
   int reduces;              /* uses -o OP */
   int rooted;               /* uses -r ROOT */
+  int tensors;              /* uses -t N */
+  int pairwise;             /* one rank to one rank: scale's test of neighbouring hosts */
   int min_ranks;            /* fewest ranks it runs on */
   /* Element counts for a row of about \p bytes bytes; the count may round
    * bytes down (to a multiple of nranks elements, say). */
@@ -101,14 +107,23 @@ struct bench_coll {
   int (*run_nccl)(struct bench_args *a);    /* once through raw NCCL (device memory) */
 };
 
-extern const struct bench_coll bench_allreduce, bench_allgather, bench_reduce_scatter,
-  bench_broadcast, bench_sendrecv, bench_bucket;
+/* colls.c: the registry, NULL-terminated, in --help's order; the first is
+ * the default of scale --coll. */
+extern const struct bench_coll *const bench_colls[];
+/* The collective called \p name (or its alias), or NULL. */
+const struct bench_coll *bench_coll_find(const char *name);
+/* The first pairwise collective (scale's pair test), or NULL. */
+const struct bench_coll *bench_coll_pairwise(void);
+/* "unknown collective 'NAME'; did you mean 'X'? (...)", or without a close one
+ * "unknown collective 'NAME': use A B C[, MORE]", into why. */
+void bench_coll_unknown(const char *name, const char *more, char *why, size_t whylen);
+/* The names, separated by spaces, into buf. */
+void bench_coll_names(char *buf, size_t len);
 
 /* options.c: parse argv (after the collective's name) into \p o.
  * \return BENCH_EXIT_OK, BENCH_EXIT_USAGE after printing why, or -1 when
- * --help or --version printed what was asked. */
+ * --help, --help-man or --version printed what was asked. */
 int bench_parse(int argc, char **argv, struct bench_opts *o);
-const struct bench_coll *bench_coll_find(const char *name);
 void bench_usage(FILE *f);
 /* A --sizes list ("1M,16M,64M") into sizes[0..*n), at most BENCH_MAX_SIZES.
  * \return 0, or -1 with why set (why may be NULL). */
@@ -134,6 +149,12 @@ size_t bench_check_reduction(const struct bench_args *a, const void *buf, size_t
 void bench_avg_fixup(const struct bench_args *a, void *buf, size_t n);
 int bench_dtype_parse(const char *s, weft_dtype *dt);
 int bench_op_parse(const char *s, weft_op *op);
+
+/* half.c: the baseline's MPI user function for float16 or bfloat16 and op
+ * (AVG: its sum), NULL for other types; and AVG's division. Both follow
+ * libweft's NaN rule (libweft(3)). */
+MPI_User_function *bench_half_fn(weft_dtype dt, weft_op op);
+void bench_half_divide(void *buf, size_t n, weft_dtype dt, int nranks);
 
 /* memory.c and mem-cuda.c / mem-nocuda.c. */
 extern const struct bench_mem bench_mem_host;

@@ -1,51 +1,51 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft-bench's command line: one table drives parsing and --help. Option
- * names follow nccl-tests (-b -e -f -n -w -d -o -r -c -J) so that admins'
- * habits carry over; weft's additions are long options. "--name=value",
- * "--name value", "-b 1K" and "-b1K" are all accepted.
+ * weft-bench's command line: the option tables of its two modes (the
+ * benchmark, and scale), read by the option-table engine weftrun and
+ * weft-topo use (src/common/opt.c), which also writes --help, the OPTIONS
+ * of weft-bench(1) (--help-man) and "did you mean" for a typo. Option names
+ * follow nccl-tests (-b -e -f -n -w -d -o -r -c -J) so that admins' habits
+ * carry over; "-b 1K", "-b1K", "--minbytes 1K" and "--minbytes=1K" are all
+ * accepted. The list of collectives in --help comes from the registry.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "opt.h"
+#include "scale.h"
 
-struct bench_option {
-  const char *lng;
-  char shrt;
-  const char *arg;          /* NULL for a flag */
-  const char *help;
-  int (*set)(struct bench_opts *o, const char *v, char *why, size_t whylen);
-};
+/* ---- Values ---------------------------------------------------------- */
 
-static int set_size(const char *v, size_t *dst, char *why, size_t whylen)
+static int set_size(const char *sp, const char *v, size_t *dst, char *why, size_t whylen)
 {
   if (weftx_parse_size(v, dst) != 0) {
-    snprintf(why, whylen, "'%s' is not a size: write bytes with an optional K, M or G", v);
+    snprintf(why, whylen, "%s: '%s' is not a size: write bytes with an optional K, M or G", sp,
+             v);
     return -1;
   }
   return 0;
 }
 
-static int set_long(const char *v, long min, long max, long *dst, char *why, size_t whylen)
+static int set_long(const char *sp, const char *v, long min, long max, long *dst, char *why,
+                    size_t whylen)
 {
   if (weftx_parse_long(v, min, max, dst) != 0) {
-    snprintf(why, whylen, "'%s' is not a whole number from %ld to %ld", v, min, max);
+    snprintf(why, whylen, "%s: '%s' is not a whole number from %ld to %ld", sp, v, min, max);
     return -1;
   }
   return 0;
 }
 
-static int o_minbytes(struct bench_opts *o, const char *v, char *w, size_t n)
+static int set_int(const char *sp, const char *v, long min, long max, int *dst, char *why,
+                   size_t whylen)
 {
-  return set_size(v, &o->min_bytes, w, n);
-}
+  long x;
 
-static int o_maxbytes(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  return set_size(v, &o->max_bytes, w, n);
+  if (set_long(sp, v, min, max, &x, why, whylen))
+    return -1;
+  *dst = (int)x;
+  return 0;
 }
 
 int bench_parse_sizes(const char *v, size_t *sizes, int *nsizes, char *w, size_t n)
@@ -79,55 +79,21 @@ int bench_parse_sizes(const char *v, size_t *sizes, int *nsizes, char *w, size_t
   return 0;
 }
 
-static int o_sizes(struct bench_opts *o, const char *v, char *w, size_t n)
+static int set_sizes(const char *sp, const char *v, size_t *sizes, int *nsizes, char *why,
+                     size_t whylen)
 {
-  return bench_parse_sizes(v, o->sizes, &o->nsizes, w, n);
-}
+  char w[200];
 
-static int o_factor(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  return set_long(v, 2, 1024, &o->factor, w, n);
-}
-
-static int o_iters(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  return set_long(v, 1, 100000000, &o->iters, w, n);
-}
-
-static int o_warmup(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  return set_long(v, 0, 100000000, &o->warmup, w, n);
-}
-
-static int o_tensors(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  return set_long(v, 1, 10000000, &o->tensors, w, n);
-}
-
-static int o_root(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  long r;
-
-  if (set_long(v, 0, 1 << 30, &r, w, n))
-    return -1;
-  o->root = (int)r;
-  return 0;
-}
-
-static int o_check(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  long c;
-
-  if (set_long(v, 0, 1, &c, w, n))
-    return -1;
-  o->check = (int)c;
-  return 0;
+  if (bench_parse_sizes(v, sizes, nsizes, w, sizeof(w)) == 0)
+    return 0;
+  snprintf(why, whylen, "%s: %s", sp, w);
+  return -1;
 }
 
 /* A list of names ("float32,bfloat16") or "all" into \p out; parse turns one
  * name into its index. \return the count, or 0 after writing why. */
-static int name_list(const char *v, int all, int (*parse)(const char *, int *), int *out,
-                     const char *what, const char *choices, char *w, size_t n)
+static int name_list(const char *sp, const char *v, int all, int (*parse)(const char *, int *),
+                     int *out, const char *what, const char *choices, char *w, size_t n)
 {
   char buf[256], *save = NULL, *tok;
   int count = 0;
@@ -142,8 +108,8 @@ static int name_list(const char *v, int all, int (*parse)(const char *, int *), 
     int x, dup = 0;
 
     if (parse(tok, &x)) {
-      snprintf(w, n, "unknown %s '%s': use %s, a comma-separated list, or all", what, tok,
-               choices);
+      snprintf(w, n, "%s: unknown %s '%s': use %s, a comma-separated list, or all", sp, what,
+               tok, choices);
       return 0;
     }
     for (int i = 0; i < count; i++)
@@ -152,7 +118,8 @@ static int name_list(const char *v, int all, int (*parse)(const char *, int *), 
       out[count++] = x;
   }
   if (count == 0)
-    snprintf(w, n, "no %s in '%s': use %s, a comma-separated list, or all", what, v, choices);
+    snprintf(w, n, "%s: no %s in '%s': use %s, a comma-separated list, or all", sp, what, v,
+             choices);
   return count;
 }
 
@@ -174,147 +141,229 @@ static int parse_op(const char *s, int *x)
   return rc;
 }
 
-static int o_dtype(struct bench_opts *o, const char *v, char *w, size_t n)
+static int set_dtypes(const char *sp, const char *v, struct bench_opts *o, char *w, size_t n)
 {
   int idx[WEFT_DTYPE_COUNT];
 
-  o->ndtypes = name_list(v, WEFT_DTYPE_COUNT, parse_dtype, idx, "type",
+  o->ndtypes = name_list(sp, v, WEFT_DTYPE_COUNT, parse_dtype, idx, "type",
                          "int8 uint8 int32 int64 float16 bfloat16 float32 float64", w, n);
   for (int i = 0; i < o->ndtypes; i++)
     o->dtypes[i] = (weft_dtype)idx[i];
   return o->ndtypes ? 0 : -1;
 }
 
-static int o_op(struct bench_opts *o, const char *v, char *w, size_t n)
+static int set_ops(const char *sp, const char *v, struct bench_opts *o, char *w, size_t n)
 {
   int idx[WEFT_OP_COUNT];
 
-  o->nops = name_list(v, WEFT_OP_COUNT, parse_op, idx, "operation", "sum prod min max avg", w, n);
+  o->nops = name_list(sp, v, WEFT_OP_COUNT, parse_op, idx, "operation", "sum prod min max avg",
+                      w, n);
   for (int i = 0; i < o->nops; i++)
     o->ops[i] = (weft_op)idx[i];
   return o->nops ? 0 : -1;
 }
 
-static int o_memory(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  if (!strcmp(v, "host") || !strcmp(v, "device")) {
-    o->device = !strcmp(v, "device");
-    return 0;
-  }
-  snprintf(w, n, "unknown memory '%s': use host or device", v);
-  return -1;
-}
+/* ---- What both modes answer instead of running ---------------------------- */
 
-static int o_baseline(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  (void)v, (void)w, (void)n;
-  o->baseline = 1;
-  return 0;
-}
+enum { O_HELP = 100, O_HELP_MAN, O_VERSION };
 
-static int o_json(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  (void)w, (void)n;
-  o->json = v;
-  return 0;
-}
-
-static int o_min_busbw(struct bench_opts *o, const char *v, char *w, size_t n)
-{
-  char *end;
-  double d = strtod(v, &end);
-
-  if (end == v || *end || !(d >= 0)) {
-    snprintf(w, n, "'%s' is not a bandwidth: write GB/s as a number, e.g. 40 or 12.5", v);
-    return -1;
-  }
-  o->min_busbw = d;
-  return 0;
-}
-
-static const struct bench_option options[] = {
-  { "minbytes", 'b', "SIZE", "smallest size, bytes with K/M/G (default 1K)", o_minbytes },
-  { "maxbytes", 'e', "SIZE", "largest size (default 32M)", o_maxbytes },
-  { "sizes", 's', "LIST", "these sizes (e.g. 1M,16M,64M) instead of -b, -e and -f", o_sizes },
-  { "stepfactor", 'f', "N", "multiply the size by N from row to row (default 2)", o_factor },
-  { "iters", 'n', "N", "timed iterations per size (default 20)", o_iters },
-  { "warmup_iters", 'w', "N", "untimed iterations before timing (default 5)", o_warmup },
-  { "datatype", 'd', "TYPE", "int8 uint8 int32 int64 float16 bfloat16 float32 float64, "
-    "a list, or all (default float32)", o_dtype },
-  { "op", 'o', "OP", "sum prod min max avg, a list, or all (default sum)", o_op },
-  { "root", 'r', "RANK", "root of broadcast (default 0)", o_root },
-  { "check", 'c', "0|1", "check every result and count wrong elements (default 1)", o_check },
-  { "memory", 'm', "host|device", "where the buffers live: host (MPI) or this rank's GPU "
-    "(NCCL) (default host)", o_memory },
-  { "baseline", 'B', NULL, "also time raw MPI (raw NCCL for device memory) on the same buffers; print weft/raw", o_baseline },
-  { "json", 'J', "FILE", "also write the results as JSON to FILE", o_json },
-  { "min-busbw", 0, "GB/s", "fail (exit 3) when the average busbw is lower", o_min_busbw },
-  { "tensors", 't', "N", "bucket: tensors per size (default 1000)", o_tensors },
+struct cli_asked {
+  int help, help_man, version;
 };
 
-#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char *why,
+                 size_t whylen)
+{
+  switch (opt->id) {
+  case O_HELP: a->help = 1; return 0;
+  case O_HELP_MAN: a->help_man = 1; return 0;
+  case O_VERSION: a->version = 1; return 0;
+  default:
+    snprintf(why, whylen, "%s: not handled", sp);
+    return -1;
+  }
+}
+
+/* ---- The benchmark ------------------------------------------------------- */
+
+enum {
+  B_MINBYTES = 1, B_MAXBYTES, B_SIZES, B_FACTOR, B_ITERS, B_WARMUP, B_CHECK, B_MEMORY,
+  B_BASELINE, B_DTYPE, B_OP, B_ROOT, B_TENSORS, B_JSON, B_MIN_BUSBW,
+};
+
+#define J WEFT_OPT_JOINED
+static const weft_opt bench_options[] = {
+  { B_MINBYTES, "b|minbytes", WEFT_OPT_ARG, "SIZE", "Sizes",
+    "smallest size, bytes with K/M/G (default 1K)", J },
+  { B_MAXBYTES, "e|maxbytes", WEFT_OPT_ARG, "SIZE", "Sizes", "largest size (default 32M)", J },
+  { B_SIZES, "s|sizes", WEFT_OPT_ARG, "LIST", "Sizes",
+    "these sizes (e.g. 1M,16M,64M) instead of -b, -e and -f", J },
+  { B_FACTOR, "f|stepfactor", WEFT_OPT_ARG, "N", "Sizes",
+    "multiply the size by N from row to row (default 2)", J },
+  { B_ITERS, "n|iters", WEFT_OPT_ARG, "N", "Runs", "timed iterations per size (default 20)", J },
+  { B_WARMUP, "w|warmup_iters", WEFT_OPT_ARG, "N", "Runs",
+    "untimed iterations before timing (default 5)", J },
+  { B_CHECK, "c|check", WEFT_OPT_ARG, "0|1", "Runs",
+    "check every result and count wrong elements (default 1)", J },
+  { B_MEMORY, "m|memory", WEFT_OPT_ARG, "host|device", "Runs",
+    "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", J },
+  { B_BASELINE, "B|baseline", WEFT_OPT_FLAG, NULL, "Runs",
+    "also time raw MPI (raw NCCL for device memory) on the same buffers; print weft/raw", 0 },
+  { B_DTYPE, "d|datatype", WEFT_OPT_ARG, "TYPE", "Data",
+    "int8 uint8 int32 int64 float16 bfloat16 float32 float64, a list, or all (default float32)",
+    J },
+  { B_OP, "o|op", WEFT_OPT_ARG, "OP", "Data",
+    "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J },
+  { B_ROOT, "r|root", WEFT_OPT_ARG, "RANK", "Data",
+    "root rank, for the collectives that have one (default 0)", J },
+  { B_TENSORS, "t|tensors", WEFT_OPT_ARG, "N", "Data",
+    "tensors per size, for the collectives that fuse them (default 1000)", J },
+  { B_JSON, "J|json", WEFT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE",
+    J },
+  { B_MIN_BUSBW, "min-busbw", WEFT_OPT_ARG, "GB/s", "Results",
+    "fail (exit 3) when the average busbw is lower", 0 },
+  { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Help", "print this help and exit", 0 },
+  { O_VERSION, "V|version", WEFT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
+  { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
+    WEFT_OPT_HIDDEN },
+  { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
+};
+#undef J
+
+/* What the command line asked beside a run. */
+struct bench_cli {
+  struct bench_opts *o;
+  struct cli_asked asked;
+};
+
+static int on_bench_option(void *ud, const weft_opt *opt, const char *sp, const char *v,
+                           const char *a2, char *why, size_t whylen)
+{
+  struct bench_cli *cli = ud;
+  struct bench_opts *o = cli->o;
+
+  (void)a2;
+  switch (opt->id) {
+  case B_MINBYTES: return set_size(sp, v, &o->min_bytes, why, whylen);
+  case B_MAXBYTES: return set_size(sp, v, &o->max_bytes, why, whylen);
+  case B_SIZES: return set_sizes(sp, v, o->sizes, &o->nsizes, why, whylen);
+  case B_FACTOR: return set_long(sp, v, 2, 1024, &o->factor, why, whylen);
+  case B_ITERS: return set_long(sp, v, 1, 100000000, &o->iters, why, whylen);
+  case B_WARMUP: return set_long(sp, v, 0, 100000000, &o->warmup, why, whylen);
+  case B_CHECK: return set_int(sp, v, 0, 1, &o->check, why, whylen);
+  case B_ROOT: return set_int(sp, v, 0, 1 << 30, &o->root, why, whylen);
+  case B_TENSORS: return set_long(sp, v, 1, 10000000, &o->tensors, why, whylen);
+  case B_DTYPE: return set_dtypes(sp, v, o, why, whylen);
+  case B_OP: return set_ops(sp, v, o, why, whylen);
+  case B_MEMORY:
+    if (strcmp(v, "host") && strcmp(v, "device")) {
+      snprintf(why, whylen, "%s: unknown memory '%s': use host or device", sp, v);
+      return -1;
+    }
+    o->device = !strcmp(v, "device");
+    return 0;
+  case B_BASELINE: o->baseline = 1; return 0;
+  case B_JSON: o->json = v; return 0;
+  case B_MIN_BUSBW: {
+    char *end;
+    double d = strtod(v, &end);
+
+    if (end == v || *end || !(d >= 0)) {
+      snprintf(why, whylen, "%s: '%s' is not a bandwidth: write GB/s as a number, e.g. 40 or "
+               "12.5", sp, v);
+      return -1;
+    }
+    o->min_busbw = d;
+    return 0;
+  }
+  default: return asked(&cli->asked, opt, sp, why, whylen);
+  }
+}
+
+/* The collectives, from the registry, in the layout of the options. */
+static void coll_help(FILE *f)
+{
+  fputs("\nCollectives:\n", f);
+  for (int i = 0; bench_colls[i]; i++) {
+    const struct bench_coll *c = bench_colls[i];
+    char left[64];
+
+    snprintf(left, sizeof(left), "%s, %s", c->name, c->alias);
+    if (strlen(left) <= 28)
+      fprintf(f, "  %-28s %s\n", left, c->help);
+    else
+      fprintf(f, "  %s\n  %-28s %s\n", left, "", c->help);
+  }
+}
+
+/* Append to buf at *used; the text is cut at the end of buf. */
+static void append(char *buf, size_t len, size_t *used, const char *s)
+{
+  int n = snprintf(buf + *used, len - *used, "%s", s);
+
+  if (n > 0)
+    *used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
+/* "busbw = algbw x 2(n-1)/n (allreduce, bucket), (n-1)/n (...), ...": the
+ * collectives grouped by their factor, in the registry's order. */
+static void factors(char *buf, size_t len)
+{
+  size_t used = 0;
+
+  buf[0] = '\0';
+  append(buf, len, &used, "busbw = algbw x");
+  for (int i = 0; bench_colls[i]; i++) {
+    int seen = 0, first = 1;
+
+    for (int k = 0; k < i; k++)
+      seen |= !strcmp(bench_colls[k]->busbw, bench_colls[i]->busbw);
+    if (seen)
+      continue;
+    append(buf, len, &used, i ? ", " : " ");
+    append(buf, len, &used, bench_colls[i]->busbw);
+    for (int k = i; bench_colls[k]; k++)
+      if (!strcmp(bench_colls[k]->busbw, bench_colls[i]->busbw)) {
+        append(buf, len, &used, first ? " (" : ", ");
+        append(buf, len, &used, bench_colls[k]->name);
+        first = 0;
+      }
+    append(buf, len, &used, ")");
+  }
+}
+
+/* Write s wrapped at spaces into lines of at most \p width characters. */
+static void wrap(FILE *f, const char *s, size_t width)
+{
+  while (strlen(s) > width) {
+    size_t cut = width;
+
+    while (cut > 0 && s[cut] != ' ')
+      cut--;
+    if (cut == 0)
+      break;
+    fprintf(f, "%.*s\n", (int)cut, s);
+    s += cut + 1;
+  }
+  fprintf(f, "%s\n", s);
+}
 
 void bench_usage(FILE *f)
 {
+  char text[1024], busbw[512];
+
   fputs("usage: weft-bench COLLECTIVE [options]\n"
-        "       weft-bench scale [--hostfile FILE] [--nodes 1,2,4] [options]   (see --help there)\n"
+        "       weft-bench scale [options] [-- options]   (weft-bench scale --help)\n"
         "Collective benchmarks with a data check, nccl-tests style; run it under weftrun or\n"
-        "mpirun. COLLECTIVE: allreduce allgather reduce_scatter broadcast sendrecv bucket.\n"
-        "\n", f);
-  for (size_t i = 0; i < NOPTIONS; i++) {
-    const struct bench_option *p = &options[i];
-    char left[48];
-
-    if (p->shrt)
-      snprintf(left, sizeof(left), "-%c, --%s%s%s", p->shrt, p->lng, p->arg ? " " : "",
-               p->arg ? p->arg : "");
-    else
-      snprintf(left, sizeof(left), "    --%s%s%s", p->lng, p->arg ? " " : "", p->arg ? p->arg : "");
-    fprintf(f, "  %-28s %s\n", left, p->help);
-  }
-  fputs("  -h, --help                   this text\n"
-        "  -V, --version                weft-bench's version\n"
-        "\n"
-        "algbw = size / time; busbw = algbw x 2(n-1)/n (allreduce, bucket), (n-1)/n (allgather,\n"
-        "reduce_scatter), 1 (broadcast, sendrecv). Exit status: 0 OK, 1 wrong data, 2 usage,\n"
-        "3 below --min-busbw, 4 no GPU for --memory device, 5 runtime error. See weft-bench(1).\n",
-        f);
-}
-
-/* Text for troff: '-' becomes '\-', a backslash '\e'. */
-static void man_text(FILE *f, const char *s)
-{
-  for (; *s; s++) {
-    if (*s == '-')
-      fputs("\\-", f);
-    else if (*s == '\\')
-      fputs("\\e", f);
-    else
-      fputc(*s, f);
-  }
-}
-
-/* The OPTIONS section of weft-bench(1), from the same table (--help-man). */
-static void bench_usage_man(FILE *f)
-{
-  for (size_t i = 0; i < NOPTIONS; i++) {
-    const struct bench_option *p = &options[i];
-
-    fputs(".TP\n", f);
-    if (p->shrt)
-      fprintf(f, "\\fB\\-%c\\fR, ", p->shrt);
-    fputs("\\fB\\-\\-", f);
-    man_text(f, p->lng);
-    fputs("\\fR", f);
-    if (p->arg) {
-      fputs(" \\fI", f);
-      man_text(f, p->arg);
-      fputs("\\fR", f);
-    }
-    fputs("\n", f);
-    man_text(f, p->help);
-    fputs(".\n", f);
-  }
+        "mpirun.\n", f);
+  coll_help(f);
+  weft_opt_help(f, bench_options);
+  factors(busbw, sizeof(busbw));
+  snprintf(text, sizeof(text), "algbw = size / time; %s. Exit status: 0 OK, 1 wrong data, "
+           "2 usage, 3 below --min-busbw, 4 no GPU for --memory device, 5 runtime error. "
+           "See weft-bench(1).", busbw);
+  fputs("\n", f);
+  wrap(f, text, 88);
 }
 
 int bench_is_first_rank(void)
@@ -330,61 +379,20 @@ int bench_is_first_rank(void)
   return 1;
 }
 
-const struct bench_coll *bench_coll_find(const char *name)
+/* One line about a usage error (on the first rank only). */
+static int usage_error(const char *why)
 {
-  static const struct bench_coll *const all[] = {
-    &bench_allreduce, &bench_allgather, &bench_reduce_scatter, &bench_broadcast,
-    &bench_sendrecv, &bench_bucket,
-  };
-
-  for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-    if (!strcmp(name, all[i]->name) || !strcmp(name, all[i]->alias))
-      return all[i];
-  return NULL;
-}
-
-static const struct bench_option *find_option(const char *arg, const char **inline_val)
-{
-  *inline_val = NULL;
-  if (arg[0] == '-' && arg[1] == '-') {
-    const char *name = arg + 2, *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-
-    for (size_t i = 0; i < NOPTIONS; i++)
-      if (strlen(options[i].lng) == len && !strncmp(options[i].lng, name, len)) {
-        *inline_val = eq ? eq + 1 : NULL;
-        return &options[i];
-      }
-    return NULL;
-  }
-  if (arg[0] == '-' && arg[1])
-    for (size_t i = 0; i < NOPTIONS; i++)
-      if (options[i].shrt == arg[1]) {
-        *inline_val = arg[2] ? arg + 2 : NULL;
-        return &options[i];
-      }
-  return NULL;
-}
-
-/* Print one line about a usage error (on the first rank only). */
-static int usage_error(const char *fmt, ...) WEFT_PRINTF(1, 2);
-static int usage_error(const char *fmt, ...)
-{
-  va_list ap;
-
-  if (bench_is_first_rank()) {
-    fputs("weft-bench: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("; see weft-bench --help\n", stderr);
-  }
+  if (bench_is_first_rank())
+    fprintf(stderr, "weft-bench: %s\n", why);
   return BENCH_EXIT_USAGE;
 }
 
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
   const char *env = getenv("WEFT_BENCH_INJECT_ERROR");
+  struct bench_cli cli = { o, { 0, 0, 0 } };
+  char why[512];
+  int first = argc;
 
   memset(o, 0, sizeof(*o));
   o->min_bytes = 1024;
@@ -400,35 +408,22 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   o->check = 1;
   o->min_busbw = -1;
   o->inject = env && !strcmp(env, "1");
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *val;
-    const struct bench_option *p;
-    char why[256];
-
-    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+  if (weft_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
+                     sizeof(why)) != 0)
+    return usage_error(why);
+  if (cli.asked.help || cli.asked.help_man || cli.asked.version) {
+    if (cli.asked.help)
       bench_usage(stdout);
-      return -1;
-    }
-    if (!strcmp(arg, "--help-man")) {
-      bench_usage_man(stdout);
-      return -1;
-    }
-    if (!strcmp(arg, "-V") || !strcmp(arg, "--version")) {
+    else if (cli.asked.help_man)
+      weft_opt_man(stdout, bench_options);
+    else
       printf("weft-bench %s\n", weft_version_string());
-      return -1;
-    }
-    p = find_option(arg, &val);
-    if (!p)
-      return usage_error("unknown option '%s'", arg);
-    if (!p->arg && val)
-      return usage_error("option --%s takes no value", p->lng);
-    if (p->arg && !val) {
-      if (i + 1 >= argc)
-        return usage_error("option --%s needs a value (%s)", p->lng, p->arg);
-      val = argv[++i];
-    }
-    if (p->set(o, val, why, sizeof(why)))
-      return usage_error("--%s: %s", p->lng, why);
+    return -1;
+  }
+  if (first < argc) {
+    snprintf(why, sizeof(why), "unexpected argument '%s' (weft-bench takes options only; "
+             "--help lists them)", argv[first]);
+    return usage_error(why);
   }
   if (o->nsizes) {
     o->min_bytes = o->max_bytes = o->sizes[0];
@@ -437,7 +432,178 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
       o->max_bytes = o->sizes[i] > o->max_bytes ? o->sizes[i] : o->max_bytes;
     }
   }
-  if (o->min_bytes > o->max_bytes)
-    return usage_error("--minbytes %zu is larger than --maxbytes %zu", o->min_bytes, o->max_bytes);
+  if (o->min_bytes > o->max_bytes) {
+    snprintf(why, sizeof(why), "--minbytes %zu is larger than --maxbytes %zu", o->min_bytes,
+             o->max_bytes);
+    return usage_error(why);
+  }
+  return BENCH_EXIT_OK;
+}
+
+/* ---- weft-bench scale ------------------------------------------------------ */
+
+enum {
+  S_HOSTFILE = 1, S_NODES, S_PPN, S_NO_PAIRS, S_COLL, S_SIZES, S_ITERS, S_WARMUP, S_LAUNCHER,
+  S_LARG, S_TIMEOUT, S_OUT,
+};
+
+static const weft_opt scale_options[] = {
+  { S_HOSTFILE, "hostfile", WEFT_OPT_ARG, "FILE", "Hosts",
+    "hosts, Open MPI syntax (default $WEFT_VCLUSTER_HOSTFILE)", 0 },
+  { S_NODES, "nodes", WEFT_OPT_ARG, "LIST", "Hosts",
+    "increasing node counts (default 1,2,4,... up to the hosts in FILE)", 0 },
+  { S_PPN, "ppn", WEFT_OPT_ARG, "N", "Hosts", "ranks per node (default 1)", 0 },
+  { S_NO_PAIRS, "no-pairs", WEFT_OPT_FLAG, NULL, "Hosts",
+    "skip the pairwise test of neighbouring hosts", 0 },
+  { S_COLL, "coll", WEFT_OPT_ARG, "NAME", "Benchmark",
+    "the collective (default: the first in the list of collectives)", 0 },
+  { S_SIZES, "sizes", WEFT_OPT_ARG, "LIST", "Benchmark",
+    "message sizes (default 1M,16M,64M; 64K,1M,4M on weft-vcluster)", 0 },
+  { S_ITERS, "iters", WEFT_OPT_ARG, "N", "Benchmark", "timed iterations per size (default 10)",
+    0 },
+  { S_WARMUP, "warmup", WEFT_OPT_ARG, "N", "Benchmark",
+    "untimed iterations per size (default 2)", 0 },
+  { S_LAUNCHER, "launcher", WEFT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
+    "the launcher (default weftrun when found)", 0 },
+  { S_LARG, "launcher-arg", WEFT_OPT_ARG, "ARG", "Launch",
+    "one more launcher argument, before the program (repeat for more)", 0 },
+  { S_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", "Launch",
+    "end a run (its whole process group) that takes longer (default 600)", 0 },
+  { S_OUT, "out", WEFT_OPT_ARG, "DIR", "Output", "where the files go (default weft-bench-scale)",
+    0 },
+  { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Output", "print this help and exit", 0 },
+  { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Output", "the man page's scale options",
+    WEFT_OPT_HIDDEN },
+  { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
+};
+
+struct scale_cli {
+  struct scale_opts *o;
+  struct cli_asked asked;
+  const char *last_arg;     /* the argument of the last option met, to tell it from "--" */
+};
+
+static int parse_counts(const char *sp, const char *v, struct scale_opts *o, char *why,
+                        size_t whylen)
+{
+  char buf[256], *save = NULL, *tok;
+
+  o->ncounts = 0;
+  snprintf(buf, sizeof(buf), "%s", v);
+  for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    long k;
+
+    /* increasing, so that "the largest" is the last */
+    if (o->ncounts == SCALE_MAX_COUNTS || weftx_parse_long(tok, 1, 100000, &k) != 0 ||
+        (o->ncounts && k <= o->counts[o->ncounts - 1]))
+      break;
+    o->counts[o->ncounts++] = (int)k;
+  }
+  if (!tok && o->ncounts)
+    return 0;
+  snprintf(why, whylen, "%s wants increasing counts from 1 to 100000 (%d at most), got '%s'", sp,
+           SCALE_MAX_COUNTS, v);
+  return -1;
+}
+
+static int on_scale_option(void *ud, const weft_opt *opt, const char *sp, const char *v,
+                           const char *a2, char *why, size_t whylen)
+{
+  struct scale_cli *cli = ud;
+  struct scale_opts *o = cli->o;
+
+  (void)a2;
+  cli->last_arg = v;
+  switch (opt->id) {
+  case S_HOSTFILE: o->hostfile = v; return 0;
+  case S_NODES: return parse_counts(sp, v, o, why, whylen);
+  case S_PPN: return set_long(sp, v, 1, 4096, &o->ppn, why, whylen);
+  case S_NO_PAIRS: o->pairs = 0; return 0;
+  case S_COLL:
+    o->coll = bench_coll_find(v);
+    if (!o->coll)
+      bench_coll_unknown(v, NULL, why, whylen);
+    return o->coll ? 0 : -1;
+  case S_SIZES:
+    o->sizes_given = 1;
+    return set_sizes(sp, v, o->sizes, &o->nsizes, why, whylen);
+  case S_ITERS: return set_long(sp, v, 1, 1000000, &o->iters, why, whylen);
+  case S_WARMUP: return set_long(sp, v, 0, 1000000, &o->warmup, why, whylen);
+  case S_LAUNCHER: o->launcher = v; return 0;
+  case S_LARG:
+    if (o->nlargs == SCALE_MAX_LARGS) {
+      snprintf(why, whylen, "more than %d %s", SCALE_MAX_LARGS, sp);
+      return -1;
+    }
+    o->largs[o->nlargs++] = (char *)v;
+    return 0;
+  case S_TIMEOUT: return set_long(sp, v, 1, 86400, &o->timeout, why, whylen);
+  case S_OUT: o->out = v; return 0;
+  default: return asked(&cli->asked, opt, sp, why, whylen);
+  }
+}
+
+static void scale_usage(FILE *f)
+{
+  char names[256];
+
+  fputs("usage: weft-bench scale [options] [-- WEFT-BENCH OPTIONS]\n"
+        "Runs weft-bench at each node count through weftrun and reports busbw, scaling\n"
+        "efficiency, an alpha-beta fit with a prediction for larger counts, and the slowest\n"
+        "link or host. Writes DIR/scale.csv, scale.json, pairs.csv, scale.gp and a plot.\n", f);
+  weft_opt_help(f, scale_options);
+  bench_coll_names(names, sizeof(names));
+  fprintf(f, "\nCollectives: %s.\n"
+          "Options after -- (%d at most) go to every weft-bench run (weft-bench --help).\n"
+          "Exit status: 0 OK, 1 wrong data, 2 usage, 5 a run failed. See weft-bench(1).\n", names,
+          SCALE_MAX_BARGS);
+}
+
+static int scale_usage_error(const char *why)
+{
+  fprintf(stderr, "weft-bench scale: %s\n", why);
+  return BENCH_EXIT_USAGE;
+}
+
+int scale_parse(int argc, char **argv, struct scale_opts *o)
+{
+  struct scale_cli cli = { o, { 0, 0, 0 }, NULL };
+  char why[512];
+  int first = argc;
+
+  memset(o, 0, sizeof(*o));
+  o->coll = bench_colls[0];
+  o->ppn = 1;
+  o->iters = 10;
+  o->warmup = 2;
+  o->timeout = 600;
+  o->pairs = 1;
+  o->out = "weft-bench-scale";
+  bench_parse_sizes("1M,16M,64M", o->sizes, &o->nsizes, NULL, 0);
+  if (weft_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why,
+                     sizeof(why)) != 0)
+    return scale_usage_error(why);
+  if (cli.asked.help || cli.asked.help_man) {
+    if (cli.asked.help)
+      scale_usage(stdout);
+    else
+      weft_opt_man(stdout, scale_options);
+    return -1;
+  }
+  if (first == argc)
+    return BENCH_EXIT_OK;
+  /* The engine stops after "--" or at a word that is no option. */
+  if (strcmp(argv[first - 1], "--") || argv[first - 1] == cli.last_arg) {
+    snprintf(why, sizeof(why), "unexpected argument '%s' (weft-bench options go after '--')",
+             argv[first]);
+    return scale_usage_error(why);
+  }
+  o->bargs = argv + first;
+  o->nbargs = argc - first;
+  if (o->nbargs > SCALE_MAX_BARGS) {
+    snprintf(why, sizeof(why), "more than %d weft-bench options after '--', at '%s'",
+             SCALE_MAX_BARGS, argv[first + SCALE_MAX_BARGS]);
+    return scale_usage_error(why);
+  }
   return BENCH_EXIT_OK;
 }

@@ -77,7 +77,7 @@ void bench_report_header(FILE *f, const struct bench_report *r)
           o->check, o->device ? "device" : "host",
           r->raw_name ? " baseline: " : r->raw_note[0] ? " baseline: none: " : "",
           r->raw_name ? r->raw_name : r->raw_note);
-  if (o->coll == &bench_bucket)
+  if (o->coll->tensors)
     fprintf(f, "#  tensors per size: %ld (fewer when a size has fewer elements)\n", o->tensors);
   fprintf(f, "#\n# %d rank%s on %d host%s:", r->nranks, r->nranks == 1 ? "" : "s", r->nhosts,
           r->nhosts == 1 ? "" : "s");

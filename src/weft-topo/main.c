@@ -9,6 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* rc, or TOPO_EXIT_INTERNAL when stdout could not be written. */
+static int flushed(int rc)
+{
+  if (rc == TOPO_EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
+    fprintf(stderr, "weft-topo: could not write the output\n");
+    return TOPO_EXIT_INTERNAL;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   struct topo_opts o;
@@ -34,6 +44,8 @@ int main(int argc, char **argv)
     topo_man_options(stdout);
     return TOPO_EXIT_OK;
   }
+  if (o.list)
+    return flushed(topo_list(stdout));
   rc = weftx_topo_load(o.topology, 0, &t, why, sizeof(why));
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
@@ -46,10 +58,6 @@ int main(int argc, char **argv)
     rc = topo_place(stdout, t, host, &o);
   else
     rc = topo_report(stdout, t, host);
-  if (rc == TOPO_EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
-    fprintf(stderr, "weft-topo: could not write the output\n");
-    rc = TOPO_EXIT_INTERNAL;
-  }
   weftx_topo_destroy(t);
-  return rc;
+  return flushed(rc);
 }

@@ -11,13 +11,16 @@
 #include "opt.h"
 
 enum {
-  O_TOPOLOGY = 1, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_JSON,
+  O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_JSON,
   O_HELP, O_VERSION, O_MAN,
 };
 
 static const weft_opt options[] = {
-  {O_TOPOLOGY, "topology|input|i", WEFT_OPT_ARG, "FILE", "Topology",
-   "read this hwloc XML file, not this machine (default: $WEFT_TOPOLOGY)", 0},
+  {O_TOPOLOGY, "topology|input|i", WEFT_OPT_ARG, "FILE|NAME", "Topology",
+   "read this hwloc XML file, or the topology NAME of --list-topologies, not this machine "
+   "(default: $WEFT_TOPOLOGY)", 0},
+  {O_LIST, "list-topologies", WEFT_OPT_FLAG, NULL, "Topology",
+   "list the topology names --topology takes, with their descriptions, and exit", 0},
   {O_HOST, "host", WEFT_OPT_ARG, "NAME", "Topology",
    "call the host NAME (default: the topology's host name)", 0},
   {O_NP, "np|n", WEFT_OPT_ARG, "N", "Placement",
@@ -60,6 +63,7 @@ static int on_option(void *ud, const weft_opt *opt, const char *spelled, const c
   (void)a2;
   switch (opt->id) {
   case O_TOPOLOGY: o->topology = a1; break;
+  case O_LIST: o->list = 1; break;
   case O_HOST: o->host = a1; break;
   case O_NP: return count(spelled, a1, &o->np, why, whylen);
   case O_MAP_BY: o->map_by = a1; break;
@@ -97,9 +101,10 @@ int topo_options(int argc, char **argv, struct topo_opts *o)
 
 void topo_usage(FILE *out, const char *prog)
 {
-  fprintf(out, "Usage: %s [--topology FILE] [-np N [--map-by POLICY] [--bind-to WHAT]] [--json]\n"
+  fprintf(out, "Usage: %s [--topology FILE|NAME] [-np N [--map-by POLICY] [--bind-to WHAT]] [--json]\n"
+          "       %s --list-topologies\n"
           "Show the GPUs, NICs and NUMA nodes of a machine, how near they are to each other,\n"
-          "and where -np N ranks would be placed.\n", prog);
+          "and where -np N ranks would be placed.\n", prog, prog);
   weft_opt_help(out, options);
 }
 

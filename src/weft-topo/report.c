@@ -2,8 +2,9 @@
 /*
  * What weft-topo prints: a summary of the machine, the GPU/NIC affinity
  * matrix in the manner of `nvidia-smi topo -m` with CPU and NUMA affinity
- * columns, its legend, the topology's warnings, and the placement of -np N
- * ranks as a table or as the plan JSON.
+ * columns, its legend, the topology's warnings with Google Cloud's advice
+ * where it applies, and the placement of -np N ranks as a table or as the
+ * plan JSON.
  */
 #include "weft-topo.h"
 
@@ -159,21 +160,38 @@ static void matrix(FILE *out, const weftx_topo *t)
         "  SYS  = another package, or the locality is unknown\n", out);
 }
 
-static void warnings(FILE *out, const weftx_topo *t, const char *prefix)
-{
-  int i;
+struct warn_to {
+  FILE *out;
+  const char *prefix;
+  int blank; /* a blank line before the first one */
+};
 
-  for (i = 0; i < weftx_topo_nwarnings(t); i++)
-    fprintf(out, "%swarning: %s\n", prefix, weftx_topo_warning(t, i));
+static void warn_line(void *arg, const char *msg)
+{
+  struct warn_to *w = arg;
+
+  if (w->blank) {
+    fputc('\n', w->out);
+    w->blank = 0;
+  }
+  fprintf(w->out, "%swarning: %s\n", w->prefix, msg);
+}
+
+/* The topology's warnings, then Google Cloud's advice where it applies (weftx_gcp_topo_check). */
+static void warnings(FILE *out, const weftx_topo *t, const char *prefix, int blank)
+{
+  struct warn_to w = { out, prefix, blank };
+
+  for (int i = 0; i < weftx_topo_nwarnings(t); i++)
+    warn_line(&w, weftx_topo_warning(t, i));
+  weftx_gcp_topo_check(t, warn_line, &w);
 }
 
 int topo_report(FILE *out, const weftx_topo *t, const char *host)
 {
   summary(out, t, host);
   matrix(out, t);
-  if (weftx_topo_nwarnings(t) > 0)
-    fputc('\n', out);
-  warnings(out, t, "");
+  warnings(out, t, "", 1);
   return TOPO_EXIT_OK;
 }
 
@@ -305,14 +323,14 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   plan.hosts = &h;
   plan.ranks = ranks;
   if (o->json) {
-    warnings(stderr, t, "weft-topo: ");
+    warnings(stderr, t, "weft-topo: ", 0);
     notes(stderr, &plan, "weft-topo: ");
     if (weftx_plan_write_json(out, &plan) != 0)
       status = TOPO_EXIT_INTERNAL;
   } else {
     table(out, t, &plan, &p);
     notes(out, &plan, "");
-    warnings(out, t, "");
+    warnings(out, t, "", 0);
   }
 out:
   for (i = 0; i < np; i++)

@@ -2,7 +2,8 @@
 /*
  * weft-topo: what a machine looks like (GPUs, NICs, NUMA nodes and how near
  * they are to each other) and how ranks would be placed on it. The options
- * (options.c) fill one struct; the report (report.c) prints it.
+ * (options.c) fill one struct; the report (report.c) prints it; list.c lists
+ * the topologies known by name.
  */
 #ifndef WEFT_TOPO_TOOL_H
 #define WEFT_TOPO_TOOL_H
@@ -31,6 +32,7 @@ struct topo_opts {
   int oversubscribe;
   int hwthreads;
   int json;
+  int list;               /* --list-topologies */
   int help, version, man; /* --help, --version, the hidden --man-options */
 };
 
@@ -39,6 +41,8 @@ int topo_options(int argc, char **argv, struct topo_opts *o);
 void topo_usage(FILE *out, const char *prog);
 void topo_man_options(FILE *out);
 
+/* --list-topologies: the names of weftx_topo_dir() with their descriptions; an exit status. */
+int topo_list(FILE *out);
 /* The summary, the affinity matrix and legend, and the warnings. */
 int topo_report(FILE *out, const weftx_topo *t, const char *host);
 /* Place \p np ranks and print the table (or the plan JSON); returns an exit status. */

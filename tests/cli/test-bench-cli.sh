@@ -5,13 +5,10 @@
 # mode's checks, and the man page listing every option of the table.
 # WEFT_UPDATE_GOLDEN=1 rewrites bench-help.out.
 set -eu
-bench=${WEFT_BUILDDIR:?}/src/weft-bench/weft-bench
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 man=$WEFT_BUILDDIR/share/man/weft-bench.1
-golden=${WEFT_TOPDIR:?}/tests/cli/bench-help.out
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+golden=$WEFT_TOPDIR/tests/cli/bench-help.out
 unset WEFT_VCLUSTER_HOSTFILE OMPI_COMM_WORLD_RANK PMIX_RANK PMI_RANK RANK
-fail() { echo "FAIL: $*"; exit 1; }
 
 # expect STATUS PATTERN ARGS...: exit status and a line of stdout+stderr.
 expect()
@@ -25,12 +22,7 @@ expect()
 }
 
 timeout 20 "$bench" --help >"$tmp/help"
-if [ "${WEFT_UPDATE_GOLDEN:-0}" = 1 ]; then
-  cp "$tmp/help" "$golden"
-  echo "updated $golden"
-else
-  diff -u "$golden" "$tmp/help" || fail "weft-bench --help differs from $golden (WEFT_UPDATE_GOLDEN=1 to accept)"
-fi
+golden_check "$golden" "$tmp/help" || exit 1
 expect 0 '^weft-bench [0-9]' --version
 expect 2 'which collective' 
 expect 2 "unknown collective 'allreduse'" allreduse -b 1K
@@ -42,8 +34,15 @@ expect 2 'minbytes 4096 is larger than --maxbytes 1024' allreduce -b 4K -e 1K
 expect 2 'not a whole number from 0 to 1' allreduce --check 3
 expect 2 "unknown type 'float8'" allreduce -d float8
 expect 2 "unknown operation 'mean'" allreduce -o sum,mean
-expect 2 'needs a value' allreduce -n
-expect 2 'takes no value' allreduce --baseline=1
+expect 2 "'-n' needs an argument" allreduce -n
+expect 2 "'--baseline' takes no argument" allreduce --baseline=1
+expect 2 "did you mean '--maxbytes'" allreduce --maxbyte 1K
+expect 2 "unexpected argument 'extra'" allreduce extra
+expect 2 "did you mean 'allreduce'" allreduse
+# nccl-tests' short options also take their argument in the same word.
+expect 2 "'1Q' is not a size" allreduce -b1Q
+expect 2 "'float8'" allreduce -dfloat8
+expect 2 "'3' is not a whole number from 0 to 1" allreduce -c3
 expect 2 'not a bandwidth' allreduce --min-busbw fast
 expect 0 '^usage: weft-bench scale' scale --help
 expect 2 'no hosts: give --hostfile' scale
@@ -51,12 +50,16 @@ printf 'hostA slots=2\n' >"$tmp/hosts"
 expect 2 'asks for 4 nodes but' scale --hostfile "$tmp/hosts" --nodes 1,4 --out "$tmp/o"
 expect 2 'increasing counts' scale --hostfile "$tmp/hosts" --nodes 2,1
 expect 2 'unknown collective' scale --hostfile "$tmp/hosts" --coll nope
+expect 2 "did you mean 'sendrecv'" scale --hostfile "$tmp/hosts" --coll sendrcv
+expect 2 "did you mean '--nodes'" scale --hostfile "$tmp/hosts" --node 1
+expect 2 "unexpected argument 'extra'" scale --hostfile "$tmp/hosts" extra
 expect 2 'more than 30 weft-bench options' scale --hostfile "$tmp/hosts" -- $(seq 1 31)
 printf 'hostA slots=x\n' >"$tmp/bad"
 expect 2 'bad:1' scale --hostfile "$tmp/bad"
 
-# Every option of the table is in the man page, which also has the busbw factors.
+# Every option of both tables is in the man page, which also has the busbw factors.
 [ -f "$man" ] || fail "$man is not built"
+timeout 20 "$bench" scale --help >>"$tmp/help"
 for opt in $(grep -o -e '--[a-z_-]*' "$tmp/help" | sort -u); do
   o=$(printf '%s' "$opt" | sed 's/-/\\\\-/g')
   grep -q -e "$o" "$man" || fail "weft-bench(1) does not document $opt"

@@ -6,12 +6,10 @@
 # stand-in reports a copy that is not ordered before the collective that reads
 # it. Its times are those of a test double on a shared CPU: never a GPU figure.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/gpu/standin-lib.sh"
-bench=$WEFT_BUILDDIR/src/weft-bench/weft-bench
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/gpu/standin-lib.sh"
 unset WEFT_BENCH_INJECT_ERROR
-fail=0
+bad=0
 run()
 {
   np=$1 name=$2
@@ -23,12 +21,12 @@ run()
   else
     cat "$tmp/$name"
     echo "FAIL: weft-bench $* --memory device on $np ranks"
-    fail=1
+    bad=1
   fi
 }
 for np in 2 4; do
   run $np ar$np allreduce -b 8 -e 256K -f 8 -n 2 -w 1 --baseline
-  grep -q 'raw NCCL' "$tmp/ar$np" || { echo "FAIL: no raw NCCL baseline on $np ranks"; fail=1; }
+  grep -q 'raw NCCL' "$tmp/ar$np" || { echo "FAIL: no raw NCCL baseline on $np ranks"; bad=1; }
   run $np all$np allreduce -d all -o all -b 64 -e 4K -f 8 -n 1 -w 0
   run $np ag$np allgather -b 64 -e 64K -f 16 -n 2 -w 1 --baseline
   run $np rs$np reduce_scatter -b 64 -e 64K -f 16 -n 2 -w 1 --baseline
@@ -36,5 +34,5 @@ for np in 2 4; do
   run $np sr$np sendrecv -b 64 -e 64K -f 16 -n 2 -w 1 --baseline
   run $np bk$np bucket -b 64K -e 1M -f 4 -t 50 -n 2 -w 1 --baseline
 done
-[ $fail -eq 0 ] || exit 1
+[ $bad -eq 0 ] || exit 1
 echo "PASS: weft-bench --memory device --baseline on 2 and 4 ranks under the stand-in (not a GPU)"

@@ -5,19 +5,14 @@
 # small sizes, and a sweep to 64 MiB beside raw NCCL (--baseline). Without a
 # GPU: checks that --memory device is refused with exit 4, then exits 77.
 set -eu
-bench=${WEFT_BUILDDIR:?}/src/weft-bench/weft-bench
-MPIRUN=${MPIRUN:-mpirun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 unset WEFT_BENCH_INJECT_ERROR WEFT_GPU
 
 rc=0
-timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 1 "$bench" allreduce -b 1K -e 4K \
-  --memory device -n 2 -w 1 >"$tmp/probe" 2>&1 || rc=$?
+mpirun_np 1 "$bench" allreduce -b 1K -e 4K --memory device -n 2 -w 1 >"$tmp/probe" 2>&1 || rc=$?
 if [ $rc -eq 4 ]; then
   grep -q -- '--memory device: rank 0' "$tmp/probe" || { cat "$tmp/probe"; echo "FAIL: exit 4 without the reason"; exit 1; }
-  echo "SKIP: no usable GPU here: $(grep -- '--memory device' "$tmp/probe")"
-  exit 77
+  skip "no usable GPU here: $(grep -- '--memory device' "$tmp/probe")"
 fi
 [ $rc -eq 0 ] || { cat "$tmp/probe"; echo "FAIL: weft-bench --memory device exited $rc"; exit 1; }
 
@@ -25,12 +20,13 @@ ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 np=1
 [ "${ngpus:-0}" -ge 2 ] && np=2
 fail=0
+mpirun_timeout=300
 run()
 {
   name=$1
   shift
-  if timeout 300 "$MPIRUN" --oversubscribe --bind-to none -np $np "$bench" "$@" --memory device \
-      >"$tmp/$name" 2>&1 && grep -q '^# Out of bounds values : 0 OK$' "$tmp/$name"; then
+  if mpirun_np $np "$bench" "$@" --memory device >"$tmp/$name" 2>&1 &&
+     grep -q '^# Out of bounds values : 0 OK$' "$tmp/$name"; then
     grep -E '^#  Rank|Avg bus|concluded' "$tmp/$name"
   else
     cat "$tmp/$name"

@@ -9,11 +9,10 @@
 # rank; a deadline counts from the collective's start; and a build without
 # NCCL refuses device buffers. test-rt-device-faults.c has the scenarios.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/gpu/standin-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/gpu/standin-lib.sh"
 bin=$WEFT_BUILDDIR/tests/gpu/test-rt-device-faults
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
+bad=0
 
 # scenario NP NAME [PROGRAM]: runs, says "ok: NAME", breaks no stand-in rule.
 scenario()
@@ -25,7 +24,7 @@ scenario()
   else
     cat "$tmp/$name"
     echo "FAIL: scenario $name"
-    fail=1
+    bad=1
   fi
 }
 
@@ -37,12 +36,12 @@ contexts()
 
 WEFT_STANDIN_LOG=$tmp/cpu.log scenario 4 cpu
 if [ -s "$tmp/cpu.log" ] && [ -n "$(contexts "$tmp/cpu.log")" ]; then
-  echo "FAIL: a CPU-only job made CUDA contexts (rank device):"; contexts "$tmp/cpu.log"; fail=1
+  echo "FAIL: a CPU-only job made CUDA contexts (rank device):"; contexts "$tmp/cpu.log"; bad=1
 fi
 WEFT_STANDIN_LOG=$tmp/dev.log scenario 4 contexts
 if [ "$(contexts "$tmp/dev.log" | tr '\n' ' ')" != "0 0 1 1 2 2 3 3 " ]; then
   echo "FAIL: contexts of a 4-rank device job (want one per rank, on its own device):"
-  contexts "$tmp/dev.log"; fail=1
+  contexts "$tmp/dev.log"; bad=1
 fi
 # Each rank sees one GPU of its own, as with Slurm's --gpus-per-task=1.
 cat >"$tmp/own-gpu" <<'SH'
@@ -53,7 +52,7 @@ chmod +x "$tmp/own-gpu"
 if standin_mpirun 2 "$tmp/own-gpu" "$bin" one-visible >"$tmp/one" 2>&1 && grep -q '^ok: one-visible' "$tmp/one"; then
   echo "ok: one-visible on 2 ranks"
 else
-  cat "$tmp/one"; echo "FAIL: scenario one-visible"; fail=1
+  cat "$tmp/one"; echo "FAIL: scenario one-visible"; bad=1
 fi
 scenario 4 split-drain
 WEFT_INIT_TIMEOUT=30 scenario 3 pair
@@ -62,5 +61,5 @@ WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2 scenario 2 async-er
 WEFT_COLL_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=hang:1:2 scenario 2 abort-all
 WEFT_COLL_TIMEOUT=5 scenario 2 deadline
 scenario 2 nonccl "$WEFT_BUILDDIR/tests/gpu/test-rt-device-nonccl"
-[ $fail -eq 0 ] || exit 1
+[ $bad -eq 0 ] || exit 1
 echo "PASS: device faults under the stand-in (not a GPU)"

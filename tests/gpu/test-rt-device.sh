@@ -6,11 +6,10 @@
 # 4 ranks under the CUDA/NCCL stand-in, and again with deadlines on. The
 # stand-in ends any rank that breaks a CUDA or NCCL rule.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/gpu/standin-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/gpu/standin-lib.sh"
 bin=$WEFT_BUILDDIR/tests/gpu/test-rt-gpu
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fail=0
+bad=0
 run()
 {
   if "$@" >"$tmp/out" 2>&1 && grep -q 'device checks passed' "$tmp/out" &&
@@ -19,7 +18,7 @@ run()
   else
     cat "$tmp/out"
     echo "FAIL: $*"
-    fail=1
+    bad=1
   fi
 }
 for np in 2 3 4; do
@@ -34,8 +33,8 @@ for mode in batch each; do
       ! grep -q 'WRONG\|weft-standin:' "$tmp/pack"; then
     echo "ok: bench-bucket-pack ($mode)"
   else
-    cat "$tmp/pack"; echo "FAIL: bench-bucket-pack ($mode)"; fail=1
+    cat "$tmp/pack"; echo "FAIL: bench-bucket-pack ($mode)"; bad=1
   fi
 done
-[ $fail -eq 0 ] || exit 1
+[ $bad -eq 0 ] || exit 1
 echo "PASS: the runtime's device path on 2, 3 and 4 ranks under the stand-in (not a GPU)"

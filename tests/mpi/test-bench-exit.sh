@@ -3,9 +3,8 @@
 # weft-bench's documented exit codes: 3 below --min-busbw, 4 for --memory
 # device without a GPU, 2 for a job or request it cannot run.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/bench-lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/bench-lib.sh"
 quick="-b 1K -e 2K -n 1 -w 0"
 
 expect()
@@ -13,7 +12,7 @@ expect()
   want=$1 name=$2 np=$3
   shift 3
   rc=0
-  run_np "$np" "$tmp/$name" "$@" || rc=$?
+  run_np "$np" "$tmp/$name" "$bench" "$@" || rc=$?
   [ $rc -eq "$want" ] || fail_run "weft-bench $* on $np ranks: exit $rc, expected $want" "$tmp/$name"
 }
 

@@ -3,14 +3,13 @@
 # weft-bench --json: valid JSON with the rows of the table, the nccl-tests
 # bandwidth definitions, the baseline and the verdict.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/bench-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/bench-lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
-command -v $PY >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+command -v $PY >/dev/null 2>&1 || skip "no python3"
 
-run_np 4 "$tmp/out" allreduce -b 1K -e 8K -n 2 -w 1 --baseline --json "$tmp/r.json" ||
+run_np 4 "$tmp/out" "$bench" allreduce -b 1K -e 8K -n 2 -w 1 --baseline --json "$tmp/r.json" ||
   fail_run "weft-bench --json exited $?" "$tmp/out"
 $PY - "$tmp/r.json" "$tmp/out" <<'PYEOF'
 import json, sys

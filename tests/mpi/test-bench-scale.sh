@@ -2,13 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # weft-bench scale on this host alone (1 node x 2 ranks, through mpirun):
 # the table, CSV, JSON, gnuplot script and plot it writes, and its exit
-# status. The multi-node run is tests/vcluster/test-bench-scale.sh.
+# status. The multi-node run is tests/vcluster/test-bench-scale-vcluster.sh.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/bench-lib.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/bench-lib.sh"
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
 printf 'localhost slots=2\n' >"$tmp/hosts"
 
 rc=0

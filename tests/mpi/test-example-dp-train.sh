@@ -4,9 +4,8 @@
 # ranks, with the fused bucket and with one all-reduce per tensor, through
 # mpirun and through weftrun, and learns.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/examples-lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/examples-lib.sh"
 args="--samples 2048 --batch 128 --epochs 5 --lr 0.5"
 
 for np in 1 2 4; do

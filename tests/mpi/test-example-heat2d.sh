@@ -4,9 +4,8 @@
 # and weftrun, ends with the very grid of the 1-rank run: the same checksum,
 # centre value and hash.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/examples-lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/examples-lib.sh"
 args="--nx 48 --ny 67 --steps 200"
 
 for np in 1 2 3 4; do

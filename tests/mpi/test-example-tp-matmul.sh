@@ -3,9 +3,8 @@
 # examples/tp_matmul on 1, 2 and 4 ranks (and 4 through weftrun) matches the
 # serial product, and refuses sizes that the ranks do not divide.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/examples-lib.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+. "$WEFT_TOPDIR/tests/mpi/examples-lib.sh"
 
 for np in 1 2 4; do
   run_np $np "$tmp/np$np" "$examples/tp_matmul" --batch 16 --dmodel 24 --hidden 32 ||

@@ -2,17 +2,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # test-rt-errors on 1, 2, 3 and 4 ranks.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/rt-run.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+bin=$WEFT_BUILDDIR/tests/mpi
 for np in 1 2 3 4; do
-  rt_mpirun $np "$bin/test-rt-errors"
+  mpirun_np -v $np "$bin/test-rt-errors"
 done
 # Bad settings fail weft_init with a message naming the variable.
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out=$tmp/out
 for setting in WEFT_COLL_TIMEOUT=abc WEFT_BACKEND=gloo WEFT_ALLREDUCE=ring WEFT_GPU=x \
                WEFT_INIT_TIMEOUT=-1 WEFT_HIER_THRESHOLD=lots WEFT_RANKS_PER_NODE=0; do
-  if env "$setting" timeout 60 mpirun --oversubscribe --bind-to none -np 1 "$bin/test-rt-errors" \
-      >"$out" 2>&1; then
+  if (export "$setting"; mpirun_np 1 "$bin/test-rt-errors") >"$out" 2>&1; then
     cat "$out"
     echo "FAIL: $setting was accepted"
     exit 1

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # test-rt-mesh on 1, 2, 3 and 4 ranks.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/rt-run.sh"
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+bin=$WEFT_BUILDDIR/tests/mpi
 for np in 1 2 3 4; do
-  rt_mpirun $np "$bin/test-rt-mesh"
+  mpirun_np -v $np "$bin/test-rt-mesh"
 done
-WEFT_COLL_TIMEOUT=30 rt_mpirun 3 "$bin/test-rt-mesh"
-WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier rt_mpirun 4 "$bin/test-rt-mesh"
+WEFT_COLL_TIMEOUT=30 mpirun_np -v 3 "$bin/test-rt-mesh"
+WEFT_RANKS_PER_NODE=2 WEFT_ALLREDUCE=hier mpirun_np -v 4 "$bin/test-rt-mesh"

@@ -3,12 +3,12 @@
 # WEFT_COLL_TIMEOUT=2 with one rank absent (or a recv from it): every other rank must report
 # WEFT_ETIMEDOUT naming it, and the job must end in bounded time.
 set -eu
-. "${WEFT_TOPDIR:?}/tests/mpi/rt-run.sh"
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+bin=$WEFT_BUILDDIR/tests/mpi
+out=$tmp/out
 for what in allreduce barrier bcast recv; do
   start=$(date +%s)
-  WEFT_COLL_TIMEOUT=2 rt_mpirun 3 "$bin/test-rt-timeout" $what >"$out" 2>&1 || true
+  WEFT_COLL_TIMEOUT=2 mpirun_np -v 3 "$bin/test-rt-timeout" $what >"$out" 2>&1 || true
   took=$(($(date +%s) - start))
   cat "$out"
   n=$(grep -c '^TIMEDOUT-OK rank' "$out" || true)

@@ -85,7 +85,8 @@ static void test_forward(void **state)
 {
   char *user[] = { "PATH=/usr/bin", "HOME=/root", "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=1",
                    "PYTHONPATH=/x", "OMP_PROC_BIND=true", "WEFT_VERBOSE=env", "LD_LIBRARY_PATH=/l",
-                   "LD_PRELOAD=/evil.so", "OMPI_MCA_x=1", "SECRET=1", "junk", NULL };
+                   "LD_PRELOAD=/evil.so", "OMPI_MCA_x=1", "SECRET=1", "junk",
+                   "GLOO_SOCKET_IFNAME=eth1", NULL };
   weftx_env *e = new_env();
   (void)state;
 
@@ -93,7 +94,8 @@ static void test_forward(void **state)
   assert_false(weftx_env_forward_default("HOME"));
   assert_false(weftx_env_forward_default("PATHX"));
   assert_int_equal(weftx_env_forward(e, user), 0);
-  assert_int_equal(weftx_env_count(e), 7);
+  assert_int_equal(weftx_env_count(e), 8);
+  assert_string_equal(weftx_env_get(e, "GLOO_SOCKET_IFNAME"), "eth1");
   assert_string_equal(weftx_env_get(e, "NCCL_DEBUG"), "INFO");
   assert_null(weftx_env_get(e, "HOME"));
   assert_null(weftx_env_get(e, "LD_PRELOAD"));
@@ -203,7 +205,8 @@ static void test_rank_env(void **state)
     { "NODE_RANK", "1" }, { "GROUP_RANK", "1" }, { "GROUP_WORLD_SIZE", "2" },
     { "MASTER_ADDR", "10.0.0.2" }, { "MASTER_PORT", "29500" },
     { "CUDA_DEVICE_ORDER", "PCI_BUS_ID" }, { "CUDA_VISIBLE_DEVICES", "0,1,2,5,3,4,6,7" },
-    { "OMP_NUM_THREADS", "13" }, { "NCCL_SOCKET_IFNAME", "ens4" }, { "WEFT_GPU", "5" },
+    { "OMP_NUM_THREADS", "13" }, { "NCCL_SOCKET_IFNAME", "ens4" },
+    { "GLOO_SOCKET_IFNAME", "ens4" }, { "WEFT_GPU", "5" },
     { "WEFT_CPUS", "52-64" }, { "WEFT_NIC", "enp6s0" }, { "WEFT_LOCAL_RANK", "3" },
     { "WEFT_LOCAL_SIZE", "8" }, { "WEFT_NODE_RANK", "1" }, { "WEFT_NNODES", "2" },
   };
@@ -234,6 +237,7 @@ static void test_rank_env(void **state)
   assert_null(weftx_env_get(e, "WEFT_NIC"));
   assert_null(weftx_env_get(e, "OMP_NUM_THREADS"));
   assert_null(weftx_env_get(e, "NCCL_SOCKET_IFNAME"));
+  assert_null(weftx_env_get(e, "GLOO_SOCKET_IFNAME"));
   weftx_env_destroy(e);
 
   /* own: a rank with no GPU on a GPU host sees none. */
@@ -303,11 +307,52 @@ static void test_rank_env_precedence(void **state)
   assert_origin(e, "MASTER_PORT", WEFTX_ENV_USER);
   assert_string_equal(weftx_env_get(e, "OMP_NUM_THREADS"), "1");
   assert_string_equal(weftx_env_get(e, "NCCL_SOCKET_IFNAME"), "eth9");
+  assert_string_equal(weftx_env_get(e, "GLOO_SOCKET_IFNAME"), "eth9"); /* gloo follows NCCL */
+  assert_origin(e, "GLOO_SOCKET_IFNAME", WEFTX_ENV_WEFT);
   assert_string_equal(weftx_env_get(e, "RANK"), "99");
   assert_origin(e, "RANK", WEFTX_ENV_XARG);
   assert_string_equal(weftx_env_get(e, "MASTER_ADDR"), "10.0.0.2");
   assert_origin(e, "MASTER_ADDR", WEFTX_ENV_WEFT);
   weftx_env_destroy(e);
+}
+
+/* GLOO_SOCKET_IFNAME: the user's own value wins; otherwise NCCL's interfaces (from the
+ * user, a preset or weft) as exact names; nothing for an exclusion list. */
+static void test_rank_env_gloo(void **state)
+{
+  static const struct { const char *user, *gloo; } cases[] = {
+    { NULL, "ens4" },                                  /* weft's choice */
+    { "GLOO_SOCKET_IFNAME=eth3", "eth3" },             /* never over the user's */
+    { "NCCL_SOCKET_IFNAME=eth1,eth2", "eth1,eth2" },   /* gloo takes lists too */
+    { "NCCL_SOCKET_IFNAME==eth1", "eth1" },            /* NCCL's exact-match '=' */
+    { "NCCL_SOCKET_IFNAME=^docker,lo", NULL },         /* an exclusion list is not a name */
+    { "NCCL_SOCKET_IFNAME==", NULL },
+  };
+  (void)state;
+
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *user[] = { (char *)cases[i].user, NULL };
+    weftx_rank_info ri = sample_info();
+    weftx_env *e = new_env();
+    const char *v;
+    assert_int_equal(weftx_env_import(e, user, WEFTX_ENV_USER), 0);
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+    v = weftx_env_get(e, "GLOO_SOCKET_IFNAME");
+    if (cases[i].gloo ? !v || strcmp(v, cases[i].gloo) : v != NULL)
+      fail_msg("%s: GLOO_SOCKET_IFNAME=%s, wanted %s", cases[i].user ? cases[i].user : "(none)",
+               v ? v : "(unset)", cases[i].gloo ? cases[i].gloo : "(unset)");
+    weftx_env_destroy(e);
+  }
+  /* A preset's NCCL_SOCKET_IFNAME (applied before weftx_rank_env) is followed too. */
+  {
+    weftx_rank_info ri = sample_info();
+    weftx_env *e = new_env();
+    assert_int_equal(weftx_env_set_default(e, "NCCL_SOCKET_IFNAME", "enp0s12", WEFTX_ENV_PRESET,
+                                           "preset a3-highgpu-8g"), 0);
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+    assert_string_equal(weftx_env_get(e, "GLOO_SOCKET_IFNAME"), "enp0s12");
+    weftx_env_destroy(e);
+  }
 }
 
 static void test_rank_env_invalid(void **state)
@@ -491,7 +536,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_list),           cmocka_unit_test(test_forward),
     cmocka_unit_test(test_cuda_visible),   cmocka_unit_test(test_rank_env),
-    cmocka_unit_test(test_rank_info_set_place), cmocka_unit_test(test_rank_env_precedence), cmocka_unit_test(test_rank_env_invalid),
+    cmocka_unit_test(test_rank_info_set_place), cmocka_unit_test(test_rank_env_precedence),
+    cmocka_unit_test(test_rank_env_gloo),       cmocka_unit_test(test_rank_env_invalid),
     cmocka_unit_test(test_netif_choose),   cmocka_unit_test(test_netif_probe),
     cmocka_unit_test(test_port),
   };

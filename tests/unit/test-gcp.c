@@ -794,6 +794,52 @@ static void test_checks(void **state)
   }
 }
 
+static weftx_topo *load_topo(const char *name)
+{
+  weftx_topo *t = NULL;
+  char why[512];
+  if (weftx_topo_load(name, name ? 0 : WEFTX_TOPO_IGNORE_ENV, &t, why, sizeof(why)) != 0)
+    fail_msg("%s: %s", name ? name : "live", why);
+  return t;
+}
+
+/* Google Cloud advice about a topology: only for this machine on GCE (DMI, through
+ * WEFT_GCP_SYSROOT) or a file that models a GCE VM, and worded for each. */
+static void test_topo_advice(void **state)
+{
+  static char msgs[4096];
+  weftx_topo *live, *t;
+  int gvnic = 0;
+  (void)state;
+
+  set_dmi("Standard PC (Q35 + ICH9, 2009)");
+  t = load_topo("n1-standard-32-4xv100"); /* GCE's DMI product name, a virtio NIC */
+  msgs[0] = '\0';
+  assert_int_equal(weftx_gcp_topo_check(t, collect, msgs), 1);
+  assert_non_null(strstr(msgs, "this topology file models a Google Compute Engine VM without gVNIC"));
+  assert_non_null(strstr(msgs, "--network-interface=nic-type=GVNIC"));
+  assert_null(strstr(msgs, "this is a"));
+  weftx_topo_destroy(t);
+  t = load_topo("a3-highgpu-8g"); /* GCE with gVNICs: nothing to say */
+  assert_int_equal(weftx_gcp_topo_check(t, collect, msgs), 0);
+  weftx_topo_destroy(t);
+  t = load_topo("flat-vm-2numa"); /* a virtio NIC, but no GCE shape */
+  assert_int_equal(weftx_gcp_topo_check(t, collect, msgs), 0);
+  live = load_topo(NULL);
+  assert_int_equal(weftx_gcp_topo_check(live, collect, msgs), 0); /* not on GCE */
+  set_dmi("Google Compute Engine");
+  assert_int_equal(weftx_gcp_topo_check(t, collect, msgs), 0); /* a file speaks for itself */
+  for (int i = 0; i < weftx_topo_nnics(live); i++)
+    gvnic |= weftx_topo_nic(live, i)->gvnic;
+  msgs[0] = '\0';
+  assert_int_equal(weftx_gcp_topo_check(live, collect, msgs), !gvnic);
+  if (!gvnic)
+    assert_non_null(strstr(msgs, "this is a Google Compute Engine VM without gVNIC"));
+  assert_int_equal(weftx_gcp_topo_check(NULL, collect, msgs), 0);
+  weftx_topo_destroy(t);
+  weftx_topo_destroy(live);
+}
+
 static void test_order_hosts(void **state)
 {
   const char *ph[] = { "/c2/r1/h1", "/c1/r9/h2", "/c1/r10/h1", "/c1/r9/h1", "/c1/r9/h2" };
@@ -829,6 +875,7 @@ int main(void)
     cmocka_unit_test_setup(test_preset_mega_profile, setup_each),
     cmocka_unit_test_setup(test_preset_apply_env, setup_each),
     cmocka_unit_test_setup(test_checks, setup_each),
+    cmocka_unit_test_setup(test_topo_advice, setup_each),
   };
   if (access("/usr/bin/python3", X_OK) != 0) {
     printf("SKIP: /usr/bin/python3 is needed for the fake metadata server\n");

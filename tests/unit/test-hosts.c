@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of lib/hosts: -H strings, hostfiles (valid and garbage), Slurm node
- * lists, host name validation, and the order of host sources. */
+ * lists and what Slurm says about GPUs, host name validation, and the order of
+ * host sources. */
 #include "weft_private.h"
 
 #include <setjmp.h>
@@ -310,6 +311,138 @@ static void test_slurm_garbage(void **state)
       fail_msg("'%s' accepted", badtasks[i]);
 }
 
+static void test_slurm_per_node(void **state)
+{
+  int counts[8], n = 0;
+  (void)state;
+  assert_int_equal(weftx_slurm_per_node("SLURM_JOB_CPUS_PER_NODE", "208(x2),104", counts, 8, &n,
+                                        why, sizeof(why)), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(counts[0], 208);
+  assert_int_equal(counts[2], 104);
+  assert_int_equal(weftx_slurm_per_node("SLURM_JOB_CPUS_PER_NODE", "2(x)", counts, 8, &n, why,
+                                        sizeof(why)), WEFT_EPARSE);
+  assert_string_equal(why, "SLURM_JOB_CPUS_PER_NODE '2(x)': expected counts like '2(x3),1'");
+}
+
+/* Parse \p s as GPU indices; compare with the space-separated \p want. */
+static void expect_indices(const char *s, const char *want)
+{
+  int idx[WEFTX_SLURM_GPUS_MAX], n = -1;
+  char got[1024] = "";
+  size_t used = 0;
+
+  if (weftx_slurm_gpu_indices("SLURM_STEP_GPUS", s, idx, WEFTX_SLURM_GPUS_MAX, &n, why,
+                              sizeof(why)) != 0)
+    fail_msg("'%s' refused: %s", s, why);
+  for (int i = 0; i < n; i++)
+    used += (size_t)snprintf(got + used, sizeof(got) - used, "%s%d", i ? " " : "", idx[i]);
+  if (strcmp(got, want) != 0)
+    fail_msg("'%s' gave '%s', wanted '%s'", s, got, want);
+}
+
+static void test_slurm_gpu_indices(void **state)
+{
+  static const char *bad[] = { ",", "0,", ",0", "0,,1", "x", "0-", "-1", "1-0", "0,0", "0-2,1",
+                               "256", "0 1", "GPU-5e7b", "0;1", "1234567", NULL };
+  int idx[4], n = 0;
+  (void)state;
+  expect_indices("0,1", "0 1");
+  expect_indices("3", "3");
+  expect_indices("", "");
+  expect_indices("0-1,4", "0 1 4");
+  expect_indices("4,0", "4 0");
+  expect_indices("255", "255");
+  for (int i = 0; bad[i]; i++) {
+    int rc = weftx_slurm_gpu_indices("SLURM_JOB_GPUS", bad[i], idx, 4, &n, why, sizeof(why));
+    if (rc != WEFT_EPARSE || strncmp(why, "SLURM_JOB_GPUS '", 16) != 0)
+      fail_msg("'%s': got %d '%s'", bad[i], rc, why);
+  }
+  assert_int_equal(weftx_slurm_gpu_indices("X", "0,1", idx, 4, &n, why, sizeof(why)), 0);
+  assert_int_equal(weftx_slurm_gpu_indices("X", "0,0", idx, 4, &n, why, sizeof(why)), WEFT_EPARSE);
+  assert_string_equal(why, "X '0,0': GPU 0 is named twice");
+  assert_int_equal(weftx_slurm_gpu_indices("X", "0-4", idx, 4, &n, why, sizeof(why)), WEFT_ERANGE);
+  assert_string_equal(why, "X '0-4': more than 4 GPUs");
+  assert_int_equal(weftx_slurm_gpu_indices("X", "3-1", idx, 4, &n, why, sizeof(why)), WEFT_EPARSE);
+  assert_string_equal(why, "X '3-1': range 3-1 goes backwards");
+}
+
+static void test_slurm_gpus_count(void **state)
+{
+  static const char *bad[] = { "", "x", "h100:", ":2", "2,", "h100:2:1", "2x", "-1", "1234567",
+                               "a100:1,", "h 100:2", NULL };
+  int c = -1;
+  (void)state;
+  assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", "2", &c, why, sizeof(why)), 0);
+  assert_int_equal(c, 2);
+  assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", "h100:8", &c, why, sizeof(why)),
+                   0);
+  assert_int_equal(c, 8);
+  assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS", "a100:1,v100:2", &c, why, sizeof(why)), 0);
+  assert_int_equal(c, 3);
+  assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS", "0", &c, why, sizeof(why)), 0);
+  assert_int_equal(c, 0);
+  for (int i = 0; bad[i]; i++) {
+    int rc = weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", bad[i], &c, why, sizeof(why));
+    if (rc != WEFT_EPARSE || strncmp(why, "SLURM_GPUS_PER_NODE '", 21) != 0)
+      fail_msg("'%s': got %d '%s'", bad[i], rc, why);
+  }
+}
+
+/* Parse GRES \p s; compare count, type and "i i i" indices ("-" for none given). */
+static void expect_gres(const char *s, int count, const char *type, const char *idx)
+{
+  weftx_slurm_gres g;
+  char got[1024] = "-";
+  size_t used = 0;
+
+  if (weftx_slurm_gres_gpus("GRES", s, &g, why, sizeof(why)) != 0)
+    fail_msg("'%s' refused: %s", s, why);
+  for (int i = 0; i < g.nidx; i++)
+    used += (size_t)snprintf(got + used, sizeof(got) - used, "%s%d", i ? " " : "", g.idx[i]);
+  if (g.nidx == 0)
+    got[0] = '\0';
+  if (g.count != count || strcmp(g.type, type) != 0 || strcmp(got, idx) != 0)
+    fail_msg("'%s' gave %d '%s' '%s', wanted %d '%s' '%s'", s, g.count, g.type, got, count, type,
+             idx);
+}
+
+static void test_slurm_gres(void **state)
+{
+  static const char *bad[] = { "gpu:", ":2", "gpu:h100:x", "gpu:2(IDX:0-2)", "gpu:2(IDX:0-1",
+                               "gpu:2(X:0)", "gpu:2,", "gpu:2 ", "gpu:a:b:c", "gpu:2(IDX:0,0)",
+                               "gpu:2(IDX:)x", "gpu:2(IDX:)", "gpu;2", NULL };
+  weftx_slurm_gres g;
+  (void)state;
+  expect_gres("gpu:2", 2, "", "-");
+  expect_gres("gres:gpu:2", 2, "", "-");
+  expect_gres("gres/gpu:2", 2, "", "-");
+  expect_gres("gpu", 1, "", "-");
+  expect_gres("gpu:h100", 1, "h100", "-");
+  expect_gres("gpu:h100:8", 8, "h100", "-");
+  expect_gres("gpu:2(IDX:0-1)", 2, "", "0 1");
+  expect_gres("gpu:2(IDX:3-4)", 2, "", "3 4");
+  expect_gres("gpu:h100:3(IDX:0,2-3)", 3, "h100", "0 2 3");
+  expect_gres("gpu(IDX:5)", 1, "", "5");
+  expect_gres("gpu:8(S:0-1)", 8, "", "-");
+  expect_gres("gpu:2,nic:1", 2, "", "-");
+  expect_gres("nic:1,gpu:a100-80gb:4", 4, "a100-80gb", "-");
+  expect_gres("gpu:a100:1,gpu:v100:2", 3, "", "-");
+  expect_gres("gpu:h100:1,gpu:h100:2", 3, "h100", "-");
+  expect_gres("mps:100", 0, "", "-");
+  expect_gres("(null)", 0, "", "-");
+  expect_gres("", 0, "", "-");
+  expect_gres("gpu:0", 0, "", "-");
+  for (int i = 0; bad[i]; i++) {
+    int rc = weftx_slurm_gres_gpus("TresPerNode", bad[i], &g, why, sizeof(why));
+    if (rc != WEFT_EPARSE || strncmp(why, "TresPerNode '", 13) != 0)
+      fail_msg("'%s': got %d '%s'", bad[i], rc, why);
+  }
+  assert_int_equal(weftx_slurm_gres_gpus("GRES", "gpu:2(IDX:0-2)", &g, why, sizeof(why)),
+                   WEFT_EPARSE);
+  assert_string_equal(why, "GRES 'gpu:2(IDX:0-2)': 2 GPUs but 3 indices");
+}
+
 static void test_gather(void **state)
 {
   const char *args[] = { "b:2,c" };
@@ -372,7 +505,9 @@ int main(void)
     cmocka_unit_test(test_names),        cmocka_unit_test(test_arg),
     cmocka_unit_test(test_arg_garbage),  cmocka_unit_test(test_hostfile),
     cmocka_unit_test(test_hostfile_garbage), cmocka_unit_test(test_slurm),
-    cmocka_unit_test(test_slurm_garbage), cmocka_unit_test(test_gather),
+    cmocka_unit_test(test_slurm_garbage), cmocka_unit_test(test_slurm_per_node),
+    cmocka_unit_test(test_slurm_gpu_indices), cmocka_unit_test(test_slurm_gpus_count),
+    cmocka_unit_test(test_slurm_gres), cmocka_unit_test(test_gather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

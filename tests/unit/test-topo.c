@@ -65,10 +65,10 @@ static const struct shape {
   {"a2-highgpu-8g", 8, 1, 2, 2, 48, 96, 1, 4},    /* GPUs 4-7: no NIC on NUMA 1 */
   {"a2-megagpu-16g", 16, 1, 2, 2, 48, 96, 1, 8},
   {"g2-standard-48", 4, 1, 1, 1, 24, 48, 1, 0},
-  {"n1-standard-32-4xv100", 4, 1, 1, 1, 16, 32, 1, 1}, /* virtio, no gVNIC */
+  {"n1-standard-32-4xv100", 4, 1, 1, 1, 16, 32, 1, 0}, /* no gVNIC: lib/gcp's advice, not topo's */
   {"n2-standard-16", 0, 1, 1, 1, 8, 16, 1, 0},
   {"gpu-numa-interleaved", 4, 2, 2, 2, 16, 32, 1, 0},
-  {"flat-vm-2numa", 2, 1, 2, 2, 8, 16, 0, 2},  /* no locality; virtio, no gVNIC */
+  {"flat-vm-2numa", 2, 1, 2, 2, 8, 16, 0, 1},  /* no locality */
 };
 
 static void check_devices(const weftx_topo *t, const struct shape *s)
@@ -290,8 +290,9 @@ static void test_warnings(void **state)
   assert_true(has_warning(t, "has no NIC on its PCI switch or NUMA node"));
   assert_false(has_warning(t, "gVNIC"));
   weftx_topo_destroy(t);
+  /* Google Cloud advice is not the topology's (weftx_gcp_topo_check gives it where it applies). */
   t = load_ok("n1-standard-32-4xv100");
-  assert_true(has_warning(t, "without gVNIC"));
+  assert_false(has_warning(t, "gVNIC"));
   assert_false(weftx_topo_nic(t, 0)->gvnic);
   weftx_topo_destroy(t);
 }
@@ -435,6 +436,92 @@ static void test_env_and_live(void **state)
   assert_int_equal(unsetenv("WEFT_TOPOLOGY"), 0);
 }
 
+/* Topologies by name: with or without .xml, from any directory, through WEFT_TOPOLOGY
+ * too; a file here wins over a name; a path is never looked up; an unknown name says
+ * where it looked, the nearest name and the names there. */
+static void test_names(void **state)
+{
+  weftx_topo *t = NULL;
+  weftx_topo_entry *v = NULL;
+  char why[1024], path[4096], dir[4096], cwd[4096], data[4096];
+  int n = 0, seen = 0;
+  (void)state;
+
+  assert_int_equal(weft__snprintf(data, sizeof(data), "%s", weftx_datadir()), 0);
+  assert_int_equal(weftx_topo_dir(dir, sizeof(dir)), 0);
+  assert_non_null(getcwd(cwd, sizeof(cwd)));
+  assert_int_equal(chdir(tmpdir), 0);
+  assert_int_equal(weftx_topo_find("a3-highgpu-8g", path, sizeof(path), why, sizeof(why)), 0);
+  assert_string_equal(path, topo_path("a3-highgpu-8g"));
+  assert_int_equal(weftx_topo_find("a3-highgpu-8g.xml", path, sizeof(path), why, sizeof(why)), 0);
+  assert_string_equal(path, topo_path("a3-highgpu-8g"));
+  assert_int_equal(weftx_topo_load("n2-standard-16", 0, &t, why, sizeof(why)), 0);
+  assert_string_equal(weftx_topo_source(t), topo_path("n2-standard-16"));
+  assert_int_equal(weftx_topo_npus(t), 16);
+  weftx_topo_destroy(t);
+  assert_int_equal(setenv("WEFT_TOPOLOGY", "g2-standard-48.xml", 1), 0);
+  assert_int_equal(weftx_topo_load(NULL, 0, &t, why, sizeof(why)), 0);
+  assert_int_equal(weftx_topo_ngpus(t), 4);
+  weftx_topo_destroy(t);
+
+  /* Unknown names, through WEFT_TOPOLOGY and directly. */
+  assert_int_equal(setenv("WEFT_TOPOLOGY", "a3-higpu-8g", 1), 0);
+  assert_int_equal(weftx_topo_load(NULL, 0, &t, why, sizeof(why)), WEFT_ENOENT);
+  assert_null(t);
+  assert_non_null(strstr(why, "WEFT_TOPOLOGY: topology 'a3-higpu-8g' not found"));
+  assert_non_null(strstr(why, "did you mean 'a3-highgpu-8g'?"));
+  assert_non_null(strstr(why, dir));
+  assert_non_null(strstr(why, "a3-higpu-8g.xml"));
+  assert_non_null(strstr(why, "n2-standard-16")); /* the names there */
+  assert_null(strchr(why, '\n'));
+  assert_int_equal(unsetenv("WEFT_TOPOLOGY"), 0);
+  assert_int_equal(weftx_topo_find("zzzzzzzzzzzz.xml", path, sizeof(path), why, sizeof(why)),
+                   WEFT_ENOENT);
+  assert_null(strstr(why, "did you mean"));
+  assert_non_null(strstr(why, "not a file in the current directory, nor zzzzzzzzzzzz.xml in"));
+  /* A message too long for the buffer is cut with "...", never overrun. */
+  assert_int_equal(weftx_topo_find("zzz", path, sizeof(path), why, 120), WEFT_ENOENT);
+  assert_int_equal(strlen(why), 119);
+  assert_string_equal(why + 116, "...");
+
+  /* A path is what it says; a file in the current directory wins over a name. */
+  assert_int_equal(weftx_topo_find("./a3-highgpu-8g", path, sizeof(path), why, sizeof(why)), 0);
+  assert_string_equal(path, "./a3-highgpu-8g");
+  write_tmp("a3-highgpu-8g.xml", one_pu_xml, sizeof(one_pu_xml) - 1);
+  assert_int_equal(weftx_topo_load("a3-highgpu-8g.xml", 0, &t, why, sizeof(why)), 0);
+  assert_int_equal(weftx_topo_npus(t), 1);
+  weftx_topo_destroy(t);
+  assert_int_equal(unlink("a3-highgpu-8g.xml"), 0);
+
+  /* The list: every shipped file, sorted, each with a description. */
+  assert_int_equal(weftx_topo_list(&v, &n, why, sizeof(why)), 0);
+  assert_true(n >= (int)WEFT__ARRAY_SIZE(shapes));
+  for (int i = 0; i < n; i++) {
+    if (i)
+      assert_true(strcmp(v[i - 1].name, v[i].name) < 0);
+    assert_null(strstr(v[i].name, ".xml"));
+    for (size_t k = 0; k < WEFT__ARRAY_SIZE(shapes); k++)
+      if (!strcmp(shapes[k].name, v[i].name)) {
+        seen++;
+        if (!v[i].desc[0] || strstr(v[i].desc, v[i].name) == v[i].desc || strchr(v[i].desc, '\n'))
+          fail_msg("%s: description '%s'", v[i].name, v[i].desc);
+      }
+  }
+  assert_int_equal(seen, (int)WEFT__ARRAY_SIZE(shapes));
+  for (int i = 0; i < n; i++)
+    if (!strcmp(v[i].name, "a3-highgpu-8g"))
+      assert_non_null(strstr(v[i].desc, "8 x H100"));
+  free(v);
+  assert_int_equal(setenv("WEFT_DATADIR", tmpdir, 1), 0);
+  assert_int_equal(weftx_topo_list(&v, &n, why, sizeof(why)), WEFT_ENOENT);
+  assert_non_null(strstr(why, "WEFT_DATADIR"));
+  assert_int_equal(weftx_topo_find("a3-highgpu-8g", path, sizeof(path), why, sizeof(why)),
+                   WEFT_ENOENT);
+  assert_non_null(strstr(why, "cannot read"));
+  assert_int_equal(setenv("WEFT_DATADIR", data, 1), 0);
+  assert_int_equal(chdir(cwd), 0);
+}
+
 /* What hwloc itself writes loads: zero bitmap words are empty ("0x0000ffff,,,"). */
 static void test_hwloc_export(void **state)
 {
@@ -525,6 +612,7 @@ int main(void)
     cmocka_unit_test(test_numa_interleaved),
     cmocka_unit_test(test_flat_vm),
     cmocka_unit_test(test_warnings),
+    cmocka_unit_test(test_names),
     cmocka_unit_test(test_errors),
     cmocka_unit_test(test_env_and_live),
     cmocka_unit_test(test_hwloc_export),

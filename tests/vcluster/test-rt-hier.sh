@@ -5,23 +5,11 @@
 # with WEFT_ALLREDUCE=hier and =flat, and hier is really taken (2 hosts x 2
 # ranks). Exits 77 where weft-vcluster cannot make namespaces.
 set -eu
-vc=${WEFT_TOPDIR:?}/contrib/vcluster/weft-vcluster
-bin=${WEFT_BUILDDIR:?}/tests/mpi/test-rt-coll
-[ -x "$vc" ] || { echo "SKIP: $vc is missing"; exit 77; }
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+bin=$WEFT_BUILDDIR/tests/mpi/test-rt-coll
 [ -x "$bin" ] || make -C "$WEFT_BUILDDIR/tests/mpi" test-rt-coll >/dev/null
-prefix=wrt$$
-out=$(mktemp)
-trap '"$vc" --prefix "$prefix" down >/dev/null 2>&1 || true; rm -f "$out"' EXIT
-rc=0
-timeout 60 "$vc" --prefix "$prefix" up 2 --slots 2 >"$out" 2>&1 || rc=$?
-if [ "$rc" -eq 3 ]; then
-  echo "SKIP: no namespaces here: $(cat "$out")"
-  exit 77
-elif [ "$rc" -ne 0 ]; then
-  cat "$out"
-  echo "FAIL: weft-vcluster up: exit $rc"
-  exit 1
-fi
+out=$tmp/out
+vc_up 2 --slots 2
 for algo in hier flat; do
   echo "# WEFT_ALLREDUCE=$algo mpirun -np 4 (2 nodes x 2)"
   timeout 120 "$vc" --prefix "$prefix" run -- mpirun -np 4 --bind-to none \

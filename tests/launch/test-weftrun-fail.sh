@@ -1,0 +1,71 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Failures end the whole job quickly, with weftrun's documented exit status,
+# one summary line naming the rank, its host and GPU, and nothing left running:
+# a rank exits 3; a rank is killed by SIGKILL; --timeout; SIGTERM and SIGINT
+# to weftrun; a program that does not exist; output sent to files.
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs  # this host alone, whatever allocation or default hostfile the machine has
+fail=0
+s="$tmp/$uniq-sleep"
+
+run() { # expected-code max-seconds summary-pattern weftrun-args...
+  want=$1 max=$2 pattern=$3
+  shift 3
+  t0=$(now)
+  set +e
+  timeout 60 "$weftrun" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  set -e
+  dt=$(elapsed "$t0" "$(now)")
+  if [ "$rc" != "$want" ] || ! grep -q -e "$pattern" "$tmp/err" || [ "$dt" -gt "$max" ]; then
+    echo "FAIL: weftrun $*: exit $rc (want $want) after ${dt}s (max $max); stderr:"
+    cat "$tmp/err"
+    fail=1
+  else
+    echo "ok ($rc, ${dt}s): $(grep -e "$pattern" "$tmp/err")"
+  fi
+  nothing_left || fail=1
+}
+
+run 3 15 '^weftrun: job failed: rank 2 host .* gpu none: exited with status 3 (exit 3)$' \
+  -np 4 --oversubscribe sh -c "if [ \$RANK = 2 ]; then $s 0.5; exit 3; fi; exec $s 30"
+run 137 15 '^weftrun: job failed: rank 1 host .* gpu none: killed by signal 9 (Killed) (exit 137)$' \
+  -np 3 --oversubscribe sh -c "if [ \$RANK = 1 ]; then $s 0.5; kill -9 \$\$; fi; exec $s 30"
+run 124 16 '^weftrun: job ended: --timeout 2 s expired (exit 124)$' \
+  -np 2 --oversubscribe --timeout 2 "$s" 30
+run 127 15 "^weftrun: job failed: rank [01] host .*: cannot run '$tmp/$uniq-nosuch'" \
+  -np 2 --oversubscribe "$tmp/$uniq-nosuch"
+# a GPU rank is named with its GPU (placement from a topology file)
+run 3 15 '^weftrun: job failed: rank 1 host .* gpu [0-9] (0000:[0-9a-f:.]*): exited with status 3' \
+  -np 2 --oversubscribe --topology "$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml" \
+  sh -c "if [ \$RANK = 1 ]; then exit 3; fi; exec $s 30"
+
+# SIGTERM (143) and SIGINT (130) to weftrun end every rank
+for sig in TERM:15 INT:2; do
+  num=${sig#*:}
+  sig=${sig%:*}
+  want=$((128 + num))
+  t0=$(now)
+  timeout 60 "$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  i=0
+  while [ "$(pgrep -f "$s 30" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -$sig $pid
+  set +e
+  wait $pid
+  rc=$?
+  set -e
+  dt=$(elapsed "$t0" "$(now)")
+  if [ "$rc" != $want ] || [ "$dt" -gt 20 ] || ! grep -q "job ended by signal $((want - 128)) (exit $want)" "$tmp/err"; then
+    echo "FAIL: SIG$sig: exit $rc after ${dt}s:"; cat "$tmp/err"; fail=1
+  else
+    echo "ok ($rc, ${dt}s): SIG$sig"
+  fi
+  nothing_left || fail=1
+done
+# a failing rank's output going to files: mpirun's own report names it
+run 4 15 '^weftrun: job failed: rank 1 .*exited with status 4 (exit 4)$' \
+  -np 3 --oversubscribe --output-filename "$tmp/outdir" sh -c "if [ \$RANK = 1 ]; then exit 4; fi; exec $s 30"
+exit $fail
