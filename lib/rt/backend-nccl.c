@@ -160,15 +160,24 @@ static void abort_group(weft_group *g, int code, int tell, const char *why)
   WEFT__LOG(RT, "group %s: NCCL communicators aborted: %s", g->name, why);
 }
 
+/* 1 when a member that aborted its communicator told us so (the notice is
+ * left for told()). */
+static int notice(weft_group *g, MPI_Status *st)
+{
+  int flag = 0, fin = 0;
+
+  MPI_Finalized(&fin);
+  return !fin && MPI_Iprobe(MPI_ANY_SOURCE, TAG_ABORTED, g->comm, &flag, st) == MPI_SUCCESS &&
+         flag;
+}
+
 /* A member that aborted its communicator told us: abort ours. 1 if so. */
 static int told(weft_group *g)
 {
   MPI_Status st;
-  int flag = 0, fin = 0;
   char why[200];
 
-  MPI_Finalized(&fin);
-  if (fin || MPI_Iprobe(MPI_ANY_SOURCE, TAG_ABORTED, g->comm, &flag, &st) != MPI_SUCCESS || !flag)
+  if (!notice(g, &st))
     return 0;
   MPI_Recv(NULL, 0, MPI_BYTE, st.MPI_SOURCE, TAG_ABORTED, g->comm, MPI_STATUS_IGNORE);
   weft__snprintf(why, sizeof(why), "world rank %d aborted the group's NCCL communicator after "
@@ -561,13 +570,24 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
   end = weft__now() + limit;
   for (;;) {
     ncclResult_t st = ncclSuccess;
+    MPI_Status ms;
     e = cudaEventQuery(ns->done);
-    if (e == cudaSuccess)
-      return 0;
+    if (e == cudaSuccess) /* done, but an asynchronous error still spoils it */
+      return usable(g, comm, fn);
     if (e != cudaErrorNotReady)
       return cuda_fail(g->ctx, fn, e);
-    if (told(g))
+    /* A member aborted: this call may still have had all it needed from it
+     * (the abort came after), so it gets a moment to finish; then the group
+     * goes, at this call or the next. */
+    if (notice(g, &ms)) {
+      double grace = weft__now() + 0.2;
+      while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady && weft__now() < grace)
+        sched_yield();
+      if (e == cudaSuccess)
+        return 0;
+      told(g);
       return usable(g, NULL, fn);
+    }
     if (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st != ncclSuccess &&
         st != ncclInProgress)
       return usable(g, comm, fn);

@@ -69,6 +69,7 @@ struct ncclComm {
   char why[256];
   int peer_aborted;          /* a rank that called ncclCommAbort, or -1 */
   int local_abort, finalized, destroyed;
+  int error_seen;            /* ncclCommGetAsyncError returned the error */
   int busy;                  /* an init, split or finalize thread runs */
   struct wsn_peer *peers;
   int wake[2];

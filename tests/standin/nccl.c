@@ -8,10 +8,12 @@
  * checked, and a broken one ends the process with the rule's words:
  *  - two ranks of one communicator on one device (same host, same bus id);
  *  - ncclCommSplit while operations queued on the parent have not completed;
- *  - a call other than ncclCommAbort on a communicator that another rank
- *    aborted (NCCL 2.28: every active rank must call ncclCommAbort), also
- *    checked when the process exits;
- *  - any call but ncclCommAbort after an asynchronous error;
+ *  - ncclCommFinalize or ncclCommDestroy (or the end of the process) instead
+ *    of ncclCommAbort on a communicator that another rank aborted (NCCL 2.28:
+ *    every active rank must call ncclCommAbort); a call queued there before
+ *    this rank learned of it hangs until it aborts, as on a GPU;
+ *  - any call but ncclCommAbort once ncclCommGetAsyncError has reported an
+ *    asynchronous error (and ending it cleanly after one);
  *  - a call on a non-blocking communicator before the previous one settled
  *    (ncclCommGetAsyncError said ncclSuccess), or before init finished;
  *  - buffers that are not device memory, or memory of another device; a
@@ -141,10 +143,15 @@ static void alive(struct ncclComm *c, const char *fn)
     wsi_violation("not a communicator", "%s: %p is not a communicator", fn, (void *)c);
 }
 
-/* Everything but abort and the queries goes through this. */
-static void usable(struct ncclComm *c, const char *fn)
+/* Everything but abort and the queries goes through this; ends: the call is
+ * ncclCommFinalize or ncclCommDestroy, which end a communicator cleanly.
+ * A rank cannot know when another aborts, nor when an error strikes while
+ * it queues a call: queuing one then is no fault (it hangs, as on a GPU,
+ * until this rank aborts too). Queuing after ncclCommGetAsyncError said
+ * there was an error is, and so is ending cleanly instead of aborting. */
+static void usable(struct ncclComm *c, const char *fn, int ends)
 {
-  int peer, settle, fin;
+  int peer, settle, fin, seen;
   ncclResult_t err, state;
   char why[256];
 
@@ -153,17 +160,18 @@ static void usable(struct ncclComm *c, const char *fn)
   wsi_lock();
   peer = c->peer_aborted;
   err = c->error;
+  seen = c->error_seen;
   state = c->state;
   settle = c->settle;
   fin = c->finalized;
   memcpy(why, c->why, sizeof(why));
   wsi_unlock();
-  if (peer >= 0)
+  if (peer >= 0 && ends)
     wsi_violation("abort not called by every rank",
                   "%s on communicator %s after its rank %d called ncclCommAbort; NCCL 2.28 "
                   "requires every active rank to call ncclCommAbort on it then",
                   fn, c->name, peer);
-  if (err != ncclSuccess)
+  if (err != ncclSuccess && (seen || ends))
     wsi_violation("use after an asynchronous error",
                   "%s on communicator %s after its asynchronous error (%s: %s); NCCL says such a "
                   "communicator must be aborted (ncclCommAbort) and nothing enqueued on it can "
@@ -448,7 +456,7 @@ static ncclResult_t operation(int coll, const void *send, void *recv, size_t cou
   pthread_once(&fault_once, parse_faults);
   if (!c)
     return fail(NULL, ncclInvalidArgument, "%s: comm is NULL", fn);
-  usable(c, fn);
+  usable(c, fn, 0);
   es = wsn_type_size(dt);
   if (!es)
     return fail(c, ncclInvalidArgument, "%s: data type %d is not one the stand-in has", fn, (int)dt);
@@ -936,7 +944,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
   if (!comm || !newcomm)
     return fail(NULL, ncclInvalidArgument, "ncclCommSplit: NULL argument");
   *newcomm = NULL;
-  usable(comm, "ncclCommSplit");
+  usable(comm, "ncclCommSplit", 0);
   wsi_lock();
   pending = comm->issued - comm->done;
   wsi_unlock();
@@ -1018,8 +1026,10 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *st)
   wsi_lock();
   if (c->state == ncclInProgress)
     *st = ncclInProgress;
-  else if (c->error != ncclSuccess)
+  else if (c->error != ncclSuccess) {
     *st = c->error;
+    c->error_seen = 1;
+  }
   else if (c->settle) {
     c->settle--;
     *st = c->settle ? ncclInProgress : ncclSuccess;
@@ -1068,7 +1078,7 @@ EXPORT ncclResult_t ncclCommFinalize(ncclComm_t c)
   wsi_api("ncclCommFinalize");
   if (!c)
     return fail(NULL, ncclInvalidArgument, "ncclCommFinalize: NULL");
-  usable(c, "ncclCommFinalize");
+  usable(c, "ncclCommFinalize", 1);
   if (c->blocking) {
     drain_and_fin(c);
     return ncclSuccess;
@@ -1087,7 +1097,7 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t c)
   wsi_api("ncclCommDestroy");
   if (!c)
     return fail(NULL, ncclInvalidArgument, "ncclCommDestroy: NULL");
-  usable(c, "ncclCommDestroy");
+  usable(c, "ncclCommDestroy", 1);
   if (!c->finalized)
     drain_and_fin(c);
   wsn_close(c, 0);
