@@ -223,9 +223,9 @@ if run bench-1gib 240 "$mpirun" -np 1 "$bin/weft-bench" allreduce -b $size -e $s
   ratio=$(awk -v s=$size '!/^#/ && $1 == s { print $NF }' "$logs/bench-1gib")
   row=$(awk -v s=$size '!/^#/ && $1 == s' "$logs/bench-1gib" | tr -s ' ')
   if [ -n "$ratio" ] && { [ -n "$dry" ] || awk -v r="$ratio" 'BEGIN { exit !(r >= 0.95) }'; }; then
-    result bench-1gib pass "weft/raw $ratio at 1 GiB on 1 rank (row:$row)"
+    result bench-1gib pass "weft/raw $ratio at $size bytes on 1 rank (row:$row)"
   else
-    result bench-1gib fail "weft/raw ${ratio:-?} at 1 GiB, want 0.95 or more (row:$row)"
+    result bench-1gib fail "weft/raw ${ratio:-?} at $size bytes, want 0.95 or more (row:$row)"
   fi
 else
   result bench-1gib fail "see logs/bench-1gib"
