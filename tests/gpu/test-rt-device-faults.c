@@ -253,15 +253,23 @@ static void late_root(void)
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static void async_error(void)
+/* The device, 256 floats, and the world's communicator up (one all-reduce). */
+static float *world_up(void)
 {
   float *d;
-  int rc;
 
   device_setup();
   d = device_floats(256, 1);
   CK(weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "first allreduce: %s",
      weft_last_error(ctx));
+  return d;
+}
+
+static void async_error(void)
+{
+  float *d = world_up();
+  int rc;
+
   rc = weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st); /* fails on rank 1 */
   CK(rc == WEFT_ENCCL, "allreduce with an asynchronous error: %s (%s)", weft_strerror(rc),
      weft_last_error(ctx));
@@ -271,13 +279,9 @@ static void async_error(void)
 
 static void abort_all(void)
 {
-  float *d;
+  float *d = world_up();
   int rc;
 
-  device_setup();
-  d = device_floats(256, 1);
-  CK(weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "first allreduce: %s",
-     weft_last_error(ctx));
   /* Rank 1's broadcast never completes (the script injects it); rank 0, the
    * root, is done at once. */
   rc = weft_broadcast(world, d, 256, WEFT_FLOAT32, 0, st);
