@@ -6,12 +6,13 @@
  * The tools and tests link these parts statically (the libweft-*.la
  * convenience libraries); libweft.so keeps them hidden.
  *
- *   weftx/util.h   parsing, edit distance, JSON strings, the data directory
+ *   weftx/util.h   parsing, edit distance, JSON strings, the data directory, the clock
  *   weftx/topo.h   machine topology (hwloc): GPUs, NICs, NUMA, locality
  *   weftx/map.h    rank placement (the pure weftx_map_rank) and the plan JSON
  *   weftx/hosts.h  -H lists, hostfiles, Slurm node lists, host names
  *   weftx/env.h    the per-rank environment, interfaces, MASTER_ADDR/PORT
  *   weftx/gcp.h    Google Cloud: metadata, presets, checks, preemption
+ *   weftx/proc.h   child processes: find one, run one with a deadline
  */
 #ifndef WEFTX_H
 #define WEFTX_H
@@ -23,5 +24,6 @@
 #include <weftx/hosts.h>
 #include <weftx/env.h>
 #include <weftx/gcp.h>
+#include <weftx/proc.h>
 
 #endif /* WEFTX_H */

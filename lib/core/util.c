@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Small checked utilities: number and size parsing, bounded formatting, data directory. */
+/* Small checked utilities: number and size parsing, bounded formatting, data directory,
+ * the monotonic clock. */
 #include "weft_private.h"
 
 #include <ctype.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int weft__snprintf(char *buf, size_t size, const char *fmt, ...)
 {
@@ -106,4 +108,12 @@ int weftx_edit_distance(const char *a, const char *b, int nocase)
     }
   }
   return row[lb];
+}
+
+double weftx_monotonic(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

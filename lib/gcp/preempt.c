@@ -16,7 +16,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define WATCH_WAIT_SEC 60
 #define WATCH_BACKOFF_MIN_MS 500L
@@ -48,10 +47,7 @@ struct weftx_gcp_watch {
 
 static long now_ms(void)
 {
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+  return (long)(weftx_monotonic() * 1000);
 }
 
 /* A value that means the VM is going away. */

@@ -19,10 +19,6 @@
 #include <weft/errors.h>
 #include <weftx/env.h>
 
-/* Exit status of weftrun and weft-rank when the job ended because GCE preempted
- * the VM or announced TERMINATE_ON_HOST_MAINTENANCE: a wrapper may requeue. */
-#define WEFTX_EXIT_PREEMPTED 79
-
 /* Signal sent to the local ranks on a preemption notice, then SIGKILL after the
  * agent's grace period (Spot VMs get 30 s from the notice to power-off). */
 #define WEFTX_PREEMPT_SIGNAL SIGTERM
@@ -107,9 +103,6 @@ int weftx_gcp_detect(weftx_gcp_info *info, char *why, size_t whylen);
  * and physical_host (two requests; none off GCE, where on_gce is 0 and 0 is
  * returned). For weftrun's probe of every host. \return as weftx_gcp_detect(). */
 int weftx_gcp_identify(weftx_gcp_info *info, char *why, size_t whylen);
-
-/* The line weft-rank --probe adds after a GCE host's XML: TAG MACHINE_TYPE PHYSICAL_HOST|- */
-#define WEFTX_GCE_PROBE_TAG "#weft-gce"
 
 /** \brief Match info->nics' MACs to $WEFT_GCP_SYSROOT/sys/class/net/ * /address,
  * read MTU, PCI slot and driver, mark GPU NICs for info->family and sort them by

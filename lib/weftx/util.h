@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Small helpers the tools share with the library: number and size parsing,
- * "did you mean" distances, the one JSON string writer, the data directory.
+ * "did you mean" distances, the one JSON string writer, the data directory,
+ * the monotonic clock.
  * Internal tier: not installed, no ABI promise (see weftx.h).
  */
 #ifndef WEFTX_UTIL_H
@@ -32,6 +33,9 @@ void weftx_json_string(FILE *out, const char *s);
 /** \brief Directory of weft's data files (topologies, presets, help):
  * $WEFT_DATADIR when set, else the installed $(datadir)/weft. */
 const char *weftx_datadir(void);
+
+/** \brief Seconds on CLOCK_MONOTONIC: the one clock for deadlines and durations. */
+double weftx_monotonic(void);
 
 /** \brief Re-read WEFT_VERBOSE (tests; not thread-safe). */
 void weftx_log_reset(void);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * "TOOL --help TOPIC": print $(weftx_datadir)/help/TOOL-TOPIC.txt.
+ * "TOOL --help TOPIC": print $(weftx_datadir)/help/TOOL-TOPIC.txt; and the
+ * word wrapping of help texts generated from tables.
  */
 #include "config.h"
 
@@ -44,4 +45,31 @@ weft_help_topic(FILE *out, const char *tool, const char *topic, const char *cons
     fwrite(buf, 1, n, out);
   fclose(f);
   return 0;
+}
+
+void
+weft_help_wrap(FILE *out, const char *text, int col, int indent, int width)
+{
+  const char *p = text;
+  while (*p) {
+    while (*p == ' ')
+      p++;
+    size_t n = strcspn(p, " ");
+    if (!n)
+      break;
+    if (col > indent && col + 1 + (int)n > width) {
+      fprintf(out, "\n%*s", indent, "");
+      col = indent;
+    } else if (col > indent) {
+      fputc(' ', out);
+      col++;
+    } else if (col < indent) {
+      fprintf(out, "%*s", indent - col, "");
+      col = indent;
+    }
+    fwrite(p, 1, n, out);
+    col += (int)n;
+    p += n;
+  }
+  fputc('\n', out);
 }

@@ -13,4 +13,8 @@
  * \return 0, or -1 after one line on stderr (unknown topic, unreadable file). */
 int weft_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics);
 
+/** \brief Write \p text word-wrapped to \p width columns and a newline: the
+ * cursor is at column \p col, continuation lines start at column \p indent. */
+void weft_help_wrap(FILE *out, const char *text, int col, int indent, int width);
+
 #endif /* WEFT_TOOL_HELP_H */

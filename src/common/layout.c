@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Rank-to-host layout: the one rule weftrun and weft-rank must agree on.
+ * Rank-to-host layout: the one rule weftrun and weft-rank must agree on, and
+ * its run-length spelling on the agent's command line.
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "layout.h"
@@ -45,15 +47,49 @@ weft_layout_parse(const char *s, int *counts, int max)
   int n = 0;
   while (*s) {
     char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || v < 0 || v > 1000000 || n >= max)
+    long v = strtol(s, &end, 10), times = 1;
+    if (end == s || *s == '-' || *s == '+' || v < 0 || v > 1000000)
       return -1;
-    counts[n++] = (int)v;
-    if (*end == ',')
+    if (*end == 'x') {
+      const char *t = end + 1;
+      times = strtol(t, &end, 10);
+      if (end == t || *t == '-' || *t == '+' || times < 1 || times > max)
+        return -1;
+    }
+    if (times > max - n)
+      return -1;
+    while (times-- > 0)
+      counts[n++] = (int)v;
+    if (*end == ',' && end[1])
       end++;
     else if (*end)
       return -1;
     s = end;
   }
   return n;
+}
+
+char *
+weft_layout_encode(const int *counts, int n)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  for (int h = 0; h < n;) {
+    int run = 1;
+    while (h + run < n && counts[h + run] == counts[h])
+      run++;
+    if (run > 1)
+      fprintf(f, "%s%dx%d", h ? "," : "", counts[h], run);
+    else
+      fprintf(f, "%s%d", h ? "," : "", counts[h]);
+    h += run;
+  }
+  if (fclose(f)) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
 }

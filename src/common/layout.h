@@ -2,10 +2,14 @@
 /*
  * Which host a rank of the job lands on, shared by weftrun (which plans it
  * and asks mpirun for it) and weft-rank (which finds its own host index, the
- * torchrun NODE_RANK, from the same counts).
+ * torchrun NODE_RANK, from the same counts); and the counts' spelling on the
+ * agent's command line, run-length coded so that it does not grow with the
+ * hosts of a uniform job ("8x2000", "8x1999,4", "9x3,8x5").
  */
 #ifndef WEFT_TOOL_LAYOUT_H
 #define WEFT_TOOL_LAYOUT_H
+
+#include <stddef.h>
 
 /** \brief Host of \p rank when host h takes counts[h] ranks, numbered host by
  * host (by_node 0, Open MPI's --map-by slot) or round-robin over the hosts that
@@ -14,7 +18,12 @@
  * \return the host index, or -1 when rank is outside the job. */
 int weft_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local);
 
-/** \brief Parse "4,4,2" into counts (at most max). \return how many, or -1. */
+/** \brief Parse "C[xN],..." (C ranks on each of N hosts, N 1 when left out) into
+ * counts, at most \p max hosts. \return how many hosts, or -1 (malformed, a count
+ * over 1000000, more than \p max hosts). */
 int weft_layout_parse(const char *s, int *counts, int max);
+
+/** \brief The run-length spelling of \p n counts, allocated (free()); NULL when out of memory. */
+char *weft_layout_encode(const int *counts, int n);
 
 #endif /* WEFT_TOOL_LAYOUT_H */

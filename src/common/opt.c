@@ -240,9 +240,8 @@ weft_opt_help(FILE *out, const weft_opt *tab)
   }
 }
 
-/* Write s escaped for roff: backslashes doubled, dashes as \-, no leading '.'. */
-static void
-roff(FILE *out, const char *s)
+void
+weft_roff(FILE *out, const char *s)
 {
   if (*s == '.' || *s == '\'')
     fputs("\\&", out);
@@ -264,7 +263,7 @@ weft_opt_man(FILE *out, const weft_opt *tab)
     if ((h->flags & WEFT_OPT_HIDDEN) || !first_of_section(tab, h))
       continue;
     fputs(".SS ", out);
-    roff(out, h->section);
+    weft_roff(out, h->section);
     fputc('\n', out);
     for (const weft_opt *o = h; o->id; o++) {
       if ((o->flags & WEFT_OPT_HIDDEN) || strcmp(o->section, h->section))
@@ -273,17 +272,17 @@ weft_opt_man(FILE *out, const weft_opt *tab)
       for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
         fputs(i ? ", " : "", out);
         fputs("\\fB", out);
-        roff(out, dashes(s));
-        roff(out, s);
+        weft_roff(out, dashes(s));
+        weft_roff(out, s);
         fputs("\\fR", out);
       }
       if (o->argname) {
         fputs(" \\fI", out);
-        roff(out, o->argname);
+        weft_roff(out, o->argname);
         fputs("\\fR", out);
       }
       fputc('\n', out);
-      roff(out, o->help);
+      weft_roff(out, o->help);
       fputc('\n', out);
     }
   }

@@ -64,6 +64,9 @@ void weft_opt_help(FILE *out, const weft_opt *tab);
 /** \brief Write the man page OPTIONS entries (roff: .SS per section, .TP per option). */
 void weft_opt_man(FILE *out, const weft_opt *tab);
 
+/** \brief Write \p s escaped for roff: backslashes as \e, dashes as \-, no leading '.'. */
+void weft_roff(FILE *out, const char *s);
+
 /** \brief Write all spellings of \p o as the user types them ("-np, -n, --np N") into buf. */
 int weft_opt_spellings(const weft_opt *o, char *buf, size_t len);
 

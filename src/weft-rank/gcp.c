@@ -4,7 +4,7 @@
  * reserved cores and its variables, resolved with this VM's NIC names), and
  * the preemption watch. On a preemption notice the agent sends itself
  * WEFTX_PREEMPT_SIGNAL, which the supervisor forwards to the program (SIGKILL
- * after its grace period), and then exits with WEFTX_EXIT_PREEMPTED.
+ * after its grace period), and then exits with WEFT_EXIT_PREEMPTED.
  */
 #include "config.h"
 
@@ -20,7 +20,7 @@ struct wk_gcp {
   weftx_gcp_info info;
   weftx_preset *preset;
   weftx_gcp_watch *watch;
-  const wk_who *who;
+  const weft_agent_who *who;
   atomic_int preempted;
   char what[64], value[64];
 };
@@ -33,8 +33,8 @@ warn(void *arg, const char *msg)
 }
 
 int
-wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, wk_gcp **out,
-               char *why, size_t len)
+wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const weft_agent_who *who,
+               wk_gcp **out, char *why, size_t len)
 {
   wk_gcp *g = calloc(1, sizeof(*g));
   int rc;
@@ -44,7 +44,7 @@ wk_gcp_prepare(const wk_opts *o, int nhosts, int local_rank, const wk_who *who, 
     return WEFT_ENOMEM;
   g->who = who;
   atomic_init(&g->preempted, 0);
-  rc = weftx_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, len);
+  rc = weftx_gcp_job_preset(nccl_preset, nhosts > 1, &g->info, &g->preset, why, len);
   if (rc)
     return rc;
   /* One voice per host for what every rank there would say alike. */
@@ -101,10 +101,10 @@ wk_gcp_watch_stop(wk_gcp *g, int rc)
   g->watch = NULL;
   if (!atomic_load(&g->preempted))
     return rc;
-  fprintf(stderr, "weft-rank: rank %d host %s gpu %s: preempted (instance/%s = %s); exited with "
-          "status %d\n", g->who->rank, g->who->host, g->who->gpu, g->what, g->value,
-          WEFTX_EXIT_PREEMPTED);
-  return WEFTX_EXIT_PREEMPTED;
+  char why[160];
+  snprintf(why, sizeof(why), "preempted (instance/%s = %s)", g->what, g->value);
+  weft_agent_fail_print(stderr, g->who, why, WEFT_EXIT_PREEMPTED, 0);
+  return WEFT_EXIT_PREEMPTED;
 }
 
 void
@@ -127,6 +127,5 @@ wk_gcp_probe_facts(FILE *out)
   if (rc)
     fprintf(stderr, "weft-rank --probe: warning: %s\n", why[0] ? why : weft_strerror(rc));
   else if (info.on_gce)
-    fprintf(out, "\n" WEFTX_GCE_PROBE_TAG " %s %s\n", info.machine_type,
-            info.physical_host[0] ? info.physical_host : "-");
+    weft_agent_gce_print(out, info.machine_type, info.physical_host);
 }

@@ -15,78 +15,7 @@
 #include <unistd.h>
 
 #include "layout.h"
-#include "opt.h"
 #include "weft-rank.h"
-
-enum { K_HOSTS = 1, K_COUNTS, K_RANKBY, K_MAPBY, K_BINDTO, K_OVERSUB, K_REPORT, K_GPN, K_GPUVIS,
-       K_NCCL, K_MADDR, K_MPORT, K_IFNAME, K_TOPO, K_HOSTXML, K_PROBE, K_GRACE, K_HELP };
-
-#define S "weft-rank (internal: started by weftrun)"
-static const weft_opt wk_options[] = {
-  { K_HOSTS, "hosts", WEFT_OPT_ARG, "A,B,...", S, "The job's hosts, in order.", 0 },
-  { K_COUNTS, "counts", WEFT_OPT_ARG, "N,M,...", S, "Ranks on each host.", 0 },
-  { K_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0 },
-  { K_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0 },
-  { K_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0 },
-  { K_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0 },
-  { K_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S, "Print this rank's placement.", 0 },
-  { K_GPN, "gpus-per-node", WEFT_OPT_ARG, "N", S, "As weftrun --gpus-per-node.", 0 },
-  { K_GPUVIS, "gpu-visibility", WEFT_OPT_ARG, "all|own|none", S, "CUDA_VISIBLE_DEVICES mode.", 0 },
-  { K_NCCL, "nccl-preset", WEFT_OPT_ARG, "auto|none|FAMILY", S, "NCCL preset.", 0 },
-  { K_MADDR, "master-addr", WEFT_OPT_ARG, "ADDR", S, "MASTER_ADDR.", 0 },
-  { K_MPORT, "master-port", WEFT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
-  { K_IFNAME, "ifname", WEFT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
-  { K_TOPO, "topology", WEFT_OPT_ARG, "FILE|I=FILE", S, "Topology of every host or of host I.", 0 },
-  { K_HOSTXML, "host-xml", WEFT_OPT_ARG, "FILE", S,
-    "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
-  { K_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S,
-    "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
-  { K_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
-  { K_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
-  { 0, NULL, 0, NULL, NULL, NULL, 0 },
-};
-
-static int
-handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
-       size_t len)
-{
-  wk_opts *o = ud;
-  (void)a2;
-  switch (opt->id) {
-  case K_HOSTS: o->hosts = a1; return 0;
-  case K_COUNTS: o->counts = a1; return 0;
-  case K_RANKBY: o->rank_by = a1; return 0;
-  case K_MAPBY: o->map_by = a1; return 0;
-  case K_BINDTO: o->bind_to = a1; return 0;
-  case K_OVERSUB: o->oversubscribe = 1; return 0;
-  case K_REPORT: o->report_bindings = 1; return 0;
-  case K_GPN: return weftx_parse_long(a1, 0, 1024, &o->gpus_per_node) ? -1 : 0;
-  case K_GPUVIS: o->gpu_visibility = a1; return 0;
-  case K_NCCL: o->nccl_preset = a1; return 0;
-  case K_MADDR: o->master_addr = a1; return 0;
-  case K_MPORT: return weftx_parse_long(a1, 1, 65535, &o->master_port) ? -1 : 0;
-  case K_IFNAME: o->ifname = a1; return 0;
-  case K_TOPO:
-    if (!strchr(a1, '=')) {
-      o->topology = a1;
-      return 0;
-    }
-    if (o->nhost_topology >= 64) {
-      snprintf(why, len, "%s: too many", sp);
-      return -1;
-    }
-    o->host_topology[o->nhost_topology++] = a1;
-    return 0;
-  case K_HOSTXML: o->host_xml = a1; return 0;
-  case K_GRACE: return weftx_parse_long(a1, 0, 3600, &o->preempt_grace) ? -1 : 0;
-  case K_PROBE: o->probe = 1; return 0;
-  case K_HELP:
-    fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
-    weft_opt_help(stdout, wk_options);
-    exit(0);
-  }
-  return -1;
-}
 
 static int
 env_int(const char *name, int *out)
@@ -99,49 +28,13 @@ env_int(const char *name, int *out)
   return 0;
 }
 
-/* The host name for messages: weftrun's name for this host, else the system's. */
-static void
-host_name(const wk_opts *o, int node, char *buf, size_t len)
-{
-  const char *p = o->hosts;
-  for (int i = 0; p && i < node; i++) {
-    p = strchr(p, ',');
-    if (p)
-      p++;
-  }
-  if (p && *p) {
-    size_t n = strcspn(p, ",");
-    if (n < len) {
-      memcpy(buf, p, n);
-      buf[n] = '\0';
-      return;
-    }
-  }
-  if (gethostname(buf, len))
-    snprintf(buf, len, "unknown");
-  buf[len - 1] = '\0';
-}
-
-static const char *
-topology_for(const wk_opts *o, int node)
-{
-  for (int i = 0; i < o->nhost_topology; i++) {
-    const char *kv = o->host_topology[i];
-    char *end;
-    long idx = strtol(kv, &end, 10);
-    if (end != kv && *end == '=' && idx == node)
-      return end + 1;
-  }
-  return o->topology;
-}
-
 /* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
  * when this is that host (it saves the probe; binding acts as on a live load), else the
  * live machine or $WEFT_TOPOLOGY as weftx_topo_load() does. */
 static int
-load_topology(const wk_opts *o, int node, weftx_topo **t, char *why, size_t len)
+load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, size_t len)
 {
-  const char *file = topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
+  const char *file = weft_agent_topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
   if (!file && o->host_xml && !(env && *env)) {
     char me[256];
     if (gethostname(me, sizeof(me)) == 0 &&
@@ -160,8 +53,7 @@ load_topology(const wk_opts *o, int node, weftx_topo **t, char *why, size_t len)
   do {                                                                                 \
     char msg_[600];                                                                    \
     snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
-    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: %s; exited with status %d\n",  \
-            who.rank, who.host, who.gpu, msg_, WK_EXIT_SETUP);                         \
+    weft_agent_fail_print(stderr, &who, msg_, WK_EXIT_SETUP, 0);                       \
     rc = WK_EXIT_SETUP;                                                                \
     goto out;                                                                          \
   } while (0)
@@ -213,8 +105,8 @@ probe(void)
 int
 main(int argc, char **argv)
 {
-  wk_opts o;
-  wk_who who;
+  weft_agent_args o;
+  weft_agent_who who;
   weftx_topo *t = NULL;
   weftx_env *env = NULL;
   wk_gcp *gcp = NULL;
@@ -223,10 +115,8 @@ main(int argc, char **argv)
   char why[600] = "";
   int *counts = NULL;
 
-  memset(&o, 0, sizeof(o));
+  weft_agent_args_init(&o);
   memset(&pl, 0, sizeof(pl));
-  o.gpus_per_node = -1;
-  o.preempt_grace = WEFTX_PREEMPT_GRACE_S;
   who.rank = -1;
   snprintf(who.gpu, sizeof(who.gpu), "none");
   if (gethostname(who.host, sizeof(who.host)))
@@ -235,12 +125,17 @@ main(int argc, char **argv)
   if (weft_check_version(stderr, argv[0]))
     return WK_EXIT_SETUP;
   env_int("OMPI_COMM_WORLD_RANK", &who.rank);
-  if (weft_opt_parse(wk_options, argc, argv, handle, &o, &first, why, sizeof(why)))
+  if (weft_agent_args_parse(&o, argc, argv, &first, why, sizeof(why)))
     FAIL("%s", why);
-  o.program = argv + first;
+  if (o.help) {
+    fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
+    weft_opt_help(stdout, weft_agent_options);
+    return 0;
+  }
   if (o.probe)
     return probe();
-  if (!o.program[0])
+  char **program = argv + first;
+  if (!program[0])
     FAIL("no program after '--'");
 
   int rank, size, lrank, lsize;
@@ -251,21 +146,18 @@ main(int argc, char **argv)
 
   /* which host of weftrun's list this is: the torchrun NODE_RANK */
   int nhosts = 1, node = 0, local = lrank;
-  if (o.counts) {
-    if (!(counts = calloc(WK_MAX_HOSTS, sizeof(int))))
+  if (o.layout) {
+    if (!(counts = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int))))
       FAIL("out of memory");
-    nhosts = weft_layout_parse(o.counts, counts, WK_MAX_HOSTS);
+    nhosts = weft_layout_parse(o.layout, counts, WEFT_AGENT_MAX_HOSTS);
     if (nhosts < 1)
-      FAIL("bad --counts '%s'", o.counts);
-    int by_node = o.rank_by && !strcmp(o.rank_by, "node");
-    node = weft_layout_host(counts, nhosts, by_node, rank, &local);
+      FAIL("bad --layout '%s'", o.layout);
+    node = weft_layout_host(counts, nhosts, o.by_node, rank, &local);
     if (node < 0)
-      FAIL("rank %d is outside weftrun's layout %s", rank, o.counts);
+      FAIL("rank %d is outside weftrun's layout %s", rank, o.layout);
     if (local != lrank || counts[node] != lsize)
       FAIL("Open MPI placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
            "%d; report this with the weftrun command line", lrank, lsize, local, counts[node], node);
-    if (nhosts > 1 || o.hosts)
-      host_name(&o, node, who.host, sizeof(who.host));
   }
 
   /* this host's topology and the rank's place on it */
@@ -277,7 +169,7 @@ main(int argc, char **argv)
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if (o.oversubscribe)
     pol.oversubscribe = 1;
-  if ((rc = wk_gcp_prepare(&o, nhosts, lrank, &who, &gcp, why, sizeof(why))))
+  if ((rc = wk_gcp_prepare(o.nccl_preset, nhosts, lrank, &who, &gcp, why, sizeof(why))))
     FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
   pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
   if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
@@ -339,9 +231,9 @@ main(int argc, char **argv)
   free(counts);
   counts = NULL;
 
-  wk_supervise_set_grace(o.preempt_grace);
+  wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
   wk_gcp_watch_start(gcp);
-  rc = wk_gcp_watch_stop(gcp, wk_supervise(o.program, &who));
+  rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who));
 out:
   if (placed)
     weftx_place_clear(&pl);

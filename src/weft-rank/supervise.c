@@ -68,15 +68,22 @@ forward(int sig)
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT,
                                  SIGALRM };
 
+/* The failure line for a setup step that failed with errno \p e. */
+static int
+setup_failed(const weft_agent_who *who, const char *what, int e)
+{
+  char why[200];
+  snprintf(why, sizeof(why), "%s failed: %s", what, strerror(e));
+  weft_agent_fail_print(stderr, who, why, WK_EXIT_SETUP, 0);
+  return WK_EXIT_SETUP;
+}
+
 int
-wk_supervise(char **argv, const wk_who *who)
+wk_supervise(char **argv, const weft_agent_who *who)
 {
   int errp[2];
-  if (pipe(errp)) {
-    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: pipe failed: %s; exited with status %d\n",
-            who->rank, who->host, who->gpu, strerror(errno), WK_EXIT_SETUP);
-    return WK_EXIT_SETUP;
-  }
+  if (pipe(errp))
+    return setup_failed(who, "pipe", errno);
   fcntl(errp[0], F_SETFD, FD_CLOEXEC);
   fcntl(errp[1], F_SETFD, FD_CLOEXEC);
 
@@ -93,11 +100,8 @@ wk_supervise(char **argv, const wk_who *who)
     return WK_EXIT_SETUP;
 
   pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: fork failed: %s; exited with status %d\n",
-            who->rank, who->host, who->gpu, strerror(errno), WK_EXIT_SETUP);
-    return WK_EXIT_SETUP;
-  }
+  if (pid < 0)
+    return setup_failed(who, "fork", errno);
   if (pid == 0) {
     for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
       signal(forwarded[i], SIG_DFL);
@@ -126,9 +130,10 @@ wk_supervise(char **argv, const wk_who *who)
   child = 0;
   alarm(0);
   if (n == (ssize_t)sizeof(e)) {
-    fprintf(stderr, "weft-rank: rank %d host %s gpu %s: cannot run '%s': %s; exited with status 127\n",
-            who->rank, who->host, who->gpu, argv[0], strerror(e));
-    return 127;
+    char why[600];
+    snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
+    weft_agent_fail_print(stderr, who, why, WEFTX_PROC_NOEXEC, 0);
+    return WEFTX_PROC_NOEXEC;
   }
   if (w < 0)
     return WK_EXIT_SETUP;
@@ -136,14 +141,12 @@ wk_supervise(char **argv, const wk_who *who)
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
     if (code && !told_to_stop)
-      fprintf(stderr, "weft-rank: rank %d host %s gpu %s: exited with status %d\n", who->rank,
-              who->host, who->gpu, code);
+      weft_agent_fail_print(stderr, who, NULL, code, 0);
   } else {
     int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
     code = 128 + sig;
     if (!told_to_stop)
-      fprintf(stderr, "weft-rank: rank %d host %s gpu %s: killed by signal %d (%s)\n", who->rank,
-              who->host, who->gpu, sig, strsignal(sig));
+      weft_agent_fail_print(stderr, who, NULL, code, sig);
   }
   fflush(stderr);
   return code;

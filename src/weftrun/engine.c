@@ -1,141 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The engine: the mpirun command line that runs a planned job. Ranks go to
- * hosts as planned (-H host:COUNT with --map-by slot or node), Open MPI's own
- * binding is off (--bind-to none), and every rank starts as weft-rank, which
- * places, binds and sets up its rank from the same policy, then runs the
- * program. Arguments go to mpirun as an argv (execvp): no shell sees them.
- * Open MPI 5.x spells a few of these differently (--display bind,
- * plm_ssh_*); only 4.1's spelling is produced here.
+ * The engine stage: the mpirun command line that runs a plan, and the
+ * hostfile it reads. Ranks go to hosts as planned (a hostfile of
+ * "host slots=COUNT" lines with --map-by slot or node, or one line per rank
+ * for Open MPI's sequential mapper), Open MPI's own binding is off
+ * (--bind-to none), and every rank starts as weft-rank, which places, binds
+ * and sets up its rank from the same policy, then runs the program. Neither
+ * command line grows with the number of hosts: the hosts are in the hostfile
+ * and the agent's arguments are the contract's (agent.h). Arguments go to
+ * mpirun as an argv (execve): no shell sees them. Open MPI 5.x spells a few
+ * of these differently (--display bind, plm_ssh_*); only 4.1's spelling is
+ * produced here.
  */
 #include "config.h"
 
-#include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "layout.h"
 #include "weftrun.h"
 
 extern char **environ;
 
-int
-wr_argv_add(wr_argv *a, const char *s)
-{
-  if (a->n + 2 > a->cap) {
-    int cap = a->cap ? a->cap * 2 : 64;
-    char **v = realloc(a->v, (size_t)cap * sizeof(*v));
-    if (!v)
-      return WEFT_ENOMEM;
-    a->v = v;
-    a->cap = cap;
-  }
-  if (!(a->v[a->n] = strdup(s)))
-    return WEFT_ENOMEM;
-  a->v[++a->n] = NULL;
-  return 0;
-}
-
-static int addf(wr_argv *a, const char *fmt, ...) WEFT_PRINTF(2, 3);
-
-static int
-addf(wr_argv *a, const char *fmt, ...)
-{
-  char buf[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof(buf))
-    return WEFT_ERANGE;
-  return wr_argv_add(a, buf);
-}
-
-void
-wr_argv_free(wr_argv *a)
-{
-  for (int i = 0; i < a->n; i++)
-    free(a->v[i]);
-  free(a->v);
-  memset(a, 0, sizeof(*a));
-}
-
-static int
-executable(const char *p)
-{
-  struct stat st;
-  return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
-}
-
-/* weft-rank: $WEFT_RANK_PATH, the build tree next to this weftrun, the installed libexec. */
-const char *
-wr_find_rank_agent(char *buf, size_t len)
-{
-  const char *env = getenv("WEFT_RANK_PATH");
-  if (env && *env) {
-    if (!executable(env))
-      return NULL;
-    snprintf(buf, len, "%s", env);
-    return buf;
-  }
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash) {
-      *slash = '\0';
-      /* src/weftrun/ or src/weftrun/.libs/ of a build tree */
-      static const char *const rel[] = { "/../weft-rank/weft-rank", "/../../weft-rank/weft-rank" };
-      for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-        if ((size_t)snprintf(buf, len, "%s%s", self, rel[i]) < len && executable(buf)) {
-          char *real = realpath(buf, NULL);
-          if (real) {
-            snprintf(buf, len, "%s", real);
-            free(real);
-          }
-          return buf;
-        }
-      }
-    }
-  }
-  if ((size_t)snprintf(buf, len, "%s/weft-rank", WEFT_LIBEXECDIR) < len && executable(buf))
-    return buf;
-  return NULL;
-}
-
-/* mpirun: $WEFT_MPIRUN, else the first one on PATH. */
-const char *
-wr_find_mpirun(char *buf, size_t len)
-{
-  const char *env = getenv("WEFT_MPIRUN");
-  if (env && *env) {
-    snprintf(buf, len, "%s", env);
-    return executable(buf) ? buf : NULL;
-  }
-  const char *path = getenv("PATH");
-  if (!path)
-    path = "/usr/bin:/bin";
-  while (*path) {
-    size_t n = strcspn(path, ":");
-    if (n && (size_t)snprintf(buf, len, "%.*s/mpirun", (int)n, path) < len && executable(buf))
-      return buf;
-    path += n + (path[n] == ':');
-  }
-  return NULL;
-}
-
 /* Variables forwarded to every rank by default, beside -x (weftx_env_forward_default()).
  * WEFT_TOPOLOGY describes one host, so it stays with the host it was set on. */
 static int
-forwarded(const char *name)
+forwarded(const char *name, size_t n)
 {
-  if (!strcmp(name, "WEFT_TOPOLOGY") || !strcmp(name, "WEFT_RANK_PATH") ||
-      !strcmp(name, "WEFT_MPIRUN"))
-    return 0;
-  return weftx_env_forward_default(name);
+  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_RANK_PATH", "WEFT_MPIRUN", NULL };
+  char *copy = strndup(name, n);
+  int yes = copy != NULL;
+  for (int i = 0; yes && kept[i]; i++)
+    if (!strcmp(copy, kept[i]))
+      yes = 0;
+  yes = yes && weftx_env_forward_default(copy);
+  free(copy);
+  return yes;
 }
 
 static int
@@ -143,183 +43,204 @@ add_env(const wr_opts *o, wr_argv *a)
 {
   int rc = 0;
   for (int i = 0; i < o->nxvars && !rc; i++)
-    rc = addf(a, "-x") || addf(a, "%s", o->xvars[i]);
+    rc = wr_argv_add(a, "-x") || wr_argv_add(a, o->xvars[i]);
   for (char **e = environ; *e && !rc; e++) {
-    char name[256];
     size_t n = strcspn(*e, "=");
-    if (n == 0 || n >= sizeof(name) || (*e)[n] != '=')
-      continue;
-    memcpy(name, *e, n);
-    name[n] = '\0';
-    if (!forwarded(name))
+    if (n == 0 || (*e)[n] != '=' || !forwarded(*e, n))
       continue;
     int explicit = 0;
     for (int i = 0; i < o->nxvars; i++)
-      if (!strncmp(o->xvars[i], name, n) && (o->xvars[i][n] == '\0' || o->xvars[i][n] == '='))
+      if (!strncmp(o->xvars[i], *e, n) && (o->xvars[i][n] == '\0' || o->xvars[i][n] == '='))
         explicit = 1;
-    if (!explicit)
-      rc = addf(a, "-x") || addf(a, "%s", name);
+    if (!explicit) {
+      char *name = strndup(*e, n);
+      rc = !name || wr_argv_add(a, "-x") || wr_argv_add(a, name);
+      free(name);
+    }
   }
   return rc;
 }
 
+/* An MCA parameter the user set, on the command line or as OMPI_MCA_KEY. */
 static int
 has_mca(const wr_opts *o, const char *key)
 {
+  static const char pre[] = "OMPI_MCA_";
+  size_t n = strlen(key);
   for (int i = 0; i < o->nmca; i++)
     if (!strcmp(o->mca[i].key, key))
       return 1;
-  char env[128];
-  snprintf(env, sizeof(env), "OMPI_MCA_%s", key);
-  return getenv(env) != NULL;
+  for (char **e = environ; *e; e++)
+    if (!strncmp(*e, pre, sizeof(pre) - 1) && !strncmp(*e + sizeof(pre) - 1, key, n) &&
+        (*e)[sizeof(pre) - 1 + n] == '=')
+      return 1;
+  return 0;
 }
 
 /* 1 when mpirun must be told the host of every rank (its sequential mapper):
- * Open MPI 4.1 maps the ranks of its own host first whatever the -H order, so
- * a plan whose first host is not this one, while this one has ranks too, would
- * be launched in another order than planned (and each rank would place itself
- * as another host's rank). The same holds for hosts ordered by physical_host. */
+ * Open MPI 4.1 maps the ranks of its own host first whatever the hostfile's
+ * order, so a plan whose first host is not this one, while this one has ranks
+ * too, would be launched in another order than planned (and each rank would
+ * place itself as another host's rank). The same holds for hosts ordered by
+ * physical_host. */
 static int
-need_seq(const wr_job *j)
+need_seq(const wr_plan *p)
 {
-  int first = -1;
-
-  if (wr_job_ordered(j))
+  const wr_host *first = NULL;
+  if (p->ordered)
     return 1;
-  for (int h = 0; h < wr_job_nhosts(j); h++) {
-    if (wr_job_count(j, h) <= 0)
+  for (int h = 0; h < p->nhosts; h++) {
+    if (p->hosts[h].count <= 0)
       continue;
-    if (first < 0)
-      first = h;
-    else if (wr_job_host_is_local(j, h) && !wr_job_host_is_local(j, first))
+    if (!first)
+      first = p->hosts[h].host;
+    else if (p->hosts[h].host->local && !first->local)
       return 1;
   }
   return 0;
 }
 
 int
-wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char *agent,
-               const wr_master *m, const char *host_xml, wr_argv *a)
+wr_engine_hostfile(const wr_plan *p, FILE *out)
 {
-  int nh = wr_job_nhosts(j), rc = 0;
-  char *hosts = NULL, *counts = NULL, *names = NULL;
-  size_t hl = 0, cl = 0, nl = 0;
-  FILE *hf = open_memstream(&hosts, &hl);
-  FILE *cf = open_memstream(&counts, &cl);
-  FILE *nf = open_memstream(&names, &nl);
-  if (!hf || !cf || !nf) {
-    rc = WEFT_ENOMEM;
-    goto out;
+  if (need_seq(p)) {
+    for (int r = 0; r < p->np; r++)
+      fprintf(out, "%s\n", p->hosts[p->ranks[r].host].host->name);
+  } else {
+    for (int h = 0; h < p->nhosts; h++)
+      if (p->hosts[h].count > 0)
+        fprintf(out, "%s slots=%d\n", p->hosts[h].host->name, p->hosts[h].count);
   }
-  int first = 1;
-  for (int h = 0; h < nh; h++) {
-    if (wr_job_count(j, h) > 0) {
-      fprintf(hf, "%s%s:%d", first ? "" : ",", wr_job_host(j, h), wr_job_count(j, h));
-      first = 0;
-    }
-    fprintf(cf, "%s%d", h ? "," : "", wr_job_count(j, h));
-    fprintf(nf, "%s%s", h ? "," : "", wr_job_host(j, h));
-  }
-  if (fclose(hf) | fclose(cf) | fclose(nf)) {
-    hf = cf = nf = NULL;
-    rc = WEFT_ENOMEM;
-    goto out;
-  }
-  hf = cf = nf = NULL;
+  return ferror(out) ? -1 : 0;
+}
 
-  rc = wr_argv_add(a, mpirun);
+/* mpirun's own options: where the ranks go, the environment, the network, output. */
+static int
+mpirun_args(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e, wr_argv *a)
+{
+  char np[16];
+  snprintf(np, sizeof(np), "%d", p->np);
+  int rc = wr_argv_add(a, e->mpirun);
   if (!rc && o->allow_run_as_root)
-    rc = addf(a, "--allow-run-as-root");
-  if (!rc && need_seq(j)) {
-    /* one -H entry per rank, in the plan's order */
-    char *seq = NULL;
-    size_t sl = 0;
-    FILE *sf = open_memstream(&seq, &sl);
-    if (!sf)
-      rc = WEFT_ENOMEM;
-    for (int r = 0; sf && r < wr_job_np(j); r++)
-      fprintf(sf, "%s%s", r ? "," : "", wr_job_host(j, wr_job_rank_host(j, r)));
-    if (sf && fclose(sf))
-      rc = WEFT_ENOMEM;
-    if (!rc)
-      rc = addf(a, "-np") || addf(a, "%d", wr_job_np(j)) || addf(a, "-H") || wr_argv_add(a, seq) ||
-           addf(a, "--mca") || addf(a, "rmaps") || addf(a, "seq") ||
-           addf(a, "--bind-to") || addf(a, "none");
-    free(seq);
-  } else if (!rc)
-    rc = addf(a, "-np") || addf(a, "%d", wr_job_np(j)) || addf(a, "-H") || addf(a, "%s", hosts) ||
-         addf(a, "--map-by") || addf(a, "%s", wr_job_by_node(j) ? "node" : "slot") ||
-         addf(a, "--bind-to") || addf(a, "none");
+    rc = wr_argv_add(a, "--allow-run-as-root");
   if (!rc)
-    rc = add_env(o, a);
-  if (!rc && m->ifname[0] && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
-    rc = addf(a, "--mca") || addf(a, "btl_tcp_if_include") || addf(a, "%s", m->ifname);
-  if (!rc && m->ifname[0] && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
-    rc = addf(a, "--mca") || addf(a, "oob_tcp_if_include") || addf(a, "%s", m->ifname);
+    rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
+         wr_argv_add(a, e->hostfile);
+  if (!rc && need_seq(p))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "rmaps") || wr_argv_add(a, "seq");
+  else if (!rc)
+    rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, p->by_node ? "node" : "slot");
+  if (!rc)
+    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none") || add_env(o, a);
+  const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
+  if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
+  if (!rc && ifname && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "oob_tcp_if_include") || wr_argv_add(a, ifname);
   /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
    * ranks to yield the cores while they wait, as it would */
-  if (!rc && wr_job_oversubscribed(j) && !has_mca(o, "mpi_yield_when_idle"))
-    rc = addf(a, "--mca") || addf(a, "mpi_yield_when_idle") || addf(a, "1");
+  if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
   for (int i = 0; i < o->nmca && !rc; i++)
-    rc = addf(a, "--mca") || addf(a, "%s", o->mca[i].key) || addf(a, "%s", o->mca[i].value);
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
   if (!rc && o->tag_output)
-    rc = addf(a, "--tag-output");
+    rc = wr_argv_add(a, "--tag-output");
   if (!rc && o->timestamp_output)
-    rc = addf(a, "--timestamp-output");
+    rc = wr_argv_add(a, "--timestamp-output");
   if (!rc && o->output_filename)
-    rc = addf(a, "--output-filename") || addf(a, "%s", o->output_filename);
+    rc = wr_argv_add(a, "--output-filename") || wr_argv_add(a, o->output_filename);
   for (int i = 0; i < o->npass && !rc; i++)
-    rc = addf(a, "%s", o->pass[i]);
+    rc = wr_argv_add(a, o->pass[i]);
+  return rc;
+}
 
-  /* the rank agent and what it needs to place its rank as planned */
-  if (!rc)
-    rc = wr_argv_add(a, agent) || addf(a, "--hosts") || addf(a, "%s", names) ||
-         addf(a, "--counts") || addf(a, "%s", counts) ||
-         addf(a, "--rank-by") || addf(a, "%s", wr_job_by_node(j) ? "node" : "slot");
-  if (!rc && o->map_by)
-    rc = addf(a, "--map-by") || addf(a, "%s", o->map_by);
-  if (!rc && o->bind_to)
-    rc = addf(a, "--bind-to") || addf(a, "%s", o->bind_to);
-  if (!rc && (o->oversubscribe || wr_job_oversubscribed(j)))
-    rc = addf(a, "--oversubscribe");
-  if (!rc && o->gpus_per_node >= 0)
-    rc = addf(a, "--gpus-per-node") || addf(a, "%ld", o->gpus_per_node);
-  if (!rc && o->gpu_visibility)
-    rc = addf(a, "--gpu-visibility") || addf(a, "%s", o->gpu_visibility);
-  if (!rc && o->nccl_preset)
-    rc = addf(a, "--nccl-preset") || addf(a, "%s", o->nccl_preset);
-  if (!rc && o->preempt_grace >= 0)
-    rc = addf(a, "--preempt-grace") || addf(a, "%ld", o->preempt_grace);
-  if (!rc && o->report_bindings)
-    rc = addf(a, "--report-bindings");
-  if (!rc && m->addr[0])
-    rc = addf(a, "--master-addr") || addf(a, "%s", m->addr) ||
-         addf(a, "--master-port") || addf(a, "%d", m->port);
-  if (!rc && m->ifname[0])
-    rc = addf(a, "--ifname") || addf(a, "%s", m->ifname);
-  for (int h = 0; h < nh && !rc; h++) {
-    const char *f = wr_job_host_file(j, h);
-    if (f) {
-      char *real = realpath(f, NULL);
-      rc = addf(a, "--topology") || addf(a, "%d=%s", h, real ? real : f);
-      free(real);
-    }
+/* A topology file as the agents get it: absolute, so that it reads the same from any
+ * working directory. */
+static char *
+absolute(const char *f, int index)
+{
+  char *real = realpath(f, NULL), *out = NULL;
+  const char *path = real ? real : f;
+  size_t n = strlen(path) + 16;
+  if ((out = malloc(n))) {
+    if (index >= 0)
+      snprintf(out, n, "%d=%s", index, path);
+    else
+      snprintf(out, n, "%s", path);
   }
-  if (!rc && host_xml && host_xml[0])
-    rc = addf(a, "--host-xml") || addf(a, "%s", host_xml);
-  if (!rc)
-    rc = addf(a, "--");
-  for (int i = 0; i < o->nprogram && !rc; i++)
-    rc = wr_argv_add(a, o->program[i]);
+  free(real);
+  return out;
+}
+
+int
+wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+               wr_argv *a, char *why, size_t whylen)
+{
+  weft_agent_args ag;
+  int *counts = calloc((size_t)p->nhosts, sizeof(*counts));
+  char *layout = NULL, *topo = NULL, *host_topo[WEFT_AGENT_MAX_TOPOLOGY];
+  int nhost_topo = 0, rc = WR_EXIT_ENGINE;
+
+  snprintf(why, whylen, "out of memory");
+  weft_agent_args_init(&ag);
+  if (!counts)
+    goto out;
+  for (int h = 0; h < p->nhosts; h++)
+    counts[h] = p->hosts[h].count;
+  if (!(layout = weft_layout_encode(counts, p->nhosts)))
+    goto out;
+  if (strlen(layout) >= WEFT_AGENT_ARG_MAX) {
+    snprintf(why, whylen, "the ranks per host of %d hosts take %zu bytes as weft-rank's --layout, "
+             "more than the %d one argument may have; give the hosts equal slots", p->nhosts,
+             strlen(layout), WEFT_AGENT_ARG_MAX - 1);
+    goto out;
+  }
+  ag.layout = layout;
+  ag.by_node = p->by_node;
+  ag.map_by = o->map_by;
+  ag.bind_to = o->bind_to;
+  ag.oversubscribe = o->oversubscribe || p->oversub;
+  ag.gpu_visibility = o->gpu_visibility;
+  ag.nccl_preset = o->nccl_preset;
+  ag.preempt_grace = o->preempt_grace;
+  ag.report_bindings = o->report_bindings;
+  if (net && net->addr[0]) {
+    ag.master_addr = net->addr;
+    ag.master_port = net->port;
+  }
+  if (net && net->ifname[0])
+    ag.ifname = net->ifname;
+  /* --topology FILE once; I=FILE for each host named in a --topology HOST=FILE */
+  if (o->topology && !(ag.topology = topo = absolute(o->topology, -1)))
+    goto out;
+  for (int h = 0; h < p->nhosts; h++) {
+    const char *f = p->hosts[h].host->file;
+    if (!f || f == o->topology)
+      continue;
+    if (nhost_topo >= WEFT_AGENT_MAX_TOPOLOGY) {
+      snprintf(why, whylen, "more than %d hosts with a --topology HOST=FILE of their own",
+               WEFT_AGENT_MAX_TOPOLOGY);
+      goto out;
+    }
+    if (!(host_topo[nhost_topo] = absolute(f, h)))
+      goto out;
+    ag.host_topology[nhost_topo] = host_topo[nhost_topo];
+    ag.nhost_topology = ++nhost_topo;
+  }
+  ag.host_xml = e->host_xml;
+  if (mpirun_args(p, o, net, e, a) || wr_argv_add(a, e->agent) ||
+      weft_agent_args_write(&ag, wr_argv_add_cb, a) || wr_argv_add(a, "--"))
+    goto out;
+  for (int i = 0; i < o->nprogram; i++)
+    if (wr_argv_add(a, o->program[i]))
+      goto out;
+  why[0] = '\0';
+  rc = 0;
 out:
-  if (hf)
-    fclose(hf);
-  if (cf)
-    fclose(cf);
-  if (nf)
-    fclose(nf);
-  free(hosts);
+  for (int i = 0; i < nhost_topo; i++)
+    free(host_topo[i]);
+  free(topo);
+  free(layout);
   free(counts);
-  free(names);
-  return rc ? WEFT_ENOMEM : 0;
+  return rc;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * --nccl-preset on the launching host: which Google Cloud family this VM is,
- * its preset's reserved cores (for the plan, as every rank's agent will
- * reserve them), the checks, and the preset's variables as this VM resolves
- * them, for --dry-run and the plan JSON. The ranks resolve the preset again on their own hosts
- * (weft-rank), so what is printed here is host 0's view.
+ * Facts of the launching VM on Google Cloud: its machine type and
+ * physical_host, which family it is, its --nccl-preset's reserved cores (for
+ * the plan, as every rank's agent will reserve them), the checks, and the
+ * preset's variables as this VM resolves them, for --dry-run and the plan
+ * JSON. The ranks resolve the preset again on their own hosts (weft-rank), so
+ * what is shown here is this VM's view.
  */
 #include "config.h"
 
@@ -41,7 +42,7 @@ user_env(const wr_opts *o, weftx_env *env)
 }
 
 int
-wr_gcp_prepare(const wr_opts *o, int nhosts, weftx_policy *pol, wr_gcp **out)
+wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
 {
   char why[1024];
   weftx_env *user = NULL;
@@ -60,7 +61,6 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, weftx_policy *pol, wr_gcp **out)
     warn(NULL, why);
   if (!g->preset)
     return 0;
-  pol->reserved_cpus = weftx_preset_reserved_cpus(g->preset);
   weftx_gcp_check(&g->info, g->preset, nhosts > 1, warn, NULL);
   if (weftx_env_create(&g->env) || weftx_env_create(&user) || user_env(o, user)) {
     weftx_env_destroy(user);
@@ -96,14 +96,19 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, weftx_policy *pol, wr_gcp **out)
   return 0;
 }
 
+const char *
+wr_gcp_reserved_cpus(const wr_gcp *g)
+{
+  return g ? weftx_preset_reserved_cpus(g->preset) : NULL;
+}
+
 int
-wr_gcp_local(const wr_gcp *g, wr_gce *out)
+wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen)
 {
   weftx_gcp_info info;
   char why[512];
   const weftx_gcp_info *i = g && g->info.on_gce ? &g->info : &info;
 
-  memset(out, 0, sizeof(*out));
   if (i == &info) {
     int rc = weftx_gcp_identify(&info, why, sizeof(why)); /* no request off GCE */
     if (rc)
@@ -111,19 +116,29 @@ wr_gcp_local(const wr_gcp *g, wr_gce *out)
     if (rc || !info.on_gce)
       return 0;
   }
-  snprintf(out->machine_type, sizeof(out->machine_type), "%s", i->machine_type);
-  snprintf(out->physical_host, sizeof(out->physical_host), "%s", i->physical_host);
+  snprintf(mt, mtlen, "%s", i->machine_type);
+  snprintf(ph, phlen, "%s", i->physical_host);
   return 1;
 }
 
 int
-wr_gcp_add_env(const wr_gcp *g, wr_job *j)
+wr_gcp_env(const wr_gcp *g, char ***env, int *n)
 {
-  for (int i = 0; g && g->env && i < weftx_env_count(g->env); i++) {
+  int count = g && g->env ? weftx_env_count(g->env) : 0;
+  *env = NULL;
+  *n = 0;
+  if (!count)
+    return 0;
+  if (!(*env = calloc((size_t)count, sizeof(**env))))
+    return WEFT_ENOMEM;
+  for (int i = 0; i < count; i++) {
     const char *k, *v;
     weftx_env_entry(g->env, i, &k, &v, NULL, NULL);
-    if (wr_job_add_env(j, k, v))
-      return WR_EXIT_ENGINE;
+    size_t len = strlen(k) + strlen(v) + 2;
+    if (!((*env)[i] = malloc(len)))
+      return WEFT_ENOMEM;
+    snprintf((*env)[i], len, "%s=%s", k, v);
+    (*n)++;
   }
   return 0;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun: parse the command line, plan the job, and either print the plan
- * (--dry-run) or run it through mpirun and weft-rank.
+ * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts,
+ * facts, plan, network, then either the plan printed (--dry-run) or the
+ * engine's command run through mpirun and weft-rank. Signals are stop
+ * requests (signals.c), so that every way out removes the job directory.
  */
 #include "config.h"
 
@@ -13,62 +15,155 @@
 #include "help.h"
 #include "weftrun.h"
 
+extern char **environ;
+
+#define VERSION_DEADLINE_S 30
+
 static int
-version(void)
+version(int stop_fd)
 {
   printf("weftrun (weft) %s\n", weft_version_string());
-  fflush(stdout);
-  char mpirun[4096];
+  char mpirun[4096], why[600];
   if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
     printf("mpirun: not found on PATH\n");
     return 0;
   }
   char *argv[] = { mpirun, (char *)"--version", NULL };
-  wr_opts o;
-  wr_opts_init(&o);
-  return wr_run(NULL, &o, argv) ? WR_EXIT_ENGINE : 0;
-}
-
-static int
-add_master_env(wr_job *j, const wr_master *m)
-{
-  char port[16];
-  snprintf(port, sizeof(port), "%d", m->port);
-  if (wr_job_add_env(j, "MASTER_ADDR", m->addr) || wr_job_add_env(j, "MASTER_PORT", port) ||
-      (m->ifname[0] && wr_job_add_env(j, "NCCL_SOCKET_IFNAME", m->ifname)))
+  weftx_proc_spec s;
+  weftx_proc_result r;
+  weftx_proc_spec_init(&s);
+  s.argv = argv;
+  s.timeout = VERSION_DEADLINE_S;
+  s.grace = 1;
+  s.stop_fd = stop_fd;
+  if (weftx_proc_run(&s, &r, why, sizeof(why)) || r.status) {
+    fprintf(stderr, "weftrun: %s --version: %s\n", mpirun,
+            why[0] ? why : r.timed_out ? "no answer" : "failed");
     return WR_EXIT_ENGINE;
+  }
   return 0;
 }
 
-/* --dry-run: the engine command that would run (network choice left out). */
+/* --help [TOPIC], and the man page's generated sections. */
 static int
-print_command(const wr_job *j, const wr_opts *o)
+help(const wr_opts *o)
 {
-  char mpirun[4096], agent[4096];
-  wr_master m;
-  memset(&m, 0, sizeof(m));
+  static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
+  if (o->help_man)
+    weft_opt_man(stdout, wr_options);
+  else if (o->help_man_exit)
+    weft_exit_man(stdout);
+  else if (o->nprogram == 1 && !strcmp(o->program[0], "exit-status"))
+    weft_exit_topic(stdout); /* made from the exit-status table (agent.h) */
+  else if (o->nprogram == 1)
+    return weft_help_topic(stdout, "weftrun", o->program[0], topics) ? WR_EXIT_USAGE : 0;
+  else
+    wr_usage(stdout);
+  return 0;
+}
+
+/* A stop request that came between stages: nothing is running, so stop here. */
+static int
+stopped(int stop_fd)
+{
+  int sig = wr_signals_pending(stop_fd);
+  if (!sig)
+    return 0;
+  fprintf(stderr, "weftrun: got signal %d; nothing was started (exit %d)\n", sig, 128 + sig);
+  return 128 + sig;
+}
+
+static int
+plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
+{
+  char why[1024];
+  wr_plan_here here = { wr_gcp_reserved_cpus(inv->gcp), inv->preset_env, inv->npreset_env, environ };
+  int rc = wr_plan_make(o, inv->hosts, inv->nhosts, &here, out, why, sizeof(why));
+  if (rc)
+    fprintf(stderr, "weftrun: %s\n", why);
+  return rc;
+}
+
+/* This machine's live topology when it has ranks and no --topology file: its ranks
+ * load it from the job directory instead of probing the hardware again. */
+static const weftx_topo *
+here_live(const wr_plan *p)
+{
+  for (int h = 0; h < p->nhosts; h++) {
+    const wr_host *w = p->hosts[h].host;
+    if (p->hosts[h].count > 0 && w->local && !w->file && weftx_topo_is_live(w->topo))
+      return w->topo;
+  }
+  return NULL;
+}
+
+/* The hostfile into the job directory; its path in \p path. */
+static int
+write_hostfile(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
+{
+  char why[600];
+  FILE *f = wr_jobdir_file(dir, "hostfile", path, len, why, sizeof(why));
+  if (!f || wr_engine_hostfile(p, f) | fclose(f)) {
+    fprintf(stderr, "weftrun: %s\n", f ? "cannot write the hostfile" : why);
+    return WR_EXIT_ENGINE;
+  }
+  return 0;
+}
+
+static void
+write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
+{
+  char why[600];
+  const weftx_topo *t = here_live(p);
+  FILE *f = t ? wr_jobdir_file(dir, "topology.xml", path, len, why, sizeof(why)) : NULL;
+  /* without it, every rank here probes its host itself */
+  if (!f || fclose(f) || hwloc_topology_export_xml(weftx_topo_hwloc(t), path, 0) != 0)
+    path[0] = '\0';
+}
+
+/* --dry-run: the engine command that would run (network choice left out), and with
+ * -v the hostfile it would read. */
+static int
+print_command(const wr_plan *p, const wr_opts *o, const wr_jobdir *dir)
+{
+  char mpirun[4096], agent[4096], jobdir[4096], hostfile[4200], why[600];
+  wr_engine e = { mpirun, agent, hostfile, NULL };
   if (!wr_find_mpirun(mpirun, sizeof(mpirun)))
     snprintf(mpirun, sizeof(mpirun), "mpirun");
   if (!wr_find_rank_agent(agent, sizeof(agent)))
     snprintf(agent, sizeof(agent), "%s/weft-rank", WEFT_LIBEXECDIR);
+  wr_jobdir_name(dir, jobdir, sizeof(jobdir));
+  snprintf(hostfile, sizeof(hostfile), "%s/hostfile", jobdir);
   wr_argv a = { NULL, 0, 0 };
-  if (wr_engine_argv(j, o, mpirun, agent, &m, NULL, &a)) {
-    wr_argv_free(&a);
+  int rc = wr_engine_argv(p, o, NULL, &e, &a, why, sizeof(why));
+  if (rc)
+    fprintf(stderr, "weftrun: %s\n", why);
+  else
+    wr_argv_print(stdout, "# command:", &a);
+  wr_argv_free(&a);
+  if (rc || !o->verbose)
+    return rc;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f || (wr_engine_hostfile(p, f) | fclose(f))) {
+    free(text);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
-  fputs("# command:", stdout);
-  for (int i = 0; i < a.n; i++)
-    printf(" %s", a.v[i]);
-  putchar('\n');
-  wr_argv_free(&a);
+  for (const char *line = text; *line;) {
+    size_t n = strcspn(line, "\n");
+    printf("# hostfile: %.*s\n", (int)n, line);
+    line += n + (line[n] == '\n');
+  }
+  free(text);
   return 0;
 }
 
 static int
-launch(const wr_job *j, const wr_opts *o, const wr_master *m)
+launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_jobdir *dir, int stop_fd)
 {
-  char mpirun[4096], agent[4096];
+  char mpirun[4096], agent[4096], hostfile[4096], xml[4096], why[600];
   if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
     fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
             getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
@@ -85,25 +180,19 @@ launch(const wr_job *j, const wr_opts *o, const wr_master *m)
             "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
     return WR_EXIT_ENGINE;
   }
+  int rc = write_hostfile(p, dir, hostfile, sizeof(hostfile));
+  if (rc)
+    return rc;
+  write_host_xml(p, dir, xml, sizeof(xml));
+  wr_engine e = { mpirun, agent, hostfile, xml[0] ? xml : NULL };
   wr_argv a = { NULL, 0, 0 };
-  char host_xml[4096];
-  int rc;
-  wr_hostxml_create(j, host_xml, sizeof(host_xml));
-  if (wr_engine_argv(j, o, mpirun, agent, m, host_xml, &a)) {
-    wr_argv_free(&a);
-    wr_hostxml_remove(host_xml);
-    fprintf(stderr, "weftrun: out of memory\n");
-    return WR_EXIT_ENGINE;
-  }
-  if (o->verbose) {
-    fputs("weftrun: running", stderr);
-    for (int i = 0; i < a.n; i++)
-      fprintf(stderr, " %s", a.v[i]);
-    fputc('\n', stderr);
-  }
-  rc = wr_run(j, o, a.v);
+  if ((rc = wr_engine_argv(p, o, net, &e, &a, why, sizeof(why))))
+    fprintf(stderr, "weftrun: %s\n", why);
+  if (!rc && o->verbose)
+    wr_argv_print(stderr, "weftrun: running", &a);
+  if (!rc)
+    rc = wr_run(p, o, a.v, stop_fd);
   wr_argv_free(&a);
-  wr_hostxml_remove(host_xml);
   return rc;
 }
 
@@ -117,32 +206,34 @@ main(int argc, char **argv)
   int rc = wr_opts_parse(&o, argc, argv);
   if (rc)
     return rc;
-  if (o.help) {
-    static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
-    if (o.nprogram == 1)
-      return weft_help_topic(stdout, "weftrun", o.program[0], topics) ? WR_EXIT_USAGE : 0;
-    wr_usage(stdout);
-    return 0;
-  }
-  if (o.help_man) {
-    weft_opt_man(stdout, wr_options);
-    return 0;
-  }
+  if (o.help || o.help_man || o.help_man_exit)
+    return help(&o);
+  int stop_fd = wr_signals_install();
   if (o.version)
-    return version();
+    return version(stop_fd);
 
-  wr_job *j = NULL;
-  wr_master m;
-  rc = wr_job_build(&o, &j);
+  wr_inventory inv;
+  wr_jobdir dir;
+  wr_plan *p = NULL;
+  wr_net net;
+  memset(&dir, 0, sizeof(dir));
+  memset(&net, 0, sizeof(net));
+  rc = wr_hosts_gather(&o, &inv);
+  if (!rc)
+    rc = wr_facts_gather(&o, &inv, &dir, stop_fd);
+  if (!rc && !(rc = stopped(stop_fd)))
+    rc = plan(&o, &inv, &p);
   /* a real launch chooses the network first, so that the plan shows it */
-  if (!rc && !o.dry_run && !(rc = wr_master_choose(j, &m)))
-    rc = add_master_env(j, &m);
-  if (!rc && (o.dry_run || (o.report_bindings && o.json)))
-    rc = wr_job_print(j, &o, stdout);
-  if (!rc && o.dry_run && !o.json && o.nprogram)
-    rc = print_command(j, &o);
   if (!rc && !o.dry_run)
-    rc = launch(j, &o, &m);
-  wr_job_destroy(j);
+    rc = wr_net_choose(p, &net);
+  if (!rc && (o.dry_run || (o.report_bindings && o.json)))
+    rc = wr_report(p, &inv, o.dry_run ? NULL : &net, &o, stdout);
+  if (!rc && o.dry_run && !o.json && o.nprogram)
+    rc = print_command(p, &o, &dir);
+  if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
+    rc = launch(p, &o, &net, &dir, stop_fd);
+  wr_plan_destroy(p);
+  wr_inventory_free(&inv);
+  wr_jobdir_remove(&dir);
   return rc;
 }

@@ -16,7 +16,7 @@ enum {
   O_NP = 1, O_PERNODE, O_HOST, O_HOSTFILE, O_MAPBY, O_BINDTO, O_RANKBY, O_OVERSUB,
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
-  O_TIMEOUT, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN,
+  O_TIMEOUT, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
   O_PERNODE1, O_PASS0, O_PASS1,
 };
 
@@ -86,6 +86,8 @@ const weft_opt wr_options[] = {
     "Print this help; --help placement, environment or exit-status: more on one topic.", 0 },
   { O_HELPMAN, "help-man", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print the OPTIONS section of the man page (roff).", WEFT_OPT_HIDDEN },
+  { O_HELPMANEXIT, "help-man-exit-status", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print the EXIT STATUS section of the man page (roff).", WEFT_OPT_HIDDEN },
   /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */
   { O_PASS0, "display-map|display-allocation|display-devel-map|display-topo|merge-stderr-to-stdout|"
     "nolocal|use-hwthread-cpus|leave-session-attached|debug-daemons|noprefix|quiet|q|"
@@ -215,6 +217,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_VERSION: o->version = 1; return 0;
   case O_HELP: o->help = 1; return 0;
   case O_HELPMAN: o->help_man = 1; return 0;
+  case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
   case O_PASS0:
   case O_PASS1:
     if (o->npass + 2 >= WR_MAX_LIST)
@@ -245,7 +248,7 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
     fprintf(stderr, "weftrun: MPIEXEC_TIMEOUT='%s': expected seconds from 1 to 8640000\n", t);
     return WR_EXIT_USAGE;
   }
-  if (o->help || o->help_man || o->version)
+  if (o->help || o->help_man || o->help_man_exit || o->version)
     return 0;
   if (o->preempt_grace > WEFTX_PREEMPT_GRACE_MAX_S)
     fprintf(stderr, "weftrun: warning: --preempt-grace %ld: a Spot VM powers off %d s after the "
@@ -271,9 +274,5 @@ wr_usage(FILE *out)
         "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun, one rank per GPU by\n"
         "default, each bound to the cores, NUMA memory and NIC next to its GPU.\n", out);
   weft_opt_help(out, wr_options);
-  fputs("\nExit status: 0 when every rank exits 0; else the first failed rank's code\n"
-        "(128+N for signal N); 2 bad option, 65 bad hosts, 66 unreadable file, 67 placement\n"
-        "does not fit, 68 unknown host, 69 no GPU, 70 launch failed, 75 host lost,\n"
-        "79 preempted (Google Cloud), 124 timeout.\n"
-        "See weftrun(1).\n", out);
+  weft_exit_help(out);
 }

@@ -1,579 +1,268 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The job plan: which hosts, how many ranks on each, each host's topology,
- * and every rank's placement, from the same weftx_map_rank() that weft-rank
- * evaluates on its host. Remote hosts without --topology HOST=FILE are
- * assumed to look like this one (or --topology FILE) for the report; the
- * ranks there compute their own placement from their own hardware.
+ * The plan, a pure function of the hosts and their facts, the policy and the
+ * options: the hosts in rank order (as given, or sorted by Google Cloud's
+ * physical_host when every host has one, so that neighbouring ranks share
+ * racks), each host's slots and ranks, every rank's placement from the same
+ * weftx_map_rank() that weft-rank evaluates on its host, and the environment
+ * the plan shows. No I/O: errors come back as a code and one line in why.
  */
 #include "config.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include "layout.h"
 #include "weftrun.h"
 
-typedef struct topo_entry {
-  char *path;           /* NULL: this machine */
-  weftx_topo *topo;
-} topo_entry;
-
-struct wr_job {
-  weftx_hostlist *hl;
-  weftx_policy pol;
-  int by_node;
-  int nhosts;
-  weftx_plan_host *hosts;
-  char **host_file;     /* per host: XML for weft-rank there, NULL: its own hardware */
-  char **probed;        /* per host: temporary XML of a probed remote host, or NULL */
-  int *counts;
-  int *cap;             /* per host: ranks it takes without oversubscribing (weftx_map_slots) */
-  int oversub;          /* some host has more ranks than cap: placement wraps there */
-  int np;
-  topo_entry topos[WR_MAX_LIST + 1];
-  int ntopos;
-  weftx_plan_rank *ranks;
-  char **env;           /* "KEY=VALUE" shown under "env" in the plan JSON */
-  int nenv;
-  weftx_plan plan;
-  wr_gcp *gcp;
-  wr_gce *gce;          /* per host: machine type and physical_host, "" when unknown */
-  int gce_here;         /* weftrun's own host is on GCE: probe every host for its facts */
-  int *hl_of;           /* per host: its index in hl once ordered by physical_host, else NULL */
-  int ordered;          /* hosts ordered by physical_host */
-};
+#define MAX_NP 1000000
 
 static int
-hl_index(const wr_job *j, int h)
+nomem(char *why, size_t len)
 {
-  return j->hl_of ? j->hl_of[h] : h;
+  snprintf(why, len, "out of memory");
+  return WR_EXIT_ENGINE;
 }
 
-static const char *
-base_name(const char *p)
-{
-  const char *s = strrchr(p, '/');
-  return s ? s + 1 : p;
-}
-
+/* The hosts in rank order: sorted by physical_host (cluster, rack, host) when every
+ * host of two or more has one, else as given. */
 static int
-topo_get(wr_job *j, const char *path, weftx_topo **out)
+order_hosts(wr_plan *p, const wr_host *hosts, int n)
 {
-  for (int i = 0; i < j->ntopos; i++)
-    if ((!path && !j->topos[i].path) || (path && j->topos[i].path && !strcmp(path, j->topos[i].path))) {
-      *out = j->topos[i].topo;
-      return 0;
-    }
-  if (j->ntopos >= WR_MAX_LIST + 1) {
-    fprintf(stderr, "weftrun: more than %d topology files\n", WR_MAX_LIST);
-    return WR_EXIT_USAGE;
-  }
-  char why[512] = "";
-  weftx_topo *t = NULL;
-  int rc = weftx_topo_load(path, 0, &t, why, sizeof(why));
-  if (rc) {
-    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
-    return rc == WEFT_ENOENT ? WR_EXIT_NOINPUT : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;
-  }
-  topo_entry *e = &j->topos[j->ntopos];
-  e->path = NULL;
-  if (path && !(e->path = strdup(path))) {
-    weftx_topo_destroy(t);
-    fprintf(stderr, "weftrun: out of memory\n");
-    return WR_EXIT_ENGINE;
-  }
-  e->topo = t;
-  j->ntopos++;
-  *out = t;
-  return 0;
-}
-
-static int
-is_local_name(const char *name)
-{
-  char me[256];
-  if (!strcasecmp(name, "localhost") || !strcmp(name, "127.0.0.1"))
-    return 1;
-  if (gethostname(me, sizeof(me)) == 0) {
-    me[sizeof(me) - 1] = '\0';
-    if (!strcasecmp(name, me))
-      return 1;
-  }
-  return 0;
-}
-
-static int
-gather_hosts(wr_job *j, const wr_opts *o)
-{
-  weftx_hosts_input in;
-  char why[512] = "";
-  memset(&in, 0, sizeof(in));
-  in.host_args = o->host_args;
-  in.nhost_args = o->nhost_args;
-  in.hostfile = o->hostfile;
-  in.slurm_nodelist = getenv("SLURM_JOB_NODELIST");
-  in.slurm_tasks_per_node = getenv("SLURM_TASKS_PER_NODE");
-  /* Open MPI's default hostfile (an MCA parameter, as weft-vcluster sets it) stands in
-   * for --hostfile when neither -H, --hostfile nor a Slurm allocation says */
-  if (!in.nhost_args && !in.hostfile && !in.slurm_nodelist) {
-    const char *d = getenv("OMPI_MCA_orte_default_hostfile");
-    if (!d || !*d)
-      d = getenv("PRTE_MCA_prte_default_hostfile");
-    if (d && *d)
-      in.hostfile = d;
-  }
-  int rc = weftx_hosts_gather(&in, &j->hl, why, sizeof(why));
-  if (rc) {
-    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
-    return rc == WEFT_ENOENT || rc == WEFT_EIO ? WR_EXIT_NOINPUT : WR_EXIT_HOSTS;
-  }
-  j->nhosts = weftx_hostlist_count(j->hl);
-  if (j->nhosts < 1 || j->nhosts > WR_MAX_LIST * 64) {
-    fprintf(stderr, "weftrun: %d hosts; weftrun takes 1 to %d\n", j->nhosts, WR_MAX_LIST * 64);
-    return WR_EXIT_HOSTS;
-  }
-  return 0;
-}
-
-/* Remote hosts without a topology file are probed (once, all together) when
- * their slots are not given or a report needs their placement. */
-static int
-probe_remote(wr_job *j, const wr_opts *o)
-{
-  if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE"))
-    return 0;
-  const char **names = calloc((size_t)j->nhosts, sizeof(*names));
-  int *which = calloc((size_t)j->nhosts, sizeof(*which));
-  char **paths = calloc((size_t)j->nhosts, sizeof(*paths));
-  int n = 0, rc = WR_EXIT_ENGINE;
-  if (!names || !which || !paths || !(j->probed = calloc((size_t)j->nhosts, sizeof(char *))))
-    goto out;
-  for (int h = 0; h < j->nhosts; h++) {
-    const weftx_host *host = weftx_hostlist_host(j->hl, h);
-    if (j->host_file[h] || weftx_hostlist_origin(j->hl) == WEFTX_HOSTS_LOCAL ||
-        is_local_name(host->name))
-      continue;
-    if (host->slots_given && !o->dry_run && !o->report_bindings && !j->gce_here)
-      continue;
-    which[n] = h;
-    names[n++] = host->name;
-  }
-  wr_gce *gce = n ? calloc((size_t)n, sizeof(*gce)) : NULL;
-  rc = !n ? 0 : gce ? wr_probe(o, names, n, paths, gce) : WR_EXIT_ENGINE;
-  for (int i = 0; !rc && i < n; i++) {
-    j->probed[which[i]] = paths[i];
-    j->gce[which[i]] = gce[i];
-  }
-  free(gce);
-out:
-  free(names);
-  free(which);
-  free(paths);
-  return rc;
-}
-
-/* Per host: the topology file named for it, the default one, or none. */
-static int
-assign_topologies(wr_job *j, const wr_opts *o)
-{
-  for (int k = 0; k < o->nhost_topology; k++) {
-    const char *kv = o->host_topology[k].key;
-    size_t n = (size_t)(o->host_topology[k].value - 1 - kv);
-    char host[WEFTX_HOSTNAME_MAX + 1];
-    if (n > WEFTX_HOSTNAME_MAX) {
-      fprintf(stderr, "weftrun: --topology '%s': host name too long\n", kv);
-      return WR_EXIT_USAGE;
-    }
-    memcpy(host, kv, n);
-    host[n] = '\0';
-    int h = weftx_hostlist_find(j->hl, host);
-    if (h < 0) {
-      fprintf(stderr, "weftrun: --topology '%s': host '%s' is not one of the job's hosts "
-              "(they come from %s); fix the name or add the host\n", kv, host,
-              weftx_hosts_origin_name(weftx_hostlist_origin(j->hl)));
-      return WR_EXIT_NOHOST;
-    }
-    free(j->host_file[h]);
-    if (!(j->host_file[h] = strdup(o->host_topology[k].value)))
-      return WR_EXIT_ENGINE;
-  }
-  for (int h = 0; h < j->nhosts; h++)
-    if (!j->host_file[h] && o->topology && !(j->host_file[h] = strdup(o->topology)))
-      return WR_EXIT_ENGINE;
-  int rc = probe_remote(j, o);
-  if (rc)
-    return rc;
-  for (int h = 0; h < j->nhosts; h++) {
-    weftx_topo *t;
-    rc = topo_get(j, j->host_file[h] ? j->host_file[h] : j->probed[h], &t);
-    if (rc)
-      return rc;
-    j->hosts[h].topo = t;
-    j->hosts[h].topology = j->host_file[h] ? base_name(j->host_file[h]) : NULL;
-    j->hosts[h].name = weftx_hostlist_host(j->hl, h)->name;
-  }
-  return 0;
-}
-
-static void
-warn(void *arg, const char *msg)
-{
-  (void)arg;
-  fprintf(stderr, "weftrun: warning: %s\n", msg);
-}
-
-/* GCE facts of every host (from the probe): one machine type for all, and hosts
- * ordered by physical_host (cluster, rack, host) when every host has one, so that
- * neighbouring ranks share racks; the hosts' arrays are permuted before any rank
- * is laid out. */
-static int
-gce_hosts(wr_job *j)
-{
-  int n = j->nhosts, rc = 0;
-  const char **names = calloc((size_t)n, sizeof(*names));
-  const char **types = calloc((size_t)n, sizeof(*types));
   const char **phys = calloc((size_t)n, sizeof(*phys));
   int *order = calloc((size_t)n, sizeof(*order));
-  weftx_plan_host *hosts = calloc((size_t)n, sizeof(*hosts));
-  char **file = calloc((size_t)n, sizeof(*file)), **probed = calloc((size_t)n, sizeof(*probed));
-  wr_gce *gce = calloc((size_t)n, sizeof(*gce));
-  if (!names || !types || !phys || !order || !hosts || !file || !probed || !gce ||
-      !(j->hl_of = calloc((size_t)n, sizeof(int)))) {
-    rc = WR_EXIT_ENGINE;
+  int rc = 0;
+  if (!phys || !order) {
+    rc = -1;
     goto out;
   }
-  for (int h = 0; h < n; h++) {
-    names[h] = j->hosts[h].name;
-    types[h] = j->gce[h].machine_type;
-    phys[h] = j->gce[h].physical_host;
-  }
-  weftx_gcp_check_mixed(names, types, n, warn, NULL);
-  if (n < 2 || weftx_gcp_order_hosts(phys, n, order) != 0) {
-    free(j->hl_of);
-    j->hl_of = NULL;
-    goto out;
-  }
-  for (int h = 0; h < n; h++) {
-    hosts[h] = j->hosts[order[h]];
-    file[h] = j->host_file[order[h]];
-    probed[h] = j->probed ? j->probed[order[h]] : NULL;
-    gce[h] = j->gce[order[h]];
-    j->hl_of[h] = order[h];
-  }
-  memcpy(j->hosts, hosts, (size_t)n * sizeof(*hosts));
-  memcpy(j->host_file, file, (size_t)n * sizeof(*file));
-  if (j->probed)
-    memcpy(j->probed, probed, (size_t)n * sizeof(*probed));
-  memcpy(j->gce, gce, (size_t)n * sizeof(*gce));
-  j->ordered = 1;
+  for (int h = 0; h < n; h++)
+    phys[h] = hosts[h].physical_host;
+  p->ordered = n > 1 && weftx_gcp_order_hosts(phys, n, order) == 0;
+  for (int h = 0; h < n; h++)
+    p->hosts[h].host = &hosts[p->ordered ? order[h] : h];
 out:
-  free(names);
-  free(types);
   free(phys);
   free(order);
-  free(hosts);
-  free(file);
-  free(probed);
-  free(gce);
   return rc;
 }
 
+/* Each host's slots (given, else what its GPUs or cores take) and cap (ranks it takes
+ * without oversubscribing). --gpus-per-node N stands for a host's GPUs when trusted. */
 static int
-gpus_of(const wr_job *j, const wr_opts *o, int h)
+slots(wr_plan *p, char *why, size_t len)
 {
-  if (o->gpus_per_node >= 0 && !j->host_file[h])
-    return (int)o->gpus_per_node;
-  return weftx_topo_ngpus(j->hosts[h].topo);
-}
-
-static int
-plan_counts(wr_job *j, const wr_opts *o)
-{
-  long total = 0;
-  int gpu_map = j->pol.map_by == WEFTX_MAP_GPU || j->pol.map_by == WEFTX_MAP_AUTO;
-  if (!(j->cap = calloc((size_t)j->nhosts, sizeof(int))))
-    return WR_EXIT_ENGINE;
-  for (int h = 0; h < j->nhosts; h++) {
-    const weftx_host *host = weftx_hostlist_host(j->hl, hl_index(j, h));
-    int slots = host->slots;
-    j->cap[h] = gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h] ?
-                (int)o->gpus_per_node : weftx_map_slots(j->hosts[h].topo, &j->pol);
-    if (j->pol.map_by == WEFTX_MAP_GPU && gpus_of(j, o, h) == 0) {
-      fprintf(stderr, "weftrun: --map-by gpu but host '%s' has no GPU (topology: %s); use "
-              "--map-by core, or --gpus-per-node N if the probe is wrong\n", host->name,
-              j->host_file[h] ? j->host_file[h] : "this machine");
+  int gpu_map = p->pol.map_by == WEFTX_MAP_GPU || p->pol.map_by == WEFTX_MAP_AUTO;
+  for (int h = 0; h < p->nhosts; h++) {
+    wr_plan_host *ph = &p->hosts[h];
+    const wr_host *w = ph->host;
+    int trusted = gpu_map && w->gpus > 0 && w->gpus_trusted;
+    if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0) {
+      snprintf(why, len, "--map-by gpu but host '%s' has no GPU (topology: %s); use "
+               "--map-by core, or --gpus-per-node N if the probe is wrong", w->name,
+               w->file ? w->file : "this machine");
       return WR_EXIT_NOGPU;
     }
-    if (slots <= 0) {
-      if (gpu_map && gpus_of(j, o, h) > 0 && o->gpus_per_node >= 0 && !j->host_file[h])
-        slots = (int)o->gpus_per_node;
-      else
-        slots = weftx_map_slots(j->hosts[h].topo, &j->pol);
-      if (slots < 1)
-        slots = 1;
-      weftx_hostlist_default_slots(j->hl, hl_index(j, h), slots);
-    }
-    j->hosts[h].slots = slots;
-    total += slots;
+    ph->cap = trusted ? w->gpus : weftx_map_slots(w->topo, &p->pol);
+    ph->slots = w->slots > 0 ? w->slots : ph->cap > 0 ? ph->cap : 1;
   }
-  long np = o->np;
+  return 0;
+}
+
+/* Ranks per host: -N K on each, else host by host up to its slots, then (with
+ * --oversubscribe) round-robin over the hosts. */
+static int
+counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
+{
+  long total = 0, np = o->np;
+  for (int h = 0; h < p->nhosts; h++)
+    total += p->hosts[h].slots;
   if (o->per_node > 0) {
-    long want = o->per_node * j->nhosts;
+    long want = o->per_node * p->nhosts;
     if (np < 0)
       np = want;
     if (np > want) {
-      fprintf(stderr, "weftrun: -np %ld is more than -N %ld on %d hosts; raise -N or lower -np\n",
-              np, o->per_node, j->nhosts);
+      snprintf(why, len, "-np %ld is more than -N %ld on %d hosts; raise -N or lower -np", np,
+               o->per_node, p->nhosts);
       return WR_EXIT_PLACE;
     }
   }
   if (np < 0)
     np = total;
-  if (np > 1000000)
-    np = 1000000;
-  j->np = (int)np;
-  if (!(j->counts = calloc((size_t)j->nhosts, sizeof(int))))
-    return WR_EXIT_ENGINE;
+  if (np > MAX_NP) {
+    snprintf(why, len, "%ld ranks; weftrun starts at most %d", np, MAX_NP);
+    return WR_EXIT_PLACE;
+  }
+  p->np = (int)np;
   if (o->per_node > 0) {
-    for (int h = 0; h < j->nhosts; h++)
-      if (o->per_node > j->hosts[h].slots && !j->pol.oversubscribe) {
-        fprintf(stderr, "weftrun: -N %ld but host '%s' has %d slots; lower -N or add "
-                "--oversubscribe\n", o->per_node, j->hosts[h].name, j->hosts[h].slots);
+    for (int h = 0; h < p->nhosts; h++)
+      if (o->per_node > p->hosts[h].slots && !p->pol.oversubscribe) {
+        snprintf(why, len, "-N %ld but host '%s' has %d slots; lower -N or add --oversubscribe",
+                 o->per_node, p->hosts[h].host->name, p->hosts[h].slots);
         return WR_EXIT_PLACE;
       }
     long left = np;
-    for (int h = 0; h < j->nhosts; h++) {
-      j->counts[h] = (int)(left < o->per_node ? left : o->per_node);
-      left -= j->counts[h];
+    for (int h = 0; h < p->nhosts; h++) {
+      p->hosts[h].count = (int)(left < o->per_node ? left : o->per_node);
+      left -= p->hosts[h].count;
     }
     return 0;
   }
-  if (np > total && !j->pol.oversubscribe) {
+  if (np > total && !p->pol.oversubscribe) {
     char list[256] = "";
     size_t off = 0;
-    for (int h = 0; h < j->nhosts && off < sizeof(list) - 1; h++)
+    for (int h = 0; h < p->nhosts && off < sizeof(list) - 1; h++)
       off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s:%d", h ? "," : "",
-                              j->hosts[h].name, j->hosts[h].slots);
-    fprintf(stderr, "weftrun: %ld ranks but the hosts have %ld slots (%s); lower -np, add hosts "
-            "or slots (-H host:N), or add --oversubscribe\n", np, total, list);
+                              p->hosts[h].host->name, p->hosts[h].slots);
+    snprintf(why, len, "%ld ranks but the hosts have %ld slots (%s%s); lower -np, add hosts or "
+             "slots (-H host:N), or add --oversubscribe", np, total, list,
+             off >= sizeof(list) - 1 ? "..." : "");
     return WR_EXIT_PLACE;
   }
   long left = np;
-  for (int h = 0; h < j->nhosts && left > 0; h++) {
-    j->counts[h] = (int)(left < j->hosts[h].slots ? left : j->hosts[h].slots);
-    left -= j->counts[h];
+  for (int h = 0; h < p->nhosts && left > 0; h++) {
+    p->hosts[h].count = (int)(left < p->hosts[h].slots ? left : p->hosts[h].slots);
+    left -= p->hosts[h].count;
   }
-  for (int h = 0; left > 0; h = (h + 1) % j->nhosts, left--)
-    j->counts[h]++;
+  for (int h = 0; left > 0; h = (h + 1) % p->nhosts, left--)
+    p->hosts[h].count++;
   return 0;
 }
 
 static int
-place_ranks(wr_job *j)
+place(wr_plan *p, char *why, size_t len)
 {
-  if (!(j->ranks = calloc((size_t)j->np, sizeof(*j->ranks))))
-    return WR_EXIT_ENGINE;
-  for (int r = 0; r < j->np; r++) {
-    int local = 0;
-    int h = weft_layout_host(j->counts, j->nhosts, j->by_node, r, &local);
-    weftx_plan_rank *pr = &j->ranks[r];
-    char why[512] = "";
+  int *cnt = calloc((size_t)p->nhosts, sizeof(*cnt));
+  if (!cnt || !(p->ranks = calloc((size_t)(p->np ? p->np : 1), sizeof(*p->ranks)))) {
+    free(cnt);
+    return nomem(why, len);
+  }
+  for (int h = 0; h < p->nhosts; h++)
+    cnt[h] = p->hosts[h].count;
+  for (int r = 0; r < p->np; r++) {
+    int local = 0, h = weft_layout_host(cnt, p->nhosts, p->by_node, r, &local);
+    const wr_plan_host *ph = &p->hosts[h];
+    weftx_plan_rank *pr = &p->ranks[r];
+    char reason[512] = "";
     pr->rank = r;
     pr->host = h;
     pr->node_rank = h;
     pr->local_rank = local;
     /* Slots the user gave (-H host:N, slots=N) may exceed what the host has, as
      * mpirun allows: the ranks there then share (oversubscribe) */
-    weftx_policy pol = j->pol;
-    if (j->counts[h] > j->cap[h]) {
+    weftx_policy pol = p->pol;
+    if (ph->count > ph->cap) {
       pol.oversubscribe = 1;
-      j->oversub = 1;
+      p->oversub = 1;
+    } else if (ph->host->gpus_trusted && ph->host->from == WR_TOPO_ASSUMED) {
+      /* a host known by --gpus-per-node alone: what is shown is this machine's
+       * placement; weft-rank places the rank on the host's own hardware */
+      pol.oversubscribe = 1;
     }
-    int rc = weftx_map_rank(j->hosts[h].topo, &pol, local, j->counts[h], &pr->place, why,
-                           sizeof(why));
+    int rc = weftx_map_rank(ph->host->topo, &pol, local, ph->count, &pr->place, reason,
+                            sizeof(reason));
     if (rc) {
       memset(&pr->place, 0, sizeof(pr->place));
-      fprintf(stderr, "weftrun: rank %d on %s (local rank %d of %d): %s\n", r,
-              j->hosts[h].name, local, j->counts[h], why[0] ? why : weft_strerror(rc));
+      p->np = r; /* what wr_plan_destroy() clears */
+      free(cnt);
+      snprintf(why, len, "rank %d on %s (local rank %d of %d): %s", r, ph->host->name, local,
+               ph->count, reason[0] ? reason : weft_strerror(rc));
       return rc == WEFT_ENOGPU ? WR_EXIT_NOGPU : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
     }
   }
+  free(cnt);
   return 0;
 }
 
-int
-wr_job_add_env(wr_job *j, const char *key, const char *value)
-{
-  char **v = realloc(j->env, (size_t)(j->nenv + 1) * sizeof(*v));
-  size_t n = strlen(key) + strlen(value) + 2;
-  if (!v)
-    return WR_EXIT_ENGINE;
-  j->env = v;
-  if (!(v[j->nenv] = malloc(n)))
-    return WR_EXIT_ENGINE;
-  snprintf(v[j->nenv++], n, "%s=%s", key, value);
-  j->plan.env = (const char *const *)j->env;
-  j->plan.nenv = j->nenv;
-  return 0;
-}
-
-/* The -x variables with a value, as every rank will see them. */
 static int
-add_x_env(wr_job *j, const wr_opts *o)
+add_env(wr_plan *p, const char *key, size_t keylen, const char *value)
+{
+  char **v = realloc(p->env, (size_t)(p->nenv + 1) * sizeof(*v));
+  size_t n = keylen + strlen(value) + 2;
+  if (!v)
+    return -1;
+  p->env = v;
+  if (!(v[p->nenv] = malloc(n)))
+    return -1;
+  snprintf(v[p->nenv++], n, "%.*s=%s", (int)keylen, key, value);
+  return 0;
+}
+
+static const char *
+lookup(char *const *env, const char *key, size_t n)
+{
+  for (; env && *env; env++)
+    if (!strncmp(*env, key, n) && (*env)[n] == '=')
+      return *env + n + 1;
+  return NULL;
+}
+
+/* The -x variables with a value, as every rank will see them, then the preset's. */
+static int
+environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
 {
   for (int i = 0; i < o->nxvars; i++) {
     const char *x = o->xvars[i], *eq = strchr(x, '=');
-    char key[256];
     size_t n = eq ? (size_t)(eq - x) : strlen(x);
-    if (n >= sizeof(key))
-      continue;
-    memcpy(key, x, n);
-    key[n] = '\0';
-    const char *v = eq ? eq + 1 : getenv(key);
-    if (v && wr_job_add_env(j, key, v))
-      return WR_EXIT_ENGINE;
+    const char *v = eq ? eq + 1 : lookup(here->environ, x, n);
+    if (v && add_env(p, x, n, v))
+      return -1;
   }
+  for (int i = 0; i < here->npreset_env; i++)
+    if (add_env(p, here->preset_env[i], strcspn(here->preset_env[i], "="),
+                here->preset_env[i] + strcspn(here->preset_env[i], "=") + 1))
+      return -1;
   return 0;
 }
 
 int
-wr_job_build(const wr_opts *o, wr_job **out)
+wr_plan_make(const wr_opts *o, const wr_host *hosts, int nhosts, const wr_plan_here *here,
+             wr_plan **out, char *why, size_t whylen)
 {
-  wr_job *j = calloc(1, sizeof(*j));
-  char why[512] = "";
+  wr_plan *p = calloc(1, sizeof(*p));
   int rc;
-  *out = NULL;
-  if (!j)
-    return WR_EXIT_ENGINE;
-  *out = j;
-  if ((rc = weftx_policy_parse(&j->pol, o->map_by, o->bind_to, why, sizeof(why)))) {
-    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+  *out = p;
+  why[0] = '\0';
+  if (!p || !(p->hosts = calloc((size_t)nhosts, sizeof(*p->hosts))))
+    return nomem(why, whylen);
+  p->nhosts = nhosts;
+  if ((rc = weftx_policy_parse(&p->pol, o->map_by, o->bind_to, why, whylen)))
     return WR_EXIT_USAGE;
-  }
   if (o->oversubscribe)
-    j->pol.oversubscribe = 1;
-  j->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || j->pol.map_by == WEFTX_MAP_NODE;
-  if ((rc = gather_hosts(j, o)))
+    p->pol.oversubscribe = 1;
+  p->pol.reserved_cpus = here->reserved_cpus;
+  p->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || p->pol.map_by == WEFTX_MAP_NODE;
+  if (order_hosts(p, hosts, nhosts))
+    return nomem(why, whylen);
+  if ((rc = slots(p, why, whylen)) || (rc = counts(p, o, why, whylen)) ||
+      (rc = place(p, why, whylen)))
     return rc;
-  j->hosts = calloc((size_t)j->nhosts, sizeof(*j->hosts));
-  j->host_file = calloc((size_t)j->nhosts, sizeof(*j->host_file));
-  if (!j->hosts || !j->host_file)
-    return WR_EXIT_ENGINE;
-  if ((rc = wr_gcp_prepare(o, j->nhosts, &j->pol, &j->gcp)))
-    return rc;
-  if (!(j->gce = calloc((size_t)j->nhosts, sizeof(*j->gce))))
-    return WR_EXIT_ENGINE;
-  if (j->nhosts > 1) {
-    wr_gce here;
-    j->gce_here = wr_gcp_local(j->gcp, &here);
-    for (int h = 0; h < j->nhosts; h++)
-      if (weftx_hostlist_origin(j->hl) == WEFTX_HOSTS_LOCAL ||
-          is_local_name(weftx_hostlist_host(j->hl, h)->name))
-        j->gce[h] = here;
-  }
-  if ((rc = assign_topologies(j, o)) || (rc = gce_hosts(j)) || (rc = plan_counts(j, o)) ||
-      (rc = place_ranks(j)))
-    return rc;
-  j->plan.np = j->np;
-  j->plan.nhosts = j->nhosts;
-  j->plan.hosts = j->hosts;
-  j->plan.ranks = j->ranks;
-  if ((rc = add_x_env(j, o)))
-    return rc;
-  return wr_gcp_add_env(j->gcp, j);
+  if (environment(p, o, here))
+    return nomem(why, whylen);
+  return 0;
 }
 
 void
-wr_job_destroy(wr_job *j)
+wr_plan_destroy(wr_plan *p)
 {
-  if (!j)
+  if (!p)
     return;
-  if (j->ranks)
-    for (int r = 0; r < j->np; r++)
-      weftx_place_clear(&j->ranks[r].place);
-  free(j->ranks);
-  for (int i = 0; i < j->nenv; i++)
-    free(j->env[i]);
-  free(j->env);
-  for (int i = 0; i < j->ntopos; i++) {
-    weftx_topo_destroy(j->topos[i].topo);
-    free(j->topos[i].path);
-  }
-  if (j->host_file)
-    for (int h = 0; h < j->nhosts; h++)
-      free(j->host_file[h]);
-  if (j->probed)
-    for (int h = 0; h < j->nhosts; h++) {
-      if (j->probed[h])
-        unlink(j->probed[h]);
-      free(j->probed[h]);
-    }
-  free(j->probed);
-  free(j->host_file);
-  free(j->hosts);
-  free(j->counts);
-  free(j->cap);
-  free(j->gce);
-  free(j->hl_of);
-  weftx_hostlist_destroy(j->hl);
-  wr_gcp_destroy(j->gcp);
-  free(j);
-}
-
-const weftx_plan *
-wr_job_plan(const wr_job *j)
-{
-  return &j->plan;
-}
-
-int wr_job_nhosts(const wr_job *j) { return j->nhosts; }
-int wr_job_np(const wr_job *j) { return j->np; }
-int wr_job_by_node(const wr_job *j) { return j->by_node; }
-int wr_job_count(const wr_job *j, int h) { return j->counts[h]; }
-int wr_job_slots(const wr_job *j, int h) { return j->hosts[h].slots; }
-int wr_job_oversubscribed(const wr_job *j) { return j->oversub; }
-int wr_job_ordered(const wr_job *j) { return j->ordered; }
-const char *wr_job_host(const wr_job *j, int h) { return j->hosts[h].name; }
-const char *wr_job_host_file(const wr_job *j, int h) { return j->host_file[h]; }
-const weftx_topo *wr_job_topo(const wr_job *j, int h) { return j->hosts[h].topo; }
-const weftx_policy *wr_job_policy(const wr_job *j) { return &j->pol; }
-int wr_job_rank_host(const wr_job *j, int r) { return j->ranks[r].host; }
-int wr_job_host_is_local(const wr_job *j, int h)
-{
-  return weftx_hostlist_origin(j->hl) == WEFTX_HOSTS_LOCAL || is_local_name(j->hosts[h].name);
+  if (p->ranks)
+    for (int r = 0; r < p->np; r++)
+      weftx_place_clear(&p->ranks[r].place);
+  free(p->ranks);
+  for (int i = 0; i < p->nenv; i++)
+    free(p->env[i]);
+  free(p->env);
+  free(p->hosts);
+  free(p);
 }
 
 int
-wr_job_print(const wr_job *j, const wr_opts *o, FILE *out)
+wr_plan_host_of(const wr_plan *p, const char *name)
 {
-  if (o->json)
-    return weftx_plan_write_json(out, &j->plan) ? WR_EXIT_ENGINE : 0;
-  char pol[128] = "", line[512];
-  weftx_policy_format(&j->pol, pol, sizeof(pol));
-  fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", j->np,
-          j->nhosts, j->nhosts == 1 ? "" : "s", pol, j->by_node ? "node" : "slot");
-  if (j->ordered)
-    fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
-  for (int h = 0; h < j->nhosts; h++)
-    fprintf(out, "# host %s: %d of %d slots, %d GPUs, topology %s\n", j->hosts[h].name,
-            j->counts[h], j->hosts[h].slots, weftx_topo_ngpus(j->hosts[h].topo),
-            j->host_file[h] ? j->host_file[h] :
-            j->probed && j->probed[h] ? "probed" :
-            wr_job_host_is_local(j, h) ? "this machine" : "assumed like this machine");
-  for (int h = 0; j->gce && h < j->nhosts; h++)
-    if (j->gce[h].machine_type[0])
-      fprintf(out, "# host %s: machine type %s, physical_host %s\n", j->hosts[h].name,
-              j->gce[h].machine_type, j->gce[h].physical_host[0] ? j->gce[h].physical_host : "none");
-  wr_gcp_print(j->gcp, out);
-  for (int r = 0; r < j->np; r++) {
-    const weftx_plan_rank *pr = &j->ranks[r];
-    if (weftx_place_format(j->hosts[pr->host].topo, j->hosts[pr->host].name, r, &pr->place, line,
-                          sizeof(line)) == 0)
-      fprintf(out, "%s\n", line);
-  }
-  return 0;
+  for (int h = 0; h < p->nhosts; h++)
+    if (!strcmp(p->hosts[h].host->name, name))
+      return h;
+  return -1;
 }

@@ -1,30 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun's internal interface: the parsed command line, the job plan, the
- * engine that turns the plan into an mpirun command, and the exit codes.
+ * weftrun's internal interface. weftrun is a straight pipeline; each stage
+ * reads what the earlier ones made and none calls back into an earlier one:
+ *
+ *   options.c   the command line                              -> wr_opts
+ *   hosts.c     the job's hosts as the user gave them          -> wr_inventory, one wr_host each
+ *   facts.c     all that is learnt about them (all the I/O: topology files, the
+ *               remote probe in probe.c, this machine, Google Cloud in gcp.c)
+ *                                                              -> the same wr_host structs
+ *   plan.c      pure: hosts + facts + policy + options -> ranks per host, every
+ *               rank's placement, the environment to show      -> wr_plan
+ *   network.c   the interface, MASTER_ADDR, MASTER_PORT        -> wr_net
+ *   engine.c    the mpirun command line and its hostfile       -> argv
+ *   run.c       run it; failed ranks, the deadline, signals    -> the exit status
+ *
+ * report.c prints a plan (--dry-run, --report-bindings --json); jobdir.c holds
+ * every file weftrun writes for a job; exec.c finds mpirun and weft-rank and
+ * builds argument vectors; signals.c turns SIGINT/TERM/HUP into stop requests.
  */
 #ifndef WEFTRUN_H
 #define WEFTRUN_H
 
 #include <weftx.h>
 
+#include "agent.h"
 #include "opt.h"
 
-/* Exit codes of weftrun itself (the man page's EXIT STATUS is the contract);
- * a failed rank's own code (128+N for signal N) is passed through instead. */
-#define WR_EXIT_OK       0
-#define WR_EXIT_USAGE    2   /* bad option or option value */
-#define WR_EXIT_HOSTS    65  /* bad hostfile, -H list or Slurm node list */
-#define WR_EXIT_NOINPUT  66  /* a file named on the command line cannot be read */
-#define WR_EXIT_PLACE    67  /* the placement asked for does not fit the hosts */
-#define WR_EXIT_NOHOST   68  /* a host named in --topology host=FILE is not in the job */
-#define WR_EXIT_NOGPU    69  /* GPUs asked for (--map-by gpu) on a host without any */
-#define WR_EXIT_ENGINE   70  /* mpirun or weft-rank cannot be started, or mpirun failed alone */
-#define WR_EXIT_HOSTLOST 75  /* a host was lost during the job (its daemon stopped answering) */
-#define WR_EXIT_TIMEOUT  124 /* --timeout expired: the job was ended */
+/* Exit codes of weftrun itself, from the one table in agent.h (the man page's EXIT
+ * STATUS is generated from it); a failed rank's own code is passed through instead.
+ * WR_EXIT_RANK and WR_EXIT_SIGNAL are negative: they stand for ranges. */
+#define WR_EXIT_ENUM(name, code, ...) WR_EXIT_##name = (code),
+enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
+#undef WR_EXIT_ENUM
 
-/* Upper bounds that keep every list fixed-size and every wait bounded. */
+/* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
+#define WR_MAX_HOSTS WEFT_AGENT_MAX_HOSTS
 
 typedef struct wr_pair { const char *key, *value; } wr_pair;
 
@@ -52,7 +63,7 @@ typedef struct wr_opts {
   long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
   const char *pass[WR_MAX_LIST]; /* Open MPI options passed through, with their arguments */
   int npass;
-  int version, help, help_man, verbose;
+  int version, help, help_man, help_man_exit, verbose;
   char **program;               /* argv of the program, NULL-terminated */
   int nprogram;
 } wr_opts;
@@ -64,70 +75,158 @@ void wr_opts_init(wr_opts *o);
 int wr_opts_parse(wr_opts *o, int argc, char **argv);
 void wr_usage(FILE *out);
 
-/* plan.c: hosts, their topologies and every rank's placement. */
-typedef struct wr_job wr_job;
-int wr_job_build(const wr_opts *o, wr_job **out);   /* returns a WR_EXIT_* code */
-void wr_job_destroy(wr_job *j);
-int wr_job_print(const wr_job *j, const wr_opts *o, FILE *out); /* --dry-run / report */
-const weftx_plan *wr_job_plan(const wr_job *j);
-int wr_job_nhosts(const wr_job *j);
-int wr_job_np(const wr_job *j);
-int wr_job_by_node(const wr_job *j);
-int wr_job_count(const wr_job *j, int h);
-int wr_job_slots(const wr_job *j, int h);
-int wr_job_oversubscribed(const wr_job *j); /* some host has more ranks than cores/GPUs */
-int wr_job_ordered(const wr_job *j);        /* hosts ordered by physical_host (not as given) */
-const char *wr_job_host(const wr_job *j, int h);
-const char *wr_job_host_file(const wr_job *j, int h); /* NULL: the host's own hardware */
-const weftx_topo *wr_job_topo(const wr_job *j, int h);
-const weftx_policy *wr_job_policy(const wr_job *j);
-int wr_job_host_is_local(const wr_job *j, int h);
-int wr_job_rank_host(const wr_job *j, int r);
-int wr_job_add_env(wr_job *j, const char *key, const char *value); /* shown in the plan JSON */
+/* signals.c: SIGINT, SIGTERM and SIGHUP become one byte each (the signal number) on a
+ * pipe, a stop request for weftx_proc_run(); never an asynchronous death. */
+int wr_signals_install(void);      /* the pipe's read end, or -1 */
+int wr_signals_pending(int fd);    /* the signal waiting on fd (consumed), or 0 */
 
-/* probe.c: each remote host's hwloc XML, through mpirun and "weft-rank --probe",
- * into temporary files paths[i] (the caller unlinks and frees them), and its GCE
- * facts into gce[i] (may be NULL; left as they are for a host not on GCE).
- * Returns a WR_EXIT_* code. */
-typedef struct wr_gce {
-  char machine_type[64];        /* "" when unknown (not on GCE) */
+/* jobdir.c: the job's private directory, $TMPDIR/weft-PID-XXXXXX (mode 0700), made
+ * on first use; every file weftrun writes for the job is in it, and it goes with the
+ * job (on success, errors and signals; only a SIGKILL of weftrun leaves it). */
+typedef struct wr_jobdir {
+  char path[4096];              /* "" until made */
+  char **files;                 /* what is in it, to remove */
+  int nfiles;
+} wr_jobdir;
+/* A new file NAME in it, open for writing; its path in \p path. NULL with \p why. */
+FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why,
+                     size_t whylen);
+/* The name the directory has or will have ("$TMPDIR/weft-PID-XXXXXX" before it is made). */
+void wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len);
+void wr_jobdir_remove(wr_jobdir *d);
+
+/* exec.c: the programs weftrun starts and their argument vectors. */
+typedef struct wr_argv { char **v; int n, cap; } wr_argv;
+int wr_argv_add(wr_argv *a, const char *s);   /* 0 or WEFT_ENOMEM */
+int wr_argv_add_cb(void *a, const char *s);   /* the same, as weft_agent_args_write() calls it */
+void wr_argv_free(wr_argv *a);
+void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
+const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
+const char *wr_find_mpirun(char *buf, size_t len);     /* $WEFT_MPIRUN, else $PATH */
+
+/* Where a host's topology came from. */
+typedef enum wr_topo_from {
+  WR_TOPO_FILE = 1,             /* --topology (HOST=)FILE */
+  WR_TOPO_PROBED,               /* the remote probe */
+  WR_TOPO_HERE,                 /* this machine: the host is weftrun's own */
+  WR_TOPO_ASSUMED,              /* this machine's, assumed for a remote host not probed */
+} wr_topo_from;
+
+/* One host of the job: what the user said of it (hosts.c), then what is known of it
+ * (facts.c). The plan reads it and never changes it. */
+typedef struct wr_host {
+  const char *name;             /* validated; belongs to the inventory */
+  int index;                    /* position in the user's list */
+  int slots;                    /* given (-H host:N, slots=N, listed twice); 0: not given */
+  int local;                    /* weftrun's own host */
+  const char *file;             /* its --topology file, or NULL */
+  const weftx_topo *topo;       /* its topology (never NULL after facts.c) */
+  wr_topo_from from;
+  int gpus;                     /* GPUs: of topo, or --gpus-per-node's N when trusted */
+  int gpus_trusted;             /* gpus is --gpus-per-node's */
+  char machine_type[64];        /* Google Cloud: "" when unknown */
   char physical_host[256];      /* "" without compact placement */
-} wr_gce;
-int wr_probe(const wr_opts *o, const char *const *hosts, int n, char **paths, wr_gce *gce);
+} wr_host;
 
-/* gcp.c: --nccl-preset on this VM: sets pol->reserved_cpus, prints the checks;
- * the preset's variables go to --dry-run and the plan JSON. */
+typedef struct wr_topo_entry wr_topo_entry;
 typedef struct wr_gcp wr_gcp;
-int wr_gcp_prepare(const wr_opts *o, int nhosts, weftx_policy *pol, wr_gcp **out); /* WR_EXIT_* */
-int wr_gcp_add_env(const wr_gcp *g, wr_job *j);       /* the preset's variables, wr_job_add_env() */
-int wr_gcp_local(const wr_gcp *g, wr_gce *out);       /* this host's GCE facts; 1 when on GCE */
+
+/* The hosts and their facts, and what belongs to them. */
+typedef struct wr_inventory {
+  weftx_hostlist *hl;           /* owns the names */
+  weftx_hosts_origin origin;
+  int nhosts;
+  wr_host *hosts;               /* as the user gave them */
+  wr_topo_entry *topos;         /* loaded topologies, by file */
+  int ntopos;
+  wr_gcp *gcp;                  /* --nccl-preset on this VM */
+  char **preset_env;            /* its variables as "KEY=VALUE", for the plan */
+  int npreset_env;
+} wr_inventory;
+
+/* hosts.c: -H, --hostfile, Open MPI's default hostfile, Slurm or this host; each
+ * host's given slots, whether it is this one, its --topology file. WR_EXIT_*. */
+int wr_hosts_gather(const wr_opts *o, wr_inventory *inv);
+void wr_inventory_free(wr_inventory *inv);
+
+/* facts.c: the hosts' topologies (files, the probe, this machine), Google Cloud facts
+ * and this VM's preset. WR_EXIT_*, or 128+N when stopped by signal N. */
+int wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd);
+
+/* probe.c: remote hosts' hwloc XML (files in the job directory, into paths[i]) and
+ * their Google Cloud facts (into hosts[i]), through mpirun and "weft-rank --probe".
+ * WR_EXIT_*, or 128+N when stopped by signal N. */
+int wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int stop_fd,
+             char **paths);
+
+/* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
+ * checks (warnings), this VM's Google Cloud facts. */
+int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out);   /* WR_EXIT_* */
+const char *wr_gcp_reserved_cpus(const wr_gcp *g);
+int wr_gcp_env(const wr_gcp *g, char ***env, int *n);             /* "KEY=VALUE", allocated */
+int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen); /* 1 on GCE */
 void wr_gcp_print(const wr_gcp *g, FILE *out);
 void wr_gcp_destroy(wr_gcp *g);
 
-/* master.c: interface, MASTER_ADDR and MASTER_PORT for the job. */
-typedef struct wr_master {
-  char ifname[32];  /* "" for a job on this host alone */
+/* plan.c: the pure plan. */
+typedef struct wr_plan_host {
+  const wr_host *host;          /* its facts */
+  int slots;                    /* given, else its GPUs or cores (the policy's slots) */
+  int cap;                      /* ranks it takes without oversubscribing */
+  int count;                    /* ranks planned on it */
+} wr_plan_host;
+
+typedef struct wr_plan {
+  weftx_policy pol;
+  int by_node;                  /* ranks numbered round-robin over the hosts */
+  int np;
+  int nhosts;
+  wr_plan_host *hosts;          /* in rank order: as given, or sorted by physical_host */
+  int ordered;                  /* sorted by physical_host */
+  int oversub;                  /* some host has more ranks than its cap */
+  weftx_plan_rank *ranks;       /* np of them; .host indexes hosts */
+  char **env;                   /* "KEY=VALUE" the plan shows: -x values, the preset's */
+  int nenv;
+} wr_plan;
+
+/* What the plan takes of this machine besides the hosts' facts. */
+typedef struct wr_plan_here {
+  const char *reserved_cpus;    /* the preset's cores no rank gets, or NULL */
+  char *const *preset_env;      /* the preset's "KEY=VALUE" */
+  int npreset_env;
+  char *const *environ;         /* weftrun's environment: the value of -x VAR */
+} wr_plan_here;
+
+/* WR_EXIT_*, with a one-line reason in why on failure. */
+int wr_plan_make(const wr_opts *o, const wr_host *hosts, int nhosts, const wr_plan_here *here,
+                 wr_plan **out, char *why, size_t whylen);
+void wr_plan_destroy(wr_plan *p);
+int wr_plan_host_of(const wr_plan *p, const char *name); /* plan index of a host, or -1 */
+
+/* network.c: the job's network, chosen once and handed to every rank. */
+typedef struct wr_net {
+  char ifname[32];              /* "" for a job on this host alone */
   char ifaddr[64];
-  char addr[256];   /* MASTER_ADDR */
-  int port;         /* MASTER_PORT */
-} wr_master;
-int wr_master_choose(const wr_job *j, wr_master *m); /* returns a WR_EXIT_* code */
+  char addr[256];               /* MASTER_ADDR */
+  int port;                     /* MASTER_PORT */
+} wr_net;
+int wr_net_choose(const wr_plan *p, wr_net *n); /* WR_EXIT_* */
 
-/* hostxml.c: this host's live topology as XML for its ranks, in a private temporary
- * directory (path "" when there is none to give); removed again by wr_hostxml_remove(). */
-void wr_hostxml_create(const wr_job *j, char *path, size_t len);
-void wr_hostxml_remove(char *path);
+/* report.c: the plan as --dry-run prints it, or as JSON; net may be NULL. */
+int wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
+              FILE *out);
 
-/* engine.c: the mpirun command line for a job. */
-typedef struct wr_argv { char **v; int n, cap; } wr_argv;
-int wr_argv_add(wr_argv *a, const char *s);
-void wr_argv_free(wr_argv *a);
-int wr_engine_argv(const wr_job *j, const wr_opts *o, const char *mpirun, const char *rank_agent,
-                   const wr_master *m, const char *host_xml, wr_argv *out);
-const char *wr_find_rank_agent(char *buf, size_t len);
-const char *wr_find_mpirun(char *buf, size_t len);
+/* engine.c: the mpirun command line of a plan, and the hostfile it reads. */
+typedef struct wr_engine {
+  const char *mpirun, *agent;
+  const char *hostfile;         /* where wr_engine_hostfile()'s text will be */
+  const char *host_xml;         /* this host's XML for its ranks, or NULL */
+} wr_engine;
+int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                   wr_argv *out, char *why, size_t whylen); /* WR_EXIT_* */
+int wr_engine_hostfile(const wr_plan *p, FILE *out);        /* 0 or -1 */
 
-/* run.c: run the command, watch for failed ranks, apply the timeout and signals. */
-int wr_run(const wr_job *j, const wr_opts *o, char **argv); /* j may be NULL */
+/* run.c: run the command, name the failed rank, apply the timeout and stop requests. */
+int wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd);
 
 #endif /* WEFTRUN_H */

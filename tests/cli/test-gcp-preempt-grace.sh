@@ -4,7 +4,7 @@
 # server on loopback (GCE_METADATA_HOST); the program ignores SIGTERM. After
 # the server announces instance/preempted TRUE the rank must be SIGKILLed
 # once the grace has passed (not before, not much after) and weftrun must
-# exit 79 (WEFTX_EXIT_PREEMPTED). Bad values are refused with exit 2.
+# exit 79 (WEFT_EXIT_PREEMPTED). Bad values are refused with exit 2.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 [ -x /usr/bin/python3 ] || skip "needs /usr/bin/python3 for the fake metadata server"

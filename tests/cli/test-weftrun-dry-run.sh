@@ -40,4 +40,51 @@ check hostfile --hostfile "$tmp/hosts" --topology "$topos/a3-highgpu-8g.xml"
 export SLURM_JOB_NODELIST='gpu[07-08]' SLURM_TASKS_PER_NODE='4(x2)'
 check slurm --topology "$topos/a3-highgpu-8g.xml"
 unset SLURM_JOB_NODELIST SLURM_TASKS_PER_NODE
+
+# --gpus-per-node N and WEFT_NO_PROBE skip the probe of remote hosts (no mpirun here):
+# their topology is assumed like this machine's, their slots N (or given)
+expect_line() { # name, pattern, weftrun args...
+  name=$1 pattern=$2
+  shift 2
+  if timeout 30 "$weftrun" --dry-run "$@" >"$tmp/out" 2>"$tmp/err" && grep -q -e "$pattern" "$tmp/out"; then
+    echo "ok $name"
+  else
+    echo "FAIL $name: weftrun --dry-run $*: no line '$pattern':"; cat "$tmp/out" "$tmp/err"; fail=1
+  fi
+}
+expect_line gpus-per-node '^# host a: 8 of 8 slots, 1 GPUs (--gpus-per-node), topology assumed like this machine$' \
+  --gpus-per-node 1 -H a:8 ./x
+expect_line gpus-per-node-2 '^# host b: 3 of 3 slots, 3 GPUs (--gpus-per-node), topology assumed like this machine$' \
+  --gpus-per-node 3 -H a,b ./x
+export WEFT_NO_PROBE=1
+expect_line no-probe '^# host b: .* topology assumed like this machine$' -H a,b ./x
+unset WEFT_NO_PROBE
+
+# a 5,000-character -x value and --mca value go through whole (no fixed buffer, no false
+# "out of memory")
+long=$(awk 'BEGIN { while (i++ < 5000) printf "v" }')
+if timeout 30 "$weftrun" --dry-run -H a --topology "$topos/a3-highgpu-8g.xml" -x "LONG=$long" \
+     --mca btl_tcp_if_include "$long" ./prog >"$tmp/out" 2>"$tmp/err" &&
+   grep -q -- "-x LONG=$long .*--mca btl_tcp_if_include $long " "$tmp/out"; then
+  echo "ok 5000-character -x and --mca values"
+else
+  echo "FAIL: long -x/--mca values:"; cut -c1-300 "$tmp/out" "$tmp/err"; fail=1
+fi
+
+# 2,000 hosts (a hostfile) with --topology FILE: the engine's command line stays short
+# (the hosts go to mpirun in a hostfile, weft-rank gets a run-length layout)
+awk 'BEGIN { for (i = 0; i < 2000; i++) printf "vm-%04d slots=8\n", i }' >"$tmp/hosts2000"
+if timeout 60 "$weftrun" --dry-run -v --hostfile "$tmp/hosts2000" --topology "$topos/a3-highgpu-8g.xml" \
+     ./prog >"$tmp/out" 2>"$tmp/err"; then
+  len=$(grep '^# command: ' "$tmp/out" | wc -c)
+  if [ "$len" -gt 0 ] && [ "$len" -lt 4096 ] && grep -q -- '--layout 8x2000 ' "$tmp/out" &&
+     [ "$(grep -c '^# hostfile: vm-[0-9]* slots=8$' "$tmp/out")" = 2000 ] &&
+     [ "$(grep -c '^vm-[0-9]* rank ' "$tmp/out")" = 16000 ]; then
+    echo "ok 2000 hosts: engine command line $len bytes"
+  else
+    echo "FAIL 2000 hosts: engine command line $len bytes (want under 4096):"; grep '^# command' "$tmp/out"; fail=1
+  fi
+else
+  echo "FAIL 2000 hosts: weftrun --dry-run failed:"; cat "$tmp/err"; fail=1
+fi
 exit $fail

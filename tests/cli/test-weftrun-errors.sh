@@ -49,11 +49,38 @@ if [ "$(id -u)" = 0 ]; then
    exit $fail) || fail=1
 fi
 expect 2 "no help topic 'foo'; the topics are placement" --help foo
-# --dry-run shows the engine command: exact counts per host, Open MPI's binding off,
-# every rank through weft-rank, the program's own options after "--"
-"$weftrun" --dry-run -H a,b:3 -np 10 --topology "$a3" ./prog -np 2 >"$tmp/out" 2>&1 &&
-  grep -q '^# command: .*mpirun -np 10 -H a:8,b:2 --map-by slot --bind-to none .*weft-rank --hosts a,b --counts 8,2 .* -- ./prog -np 2$' "$tmp/out" ||
+# --dry-run shows the engine command: exact counts per host in a hostfile of the job's
+# private directory, Open MPI's binding off, every rank through weft-rank with the
+# layout, the program's own options after "--"; -v shows the hostfile
+"$weftrun" --dry-run -v -H a,b:3 -np 10 --topology "$a3" ./prog -np 2 >"$tmp/out" 2>&1 &&
+  grep -q '^# command: .*mpirun -np 10 --hostfile [^ ]*/weft-[0-9]*-XXXXXX/hostfile --map-by slot --bind-to none .*weft-rank --layout 8,2 .* -- ./prog -np 2$' "$tmp/out" &&
+  grep -q '^# hostfile: a slots=8$' "$tmp/out" && grep -q '^# hostfile: b slots=2$' "$tmp/out" ||
   { echo "FAIL: weftrun --dry-run command:"; cat "$tmp/out"; fail=1; }
+# SIGTERM while the remote hosts are probed: the probe's mpirun ends with it, weftrun
+# says so and exits 143, and its job directory is gone
+cp "$(command -v sleep)" "$tmp/probe-sleep-$$"
+printf '#!/bin/sh\nexec %s 30\n' "$tmp/probe-sleep-$$" >"$tmp/fake-mpirun"
+chmod +x "$tmp/fake-mpirun"
+mkdir "$tmp/t"
+TMPDIR="$tmp/t" WEFT_MPIRUN="$tmp/fake-mpirun" timeout 30 "$weftrun" --dry-run -H far-a,far-b ./prog \
+  >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+i=0
+while ! pgrep -f "$tmp/probe-sleep-$$" >/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM $pid
+set +e
+wait $pid
+rc=$?
+set -e
+sleep 0.2
+if [ $rc != 143 ] || ! grep -q '^weftrun: got signal 15 while probing the hosts; nothing was started (exit 143)$' "$tmp/err" ||
+   [ -n "$(ls -A "$tmp/t")" ] || pgrep -f "$tmp/probe-sleep-$$" >/dev/null; then
+  echo "FAIL: SIGTERM during the probe: exit $rc, left in TMPDIR: $(ls -A "$tmp/t")"; cat "$tmp/err"
+  pkill -KILL -f "$tmp/probe-sleep-$$" || true
+  fail=1
+else
+  echo "ok (143): SIGTERM during the probe"
+fi
 # --version names weftrun and the Open MPI it runs
 "$weftrun" --version >"$tmp/out" 2>&1 && grep -q '^weftrun (weft) ' "$tmp/out" &&
   grep -qi 'open mpi' "$tmp/out" || { echo "FAIL: weftrun --version:"; cat "$tmp/out"; fail=1; }

@@ -59,7 +59,7 @@ lstopo-no-graphics --of xml -f "$tmp/mine.xml" 2>/dev/null && sed 's/name="HostN
   { echo "SKIP part: lstopo-no-graphics cannot write XML"; cp /dev/null "$tmp/other.xml"; }
 for xml in "$tmp/other.xml" "$tmp/none.xml"; do
   if ! OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
-       WEFT_VERBOSE=topo timeout 30 "$rank" --hosts "$(hostname)" --counts 1 --host-xml "$xml" -- true \
+       WEFT_VERBOSE=topo timeout 30 "$rank" --layout 1 --host-xml "$xml" -- true \
        >"$tmp/out" 2>"$tmp/err" || ! grep -q "topo: loaded live" "$tmp/err"; then
     echo "FAIL: weft-rank --host-xml $xml: no live probe instead:"; cat "$tmp/err"; fail=1
   else

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of weftrun's option table (src/weftrun/options.c on the engine in
- * src/common/opt.c) and of the rank-to-host layout shared with weft-rank. */
+ * src/common/opt.c), of the rank-to-host layout shared with weft-rank, and of
+ * the rest of their contract (src/common/agent.c): the agent's arguments
+ * written and parsed by one table, the failure line, the probe's GCE line,
+ * the exit-status table. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -213,6 +216,222 @@ test_layout(void **state)
   assert_int_equal(c[2], 0);
   assert_int_equal(weft_layout_parse("8,,8", c, 4), -1);
   assert_int_equal(weft_layout_parse("1,2,3,4,5", c, 4), -1);
+  /* run-length: C ranks on each of N hosts */
+  assert_int_equal(weft_layout_parse("8x2,4", c, 4), 3);
+  assert_int_equal(c[0], 8);
+  assert_int_equal(c[1], 8);
+  assert_int_equal(c[2], 4);
+  assert_int_equal(weft_layout_parse("1x5", c, 4), -1);
+  assert_int_equal(weft_layout_parse("2x3,1x2", c, 4), -1);
+  const char *bad[] = { "8x0", "x2", "8x", "8x-1", "-1", "8,", "8x2x2", "8;2", "" };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_true(weft_layout_parse(bad[i], c, 4) <= 0);
+  int *big = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int));
+  assert_non_null(big);
+  assert_int_equal(weft_layout_parse("8x16384", big, WEFT_AGENT_MAX_HOSTS), WEFT_AGENT_MAX_HOSTS);
+  assert_int_equal(weft_layout_parse("8x16384,1", big, WEFT_AGENT_MAX_HOSTS), -1);
+  big[WEFT_AGENT_MAX_HOSTS - 1] = 4;
+  char *enc = weft_layout_encode(big, WEFT_AGENT_MAX_HOSTS);
+  assert_string_equal(enc, "8x16383,4");
+  free(enc);
+  free(big);
+  int mixed[] = { 9, 9, 8, 7, 7, 7 };
+  enc = weft_layout_encode(mixed, 6);
+  assert_string_equal(enc, "9x2,8,7x3");
+  assert_int_equal(weft_layout_parse(enc, c, 4), -1); /* 6 hosts, room for 4 */
+  free(enc);
+}
+
+typedef struct words { char *v[600]; int n; } words;
+
+static int
+add_word(void *ud, const char *w)
+{
+  words *ws = ud;
+  if (ws->n >= 599)
+    return -1;
+  ws->v[ws->n++] = strdup(w);
+  ws->v[ws->n] = NULL;
+  return 0;
+}
+
+static void
+test_agent_args(void **state)
+{
+  weft_agent_args a, b;
+  words ws = { { (char *)"weft-rank" }, 1 };
+  char why[256];
+  int first = 0;
+  (void)state;
+  weft_agent_args_init(&a);
+  a.layout = "8x1999,4";
+  a.by_node = 1;
+  a.map_by = "gpu:pe=2";
+  a.bind_to = "gpu-local";
+  a.oversubscribe = a.report_bindings = 1;
+  a.gpu_visibility = "own";
+  a.nccl_preset = "none";
+  a.master_addr = "10.0.0.2";
+  a.master_port = 29500;
+  a.ifname = "ens4";
+  a.topology = "/t/a3.xml";
+  a.host_topology[a.nhost_topology++] = "3=/t/g2.xml";
+  a.host_xml = "/tmp/weft-1-x/topology.xml";
+  a.preempt_grace = 7;
+  assert_int_equal(weft_agent_args_write(&a, add_word, &ws), 0);
+  assert_int_equal(add_word(&ws, "--"), 0);
+  assert_int_equal(add_word(&ws, "prog"), 0);
+  /* the arguments do not depend on the hosts: a few words, whatever the job */
+  assert_true(ws.n < 40);
+  weft_agent_args_init(&b);
+  assert_int_equal(weft_agent_args_parse(&b, ws.n, ws.v, &first, why, sizeof(why)), 0);
+  assert_string_equal(ws.v[first], "prog");
+  assert_string_equal(b.layout, a.layout);
+  assert_int_equal(b.by_node, 1);
+  assert_string_equal(b.map_by, a.map_by);
+  assert_string_equal(b.bind_to, a.bind_to);
+  assert_int_equal(b.oversubscribe, 1);
+  assert_int_equal(b.report_bindings, 1);
+  assert_string_equal(b.gpu_visibility, "own");
+  assert_string_equal(b.nccl_preset, "none");
+  assert_string_equal(b.master_addr, a.master_addr);
+  assert_int_equal(b.master_port, 29500);
+  assert_string_equal(b.ifname, "ens4");
+  assert_string_equal(b.host_xml, a.host_xml);
+  assert_int_equal(b.preempt_grace, 7);
+  assert_string_equal(weft_agent_topology_for(&b, 3), "/t/g2.xml");
+  assert_string_equal(weft_agent_topology_for(&b, 2), "/t/a3.xml");
+  for (int i = 1; i < ws.n; i++)
+    free(ws.v[i]);
+  /* the probe is one word; --gpus-per-node is not part of the contract */
+  ws.n = 1;
+  weft_agent_args_init(&a);
+  a.probe = 1;
+  assert_int_equal(weft_agent_args_write(&a, add_word, &ws), 0);
+  assert_int_equal(ws.n, 2);
+  assert_string_equal(ws.v[1], "--probe");
+  free(ws.v[1]);
+  char *gpn[] = { (char *)"weft-rank", (char *)"--gpus-per-node", (char *)"8", NULL };
+  weft_agent_args_init(&b);
+  assert_int_equal(weft_agent_args_parse(&b, 3, gpn, &first, why, sizeof(why)), -1);
+  assert_non_null(strstr(why, "unknown option '--gpus-per-node'"));
+}
+
+static void
+test_fail_line(void **state)
+{
+  weft_agent_who who = { 3, "vm-b", "2 (0000:0a:00.0)" };
+  weft_agent_failure f;
+  char *buf = NULL;
+  size_t len = 0;
+  (void)state;
+  FILE *out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  weft_agent_fail_print(out, &who, NULL, 3, 0);
+  fclose(out);
+  assert_string_equal(buf, "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3\n");
+  assert_int_equal(weft_agent_fail_parse(buf, &f), 1);
+  assert_int_equal(f.rank, 3);
+  assert_string_equal(f.host, "vm-b");
+  assert_string_equal(f.gpu, "2 (0000:0a:00.0)");
+  assert_string_equal(f.what, "exited with status 3");
+  assert_int_equal(f.code, 3);
+  free(buf);
+  out = open_memstream(&buf, &len);
+  weft_agent_fail_print(out, &who, "cannot run 'x': No such file or directory", 127, 0);
+  weft_agent_fail_print(out, &who, NULL, 137, 9);
+  fclose(out);
+  assert_int_equal(weft_agent_fail_parse(buf, &f), 1);
+  assert_int_equal(f.code, 127);
+  assert_string_equal(f.what, "cannot run 'x': No such file or directory; exited with status 127");
+  assert_int_equal(weft_agent_fail_parse(strchr(buf, '\n') + 1, &f), 1);
+  assert_int_equal(f.code, 137);
+  free(buf);
+  /* behind mpirun's --tag-output prefix */
+  assert_int_equal(weft_agent_fail_parse("[1,3]<stderr>:weft-rank: rank 3 host h gpu none: "
+                                         "exited with status 4", &f), 1);
+  assert_int_equal(f.code, 4);
+  assert_string_equal(f.gpu, "none");
+  /* not failure lines */
+  assert_int_equal(weft_agent_fail_parse("weft-rank: rank 1 host h gpu none: GCE notice "
+                                         "instance/preempted = TRUE: the VM is going away; "
+                                         "stopping the rank (signal 15)", &f), 0);
+  assert_int_equal(weft_agent_fail_parse("weft-rank: rank x host h gpu none: exited with status 4",
+                                         &f), 0);
+  assert_int_equal(weft_agent_fail_parse("hello", &f), 0);
+}
+
+static void
+test_gce_line(void **state)
+{
+  char *buf = NULL, mt[64] = "", ph[256] = "";
+  size_t len = 0;
+  (void)state;
+  FILE *out = open_memstream(&buf, &len);
+  fputs("<topology/>", out);
+  weft_agent_gce_print(out, "a3-highgpu-8g", "/c/r/h");
+  fclose(out);
+  assert_int_equal(weft_agent_gce_parse(buf, len, mt, sizeof(mt), ph, sizeof(ph)), 12);
+  assert_string_equal(mt, "a3-highgpu-8g");
+  assert_string_equal(ph, "/c/r/h");
+  free(buf);
+  out = open_memstream(&buf, &len);
+  fputs("<topology/>", out);
+  weft_agent_gce_print(out, "n2-standard-8", "");
+  fclose(out);
+  weft_agent_gce_parse(buf, len, mt, sizeof(mt), ph, sizeof(ph));
+  assert_string_equal(mt, "n2-standard-8");
+  assert_string_equal(ph, "");
+  free(buf);
+  /* no line: the whole is XML, the facts are left alone */
+  assert_int_equal(weft_agent_gce_parse("<topology/>\n", 12, mt, sizeof(mt), ph, sizeof(ph)), 12);
+  assert_string_equal(mt, "n2-standard-8");
+}
+
+static char *
+render(void (*fn)(FILE *))
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  fn(out);
+  fclose(out);
+  return buf;
+}
+
+static void
+test_exit_table(void **state)
+{
+  (void)state;
+  char *help = render(weft_exit_help), *topic = render(weft_exit_topic), *man = render(weft_exit_man);
+  int last = -1, n = 0;
+  for (const weft_exit_row *r = weft_exit_rows; r->name; r++, n++) {
+    char want[64];
+    /* codes in ascending order, each once (ranges are negative) */
+    if (r->code >= 0) {
+      assert_true(r->code > last);
+      last = r->code;
+      snprintf(want, sizeof(want), "%d", r->code);
+      assert_string_equal(r->label, want);
+    }
+    snprintf(want, sizeof(want), "%s %s", r->label, r->brief);
+    assert_non_null(strstr(help, want));
+    snprintf(want, sizeof(want), "  %-8s", r->label);
+    assert_non_null(strstr(topic, want));
+    snprintf(want, sizeof(want), ".TP\n.%c %s\n", r->code < 0 ? 'I' : 'B', r->label);
+    assert_non_null(strstr(man, want));
+  }
+  assert_int_equal(n, 13);
+  /* weftrun's constants are the table's */
+  assert_int_equal(WR_EXIT_USAGE, 2);
+  assert_int_equal(WR_EXIT_PREEMPTED, 79);
+  assert_int_equal(WR_EXIT_TIMEOUT, 124);
+  assert_int_equal(WEFT_EXIT_ENGINE, WR_EXIT_ENGINE);
+  assert_non_null(strstr(man, "\\fBweftrun: job failed: rank 3 host vm\\-b"));
+  free(help);
+  free(topic);
+  free(man);
 }
 
 int
@@ -226,6 +445,10 @@ main(void)
     cmocka_unit_test(test_help_and_man_cover_table),
     cmocka_unit_test(test_distance),
     cmocka_unit_test(test_layout),
+    cmocka_unit_test(test_agent_args),
+    cmocka_unit_test(test_fail_line),
+    cmocka_unit_test(test_gce_line),
+    cmocka_unit_test(test_exit_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

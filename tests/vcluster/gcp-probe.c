@@ -6,7 +6,7 @@
  *                                "KEY=VALUE  # origin" line each, then the
  *                                reserve-cpus and the check warnings
  *   gcp-probe watch SECONDS      wait for a preemption notice: exit 79
- *                                (WEFTX_EXIT_PREEMPTED) with "notice WHAT VALUE"
+ *                                (WEFT_EXIT_PREEMPTED, src/common/agent.h) with "notice WHAT VALUE"
  *                                on it, 1 when none came in time
  */
 #include <stdio.h>
@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <weftx.h>
+
+#include "agent.h"
 
 static void warn(void *arg, const char *msg)
 {
@@ -82,7 +84,7 @@ static int watch_cmd(long seconds)
   for (long t = 0; t < seconds * 20 && !noticed; t++)
     usleep(50000);
   weftx_gcp_watch_stop(w);
-  return noticed ? WEFTX_EXIT_PREEMPTED : 1;
+  return noticed ? WEFT_EXIT_PREEMPTED : 1;
 }
 
 int main(int argc, char **argv)

@@ -12,7 +12,7 @@
 # back every vnode's machine type and physical_host (vnode1 on rack r0, vnode0
 # on r1): the mixed-types warning, and hosts (so ranks) ordered by
 # physical_host, vnode1 first, at --dry-run and at launch; and that a
-# preemption notice on vnode1 stops the job with WEFTX_EXIT_PREEMPTED (79) in
+# preemption notice on vnode1 stops the job with WEFT_EXIT_PREEMPTED (79) in
 # bounded time.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
@@ -122,7 +122,7 @@ set +e
 wait $watcher
 rc=$?
 set -e
-[ $rc = 79 ] || { echo "FAIL: watcher exit $rc, expected 79 (WEFTX_EXIT_PREEMPTED)"; cat "$tmp/watch1"; exit 1; }
+[ $rc = 79 ] || { echo "FAIL: watcher exit $rc, expected 79 (WEFT_EXIT_PREEMPTED)"; cat "$tmp/watch1"; exit 1; }
 expect "$tmp/watch1" "notice preempted TRUE"
 control vnode1 instance/preempted FALSE
 

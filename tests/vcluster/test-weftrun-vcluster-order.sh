@@ -39,10 +39,11 @@ else
   echo "FAIL: weftrun --rank-by node:"; cat "$tmp/out" "$tmp/err"; fail=1
 fi
 
-# the launching host first: the plain -H form (no per-rank list) is kept
-vrun -H vnode0:2,vnode1:2 -np 4 --dry-run true >"$tmp/dry" 2>&1 || true
-grep -q -- '-H vnode0:2,vnode1:2 --map-by slot' "$tmp/dry" ||
-  { echo "FAIL: launching host first should keep -H host:count:"; cat "$tmp/dry"; fail=1; }
+# the launching host first: the plain hostfile (host slots=count, no per-rank list) is kept
+vrun -H vnode0:2,vnode1:2 -np 4 --dry-run -v true >"$tmp/dry" 2>&1 || true
+grep -q -- '--hostfile [^ ]*/hostfile --map-by slot' "$tmp/dry" &&
+  grep -q '^# hostfile: vnode0 slots=2$' "$tmp/dry" && grep -q '^# hostfile: vnode1 slots=2$' "$tmp/dry" ||
+  { echo "FAIL: launching host first should keep the hostfile of host slots=count:"; cat "$tmp/dry"; fail=1; }
 
 nothing_left || fail=1
 exit $fail

@@ -59,6 +59,24 @@ else
 fi
 nothing_left || fail=1
 
+# --gpus-per-node N and WEFT_NO_PROBE skip the probe (both used to crash weftrun):
+# the remote hosts' slots are N, or this host's GPUs (vnode0: a3-highgpu-8g, 8)
+if vrun -H vnode1,vnode2 --gpus-per-node 2 "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(grep -c '^R [01] vnode1 0 ' "$tmp/out")" = 2 ] &&
+   [ "$(grep -c '^R [23] vnode2 1 ' "$tmp/out")" = 2 ]; then
+  echo "ok --gpus-per-node 2: 2 ranks each on vnode1 and vnode2"
+else
+  echo "FAIL: --gpus-per-node 2:"; cat "$tmp/out" "$tmp/err"; fail=1
+fi
+if WEFT_NO_PROBE=1 vrun -H vnode0,vnode1 "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" &&
+   [ "$(grep -c '^R [0-7] vnode0 0 ' "$tmp/out")" = 8 ] &&
+   [ "$(grep -c '^R \([89]\|1[0-5]\) vnode1 1 ' "$tmp/out")" = 8 ]; then
+  echo "ok WEFT_NO_PROBE=1: vnode1 assumed like vnode0, 8 ranks each"
+else
+  echo "FAIL: WEFT_NO_PROBE=1:"; cat "$tmp/out" "$tmp/err"; fail=1
+fi
+nothing_left || fail=1
+
 # --topology HOST=FILE reaches that host's rank: vnode2 places itself on a V100 box
 if vrun -N 1 --report-bindings --topology "vnode2=$topos/n1-standard-32-4xv100.xml" \
      "$tmp/$uniq-check" >"$tmp/out" 2>"$tmp/err" &&

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The weftrun <-> weft-rank contract (agent.h): the agent's option table with
+ * its writer and parser, the failure line with its parser, the probe's GCE
+ * line, and the exit-status table rendered for --help and the man page.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <weftx.h>
+
+#include "agent.h"
+#include "help.h"
+
+/* ---- Exit status ---------------------------------------------------------- */
+
+#define ROW(name, code, label, brief, sentence, example) \
+  { code, #name, label, brief, sentence, example },
+const weft_exit_row weft_exit_rows[] = { WEFT_EXIT_TABLE(ROW) { 0, NULL, NULL, NULL, NULL, NULL } };
+#undef ROW
+
+void
+weft_exit_help(FILE *out)
+{
+  /* "CODE what" items, a line broken between items only */
+  int col = fprintf(out, "\nExit status:") - 1;
+  for (const weft_exit_row *r = weft_exit_rows; r->name; r++) {
+    int n = (int)(strlen(r->label) + 1 + strlen(r->brief) + 1);
+    if (col + 1 + n > 78)
+      col = fprintf(out, "\n") - 1;
+    else
+      col += fprintf(out, " ");
+    col += fprintf(out, "%s %s%s", r->label, r->brief, r[1].name ? ";" : ".");
+  }
+  fputs("\nSee weftrun --help exit-status and weftrun(1).\n", out);
+}
+
+void
+weft_exit_topic(FILE *out)
+{
+  fputs("weftrun's exit status (the contract; weftrun(1) EXIT STATUS says the same):\n\n", out);
+  for (const weft_exit_row *r = weft_exit_rows; r->name; r++) {
+    fprintf(out, "  %-8s", r->label);
+    weft_help_wrap(out, r->sentence, 10, 11, 78);
+    if (r->example)
+      fprintf(out, "             %s\n", r->example);
+  }
+}
+
+void
+weft_exit_man(FILE *out)
+{
+  for (const weft_exit_row *r = weft_exit_rows; r->name; r++) {
+    fputs(".TP\n", out);
+    if (r->code < 0) {
+      fputs(".I ", out);
+      weft_roff(out, r->label);
+    } else {
+      fputs(".B ", out);
+      weft_roff(out, r->label);
+    }
+    fputc('\n', out);
+    weft_roff(out, r->sentence);
+    fputc('\n', out);
+    if (r->example) {
+      fputs(".br\n\\fB", out);
+      weft_roff(out, r->example);
+      fputs("\\fR\n", out);
+    }
+  }
+}
+
+/* ---- The agent's arguments ----------------------------------------------- */
+
+enum {
+  A_LAYOUT = 1, A_RANKBY, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS, A_NCCL,
+  A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_PROBE, A_HELP,
+};
+
+#define S "weft-rank (internal: started by weftrun)"
+const weft_opt weft_agent_options[] = {
+  { A_LAYOUT, "layout", WEFT_OPT_ARG, "C[xN],...", S,
+    "Ranks on each host in weftrun's order: C ranks on each of N hosts.", 0 },
+  { A_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0 },
+  { A_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0 },
+  { A_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0 },
+  { A_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0 },
+  { A_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S, "Print this rank's placement.", 0 },
+  { A_GPUVIS, "gpu-visibility", WEFT_OPT_ARG, "all|own|none", S, "CUDA_VISIBLE_DEVICES mode.", 0 },
+  { A_NCCL, "nccl-preset", WEFT_OPT_ARG, "auto|none|FAMILY", S, "NCCL preset.", 0 },
+  { A_MADDR, "master-addr", WEFT_OPT_ARG, "ADDR", S, "MASTER_ADDR.", 0 },
+  { A_MPORT, "master-port", WEFT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
+  { A_IFNAME, "ifname", WEFT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
+  { A_TOPO, "topology", WEFT_OPT_ARG, "FILE|I=FILE", S,
+    "Topology of every host, or of host I of the layout.", 0 },
+  { A_HOSTXML, "host-xml", WEFT_OPT_ARG, "FILE", S,
+    "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
+  { A_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S,
+    "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
+  { A_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
+  { A_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
+  { 0, NULL, 0, NULL, NULL, NULL, 0 },
+};
+#undef S
+
+void
+weft_agent_args_init(weft_agent_args *a)
+{
+  memset(a, 0, sizeof(*a));
+  a->preempt_grace = -1;
+}
+
+typedef struct writer {
+  int (*add)(void *ud, const char *word);
+  void *ud;
+  int rc;
+} writer;
+
+/* "--NAME" of option \p id (its first spelling), then \p value when not NULL. */
+static void
+put(writer *w, int id, const char *value)
+{
+  char word[80];
+  const weft_opt *o = weft_agent_options;
+  while (o->id && o->id != id)
+    o++;
+  if (w->rc || !o->id)
+    return;
+  snprintf(word, sizeof(word), "--%.*s", (int)strcspn(o->names, "|"), o->names);
+  if (!(w->rc = w->add(w->ud, word)) && value)
+    w->rc = w->add(w->ud, value);
+}
+
+static void
+put_long(writer *w, int id, long v)
+{
+  char num[24];
+  snprintf(num, sizeof(num), "%ld", v);
+  put(w, id, num);
+}
+
+int
+weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char *word), void *ud)
+{
+  writer w = { add, ud, 0 };
+  if (a->probe) {
+    put(&w, A_PROBE, NULL);
+    return w.rc;
+  }
+  if (a->layout)
+    put(&w, A_LAYOUT, a->layout);
+  if (a->by_node)
+    put(&w, A_RANKBY, "node");
+  if (a->map_by)
+    put(&w, A_MAPBY, a->map_by);
+  if (a->bind_to)
+    put(&w, A_BINDTO, a->bind_to);
+  if (a->oversubscribe)
+    put(&w, A_OVERSUB, NULL);
+  if (a->gpu_visibility)
+    put(&w, A_GPUVIS, a->gpu_visibility);
+  if (a->nccl_preset)
+    put(&w, A_NCCL, a->nccl_preset);
+  if (a->preempt_grace >= 0)
+    put_long(&w, A_GRACE, a->preempt_grace);
+  if (a->report_bindings)
+    put(&w, A_REPORT, NULL);
+  if (a->master_addr) {
+    put(&w, A_MADDR, a->master_addr);
+    put_long(&w, A_MPORT, a->master_port);
+  }
+  if (a->ifname)
+    put(&w, A_IFNAME, a->ifname);
+  if (a->topology)
+    put(&w, A_TOPO, a->topology);
+  for (int i = 0; i < a->nhost_topology; i++)
+    put(&w, A_TOPO, a->host_topology[i]);
+  if (a->host_xml)
+    put(&w, A_HOSTXML, a->host_xml);
+  return w.rc;
+}
+
+static int
+handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
+       size_t len)
+{
+  weft_agent_args *a = ud;
+  (void)a2;
+  switch (opt->id) {
+  case A_LAYOUT: a->layout = a1; return 0;
+  case A_RANKBY:
+    if (strcmp(a1, "slot") && strcmp(a1, "node")) {
+      snprintf(why, len, "%s '%s': expected slot or node", sp, a1);
+      return -1;
+    }
+    a->by_node = !strcmp(a1, "node");
+    return 0;
+  case A_MAPBY: a->map_by = a1; return 0;
+  case A_BINDTO: a->bind_to = a1; return 0;
+  case A_OVERSUB: a->oversubscribe = 1; return 0;
+  case A_REPORT: a->report_bindings = 1; return 0;
+  case A_GPUVIS: a->gpu_visibility = a1; return 0;
+  case A_NCCL: a->nccl_preset = a1; return 0;
+  case A_MADDR: a->master_addr = a1; return 0;
+  case A_MPORT: return weftx_parse_long(a1, 1, 65535, &a->master_port) ? -1 : 0;
+  case A_IFNAME: a->ifname = a1; return 0;
+  case A_TOPO:
+    if (!strchr(a1, '=')) {
+      a->topology = a1;
+      return 0;
+    }
+    if (a->nhost_topology >= WEFT_AGENT_MAX_TOPOLOGY) {
+      snprintf(why, len, "%s given more than %d times", sp, WEFT_AGENT_MAX_TOPOLOGY);
+      return -1;
+    }
+    a->host_topology[a->nhost_topology++] = a1;
+    return 0;
+  case A_HOSTXML: a->host_xml = a1; return 0;
+  case A_GRACE: return weftx_parse_long(a1, 0, 3600, &a->preempt_grace) ? -1 : 0;
+  case A_PROBE: a->probe = 1; return 0;
+  case A_HELP: a->help = 1; return 0;
+  }
+  return -1;
+}
+
+int
+weft_agent_args_parse(weft_agent_args *a, int argc, char **argv, int *first, char *why,
+                      size_t whylen)
+{
+  return weft_opt_parse(weft_agent_options, argc, argv, handle, a, first, why, whylen);
+}
+
+const char *
+weft_agent_topology_for(const weft_agent_args *a, int index)
+{
+  for (int i = 0; i < a->nhost_topology; i++) {
+    const char *kv = a->host_topology[i];
+    char *end;
+    long idx = strtol(kv, &end, 10);
+    if (end != kv && *end == '=' && idx == index)
+      return end + 1;
+  }
+  return a->topology;
+}
+
+/* ---- The failure line ----------------------------------------------------- */
+
+#define FAIL_PREFIX "weft-rank: rank "
+
+void
+weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code, int sig)
+{
+  fprintf(out, FAIL_PREFIX "%d host %s gpu %s: %s%s", who->rank, who->host, who->gpu,
+          why ? why : "", why ? "; " : "");
+  if (sig)
+    fprintf(out, "killed by signal %d (%s)\n", sig, strsignal(sig));
+  else
+    fprintf(out, "exited with status %d\n", code);
+  fflush(out);
+}
+
+int
+weft_agent_fail_parse(const char *line, weft_agent_failure *f)
+{
+  const char *p = strstr(line, FAIL_PREFIX), *s, *gpu, *what;
+  int used = 0, v;
+  if (!p)
+    return 0;
+  memset(f, 0, sizeof(*f));
+  if (sscanf(p, FAIL_PREFIX "%d host %255s gpu %n", &f->rank, f->host, &used) != 2 || !used)
+    return 0;
+  gpu = p + used;
+  what = strstr(gpu, ": ");
+  if (!what || (size_t)(what - gpu) >= sizeof(f->gpu))
+    return 0;
+  memcpy(f->gpu, gpu, (size_t)(what - gpu));
+  what += 2;
+  snprintf(f->what, sizeof(f->what), "%.*s", (int)strcspn(what, "\r\n"), what);
+  if ((s = strstr(f->what, "exited with status ")) && sscanf(s, "exited with status %d", &v) == 1)
+    f->code = v;
+  else if ((s = strstr(f->what, "killed by signal ")) && sscanf(s, "killed by signal %d", &v) == 1)
+    f->code = 128 + v;
+  else
+    return 0;
+  return 1;
+}
+
+/* ---- The probe ------------------------------------------------------------ */
+
+void
+weft_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host)
+{
+  fprintf(out, "\n" WEFT_AGENT_GCE_TAG " %s %s\n", machine_type,
+          physical_host && physical_host[0] ? physical_host : "-");
+}
+
+size_t
+weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph, size_t phlen)
+{
+  static const char tag[] = "\n" WEFT_AGENT_GCE_TAG " ";
+  const char *t = NULL;
+  for (size_t i = 0; i + sizeof(tag) - 1 <= len; i++)
+    if (buf[i] == '\n' && !memcmp(buf + i, tag, sizeof(tag) - 1)) {
+      t = buf + i;
+      break;
+    }
+  if (!t)
+    return len;
+  const char *f = t + sizeof(tag) - 1, *end = buf + len;
+  size_t n1 = strcspn(f, " \n");
+  if (f + n1 < end && f[n1] == ' ' && n1 < mtlen) {
+    const char *g = f + n1 + 1;
+    size_t n2 = strcspn(g, " \n");
+    if (g + n2 <= end && n2 && n2 < phlen) {
+      snprintf(mt, mtlen, "%.*s", (int)n1, f);
+      snprintf(ph, phlen, "%.*s", (int)(n2 == 1 && *g == '-' ? 0 : n2), g);
+    }
+  }
+  return (size_t)(t - buf) + 1;
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The contract between weftrun and its per-rank agent, weft-rank, in one place:
+ *
+ *  - the agent's options: one table, from which weftrun WRITES the agent's
+ *    arguments and weft-rank PARSES them (weft_agent_args);
+ *  - the failure line an agent prints when its rank fails, and its one parser
+ *    (until a control channel replaces reading output, issue 13);
+ *  - the line "weft-rank --probe" adds after a Google Cloud host's XML;
+ *  - weftrun's exit status: one table (code, name, sentence) from which the
+ *    WEFT_EXIT_* constants (weftrun's WR_EXIT_* too), the exit-status lines
+ *    of --help, "--help exit-status" and the man page's EXIT STATUS come.
+ *
+ * The agent's arguments do not grow with the number of hosts: the ranks per
+ * host go run-length coded (--layout "8x1999,4", layout.h), host names are
+ * not sent (weftrun knows where each rank runs from its plan and names the
+ * host itself), --topology FILE is one argument and --topology I=FILE one per
+ * --topology HOST=FILE the user gave (at most WEFT_AGENT_MAX_TOPOLOGY).
+ */
+#ifndef WEFT_TOOL_AGENT_H
+#define WEFT_TOOL_AGENT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "opt.h"
+
+#define WEFT_AGENT_MAX_HOSTS 16384   /* hosts of a job (weftrun refuses more) */
+#define WEFT_AGENT_MAX_TOPOLOGY 256  /* --topology I=FILE options */
+#define WEFT_AGENT_ARG_MAX 131072    /* longest word the kernel passes (MAX_ARG_STRLEN) */
+
+/* ---- Exit status ---------------------------------------------------------- */
+
+/* X(NAME, code, label, brief, sentence, example): brief is --help's word, sentence
+ * the contract (--help exit-status and the man page), example a line shown as it
+ * is (or NULL). Rows with a negative code stand for a range ("N", "128+N"). */
+#define WEFT_EXIT_TABLE(X)                                                                     \
+  X(OK, 0, "0", "all ranks exited 0", "Every rank exited 0.", NULL)                          \
+  X(RANK, -1, "N", "the failed rank's code (128+N: signal N)",                     \
+    "A rank failed: weftrun exits with the failed rank's own exit status (the first one "     \
+    "reported when several fail), 128+N when it was killed by signal N (137 for SIGKILL, 139 " \
+    "for SIGSEGV). The job is ended on "                                                       \
+    "every host, and one line on stderr names the rank, its host, its GPU and what happened:", \
+    "weftrun: job failed: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3 (exit 3)") \
+  X(USAGE, 2, "2", "bad option",                                                             \
+    "A bad option or option value; nothing was started, and the message names the closest "   \
+    "known option.", NULL)                                                                    \
+  X(HOSTS, 65, "65", "bad hosts",                                                            \
+    "A bad hostfile (the message gives FILE:LINE), -H list or Slurm node list.", NULL)        \
+  X(NOINPUT, 66, "66", "unreadable file",                                                    \
+    "A file named on the command line (hostfile, topology) cannot be read.", NULL)            \
+  X(PLACE, 67, "67", "placement does not fit",                                               \
+    "The placement asked for does not fit: more ranks than slots without --oversubscribe, "   \
+    "-N larger than a host's slots, or a mapping the topology cannot meet.", NULL)            \
+  X(NOHOST, 68, "68", "unknown host",                                                        \
+    "A host is unknown: named in --topology HOST=FILE but not in the job, or it does not "    \
+    "resolve.", NULL)                                                                         \
+  X(NOGPU, 69, "69", "no GPU", "GPUs were asked for (--map-by gpu) on a host without any.",  \
+    NULL)                                                                                     \
+  X(ENGINE, 70, "70", "launch failed",                                                       \
+    "The job could not be launched: mpirun or weft-rank not found, the hosts could not be "   \
+    "probed, or mpirun failed before any rank reported a failure (its own message is shown). " \
+    "weft-rank exits 70 when it cannot set its rank up.", NULL)                               \
+  X(HOSTLOST, 75, "75", "host lost",                                                         \
+    "A host was lost while the job ran: its Open MPI daemon stopped answering (the machine "  \
+    "went down or its network was cut). The summary line names the host and its ranks; the "  \
+    "job is ended on every other host.", NULL)                                                \
+  X(PREEMPTED, 79, "79", "preempted (Google Cloud)",                                          \
+    "The job was preempted: on a Google Cloud VM the metadata server announced a preemption " \
+    "(instance/preempted TRUE) or a maintenance that stops the VM "                            \
+    "(TERMINATE_ON_HOST_MAINTENANCE). The ranks there got SIGTERM, then SIGKILL after the "    \
+    "grace period (--preempt-grace, 5 seconds by default; a Spot VM powers off 30 seconds "    \
+    "after the notice, so a longer grace is cut short and draws a warning); the job was ended " \
+    "on every host. A wrapper may requeue it.", NULL)                                         \
+  X(TIMEOUT, 124, "124", "timeout", "--timeout expired; the job was ended on every host.",    \
+    NULL)                                                                                     \
+  X(SIGNAL, -2, "128+N", "weftrun got signal N",                                             \
+    "weftrun itself got signal N (130 for SIGINT, 143 for SIGTERM), forwarded it to mpirun, " \
+    "which ended every rank on every host. What has not ended after 10 seconds is killed.",    \
+    NULL)
+
+/* WEFT_EXIT_OK, WEFT_EXIT_USAGE, ... WEFT_EXIT_PREEMPTED (79), WEFT_EXIT_TIMEOUT (124);
+ * WEFT_EXIT_RANK and WEFT_EXIT_SIGNAL are negative: ranges, not codes. */
+#define WEFT_EXIT_ENUM(name, code, ...) WEFT_EXIT_##name = (code),
+enum weft_exit { WEFT_EXIT_TABLE(WEFT_EXIT_ENUM) };
+#undef WEFT_EXIT_ENUM
+
+typedef struct weft_exit_row {
+  int code;                  /* negative for a range: see label */
+  const char *name, *label, *brief, *sentence, *example;
+} weft_exit_row;
+
+/* The table's rows in order, ending with a row whose name is NULL. */
+extern const weft_exit_row weft_exit_rows[];
+
+/** \brief --help's exit-status paragraph (ends with "See weftrun(1)."). */
+void weft_exit_help(FILE *out);
+/** \brief "weftrun --help exit-status": one row per code, wrapped. */
+void weft_exit_topic(FILE *out);
+/** \brief The man page's EXIT STATUS entries (roff .TP paragraphs, without .SH). */
+void weft_exit_man(FILE *out);
+
+/* ---- The agent's arguments ----------------------------------------------- */
+
+typedef struct weft_agent_args {
+  const char *layout;          /* ranks per host in weftrun's order, run-length coded */
+  int by_node;                 /* ranks numbered round-robin over the hosts (--rank-by node) */
+  const char *map_by, *bind_to;
+  int oversubscribe, report_bindings;
+  const char *gpu_visibility, *nccl_preset;
+  const char *master_addr;     /* MASTER_ADDR; NULL: not set */
+  long master_port;            /* 0: not set */
+  const char *ifname;          /* NCCL_SOCKET_IFNAME and the job's interface */
+  const char *topology;        /* hwloc XML of every host without one of its own */
+  const char *host_topology[WEFT_AGENT_MAX_TOPOLOGY]; /* "I=FILE", I a host index of the layout */
+  int nhost_topology;
+  const char *host_xml;        /* weftrun's own host as XML, for the ranks on that host */
+  long preempt_grace;          /* -1: the agent's default */
+  int probe;                   /* print this host's topology and exit */
+  int help;
+} weft_agent_args;
+
+/* The agent's option table (weft-rank --help prints it). */
+extern const weft_opt weft_agent_options[];
+
+void weft_agent_args_init(weft_agent_args *a);
+
+/** \brief Write \p a as the agent's arguments, one word per call of \p add (the
+ * table's spellings; nothing for what is unset), without the "--" and the program.
+ * \return 0, or the first non-zero \p add returned. */
+int weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char *word),
+                          void *ud);
+
+/** \brief Parse the agent's argv; \p first: index of the program (after "--").
+ * \return 0, or -1 with a one-line reason in \p why. */
+int weft_agent_args_parse(weft_agent_args *a, int argc, char **argv, int *first, char *why,
+                          size_t whylen);
+
+/** \brief The file of host \p index: its "I=FILE", else a->topology, else NULL. */
+const char *weft_agent_topology_for(const weft_agent_args *a, int index);
+
+/* ---- The failure line ----------------------------------------------------- */
+
+/* Who a failure line names. */
+typedef struct weft_agent_who {
+  int rank;                  /* -1: not known yet */
+  char host[256];
+  char gpu[64];              /* "2 (0000:0a:00.0)" or "none" */
+} weft_agent_who;
+
+/* A failure line, parsed. */
+typedef struct weft_agent_failure {
+  int rank;
+  char host[256];
+  char gpu[64];
+  char what[512];            /* "exited with status 3", "cannot run 'x': ...; exited with status 127" */
+  int code;                  /* the rank's exit code, 128+N for signal N */
+} weft_agent_failure;
+
+/** \brief Print the one line weftrun attributes a failure by:
+ * "weft-rank: rank R host H gpu G: [WHY; ]exited with status CODE" when \p sig is 0,
+ * "weft-rank: rank R host H gpu G: [WHY; ]killed by signal SIG (NAME)" otherwise.
+ * \p why may be NULL. */
+void weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code,
+                           int sig);
+
+/** \brief Is \p line (a prefix such as mpirun's "[1,2]<stderr>:" allowed) a failure
+ * line? 1 with \p f filled, else 0. */
+int weft_agent_fail_parse(const char *line, weft_agent_failure *f);
+
+/* ---- The probe ------------------------------------------------------------ */
+
+/* "weft-rank --probe" prints its host's hwloc XML, then on Google Cloud one line
+ * "TAG MACHINE_TYPE PHYSICAL_HOST|-". */
+#define WEFT_AGENT_GCE_TAG "#weft-gce"
+
+/** \brief The line after the XML (\p physical_host "" is written "-"). */
+void weft_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host);
+
+/** \brief Split a probed host's output (\p buf NUL-terminated at \p len): the XML's
+ * length is returned; when the GCE line is there, \p mt and \p ph get its fields
+ * ("" for "-"), else they are left alone. */
+size_t weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph,
+                            size_t phlen);
+
+#endif /* WEFT_TOOL_AGENT_H */

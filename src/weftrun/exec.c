@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The programs weftrun starts, mpirun and weft-rank: where they are, and the
+ * argument vectors built for them (handed to execve, so no shell sees them).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "weftrun.h"
+
+int
+wr_argv_add(wr_argv *a, const char *s)
+{
+  if (a->n + 2 > a->cap) {
+    int cap = a->cap ? a->cap * 2 : 64;
+    char **v = realloc(a->v, (size_t)cap * sizeof(*v));
+    if (!v)
+      return WEFT_ENOMEM;
+    a->v = v;
+    a->cap = cap;
+  }
+  if (!(a->v[a->n] = strdup(s)))
+    return WEFT_ENOMEM;
+  a->v[++a->n] = NULL;
+  return 0;
+}
+
+int
+wr_argv_add_cb(void *a, const char *s)
+{
+  return wr_argv_add(a, s);
+}
+
+void
+wr_argv_free(wr_argv *a)
+{
+  for (int i = 0; i < a->n; i++)
+    free(a->v[i]);
+  free(a->v);
+  memset(a, 0, sizeof(*a));
+}
+
+void
+wr_argv_print(FILE *out, const char *prefix, const wr_argv *a)
+{
+  fputs(prefix, out);
+  for (int i = 0; i < a->n; i++)
+    fprintf(out, " %s", a->v[i]);
+  fputc('\n', out);
+}
+
+/* weft-rank: $WEFT_RANK_PATH, the build tree next to this weftrun (src/weftrun/ or
+ * src/weftrun/.libs/), the installed libexec. */
+const char *
+wr_find_rank_agent(char *buf, size_t len)
+{
+  const char *env = getenv("WEFT_RANK_PATH");
+  if (env && *env) {
+    const char *look[] = { env, NULL };
+    return weftx_find_exe(look, buf, len);
+  }
+  const char *look[] = { "$ORIGIN/../weft-rank/weft-rank", "$ORIGIN/../../weft-rank/weft-rank",
+                         WEFT_LIBEXECDIR "/weft-rank", NULL };
+  return weftx_find_exe(look, buf, len);
+}
+
+/* mpirun: $WEFT_MPIRUN, else the first one on $PATH. */
+const char *
+wr_find_mpirun(char *buf, size_t len)
+{
+  const char *env = getenv("WEFT_MPIRUN");
+  const char *look[] = { env && *env ? env : "mpirun", NULL };
+  return weftx_find_exe(look, buf, len);
+}

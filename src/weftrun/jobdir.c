@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weftrun's private directory for one job, $TMPDIR/weft-PID-XXXXXX (mode
+ * 0700): the hostfile mpirun reads, this host's topology as hwloc XML for the
+ * weft-rank instances here (so that they need not probe the hardware again),
+ * the remote hosts' probed XML and the probe's hostfile. Made on first use;
+ * weftrun removes it when the job ends, however it ends (signals are stop
+ * requests, see signals.c); only a SIGKILL leaves it, and its name says which
+ * weftrun it belonged to.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "weftrun.h"
+
+static const char *
+tmpdir(void)
+{
+  const char *tmp = getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+void
+wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len)
+{
+  if (d->path[0])
+    snprintf(buf, len, "%s", d->path);
+  else
+    snprintf(buf, len, "%s/weft-%ld-XXXXXX", tmpdir(), (long)getpid());
+}
+
+FILE *
+wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why, size_t whylen)
+{
+  if (!d->path[0]) {
+    char dir[sizeof(d->path)];
+    wr_jobdir_name(d, dir, sizeof(dir));
+    if (strlen(dir) + 1 >= sizeof(dir) || !mkdtemp(dir)) {
+      snprintf(why, whylen, "cannot make a private directory %s: %s; check TMPDIR", dir,
+               strerror(errno));
+      return NULL;
+    }
+    memcpy(d->path, dir, sizeof(d->path));
+  }
+  char **v = realloc(d->files, (size_t)(d->nfiles + 1) * sizeof(*v));
+  if (!v || (size_t)snprintf(path, len, "%s/%s", d->path, name) >= len ||
+      !(v[d->nfiles] = strdup(path))) {
+    if (v)
+      d->files = v;
+    snprintf(why, whylen, "out of memory");
+    return NULL;
+  }
+  d->files = v;
+  d->nfiles++;
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+  if (!f) {
+    snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+  }
+  return f;
+}
+
+void
+wr_jobdir_remove(wr_jobdir *d)
+{
+  for (int i = 0; i < d->nfiles; i++) {
+    unlink(d->files[i]);
+    free(d->files[i]);
+  }
+  free(d->files);
+  d->files = NULL;
+  d->nfiles = 0;
+  if (d->path[0])
+    rmdir(d->path);
+  d->path[0] = '\0';
+}

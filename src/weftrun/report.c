@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A plan as weftrun shows it: --dry-run's text (the hosts, their topologies
+ * and Google Cloud facts, this VM's preset, one line per rank) or the plan
+ * JSON of DESIGN.md (--json), with the network's variables when it has been
+ * chosen.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "weftrun.h"
+
+static const char *
+base_name(const char *p)
+{
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+static const char *
+topology_of(const wr_host *w)
+{
+  switch (w->from) {
+  case WR_TOPO_FILE: return w->file;
+  case WR_TOPO_PROBED: return "probed";
+  case WR_TOPO_HERE: return "this machine";
+  case WR_TOPO_ASSUMED: break;
+  }
+  return "assumed like this machine";
+}
+
+static int
+json(const wr_plan *p, const wr_net *net, FILE *out)
+{
+  weftx_plan_host *hosts = calloc((size_t)p->nhosts, sizeof(*hosts));
+  const char **env = calloc((size_t)p->nenv + 3, sizeof(*env));
+  char vars[3][320];
+  int nenv = p->nenv, rc = WR_EXIT_ENGINE;
+  if (!hosts || !env)
+    goto out;
+  for (int h = 0; h < p->nhosts; h++) {
+    const wr_host *w = p->hosts[h].host;
+    hosts[h].name = w->name;
+    hosts[h].slots = p->hosts[h].slots;
+    hosts[h].topo = w->topo;
+    hosts[h].topology = w->file ? base_name(w->file) : NULL;
+  }
+  for (int i = 0; i < p->nenv; i++)
+    env[i] = p->env[i];
+  if (net && net->addr[0]) {
+    snprintf(vars[0], sizeof(vars[0]), "MASTER_ADDR=%s", net->addr);
+    snprintf(vars[1], sizeof(vars[1]), "MASTER_PORT=%d", net->port);
+    env[nenv++] = vars[0];
+    env[nenv++] = vars[1];
+    if (net->ifname[0]) {
+      snprintf(vars[2], sizeof(vars[2]), "NCCL_SOCKET_IFNAME=%s", net->ifname);
+      env[nenv++] = vars[2];
+    }
+  }
+  weftx_plan plan = { p->np, p->nhosts, hosts, p->ranks, nenv, env };
+  rc = weftx_plan_write_json(out, &plan) ? WR_EXIT_ENGINE : 0;
+out:
+  if (rc)
+    fprintf(stderr, "weftrun: cannot write the plan: out of memory\n");
+  free(hosts);
+  free(env);
+  return rc;
+}
+
+int
+wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o, FILE *out)
+{
+  if (o->json)
+    return json(p, net, out);
+  char pol[128] = "", line[512];
+  weftx_policy_format(&p->pol, pol, sizeof(pol));
+  fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
+          p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+  if (p->ordered)
+    fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
+  for (int h = 0; h < p->nhosts; h++) {
+    const wr_plan_host *ph = &p->hosts[h];
+    fprintf(out, "# host %s: %d of %d slots, %d GPUs%s, topology %s\n", ph->host->name,
+            ph->count, ph->slots, ph->host->gpus, ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
+            topology_of(ph->host));
+  }
+  for (int h = 0; h < p->nhosts; h++) {
+    const wr_host *w = p->hosts[h].host;
+    if (w->machine_type[0])
+      fprintf(out, "# host %s: machine type %s, physical_host %s\n", w->name, w->machine_type,
+              w->physical_host[0] ? w->physical_host : "none");
+  }
+  wr_gcp_print(inv->gcp, out);
+  for (int r = 0; r < p->np; r++) {
+    const weftx_plan_rank *pr = &p->ranks[r];
+    const wr_host *w = p->hosts[pr->host].host;
+    if (weftx_place_format(w->topo, w->name, r, &pr->place, line, sizeof(line)) == 0)
+      fprintf(out, "%s\n", line);
+  }
+  return 0;
+}
