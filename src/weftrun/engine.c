@@ -4,13 +4,14 @@
  * hostfile it reads. Ranks go to hosts as planned (a hostfile of
  * "host slots=COUNT" lines with --map-by slot or node, or one line per rank
  * for Open MPI's sequential mapper), Open MPI's own binding is off
- * (--bind-to none), and every rank starts as weft-rank, which places, binds
- * and sets up its rank from the same policy, then runs the program. Neither
- * command line grows with the number of hosts: the hosts are in the hostfile
- * and the agent's arguments are the contract's (agent.h). Arguments go to
- * mpirun as an argv (execve): no shell sees them. Open MPI 5.x spells a few
- * of these differently (--display bind, plm_ssh_*); only 4.1's spelling is
- * produced here.
+ * (--bind-to none), mpirun reads weftrun's probe of this machine instead of
+ * probing it again when all ranks are here, and every rank starts as
+ * weft-rank, which places, binds and sets up its rank from the same policy,
+ * then runs the program. Neither command line grows with the number of
+ * hosts: the hosts are in the hostfile and the agent's arguments are the
+ * contract's (agent.h). Arguments go to mpirun as an argv (execve): no shell
+ * sees them. Open MPI 5.x spells a few of these differently (--display bind,
+ * plm_ssh_*); only 4.1's spelling is produced here.
  */
 #include "config.h"
 
@@ -77,6 +78,32 @@ has_mca(const wr_opts *o, const char *key)
   return 0;
 }
 
+/* 1 when mpirun may read weftrun's XML of this machine (hwloc_base_topo_file) instead
+ * of probing it again: every rank is here, since an MCA parameter reaches every Open
+ * MPI daemon and a remote one would take this machine's topology for its own, and
+ * the user neither sets that file nor filters the processors (the file skips
+ * hwloc_base_cpu_list), here or in parameter files named with -gmca, -am or -tune. */
+static int
+reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
+{
+  static const char *const keys[] = { "hwloc_base_topo_file", "hwloc_base_cpu_list",
+                                      "hwloc_base_cpu_set", NULL };
+  if (!e->host_xml)
+    return 0;
+  for (int h = 0; h < p->nhosts; h++)
+    if (p->hosts[h].count > 0 && !p->hosts[h].host->local)
+      return 0;
+  for (int i = 0; keys[i]; i++)
+    if (has_mca(o, keys[i]))
+      return 0;
+  for (int i = 0; i < o->npass; i++) {
+    const char *name = o->pass[i] + strspn(o->pass[i], "-");
+    if (o->pass[i][0] == '-' && (!strcmp(name, "gmca") || !strcmp(name, "am") || !strcmp(name, "tune")))
+      return 0;
+  }
+  return 1;
+}
+
 /* 1 when mpirun must be told the host of every rank (its sequential mapper):
  * Open MPI 4.1 maps the ranks of its own host first whatever the hostfile's
  * order, so a plan whose first host is not this one, while this one has ranks
@@ -141,6 +168,9 @@ mpirun_args(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engi
    * ranks to yield the cores while they wait, as it would */
   if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
+  if (!rc && reuse_topology(p, o, e))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
+         wr_argv_add(a, e->host_xml);
   for (int i = 0; i < o->nmca && !rc; i++)
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
   if (!rc && o->tag_output)
