@@ -265,10 +265,10 @@ static void key_hwloc(part *p)
     mix_str(p, "-");
     return;
   }
-  mix_str(p, info.dli_fname);
+  /* the file itself, not its path: programs may reach one library by different paths */
   if (stat(info.dli_fname, &st) == 0) {
-    long long id[4] = { (long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtime,
-                        (long long)st.st_ctime };
+    long long id[5] = { (long long)st.st_dev, (long long)st.st_ino, (long long)st.st_size,
+                        (long long)st.st_mtime, (long long)st.st_ctime };
     mix(p, id, sizeof(id));
   }
   const char *slash = strrchr(info.dli_fname, '/');

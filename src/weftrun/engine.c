@@ -78,11 +78,60 @@ has_mca(const wr_opts *o, const char *key)
   return 0;
 }
 
+/* 1 when a line of the parameter file \p path sets one of \p keys. */
+static int
+file_sets(const char *path, const char *const *keys)
+{
+  char line[1024];
+  int yes = 0;
+  FILE *f = fopen(path, "r");
+  while (f && !yes && fgets(line, sizeof(line), f)) {
+    const char *k = line + strspn(line, " \t");
+    for (int i = 0; keys[i] && !yes; i++) {
+      size_t n = strlen(keys[i]);
+      yes = !strncmp(k, keys[i], n) && (k[n] == '=' || k[n] == ' ' || k[n] == '\t');
+    }
+  }
+  if (f)
+    fclose(f);
+  return yes;
+}
+
+/* 1 when one of Open MPI's parameter files sets one of \p keys: the files of
+ * $OMPI_MCA_mca_base_param_files, else ~/.openmpi/mca-params.conf and the system's
+ * (Debian's /etc/openmpi, or PREFIX/etc next to mpirun's PREFIX/bin). */
+static int
+param_files_set(const char *mpirun, const char *const *keys)
+{
+  const char *list = getenv("OMPI_MCA_mca_base_param_files"), *home = getenv("HOME");
+  char path[4200];
+  if (list) {
+    for (const char *f = list; *f; f += strcspn(f, ",") + (f[strcspn(f, ",")] == ',')) {
+      snprintf(path, sizeof(path), "%.*s", (int)strcspn(f, ","), f);
+      if (path[0] && file_sets(path, keys))
+        return 1;
+    }
+    return 0;
+  }
+  if (home && snprintf(path, sizeof(path), "%s/.openmpi/mca-params.conf", home) < (int)sizeof(path) &&
+      file_sets(path, keys))
+    return 1;
+  if (file_sets("/etc/openmpi/openmpi-mca-params.conf", keys))
+    return 1;
+  const char *slash = strrchr(mpirun, '/');
+  size_t n = slash ? (size_t)(slash - mpirun) : 0;
+  while (n > 0 && mpirun[n - 1] != '/')
+    n--;
+  return n > 0 && snprintf(path, sizeof(path), "%.*setc/openmpi-mca-params.conf", (int)n,
+                           mpirun) < (int)sizeof(path) && file_sets(path, keys);
+}
+
 /* 1 when mpirun may read weftrun's XML of this machine (hwloc_base_topo_file) instead
  * of probing it again: every rank is here, since an MCA parameter reaches every Open
  * MPI daemon and a remote one would take this machine's topology for its own, and
  * the user neither sets that file nor filters the processors (the file skips
- * hwloc_base_cpu_list), here or in parameter files named with -gmca, -am or -tune. */
+ * hwloc_base_cpu_list): on the command line, in the environment, in Open MPI's
+ * parameter files, or in files named with -gmca, -am or -tune. */
 static int
 reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
 {
@@ -96,6 +145,8 @@ reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
   for (int i = 0; keys[i]; i++)
     if (has_mca(o, keys[i]))
       return 0;
+  if (param_files_set(e->mpirun, keys))
+    return 0;
   for (int i = 0; i < o->npass; i++) {
     const char *name = o->pass[i] + strspn(o->pass[i], "-");
     if (o->pass[i][0] == '-' && (!strcmp(name, "gmca") || !strcmp(name, "am") || !strcmp(name, "tune")))

@@ -6,8 +6,9 @@
 # the same either way; a damaged cache is probed again and rewritten;
 # WEFT_TOPOLOGY_CACHE=0 reads and writes nothing. mpirun reads weftrun's XML
 # (hwloc_base_topo_file, which it says it loads) when every rank is here, and
-# not when the user sets that file or hwloc_base_cpu_list, or a rank is on
-# another host (a stand-in mpirun shows the command line there).
+# not when the user sets that file or hwloc_base_cpu_list (on the command line,
+# in the environment or in a parameter file), or a rank is on another host (a
+# stand-in mpirun shows the command line there).
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs
@@ -88,6 +89,13 @@ standin() { # NAME WANT(0|1) VAR=VALUE WEFTRUN-ARGS...
 standin "one host" 1 WEFT_T=1 -np 2 --oversubscribe
 standin "OMPI_MCA_hwloc_base_cpu_list" 0 OMPI_MCA_hwloc_base_cpu_list=0 -np 2 --oversubscribe
 standin "-gmca FILE" 0 WEFT_T=1 -np 2 --oversubscribe -gmca "$tmp/none.conf"
+mkdir -p "$tmp/home/.openmpi"
+echo "  hwloc_base_topo_file = /elsewhere.xml" >"$tmp/home/.openmpi/mca-params.conf"
+standin "~/.openmpi/mca-params.conf" 0 HOME="$tmp/home" -np 2 --oversubscribe
+echo "# hwloc_base_cpu_list = 0" >"$tmp/params.conf"
+standin "a commented-out parameter" 1 OMPI_MCA_mca_base_param_files="$tmp/params.conf" -np 2
+echo "hwloc_base_cpu_list=0" >>"$tmp/params.conf"
+standin "OMPI_MCA_mca_base_param_files" 0 OMPI_MCA_mca_base_param_files="$tmp/none,$tmp/params.conf" -np 2
 standin "two hosts" 0 WEFT_T=1 -H "$(hostname):1,198.18.0.99:1" --gpus-per-node 0
 [ $fail = 0 ] && echo "ok topology cache and mpirun's topology file"
 nothing_left || fail=1
