@@ -122,7 +122,7 @@ static void free_names(char **v)
 }
 
 /* PCI devices: their addresses, and ids, class and driver from each one's uevent. */
-static void key_pci(part *p)
+static int key_pci(part *p)
 {
   char path[512];
   int n;
@@ -134,11 +134,12 @@ static void key_pci(part *p)
       mix_file(p, path);
   }
   free_names(v);
+  return 0;
 }
 
 /* Network interfaces that sit on a PCI device (a veth or a bridge coming and going
  * changes nothing hwloc shows), with what they point at; RDMA devices by name. */
-static void key_net(part *p)
+static int key_net(part *p)
 {
   char path[4096], link[4096];
   int n;
@@ -160,6 +161,7 @@ static void key_net(part *p)
   for (int i = 0; i < n; i++)
     mix_str(p, v[i]);
   free_names(v);
+  return 0;
 }
 
 /* The cgroup's effective cpuset (v2, then v1), which hwloc reads for the allowed sets. */
@@ -204,7 +206,7 @@ static void key_cgroup(part *p)
 }
 
 /* Online CPUs and NUMA nodes, this process's allowed ones, its cgroup. */
-static void key_cpu(part *p)
+static int key_cpu(part *p)
 {
   char full[4096], buf[SMALL_FILE];
   ssize_t n = -1;
@@ -225,6 +227,7 @@ static void key_cpu(part *p)
     line += k + (line[k] != '\0');
   }
   key_cgroup(p);
+  return 0;
 }
 
 static int env_cmp(const void *a, const void *b)
@@ -253,7 +256,7 @@ static int key_env(part *p)
 }
 
 /* The hwloc library this process runs with, and its plugins' directory beside it. */
-static void key_hwloc(part *p)
+static int key_hwloc(part *p)
 {
   char buf[64], dir[4096], path[4400];
   Dl_info info;
@@ -263,7 +266,7 @@ static void key_hwloc(part *p)
   mix_str(p, buf);
   if (!dladdr((void *)hwloc_topology_init, &info) || !info.dli_fname || !info.dli_fname[0]) {
     mix_str(p, "-");
-    return;
+    return 0;
   }
   /* the file itself, not its path: programs may reach one library by different paths */
   if (stat(info.dli_fname, &st) == 0) {
@@ -274,7 +277,7 @@ static void key_hwloc(part *p)
   const char *slash = strrchr(info.dli_fname, '/');
   if (!slash || weft__snprintf(dir, sizeof(dir), "%.*shwloc", (int)(slash + 1 - info.dli_fname),
                                info.dli_fname) != 0)
-    return;
+    return 0;
   int n;
   char **v = list_dir("", dir, &n);
   for (int i = 0; i < n; i++) {
@@ -285,6 +288,7 @@ static void key_hwloc(part *p)
     mix(p, id, sizeof(id));
   }
   free_names(v);
+  return 0;
 }
 
 static int add(char *key, size_t len, size_t *used, const char *name, const part *p)
@@ -297,54 +301,63 @@ static int add(char *key, size_t len, size_t *used, const char *name, const part
   return 0;
 }
 
+/* The boot id: without one nothing says the machine is the one that was probed. */
+static int key_boot(part *p)
+{
+  char path[4096], boot[128];
+  ssize_t n = -1;
+  int fd;
+
+  if (weft__snprintf(path, sizeof(path), "%s/proc/sys/kernel/random/boot_id", p->root) == 0 &&
+      (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+    n = read(fd, boot, sizeof(boot));
+    close(fd);
+  }
+  if (n <= 0)
+    return WEFT_ENOENT;
+  mix(p, boot, (size_t)n);
+  return 0;
+}
+
+static int key_host(part *p)
+{
+  char host[256];
+
+  if (gethostname(host, sizeof(host)) != 0)
+    host[0] = '\0';
+  host[sizeof(host) - 1] = '\0';
+  mix_str(p, host);
+  return 0;
+}
+
+static int key_weft(part *p)
+{
+  mix_str(p, weft_version_string());
+  mix_str(p, KEY_FORMAT);
+  return 0;
+}
+
 int weft__topo_cache_key(const char *root, char *key, size_t len)
 {
-  static const uint64_t basis = 0xcbf29ce484222325ULL;
-  char path[4096], boot[128], host[256];
+  static const struct {
+    const char *name;
+    int (*fn)(part *);
+  } parts[] = { { "boot", key_boot }, { "host", key_host }, { "hwloc", key_hwloc },
+                { "weft", key_weft }, { "pci", key_pci },   { "net", key_net },
+                { "cpu", key_cpu },   { "env", key_env } };
   size_t used = 0;
-  part p;
-  int fd, rc = 0;
-  ssize_t n;
+  part p = { root, 0 };
+  int rc = 0;
 
   if (!key || len == 0)
     return WEFT_EINVAL;
   key[0] = '\0';
-  /* without a boot id nothing says the machine is the one that was probed */
-  if (weft__snprintf(path, sizeof(path), "%s/proc/sys/kernel/random/boot_id", root) != 0 ||
-      (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-    return WEFT_ENOENT;
-  n = read(fd, boot, sizeof(boot));
-  close(fd);
-  if (n <= 0)
-    return WEFT_ENOENT;
-  p.root = root;
-  p.h = basis;
-  mix(&p, boot, (size_t)n);
-  rc = add(key, len, &used, "boot", &p);
-  if (gethostname(host, sizeof(host)) != 0)
-    host[0] = '\0';
-  host[sizeof(host) - 1] = '\0';
-  p.h = basis;
-  mix_str(&p, host);
-  rc = rc ? rc : add(key, len, &used, "host", &p);
-  p.h = basis;
-  key_hwloc(&p);
-  rc = rc ? rc : add(key, len, &used, "hwloc", &p);
-  p.h = basis;
-  mix_str(&p, weft_version_string());
-  mix_str(&p, KEY_FORMAT);
-  rc = rc ? rc : add(key, len, &used, "weft", &p);
-  p.h = basis;
-  key_pci(&p);
-  rc = rc ? rc : add(key, len, &used, "pci", &p);
-  p.h = basis;
-  key_net(&p);
-  rc = rc ? rc : add(key, len, &used, "net", &p);
-  p.h = basis;
-  key_cpu(&p);
-  rc = rc ? rc : add(key, len, &used, "cpu", &p);
-  p.h = basis;
-  rc = rc ? rc : key_env(&p);
-  rc = rc ? rc : add(key, len, &used, "env", &p);
+  for (size_t i = 0; !rc && i < WEFT__ARRAY_SIZE(parts); i++) {
+    p.h = 0xcbf29ce484222325ULL; /* FNV-1a's offset basis */
+    rc = parts[i].fn(&p);
+    rc = rc ? rc : add(key, len, &used, parts[i].name, &p);
+  }
+  if (rc)
+    key[0] = '\0';
   return rc;
 }

@@ -97,33 +97,26 @@ static void test_key(void **state)
   key_now(key, sizeof(key));
   assert_string_equal(changed(key), "");
 
-  put("root/proc/sys/kernel/random/boot_id", "0f1e2d3c-aaaa-bbbb-cccc-000000000002\n");
-  assert_string_equal(changed(key), "boot");
-  key_now(key, sizeof(key));
-  put("root/sys/bus/pci/devices/0000:00:05.0/uevent", "DRIVER=gve\nPCI_CLASS=20000\n");
-  assert_string_equal(changed(key), "pci");
-  key_now(key, sizeof(key));
-  put("root/sys/bus/pci/devices/0000:00:04.0/uevent",
-      "PCI_CLASS=30200\nPCI_ID=10DE:2330\nPCI_SLOT_NAME=0000:00:04.0\n"); /* driver unbound */
-  assert_string_equal(changed(key), "pci");
-  key_now(key, sizeof(key));
-  put("root/sys/devices/system/cpu/online", "0-3\n");
-  assert_string_equal(changed(key), "cpu");
-  key_now(key, sizeof(key));
-  put("root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
-      "VmRSS:\t100 kB\n");
-  assert_string_equal(changed(key), "cpu");
-  key_now(key, sizeof(key));
-  /* a line hwloc does not read changes nothing */
-  put("root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
-      "VmRSS:\t999 kB\n");
-  assert_string_equal(changed(key), "");
-  put("root/sys/fs/cgroup/user.slice/job1/cpuset.cpus.effective", "0-5\n");
-  assert_string_equal(changed(key), "cpu");
-  key_now(key, sizeof(key));
-  put("root/proc/self/cgroup", "0::/user.slice/job2\n");
-  assert_string_equal(changed(key), "cpu");
-  key_now(key, sizeof(key));
+  /* one change at a time: the part that covers it changes, and no other */
+  static const struct { const char *file, *text, *parts; } steps[] = {
+    { "root/proc/sys/kernel/random/boot_id", "0f1e2d3c-aaaa-bbbb-cccc-000000000002\n", "boot" },
+    { "root/sys/bus/pci/devices/0000:00:05.0/uevent", "DRIVER=gve\nPCI_CLASS=20000\n", "pci" },
+    { "root/sys/bus/pci/devices/0000:00:04.0/uevent", /* the driver unbound */
+      "PCI_CLASS=30200\nPCI_ID=10DE:2330\nPCI_SLOT_NAME=0000:00:04.0\n", "pci" },
+    { "root/sys/devices/system/cpu/online", "0-3\n", "cpu" },
+    { "root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
+      "VmRSS:\t100 kB\n", "cpu" },
+    { "root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
+      "VmRSS:\t999 kB\n", "" }, /* a line hwloc does not read */
+    { "root/sys/fs/cgroup/user.slice/job1/cpuset.cpus.effective", "0-5\n", "cpu" },
+    { "root/proc/self/cgroup", "0::/user.slice/job2\n", "cpu" },
+  };
+  for (size_t i = 0; i < WEFT__ARRAY_SIZE(steps); i++) {
+    put(steps[i].file, steps[i].text);
+    if (strcmp(changed(key), steps[i].parts))
+      fail_msg("%s: '%s' changed, expected '%s'", steps[i].file, changed(key), steps[i].parts);
+    key_now(key, sizeof(key));
+  }
   assert_int_equal(setenv("HWLOC_COMPONENTS", "-gl", 1), 0);
   assert_string_equal(changed(key), "env");
   key_now(key, sizeof(key));
