@@ -83,10 +83,12 @@ set -e
 [ $rc = 124 ] || { echo "FAIL: --timeout: exit $rc:"; cat "$tmp/err"; fail=1; }
 left "--timeout"
 
-timeout 60 "$weftrun" -np 2 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+# SIGTERM once the ranks run, to weftrun alone: --foreground, or timeout would also
+# signal its process group and weftrun would take the second SIGTERM as "kill now"
+timeout --foreground 60 "$weftrun" -np 2 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 i=0
-while [ "$(pgrep -f "$s 30" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(pgrep -f "^$s 30" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $pid
 set +e
 wait $pid
