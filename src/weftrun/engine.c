@@ -106,10 +106,14 @@ param_files_set(const char *mpirun, const char *const *keys)
   const char *list = getenv("OMPI_MCA_mca_base_param_files"), *home = getenv("HOME");
   char path[4200];
   if (list) {
-    for (const char *f = list; *f; f += strcspn(f, ",") + (f[strcspn(f, ",")] == ',')) {
-      snprintf(path, sizeof(path), "%.*s", (int)strcspn(f, ","), f);
-      if (path[0] && file_sets(path, keys))
-        return 1;
+    for (size_t at = 0, n; list[at]; at += n + (list[at + n] == ',')) {
+      n = strcspn(list + at, ",");
+      if (n > 0 && n < sizeof(path)) {
+        memcpy(path, list + at, n);
+        path[n] = '\0';
+        if (file_sets(path, keys))
+          return 1;
+      }
     }
     return 0;
   }
