@@ -98,36 +98,40 @@ file_sets(const char *path, const char *const *keys)
 }
 
 /* 1 when one of Open MPI's parameter files sets one of \p keys: the files of
- * $OMPI_MCA_mca_base_param_files, else ~/.openmpi/mca-params.conf and the system's
- * (Debian's /etc/openmpi, or PREFIX/etc next to mpirun's PREFIX/bin). */
+ * $OMPI_MCA_mca_base_param_files, else ~/.openmpi/mca-params.conf and the system's,
+ * and the system's override file (Debian's /etc/openmpi, or PREFIX/etc next to
+ * mpirun's PREFIX/bin). */
 static int
 param_files_set(const char *mpirun, const char *const *keys)
 {
+  static const char *const sys[] = { "openmpi-mca-params.conf", "openmpi-mca-params-override.conf" };
   const char *list = getenv("OMPI_MCA_mca_base_param_files"), *home = getenv("HOME");
-  char path[4200];
-  if (list) {
-    for (size_t at = 0, n; list[at]; at += n + (list[at + n] == ',')) {
-      n = strcspn(list + at, ",");
-      if (n > 0 && n < sizeof(path)) {
-        memcpy(path, list + at, n);
-        path[n] = '\0';
-        if (file_sets(path, keys))
-          return 1;
-      }
-    }
-    return 0;
-  }
-  if (home && snprintf(path, sizeof(path), "%s/.openmpi/mca-params.conf", home) < (int)sizeof(path) &&
-      file_sets(path, keys))
-    return 1;
-  if (file_sets("/etc/openmpi/openmpi-mca-params.conf", keys))
-    return 1;
   const char *slash = strrchr(mpirun, '/');
   size_t n = slash ? (size_t)(slash - mpirun) : 0;
+  char path[4200];
   while (n > 0 && mpirun[n - 1] != '/')
-    n--;
-  return n > 0 && snprintf(path, sizeof(path), "%.*setc/openmpi-mca-params.conf", (int)n,
-                           mpirun) < (int)sizeof(path) && file_sets(path, keys);
+    n--; /* PREFIX/ of PREFIX/bin/mpirun */
+  for (size_t at = 0, k; list && list[at]; at += k + (list[at + k] == ',')) {
+    k = strcspn(list + at, ",");
+    if (k > 0 && k < sizeof(path)) {
+      memcpy(path, list + at, k);
+      path[k] = '\0';
+      if (file_sets(path, keys))
+        return 1;
+    }
+  }
+  if (!list && home && snprintf(path, sizeof(path), "%s/.openmpi/mca-params.conf", home) <
+      (int)sizeof(path) && file_sets(path, keys))
+    return 1;
+  for (int i = list ? 1 : 0; i < 2; i++) {
+    if (snprintf(path, sizeof(path), "/etc/openmpi/%s", sys[i]) < (int)sizeof(path) &&
+        file_sets(path, keys))
+      return 1;
+    if (n > 0 && snprintf(path, sizeof(path), "%.*setc/%s", (int)n, mpirun, sys[i]) <
+        (int)sizeof(path) && file_sets(path, keys))
+      return 1;
+  }
+  return 0;
 }
 
 /* 1 when mpirun may read weftrun's XML of this machine (hwloc_base_topo_file) instead
