@@ -54,14 +54,20 @@ void weftx_hostlist_destroy(weftx_hostlist *hl)
   free(hl);
 }
 
+/* FNV-1a over the case-folded name, then a mix of the high bits into the low ones
+ * (the index keeps the low bits, which FNV's multiply alone leaves poorly mixed:
+ * "node000001".."node099999" would probe long runs). */
 static size_t name_hash(const char *name)
 {
-  size_t h = 2166136261u;
+  unsigned long long h = 0xcbf29ce484222325ULL;
   for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-    h ^= (size_t)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
-    h *= 16777619u;
+    h ^= (unsigned long long)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+    h *= 0x100000001b3ULL;
   }
-  return h;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return (size_t)h;
 }
 
 /* The index slot where \p name is, or the empty slot where it would go. */
