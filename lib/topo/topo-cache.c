@@ -69,29 +69,38 @@ static int private_dir(const char *dir, int make)
   return 0;
 }
 
-/* $XDG_CACHE_HOME/weft or ~/.cache/weft, made when missing. */
+/* A directory of this user's, \p base, made (0700, as XDG asks) when missing. */
+static int own_dir(const char *base)
+{
+  struct stat st;
+
+  if (stat(base, &st) != 0 && (mkdir(base, 0700) != 0 || stat(base, &st) != 0))
+    return -1;
+  return S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? 0 : -1;
+}
+
+/* $XDG_CACHE_HOME/weft, else ~/.cache/weft (made when missing). A base that is not
+ * this user's (HOME kept across sudo) gives way to the home of the user's passwd
+ * entry, so that root never fills another user's directory with files that user
+ * could not replace. */
 static int cache_dir(char *dir, size_t len)
 {
   const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  struct passwd *pw = NULL;
   char base[4096];
-  struct stat st;
+  int ok = 0;
 
-  if (xdg && xdg[0] == '/') {
-    if (weft__snprintf(base, sizeof(base), "%s", xdg) != 0)
-      return -1;
-  } else {
-    if (!home || home[0] != '/') {
-      struct passwd *pw = getpwuid(geteuid());
-      home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-    }
-    if (!home || weft__snprintf(base, sizeof(base), "%s/.cache", home) != 0) {
-      WEFT__LOG(TOPO, "topology cache: no home directory; not used");
-      return -1;
-    }
-  }
-  /* the base is the user's (XDG says 0700 when made); only weft's own is checked */
-  if (stat(base, &st) != 0 && mkdir(base, 0700) != 0 && errno != EEXIST) {
-    WEFT__LOG(TOPO, "topology cache: cannot make %s: %s", base, strerror(errno));
+  if (xdg && xdg[0] == '/' && weft__snprintf(base, sizeof(base), "%s", xdg) == 0)
+    ok = own_dir(base) == 0;
+  if (!ok && home && home[0] == '/' &&
+      weft__snprintf(base, sizeof(base), "%s/.cache", home) == 0)
+    ok = own_dir(home) == 0 && own_dir(base) == 0;
+  if (!ok && (pw = getpwuid(geteuid())) && pw->pw_dir && pw->pw_dir[0] == '/' &&
+      weft__snprintf(base, sizeof(base), "%s/.cache", pw->pw_dir) == 0)
+    ok = own_dir(pw->pw_dir) == 0 && own_dir(base) == 0;
+  if (!ok) {
+    WEFT__LOG(TOPO, "topology cache: no cache directory of this user's (XDG_CACHE_HOME, "
+              "HOME/.cache); not used");
     return -1;
   }
   if (weft__snprintf(dir, len, "%s/weft", base) != 0)

@@ -259,6 +259,25 @@ static void test_cache(void **state)
   assert_int_equal(chmod(cachedir, 0700), 0);
   load_and_drop(WEFTX_TOPO_CACHE_HIT);
 
+  /* an XDG_CACHE_HOME of another user's (kept across sudo): HOME/.cache instead */
+  if (geteuid() == 0) {
+    char home[300], other_file[700];
+    assert_int_equal(weft__snprintf(home, sizeof(home), "%s/home", tmpdir), 0);
+    assert_int_equal(mkdir(home, 0700), 0);
+    assert_int_equal(chown(xdg, 65534, 65534), 0);
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    assert_int_equal(setenv("HOME", home, 1), 0);
+    load_and_drop(WEFTX_TOPO_CACHE_WRITTEN);
+    assert_int_equal(weft__snprintf(other_file, sizeof(other_file), "%s/.cache/weft/%s", home,
+                                    strrchr(cachefile, '/') + 1), 0);
+    assert_int_equal(mode_of(other_file) & 0777, 0600);
+    load_and_drop(WEFTX_TOPO_CACHE_HIT);
+    assert_int_equal(chown(xdg, 0, 0), 0);
+    if (old_home)
+      assert_int_equal(setenv("HOME", old_home, 1), 0);
+    free(old_home);
+  }
+
   /* turned off: nothing read or written */
   assert_int_equal(unlink(cachefile), 0);
   assert_int_equal(setenv("WEFT_TOPOLOGY_CACHE", "0", 1), 0);
