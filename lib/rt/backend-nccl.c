@@ -121,7 +121,7 @@ static ncclResult_t wait_comm(ncclComm_t comm, ncclResult_t r, double end)
       return ncclInternalError;
     if (r != ncclInProgress)
       break;
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       return ncclInProgress;
     sched_yield();
   }
@@ -214,7 +214,7 @@ static int poll_until(MPI_Request *req, double end)
     int flag = 0;
     if (MPI_Test(req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag)
       return 0;
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       return 1;
     sched_yield();
   }
@@ -252,7 +252,7 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
     for (;;) {
       int done = 0;
       if (MPI_Testall(g->size, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || done ||
-          weft__now() > end)
+          weftx_monotonic() > end)
         break;
       sched_yield();
     }
@@ -343,7 +343,7 @@ static int comm_up(weft_group *g, ncclComm_t *out, const char *fn)
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   ncclComm_t comm = NULL;
   ncclResult_t r, st;
-  double end = weft__now() + ctx->init_timeout;
+  double end = weftx_monotonic() + ctx->init_timeout;
   int rc, *flags, i, ok;
   char why[256] = "";
 
@@ -400,7 +400,7 @@ static int comm_up(weft_group *g, ncclComm_t *out, const char *fn)
     return boot_fail(g, WEFT_ENOMEM, "NCCL bootstrap of group %s: out of memory", g->name);
   }
   rc = exchange_flags(g, st == ncclSuccess,
-                      flags, weft__now() + (ctx->init_timeout < 10 ? ctx->init_timeout : 10));
+                      flags, weftx_monotonic() + (ctx->init_timeout < 10 ? ctx->init_timeout : 10));
   ok = rc == 0;
   for (i = 0; i < g->size; i++)
     if (flags[i] != 1)
@@ -441,13 +441,13 @@ static int comm_up(weft_group *g, ncclComm_t *out, const char *fn)
 static int world_drained(weft_ctx *ctx)
 {
   struct ncgroup *ns = ctx->world->nccl;
-  double end = weft__now() + ctx->init_timeout;
+  double end = weftx_monotonic() + ctx->init_timeout;
   cudaError_t e;
 
   if (!ns || !ns->events)
     return 1;
   while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady) {
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       return 0;
     sched_yield();
   }
@@ -479,7 +479,7 @@ int weft__nccl_split(weft_group *g, int color, int key)
   cfg.commName = g->name;
   st = ncclCommSplit((ncclComm_t)ctx->nccl_world, color, key, &comm, &cfg);
   if (comm)
-    st = wait_comm(comm, st, weft__now() + ctx->init_timeout);
+    st = wait_comm(comm, st, weftx_monotonic() + ctx->init_timeout);
   ok = st == ncclSuccess && comm != NULL;
   /* All or none: a group whose members disagree would hang at its first
    * collective; without a split, the communicator comes up lazily. */
@@ -519,7 +519,7 @@ static int enter(weft_group *g, ncclComm_t *comm, void *stream, const char *fn)
 static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn)
 {
   double limit = g->ctx->coll_timeout > 0 ? g->ctx->coll_timeout : g->ctx->init_timeout;
-  ncclResult_t st = wait_comm(comm, r, weft__now() + limit);
+  ncclResult_t st = wait_comm(comm, r, weftx_monotonic() + limit);
   char why[400];
 
   if (st == ncclSuccess)
@@ -555,9 +555,9 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
     return cuda_fail(g->ctx, "cudaEventRecord", e);
   if (limit <= 0)
     return 0;
-  end = weft__now() + limit;
+  end = weftx_monotonic() + limit;
   while ((e = cudaEventQuery(ns->start)) == cudaErrorNotReady) {
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
                            "%s on group %s: the work queued before it on the stream has run for "
                            "more than %gs (WEFT_COLL_TIMEOUT), so it has not started; it stays "
@@ -567,7 +567,7 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
   }
   if (e != cudaSuccess)
     return cuda_fail(g->ctx, fn, e);
-  end = weft__now() + limit;
+  end = weftx_monotonic() + limit;
   for (;;) {
     ncclResult_t st = ncclSuccess;
     MPI_Status ms;
@@ -580,8 +580,8 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
      * (the abort came after), so it gets a moment to finish; then the group
      * goes, at this call or the next. */
     if (notice(g, &ms)) {
-      double grace = weft__now() + 0.2;
-      while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady && weft__now() < grace)
+      double grace = weftx_monotonic() + 0.2;
+      while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady && weftx_monotonic() < grace)
         sched_yield();
       if (e == cudaSuccess)
         return 0;
@@ -591,7 +591,7 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
     if (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st != ncclSuccess &&
         st != ncclInProgress)
       return usable(g, comm, fn);
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       break;
     sched_yield();
   }
@@ -692,7 +692,7 @@ static int pair_up(weft_group *g, int peer, ncclComm_t *out, int *prank, const c
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   ncclComm_t comm = NULL;
   ncclResult_t r, st;
-  double end = weft__now() + ctx->init_timeout;
+  double end = weftx_monotonic() + ctx->init_timeout;
   int low = g->rank < peer, rc, i;
   struct boot *b;
   char name[96];
@@ -850,7 +850,7 @@ void weft__nccl_group_free(weft_group *g)
     told(g);
   /* A communicator is finalised (polled, bounded) before it is destroyed;
    * anything wrong and it is aborted instead. */
-  end = weft__now() + (g->ctx->init_timeout < 30 ? g->ctx->init_timeout : 30);
+  end = weftx_monotonic() + (g->ctx->init_timeout < 30 ? g->ctx->init_timeout : 30);
   for (i = -1; i < (ns->pair ? g->size : 0); i++) {
     ncclComm_t c = i < 0 ? ns->comm : ns->pair[i];
     ncclResult_t st = ncclSuccess;

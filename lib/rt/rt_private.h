@@ -136,7 +136,6 @@ void weft__dtype_fini(void);
 MPI_User_function *weft__op16_fn(weft_dtype dt, weft_op op);
 
 /* ---- deadlines (deadline.c) ---- */
-double weft__now(void);
 /* Post this rank's arrival token for a collective on g (deadline on only). */
 int weft__arrive(weft_group *g);
 /* Wait for req until the ctx deadline; WEFT_ETIMEDOUT names the absent ranks
