@@ -130,7 +130,7 @@ write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
   const weftx_topo *t = here_live(p);
   FILE *f = t ? wr_jobdir_file(dir, "topology.xml", path, len, why, sizeof(why)) : NULL;
   /* without it, every rank here probes its host itself */
-  if (!f || fclose(f) || hwloc_topology_export_xml(weftx_topo_hwloc(t), path, 0) != 0)
+  if (!f || (weftx_topo_export_xml(t, f) != 0) | (fclose(f) != 0))
     path[0] = '\0';
 }
 
