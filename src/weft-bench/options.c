@@ -4,9 +4,12 @@
  * benchmark, and scale), read by the option-table engine weftrun and
  * weft-topo use (src/common/opt.c), which also writes --help, the OPTIONS
  * of weft-bench(1) (--help-man) and "did you mean" for a typo. Option names
- * follow nccl-tests (-b -e -f -n -w -d -o -r -c -J) so that admins' habits
- * carry over; "-b 1K", "-b1K", "--minbytes 1K" and "--minbytes=1K" are all
- * accepted. The list of collectives in --help comes from the registry.
+ * follow nccl-tests (-b -e -f -n -w -d -o -r -c -a -z -J) so that admins'
+ * habits carry over, and its -t -g -m -G -p are accepted where their value
+ * means what weft-bench does (one thread and one GPU per rank, no grouped or
+ * graph launches), refused in one line otherwise; "-b 1K", "-b1K",
+ * "--minbytes 1K" and "--minbytes=1K" are all accepted. The list of
+ * collectives in --help comes from the registry.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +149,8 @@ static int set_dtypes(const char *sp, const char *v, struct bench_opts *o, char 
   int idx[WEFT_DTYPE_COUNT];
 
   o->ndtypes = name_list(sp, v, WEFT_DTYPE_COUNT, parse_dtype, idx, "type",
-                         "int8 uint8 int32 int64 float16 bfloat16 float32 float64", w, n);
+                         "int8 uint8 int32 int64 half bfloat16 float double (or float16 "
+                         "float32 float64)", w, n);
   for (int i = 0; i < o->ndtypes; i++)
     o->dtypes[i] = (weft_dtype)idx[i];
   return o->ndtypes ? 0 : -1;
@@ -187,9 +191,13 @@ static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char 
 /* ---- The benchmark ------------------------------------------------------- */
 
 enum {
-  B_MINBYTES = 1, B_MAXBYTES, B_SIZES, B_FACTOR, B_ITERS, B_WARMUP, B_CHECK, B_MEMORY,
-  B_BASELINE, B_DTYPE, B_OP, B_ROOT, B_TENSORS, B_JSON, B_MIN_BUSBW,
+  B_MINBYTES = 1, B_MAXBYTES, B_SIZES, B_FACTOR, B_ITERS, B_WARMUP, B_CHECK, B_AVERAGE,
+  B_BLOCKING, B_MEMORY, B_BASELINE, B_DTYPE, B_OP, B_ROOT, B_TENSORS, B_JSON, B_MIN_BUSBW,
+  B_NTHREADS, B_NGPUS, B_AGG, B_GRAPH, B_PARALLEL,
 };
+
+#define NCCL_TESTS "nccl-tests options with one meaning here"
+
 
 #define J WEFT_OPT_JOINED
 static const weft_opt bench_options[] = {
@@ -205,23 +213,38 @@ static const weft_opt bench_options[] = {
     "untimed iterations before timing (default 5)", J },
   { B_CHECK, "c|check", WEFT_OPT_ARG, "0|1", "Runs",
     "check every result and count wrong elements (default 1)", J },
-  { B_MEMORY, "m|memory", WEFT_OPT_ARG, "host|device", "Runs",
-    "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", J },
+  { B_AVERAGE, "a|average", WEFT_OPT_ARG, "0|1|2|3", "Runs",
+    "a row's time over the ranks: rank 0's (0), the mean (1, default), least (2), most (3)", J },
+  { B_BLOCKING, "z|blocking", WEFT_OPT_ARG, "0|1|2|3", "Runs",
+    "after each run: nothing (0, default), wait and barrier (1 or 3), wait (2)", J },
+  { B_MEMORY, "memory", WEFT_OPT_ARG, "host|device", "Runs",
+    "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", 0 },
   { B_BASELINE, "B|baseline", WEFT_OPT_FLAG, NULL, "Runs",
-    "also time raw MPI (raw NCCL for device memory) on the same buffers; print weft/raw", 0 },
+    "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
+    "(raw time / weft time)", 0 },
   { B_DTYPE, "d|datatype", WEFT_OPT_ARG, "TYPE", "Data",
-    "int8 uint8 int32 int64 float16 bfloat16 float32 float64, a list, or all (default float32)",
-    J },
+    "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
+    "or all (default float)", J },
   { B_OP, "o|op", WEFT_OPT_ARG, "OP", "Data",
     "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J },
   { B_ROOT, "r|root", WEFT_OPT_ARG, "RANK", "Data",
     "root rank, for the collectives that have one (default 0)", J },
-  { B_TENSORS, "t|tensors", WEFT_OPT_ARG, "N", "Data",
-    "tensors per size, for the collectives that fuse them (default 1000)", J },
+  { B_TENSORS, "tensors", WEFT_OPT_ARG, "N", "Data",
+    "tensors per size, for the collectives that fuse them (default 1000)", 0 },
   { B_JSON, "J|json", WEFT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE",
     J },
   { B_MIN_BUSBW, "min-busbw", WEFT_OPT_ARG, "GB/s", "Results",
     "fail (exit 3) when the average busbw is lower", 0 },
+  { B_NTHREADS, "t|nthreads", WEFT_OPT_ARG, "1", NCCL_TESTS,
+    "threads per rank: one (start more ranks instead)", J },
+  { B_NGPUS, "g|ngpus", WEFT_OPT_ARG, "1", NCCL_TESTS,
+    "GPUs per thread: one (one rank per GPU, as weftrun starts them)", J },
+  { B_AGG, "m|agg_iters", WEFT_OPT_ARG, "1", NCCL_TESTS,
+    "collectives per timed iteration: one (weft has no grouped launch)", J },
+  { B_GRAPH, "G|cudagraph", WEFT_OPT_ARG, "0", NCCL_TESTS,
+    "CUDA graph launches: none (weft-bench does not capture graphs)", J },
+  { B_PARALLEL, "p|parallel_init", WEFT_OPT_ARG, "0|1", NCCL_TESTS,
+    "either: with one thread per rank there is nothing to start in parallel", J },
   { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Help", "print this help and exit", 0 },
   { O_VERSION, "V|version", WEFT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
   { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
@@ -229,6 +252,20 @@ static const weft_opt bench_options[] = {
   { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 #undef J
+
+/* nccl-tests' -t -g -m -G: the one value that means what weft-bench does,
+ * or one line that says what to do instead. */
+static int only(const char *sp, const char *v, long want, const char *instead, char *why,
+                size_t whylen)
+{
+  long x;
+
+  if (weftx_parse_long(v, 0, 1 << 30, &x) != 0 || x != want) {
+    snprintf(why, whylen, "%s %s: %s", sp, v, instead);
+    return -1;
+  }
+  return 0;
+}
 
 /* What the command line asked beside a run. */
 struct bench_cli {
@@ -253,6 +290,26 @@ static int on_bench_option(void *ud, const weft_opt *opt, const char *sp, const 
   case B_CHECK: return set_int(sp, v, 0, 1, &o->check, why, whylen);
   case B_ROOT: return set_int(sp, v, 0, 1 << 30, &o->root, why, whylen);
   case B_TENSORS: return set_long(sp, v, 1, 10000000, &o->tensors, why, whylen);
+  case B_AVERAGE: return set_int(sp, v, 0, 3, &o->average, why, whylen);
+  case B_BLOCKING: return set_int(sp, v, 0, 3, &o->blocking, why, whylen);
+  case B_NTHREADS:
+    return only(sp, v, 1, "weft-bench runs one thread per rank (nccl-tests' -t 1): start more "
+                "ranks instead; the bucket's tensors are --tensors", why, whylen);
+  case B_NGPUS:
+    return only(sp, v, 1, "weft-bench drives one GPU per rank (nccl-tests' -g 1): start one "
+                "rank per GPU instead (weftrun does)", why, whylen);
+  case B_AGG:
+    return only(sp, v, 1, strcmp(v, "host") && strcmp(v, "device")
+                ? "weft has no grouped launch, so each timed iteration is one collective (-m 1)"
+                : "-m is nccl-tests' aggregated iterations; where the buffers live is --memory",
+                why, whylen);
+  case B_GRAPH:
+    return only(sp, v, 0, "weft-bench does not capture CUDA graphs (-G 0)", why, whylen);
+  case B_PARALLEL: {
+    int unused;
+
+    return set_int(sp, v, 0, 1, &unused, why, whylen);
+  }
   case B_DTYPE: return set_dtypes(sp, v, o, why, whylen);
   case B_OP: return set_ops(sp, v, o, why, whylen);
   case B_MEMORY:
@@ -406,6 +463,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   o->ops[0] = WEFT_SUM;
   o->nops = 1;
   o->check = 1;
+  o->average = 1;
   o->min_busbw = -1;
   o->inject = env && !strcmp(env, "1");
   if (weft_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,

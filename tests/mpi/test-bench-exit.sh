@@ -25,6 +25,10 @@ expect 2 root 2 broadcast $quick -r 5
 grep -q 'not a rank' "$tmp/root.err" || fail_run "no message for --root 5" "$tmp/root"
 expect 2 pair 2 allreduce $quick -d int32 -o avg
 grep -q 'does not take' "$tmp/pair.err" || fail_run "no message for int32 avg" "$tmp/pair"
+# An nccl-tests option weft-bench refuses: one line for the whole job, no abort.
+expect 2 ngpus 3 allreduce $quick -g 8
+[ "$(grep -c '^weft-bench: -g 8: ' "$tmp/ngpus.err")" -eq 1 ] || fail_run "-g 8: not one line" "$tmp/ngpus"
+! grep -q 'MPI_ABORT' "$tmp/ngpus.err" || fail_run "-g 8: an MPI abort" "$tmp/ngpus"
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "a GPU is here: --memory device is tested by tests/gpu"
