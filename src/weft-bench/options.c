@@ -169,10 +169,10 @@ static int set_ops(const char *sp, const char *v, struct bench_opts *o, char *w,
 
 /* ---- What both modes answer instead of running ---------------------------- */
 
-enum { O_HELP = 100, O_HELP_MAN, O_VERSION };
+enum { O_HELP = 100, O_HELP_MAN, O_VERSION, O_COMPLETION };
 
 struct cli_asked {
-  int help, help_man, version;
+  int help, help_man, version, completion;
 };
 
 static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char *why,
@@ -182,6 +182,7 @@ static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char 
   case O_HELP: a->help = 1; return 0;
   case O_HELP_MAN: a->help_man = 1; return 0;
   case O_VERSION: a->version = 1; return 0;
+  case O_COMPLETION: a->completion = 1; return 0;
   default:
     snprintf(why, whylen, "%s: not handled", sp);
     return -1;
@@ -249,6 +250,8 @@ static const weft_opt bench_options[] = {
   { O_VERSION, "V|version", WEFT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
   { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
     WEFT_OPT_HIDDEN },
+  { O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Help",
+    "the options and collectives for shell completion", WEFT_OPT_HIDDEN },
   { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 #undef J
@@ -423,6 +426,17 @@ void bench_usage(FILE *f)
   wrap(f, text, 88);
 }
 
+/* For shell completion: the options after a collective, and the words that
+ * may come first (every collective's names, and scale). */
+static void bench_completion(FILE *f, const weft_opt *tab)
+{
+  weft_opt_completion(f, tab, "*");
+  fputs("-\t@\twords\t", f);
+  for (int i = 0; bench_colls[i]; i++)
+    fprintf(f, "%s %s ", bench_colls[i]->name, bench_colls[i]->alias);
+  fputs("scale\n", f);
+}
+
 int bench_is_first_rank(void)
 {
   static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK" };
@@ -447,7 +461,7 @@ static int usage_error(const char *why)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
   const char *env = getenv("WEFT_BENCH_INJECT_ERROR");
-  struct bench_cli cli = { o, { 0, 0, 0 } };
+  struct bench_cli cli = { o, { 0, 0, 0, 0 } };
   char why[512];
   int first = argc;
 
@@ -469,11 +483,13 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   if (weft_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
                      sizeof(why)) != 0)
     return usage_error(why);
-  if (cli.asked.help || cli.asked.help_man || cli.asked.version) {
+  if (cli.asked.help || cli.asked.help_man || cli.asked.version || cli.asked.completion) {
     if (cli.asked.help)
       bench_usage(stdout);
     else if (cli.asked.help_man)
       weft_opt_man(stdout, bench_options);
+    else if (cli.asked.completion)
+      bench_completion(stdout, bench_options);
     else
       printf("weft-bench %s\n", weft_version_string());
     return -1;
@@ -501,8 +517,8 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 /* ---- weft-bench scale ------------------------------------------------------ */
 
 enum {
-  S_HOSTFILE = 1, S_NODES, S_PPN, S_NO_PAIRS, S_COLL, S_SIZES, S_ITERS, S_WARMUP, S_LAUNCHER,
-  S_LARG, S_TIMEOUT, S_OUT,
+  S_HOSTFILE = 1, S_NODES, S_PPN, S_NO_PAIRS, S_COLL, S_SIZES, S_ITERS, S_WARMUP, S_REPEAT,
+  S_LAUNCHER, S_LARG, S_TIMEOUT, S_OUT,
 };
 
 static const weft_opt scale_options[] = {
@@ -521,6 +537,9 @@ static const weft_opt scale_options[] = {
     0 },
   { S_WARMUP, "warmup", WEFT_OPT_ARG, "N", "Benchmark",
     "untimed iterations per size (default 2)", 0 },
+  { S_REPEAT, "repeat", WEFT_OPT_ARG, "N", "Benchmark",
+    "measure everything N times, round after round, and report the median and spread "
+    "(default 3)", 0 },
   { S_LAUNCHER, "launcher", WEFT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
     "the launcher (default weftrun when found)", 0 },
   { S_LARG, "launcher-arg", WEFT_OPT_ARG, "ARG", "Launch",
@@ -532,6 +551,8 @@ static const weft_opt scale_options[] = {
   { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Output", "print this help and exit", 0 },
   { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Output", "the man page's scale options",
     WEFT_OPT_HIDDEN },
+  { O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Output",
+    "the options for shell completion", WEFT_OPT_HIDDEN },
   { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 
@@ -587,6 +608,7 @@ static int on_scale_option(void *ud, const weft_opt *opt, const char *sp, const 
     return set_sizes(sp, v, o->sizes, &o->nsizes, why, whylen);
   case S_ITERS: return set_long(sp, v, 1, 1000000, &o->iters, why, whylen);
   case S_WARMUP: return set_long(sp, v, 0, 1000000, &o->warmup, why, whylen);
+  case S_REPEAT: return set_long(sp, v, 1, SCALE_MAX_REPEAT, &o->repeat, why, whylen);
   case S_LAUNCHER: o->launcher = v; return 0;
   case S_LARG:
     if (o->nlargs == SCALE_MAX_LARGS) {
@@ -606,9 +628,11 @@ static void scale_usage(FILE *f)
   char names[256];
 
   fputs("usage: weft-bench scale [options] [-- WEFT-BENCH OPTIONS]\n"
-        "Runs weft-bench at each node count through weftrun and reports busbw, scaling\n"
-        "efficiency, an alpha-beta fit with a prediction for larger counts, and the slowest\n"
-        "link or host. Writes DIR/scale.csv, scale.json, pairs.csv, scale.gp and a plot.\n", f);
+        "Runs weft-bench at each node count through weftrun, --repeat times, and reports\n"
+        "busbw with its spread, scaling efficiency, an alpha-beta fit with a prediction for\n"
+        "larger counts, the links or hosts slower or faster than the others, and with a\n"
+        "known machine family whether busbw is in its healthy range. Writes DIR/scale.csv,\n"
+        "scale.json, pairs.csv, scale.gp and a plot.\n", f);
   weft_opt_help(f, scale_options);
   bench_coll_names(names, sizeof(names));
   fprintf(f, "\nCollectives: %s.\n"
@@ -625,7 +649,7 @@ static int scale_usage_error(const char *why)
 
 int scale_parse(int argc, char **argv, struct scale_opts *o)
 {
-  struct scale_cli cli = { o, { 0, 0, 0 }, NULL };
+  struct scale_cli cli = { o, { 0, 0, 0, 0 }, NULL };
   char why[512];
   int first = argc;
 
@@ -634,6 +658,7 @@ int scale_parse(int argc, char **argv, struct scale_opts *o)
   o->ppn = 1;
   o->iters = 10;
   o->warmup = 2;
+  o->repeat = 3;
   o->timeout = 600;
   o->pairs = 1;
   o->out = "weft-bench-scale";
@@ -641,11 +666,13 @@ int scale_parse(int argc, char **argv, struct scale_opts *o)
   if (weft_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why,
                      sizeof(why)) != 0)
     return scale_usage_error(why);
-  if (cli.asked.help || cli.asked.help_man) {
+  if (cli.asked.help || cli.asked.help_man || cli.asked.completion) {
     if (cli.asked.help)
       scale_usage(stdout);
-    else
+    else if (cli.asked.help_man)
       weft_opt_man(stdout, scale_options);
+    else
+      weft_opt_completion(stdout, scale_options, "scale");
     return -1;
   }
   if (first == argc)
