@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # weft-vcluster's command line: bad arguments give a clear message and exit 2
 # (bad --slurm options too, leaving nothing behind), a cluster that is not up
-# exit 4 (rsh 255), not root exit 3; per-node
-# topologies set slots and WEFT_TOPOLOGY; link down makes a node unreachable;
-# netem works or says that the kernel lacks it (exit 6).
+# exit 4 (rsh 255), not root exit 3 (also from a source tree other users
+# cannot read); --prefix after the command, but never out of the program run
+# or exec run; per-node topologies set slots and WEFT_TOPOLOGY; link down
+# makes a node unreachable; netem works or says that the kernel lacks it
+# (exit 6).
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 err=$tmp/err
@@ -35,6 +37,11 @@ expect 4 'is not up' --prefix "$prefix" status
 expect 4 'is not up' --prefix "$prefix" kill vnode0
 expect 255 'is not up' --prefix "$prefix" rsh vnode0 true
 expect 2 'usage:' --prefix "$prefix" run
+# --prefix after the command names the cluster too (not the default one).
+expect 4 "cluster '$prefix' is not up" run --prefix "$prefix" -- true
+expect 4 "cluster '$prefix' is not up" status --prefix="$prefix"
+expect 4 "cluster '$prefix' is not up" kill --prefix "$prefix" vnode0
+expect 2 '--prefix needs a value' status --prefix
 expect 2 'add --slurm' --prefix "$prefix" up 2 --gpus-per-node 2
 expect 2 "'x' is not a number" --prefix "$prefix" up 2 --slurm --gpus-per-node x
 expect 2 'not in 0..64' --prefix "$prefix" up 2 --slurm --gpus-per-node 65
@@ -45,11 +52,20 @@ for f in "${WEFT_VCLUSTER_STATE:-/run/weft-vcluster}/$prefix" "${WEFT_VCLUSTER_S
 done
 
 need_root
+# As another user: the script is copied where that user may read it, since the
+# source tree may not be (a clone under /root), and run from /.
 if command -v setpriv >/dev/null 2>&1; then
+  pub=$(mktemp -d /tmp/weft-vcluster-cli.XXXXXX)
+  at_exit 'rm -rf "$pub"'
+  cp "$vc" "$pub/weft-vcluster"
+  chmod 755 "$pub" "$pub/weft-vcluster"
   rc=0
-  setpriv --reuid=65534 --regid=65534 --clear-groups "$vc" --prefix "$prefix" up 2 >/dev/null 2>"$err" || rc=$?
+  (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups /bin/sh "$pub/weft-vcluster" \
+     --prefix "$prefix" up 2) >/dev/null 2>"$err" || rc=$?
   [ $rc -eq 3 ] || fail "up as a user exited $rc, not 3: $(cat "$err")"
   grep -q 'needs root' "$err" || fail "up as a user did not say it needs root: $(cat "$err")"
+else
+  echo "note: setpriv is not installed: up as another user is not tried"
 fi
 
 # Topologies: GPU count -> slots; the node's processes see WEFT_TOPOLOGY.
@@ -116,4 +132,16 @@ for v in OMPI_MCA_plm_rsh_agent OMPI_MCA_orte_default_hostfile OMPI_MCA_btl_tcp_
 done
 h=$("$vc" --prefix "$prefix" run -- sh -c 'echo $(hostname) $WEFT_VCLUSTER_HOSTFILE')
 [ "$h" = "vnode0 $hostfile" ] || fail "run gave '$h', not 'vnode0 $hostfile'"
+# Global options after the command, before what it runs; the program's own
+# --prefix stays its own.
+h=$("$vc" run --prefix "$prefix" -- sh -c 'echo $(hostname) $WEFT_VCLUSTER_PREFIX')
+[ "$h" = "vnode0 $prefix" ] || fail "run --prefix P -- gave '$h', not 'vnode0 $prefix'"
+h=$("$vc" run --prefix="$prefix" echo --prefix x)
+[ "$h" = "--prefix x" ] || fail "run took the program's --prefix: '$h'"
+h=$("$vc" exec --prefix "$prefix" vnode1 sh -c 'echo $(hostname)')
+[ "$h" = vnode1 ] || fail "exec --prefix P vnode1 gave '$h'"
+h=$("$vc" --prefix "$prefix" exec vnode1 echo --prefix y)
+[ "$h" = "--prefix y" ] || fail "exec took the program's --prefix: '$h'"
+"$vc" status --prefix "$prefix" | grep -q "^cluster $prefix: 3 nodes" || fail "status --prefix P"
+"$vc" --prefix "$prefix" nodes --help | grep -q '^usage: weft-vcluster' || fail "nodes --help gives no usage"
 echo "ok"
