@@ -31,6 +31,8 @@ expect 2 'not in 1..250' --prefix "$prefix" up 0
 expect 2 "'--slots' needs\|--slots 'x' is not a number" --prefix "$prefix" up 2 --slots x
 expect 2 'must be a /24 inside 198.18.0.0/15' --prefix "$prefix" up 2 --subnet 10.0.0.0/24
 expect 2 "cannot read '/nonexistent.xml'" --prefix "$prefix" up 2 --topology /nonexistent.xml
+expect 2 "'a9-nonesuch' is neither a file nor a topology name in .*weft-topo --list-topologies" \
+  --prefix "$prefix" up 2 --topology a9-nonesuch
 expect 2 'there is no vnode5 in a 2-node cluster' --prefix "$prefix" up 2 --topology "vnode5=$WEFT_TOPDIR/COPYING"
 expect 2 'is not an hwloc XML topology' --prefix "$prefix" up 2 --topology "$WEFT_TOPDIR/COPYING"
 expect 4 'is not up' --prefix "$prefix" status
@@ -94,6 +96,11 @@ t=$(WEFT_TOPOLOGY=/leak "$vc" --prefix "$prefix" exec vnode0 sh -c 'echo ${WEFT_
 if [ -f "$topos/a3-highgpu-8g.xml" ]; then
   "$vc" --prefix "$prefix" up 3 --topology "$topos/a3-highgpu-8g.xml" >/dev/null 2>&1 || fail "up with a3-highgpu-8g.xml failed"
   [ "$(grep -c 'slots=8$' "$hostfile")" -eq 3 ] || fail "a3-highgpu-8g should give 8 slots: $(cat "$hostfile")"
+  # By name, as weftrun and weft-topo take it.
+  "$vc" --prefix "$prefix" up 3 --topology vnode2=g2-standard-48 >/dev/null 2>"$err" || fail "up with a name: $(cat "$err")"
+  grep -qx 'vnode2 slots=4' "$hostfile" || fail "g2-standard-48 by name should give 4 slots: $(cat "$hostfile")"
+  t=$("$vc" --prefix "$prefix" rsh vnode2 'echo $WEFT_TOPOLOGY')
+  [ "$t" -ef "$topos/g2-standard-48.xml" ] || fail "vnode2 sees WEFT_TOPOLOGY='$t', not g2-standard-48.xml"
 fi
 
 # rsh: ssh-like options are skipped, the command words are joined, the
