@@ -329,41 +329,39 @@ void bench_json_num(FILE *f, double v)
     fprintf(f, "%.6g", v);
 }
 
-/* A placement's object, with nccl-tests' keys ("time" in us, "alg_bw",
- * "bus_bw", "nwrong"), or null when it was not measured. */
-static void json_cell(FILE *f, const struct bench_cell *c)
+/* A placement's object with nccl-tests' keys ("time" in us, "alg_bw",
+ * "bus_bw"), then \p last's key: "nwrong" for weft, "speedup" for the
+ * baseline; null when it was not measured. */
+static int json_times(FILE *f, double time_us, double algbw, double busbw, const char *last)
 {
-  if (c->time_us < 0) {
+  if (time_us < 0) {
     fputs("null", f);
-    return;
+    return -1;
   }
   fputs("{ \"time\": ", f);
-  bench_json_num(f, c->time_us);
+  bench_json_num(f, time_us);
   fputs(", \"alg_bw\": ", f);
-  bench_json_num(f, c->algbw);
+  bench_json_num(f, algbw);
   fputs(", \"bus_bw\": ", f);
-  bench_json_num(f, c->busbw);
-  fputs(", \"nwrong\": ", f);
+  bench_json_num(f, busbw);
+  fprintf(f, ", \"%s\": ", last);
+  return 0;
+}
+
+static void json_cell(FILE *f, const struct bench_cell *c)
+{
+  if (json_times(f, c->time_us, c->algbw, c->busbw, "nwrong") != 0)
+    return;
   if (c->wrong >= 0)
-    fprintf(f, "%lld", c->wrong);
+    fprintf(f, "%lld }", c->wrong);
   else
-    fputs("null", f);
-  fputs(" }", f);
+    fputs("null }", f);
 }
 
 static void json_raw(FILE *f, const struct bench_cell *c)
 {
-  if (c->raw_time_us < 0) {
-    fputs("null", f);
+  if (json_times(f, c->raw_time_us, c->raw_algbw, c->raw_busbw, "speedup") != 0)
     return;
-  }
-  fputs("{ \"time\": ", f);
-  bench_json_num(f, c->raw_time_us);
-  fputs(", \"alg_bw\": ", f);
-  bench_json_num(f, c->raw_algbw);
-  fputs(", \"bus_bw\": ", f);
-  bench_json_num(f, c->raw_busbw);
-  fputs(", \"speedup\": ", f);
   bench_json_num(f, bench_speedup(c));
   fputs(" }", f);
 }
