@@ -572,7 +572,7 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
           "title label[i], \\\n"
           "     for [i=1:words(sizes)] 'scale.csv' using 2:(predicted(i) ? $7 : 1/0) with points "
           "pointtype 6 linecolor i title label[i].' predicted', \\\n"
-          "     'scale.csv' using 2:(predicted(words(sizes)) ? $7 : 1/0):(sprintf('%%d nodes', $2)) "
+          "     'scale.csv' using 2:(predicted(words(sizes)) ? $7 : 1/0):(strcol(2).' nodes') "
           "with labels offset 0,1 font ',9' notitle\n");
   if (pf->efficiencies) {
     fprintf(f, "unset object 1; unset label 1; unset title\n"
