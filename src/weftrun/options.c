@@ -17,7 +17,7 @@ enum {
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
-  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE,
+  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_HELPCOMP,
 };
 
 #define S_PLACE "Ranks and hosts"
@@ -91,6 +91,8 @@ const weft_opt wr_options[] = {
     "Print the OPTIONS section of the man page (roff).", WEFT_OPT_HIDDEN },
   { O_HELPMANEXIT, "help-man-exit-status", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print the EXIT STATUS section of the man page (roff).", WEFT_OPT_HIDDEN },
+  { O_HELPCOMP, "help-completion", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print the options for shell completion (contrib/completion) and exit.", WEFT_OPT_HIDDEN },
   /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */
   { O_PASS0, "display-map|display-allocation|display-devel-map|display-topo|merge-stderr-to-stdout|"
     "nolocal|use-hwthread-cpus|leave-session-attached|debug-daemons|noprefix|quiet|q|"
@@ -223,6 +225,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_HELP: o->help = 1; return 0;
   case O_HELPMAN: o->help_man = 1; return 0;
   case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
+  case O_HELPCOMP: weft_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
   case O_PASS0:
   case O_PASS1:
     if (o->npass + 2 >= WR_MAX_LIST)
