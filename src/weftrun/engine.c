@@ -183,6 +183,8 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
 
   snprintf(why, whylen, "out of memory");
   weft_agent_args_init(&ag);
+  if (e->agent_args)
+    ag = *e->agent_args;
   if (!counts)
     goto out;
   for (int h = 0; h < p->nhosts; h++)

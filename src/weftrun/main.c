@@ -2,7 +2,8 @@
 /*
  * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts,
  * facts, plan, network, then either the plan printed (--dry-run) or the
- * engine's command run through mpirun and weft-rank. Signals are stop
+ * engine's command run through mpirun and weft-rank; with --check, the
+ * check job and its table (check.c) instead of plan and launch. Signals are stop
  * requests (signals.c), so that every way out removes the job directory.
  */
 #include "config.h"
@@ -221,6 +222,13 @@ main(int argc, char **argv)
   rc = wr_hosts_gather(&o, &inv);
   if (!rc)
     rc = wr_facts_gather(&o, &inv, &dir, stop_fd);
+  /* --check: its own job through the engine, its own report (check.c) */
+  if (!rc && o.check && !(rc = stopped(stop_fd))) {
+    rc = wr_check(&o, &inv, &dir, stop_fd);
+    wr_inventory_free(&inv);
+    wr_jobdir_remove(&dir);
+    return rc;
+  }
   if (!rc && !(rc = stopped(stop_fd)))
     rc = plan(&o, &inv, &p);
   /* a real launch chooses the network first, so that the plan shows it */
