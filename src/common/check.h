@@ -58,7 +58,7 @@
 #define WEFT_CHECK_ALL_PAIRS 32        /* up to this many hosts every host tests every other */
 #define WEFT_CHECK_MAX_TARGETS 40      /* most hosts one host tests */
 #define WEFT_CHECK_CLOCK_WARN_S 1.0    /* clock offset from the master above which: WARN */
-#define WEFT_CHECK_START_WARN_S 10.0   /* engine start above which: WARN */
+#define WEFT_CHECK_START_WARN_S 5.0    /* engine start above which: WARN */
 #define WEFT_CHECK_SHM_MIN (1ULL << 30) /* /dev/shm below this on a GPU host: WARN */
 /* ulimit -l below unlimited on a host with an RDMA device: WARN */
 #define WEFT_CHECK_MEM_AVAIL_PCT 10    /* available memory below this % of the total: WARN */

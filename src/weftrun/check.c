@@ -561,6 +561,8 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
       goto stopped;
     final = &job;
     int q = silent(&job, idx, done_idx);
+    for (int i = 0; job.start_late && i < q; i++)
+      set_why(&c, done_idx[i], "no answer within %.0f s", job.start_s);
     if (q > 0) {
       /* the engine did not start everywhere: find where it cannot, then check the rest */
       for (int i = 0; i < k; i++)
@@ -572,8 +574,9 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
       for (int i = 0; i < k; i++)
         if (c.state[idx[i]] == REACHED)
           done_idx[r++] = idx[i];
-        else if (c.state[idx[i]] == UNKNOWN)
-          set_why(&c, idx[i], "%s", "not checked: the whole check ran out of time");
+        else if (c.state[idx[i]] == UNKNOWN && !c.why[idx[i]])
+          set_why(&c, idx[i], "%s", "no answer, and the check's deadline came before it was "
+                  "tried alone");
       free_job(&job);
       final = NULL;
       if (r > 0 && left(&c) > 2) {

@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weftrun --check on this host alone: the table (one row, every column) and
+# its verdict, the JSON (weft's version as weftrun's, the facts), a missing
+# program, MASTER_PORT taken by another process (named with its pid), an
+# engine that starts nothing (WEFT_MPIRUN=/bin/true) and one that hangs
+# (ended at --timeout), each with its exit status and one line; nothing left
+# running. (Many hosts: tests/vcluster/test-weftrun-check.sh.)
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs
+fail=0
+s="$tmp/$uniq-sleep"
+
+check() # expected-codes (a|b) max-seconds weftrun-args...
+{
+  want=$1 max=$2
+  shift 2
+  t0=$(now)
+  rc=0
+  timeout 60 "$weftrun" --check "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  dt=$(elapsed "$t0" "$(now)")
+  echo "# weftrun --check $*: exit $rc in about $dt s"
+  cat "$tmp/out"
+  case "|$want|" in *"|$rc|"*) ;; *) echo "FAIL: exit $rc, not $want"; cat "$tmp/err"; fail=1 ;; esac
+  [ "$dt" -le "$max" ] || { echo "FAIL: took $dt s (at most $max)"; fail=1; }
+  nothing_left || fail=1
+}
+
+expect() # pattern what
+{
+  grep -q -- "$1" "$tmp/out" || { echo "FAIL: $2: no line matches '$1'"; cat "$tmp/err"; fail=1; }
+}
+
+# this host is healthy enough to run (warnings, e.g. a small /dev/shm, may be)
+check '0|80' 20 "$s"
+expect '^HOST  *REACH  *VERSIONS  *PROGRAM  *GPUS  *NET  *PAIRS  *CLOCK  *MEMORY$' "the table's head"
+expect "^[^ #]*  *OK [0-9.]* s  *OK weft [0-9.]*  *OK ELF64 .* OK master " "this host's row"
+expect '^# check: .*(exit \(0\|80\)) in ' "the verdict"
+check '0|80' 20 --json "$s"
+version=$("$weftrun" --version | sed -n 's/^weftrun (weft) //p')
+/usr/bin/python3 - "$tmp/out" "$version" <<'EOF' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit"] in (0, 80) and d["status"] in ("OK", "WARN"), d
+assert len(d["hosts"]) == 1 and d["hosts"][0]["answered"] and d["hosts"][0]["complete"]
+facts = dict(d["hosts"][0]["facts"])
+assert facts["ver.weft"] == sys.argv[2], (facts["ver.weft"], sys.argv[2])
+assert facts["program"].startswith("elf ELF64 "), facts["program"]
+assert facts["port"].endswith(" free") and facts["clock"] == "0 0", facts
+for k in ("ver.ompi", "ver.hwloc", "ver.nccl", "ver.cudart", "gpu.pci", "gpu.nvml", "mem.avail",
+          "shm", "memlock"):
+    assert k in facts, k
+print("ok JSON")
+EOF
+
+# a missing program
+check 81 20 "$tmp/$uniq-nosuch"
+expect "^FAIL \[program\] [^ ]*: $tmp/$uniq-nosuch is not there (not found at that path)" "the missing program"
+
+# MASTER_PORT taken by another process
+port=$((30000 + $$ % 20000))
+/usr/bin/python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('', $port)); s.listen(); time.sleep(60)
+" &
+holder=$!
+at_exit 'kill $holder 2>/dev/null'
+i=0
+until grep -qi ":$(printf %04X $port) .* 0A " /proc/net/tcp; do
+  i=$((i + 1)); [ $i -le 50 ] || fail "the listener on port $port did not start"; sleep 0.1
+done
+check 81 20 -x "MASTER_PORT=$port" "$s"
+expect "^FAIL \[net\] [^ ]*: MASTER_PORT $port is taken there, by pid $holder (python3)" "the taken port"
+kill $holder 2>/dev/null || true
+
+# an engine that starts nothing, and one that never answers (the check's own deadline)
+WEFT_MPIRUN=/bin/true check 81 20 "$s"
+expect '^FAIL \[reach\] [^ ]*: not reached through mpirun (the engine ended without starting weft-rank there)' \
+  "an engine that starts nothing"
+cat >"$tmp/$uniq-hang" <<EOF
+#!/bin/sh
+exec $s 60
+EOF
+chmod +x "$tmp/$uniq-hang"
+WEFT_MPIRUN="$tmp/$uniq-hang" check 81 12 --timeout 4 "$s"
+expect '^FAIL \[reach\] [^ ]*: not reached through mpirun (' "a hung engine"
+exit $fail
