@@ -221,6 +221,10 @@ run_one(void *arg)
     free(r.output);
   }
   j->seconds = weftx_monotonic() - j->priv->t0;
+  if (j->verbose)
+    fprintf(stderr, "weftrun: check job of %d host%s ended after %.2f s (exit %d%s)\n", j->nhosts,
+            j->nhosts == 1 ? "" : "s", j->seconds, j->status,
+            j->start_late ? ", stopped at the start deadline" : "");
   if (write(j->priv->done_fd, "", 1) < 0) {
     /* the coordinator also wakes up at its next deadline */
   }
