@@ -19,6 +19,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -220,6 +221,17 @@ free_job(wr_check_job *j)
   wr_check_job_free(j);
 }
 
+/* wr_check_run()'s result as weftrun's: a pipe it could not make is a failure to launch */
+static int
+ran(int rc)
+{
+  if (rc < 0) {
+    fprintf(stderr, "weftrun: cannot run the check: %s\n", strerror(errno));
+    return WR_EXIT_ENGINE;
+  }
+  return rc;
+}
+
 /* ---- Finding the hosts the engine cannot reach ----------------------------- */
 
 typedef struct group {
@@ -276,7 +288,7 @@ find_unreachable(check *c, const int *idx, int k)
         nj++;
       else
         g[i].k = 0;
-    rc = nj ? wr_check_run(jobs, nj, c->stop_fd) : 0;
+    rc = nj ? ran(wr_check_run(jobs, nj, c->stop_fd)) : 0;
     for (int i = 0, jn = 0; i < ng; i++) {
       if (!g[i].k)
         continue;
@@ -445,27 +457,14 @@ report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
 
 /* ---- The check ---------------------------------------------------------------- */
 
+/* The full check of the hosts \p idx: 0 (the job in \p j), 128+N when stopped by
+ * signal N, WR_EXIT_ENGINE when it cannot be made. */
 static int
-engine_ready(check *c)
+run_full(check *c, const int *idx, int k, wr_check_job *j)
 {
-  const wr_opts *o = c->o;
-  if (!wr_find_mpirun(c->mpirun, sizeof(c->mpirun))) {
-    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
-            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
+  if (make_job(c, idx, k, "full", j))
     return WR_EXIT_ENGINE;
-  }
-  const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
-  if (geteuid() == 0 && !o->allow_run_as_root && !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
-    fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
-            "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
-    return WR_EXIT_ENGINE;
-  }
-  if (!wr_find_rank_agent(c->agent, sizeof(c->agent))) {
-    fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
-            "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
-    return WR_EXIT_ENGINE;
-  }
-  return 0;
+  return ran(wr_check_run(j, 1, c->stop_fd));
 }
 
 /* The options of the check jobs: the user's, but output the check can read (tagged,
@@ -513,7 +512,7 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
   c.stop_fd = stop_fd;
   c.t0 = weftx_monotonic();
   c.end = c.t0 + (o->timeout > 0 ? (double)o->timeout : DEFAULT_TIMEOUT_S);
-  if ((rc = engine_ready(&c)))
+  if ((rc = wr_find_engine(o, c.mpirun, sizeof(c.mpirun), c.agent, sizeof(c.agent))))
     return rc;
   job_options(&c);
   make_id(c.id, sizeof(c.id));
@@ -553,11 +552,7 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
       memset(&c.net, 0, sizeof(c.net));
     }
     c.port = master_port(o, c.net.port);
-    if (make_job(&c, idx, k, "full", &job)) {
-      rc = WR_EXIT_ENGINE;
-      goto out;
-    }
-    if ((rc = wr_check_run(&job, 1, stop_fd)))
+    if ((rc = run_full(&c, idx, k, &job)))
       goto stopped;
     final = &job;
     int q = silent(&job, idx, done_idx);
@@ -582,11 +577,7 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
       if (r > 0 && left(&c) > 2) {
         memcpy(idx, done_idx, (size_t)r * sizeof(int));
         k = r;
-        if (make_job(&c, idx, k, "full", &job)) {
-          rc = WR_EXIT_ENGINE;
-          goto out;
-        }
-        if ((rc = wr_check_run(&job, 1, stop_fd)))
+        if ((rc = run_full(&c, idx, k, &job)))
           goto stopped;
         final = &job;
       }

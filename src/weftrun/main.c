@@ -165,23 +165,10 @@ static int
 launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_jobdir *dir, int stop_fd)
 {
   char mpirun[4096], agent[4096], hostfile[4096], xml[4096], why[600];
-  if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
-    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
-            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
-    return WR_EXIT_ENGINE;
-  }
-  const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
-  if (geteuid() == 0 && !o->allow_run_as_root && !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
-    fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
-            "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
-    return WR_EXIT_ENGINE;
-  }
-  if (!wr_find_rank_agent(agent, sizeof(agent))) {
-    fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
-            "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
-    return WR_EXIT_ENGINE;
-  }
-  int rc = write_hostfile(p, dir, hostfile, sizeof(hostfile));
+  int rc = wr_find_engine(o, mpirun, sizeof(mpirun), agent, sizeof(agent));
+  if (rc)
+    return rc;
+  rc = write_hostfile(p, dir, hostfile, sizeof(hostfile));
   if (rc)
     return rc;
   write_host_xml(p, dir, xml, sizeof(xml));

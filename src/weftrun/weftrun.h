@@ -110,6 +110,9 @@ void wr_argv_free(wr_argv *a);
 void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
 const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
 const char *wr_find_mpirun(char *buf, size_t len);     /* $WEFT_MPIRUN, else $PATH */
+/* Both, and mpirun allowed to run as root when weftrun is: 0, or WR_EXIT_ENGINE
+ * with one line on stderr that says what to do. */
+int wr_find_engine(const wr_opts *o, char *mpirun, size_t mlen, char *agent, size_t alen);
 
 /* Where a host's topology came from. */
 typedef enum wr_topo_from {

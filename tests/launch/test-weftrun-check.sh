@@ -60,17 +60,7 @@ expect "^FAIL \[program\] [^ ]*: $tmp/$uniq-nosuch is not there (not found at th
 
 # MASTER_PORT taken by another process
 port=$((30000 + $$ % 20000))
-/usr/bin/python3 -c "
-import socket, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('', $port)); s.listen(); time.sleep(60)
-" &
-holder=$!
-at_exit 'kill $holder 2>/dev/null'
-i=0
-until grep -qi ":$(printf %04X $port) .* 0A " /proc/net/tcp; do
-  i=$((i + 1)); [ $i -le 50 ] || fail "the listener on port $port did not start"; sleep 0.1
-done
+hold_port $port
 check 81 20 -x "MASTER_PORT=$port" "$s"
 expect "^FAIL \[net\] [^ ]*: MASTER_PORT $port is taken there, by pid $holder (python3)" "the taken port"
 kill $holder 2>/dev/null || true

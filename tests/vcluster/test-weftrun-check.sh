@@ -68,17 +68,7 @@ on vnode1 ip route add blackhole "$addr2/32"
 on vnode3 ip link set eth0 mtu 1400
 on vnode1 mount -t tmpfs "$uniq" "$tmp/bin"
 port=$((30000 + $$ % 20000))
-on vnode0 /usr/bin/python3 -c "
-import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('', $port)); s.listen(); time.sleep(60)
-" &
-holder=$!
-at_exit 'kill $holder 2>/dev/null'
-i=0
-until on vnode0 sh -c "grep -qi ':$(printf %04X $port) .* 0A ' /proc/net/tcp"; do
-  i=$((i + 1)); [ $i -le 50 ] || fail "the listener on vnode0 port $port did not start"; sleep 0.1
-done
+hold_port $port vnode0
 WEFT_CHECK_INJECT="vnode2:ver.nccl=2.27.3;vnode3:clock.skew=120" check -x "MASTER_PORT=$port" "$prog"
 [ $rc -eq 81 ] || { echo "FAIL: the faulty cluster's check exited $rc, not 81"; cat "$tmp/err"; fail=1; }
 expect "^FAIL \[program\] vnode1: $prog is not there" "the program missing on vnode1"
