@@ -6,6 +6,7 @@
  * CUDA unless WEFT_BACKEND=nccl asks for it.
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -156,6 +157,8 @@ static int env_settings(weft_ctx *ctx)
     return rc;
   if (ctx->init_timeout == 0)
     ctx->init_timeout = 120;
+  if ((rc = weft__shm_settings(ctx)) != 0)
+    return rc;
 
   return device_from_env(ctx);
 }
