@@ -146,11 +146,12 @@ versions(ctx *c, wk_facts *f)
   (void)c;
   wk_fact(f, WEFT_CK_VER_WEFT, "%s", weft_version_string());
   /* hwloc's release (not its API version): what the library writes into any topology
-   * it loads, here a one-object synthetic one */
+   * it discovers, here this machine's with every type but the mandatory ones left out */
   hwloc_topology_t t;
   const char *hv = NULL;
   if (hwloc_topology_init(&t) == 0) {
-    if (hwloc_topology_set_synthetic(t, "1") == 0 && hwloc_topology_load(t) == 0)
+    hwloc_topology_set_all_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
+    if (hwloc_topology_load(t) == 0)
       hv = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t), "hwlocVersion");
     wk_fact(f, WEFT_CK_VER_HWLOC, "%s", hv ? hv : "unknown");
     hwloc_topology_destroy(t);
