@@ -334,12 +334,12 @@ netif(ctx *c, wk_facts *f)
       close(s);
     char path[300], vendor[16] = "";
     snprintf(path, sizeof(path), "/sys/class/net/%s/device/vendor", ifname);
+    /* a virtual interface (veth, a bridge) has no PCI device: nothing to say */
     FILE *v = fopen(path, "r");
-    if (v && !fgets(vendor, sizeof(vendor), v))
-      vendor[0] = '\0';
+    if (v && fgets(vendor, sizeof(vendor), v))
+      wk_fact(f, WEFT_CK_NET_GVNIC, "%s", !strncmp(vendor, "0x1ae0", 6) ? "yes" : "no");
     if (v)
       fclose(v);
-    wk_fact(f, WEFT_CK_NET_GVNIC, "%s", !strncmp(vendor, "0x1ae0", 6) ? "yes" : "no");
   }
   weftx_netaddr m;
   char route[32];

@@ -493,6 +493,14 @@ job_options(check *c)
     }
     oc->pass[oc->npass++] = w;
   }
+  /* a metadata server named for the job (off GCE: tests) is asked on every host, as
+   * the probe does */
+  const char *md = getenv("GCE_METADATA_HOST");
+  int given = 0;
+  for (int i = 0; i < oc->nxvars; i++)
+    given |= !strncmp(oc->xvars[i], "GCE_METADATA_HOST", 17);
+  if (md && *md && !given && oc->nxvars < WR_MAX_LIST)
+    oc->xvars[oc->nxvars++] = "GCE_METADATA_HOST";
 }
 
 int
