@@ -571,9 +571,9 @@ gpu_host(eval *e, int h)
   else
     cell(e, h, WEFT_CHECK_GPUS, WEFT_CHECK_OK, "%ld%s", n, have_nvml ? "" : " (no NVML)");
   if (w->planned_gpus > n)
-    problem(e, WEFT_CHECK_FAIL, WEFT_CHECK_GPUS, h, "%s: the plan gives %d ranks there a GPU "
-            "each, and it has %ld; lower -np or -N, give the host's slots (-H %s:%ld), or fix the "
-            "host", w->name, w->planned_gpus, n, w->name, n);
+    problem(e, WEFT_CHECK_FAIL, WEFT_CHECK_GPUS, h, "%s: the plan puts %d ranks there, each on a "
+            "GPU of its own, and it has %ld GPUs; lower -np or -N, give the host's slots (-H %s:%ld), "
+            "or fix the host", w->name, w->planned_gpus, n, w->name, n);
   if (have_nvml && pci >= 0 && nv != pci)
     problem(e, WEFT_CHECK_FAIL, WEFT_CHECK_GPUS, h, "%s: NVML sees %ld GPUs, the PCI bus %ld: a "
             "GPU has fallen off the bus or lost its driver; look at nvidia-smi and dmesg (Xid)",

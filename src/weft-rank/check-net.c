@@ -149,7 +149,7 @@ errno_why(int e, char *why, size_t len)
   case EHOSTUNREACH: snprintf(why, len, "no route to host"); break;
   case ENETUNREACH: snprintf(why, len, "network unreachable"); break;
   case ETIMEDOUT: snprintf(why, len, "timed out"); break;
-  case EINVAL: snprintf(why, len, "the route there rejects it (blackhole or prohibit)"); break;
+  case EINVAL: snprintf(why, len, "rejected by a blackhole or prohibit route"); break;
   case EACCES:
   case EPERM: snprintf(why, len, "a local firewall rule refuses it"); break;
   default: snprintf(why, len, "%s", strerror(e));

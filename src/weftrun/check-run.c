@@ -251,6 +251,10 @@ void
 wr_check_job_free(wr_check_job *j)
 {
   job_free_priv(j);
+  for (int i = 0; j->argv && j->argv[i]; i++)
+    free(j->argv[i]);
+  free(j->argv);
+  j->argv = NULL;
   for (int h = 0; j->got && h < j->nhosts; h++) {
     for (int i = 0; i < j->got[h].nfacts; i++) {
       free(j->got[h].facts[i].key);

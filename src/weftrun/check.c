@@ -45,7 +45,8 @@ typedef struct check {
   int stop_fd;
   double t0, end;
   char mpirun[4096], agent[4096], id[40];
-  wr_net net;
+  wr_net net;                   /* chosen for the hosts that resolve */
+  int master;                   /* the first of them: MASTER_ADDR */
   int port;                     /* MASTER_PORT */
   int *state;                   /* per host of the inventory */
   char **why;                   /* per host: why it was not reached */
@@ -165,7 +166,7 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
     return -1;
   }
   /* a job without the first host has another master */
-  if (c->inv->hosts[idx[0]].name != c->inv->hosts[0].name || !c->net.addr[0]) {
+  if (idx[0] != c->master || !c->net.addr[0]) {
     const wr_host *first = &c->inv->hosts[idx[0]];
     if (weftx_master_addr(first->name, net.ifaddr[0] ? net.ifaddr : NULL, net.addr, sizeof(net.addr),
                           why, sizeof(why)))
@@ -194,7 +195,7 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   }
   if (c->o->verbose)
     wr_argv_print(stderr, "weftrun: checking:", &a);
-  j->argv = a.v;                /* owned by the job from here (wr_check_job_free doesn't: see below) */
+  j->argv = a.v;                /* the job's from here */
   j->nhosts = k;
   j->start_s = START_S + k / 50.0;
   j->timeout_s = j->start_s + (double)ag.check_deadline + 3;
@@ -208,17 +209,6 @@ out:
   free(p.hosts);
   free(p.ranks);
   return rc;
-}
-
-static void
-free_job(wr_check_job *j)
-{
-  wr_argv a = { j->argv, 0, 0 };
-  while (a.v && a.v[a.n])
-    a.n++;
-  wr_argv_free(&a);
-  j->argv = NULL;
-  wr_check_job_free(j);
 }
 
 /* wr_check_run()'s result as weftrun's: a pipe it could not make is a failure to launch */
@@ -311,7 +301,7 @@ find_unreachable(check *c, const int *idx, int k)
       } else if (q > 0 && !rc && split(quiet, q, q > 1 ? 2 : 1, next, &nn)) {
         rc = WR_EXIT_ENGINE;
       }
-      free_job(j);
+      wr_check_job_free(j);
     }
     for (int i = 0; i < ng; i++)
       free(g[i].idx);
@@ -559,6 +549,7 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
                "above); every agent checks without one");
       memset(&c.net, 0, sizeof(c.net));
     }
+    c.master = idx[0];
     c.port = master_port(o, c.net.port);
     if ((rc = run_full(&c, idx, k, &job)))
       goto stopped;
@@ -580,7 +571,7 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
         else if (c.state[idx[i]] == UNKNOWN && !c.why[idx[i]])
           set_why(&c, idx[i], "%s", "no answer, and the check's deadline came before it was "
                   "tried alone");
-      free_job(&job);
+      wr_check_job_free(&job);
       final = NULL;
       if (r > 0 && left(&c) > 2) {
         memcpy(idx, done_idx, (size_t)r * sizeof(int));
@@ -597,7 +588,7 @@ stopped:
   if (rc > 128)
     fprintf(stderr, "weftrun: got signal %d; the check was stopped (exit %d)\n", rc - 128, rc);
 out:
-  free_job(&job);
+  wr_check_job_free(&job);
   for (int h = 0; c.why && h < n; h++)
     free(c.why[h]);
   free(c.why);

@@ -265,7 +265,8 @@ typedef struct wr_check_got {
 
 typedef struct wr_check_priv wr_check_priv;
 typedef struct wr_check_job {
-  char **argv;                  /* the engine's command; host I of the job is its rank I */
+  char **argv;                  /* the engine's command (a wr_argv's, the job's to free);
+                                 * host I of the job is its rank I */
   int nhosts;
   double start_s;               /* every hello within this, or the job is stopped */
   double timeout_s;             /* the whole job */
@@ -282,6 +283,7 @@ typedef struct wr_check_job {
 /* Run \p n jobs side by side until each ends; weftrun's stop requests (stop_fd) are
  * passed on to all. 0, 128+N when stopped by signal N, -1 when nothing could run. */
 int wr_check_run(wr_check_job *jobs, int n, int stop_fd);
+/* What a job holds (its argv too); it may be made again afterwards. */
 void wr_check_job_free(wr_check_job *j);
 
 /* check-report.c: the check as a table with its problems, or as JSON. */

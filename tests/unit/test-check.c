@@ -406,7 +406,7 @@ test_gpus(void **state)
   (void)state;
   set(&v[1], WEFT_CK_GPU_PCI, "7");
   evaluate(v, 3, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "it has 7");
+  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "it has 7 GPUs");
   assert_int_equal(p->host, 1);
   problem_with(&r, WEFT_CHECK_WARN, "vm-b: 7 GPUs, the other 2 hosts have 8");
   assert_int_equal(cell(&r, 1, WEFT_CHECK_GPUS)->status, WEFT_CHECK_FAIL);
