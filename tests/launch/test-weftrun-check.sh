@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # weftrun --check on this host alone: the table (one row, every column) and
 # its verdict, the JSON (weft's version as weftrun's, the facts), a missing
-# program, MASTER_PORT taken by another process (named with its pid), an
-# engine that starts nothing (WEFT_MPIRUN=/bin/true) and one that hangs
-# (ended at --timeout), each with its exit status and one line; nothing left
-# running. (Many hosts: tests/vcluster/test-weftrun-check.sh.)
+# program, MASTER_PORT taken by another process (named with its pid), GPUs
+# through NVML's stand-in (tests/standin: ECC errors, retired pages, a busy
+# GPU, persistence off, a GPU NVML does not see, a hung NVML within its
+# deadline), an engine that starts nothing (WEFT_MPIRUN=/bin/true) and one
+# that hangs (ended at --timeout), each with its exit status and one line;
+# nothing left running. (Many hosts: tests/vcluster/test-weftrun-check.sh.)
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs
@@ -64,6 +66,24 @@ hold_port $port
 check 81 20 -x "MASTER_PORT=$port" "$s"
 expect "^FAIL \[net\] [^ ]*: MASTER_PORT $port is taken there, by pid $holder (python3)" "the taken port"
 kill $holder 2>/dev/null || true
+
+# GPUs through NVML: the stand-in's (tests/standin, never a GPU) on a topology of 8
+standin=$WEFT_BUILDDIR/tests/standin/.libs
+[ -e "$standin/libnvidia-ml.so.1" ] || fail "the NVML stand-in is not built ($standin)"
+gpu() { WEFT_TOPOLOGY=$topos/a3-highgpu-8g.xml LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
+WEFT_STANDIN_NVML_FAULT=ecc:3:12,retired:5,busy:2:$$,persistence-off gpu check 80 20 "$s"
+expect '^[^ #]* .* WARN 8 weft stand-in (not a GPU) ' "the GPUs cell"
+expect "^WARN \[gpus\] [^ ]*: GPU 2 is in use by pid $$ (" "a busy GPU"
+expect '^WARN \[gpus\] [^ ]*: GPU 3 has had 12 uncorrected ECC errors' "ECC errors"
+expect '^WARN \[gpus\] [^ ]*: GPU 5 has retired memory pages waiting for a reset' "retired pages"
+expect '^WARN \[gpus\] [^ ]*: persistence mode is off on 8 GPUs' "persistence mode"
+WEFT_STANDIN_DEVICES=7 gpu check 81 20 "$s"
+expect '^FAIL \[gpus\] [^ ]*: NVML sees 7 GPUs, the PCI bus 8' "a GPU NVML does not see"
+expect '^FAIL \[gpus\] [^ ]*: the plan puts 8 ranks there, each on a GPU of its own, and it has 7 GPUs' \
+  "the plan against the GPUs"
+WEFT_STANDIN_NVML_FAULT=hang gpu check 81 15 "$s"
+expect '^FAIL \[gpus\] [^ ]*: the gpus check did not finish within 5 s there' "a hung NVML"
+expect '^[^ #]*  *OK .* OK ELF64 .* FAIL no answer .* OK master ' "the other checks of a host with a hung NVML"
 
 # an engine that starts nothing, and one that never answers (the check's own deadline)
 WEFT_MPIRUN=/bin/true check 81 20 "$s"
