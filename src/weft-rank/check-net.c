@@ -661,8 +661,12 @@ static int
 master_listen(const wk_check_net *a, wk_facts *f)
 {
   int list[RENDEZVOUS_PORTS + 1], np = ports(a, list), got = 0;
+  weftx_netaddr any, m;
+  /* every address of MASTER_ADDR's family */
+  memset(&any, 0, sizeof(any));
+  any.family = a->master_addr && weftx_netaddr_parse(&m, a->master_addr) == 0 ? m.family : AF_INET;
   for (int i = 0; i < np; i++) {
-    int fd = listen_on(NULL, list[i], &got);
+    int fd = listen_on(&any, list[i], &got);
     int e = errno;
     if (i == 0 && a->master_port > 0) {
       long pid;
