@@ -48,6 +48,7 @@ typedef struct check {
   wr_net net;                   /* chosen for the hosts that resolve */
   int master;                   /* the first of them: MASTER_ADDR */
   int port;                     /* MASTER_PORT */
+  int user_port;                /* it is the user's (-x MASTER_PORT) */
   int *state;                   /* per host of the inventory */
   char **why;                   /* per host: why it was not reached */
   int njobs;
@@ -96,8 +97,9 @@ engine_says(const char *err, char *buf, size_t len)
 /* MASTER_PORT: the user's (-x MASTER_PORT=N, or -x MASTER_PORT from the environment)
  * when given, as the ranks would get it; else weftrun's own choice. */
 static int
-master_port(const wr_opts *o, int chosen)
+master_port(const wr_opts *o, int chosen, int *user)
 {
+  *user = 0;
   for (int i = 0; i < o->nxvars; i++) {
     const char *x = o->xvars[i], *v = NULL;
     long p;
@@ -105,8 +107,10 @@ master_port(const wr_opts *o, int chosen)
       v = x + 12;
     else if (!strcmp(x, "MASTER_PORT"))
       v = getenv("MASTER_PORT");
-    if (v && !weftx_parse_long(v, 1, 65535, &p))
+    if (v && !weftx_parse_long(v, 1, 65535, &p)) {
+      *user = 1;
       return (int)p;
+    }
   }
   return chosen;
 }
@@ -171,7 +175,8 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
     if (weftx_master_addr(first->name, net.ifaddr[0] ? net.ifaddr : NULL, net.addr, sizeof(net.addr),
                           why, sizeof(why)))
       snprintf(net.addr, sizeof(net.addr), "%s", first->name);
-    if (first->local && weftx_master_port(0, &net.port, why, sizeof(why)))
+    /* the port the job would use there: the user's, or one free here when here */
+    if (c->user_port || !first->local || weftx_master_port(0, &net.port, why, sizeof(why)))
       net.port = c->port;
   } else {
     net.port = c->port;
@@ -550,7 +555,7 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
       memset(&c.net, 0, sizeof(c.net));
     }
     c.master = idx[0];
-    c.port = master_port(o, c.net.port);
+    c.port = master_port(o, c.net.port, &c.user_port);
     if ((rc = run_full(&c, idx, k, &job)))
       goto stopped;
     final = &job;
