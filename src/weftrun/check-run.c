@@ -196,8 +196,10 @@ run_one(void *arg)
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
+  char **envp = wr_env_build(&j->env);
   weftx_proc_spec_init(&s);
   s.argv = j->argv;
+  s.envp = envp;
   s.in = WEFTX_PROC_NULL;
   s.out = WEFTX_PROC_PIPE;
   s.err = WEFTX_PROC_PIPE;
@@ -208,7 +210,11 @@ run_one(void *arg)
   s.on_output = on_output;
   s.arg = j;
   j->priv->t0 = weftx_monotonic();
-  if (weftx_proc_run(&s, &r, why, sizeof(why))) {
+  if (!envp) {
+    snprintf(why, sizeof(why), "out of memory");
+    j->status = WEFTX_PROC_NOEXEC;
+    on_output(j, 2, why, strlen(why));
+  } else if (weftx_proc_run(&s, &r, why, sizeof(why))) {
     j->status = WEFTX_PROC_NOEXEC;
     on_output(j, 2, why, strlen(why));
   } else {
@@ -220,6 +226,7 @@ run_one(void *arg)
       on_output(j, 2, why, strlen(why));
     free(r.output);
   }
+  free(envp);
   j->seconds = weftx_monotonic() - j->priv->t0;
   if (j->verbose)
     fprintf(stderr, "weftrun: check job of %d host%s ended after %.2f s (exit %d%s)\n", j->nhosts,
@@ -255,6 +262,7 @@ wr_check_job_free(wr_check_job *j)
     free(j->argv[i]);
   free(j->argv);
   j->argv = NULL;
+  wr_argv_free(&j->env);
   for (int h = 0; j->got && h < j->nhosts; h++) {
     for (int i = 0; i < j->got[h].nfacts; i++) {
       free(j->got[h].facts[i].key);

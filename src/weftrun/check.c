@@ -44,7 +44,8 @@ typedef struct check {
   wr_jobdir *dir;
   int stop_fd;
   double t0, end;
-  char mpirun[4096], agent[4096], id[40];
+  const wr_engine *e;           /* the real job's engine */
+  char id[40];
   wr_net net;                   /* chosen for the hosts that resolve */
   int master;                   /* the first of them: MASTER_ADDR */
   int port;                     /* MASTER_PORT */
@@ -161,7 +162,8 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   wr_plan p;
   wr_net net = c->net;
   weft_agent_args ag;
-  wr_argv a = { NULL, 0, 0 };
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  wr_engine e = *c->e;
   int rc = -1;
 
   memset(j, 0, sizeof(*j));
@@ -183,7 +185,7 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   }
   snprintf(name, sizeof(name), "check-hosts-%d", c->njobs++);
   FILE *f = wr_jobdir_file(c->dir, name, hostfile, sizeof(hostfile), why, sizeof(why));
-  if (!f || wr_engine_hostfile(&p, f) | fclose(f)) {
+  if (!f || wr_engine_hostfile(&p, &e, f) | fclose(f)) {
     fprintf(stderr, "weftrun: %s\n", f ? "cannot write the check's hostfile" : why);
     goto out;
   }
@@ -192,15 +194,19 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   ag.check_id = c->id;
   double budget = left(c) - 2;
   ag.check_deadline = budget < AGENT_S ? (budget < 2 ? 2 : (long)budget) : AGENT_S;
-  wr_engine e = { c->mpirun, c->agent, hostfile, NULL, &ag };
-  if (wr_engine_argv(&p, &c->oc, &net, &e, &a, why, sizeof(why))) {
+  e.hostfile = hostfile;
+  e.host_xml = NULL;
+  e.agent_args = &ag;
+  if (wr_engine_argv(&p, &c->oc, &net, &e, &a, &env, why, sizeof(why))) {
     fprintf(stderr, "weftrun: %s\n", why);
     wr_argv_free(&a);
+    wr_argv_free(&env);
     goto out;
   }
   if (c->o->verbose)
     wr_argv_print(stderr, "weftrun: checking:", &a);
   j->argv = a.v;                /* the job's from here */
+  j->env = env;
   j->nhosts = k;
   j->start_s = START_S + k / 50.0;
   j->timeout_s = j->start_s + (double)ag.check_deadline + 3;
@@ -499,7 +505,7 @@ job_options(check *c)
 }
 
 int
-wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
+wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
 {
   check c;
   int n = inv->nhosts, rc, k = 0;
@@ -515,7 +521,8 @@ wr_check(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
   c.stop_fd = stop_fd;
   c.t0 = weftx_monotonic();
   c.end = c.t0 + (o->timeout > 0 ? (double)o->timeout : DEFAULT_TIMEOUT_S);
-  if ((rc = wr_find_engine(o, c.mpirun, sizeof(c.mpirun), c.agent, sizeof(c.agent))))
+  c.e = e;
+  if ((rc = wr_engine_ready(o, e)))
     return rc;
   job_options(&c);
   make_id(c.id, sizeof(c.id));

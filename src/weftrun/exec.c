@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The programs weftrun starts, mpirun and weft-rank: where they are, and the
- * argument vectors built for them (handed to execve, so no shell sees them).
+ * The programs weftrun starts, mpirun or srun and weft-rank: where they are,
+ * and the argument vectors and environments built for them (handed to
+ * execve, so no shell sees them).
  */
 #include "config.h"
 
@@ -68,20 +69,27 @@ wr_find_rank_agent(char *buf, size_t len)
 }
 
 int
-wr_find_engine(const wr_opts *o, char *mpirun, size_t mlen, char *agent, size_t alen)
+wr_engine_ready(const wr_opts *o, const wr_engine *e)
 {
-  if (!wr_find_mpirun(mpirun, mlen)) {
-    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
-            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
+  if (!e->found && e->kind == WR_ENGINE_MPIRUN) {
+    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN%s\n",
+            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "",
+            getenv("SLURM_JOB_ID") ? ", or use --engine srun" : "");
+    return WR_EXIT_ENGINE;
+  }
+  if (!e->found) {
+    fprintf(stderr, "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
+            "WEFT_SRUN\n", getenv("WEFT_SRUN") ? " (WEFT_SRUN is not executable)" : "");
     return WR_EXIT_ENGINE;
   }
   const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
-  if (geteuid() == 0 && !o->allow_run_as_root && !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
+  if (e->kind == WR_ENGINE_MPIRUN && geteuid() == 0 && !o->allow_run_as_root &&
+      !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
     fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
             "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
     return WR_EXIT_ENGINE;
   }
-  if (!wr_find_rank_agent(agent, alen)) {
+  if (access(e->agent, X_OK)) {
     fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
             "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
     return WR_EXIT_ENGINE;
@@ -96,4 +104,51 @@ wr_find_mpirun(char *buf, size_t len)
   const char *env = getenv("WEFT_MPIRUN");
   const char *look[] = { env && *env ? env : "mpirun", NULL };
   return weftx_find_exe(look, buf, len);
+}
+
+/* srun: $WEFT_SRUN, else the first one on $PATH. */
+const char *
+wr_find_srun(char *buf, size_t len)
+{
+  const char *env = getenv("WEFT_SRUN");
+  const char *look[] = { env && *env ? env : "srun", NULL };
+  return weftx_find_exe(look, buf, len);
+}
+
+extern char **environ;
+
+/* Is environment entry \p e the variable named by change \p c ("KEY=VALUE" or "KEY")? */
+static int
+same_key(const char *e, const char *c)
+{
+  size_t n = strcspn(c, "=");
+  return !strncmp(e, c, n) && e[n] == '=';
+}
+
+char **
+wr_env_build(const wr_argv *changes)
+{
+  int n = 0;
+  for (char **e = environ; *e; e++)
+    n++;
+  char **v = calloc((size_t)(n + (changes ? changes->n : 0) + 1), sizeof(*v));
+  int k = 0;
+  if (!v)
+    return NULL;
+  for (char **e = environ; *e; e++) {
+    int changed = 0;
+    for (int i = 0; changes && i < changes->n && !changed; i++)
+      changed = same_key(*e, changes->v[i]);
+    if (!changed)
+      v[k++] = *e;
+  }
+  for (int i = 0; changes && i < changes->n; i++) {
+    int later = 0; /* the last change of a variable wins */
+    for (int j = i + 1; j < changes->n && !later; j++)
+      later = strcspn(changes->v[j], "=") == strcspn(changes->v[i], "=") &&
+              !strncmp(changes->v[j], changes->v[i], strcspn(changes->v[i], "="));
+    if (!later && strchr(changes->v[i], '='))
+      v[k++] = changes->v[i];
+  }
+  return v;
 }

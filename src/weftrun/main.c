@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts,
- * facts, plan, network, then either the plan printed (--dry-run) or the
- * engine's command run through mpirun and weft-rank; with --check, the
- * check job and its table (check.c) instead of plan and launch. Signals are stop
- * requests (signals.c), so that every way out removes the job directory.
+ * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts, the
+ * engine's choice, facts, plan, network, then either the plan printed
+ * (--dry-run) or the engine's command run (mpirun or srun, and weft-rank);
+ * with --check, the check job and its table (check.c) instead of plan and
+ * launch. Signals are stop requests (signals.c), so that every way out
+ * removes the job directory.
  */
 #include "config.h"
 
@@ -100,11 +101,11 @@ here_live(const wr_plan *p)
 
 /* The hostfile into the job directory; its path in \p path. */
 static int
-write_hostfile(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
+write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path, size_t len)
 {
   char why[600];
   FILE *f = wr_jobdir_file(dir, "hostfile", path, len, why, sizeof(why));
-  if (!f || wr_engine_hostfile(p, f) | fclose(f)) {
+  if (!f || wr_engine_hostfile(p, e, f) | fclose(f)) {
     fprintf(stderr, "weftrun: %s\n", f ? "cannot write the hostfile" : why);
     return WR_EXIT_ENGINE;
   }
@@ -122,65 +123,79 @@ write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
     path[0] = '\0';
 }
 
-/* --dry-run: the engine command that would run (network choice left out), and with
- * -v the hostfile it would read. */
-static int
-print_command(const wr_plan *p, const wr_opts *o, const wr_jobdir *dir)
+/* Lines "# PREFIX: TEXT" of a text of lines. */
+static void
+print_lines(const char *prefix, const char *text)
 {
-  char mpirun[4096], agent[4096], jobdir[4096], hostfile[4200], why[600];
-  wr_engine e = { mpirun, agent, hostfile, NULL };
-  if (!wr_find_mpirun(mpirun, sizeof(mpirun)))
-    snprintf(mpirun, sizeof(mpirun), "mpirun");
-  if (!wr_find_rank_agent(agent, sizeof(agent)))
-    snprintf(agent, sizeof(agent), "%s/weft-rank", WEFT_LIBEXECDIR);
+  for (const char *line = text; *line;) {
+    size_t n = strcspn(line, "\n");
+    printf("# %s: %.*s\n", prefix, (int)n, line);
+    line += n + (line[n] == '\n');
+  }
+}
+
+/* --dry-run: the engine and the command that would run (network choice left out), and
+ * with -v what it changes in the environment and the hostfile it would read. */
+static int
+print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir *dir)
+{
+  char jobdir[4096], hostfile[4200], why[600];
   wr_jobdir_name(dir, jobdir, sizeof(jobdir));
   snprintf(hostfile, sizeof(hostfile), "%s/hostfile", jobdir);
-  wr_argv a = { NULL, 0, 0 };
-  int rc = wr_engine_argv(p, o, NULL, &e, &a, why, sizeof(why));
+  e->hostfile = hostfile;
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  int rc = wr_engine_argv(p, o, NULL, e, &a, &env, why, sizeof(why));
   if (rc)
     fprintf(stderr, "weftrun: %s\n", why);
-  else
+  else {
+    printf("# engine: %s (%s)\n", e->name, e->why);
     wr_argv_print(stdout, "# command:", &a);
+  }
+  for (int i = 0; !rc && o->verbose && i < env.n; i++)
+    printf("# environment: %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
   wr_argv_free(&a);
+  wr_argv_free(&env);
   if (rc || !o->verbose)
     return rc;
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
-  if (!f || (wr_engine_hostfile(p, f) | fclose(f))) {
+  if (!f || (wr_engine_hostfile(p, e, f) | fclose(f))) {
     free(text);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
-  for (const char *line = text; *line;) {
-    size_t n = strcspn(line, "\n");
-    printf("# hostfile: %.*s\n", (int)n, line);
-    line += n + (line[n] == '\n');
-  }
+  print_lines("hostfile", text);
   free(text);
   return 0;
 }
 
 static int
-launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_jobdir *dir, int stop_fd)
+launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
+       int stop_fd)
 {
-  char mpirun[4096], agent[4096], hostfile[4096], xml[4096], why[600];
-  int rc = wr_find_engine(o, mpirun, sizeof(mpirun), agent, sizeof(agent));
+  char hostfile[4096], xml[4096], why[600];
+  int rc = wr_engine_ready(o, e);
   if (rc)
     return rc;
-  rc = write_hostfile(p, dir, hostfile, sizeof(hostfile));
+  rc = write_hostfile(p, e, dir, hostfile, sizeof(hostfile));
   if (rc)
     return rc;
   write_host_xml(p, dir, xml, sizeof(xml));
-  wr_engine e = { mpirun, agent, hostfile, xml[0] ? xml : NULL };
-  wr_argv a = { NULL, 0, 0 };
-  if ((rc = wr_engine_argv(p, o, net, &e, &a, why, sizeof(why))))
+  e->hostfile = hostfile;
+  e->host_xml = xml[0] ? xml : NULL;
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
-  if (!rc && o->verbose)
+  if (!rc && o->verbose) {
+    for (int i = 0; i < env.n; i++)
+      fprintf(stderr, "weftrun: environment %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
     wr_argv_print(stderr, "weftrun: running", &a);
+  }
   if (!rc)
-    rc = wr_run(p, o, a.v, stop_fd);
+    rc = wr_run(p, o, e, a.v, &env, stop_fd);
   wr_argv_free(&a);
+  wr_argv_free(&env);
   return rc;
 }
 
@@ -204,14 +219,17 @@ main(int argc, char **argv)
   wr_jobdir dir;
   wr_plan *p = NULL;
   wr_net net;
+  wr_engine e;
   memset(&dir, 0, sizeof(dir));
   memset(&net, 0, sizeof(net));
   rc = wr_hosts_gather(&o, &inv);
   if (!rc)
-    rc = wr_facts_gather(&o, &inv, &dir, stop_fd);
+    rc = wr_engine_choose(&o, &inv, &e);
+  if (!rc)
+    rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
   /* --check: its own job through the engine, its own report (check.c) */
   if (!rc && o.check && !(rc = stopped(stop_fd))) {
-    rc = wr_check(&o, &inv, &dir, stop_fd);
+    rc = wr_check(&o, &e, &inv, &dir, stop_fd);
     wr_inventory_free(&inv);
     wr_jobdir_remove(&dir);
     return rc;
@@ -224,9 +242,9 @@ main(int argc, char **argv)
   if (!rc && (o.dry_run || (o.report_bindings && o.json)))
     rc = wr_report(p, &inv, o.dry_run ? NULL : &net, &o, stdout);
   if (!rc && o.dry_run && !o.json && o.nprogram)
-    rc = print_command(p, &o, &dir);
+    rc = print_command(p, &o, &e, &dir);
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
-    rc = launch(p, &o, &net, &dir, stop_fd);
+    rc = launch(p, &o, &net, &e, &dir, stop_fd);
   wr_plan_destroy(p);
   wr_inventory_free(&inv);
   wr_jobdir_remove(&dir);
