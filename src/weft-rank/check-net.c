@@ -21,6 +21,7 @@
  * Each wait has its deadline; messages are short lines that begin with the
  * nonce, so another program listening on a port is told apart.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -290,17 +291,6 @@ accept_one(int lfd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
   return fd;
-}
-
-/* A pipe whose ends are closed on exec: 0 or -1. */
-static int
-stop_pipe(int fds[2])
-{
-  if (pipe(fds))
-    return -1;
-  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-  return 0;
 }
 
 /* ---- Who holds a port -------------------------------------------------------- */
@@ -917,7 +907,7 @@ wk_check_net_run(const wk_check_net *a, wk_facts *f)
   }
   /* this host's listener for the pair tests, on the job's interface */
   r.lfd = listen_on(srcp, 0, &rport);
-  if (r.lfd < 0 || stop_pipe(r.stop) || pthread_create(&r.thread, NULL, respond, &r)) {
+  if (r.lfd < 0 || pipe2(r.stop, O_CLOEXEC) || pthread_create(&r.thread, NULL, respond, &r)) {
     wk_fact(f, WEFT_CK_MASTER, "fail cannot listen for the pair tests: %s", strerror(errno));
     if (r.lfd >= 0)
       close(r.lfd);
@@ -949,7 +939,7 @@ wk_check_net_run(const wk_check_net *a, wk_facts *f)
         snprintf(m.table[0].addr, sizeof(m.table[0].addr), "%s", a->master_addr);
     }
     m.stop[0] = m.stop[1] = -1;
-    if (m.lfd < 0 || stop_pipe(m.stop) || pthread_create(&m.thread, NULL, serve, &m)) {
+    if (m.lfd < 0 || pipe2(m.stop, O_CLOEXEC) || pthread_create(&m.thread, NULL, serve, &m)) {
       wk_fact(f, WEFT_CK_MASTER, "fail cannot run the rendezvous: %s", strerror(errno));
     } else {
       pthread_mutex_lock(&m.mu);
