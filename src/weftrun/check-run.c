@@ -9,7 +9,8 @@
  * What the agents print comes back through the engine: mpirun's
  * --tag-output puts "[J,R]<stdout>:" before each piece of rank R's output
  * (also in the middle of a line when a piece ends there), so the stream is
- * cut at the tags into one stream per rank, and each rank's stream read as
+ * cut at the tags into one stream per rank (srun's --label starts each line
+ * with "T: " instead), and each rank's stream read as
  * records (agent.h), with the topology's XML that follows an "xml BYTES"
  * record taken as it is. Everything else goes: this is the one parser of
  * the check's records.
@@ -39,6 +40,9 @@ typedef struct stream {
 struct wr_check_priv {
   stream *rank;
   int cur;                     /* the rank the output is of now, -1: none */
+  int in_line;                 /* srun: past the label of the line now */
+  char label[16];              /* srun: the label read so far */
+  int labellen;
   pthread_mutex_t mu;
   int nhello;
   int stop[2];
@@ -162,12 +166,66 @@ demux(wr_check_job *j, const char *data, size_t len)
     feed(j, j->priv->cur, data + start, len - start);
 }
 
+/* The task of srun's label "T: " (padded with spaces in front), -1 when not one. */
+static int
+label_task(const char *l, int n)
+{
+  long t = 0;
+  int digits = 0;
+  while (*l == ' ')
+    l++;
+  for (; *l >= '0' && *l <= '9' && digits < 9; l++, digits++)
+    t = 10 * t + (*l - '0');
+  return digits && !strcmp(l, ": ") && t < n ? (int)t : -1;
+}
+
+/* srun's stdout, cut at its labels: --label starts every line with "T: "; srun
+ * forwards whole lines, but a read may end anywhere, in a label too. A line
+ * without a label is dropped. */
+static void
+demux_labels(wr_check_job *j, const char *data, size_t len)
+{
+  wr_check_priv *p = j->priv;
+  size_t k = 0;
+  while (k < len) {
+    if (!p->in_line) {
+      char ch = data[k++];
+      int is_label = (ch == ' ' || ch == ':' || (ch >= '0' && ch <= '9')) &&
+                     p->labellen < (int)sizeof(p->label) - 1;
+      if (ch == '\n' || !is_label) {
+        p->cur = -1;
+        p->labellen = 0;
+        p->in_line = ch != '\n';
+        continue;
+      }
+      p->label[p->labellen++] = ch;
+      p->label[p->labellen] = '\0';
+      if (p->labellen >= 2 && !strcmp(p->label + p->labellen - 2, ": ")) {
+        p->cur = label_task(p->label, j->nhosts);
+        p->labellen = 0;
+        p->in_line = 1;
+      }
+      continue;
+    }
+    const char *nl = memchr(data + k, '\n', len - k);
+    size_t end = nl ? (size_t)(nl - data) + 1 : len;
+    if (p->cur >= 0)
+      feed(j, p->cur, data + k, end - k);
+    if (nl)
+      p->in_line = 0;
+    k = end;
+  }
+}
+
 static void
 on_output(void *arg, int which, const char *data, size_t len)
 {
   wr_check_job *j = arg;
   if (which == 1) {
-    demux(j, data, len);
+    if (j->labels)
+      demux_labels(j, data, len);
+    else
+      demux(j, data, len);
     return;
   }
   if (j->verbose) {

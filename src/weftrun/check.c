@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * weftrun --check: a pre-flight check of every host in one short job, started
- * through the engine exactly as the real job would be (the same mpirun, its
- * options, hostfile, forwarded environment and network choice: engine.c), but
+ * through the engine exactly as the real job would be (the same mpirun or srun,
+ * its options, hostfile, forwarded environment and network choice: engine.c), but
  * with one "weft-rank --check" per host instead of the ranks. Each agent
  * reports what it finds as records (check-run.c reads them); the plan is then
  * made as the real job's would be, from the topologies the agents sent back;
@@ -215,6 +215,7 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   if (j->timeout_s > left(c))
     j->timeout_s = left(c) > 1 ? left(c) : 1;
   j->verbose = c->o->verbose;
+  j->labels = e.kind == WR_ENGINE_SRUN;
   rc = 0;
 out:
   free(p.hosts);
@@ -430,7 +431,7 @@ report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
   }
   if (j && learn(c, idx, j) == 0)
     expect(c, hosts, &plan, plan_why, sizeof(plan_why));
-  weft_check_input in = { hosts, n, "mpirun", weft_version_string(), c->net.ifname,
+  weft_check_input in = { hosts, n, c->e->name, weft_version_string(), c->net.ifname,
                           j && j->nhosts ? idx[0] : -1, c->port,
                           plan_why[0] ? plan_why : net_why };
   if (weft_check_evaluate(&in, &res)) {

@@ -329,6 +329,7 @@ typedef struct wr_check_job {
   double start_s;               /* every hello within this, or the job is stopped */
   double timeout_s;             /* the whole job */
   int verbose;                  /* the engine's messages go on to stderr too */
+  int labels;                   /* its stdout is srun's --label lines, not mpirun's tags */
   wr_check_got *got;            /* out: nhosts of them */
   char *err;                    /* out: the engine's last messages, NUL-terminated */
   size_t errlen;
