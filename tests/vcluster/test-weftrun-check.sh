@@ -41,6 +41,12 @@ expect()
 
 # --- all well --------------------------------------------------------------------
 check "$prog"
+# a start slower than 5 s is the machine's load (other jobs on its cores), not the
+# cluster's: said, and tried once more; any other problem fails
+if [ $rc -eq 80 ] && ! grep '^WARN \|^FAIL ' "$tmp/out" | grep -qv '^WARN \[reach\] .* took '; then
+  echo "NOTE: mpirun was slow to start on a loaded machine (load $(cut -d' ' -f1 /proc/loadavg)); checking once more"
+  check "$prog"
+fi
 [ $rc -eq 0 ] || { echo "FAIL: a healthy cluster's check exited $rc"; cat "$tmp/err"; fail=1; }
 [ "$(grep -c '^vnode[0-3]  *OK ' "$tmp/out")" = 4 ] || { echo "FAIL: not 4 rows"; fail=1; }
 grep -q ' FAIL \| WARN \|^FAIL\|^WARN' "$tmp/out" && { echo "FAIL: a healthy cluster has problems"; fail=1; }
