@@ -62,13 +62,13 @@ const weft_opt wr_options[] = {
   { O_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S_REPORT,
     "Print one line per rank: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
   { O_DRYRUN, "dry-run", WEFT_OPT_FLAG, NULL, S_REPORT,
-    "Print the whole plan and start nothing.", 0 },
+    "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing (weftrun(1), PLAN).", 0 },
   { O_CHECK, "check", WEFT_OPT_FLAG, NULL, S_REPORT,
     "Check every host in one short job through the engine and print a table (weftrun(1) "
     "CHECKS); start nothing else. Exit 0 all OK, 80 warnings, 81 failures.", 0 },
   { O_JSON, "json", WEFT_OPT_FLAG, NULL, S_REPORT,
-    "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout.",
-    0 },
+    "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout "
+    "(schemas: weftrun(1), PLAN and CHECKS).", 0 },
   { O_TAG, "tag-output", WEFT_OPT_FLAG, NULL, S_OUT,
     "Prefix every output line with the job and rank.", 0 },
   { O_TIMESTAMP, "timestamp-output", WEFT_OPT_FLAG, NULL, S_OUT,
