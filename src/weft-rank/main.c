@@ -129,6 +129,8 @@ main(int argc, char **argv)
   if (o.probe)
     return probe();
   char **program = argv + first;
+  if (o.check)
+    return wk_check(&o, program);
   if (!program[0])
     FAIL("no program after '--'");
 
