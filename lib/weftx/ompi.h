@@ -33,6 +33,7 @@
 #include <weft/common.h>
 #include <weft/errors.h>
 #include <weftx/topo.h>
+#include <weftx/map.h>
 
 /* Mapping policies (ORTE_MAPPING_*), ranking policies (ORTE_RANK_BY_*) and binding
  * policies (OPAL_BIND_TO_*) with Open MPI's own numbers: 1 node/none, 2 board,
@@ -213,6 +214,18 @@ int weftx_ompi_node_bind(const weftx_topo *t, const weftx_ompi_policy *p, int sl
                          const int *counts, int napps, weftx_ompi_bound *out, char *why,
                          size_t whylen);
 void weftx_ompi_bound_clear(weftx_ompi_bound *b, int n);
+
+/** \brief The GPUs of a host's \p n ranks (bindings \p b, by local rank) when the host has
+ * at least \p n GPUs: in local rank order, each takes the free GPU whose cpus overlap its
+ * binding most (lowest index among equals); else none (-1). 0 or WEFT_ENOMEM. */
+int weftx_ompi_gpus(const weftx_topo *t, const weftx_ompi_bound *b, int n, int *gpu);
+
+/** \brief Local rank \p local of \p n (bindings \p b) as weft sees it: its binding (\p real,
+ * what the rank is really bound to, when known; else the predicted one), its GPU
+ * (weftx_ompi_gpus(), with a note when the host has GPUs but too few), its NIC, NUMA
+ * nodes and cores. \p out is initialised (weftx_place_clear()). 0 or WEFT_ENOMEM. */
+int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weftx_ompi_bound *b,
+                     int n, int local, hwloc_const_cpuset_t real, weftx_place *out);
 
 /** \brief mpirun's --report-bindings text for \p cpuset on \p t: "socket 0[core 1[hwt 0]]"
  * into \p what and "[./B][../..]" into \p map; 0, or 1 when \p cpuset is every processor

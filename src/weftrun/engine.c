@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine stage: the mpirun command line that runs a plan, and the
- * hostfile it reads. Ranks go to hosts as planned (a hostfile of
- * "host slots=COUNT" lines with --map-by slot or node, or one line per rank
- * for Open MPI's sequential mapper), Open MPI's own binding is off
- * (--bind-to none), and every rank starts as weft-rank, which places, binds
- * and sets up its rank from the same policy, then runs the program. Neither
- * command line grows with the number of hosts: the hosts are in the hostfile
- * and the agent's arguments are the contract's (agent.h). Arguments go to
- * mpirun as an argv (execve): no shell sees them. Open MPI 5.x spells a few
- * of these differently (--display bind, plm_ssh_*); only 4.1's spelling is
- * produced here.
+ * hostfile it reads.
+ *
+ * When Open MPI places the ranks (WR_MODE_OMPI), mpirun gets the user's own
+ * options word for word, program by program, and every program becomes
+ * "weft-rank AGENT-ARGS -- PROGRAM ARGS": mpirun maps, ranks and binds as it
+ * would have, and weft-rank checks that against the plan and adds weft's
+ * environment. When weft places them (WR_MODE_GPU), the ranks go to hosts as
+ * planned (a hostfile of "host slots=COUNT" lines with --map-by slot or node,
+ * or one line per rank for Open MPI's sequential mapper), Open MPI's own
+ * binding is off (--bind-to none), the user's options that do not place ranks
+ * follow as typed, and weft-rank places and binds each rank. Neither command
+ * line grows with the number of hosts weft adds: the hosts are in a hostfile,
+ * the agent's arguments are the contract's (agent.h). Arguments go to mpirun
+ * as an argv (execve): no shell sees them. Open MPI 5.x spells a few of these
+ * differently (--display bind, plm_ssh_*); only 4.1's spelling is produced.
  */
 #include "config.h"
 
@@ -38,12 +43,11 @@ forwarded(const char *name, size_t n)
   return yes;
 }
 
+/* -x for the variables weft forwards by default that the user did not name. */
 static int
 add_env(const wr_opts *o, wr_argv *a)
 {
   int rc = 0;
-  for (int i = 0; i < o->nxvars && !rc; i++)
-    rc = wr_argv_add(a, "-x") || wr_argv_add(a, o->xvars[i]);
   for (char **e = environ; *e && !rc; e++) {
     size_t n = strcspn(*e, "=");
     if (n == 0 || (*e)[n] != '=' || !forwarded(*e, n))
@@ -57,6 +61,21 @@ add_env(const wr_opts *o, wr_argv *a)
       rc = !name || wr_argv_add(a, "-x") || wr_argv_add(a, name);
       free(name);
     }
+  }
+  return rc;
+}
+
+/* The user's option words of program \p app that mpirun gets in this mode. */
+static int
+user_words(const wr_plan *p, const wr_opts *o, int app, wr_argv *a)
+{
+  const wr_app *ap = &o->apps[app];
+  int rc = 0;
+  for (int i = 0; i < ap->nwords && !rc; i++) {
+    int w = ap->place[i];
+    if (w == WR_WORD_ANY || (w == WR_WORD_PLACE && p->mode == WR_MODE_OMPI) ||
+        (w == WR_WORD_TIMEOUT && o->timeout_report))
+      rc = wr_argv_add(a, ap->words[i]);
   }
   return rc;
 }
@@ -114,43 +133,38 @@ wr_engine_hostfile(const wr_plan *p, FILE *out)
   return ferror(out) ? -1 : 0;
 }
 
-/* mpirun's own options: where the ranks go, the environment, the network, output. */
+/* weft's own options to mpirun (for one program): the variables it forwards, the
+ * network it chose. */
 static int
-mpirun_args(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e, wr_argv *a)
+weft_args(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_argv *a)
+{
+  int rc = add_env(o, a);
+  const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
+  if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
+  if (!rc && ifname && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "oob_tcp_if_include") || wr_argv_add(a, ifname);
+  /* weft gives mpirun exact counts, so it cannot see an oversubscribed host: tell the
+   * ranks to yield the cores while they wait, as it would */
+  if (!rc && p->mode == WR_MODE_GPU && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
+  return rc;
+}
+
+/* Where the ranks go when weft places them. */
+static int
+gpu_args(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a)
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", p->np);
-  int rc = wr_argv_add(a, e->mpirun);
-  if (!rc && o->allow_run_as_root)
-    rc = wr_argv_add(a, "--allow-run-as-root");
-  if (!rc)
-    rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
+  int rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
          wr_argv_add(a, e->hostfile);
   if (!rc && need_seq(p))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "rmaps") || wr_argv_add(a, "seq");
   else if (!rc)
     rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, p->by_node ? "node" : "slot");
   if (!rc)
-    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none") || add_env(o, a);
-  const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
-  if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
-  if (!rc && ifname && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "oob_tcp_if_include") || wr_argv_add(a, ifname);
-  /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
-   * ranks to yield the cores while they wait, as it would */
-  if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
-  for (int i = 0; i < o->nmca && !rc; i++)
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
-  if (!rc && o->tag_output)
-    rc = wr_argv_add(a, "--tag-output");
-  if (!rc && o->timestamp_output)
-    rc = wr_argv_add(a, "--timestamp-output");
-  if (!rc && o->output_filename)
-    rc = wr_argv_add(a, "--output-filename") || wr_argv_add(a, o->output_filename);
-  for (int i = 0; i < o->npass && !rc; i++)
-    rc = wr_argv_add(a, o->pass[i]);
+    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none");
   return rc;
 }
 
@@ -177,17 +191,14 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
                wr_argv *a, char *why, size_t whylen)
 {
   weft_agent_args ag;
-  int *counts = calloc((size_t)p->nhosts, sizeof(*counts));
-  char *layout = NULL, *topo = NULL, *host_topo[WEFT_AGENT_MAX_TOPOLOGY];
+  int *slots = calloc((size_t)p->nhosts, sizeof(*slots));
+  char *layout = NULL, *topo = NULL, *host_topo[WEFT_AGENT_MAX_TOPOLOGY], *slotlist = NULL;
+  char policy[512];
   int nhost_topo = 0, rc = WR_EXIT_ENGINE;
 
   snprintf(why, whylen, "out of memory");
   weft_agent_args_init(&ag);
-  if (!counts)
-    goto out;
-  for (int h = 0; h < p->nhosts; h++)
-    counts[h] = p->hosts[h].count;
-  if (!(layout = weft_layout_encode(counts, p->nhosts)))
+  if (!slots || !(layout = wr_plan_layout(p)))
     goto out;
   if (strlen(layout) >= WEFT_AGENT_ARG_MAX) {
     snprintf(why, whylen, "the ranks per host of %d hosts take %zu bytes as weft-rank's --layout, "
@@ -197,9 +208,21 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
   }
   ag.layout = layout;
   ag.by_node = p->by_node;
-  ag.map_by = o->map_by;
-  ag.bind_to = o->bind_to;
-  ag.oversubscribe = o->oversubscribe || p->oversub;
+  if (p->mode == WR_MODE_OMPI) {
+    /* Open MPI places and binds: the agents check it, and the policy and every host's
+     * slots let each predict its host's bindings (the GPUs go by them) */
+    for (int h = 0; h < p->nhosts; h++)
+      slots[h] = p->hosts[h].ompi_slots;
+    if (!(slotlist = weft_layout_encode(slots, p->nhosts)) ||
+        weftx_ompi_policy_format(&p->ompi, policy, sizeof(policy)))
+      goto out;
+    ag.ompi = policy;
+    ag.slots = slotlist;
+  } else {
+    ag.map_by = o->map_by;
+    ag.bind_to = o->bind_to;
+    ag.oversubscribe = o->oversubscribe || p->oversub;
+  }
   ag.gpu_visibility = o->gpu_visibility;
   ag.nccl_preset = o->nccl_preset;
   ag.preempt_grace = o->preempt_grace;
@@ -228,12 +251,18 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
     ag.nhost_topology = ++nhost_topo;
   }
   ag.host_xml = e->host_xml;
-  if (mpirun_args(p, o, net, e, a) || wr_argv_add(a, e->agent) ||
-      weft_agent_args_write(&ag, wr_argv_add_cb, a) || wr_argv_add(a, "--"))
+  if (wr_argv_add(a, e->mpirun) || (p->mode == WR_MODE_GPU && gpu_args(p, o, e, a)))
     goto out;
-  for (int i = 0; i < o->nprogram; i++)
-    if (wr_argv_add(a, o->program[i]))
+  for (int app = 0; app < p->napps; app++) {
+    const wr_app *ap = &o->apps[app];
+    if ((app > 0 && wr_argv_add(a, ":")) || user_words(p, o, app, a) ||
+        weft_args(p, o, net, a) || wr_argv_add(a, e->agent) ||
+        weft_agent_args_write(&ag, wr_argv_add_cb, a) || wr_argv_add(a, "--"))
       goto out;
+    for (int i = 0; i < ap->nprogram; i++)
+      if (wr_argv_add(a, ap->program[i]))
+        goto out;
+  }
   why[0] = '\0';
   rc = 0;
 out:
@@ -241,6 +270,7 @@ out:
     free(host_topo[i]);
   free(topo);
   free(layout);
-  free(counts);
+  free(slotlist);
+  free(slots);
   return rc;
 }

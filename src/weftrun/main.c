@@ -78,7 +78,7 @@ plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
 {
   char why[1024];
   wr_plan_here here = { wr_gcp_reserved_cpus(inv->gcp), inv->preset_env, inv->npreset_env, environ };
-  int rc = wr_plan_make(o, inv->hosts, inv->nhosts, &here, out, why, sizeof(why));
+  int rc = wr_plan_make(o, inv, &here, out, why, sizeof(why));
   if (rc)
     fprintf(stderr, "weftrun: %s\n", why);
   return rc;
@@ -235,5 +235,6 @@ main(int argc, char **argv)
   wr_plan_destroy(p);
   wr_inventory_free(&inv);
   wr_jobdir_remove(&dir);
+  wr_opts_free(&o);
   return rc;
 }
