@@ -282,11 +282,17 @@ int weftx_hostlist_add_ompi(weftx_hostlist *hl, const char *name, weftx_host_for
                      "once per slot", hl->v[i].h.name, hl->v[i].h.source);
     return WEFT_EPARSE;
   }
-  rc = weftx_hostlist_add(hl, shortname, slots > 0 ? slots : 0, max_slots, source, why, whylen);
-  if (rc)
-    return rc;
-  i = weftx_hostlist_find(hl, at ? at + 1 : shortname);
-  e = &hl->v[i];
+  {
+    /* weftx_hostlist_add() resets Open MPI's count: keep the one so far */
+    int os = before ? hl->v[i].h.ompi_slots : 0, og = before ? hl->v[i].h.ompi_given : 0;
+    rc = weftx_hostlist_add(hl, shortname, slots > 0 ? slots : 0, max_slots, source, why, whylen);
+    if (rc)
+      return rc;
+    i = weftx_hostlist_find(hl, at ? at + 1 : shortname);
+    e = &hl->v[i];
+    e->h.ompi_slots = os;
+    e->h.ompi_given = og;
+  }
   if (!before && strcmp(shortname, name) && !(e->h.typed = strdup(name)))
     return WEFT_ENOMEM;
   if (before) {

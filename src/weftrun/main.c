@@ -228,6 +228,17 @@ main(int argc, char **argv)
     rc = wr_net_choose(p, &net);
   if (!rc && (o.dry_run || (o.report_bindings && o.json)))
     rc = wr_report(p, &inv, o.dry_run ? NULL : &net, &o, stdout);
+  /* --display-map and its kin: Open MPI's own when it places the ranks (mpirun prints
+   * it), weft's plan when weft does (Open MPI's would show weft's rewritten hosts) */
+  if (!rc && !o.dry_run && !o.json && o.ndisplay && p->mode == WR_MODE_GPU)
+    rc = wr_report(p, &inv, &net, &o, stdout);
+  if (!rc && o.verbose && !o.dry_run) {
+    if (p->mode == WR_MODE_GPU && p->departure[0])
+      fprintf(stderr, "weftrun: %s\n", p->departure);
+    else if (p->mode == WR_MODE_OMPI)
+      fprintf(stderr, "weftrun: Open MPI places and binds the ranks (%s), as mpirun would\n",
+              p->mode_why);
+  }
   if (!rc && o.dry_run && !o.json && o.nprogram)
     rc = print_command(p, &o, &dir);
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))

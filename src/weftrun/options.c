@@ -492,7 +492,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_REFUSE0:
   case O_REFUSE1:
   case O_REFUSE2:
-    snprintf(why, len, "%s is an Open MPI option that weftrun does not support; %s", sp,
+    snprintf(why, len, "'%s' is an Open MPI option that weftrun does not support; %s", sp,
              opt->help);
     o->refused = 1;
     return -1;

@@ -77,25 +77,64 @@ choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
     return WR_MODE_GPU;
   }
   if (cpu) {
-    snprintf(why, len, "%s asks Open MPI for its placement", cpu);
+    snprintf(why, len, "%s", cpu);
     return WR_MODE_OMPI;
   }
   if (o->napps > 1) {
-    snprintf(why, len, "%d programs (MPMD): Open MPI places them", o->napps);
+    snprintf(why, len, "%d programs", o->napps);
     return WR_MODE_OMPI;
   }
   for (int h = 0; h < inv->nhosts; h++)
     gpus += inv->hosts[h].gpus > 0;
   if (gpus == inv->nhosts) {
-    snprintf(why, len, "every host has GPUs: one rank per GPU (weft's default)");
+    snprintf(why, len, "every host has GPUs");
     return WR_MODE_GPU;
   }
   if (gpus == 0)
-    snprintf(why, len, "no host has a GPU: Open MPI places the ranks, as mpirun would");
+    snprintf(why, len, "no host has a GPU");
   else
-    snprintf(why, len, "%d of %d hosts have no GPU: Open MPI places the ranks", inv->nhosts - gpus,
-             inv->nhosts);
+    snprintf(why, len, "%d of %d hosts have no GPU", inv->nhosts - gpus, inv->nhosts);
   return WR_MODE_OMPI;
+}
+
+/* When weft places the ranks: how that differs from what mpirun alone would do, in one
+ * sentence (the Open MPI model's plan of the same command). */
+static void
+departure(wr_plan *p, const wr_opts *o, const wr_inventory *inv)
+{
+  wr_plan *m = calloc(1, sizeof(*m));
+  char why[512] = "", counts[256] = "", bind[64] = "";
+  int same = 0, rc = m ? 0 : -1;
+  size_t off = 0;
+
+  if (!rc && !(m->hosts = calloc((size_t)inv->nhosts, sizeof(*m->hosts))))
+    rc = -1;
+  if (!rc) {
+    m->nhosts = inv->nhosts;
+    m->napps = 1;
+    rc = wr_plan_ompi(m, o, inv, why, sizeof(why));
+  }
+  if (rc == 0) {
+    same = m->np == p->np;
+    for (int h = 0; same && h < p->nhosts; h++)
+      same = m->hosts[h].host == p->hosts[h].host && m->hosts[h].count == p->hosts[h].count;
+    for (int h = 0; h < m->nhosts && m->hosts[h].count && off < sizeof(counts) - 1; h++)
+      off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s %d", h ? ", " : "",
+                              m->hosts[h].host->name, m->hosts[h].count);
+    unsigned b = WEFTX_OMPI_POLICY(m->ompi.binding);
+    snprintf(bind, sizeof(bind), "%s", b == WEFTX_OMPI_BIND_NONE ? "none" :
+             b == WEFTX_OMPI_BIND_CPUSET ? "cpu-list" : weftx_ompi_level_name((int)b));
+  }
+  if (rc > 0)
+    snprintf(p->departure, sizeof(p->departure), "departs from mpirun (weftrun(1), DIFFERENCES "
+             "FROM MPIRUN): one rank per GPU, bound next to it; mpirun alone would refuse "
+             "this command line: %s", why);
+  else if (rc == 0)
+    snprintf(p->departure, sizeof(p->departure), "departs from mpirun (weftrun(1), DIFFERENCES "
+             "FROM MPIRUN): one rank per GPU, bound next to it; mpirun alone would start %s%d "
+             "ranks (%s) bound to %s%s", same ? "the same " : "", m->np, counts, bind,
+             same ? "" : "; --map-by core (or another CPU mapping) gives mpirun's placement");
+  wr_plan_destroy(m);
 }
 
 int
@@ -122,6 +161,8 @@ wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here
     rc = wr_plan_ompi(p, o, inv, why, whylen);
   if (rc)
     return rc;
+  if (p->mode == WR_MODE_GPU)
+    departure(p, o, inv);
   if (environment(p, o, here))
     return nomem(why, whylen);
   return 0;

@@ -74,10 +74,19 @@ wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr
 {
   if (o->json)
     return json(p, net, out);
-  char pol[128] = "", line[512];
-  weftx_policy_format(&p->pol, pol, sizeof(pol));
-  fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
-          p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+  char pol[256] = "", line[512];
+  if (p->mode == WR_MODE_OMPI) {
+    weftx_ompi_describe(&p->ompi, pol, sizeof(pol));
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s; Open MPI places and binds them (%s), "
+            "as mpirun would: %s\n", p->np, p->nhosts, p->nhosts == 1 ? "" : "s", p->mode_why,
+            pol);
+  } else {
+    weftx_policy_format(&p->pol, pol, sizeof(pol));
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
+            p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+    if (p->departure[0])
+      fprintf(out, "# %s\n", p->departure);
+  }
   if (p->ordered)
     fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
   for (int h = 0; h < p->nhosts; h++) {
@@ -85,7 +94,17 @@ wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr
     fprintf(out, "# host %s: %d of %d slots, %d GPUs%s, topology %s\n", ph->host->name,
             ph->count, ph->slots, ph->host->gpus, ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
             topology_of(ph->host));
+    if (ph->host->unresolved[0])
+      fprintf(out, "# host %s: the name does not resolve (%s); a launch stops there (exit %d)\n",
+              ph->host->name, ph->host->unresolved, WR_EXIT_NOHOST);
   }
+  /* one note for ranks left without a GPU on a GPU host */
+  for (int r = 0; r < p->np; r++)
+    if (p->ranks[r].place.note[0] && p->mode == WR_MODE_OMPI) {
+      fprintf(out, "# host %s: %s\n", p->hosts[p->ranks[r].host].host->name,
+              p->ranks[r].place.note);
+      break;
+    }
   for (int h = 0; h < p->nhosts; h++) {
     const wr_host *w = p->hosts[h].host;
     if (w->machine_type[0])

@@ -19,6 +19,17 @@
 
 #include <weftx.h>
 
+static int
+num(const char *s)
+{
+  long v = 0;
+  if (weftx_parse_long(s, 0, 1000000, &v)) {
+    fprintf(stderr, "ompi-model: '%s' is not a number\n", s);
+    exit(2);
+  }
+  return (int)v;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -52,7 +63,7 @@ main(int argc, char **argv)
     }
     if (colon) {
       *colon = '\0';
-      hosts[nhosts].slots = atoi(colon + 1); /* checksrc: ok, a test helper */
+      hosts[nhosts].slots = num(colon + 1);
     }
     hosts[nhosts].topo = t;
     names[nhosts++] = tok;
@@ -100,11 +111,11 @@ main(int argc, char **argv)
       else if (!strcmp(opts[k].opt, "--bind-to"))
         cl.bind_to = val;
       else if (!strcmp(opts[k].opt, "-N") || !strcmp(opts[k].opt, "--npernode"))
-        cl.npernode = atoi(val); /* checksrc: ok */
+        cl.npernode = num(val);
       else if (!strcmp(opts[k].opt, "--npersocket"))
-        cl.npersocket = atoi(val); /* checksrc: ok */
+        cl.npersocket = num(val);
       else if (!strcmp(opts[k].opt, "--cpus-per-proc"))
-        cl.cpus_per_proc = atoi(val); /* checksrc: ok */
+        cl.cpus_per_proc = num(val);
       else if (!strcmp(opts[k].opt, "--pernode"))
         cl.pernode = 1;
       else if (!strcmp(opts[k].opt, "--nolocal"))
@@ -129,7 +140,7 @@ main(int argc, char **argv)
   if (i + 1 >= argc)
     return 2;
   for (tok = strtok_r(argv[i + 1], ",", &save); tok && napps < 16; tok = strtok_r(NULL, ",", &save))
-    apps[napps++].np = atoi(tok); /* checksrc: ok */
+    apps[napps++].np = num(tok);
   if ((rc = weftx_ompi_policy_make(&m, &cl, &p, why, sizeof(why))) ||
       (rc = weftx_ompi_job_map(&p, hosts, nhosts, apps, napps, t, &j, why, sizeof(why)))) {
     printf("error: %s\n", why);
