@@ -396,6 +396,7 @@ main(int argc, char **argv)
   }
   if (program_vars(program))
     FAIL("out of memory");
+  weftx_topo_env_restore();
 
   /* the per-rank environment: the user's variables first, weft's only where unset */
   weftx_rank_info ri;

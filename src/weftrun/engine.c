@@ -133,12 +133,13 @@ wr_engine_hostfile(const wr_plan *p, FILE *out)
   return ferror(out) ? -1 : 0;
 }
 
-/* weft's own options to mpirun (for one program): the variables it forwards, the
- * network it chose. */
+/* weft's own options to mpirun (for one program): the variables it forwards (when it
+ * places the ranks; when Open MPI does, the ranks get the environment mpirun gives
+ * them, -x as the user wrote it), the network it chose. */
 static int
 weft_args(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_argv *a)
 {
-  int rc = add_env(o, a);
+  int rc = p->mode == WR_MODE_GPU ? add_env(o, a) : 0;
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);

@@ -241,6 +241,7 @@ main(int argc, char **argv)
   }
   if (!rc && o.dry_run && !o.json && o.nprogram)
     rc = print_command(p, &o, &dir);
+  weftx_topo_env_restore(); /* mpirun and the ranks get the user's environment */
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
     rc = launch(p, &o, &net, &dir, stop_fd);
   wr_plan_destroy(p);
