@@ -51,8 +51,6 @@ WEFT_ADDED = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK
               "CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
               "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
 WEFT_ADDED_PREFIX = ("WEFT_",)
-# forwarded to every host by default (weftrun(1)): they differ on other hosts only
-FORWARDED = re.compile(r"^(NCCL_|GLOO_|CUDA_|WEFT_|OMP_|PYTHON)|^(PATH|LD_LIBRARY_PATH)$")
 # what changes from one job to the next, for mpirun as for weftrun
 VOLATILE = re.compile(r"^(PMIX_|OMPI_MCA_orte_hnp_uri$|OMPI_MCA_orte_local_daemon_uri$|"
                       r"OMPI_MCA_ess_base_jobid$|OMPI_MCA_orte_precondition_transports$|"
@@ -91,10 +89,10 @@ def words(line, ctx):
                    (["3"] if w == "PROG_EXIT3" else [])
         elif w == "PROBE_NAME":
             out += ["dropin-probe.sh", ctx["results"], "a"]
-        elif w in ctx["subst"]:
-            out.append(ctx["subst"][w])
-        else:
-            out.append(w)
+        else:  # placeholders inside a word too (HOST0:2, HOST0,HOST1)
+            sub = ctx["subst"]
+            names = sorted(sub, key=len, reverse=True)
+            out.append(re.sub(r"\b(%s)\b" % "|".join(names), lambda m: sub[m.group(1)], w))
     return out
 
 
@@ -203,7 +201,7 @@ def head_of(rec):
     return [l for l in rec.splitlines() if not l.startswith("env ")]
 
 
-def compare(m, w, local_host):
+def compare(m, w):
     """Differences between mpirun's run and weftrun's (empty: identical)."""
     diff = []
     if m["rc"] != w["rc"]:
@@ -216,8 +214,6 @@ def compare(m, w, local_host):
         if hm != hw:
             diff.append("rank %s: mpirun %s / weftrun %s" % (r, hm, hw))
         em, ew = env_of(m["recs"][r]), env_of(w["recs"][r])
-        host = re.search(r"host=(\S+)", m["recs"][r])
-        remote = host and host.group(1) != local_host
         for k in sorted(set(em) | set(ew)):
             if VOLATILE.search(k):
                 continue
@@ -227,8 +223,6 @@ def compare(m, w, local_host):
                 continue
             if k not in em and (k in WEFT_ADDED or k.startswith(WEFT_ADDED_PREFIX)):
                 continue  # a documented addition
-            if remote and FORWARDED.search(k):
-                continue  # weft forwards these to every host (documented)
             diff.append("rank %s env %s: mpirun %r, weftrun %r" % (r, k, em.get(k), ew.get(k)))
     for what in ("out", "err"):
         nm, nw = norm_text(m[what], m), norm_text(w[what], w)
@@ -256,14 +250,14 @@ def refusal_ok(w):
                 re.search(r"Open MPI 4\.1 .*; use ", l))
 
 
-def classify(m, w, local_host):
-    if not m["recs"]:
-        return "both-refuse" if not w["recs"] else "broken", []
+def classify(m, w):
+    if not m["recs"] and m["rc"] != 0:  # (--do-not-launch: accepted, starts nothing)
+        return "both-refuse" if not w["recs"] and w["rc"] != 0 else "broken", []
     if not w["recs"] and w["rc"] == 2:
         return ("refused" if refusal_ok(w) else "broken"), [w["err"].strip()]
-    if not w["recs"]:
+    if not w["recs"] and (w["rc"] != m["rc"] or m["recs"]):
         return "broken", ["weftrun exit %s: %s" % (w["rc"], w["err"].strip()[-400:])]
-    d = compare(m, w, local_host)
+    d = compare(m, w)
     if not d:
         return "identical", []
     if m["rc"] != w["rc"] or len(m["recs"]) != len(w["recs"]):
@@ -308,8 +302,7 @@ def main():
         for l in lines:
             m = run_one("mpirun", l, l["where"], vc_prefix, base)
             w = run_one("weftrun", l, l["where"], vc_prefix, base)
-            local_host = "vnode0" if l["where"] == "vc" else hostname()
-            kind, why = classify(m, w, local_host)
+            kind, why = classify(m, w)
             counts[kind] += 1
             name = "%s:%d %-5s %s%s" % (os.path.basename(corpus), l["n"], l["where"],
                                          " ".join("%s=%s" % kv for kv in l["env"].items()) +
