@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft-bench scale: how a collective scales over the hosts of a hostfile.
+ * weft-bench scale: how a collective scales over the hosts of a hostfile (or
+ * of the Slurm allocation it runs in).
  * This file runs the measurements; the command line is in options.c, one
  * child job in scale-run.c, the analysis in scale-analysis.c and the output
  * in scale-output.c.
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <weftx/proc.h>
 
 #include "scale.h"
 
@@ -61,19 +64,6 @@ static int self_path(char *buf, size_t len)
   return 0;
 }
 
-static int on_path(const char *name, char *buf, size_t len)
-{
-  const char *path = getenv("PATH");
-  char dirs[4096], *save = NULL, *dir;
-
-  snprintf(dirs, sizeof(dirs), "%s", path ? path : "/usr/bin:/bin");
-  for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-    if (fits(snprintf(buf, len, "%s/%s", dir, name), len) && access(buf, X_OK) == 0)
-      return 0;
-  }
-  return -1;
-}
-
 /* weftrun next to this program (build tree: ../weftrun/weftrun), else on
  * PATH; mpirun otherwise, or what --launcher says. */
 static int find_launcher(struct scale *s)
@@ -86,13 +76,13 @@ static int find_launcher(struct scale *s)
   if (slash)
     *slash = '\0';
   if (!want || !strcmp(want, "weftrun")) {
-    int near = fits(snprintf(s->launcher, sizeof(s->launcher), "%s/../weftrun/weftrun", dir),
-                    sizeof(s->launcher)) && access(s->launcher, X_OK) == 0;
+    char build[PATH_MAX], beside[PATH_MAX];
+    const char *look[] = { build, beside, "weftrun", NULL };
 
-    if (!near)
-      near = fits(snprintf(s->launcher, sizeof(s->launcher), "%s/weftrun", dir),
-                  sizeof(s->launcher)) && access(s->launcher, X_OK) == 0;
-    if (near || on_path("weftrun", s->launcher, sizeof(s->launcher)) == 0) {
+    if (!fits(snprintf(build, sizeof(build), "%s/../weftrun/weftrun", dir), sizeof(build)) ||
+        !fits(snprintf(beside, sizeof(beside), "%s/weftrun", dir), sizeof(beside)))
+      look[0] = look[1] = "weftrun";
+    if (weftx_find_exe(look, s->launcher, sizeof(s->launcher))) {
       char real[PATH_MAX];
 
       if (realpath(s->launcher, real))
@@ -108,37 +98,60 @@ static int find_launcher(struct scale *s)
     want = "mpirun";
     printf("# weftrun not found next to weft-bench or on PATH: using mpirun\n");
   }
-  if (strchr(want, '/'))
-    snprintf(s->launcher, sizeof(s->launcher), "%s", want);
-  else if (on_path(want, s->launcher, sizeof(s->launcher)) != 0) {
-    fprintf(stderr, "weft-bench scale: launcher '%s' is not on PATH\n", want);
-    return BENCH_EXIT_USAGE;
+  {
+    const char *look[] = { want, NULL };
+
+    if (!weftx_find_exe(look, s->launcher, sizeof(s->launcher))) {
+      fprintf(stderr, "weft-bench scale: launcher '%s' is %s\n", want,
+              strchr(want, '/') ? "not an executable file" : "not on PATH");
+      return BENCH_EXIT_USAGE;
+    }
   }
   s->launcher_is_weftrun = strstr(want, "weftrun") != NULL;
   return 0;
 }
 
+/* The hosts of the Slurm allocation this runs in (salloc -N4 weft-bench scale). */
+static int slurm_hosts(struct scale *s, const char *nodes, char *why, size_t len)
+{
+  const char *job = getenv("SLURM_JOB_ID");
+  int rc = weftx_hostlist_create(&s->hosts);
+
+  if (rc == 0)
+    rc = weftx_hosts_parse_slurm(s->hosts, nodes, NULL, why, len);
+  snprintf(s->source, sizeof(s->source), "the Slurm allocation SLURM_JOB_ID=%s "
+           "(SLURM_JOB_NODELIST=%s)", job ? job : "?", nodes);
+  s->o.hostfile = s->source;
+  return rc;
+}
+
 static int load_hosts(struct scale *s)
 {
+  const char *nodes = getenv("SLURM_JOB_NODELIST");
   const char *file = s->o.hostfile ? s->o.hostfile : getenv("WEFT_VCLUSTER_HOSTFILE");
   char why[512];
   int rc, n;
 
-  if (!file || !*file) {
-    fprintf(stderr, "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), or run "
-            "it inside weft-vcluster run\n");
-    return BENCH_EXIT_USAGE;
+  if (!s->o.hostfile && nodes && *nodes) {
+    rc = slurm_hosts(s, nodes, why, sizeof(why));
+    file = s->source;
+  } else {
+    if (!file || !*file) {
+      fprintf(stderr, "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), run it "
+              "in a Slurm allocation (salloc -N4 weft-bench scale), or inside weft-vcluster run\n");
+      return BENCH_EXIT_USAGE;
+    }
+    /* A virtual cluster is for rehearsing, and its links are veth pairs on
+     * shared cores: sizes that take seconds, not minutes. */
+    if (!s->o.hostfile && !s->o.sizes_given) {
+      bench_parse_sizes("64K,1M,4M", s->o.sizes, &s->o.nsizes, NULL, 0);
+      s->vcluster_sizes = 1;
+    }
+    s->o.hostfile = file;
+    rc = weftx_hostlist_create(&s->hosts);
+    if (rc == 0)
+      rc = weftx_hostfile_load(s->hosts, file, why, sizeof(why));
   }
-  /* A virtual cluster is for rehearsing, and its links are veth pairs on
-   * shared cores: sizes that take seconds, not minutes. */
-  if (!s->o.hostfile && !s->o.sizes_given) {
-    bench_parse_sizes("64K,1M,4M", s->o.sizes, &s->o.nsizes, NULL, 0);
-    s->vcluster_sizes = 1;
-  }
-  s->o.hostfile = file;
-  rc = weftx_hostlist_create(&s->hosts);
-  if (rc == 0)
-    rc = weftx_hostfile_load(s->hosts, file, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weft-bench scale: %s\n", rc == WEFT_ENOMEM ? "out of memory" : why);
     return BENCH_EXIT_USAGE;

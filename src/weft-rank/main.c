@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft-rank: the per-rank agent weftrun starts through mpirun. It finds its
- * rank and host from Open MPI's variables and weftrun's layout, and checks
- * that Open MPI put it where weftrun planned. When weft places the ranks it
- * computes its own placement with weftx_map_rank() on its host's topology and
- * binds CPU and memory with hwloc when that topology is this machine (and only
- * says what it would bind otherwise); when Open MPI placed and bound them
- * (--ompi), it binds nothing, reads the binding it was given, checks it
- * against the Open MPI model, and takes the GPU nearest it. Then it adds the
- * per-rank environment without overwriting anything the user set, gives the
- * program the OMPI_COMMAND and OMPI_ARGV mpirun would have, and runs it under
- * supervision.
+ * weft-rank: the per-rank agent weftrun starts through its engine (mpirun, or
+ * srun). It finds its rank and host from the engine's variables (ids.c) and
+ * weftrun's layout, and checks that the engine put it where weftrun planned.
+ * When weft places the ranks it computes its own placement with
+ * weftx_map_rank() on its host's topology, among the GPUs it may have
+ * (gpus.c), and binds CPU and memory with hwloc when that topology is this
+ * machine (and only says what it would bind otherwise); when Open MPI placed
+ * and bound them (--ompi), it binds nothing, reads the binding it was given,
+ * checks it against the Open MPI model, and takes the GPU nearest it. Then it
+ * adds the per-rank environment without overwriting anything the user set,
+ * gives the program the OMPI_COMMAND and OMPI_ARGV mpirun would have, and runs
+ * it under supervision.
  */
 #include "config.h"
 
@@ -22,17 +23,6 @@
 
 #include "layout.h"
 #include "weft-rank.h"
-
-static int
-env_int(const char *name, int *out)
-{
-  const char *v = getenv(name);
-  long l;
-  if (!v || weftx_parse_long(v, 0, 100000000, &l))
-    return -1;
-  *out = (int)l;
-  return 0;
-}
 
 /* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
  * when this is that host (it saves the probe; binding acts as on a live load), else the
@@ -240,8 +230,11 @@ main(int argc, char **argv)
   weftx_env *env = NULL;
   wk_gcp *gcp = NULL;
   weftx_place pl;
+  wk_ids ids;
+  wk_gpus gp;
+  wk_output *output = NULL;
   int placed = 0, rc = 0, first = argc;
-  char why[600] = "";
+  char why[600] = "", idwhy[600] = "";
   layout lay;
 
   memset(&lay, 0, sizeof(lay));
@@ -254,7 +247,9 @@ main(int argc, char **argv)
   who.host[sizeof(who.host) - 1] = '\0';
   if (weft_check_version(stderr, argv[0]))
     return WK_EXIT_SETUP;
-  env_int("OMPI_COMM_WORLD_RANK", &who.rank);
+  int have_ids = wk_ids_get(&ids, idwhy, sizeof(idwhy)) == 0;
+  if (have_ids)
+    who.rank = ids.rank;
   if (weft_agent_args_parse(&o, argc, argv, &first, why, sizeof(why)))
     FAIL("%s", why);
   if (o.help) {
@@ -268,11 +263,9 @@ main(int argc, char **argv)
   if (!program[0])
     FAIL("no program after '--'");
 
-  int rank, size, lrank, lsize;
-  if (env_int("OMPI_COMM_WORLD_RANK", &rank) || env_int("OMPI_COMM_WORLD_SIZE", &size) ||
-      env_int("OMPI_COMM_WORLD_LOCAL_RANK", &lrank) || env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &lsize))
-    FAIL("OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE are not set: weft-rank runs under "
-         "weftrun, not by hand");
+  if (!have_ids)
+    FAIL("%s", idwhy);
+  int rank = ids.rank, size = ids.size, lrank = ids.local, lsize = ids.lsize;
 
   /* which host of weftrun's list this is (the torchrun NODE_RANK), and Open MPI's
    * placement checked against weftrun's plan */
@@ -284,9 +277,9 @@ main(int argc, char **argv)
     if (layout_find(&lay, o.by_node, rank, &app, &node, &local, &plsize))
       FAIL("rank %d is outside weftrun's layout %s", rank, o.layout);
     if (local != lrank || plsize != lsize)
-      FAIL("Open MPI placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
+      FAIL("%s placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
            "%d: weftrun's %s; report this with the weftrun command line (mpirun alone runs "
-           "it meanwhile)", lrank, lsize, local, plsize, node,
+           "it meanwhile)", ids.from, lrank, lsize, local, plsize, node,
            o.ompi ? "model of Open MPI 4.1's placement is wrong for this job"
                   : "hostfile was not followed");
   }
@@ -294,6 +287,8 @@ main(int argc, char **argv)
   /* this host's topology and the rank's place on it */
   if ((rc = load_topology(&o, node, &t, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
+  if (wk_gpus_prepare(&gp, o.gpus, node, why, sizeof(why)))
+    FAIL("%s", why);
   if ((rc = wk_gcp_prepare(o.nccl_preset, nhosts, lrank, &who, &gcp, why, sizeof(why))))
     FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
   char note[160] = "";
@@ -368,6 +363,7 @@ main(int argc, char **argv)
     if (o.oversubscribe)
       pol.oversubscribe = 1;
     pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
+    pol.gpus = wk_gpus_policy(&gp);
     if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
       FAIL("%s", why[0] ? why : weft_strerror(rc));
     placed = 1;
@@ -419,6 +415,8 @@ main(int argc, char **argv)
     FAIL("out of memory");
   if ((rc = wk_gcp_apply(gcp, env, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
+  if (wk_gpus_apply(&gp, &pl, &ri, env, ri.gpu_visibility, why, sizeof(why)))
+    FAIL("%s", why);
   if ((rc = weftx_rank_env(env, &ri, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if ((rc = weftx_env_apply(env)))
@@ -430,9 +428,12 @@ main(int argc, char **argv)
   weftx_topo_destroy(t);
   t = NULL;
 
+  if (o.output_filename && wk_output_start(o.output_filename, rank, &output, why, sizeof(why)))
+    FAIL("%s", why);
   wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
   wk_gcp_watch_start(gcp);
   rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who));
+  wk_output_finish(output);
 out:
   if (placed)
     weftx_place_clear(&pl);

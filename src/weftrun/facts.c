@@ -10,7 +10,8 @@
  * WEFT_NO_PROBE skip the probe. First of all every host name is resolved, all
  * at once with a deadline: a host that does not resolve stops a launch (exit
  * 68), and a dry run that would probe it; one that resolves to an address of
- * this machine is mpirun's own host, as Open MPI decides.
+ * this machine is mpirun's own host, as Open MPI decides. In a Slurm job,
+ * the GPUs it was given on each host (slurm.c).
  */
 #include "config.h"
 
@@ -85,8 +86,8 @@ probed(const wr_opts *o, const wr_host *w, int gce_here)
  * are not given, a report needs their placement, or this host is on GCE (their facts
  * then order the hosts). */
 static int
-probe_remote(const wr_opts *o, wr_inventory *inv, int gce_here, wr_jobdir *dir, int stop_fd,
-             char **paths)
+probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_here,
+             wr_jobdir *dir, int stop_fd, char **paths)
 {
   if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE"))
     return 0;
@@ -104,7 +105,7 @@ probe_remote(const wr_opts *o, wr_inventory *inv, int gce_here, wr_jobdir *dir, 
     if (probed(o, w, gce_here) && !w->unresolved[0])
       which[n++] = w;
   }
-  rc = n ? wr_probe(o, which, n, dir, stop_fd, got) : 0;
+  rc = n ? wr_probe(o, e, which, n, dir, stop_fd, got) : 0;
   for (int i = 0; !rc && i < n; i++)
     paths[which[i]->index] = got[i];
   free(which);
@@ -214,7 +215,8 @@ check_mixed(const wr_inventory *inv)
 }
 
 int
-wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
+wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                int stop_fd)
 {
   int rc, gce_here = 0;
   char **paths = NULL;
@@ -240,7 +242,7 @@ wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
-  rc = probe_remote(o, inv, gce_here, dir, stop_fd, paths);
+  rc = probe_remote(o, e, inv, gce_here, dir, stop_fd, paths);
   for (int h = 0; !rc && h < inv->nhosts; h++) {
     wr_host *w = &inv->hosts[h];
     const char *path = w->file ? w->file : paths[h];
@@ -255,6 +257,8 @@ wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd
   for (int h = 0; h < inv->nhosts; h++)
     free(paths[h]);
   free(paths);
+  if (!rc)
+    rc = wr_slurm_gpus(o, inv, stop_fd);
   return rc ? rc : check_mixed(inv);
 }
 
@@ -269,6 +273,8 @@ wr_inventory_free(wr_inventory *inv)
   for (int i = 0; i < inv->npreset_env; i++)
     free(inv->preset_env[i]);
   free(inv->preset_env);
+  for (int h = 0; inv->hosts && h < inv->nhosts; h++)
+    free(inv->hosts[h].gpus_allowed);
   free(inv->hosts);
   for (int a = 0; a < WR_MAX_APPS; a++)
     free(inv->app_hosts[a]);

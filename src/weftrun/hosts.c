@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The hosts stage: the job's hosts as Open MPI 4.1 takes them (the ras and
- * rmaps bases): the -H hosts of every program, else their hostfiles, else
- * Open MPI's default hostfile (--default-hostfile, the MCA parameter
- * orte_default_hostfile as weft-vcluster sets it, <sysconfdir>'s file), else a
- * Slurm allocation, else this host; with what the user said of each (its
- * slots by Open MPI's rules and by weft's, its --topology file), and for each
- * program the hosts it may use. Whether a host is mpirun's own is decided by
- * name here and by address in facts.c.
+ * rmaps bases): the -H hosts of every program, else their hostfiles, else a
+ * Slurm allocation, else Open MPI's default hostfile (--default-hostfile, the
+ * MCA parameter orte_default_hostfile as weft-vcluster sets it, <sysconfdir>'s
+ * file), else this host; with what the user said of each (its slots by Open
+ * MPI's rules and by weft's, its --topology file), and for each program the
+ * hosts it may use. Whether a host is mpirun's own is decided by name here and
+ * by address in facts.c; whether weftrun runs in a Slurm job (SLURM_JOB_ID
+ * beside SLURM_JOB_NODELIST) here too.
  */
 #include "config.h"
 
@@ -85,19 +86,18 @@ gather(const wr_opts *o, wr_inventory *inv)
     in.slurm_nodelist = getenv("SLURM_JOB_NODELIST");
     in.slurm_tasks_per_node = getenv("SLURM_TASKS_PER_NODE");
   }
-  if (!in.nhost_args && !in.hostfile && default_hostfile(o, inv, &dflt)) {
+  /* an allocation comes first, as in Open MPI's ras base (ras_base_allocate.c) */
+  if (!in.nhost_args && !in.hostfile && !in.slurm_nodelist && default_hostfile(o, inv, &dflt)) {
     /* Open MPI's default hostfile: its hosts when it names any, else on */
     weftx_hostlist *probe = NULL;
     if ((rc = weftx_hostlist_create(&probe)))
       return fail_hosts(rc, "out of memory");
     rc = weftx_hostfile_load(probe, dflt, why, sizeof(why));
     weftx_hostlist_destroy(probe);
-    if (rc == 0) {
-      in.hostfile = dflt;
-      in.slurm_nodelist = NULL;
-    } else if (rc != WEFT_EPARSE || !strstr(why, "no host in the file")) {
+    if (rc == 0)
+      in.hostfile = inv->default_hostfile = dflt;
+    else if (rc != WEFT_EPARSE || !strstr(why, "no host in the file"))
       return fail_hosts(rc, why);
-    }
     why[0] = '\0';
   }
   rc = weftx_hosts_gather(&in, &inv->hl, why, sizeof(why));
@@ -116,6 +116,17 @@ gather(const wr_opts *o, wr_inventory *inv)
     return fail_hosts(rc, why);
   inv->origin = weftx_hostlist_origin(inv->hl);
   inv->nhosts = weftx_hostlist_count(inv->hl);
+  if (in.slurm_nodelist && (inv->slurm_job = getenv("SLURM_JOB_ID")) && !*inv->slurm_job)
+    inv->slurm_job = NULL;
+  if (inv->origin == WEFTX_HOSTS_SLURM)
+    weft_log(WEFT_LOG_HOSTS, "%d host%s from the Slurm allocation SLURM_JOB_ID=%s: "
+             "SLURM_JOB_NODELIST=%s SLURM_TASKS_PER_NODE=%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
+             inv->slurm_job ? inv->slurm_job : "(unset)", in.slurm_nodelist,
+             in.slurm_tasks_per_node ? in.slurm_tasks_per_node : "(unset)");
+  else
+    weft_log(WEFT_LOG_HOSTS, "%d host%s from %s%s%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
+             weftx_hosts_origin_name(inv->origin), in.hostfile ? " " : "",
+             in.hostfile ? in.hostfile : "");
   if (inv->nhosts < 1 || inv->nhosts > WR_MAX_HOSTS) {
     fprintf(stderr, "weftrun: %d hosts; weftrun takes 1 to %d\n", inv->nhosts, WR_MAX_HOSTS);
     return WR_EXIT_HOSTS;

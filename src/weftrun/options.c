@@ -29,7 +29,7 @@ enum {
   O_BYNODE, O_BYSLOT, O_BYCORE, O_BINDCORE, O_BINDSOCKET,
   /* weft's */
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_JSON, O_GRACE, O_VERBOSE, O_VERSION, O_HELP,
-  O_HELPMAN, O_HELPMANEXIT,
+  O_HELPMAN, O_HELPMANEXIT, O_ENGINE,
   /* Open MPI's with a meaning weftrun knows */
   O_X, O_MCA, O_GMCA, O_REPORT, O_DISPLAY, O_TAG, O_TIMESTAMP, O_OUTFILE, O_TIMEOUT,
   O_STATE_TIMEOUT, O_ROOT, O_WDIR, O_PATH, O_PASS0, O_PASS1,
@@ -126,13 +126,16 @@ const weft_opt wr_options[] = {
   { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
     "SIGTERM and SIGKILL.", 0 },
+  { O_ENGINE, "engine", WEFT_OPT_ARG, "auto|mpirun|srun", S_RUN,
+    "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
+    "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
   { O_WDIR, "wdir|wd", WEFT_OPT_ARG, "DIR", S_RUN,
     "The ranks' working directory.", 0 },
   { O_PATH, "path", WEFT_OPT_ARG, "DIRS", S_RUN,
     "Look for PROGRAM in DIRS before $PATH on every host.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print the mpirun command and what weftrun decides on stderr (not passed to mpirun).", 0 },
+    "Print the engine's command and what weftrun decides on stderr (not passed to mpirun).", 0 },
   { O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print weftrun's and Open MPI's versions.", 0 },
   { O_HELP, "help|h", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -332,6 +335,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   wr_opts *o = c->o;
   wr_app *app = c->app;
   static const char *const vis[] = { "all", "own", "none", NULL };
+  static const char *const engines[] = { "auto", "mpirun", "srun", NULL };
   const char *mca = mca_name_of(opt->id);
   int rc = 0;
 
@@ -429,6 +433,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_DRYRUN: o->dry_run = 1; return 0;
   case O_JSON: o->json = 1; return 0;
   case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
+  case O_ENGINE: o->engine = a1; return one_of(sp, a1, engines, why, len);
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
   case O_HELP: o->help = 1; return 0;
@@ -639,9 +644,10 @@ void
 wr_usage(FILE *out)
 {
   fputs("Usage: weftrun [options] [--] PROGRAM [ARGS...] [: [options] PROGRAM [ARGS...]]...\n"
-        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun, with mpirun's options and\n"
-        "placement. On GPU hosts one rank per GPU by default, each bound to the cores, NUMA\n"
-        "memory and NIC next to its GPU (weftrun(1), DIFFERENCES FROM MPIRUN).\n", out);
+        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun (or Slurm's srun), with\n"
+        "mpirun's options and placement. On GPU hosts one rank per GPU by default, each bound\n"
+        "to the cores, NUMA memory and NIC next to its GPU (weftrun(1), DIFFERENCES FROM MPIRUN).\n",
+        out);
   weft_opt_help(out, wr_options);
   weft_exit_help(out);
 }

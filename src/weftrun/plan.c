@@ -4,8 +4,9 @@
  * first decides who places the ranks: weft (one rank per GPU, bound next to
  * it: on GPU hosts by default, or with --map-by gpu) or Open MPI, from the
  * user's own options (hosts without GPUs, a CPU mapping asked for, several
- * programs). Then plan-gpu.c or plan-ompi.c places them; this file adds the
- * environment the plan shows and the layout weft-rank is given. No I/O.
+ * programs). Then plan-gpu.c or plan-ompi.c places them (among the GPUs each
+ * host's ranks may have: a Slurm job's); this file adds the environment the
+ * plan shows and the layout weft-rank is given. No I/O.
  */
 #include "config.h"
 
@@ -65,13 +66,18 @@ environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
 }
 
 /* weft places the ranks when asked (--map-by gpu), or by default when every host has
- * GPUs and nothing asks Open MPI for a placement; Open MPI does otherwise. */
+ * GPUs and nothing asks Open MPI for a placement, or when srun starts them; Open MPI
+ * does otherwise. */
 static wr_mode
 choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
 {
   const char *cpu = wr_opts_cpu_mapping(o);
   int gpus = 0;
 
+  if (inv->weft_places) {
+    snprintf(why, len, "--engine srun");
+    return WR_MODE_GPU;
+  }
   if (o->map_by && !cpu) {
     snprintf(why, len, "--map-by %s", o->map_by);
     return WR_MODE_GPU;

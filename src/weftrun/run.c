@@ -2,12 +2,12 @@
 /*
  * The run stage: run the engine's command (weftx_proc_run(): its own process
  * group, a deadline, stop requests) and turn how the job ended into weftrun's
- * exit status. mpirun's stderr is passed on line by line, watching for the one
- * line weft-rank prints when a program fails (agent.h) and, as a fallback, for
- * mpirun's own report. A stop request (SIGINT, SIGTERM, SIGHUP to weftrun) is
- * forwarded to mpirun, which ends every rank on every host; --timeout does the
- * same. Whatever has not ended within the grace period is killed with its
- * process group.
+ * exit status. The engine's stderr is passed on line by line, watching for the
+ * one line weft-rank prints when a program fails (agent.h) and, as a fallback,
+ * for mpirun's or srun's own report. A stop request (SIGINT, SIGTERM, SIGHUP
+ * to weftrun) is forwarded to the engine, which ends every rank on every host;
+ * --timeout does the same. Whatever has not ended within the grace period is
+ * killed with its process group.
  */
 #include "config.h"
 
@@ -32,6 +32,7 @@ typedef struct failure {
   int first_rank;    /* "Process name: [[j,1],R]" of mpirun's non-zero-status report, or -1 */
   const wr_plan *plan;
   const wr_opts *o;
+  const wr_engine *e;
 } failure;
 
 /* " (ranks 4-7)" of the plan's host \p name. */
@@ -103,6 +104,15 @@ watch_line(const char *line, failure *f)
              "(machine down or network cut)", host, ranks);
     return;
   }
+  /* srun's words: "srun: error: vnode1: task 3: Exited with exit code 3" */
+  if ((p = strstr(line, "srun: error: ")) && sscanf(p, "srun: error: %255[^:]: task %d: Exited "
+                                                    "with exit code %d", host, &rank, &sig) == 3 &&
+      sig != 0) {
+    f->seen = 1;
+    f->code = sig;
+    snprintf(f->what, sizeof(f->what), "rank %d host %s: exited with status %d", rank, host, sig);
+    return;
+  }
   if ((p = strstr(line, "mpirun noticed that process rank ")) &&
       sscanf(p, "mpirun noticed that process rank %d with PID %*d on node %255s exited on signal %d",
              &rank, host, &sig) == 3) {
@@ -148,7 +158,7 @@ on_event(void *arg, weftx_proc_event ev, int value)
     fprintf(stderr, "weftrun: got signal %d; ending the job\n", value);
     break;
   case WEFTX_PROC_EV_KILL:
-    fprintf(stderr, "weftrun: mpirun did not end within %.0f s; killing it\n", GRACE_S);
+    fprintf(stderr, "weftrun: %s did not end within %.0f s; killing it\n", f->e->name, GRACE_S);
     break;
   case WEFTX_PROC_EV_CAP:
     break;
@@ -156,15 +166,22 @@ on_event(void *arg, weftx_proc_event ev, int value)
 }
 
 int
-wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd)
+wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, const wr_argv *env,
+       int stop_fd)
 {
-  failure f = { 0, 0, "", 0, -1, p, o };
+  failure f = { 0, 0, "", 0, -1, p, o, e };
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
+  char **envp = wr_env_build(env);
 
+  if (!envp) {
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
   weftx_proc_spec_init(&s);
   s.argv = argv;
+  s.envp = envp;
   s.err = WEFTX_PROC_PIPE;
   /* with --report-state-on-timeout or --get-stack-traces, mpirun keeps the deadline (and
    * reports); weftrun's own comes later, in case mpirun does not */
@@ -176,7 +193,9 @@ wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd)
   s.on_output = on_output;
   s.on_event = on_event;
   s.arg = &f;
-  if (weftx_proc_run(&s, &r, why, sizeof(why))) {
+  int failed = weftx_proc_run(&s, &r, why, sizeof(why));
+  free(envp);
+  if (failed) {
     fprintf(stderr, "weftrun: %s\n", why);
     return WR_EXIT_ENGINE;
   }
@@ -196,15 +215,15 @@ wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd)
   if (r.status == 0)
     return WR_EXIT_OK;
   if (r.status == WEFTX_PROC_NOEXEC) {
-    fprintf(stderr, "weftrun: mpirun could not be started%s%s (exit %d)\n", why[0] ? ": " : "",
-            why, WR_EXIT_ENGINE);
+    fprintf(stderr, "weftrun: %s could not be started%s%s (exit %d)\n", e->name,
+            why[0] ? ": " : "", why, WR_EXIT_ENGINE);
     return WR_EXIT_ENGINE;
   }
   if (WIFEXITED(r.raw_status))
-    fprintf(stderr, "weftrun: mpirun failed with status %d before any rank reported a failure "
-            "(exit %d); see its message above\n", r.status, WR_EXIT_ENGINE);
+    fprintf(stderr, "weftrun: %s failed with status %d before any rank reported a failure "
+            "(exit %d); see its message above\n", e->name, r.status, WR_EXIT_ENGINE);
   else
-    fprintf(stderr, "weftrun: mpirun was killed by signal %d (exit %d)\n", r.status - 128,
+    fprintf(stderr, "weftrun: %s was killed by signal %d (exit %d)\n", e->name, r.status - 128,
             WR_EXIT_ENGINE);
   return WR_EXIT_ENGINE;
 }
