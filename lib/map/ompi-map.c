@@ -139,6 +139,29 @@ static int check_oversub(struct job *j, struct node *nd, int np)
   return 0;
 }
 
+/* Up to want ranks of app on host n (np in all), then the oversubscription check. */
+static int place_some(struct job *j, int n, int app, int want, int np, int *mapped)
+{
+  for (int k = 0; k < want && *mapped < np; k++) {
+    place(j, n, app);
+    (*mapped)++;
+  }
+  return check_oversub(j, &j->nodes[n], np);
+}
+
+/* The rr mappers' balance: the first nxtra hosts take one rank more than the rest. */
+static void take_extra(int *extra, int *nxtra, int *add_one)
+{
+  if (!*add_one)
+    return;
+  if (*nxtra == 0) {
+    (*extra)--;
+    *add_one = 0;
+  } else {
+    (*nxtra)--;
+  }
+}
+
 static int per_node_count(struct job *j, struct node *nd, int dflt)
 {
   const weftx_ompi_policy *p = &j->p;
@@ -184,20 +207,9 @@ static int byslot(struct job *j, int app, const int *list, int n, long free, int
     struct node *nd = &j->nodes[list[i]];
     int want;
     add_to_map(j, list[i]);
-    if (add_one) {
-      if (nxtra == 0) {
-        extra--;
-        add_one = 0;
-      } else {
-        nxtra--;
-      }
-    }
+    take_extra(&extra, &nxtra, &add_one);
     want = nd->slots <= nd->inuse ? extra : nd->slots - nd->inuse + extra;
-    for (int k = 0; k < want && mapped < np; k++) {
-      place(j, list[i], app);
-      mapped++;
-    }
-    if ((rc = check_oversub(j, nd, np)))
+    if ((rc = place_some(j, list[i], app, want, np, &mapped)))
       return rc;
     if (mapped == np)
       break;
@@ -235,26 +247,12 @@ static int bynode(struct job *j, int app, const int *list, int n, long free, int
       if (j->p.pernode || j->p.n_pernode > 0 || j->p.n_persocket > 0) {
         want = per_node_count(j, nd, 0);
       } else if (oversub) {
-        if (add_one) {
-          if (nxtra == 0) {
-            extra--;
-            add_one = 0;
-          } else {
-            nxtra--;
-          }
-        }
+        take_extra(&extra, &nxtra, &add_one);
         want = navg + extra;
       } else if (nd->slots <= nd->inuse) {
         continue;
       } else {
-        if (add_one) {
-          if (nxtra == 0) {
-            extra--;
-            add_one = 0;
-          } else {
-            nxtra--;
-          }
-        }
+        take_extra(&extra, &nxtra, &add_one);
         if (nd->slots - nd->inuse < navg + extra) {
           want = nd->slots - nd->inuse;
           if (want == 0)
@@ -264,11 +262,7 @@ static int bynode(struct job *j, int app, const int *list, int n, long free, int
         }
       }
       nnodes++; /* hosts that could still take ranks */
-      for (int k = 0; k < want && mapped < np; k++) {
-        place(j, list[i], app);
-        mapped++;
-      }
-      if ((rc = check_oversub(j, nd, np)))
+      if ((rc = place_some(j, list[i], app, want, np, &mapped)))
         return rc;
       if (mapped == np)
         break;

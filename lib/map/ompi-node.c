@@ -252,6 +252,26 @@ static int overload(const weftx_ompi_policy *p, unsigned bound, unsigned ncpus, 
   return WEFT_ENOFIT;
 }
 
+/* The first cousin of \p o after it (\p next) or before it with a cpu to spare; *found
+ * 1 when there is one, -1 when out of memory. */
+static hwloc_obj_t cousin_with_room(hwloc_topology_t h, const weftx_ompi_policy *p,
+                                    struct usage *u, hwloc_obj_t o, int next, int *found)
+{
+  for (hwloc_obj_t sib = next ? o->next_cousin : o->prev_cousin; sib;
+       sib = next ? sib->next_cousin : sib->prev_cousin) {
+    unsigned *su = usage_of(u, sib);
+    if (!su) {
+      *found = -1;
+      return NULL;
+    }
+    if (*su < weft__ompi_npus(h, sib, p->hwthreads)) {
+      *found = 1;
+      return sib;
+    }
+  }
+  return NULL;
+}
+
 /* bind_in_place(): each rank to its own object, or a cousin with room. 1 when the
  * default policy gave up (nothing bound). */
 static int bind_in_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft__oproc *v,
@@ -271,24 +291,12 @@ static int bind_in_place(const weftx_topo *t, const weftx_ompi_policy *p, const 
     }
     if (ncpus < *used + 1) {
       int found = 0;
-      for (sib = loc->next_cousin; sib && !found; sib = sib->next_cousin) {
-        unsigned *su = usage_of(u, sib);
-        if (!su)
-          return WEFT_ENOMEM;
-        if (*su < weft__ompi_npus(h, sib, p->hwthreads)) {
-          found = 1;
-          loc = sib;
-        }
-      }
-      for (sib = v[j].locale->prev_cousin; sib && !found; sib = sib->prev_cousin) {
-        unsigned *su = usage_of(u, sib);
-        if (!su)
-          return WEFT_ENOMEM;
-        if (*su < weft__ompi_npus(h, sib, p->hwthreads)) {
-          found = 1;
-          loc = sib;
-        }
-      }
+      if ((sib = cousin_with_room(h, p, u, loc, 1, &found)) == NULL && !found)
+        sib = cousin_with_room(h, p, u, v[j].locale, 0, &found);
+      if (found < 0)
+        return WEFT_ENOMEM;
+      if (found)
+        loc = sib;
       if (!found && !(p->binding & WEFTX_OMPI_BIND_OVERLOAD)) {
         if (p->binding & WEFTX_OMPI_BIND_GIVEN)
           return overload(p, *used, ncpus, why, whylen);

@@ -53,8 +53,26 @@ int weftx_ompi_gpus(const weftx_topo *t, const weftx_ompi_bound *b, int n, int *
   return 0;
 }
 
+/* 1 when GPU \p g is one of the list \p gpus (NULL: all), 0 when not, -1 for a bad list. */
+static int gpu_allowed(const char *gpus, int g)
+{
+  hwloc_bitmap_t set;
+  int yes;
+  if (!gpus)
+    return 1;
+  if (!(set = hwloc_bitmap_alloc()))
+    return -1;
+  if (!*gpus)
+    yes = 0;
+  else
+    yes = hwloc_bitmap_list_sscanf(set, gpus) < 0 ? -1 : hwloc_bitmap_isset(set, (unsigned)g);
+  hwloc_bitmap_free(set);
+  return yes;
+}
+
 int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weftx_ompi_bound *b,
-                     int n, int local, hwloc_const_cpuset_t real, weftx_place *out)
+                     int n, int local, hwloc_const_cpuset_t real, const char *gpus,
+                     weftx_place *out)
 {
   hwloc_topology_t h = weftx_topo_hwloc(t);
   hwloc_obj_t o = NULL;
@@ -83,6 +101,19 @@ int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft
     weft__snprintf(out->note, sizeof(out->note), "%d ranks on a host with %d GPUs: no rank gets "
                    "a GPU (give at most %d ranks per host, or --map-by gpu)", n,
                    weftx_topo_ngpus(t), weftx_topo_ngpus(t));
+  if (out->gpu >= 0 && (rc = gpu_allowed(gpus, out->gpu)) <= 0) {
+    if (rc < 0) {
+      free(gpu);
+      weftx_place_clear(out);
+      return WEFT_EINVAL;
+    }
+    /* a Slurm job's (or CUDA_VISIBLE_DEVICES') limit: the nearest GPU is not this job's */
+    weft__snprintf(out->note, sizeof(out->note), "the GPU nearest a rank is not one the ranks may "
+                   "have here (%s): no rank gets one that way (--map-by gpu gives each one of "
+                   "those)", *gpus ? gpus : "none");
+    out->gpu = -1;
+    gpu[local] = -1;
+  }
   while ((o = hwloc_get_next_obj_by_type(h, HWLOC_OBJ_NUMANODE, o)) != NULL)
     if (o->cpuset && hwloc_bitmap_intersects(o->cpuset, out->cpuset))
       hwloc_bitmap_set(out->nodeset, o->os_index);

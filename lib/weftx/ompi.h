@@ -222,10 +222,13 @@ int weftx_ompi_gpus(const weftx_topo *t, const weftx_ompi_bound *b, int n, int *
 
 /** \brief Local rank \p local of \p n (bindings \p b) as weft sees it: its binding (\p real,
  * what the rank is really bound to, when known; else the predicted one), its GPU
- * (weftx_ompi_gpus(), with a note when the host has GPUs but too few), its NIC, NUMA
- * nodes and cores. \p out is initialised (weftx_place_clear()). 0 or WEFT_ENOMEM. */
+ * (weftx_ompi_gpus(), with a note when the host has GPUs but too few, or when that GPU
+ * is not one of \p gpus: the GPUs the ranks may have, "3-4", "" none, NULL all), its
+ * NIC, NUMA nodes and cores. \p out is initialised (weftx_place_clear()). 0,
+ * WEFT_ENOMEM, or WEFT_EINVAL for a \p gpus that is not a list. */
 int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weftx_ompi_bound *b,
-                     int n, int local, hwloc_const_cpuset_t real, weftx_place *out);
+                     int n, int local, hwloc_const_cpuset_t real, const char *gpus,
+                     weftx_place *out);
 
 /** \brief mpirun's --report-bindings text for \p cpuset on \p t: "socket 0[core 1[hwt 0]]"
  * into \p what and "[./B][../..]" into \p map; 0, or 1 when \p cpuset is every processor

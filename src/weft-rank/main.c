@@ -346,7 +346,8 @@ main(int argc, char **argv)
               rank, who.host, r1, r2);
     }
     if (!rc)
-      rc = weftx_ompi_place(t, &op, b, lsize, lrank, live ? real : NULL, &pl);
+      rc = weftx_ompi_place(t, &op, b, lsize, lrank, live ? real : NULL, wk_gpus_policy(&gp),
+                            &pl);
     weftx_ompi_bound_clear(b, lsize);
     free(b);
     free(here);

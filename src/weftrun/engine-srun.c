@@ -72,6 +72,11 @@ wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
              "--map-by and --bind-to, or --engine mpirun", o->cpu_placement);
     return -1;
   }
+  if (o->mpirun_only) {
+    snprintf(why, len, "%s is an option of Open MPI's mpirun, which --engine srun does not run; "
+             "drop it, or use --engine mpirun", o->mpirun_only);
+    return -1;
+  }
   if (o->timestamp_output) {
     snprintf(why, len, "--timestamp-output: srun cannot stamp the ranks' output lines; drop it, "
              "or use --engine mpirun");

@@ -353,6 +353,17 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     if (cmd_mca(o, mca, a1 ? a1 : "1", spelled, c->index, why, len))
       return -1;
   }
+  /* options only mpirun carries out, for --engine srun to refuse (wr_srun_check()) */
+  if ((opt->id == O_NOOVERSUB || opt->id == O_NOLOCAL || opt->id == O_STATE_TIMEOUT ||
+       opt->id == O_WDIR || opt->id == O_PATH) && !o->mpirun_only) {
+    char *d = strdup(sp);
+    if (!d || wr_strings_own(o, d)) {
+      free(d);
+      snprintf(why, len, "out of memory");
+      return -1;
+    }
+    o->mpirun_only = d;
+  }
   switch (opt->id) {
   case O_NP:
     rc = count(sp, a1, 1, 1000000, &app->np, why, len);
@@ -468,6 +479,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
         return -1;
       }
       o->display[o->ndisplay++] = d;
+      if (!o->mpirun_only)
+        o->mpirun_only = d;
     }
     break;
   case O_TAG: o->tag_output = 1; break;

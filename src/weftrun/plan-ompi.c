@@ -193,7 +193,7 @@ wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, s
     for (int r = 0; r < p->np && !rc; r++)
       if (p->ranks[r].host == h &&
           weftx_ompi_place(ph->host->topo, &p->ompi, b, ph->count, p->ranks[r].local_rank, NULL,
-                           &p->ranks[r].place))
+                           ph->host->gpus_allowed, &p->ranks[r].place))
         rc = nomem(why, whylen);
     weftx_ompi_bound_clear(b, ph->count);
     free(b);

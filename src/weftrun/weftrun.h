@@ -75,6 +75,7 @@ typedef struct wr_opts {
   const char *default_hostfile; /* --default-hostfile */
   const char *map_by, *bind_to, *rank_by;
   const char *cpu_placement;    /* an option that asks Open MPI for a CPU placement, or NULL */
+  const char *mpirun_only;      /* the first other option only mpirun carries out (for srun) */
   long npersocket, cpus_per_proc; /* -1 when not given */
   weftx_ompi_cmdline cl;        /* the placement options, for the Open MPI model */
   wr_pair cmd_mca[WR_MAX_LIST]; /* MCA parameters the command line sets, in order */
