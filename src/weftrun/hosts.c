@@ -116,7 +116,9 @@ gather(const wr_opts *o, wr_inventory *inv)
     return fail_hosts(rc, why);
   inv->origin = weftx_hostlist_origin(inv->hl);
   inv->nhosts = weftx_hostlist_count(inv->hl);
-  if (in.slurm_nodelist && (inv->slurm_job = getenv("SLURM_JOB_ID")) && !*inv->slurm_job)
+  /* inside an allocation whatever named the hosts (srun checks they are in it) */
+  if (getenv("SLURM_JOB_NODELIST") && (inv->slurm_job = getenv("SLURM_JOB_ID")) &&
+      !*inv->slurm_job)
     inv->slurm_job = NULL;
   if (inv->origin == WEFTX_HOSTS_SLURM)
     weft_log(WEFT_LOG_HOSTS, "%d host%s from the Slurm allocation SLURM_JOB_ID=%s: "

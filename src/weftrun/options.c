@@ -256,18 +256,29 @@ keep(wr_app *a, const char *w, int place, char *why, size_t len)
   return 0;
 }
 
+/* A copy of \p s that the options own (the parser's spelling is temporary); NULL, with
+ * a reason, when out of memory. */
+static char *
+own(wr_opts *o, const char *s, char *why, size_t len)
+{
+  char *d = strdup(s);
+  if (!d || wr_strings_own(o, d)) {
+    free(d);
+    snprintf(why, len, "out of memory");
+    return NULL;
+  }
+  return d;
+}
+
 /* The option as mpirun is given it: its words, with --name=value split in two (mpirun
  * 4.1 does not read that form). The spelling is copied: the parser's is temporary. */
 static int
 keep_option(parse_ctx *c, const char *sp, const char *a1, const char *a2, int place, char *why,
             size_t len)
 {
-  char *s = strdup(sp);
-  if (!s || wr_strings_own(c->o, s)) {
-    free(s);
-    snprintf(why, len, "out of memory");
+  char *s = own(c->o, sp, why, len);
+  if (!s)
     return -1;
-  }
   return keep(c->app, s, place, why, len) || (a1 && keep(c->app, a1, place, why, len)) ||
          (a2 && keep(c->app, a2, place, why, len));
 }
@@ -344,26 +355,20 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
       opt->id != O_HOSTFILE && first_only(c, sp, why, len))
     return -1;
   if (mca) {
-    char *spelled = strdup(sp);
-    if (!spelled || wr_strings_own(o, spelled)) {
-      free(spelled);
-      snprintf(why, len, "out of memory");
-      return -1;
-    }
-    if (cmd_mca(o, mca, a1 ? a1 : "1", spelled, c->index, why, len))
+    char *spelled = own(o, sp, why, len);
+    if (!spelled || cmd_mca(o, mca, a1 ? a1 : "1", spelled, c->index, why, len))
       return -1;
   }
+  /* an option that asks Open MPI for a CPU placement (the last one given counts) */
+  if ((opt->id == O_NPERSOCKET || opt->id == O_HWT || opt->id == O_CPR ||
+       (opt->id >= O_CPUSET && opt->id <= O_BINDSOCKET)) &&
+      !(o->cpu_placement = own(o, sp, why, len)))
+    return -1;
   /* options only mpirun carries out, for --engine srun to refuse (wr_srun_check()) */
   if ((opt->id == O_NOOVERSUB || opt->id == O_NOLOCAL || opt->id == O_STATE_TIMEOUT ||
-       opt->id == O_WDIR || opt->id == O_PATH) && !o->mpirun_only) {
-    char *d = strdup(sp);
-    if (!d || wr_strings_own(o, d)) {
-      free(d);
-      snprintf(why, len, "out of memory");
-      return -1;
-    }
-    o->mpirun_only = d;
-  }
+       opt->id == O_WDIR || opt->id == O_PATH) && !o->mpirun_only &&
+      !(o->mpirun_only = own(o, sp, why, len)))
+    return -1;
   switch (opt->id) {
   case O_NP:
     rc = count(sp, a1, 1, 1000000, &app->np, why, len);
@@ -378,7 +383,6 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_NPERSOCKET:
     rc = count(sp, a1, 1, 100000, &o->npersocket, why, len);
     o->cl.npersocket = (int)o->npersocket;
-    o->cpu_placement = sp;
     break;
   case O_HOST:
     if ((rc = full(sp, app->nhost_args, why, len)))
@@ -406,11 +410,10 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_OVERSUB: o->oversubscribe = o->cl.oversubscribe = 1; break;
   case O_NOOVERSUB: o->cl.nooversubscribe = 1; break;
   case O_NOLOCAL: o->cl.nolocal = 1; break;
-  case O_HWT: o->cpu_placement = sp; break;
+  case O_HWT: break;
   case O_CPR:
     rc = count(sp, a1, 1, 1 << 15, &o->cpus_per_proc, why, len);
     o->cl.cpus_per_proc = (int)o->cpus_per_proc;
-    o->cpu_placement = sp;
     break;
   case O_CPUSET:
   case O_PPR:
@@ -419,7 +422,6 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_BYCORE:
   case O_BINDCORE:
   case O_BINDSOCKET:
-    o->cpu_placement = sp;
     break;
   case O_GPN: rc = count(sp, a1, 0, 1024, &o->gpus_per_node, why, len); return rc;
   case O_TOPOLOGY: {
@@ -472,16 +474,10 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_DISPLAY:
     if (full(sp, o->ndisplay, why, len))
       return -1;
-    {
-      char *d = strdup(sp);
-      if (!d || wr_strings_own(o, d)) {
-        free(d);
-        return -1;
-      }
-      o->display[o->ndisplay++] = d;
-      if (!o->mpirun_only)
-        o->mpirun_only = d;
-    }
+    if (!(o->display[o->ndisplay++] = own(o, sp, why, len)))
+      return -1;
+    if (!o->mpirun_only)
+      o->mpirun_only = o->display[o->ndisplay - 1];
     break;
   case O_TAG: o->tag_output = 1; break;
   case O_TIMESTAMP: o->timestamp_output = 1; break;
@@ -496,14 +492,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_PASS1:
     if (o->npass + 2 >= WR_MAX_LIST)
       return full(sp, WR_MAX_LIST, why, len);
-    {
-      char *d = strdup(sp);
-      if (!d || wr_strings_own(o, d)) {
-        free(d);
-        return -1;
-      }
-      o->pass[o->npass++] = d;
-    }
+    if (!(o->pass[o->npass++] = own(o, sp, why, len)))
+      return -1;
     if (a1)
       o->pass[o->npass++] = a1;
     break;
