@@ -4,8 +4,12 @@
  *
  *  - the agent's options: one table, from which weftrun WRITES the agent's
  *    arguments and weft-rank PARSES them (weft_agent_args);
- *  - the failure line an agent prints when its rank fails, and its one parser
- *    (until a control channel replaces reading output, issue 13);
+ *  - the control channel (ctl.h: its wire format; ctl-io.h: its sockets):
+ *    every agent connects to weftrun's --control address with the job's
+ *    secret before it starts its rank, and weftrun learns what happens to
+ *    each rank from it alone;
+ *  - the failure line an agent prints when its rank fails, for the user to
+ *    read (weftrun never parses output);
  *  - the line "weft-rank --probe" adds after a Google Cloud host's XML;
  *  - weftrun's exit status: one table (code, name, sentence) from which the
  *    WEFT_EXIT_* constants (weftrun's WR_EXIT_* too), the exit-status lines
@@ -23,6 +27,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "ctl.h"
 #include "opt.h"
 
 #define WEFT_AGENT_MAX_HOSTS 16384   /* hosts of a job (weftrun refuses more) */
@@ -116,6 +121,7 @@ typedef struct weft_agent_args {
   int nhost_topology;
   const char *host_xml;        /* weftrun's own host as XML, for the ranks on that host */
   long preempt_grace;          /* -1: the agent's default */
+  const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
   int probe;                   /* print this host's topology and exit */
   int help;
 } weft_agent_args;
@@ -139,7 +145,7 @@ int weft_agent_args_parse(weft_agent_args *a, int argc, char **argv, int *first,
 /** \brief The file of host \p index: its "I=FILE", else a->topology, else NULL. */
 const char *weft_agent_topology_for(const weft_agent_args *a, int index);
 
-/* ---- The failure line ----------------------------------------------------- */
+/* ---- The failure line (display only) -------------------------------------- */
 
 /* Who a failure line names. */
 typedef struct weft_agent_who {
@@ -148,25 +154,13 @@ typedef struct weft_agent_who {
   char gpu[64];              /* "2 (0000:0a:00.0)" or "none" */
 } weft_agent_who;
 
-/* A failure line, parsed. */
-typedef struct weft_agent_failure {
-  int rank;
-  char host[256];
-  char gpu[64];
-  char what[512];            /* "exited with status 3", "cannot run 'x': ...; exited with status 127" */
-  int code;                  /* the rank's exit code, 128+N for signal N */
-} weft_agent_failure;
-
-/** \brief Print the one line weftrun attributes a failure by:
+/** \brief Print the line a failed rank's agent shows the user (weftrun attributes
+ * failures from the control channel, never from this line):
  * "weft-rank: rank R host H gpu G: [WHY; ]exited with status CODE" when \p sig is 0,
  * "weft-rank: rank R host H gpu G: [WHY; ]killed by signal SIG (NAME)" otherwise.
  * \p why may be NULL. */
 void weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code,
                            int sig);
-
-/** \brief Is \p line (a prefix such as mpirun's "[1,2]<stderr>:" allowed) a failure
- * line? 1 with \p f filled, else 0. */
-int weft_agent_fail_parse(const char *line, weft_agent_failure *f);
 
 /* ---- The probe ------------------------------------------------------------ */
 

@@ -5,7 +5,9 @@
  * own placement with weftx_map_rank() on its host's topology, binds CPU and
  * memory with hwloc when that topology is this machine (and only says what it
  * would bind otherwise), adds the per-rank environment without overwriting
- * anything the user set, and runs the program under supervision.
+ * anything the user set, and runs the program under supervision. With
+ * --control it first connects to weftrun's control channel (channel.c) and
+ * refuses to run the rank without it; every setup failure goes there too.
  */
 #include "config.h"
 
@@ -53,8 +55,7 @@ load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, siz
   do {                                                                                 \
     char msg_[600];                                                                    \
     snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
-    weft_agent_fail_print(stderr, &who, msg_, WK_EXIT_SETUP, 0);                       \
-    rc = WK_EXIT_SETUP;                                                                \
+    rc = wk_setup_failed(ch, &who, msg_, WK_EXIT_SETUP);                               \
     goto out;                                                                          \
   } while (0)
 
@@ -74,6 +75,27 @@ bind_here(const weftx_topo *t, const weftx_place *pl, char *note, size_t len)
     return -1;
   }
   return 0;
+}
+
+/* PLACED: where the rank runs, for weftrun's summaries. */
+static void
+placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const char *gpu)
+{
+  weft_ctl_out m;
+  char *cpus = NULL;
+  if (!ch)
+    return;
+  weft_ctl_begin(&m, WEFT_CTL_PLACED);
+  weft_ctl_put_str(&m, WEFT_CTL_T_GPU, gpu);
+  if (pl->cpuset && hwloc_bitmap_list_asprintf(&cpus, pl->cpuset) >= 0 && cpus)
+    weft_ctl_put_str(&m, WEFT_CTL_T_CPUS, cpus);
+  free(cpus);
+  if (pl->nic >= 0) {
+    const weftx_nic *n = weftx_topo_nic(t, pl->nic);
+    if (n)
+      weft_ctl_put_str(&m, WEFT_CTL_T_NIC, n->name);
+  }
+  wk_channel_send(ch, &m);
 }
 
 /* weftrun's probe: this host's topology (live, or WEFT_TOPOLOGY) as hwloc XML on stdout. */
@@ -110,6 +132,8 @@ main(int argc, char **argv)
   weftx_topo *t = NULL;
   weftx_env *env = NULL;
   wk_gcp *gcp = NULL;
+  wk_channel *ch = NULL;
+  wk_page *page = NULL;
   weftx_place pl;
   int placed = 0, rc = 0, first = argc;
   char why[600] = "";
@@ -134,6 +158,19 @@ main(int argc, char **argv)
   }
   if (o.probe)
     return probe();
+  /* weftrun's control channel before anything else: no rank runs unsupervised when
+   * supervision was asked for */
+  if (o.control) {
+    if (wk_channel_open(&ch, o.control, &who, why, sizeof(why))) {
+      fprintf(stderr, "weft-rank: rank %d host %s: %s; the rank was not started\n", who.rank,
+              who.host, why);
+      return WK_EXIT_SETUP;
+    }
+    if (wk_page_create(&page, why, sizeof(why)))
+      FAIL("%s", why);
+  } else {
+    wk_channel_scrub();
+  }
   char **program = argv + first;
   if (!program[0])
     FAIL("no program after '--'");
@@ -179,6 +216,7 @@ main(int argc, char **argv)
     const weftx_gpu *g = weftx_topo_gpu(t, pl.gpu);
     snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
   }
+  placed_msg(ch, t, &pl, who.gpu);
 
   /* bind, or say what would be bound */
   char note[160] = "";
@@ -233,8 +271,10 @@ main(int argc, char **argv)
 
   wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
   wk_gcp_watch_start(gcp);
-  rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who));
+  rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who, ch, page));
 out:
+  wk_channel_close(ch, weftx_monotonic() + 3.0);
+  wk_page_destroy(page);
   if (placed)
     weftx_place_clear(&pl);
   weftx_env_destroy(env);

@@ -228,6 +228,7 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
     ag.nhost_topology = ++nhost_topo;
   }
   ag.host_xml = e->host_xml;
+  ag.control = e->control;
   if (mpirun_args(p, o, net, e, a) || wr_argv_add(a, e->agent) ||
       weft_agent_args_write(&ag, wr_argv_add_cb, a) || wr_argv_add(a, "--"))
     goto out;

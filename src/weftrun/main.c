@@ -127,7 +127,7 @@ static int
 print_command(const wr_plan *p, const wr_opts *o, const wr_jobdir *dir)
 {
   char mpirun[4096], agent[4096], jobdir[4096], hostfile[4200], why[600];
-  wr_engine e = { mpirun, agent, hostfile, NULL };
+  wr_engine e = { mpirun, agent, hostfile, NULL, NULL };
   if (!wr_find_mpirun(mpirun, sizeof(mpirun)))
     snprintf(mpirun, sizeof(mpirun), "mpirun");
   if (!wr_find_rank_agent(agent, sizeof(agent)))
@@ -184,15 +184,29 @@ launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_jobdir *dir, in
   if (rc)
     return rc;
   write_host_xml(p, dir, xml, sizeof(xml));
-  wr_engine e = { mpirun, agent, hostfile, xml[0] ? xml : NULL };
+  /* the control channel listens before anything starts; its secret reaches the agents
+   * in the environment (WEFT_* goes to every host), never on a command line */
+  wr_ctl *ctl = NULL;
+  if (wr_ctl_open(net, p->np, &ctl, why, sizeof(why))) {
+    fprintf(stderr, "weftrun: %s\n", why);
+    return WR_EXIT_ENGINE;
+  }
+  if (setenv(WEFT_CTL_SECRET_ENV, wr_ctl_secret(ctl), 1)) {
+    fprintf(stderr, "weftrun: out of memory\n");
+    wr_ctl_close(ctl);
+    return WR_EXIT_ENGINE;
+  }
+  wr_engine e = { mpirun, agent, hostfile, xml[0] ? xml : NULL, wr_ctl_address(ctl) };
   wr_argv a = { NULL, 0, 0 };
   if ((rc = wr_engine_argv(p, o, net, &e, &a, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
   if (!rc && o->verbose)
     wr_argv_print(stderr, "weftrun: running", &a);
   if (!rc)
-    rc = wr_run(p, o, a.v, stop_fd);
+    rc = wr_run(p, o, a.v, stop_fd, ctl);
   wr_argv_free(&a);
+  unsetenv(WEFT_CTL_SECRET_ENV);
+  wr_ctl_close(ctl);
   return rc;
 }
 

@@ -16,7 +16,7 @@ enum {
   O_NP = 1, O_PERNODE, O_HOST, O_HOSTFILE, O_MAPBY, O_BINDTO, O_RANKBY, O_OVERSUB,
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
-  O_TIMEOUT, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
+  O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
   O_PERNODE1, O_PASS0, O_PASS1,
 };
 
@@ -73,6 +73,11 @@ const weft_opt wr_options[] = {
     "Write each rank's output under DIR instead of the terminal.", 0 },
   { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124.", 0 },
+  { O_HOSTTIMEOUT, "host-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+    "A host whose agents say nothing for SECONDS (default 5) is lost: the job ends with 75.", 0 },
+  { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
+    "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
+    "still running (eu-stack or gdb).", 0 },
   { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
     "SIGTERM and SIGKILL.", 0 },
@@ -91,7 +96,7 @@ const weft_opt wr_options[] = {
   /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */
   { O_PASS0, "display-map|display-allocation|display-devel-map|display-topo|merge-stderr-to-stdout|"
     "nolocal|use-hwthread-cpus|leave-session-attached|debug-daemons|noprefix|quiet|q|"
-    "report-state-on-timeout|get-stack-traces|xml|enable-recovery|do-not-resolve",
+    "report-state-on-timeout|xml|enable-recovery|do-not-resolve",
     WEFT_OPT_FLAG, NULL, S_OMPI, "Open MPI flags passed to mpirun as they are.", WEFT_OPT_PASS },
   { O_PASS1, "wdir|wd|prefix|path|stdin|launch-agent|gmca|am|tune|max-restarts|"
     "report-pid|report-uri",
@@ -211,6 +216,14 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_TIMESTAMP: o->timestamp_output = 1; return 0;
   case O_OUTFILE: o->output_filename = a1; return 0;
   case O_TIMEOUT: return count(sp, a1, 1, 100L * 24 * 3600, &o->timeout, why, len);
+  case O_HOSTTIMEOUT: {
+    long v;
+    if (count(sp, a1, 1, 3600, &v, why, len))
+      return -1;
+    o->host_timeout = (double)v;
+    return 0;
+  }
+  case O_STACKS: o->stack_traces = 1; return 0;
   case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
   case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
