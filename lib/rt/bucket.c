@@ -12,6 +12,8 @@
  */
 #include "rt_private.h"
 
+#include <weftx/page.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,9 +147,10 @@ static int contiguous(const weft_bucket *b, size_t ti, size_t to, size_t len)
   return 1;
 }
 
+static int fused(weft_bucket *b, weft_op op, void *stream);
+
 int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
 {
-  size_t off = 0, ti = 0, to = 0, want;
   int rc;
 
   if (!b)
@@ -162,6 +165,18 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
                          weft_dtype_name(b->dt));
   if (b->total == 0)
     return 0;
+  weft__call_enter(b->g, WEFTX_OP_BUCKET, b->total * b->es);
+  rc = fused(b, op, stream);
+  weft__call_exit();
+  return rc;
+}
+
+/* weft_bucket_allreduce's messages, each one weft_allreduce. */
+static int fused(weft_bucket *b, weft_op op, void *stream)
+{
+  size_t off = 0, ti = 0, to = 0, want;
+  int rc;
+
   want = b->total < b->cap ? b->total : b->cap;
   if (b->fusion_n < want) {
     if (b->fusion)

@@ -3,11 +3,23 @@
  * The public collectives: argument checks (the same on every rank, so that
  * all ranks fail alike without talking), then dispatch by where the buffers
  * live: device memory to NCCL, host memory to MPI. WEFT_BACKEND=mpi sends
- * everything to MPI and never asks CUDA.
+ * everything to MPI and never asks CUDA. Each call is marked on the call
+ * page (watch.c) while it runs.
  */
 #include "rt_private.h"
 
 #include <stdint.h>
+
+#include <weftx/page.h>
+
+/* rc of the call \p expr, with the call page saying what runs meanwhile. */
+#define CALL(g, op, bytes, expr)                                                       \
+  do {                                                                                 \
+    weft__call_enter((g), (op), (bytes));                                              \
+    int rc_ = (expr);                                                                  \
+    weft__call_exit();                                                                 \
+    return rc_;                                                                        \
+  } while (0)
 
 static const struct weft__backend *pick(weft_group *g, const void *a, const void *b)
 {
@@ -71,7 +83,8 @@ int weft_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
   if ((rc = check(g, "allreduce", dt, (int)op, n, 1)) != 0 ||
       (rc = check_bufs(g, "allreduce", n, s, r)) != 0)
     return rc;
-  return pick(g, s, r)->allreduce(g, s, r, n, dt, op, stream);
+  CALL(g, WEFTX_OP_ALLREDUCE, n * weft_dtype_size(dt),
+       pick(g, s, r)->allreduce(g, s, r, n, dt, op, stream));
 }
 
 int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream)
@@ -82,7 +95,8 @@ int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, 
       (rc = check_bufs(g, "broadcast", n, buf, buf)) != 0 ||
       (rc = check_peer(g, "broadcast", "root", root)) != 0)
     return rc;
-  return pick(g, buf, NULL)->broadcast(g, buf, n, dt, root, stream);
+  CALL(g, WEFTX_OP_BROADCAST, n * weft_dtype_size(dt),
+       pick(g, buf, NULL)->broadcast(g, buf, n, dt, root, stream));
 }
 
 int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *stream)
@@ -95,7 +109,8 @@ int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
     return WEFT_EINVAL;
   if ((rc = check_bufs(g, "allgather", n, s, r)) != 0)
     return rc;
-  return pick(g, s, r)->allgather(g, s, r, n, dt, stream);
+  CALL(g, WEFTX_OP_ALLGATHER, n * weft_dtype_size(dt),
+       pick(g, s, r)->allgather(g, s, r, n, dt, stream));
 }
 
 int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
@@ -109,7 +124,8 @@ int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dt
     return WEFT_EINVAL;
   if ((rc = check_bufs(g, "reduce_scatter", n, s, r)) != 0)
     return rc;
-  return pick(g, s, r)->reduce_scatter(g, s, r, n, dt, op, stream);
+  CALL(g, WEFTX_OP_REDUCE_SCATTER, n * weft_dtype_size(dt),
+       pick(g, s, r)->reduce_scatter(g, s, r, n, dt, op, stream));
 }
 
 int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream)
@@ -122,7 +138,7 @@ int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "send on group %s: peer %d is this rank", g->name,
                          peer);
-  return pick(g, buf, NULL)->send(g, buf, n, dt, peer, stream);
+  CALL(g, WEFTX_OP_SEND, n * weft_dtype_size(dt), pick(g, buf, NULL)->send(g, buf, n, dt, peer, stream));
 }
 
 int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream)
@@ -135,16 +151,14 @@ int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void 
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "recv on group %s: peer %d is this rank", g->name,
                          peer);
-  return pick(g, buf, NULL)->recv(g, buf, n, dt, peer, stream);
+  CALL(g, WEFTX_OP_RECV, n * weft_dtype_size(dt), pick(g, buf, NULL)->recv(g, buf, n, dt, peer, stream));
 }
 
-int weft_barrier(weft_group *g)
+static int barrier(weft_group *g)
 {
   MPI_Request req;
   int rc;
 
-  if (!g)
-    return WEFT_EINVAL;
   if ((rc = weft__arrive(g)) != 0)
     return rc;
   if (g->ctx->coll_timeout <= 0) {
@@ -156,4 +170,11 @@ int weft_barrier(weft_group *g)
   if (MPI_Ibarrier(g->comm, &req) != MPI_SUCCESS)
     return weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed", g->name);
   return weft__wait(g, &req, "barrier", -1);
+}
+
+int weft_barrier(weft_group *g)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  CALL(g, WEFTX_OP_BARRIER, 0, barrier(g));
 }

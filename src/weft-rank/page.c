@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,10 +72,10 @@ wk_page_read(const wk_page *g, weftx_page *copy)
   /* a writer that died between its two increments leaves seq odd: then take
    * what is there after a few tries */
   for (int tries = 0; tries < 100; tries++) {
-    uint32_t a = atomic_load_explicit((_Atomic uint32_t *)&g->p->seq, memory_order_acquire);
+    uint32_t a = __atomic_load_n(&g->p->seq, __ATOMIC_ACQUIRE);
     memcpy(copy, g->p, sizeof(*copy));
-    atomic_thread_fence(memory_order_acquire);
-    uint32_t b = atomic_load_explicit((_Atomic uint32_t *)&g->p->seq, memory_order_relaxed);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint32_t b = __atomic_load_n(&g->p->seq, __ATOMIC_RELAXED);
     if (a == b && !(a & 1))
       break;
   }

@@ -88,30 +88,30 @@ doing(const wr_sup *s, int r, double now, char *buf, size_t len)
   } else if (x->wstate == WEFTX_PAGE_FINALIZED) {
     snprintf(buf, len, "after weft_finalize for %.1f s", in);
   } else {
-    snprintf(buf, len, "in no weft call for %.1f s (%lld calls done)", in, x->calls);
+    snprintf(buf, len, "in no weft call for %.1f s (%lld done)", in, x->calls);
   }
 }
 
 static void
-rank_line(const wr_sup *s, int r, double now, FILE *out)
+rank_line(const wr_sup *s, int r, double now, const char *tag, FILE *out)
 {
   char w[400], d[400];
   who(s, r, w, sizeof(w));
   doing(s, r, now, d, sizeof(d));
-  fprintf(out, "weftrun:   %s: %s\n", w, d);
+  fprintf(out, "weftrun:   %s%s: %s\n", tag, w, d);
 }
 
 /* Rank lines for the ranks r with want(r), at most MAX_LINES. */
 static int
 list(const wr_sup *s, double now, FILE *out, int (*want)(const wr_sup *, int, const void *),
-     const void *arg)
+     const void *arg, const char *tag)
 {
   int n = 0;
   for (int r = 0; r < s->np; r++) {
     if (!want(s, r, arg))
       continue;
     if (n < MAX_LINES)
-      rank_line(s, r, now, out);
+      rank_line(s, r, now, tag, out);
     n++;
   }
   if (n > MAX_LINES)
@@ -223,7 +223,7 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     who(s, s->end_rank, w, sizeof(w));
     fprintf(out, "weftrun: job failed: %s: %s (exit %d)\n", w,
             x->why[0] ? x->why : "a weft deadline expired", s->code);
-    n = list(s, now, out, absent, &s->end_rank);
+    n = list(s, now, out, absent, &s->end_rank, "absent: ");
     if (!n)
       fprintf(out, "weftrun:   every rank of the call had joined: one is stuck inside it\n");
     break;
@@ -244,7 +244,7 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
               s->lost_how == WR_LOST_CLOSED ? "its agents' connections closed at once (machine "
               "down?)" : "no word from its agents for longer than --host-timeout (machine down "
               "or network cut)", s->code);
-      list(s, now, out, on_host, &h);
+      list(s, now, out, on_host, &h, "");
     }
     break;
   }
@@ -254,7 +254,7 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
       left += running(s, r, NULL);
     fprintf(out, "weftrun: job ended: --timeout %ld s expired; %d of %d ranks were still running "
             "(exit %d)\n", o->timeout, left, s->np, s->code);
-    list(s, now, out, running, NULL);
+    list(s, now, out, running, NULL, "");
     break;
   }
   case WR_END_SIGNAL:
@@ -277,7 +277,7 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     else
       fprintf(out, "weftrun: mpirun failed with status %d before any rank reported a failure "
               "(exit %d); see its message above\n", s->engine_status, s->code);
-    list(s, now, out, running, NULL);
+    list(s, now, out, running, NULL, "");
     break;
   case WR_END_MISSING: {
     int never = 0;

@@ -264,7 +264,7 @@ test_deadline_blames_absent(void **state)
   assert_int_equal(code, 124);
   assert_non_null(strstr(out, "weftrun: job failed: rank 0 host vnode0 gpu none: allreduce on "
                               "group world timed out after 30 s (exit 124)\n"));
-  assert_non_null(strstr(out, "weftrun:   rank 4 host vnode2 gpu none: pid 1004, in no weft call"));
+  assert_non_null(strstr(out, "weftrun:   absent: rank 4 host vnode2 gpu none: pid 1004, in no weft call"));
   assert_null(strstr(out, "rank 1 host"));
   free(out);
   wr_sup_free(s);
