@@ -120,6 +120,26 @@ pidfd_of(pid_t pid)
 #endif
 }
 
+/* After the dead man's switch for a silent weftrun (a cut network), once the rank
+ * has ended: Open MPI's daemon here would wait for its launcher for as long as TCP
+ * takes to give up (minutes), so it is ended too. Only the daemon of Open MPI
+ * (orted), never another engine's. */
+static void
+end_orphaned_daemon(void)
+{
+  char path[64], comm[32] = "";
+  pid_t pp = getppid();
+  snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pp);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  if (!fgets(comm, sizeof(comm), f))
+    comm[0] = '\0';
+  fclose(f);
+  if (!strcmp(comm, "orted\n") && pp > 1)
+    kill(pp, SIGTERM);
+}
+
 /* Start ending the child: SIGTERM now, SIGKILL at *kill_at. */
 static void
 stop_child(pid_t pid, int sig, double grace, double *kill_at)
@@ -192,7 +212,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
     wk_channel_send(ch, &m);
   }
 
-  int pidfd = pidfd_of(pid), status = 0, stopped = 0;
+  int pidfd = pidfd_of(pid), status = 0, stopped = 0, orphaned = 0;
   double kill_at = 0;
   pid_t w = 0;
   char why[300];
@@ -219,6 +239,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
                 who->rank, who->host, why);
         if (!stopped)
           stopped = WEFT_CTL_STOP_LOST;
+        orphaned = !strstr(why, "closed");
         stop_child(pid, SIGTERM, wk_channel_grace(ch), &kill_at);
       } else if (ev->type == WEFT_CTL_END) {
         if (!stopped)
@@ -271,7 +292,9 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
       weft_agent_fail_print(stderr, who, NULL, code, sig);
   }
   exited_msg(ch, code, sig, stopped, NULL, page, ran);
-  wk_channel_flush(ch, EXITED_SEND_S);
+  wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);
   fflush(stderr);
+  if (orphaned)
+    end_orphaned_daemon();
   return code;
 }

@@ -7,11 +7,11 @@
  * as mpirun writes it, and nothing a rank prints can change how the job is
  * judged. The supervisor (supervise.c) decides when the job must end (a
  * failed rank, a lost host, --timeout, a weft deadline); then every agent
- * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank), mpirun normally
- * ends by itself when its ranks have, and if it has not a second later it
- * gets SIGTERM (a signal while it aborts a job makes Open MPI 4.1 crash), and
- * what has not ended WR_ENGINE_GRACE_S after that is killed with its process
- * group. A stop request (SIGINT, SIGTERM, SIGHUP to weftrun) is forwarded to
+ * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank); mpirun normally
+ * ends by itself when its ranks have, and if it has not half a second after
+ * the agents' grace it is killed with its process group (a signal while it
+ * aborts a job makes Open MPI 4.1 crash, and it can wait long for a lost
+ * daemon; its daemons elsewhere end when they lose it). A stop request (SIGINT, SIGTERM, SIGHUP to weftrun) is forwarded to
  * mpirun and ends the agents the same way.
  */
 #include "config.h"
@@ -30,8 +30,7 @@ typedef struct job {
   wr_sup *s;
   wr_ctl *c;
   const wr_opts *o;
-  int signalled;            /* a stop request reached mpirun already */
-  double term_at;           /* when mpirun gets SIGTERM if it is still there */
+  double kill_at;           /* when mpirun is killed if it is still there */
 } job;
 
 static const char *
@@ -64,17 +63,17 @@ on_watch(void *arg, double now, int exited, int *stop)
       fprintf(stderr, "weftrun: the job ran longer than --timeout %ld s; ending it\n",
               j->o->timeout);
     wr_ctl_end(j->c, j->s, SIGTERM, reason(j->s));
-    if (!j->signalled)
-      j->term_at = now + WR_END_GRACE_S + 1.0;
+    if (!j->kill_at)
+      j->kill_at = now + WR_END_GRACE_S + 0.5;
   }
-  if (j->term_at && now >= j->term_at && !exited && !j->signalled) {
-    *stop = SIGTERM;
-    j->signalled = 1;
+  if (j->kill_at > 0 && now >= j->kill_at && !exited) {
+    *stop = -1;
+    j->kill_at = -1;
   }
   if (exited && wr_sup_settled(j->s))
     return 0;
   double next = wr_sup_next(j->s, now);
-  return j->term_at && !j->signalled && j->term_at < next ? j->term_at : next;
+  return j->kill_at > 0 && j->kill_at < next ? j->kill_at : next;
 }
 
 static void
@@ -84,11 +83,10 @@ on_event(void *arg, weftx_proc_event ev, int value)
   switch (ev) {
   case WEFTX_PROC_EV_STOP:
     fprintf(stderr, "weftrun: got signal %d; ending the job\n", value);
-    j->signalled = 1;
     wr_sup_signal(j->s, value, weftx_monotonic());
     break;
   case WEFTX_PROC_EV_KILL:
-    fprintf(stderr, "weftrun: mpirun did not end within %.0f s; killing it\n", WR_ENGINE_GRACE_S);
+    fprintf(stderr, "weftrun: mpirun did not end with its ranks; killing it\n");
     break;
   case WEFTX_PROC_EV_EXIT:
     wr_sup_engine_exit(j->s, value, weftx_monotonic());
@@ -105,7 +103,7 @@ wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd, wr_ctl *ctl
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
-  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, 0, 0 };
+  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, 0 };
 
   if (!j.s) {
     fprintf(stderr, "weftrun: out of memory\n");

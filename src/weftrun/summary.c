@@ -69,8 +69,10 @@ doing(const wr_sup *s, int r, double now, char *buf, size_t len)
     return;
   }
   int n = 0;
-  if (x->pid)
-    n = snprintf(buf, len, "pid %ld, ", x->pid);
+  if (x->lost)
+    n = snprintf(buf, len, "lost; last heard %.1f s before, ", now - x->seen);
+  if ((size_t)n < len && x->pid)
+    n += snprintf(buf + n, len - (size_t)n, "pid %ld, ", x->pid);
   if ((size_t)n >= len)
     return;
   buf += n;

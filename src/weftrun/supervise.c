@@ -231,7 +231,16 @@ wr_sup_signal(wr_sup *s, int sig, double now)
 static int
 live(const wr_rank *r)
 {
-  return r->state == WR_RANK_CONNECTED || r->state == WR_RANK_RUNNING;
+  return (r->state == WR_RANK_CONNECTED || r->state == WR_RANK_RUNNING) && !r->lost;
+}
+
+/* The ranks of host h (all of them, or only rank \p only) are given up on. */
+static void
+give_up(wr_sup *s, int h, int only)
+{
+  for (int r = 0; r < s->np; r++)
+    if (only >= 0 ? r == only : s->p->ranks[r].host == h)
+      s->r[r].lost = 1;
 }
 
 /* Agents that vanished, SETTLE_S after the first: a host all of whose agents went
@@ -273,9 +282,11 @@ silence(wr_sup *s, double now)
     if (n && now - last > s->lost_s) {
       s->lost_how = WR_LOST_SILENT;
       decide(s, WR_END_LOST, quiet, h, WR_EXIT_HOSTLOST, now);
+      give_up(s, h, -1);
     } else if (quiet >= 0) {
       s->lost_how = WR_LOST_AGENT_SILENT;
       decide(s, WR_END_LOST, quiet, h, WR_EXIT_HOSTLOST, now);
+      give_up(s, h, quiet);
     }
   }
 }
