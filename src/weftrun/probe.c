@@ -174,8 +174,18 @@ wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int sto
     fprintf(stderr, "weftrun: cannot write %s: %s\n", hostfile, strerror(errno));
     goto out;
   }
-  if ((rc = command(o, n, hostfile, &a)) || (rc = run(&a, stop_fd, &r)))
+  if ((rc = command(o, n, hostfile, &a)) || (rc = run(&a, stop_fd, &r))) {
+    /* a host that does not resolve is the likeliest cause: say which (68) */
+    for (int i = 0; rc == WR_EXIT_ENGINE && !r.stopped && i < n; i++) {
+      weftx_netaddr na;
+      if (weftx_host_resolve(hosts[i]->name, &na, why, sizeof(why)) == WEFT_ENAME) {
+        fprintf(stderr, "weftrun: unknown host: %s (from %s)\n", why,
+                o->hostfile ? o->hostfile : "-H");
+        rc = WR_EXIT_NOHOST;
+      }
+    }
     goto out;
+  }
   rc = WR_EXIT_ENGINE;
   for (int i = 0; i < n; i++)
     if (!(out[i] = open_memstream(&buf[i], &len[i]))) {
