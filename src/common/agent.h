@@ -42,10 +42,12 @@
 #define WEFT_EXIT_TABLE(X)                                                                     \
   X(OK, 0, "0", "all ranks exited 0", "Every rank exited 0.", NULL)                          \
   X(RANK, -1, "N", "the failed rank's code (128+N: signal N)",                     \
-    "A rank failed: weftrun exits with the failed rank's own exit status (the first one "     \
-    "reported when several fail), 128+N when it was killed by signal N (137 for SIGKILL, 139 " \
-    "for SIGSEGV). The job is ended on "                                                       \
-    "every host, and one line on stderr names the rank, its host, its GPU and what happened:", \
+    "A rank failed: weftrun exits with the failed rank's own exit status (the first one its "  \
+    "agent reported when several fail), 128+N when it was killed by signal N (137 for "        \
+    "SIGKILL, 139 for SIGSEGV); a rank that exited 0 without finalizing while the others ran: " \
+    "mpirun's status (1). The job is ended on every host, and one line on stderr names the "   \
+    "rank, its host, its GPU and what happened (what the agent reported over the control "     \
+    "channel; nothing a program prints counts):",                                               \
     "weftrun: job failed: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3 (exit 3)") \
   X(USAGE, 2, "2", "bad option",                                                             \
     "A bad option or option value; nothing was started, and the message names the closest "   \
@@ -63,13 +65,17 @@
   X(NOGPU, 69, "69", "no GPU", "GPUs were asked for (--map-by gpu) on a host without any.",  \
     NULL)                                                                                     \
   X(ENGINE, 70, "70", "launch failed",                                                       \
-    "The job could not be launched: mpirun or weft-rank not found, the hosts could not be "   \
-    "probed, or mpirun failed before any rank reported a failure (its own message is shown). " \
-    "weft-rank exits 70 when it cannot set its rank up.", NULL)                               \
+    "The job could not be launched or mpirun failed: mpirun or weft-rank not found, the "     \
+    "hosts could not be probed, mpirun failed or was killed before any rank reported a "       \
+    "failure (its own message is shown; the ranks still running are named), or it exited 0 "   \
+    "without running every rank. weft-rank exits 70 when it cannot set its rank up or reach "  \
+    "weftrun's control channel.", NULL)                                                       \
   X(HOSTLOST, 75, "75", "host lost",                                                         \
-    "A host was lost while the job ran: its Open MPI daemon stopped answering (the machine "  \
-    "went down or its network was cut). The summary line names the host and its ranks; the "  \
-    "job is ended on every other host.", NULL)                                                \
+    "A host was lost while the job ran: none of its agents said anything for --host-timeout " \
+    "seconds (default 5; the machine went down or its network was cut), or their connections " \
+    "closed without a word; or a single agent was killed or stopped answering. The summary "  \
+    "line names the host and its ranks; the job is ended on every host, the lost one "        \
+    "included (its agents end their ranks when they lose weftrun).", NULL)                    \
   X(PREEMPTED, 79, "79", "preempted (Google Cloud)",                                          \
     "The job was preempted: on a Google Cloud VM the metadata server announced a preemption " \
     "(instance/preempted TRUE) or a maintenance that stops the VM "                            \
@@ -77,11 +83,16 @@
     "grace period (--preempt-grace, 5 seconds by default; a Spot VM powers off 30 seconds "    \
     "after the notice, so a longer grace is cut short and draws a warning); the job was ended " \
     "on every host. A wrapper may requeue it.", NULL)                                         \
-  X(TIMEOUT, 124, "124", "timeout", "--timeout expired; the job was ended on every host.",    \
-    NULL)                                                                                     \
+  X(TIMEOUT, 124, "124", "timeout",                                                           \
+    "A deadline expired: --timeout, or in a rank libweft's WEFT_INIT_TIMEOUT (weft_init "     \
+    "waits 300 s for every rank by default) or its collective watchdog (600 s in one call); " \
+    "the job was ended on every host. The summary names the ranks still running, or those "   \
+    "that never joined the call, with their hosts and their current weft calls.", NULL)       \
   X(SIGNAL, -2, "128+N", "weftrun got signal N",                                             \
-    "weftrun itself got signal N (130 for SIGINT, 143 for SIGTERM), forwarded it to mpirun, " \
-    "which ended every rank on every host. What has not ended after 10 seconds is killed.",    \
+    "weftrun itself got signal N (130 for SIGINT, 143 for SIGTERM), forwarded it to mpirun "  \
+    "and told every agent to end its rank (SIGTERM, SIGKILL 2 seconds later). What has not "   \
+    "ended a few seconds later is killed. After a SIGKILL of weftrun the agents lose it and "  \
+    "end their ranks, and mpirun gets SIGTERM.",                                                \
     NULL)
 
 /* WEFT_EXIT_OK, WEFT_EXIT_USAGE, ... WEFT_EXIT_PREEMPTED (79), WEFT_EXIT_TIMEOUT (124);

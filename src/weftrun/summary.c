@@ -121,12 +121,12 @@ list(const wr_sup *s, double now, FILE *out, int (*want)(const wr_sup *, int, co
   return n;
 }
 
+/* Running when the verdict came (what was happening then is what counts). */
 static int
 running(const wr_sup *s, int r, const void *arg)
 {
   (void)arg;
-  wr_rank_state st = s->r[r].state;
-  return st == WR_RANK_RUNNING || st == WR_RANK_CONNECTED || st == WR_RANK_WAITING;
+  return s->r[r].running_at_end;
 }
 
 static int

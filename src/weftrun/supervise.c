@@ -70,6 +70,9 @@ decide(wr_sup *s, wr_end end, int rank, int host, int code, double now)
   if (s->end)
     return;
   s->end = end;
+  for (int r = 0; r < s->np; r++)
+    s->r[r].running_at_end = s->r[r].state == WR_RANK_RUNNING ||
+                             s->r[r].state == WR_RANK_CONNECTED || s->r[r].state == WR_RANK_WAITING;
   s->end_rank = rank;
   s->end_host = host;
   s->code = code;

@@ -250,6 +250,7 @@ typedef enum wr_rank_state {
 typedef struct wr_rank {
   wr_rank_state state;
   int lost;                     /* its host (or agent) was declared lost: not waited for */
+  int running_at_end;           /* running when the verdict came (summaries) */
   double hello_at, seen, started_at, exited_at, gone_at;
   long agent_pid, pid;
   char host[64];                /* the agent's own name for its host */

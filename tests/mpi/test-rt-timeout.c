@@ -13,7 +13,22 @@
  */
 #include "rt-common.h"
 
+#include <time.h>
 #include <unistd.h>
+
+/* The moment the absent rank stays away, for tests timing the deadline from it
+ * ($WEFT_TEST_FAULT_FILE: seconds since the epoch, as date +%s.%N writes them). */
+static void mark(void)
+{
+  const char *path = getenv("WEFT_TEST_FAULT_FILE");
+  struct timespec ts;
+  FILE *f;
+  if (!path || !(f = fopen(path, "w")))
+    return;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  fprintf(f, "%ld.%09ld\n", (long)ts.tv_sec, ts.tv_nsec);
+  fclose(f);
+}
 
 int main(int argc, char **argv)
 {
@@ -25,6 +40,7 @@ int main(int argc, char **argv)
   const char *me = getenv("OMPI_COMM_WORLD_RANK"), *n = getenv("OMPI_COMM_WORLD_SIZE");
 
   if (!strcmp(what, "init") && me && n && strtol(me, NULL, 10) == strtol(n, NULL, 10) - 1) {
+    mark();
     sleep(30); /* never arrives */
     return 0;
   }
@@ -36,6 +52,7 @@ int main(int argc, char **argv)
   /* One collective that everybody joins first. */
   CHECK(weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 && y == p, "warm-up");
   if (rank == p - 1) {
+    mark();
     sleep(30);
     return 0;
   }

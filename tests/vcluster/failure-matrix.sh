@@ -99,7 +99,8 @@ inject()
 
 # case NAME QUICK WANT MAX PATTERN FAULT -- ARGS: weftrun ARGS on the cluster; FAULT
 # "-" (the rank writes $fault, or none: timed from the start), "deadline:S" (timed from
-# S s after the start), or an inject spec "S:ACTION:ARG". MAX: seconds from then.
+# S s after the start), "fault+S" (S s after the time in $fault: a deadline that runs
+# from the fault), or an inject spec "S:ACTION:ARG". MAX: seconds from then.
 run_case()
 {
   name=$1 q=$2 want=$3 max=$4 pattern=$5 how=$6
@@ -131,7 +132,11 @@ run_case()
     [ -z "$inj" ] || wait "$inj" 2>/dev/null || true
     case $how in
       deadline:*) ref=$(echo "$t0 ${how#deadline:}" | awk '{ printf "%.3f", $1 + $2 }') ;;
-      *) ref=$(cat "$fault" 2>/dev/null || echo "$t0") ;;
+      fault+*) ref=$(echo "$(cat "$fault" 2>/dev/null || echo "$t0") ${how#fault+}" | awk '{ printf "%.3f", $1 + $2 }') ;;
+      *) ref=$(cat "$fault" 2>/dev/null || echo "$t0")
+         # "S:ACTION:ARG:+D": the deadline D s after the fault (--host-timeout)
+         extra=$(echo "$how" | cut -s -d: -f4)
+         [ -z "$extra" ] || ref=$(echo "$ref ${extra#+}" | awk '{ printf "%.3f", $1 + $2 }') ;;
     esac
     dt=$(echo "$ref $t1" | awk '{ printf "%.1f", $2 - $1 }')
     lo=ok; leftover=$(left) || lo=left
@@ -182,18 +187,20 @@ run_case mpi-abort q 5 6 '^weftrun: job failed: rank 1 host vnode1 gpu none: exi
 mpi_args="-N 1 $hello --loop 30 --nofinalize 2"
 run_case no-finalize - 1 6 '^weftrun: job failed: rank 2 host vnode2 gpu none: exited with status 0 while the other ranks ran, without finalizing' - -- $N1 "$hello" --loop 30 --nofinalize 2
 # deadlines
-envs="WEFT_COLL_TIMEOUT=3" mpi_args="-N 1 $rtto allreduce"
-run_case coll-timeout - 3 11 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' deadline:3 -- $N1 "$rtto" allreduce
-envs="WEFT_COLL_WATCHDOG=3"
-run_case coll-watchdog q 124 8 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (4 bytes) has not finished after 3 s' deadline:3 -- $N1 "$rtto" watchdog
-envs="WEFT_INIT_TIMEOUT=3"
-run_case init-timeout - 124 8 '^weftrun: job failed: rank [01] host vnode[01] gpu none: weft_init waited 3 s for every rank' deadline:3 -- $N1 "$rtto" init
+ff="WEFT_TEST_FAULT_FILE=$fault"
+# (the waiting ranks sleep 1 s after their timeout before MPI_Abort: 6 s)
+envs="$ff WEFT_COLL_TIMEOUT=3" mpi_args="-N 1 -x WEFT_COLL_TIMEOUT=3 $rtto allreduce"
+run_case coll-timeout - 3 6 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' fault+3 -- $N1 "$rtto" allreduce
+envs="$ff WEFT_COLL_WATCHDOG=3"
+run_case coll-watchdog q 124 5 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (4 bytes) has not finished after 3 s' fault+3 -- $N1 "$rtto" watchdog
+envs="$ff WEFT_INIT_TIMEOUT=3"
+run_case init-timeout - 124 5 '^weftrun: job failed: rank [01] host vnode[01] gpu none: weft_init waited 3 s for every rank' fault+3 -- $N1 "$rtto" init
 envs="WEFT_COLL_TIMEOUT=0" mpi_args="-N 1 --timeout 4 $rtto watchdog"
-run_case coll-hang-timeout - 124 9 '^weftrun: job ended: --timeout 4 s expired; 3 of 3 ranks were still running (exit 124)$' deadline:4 -- $N1 --timeout 4 "$rtto" watchdog
+run_case coll-hang-timeout - 124 5 '^weftrun: job ended: --timeout 4 s expired; 3 of 3 ranks were still running (exit 124)$' deadline:4 -- $N1 --timeout 4 "$rtto" watchdog
 mpi_args="-N 1 --timeout 3 $s 30"
-run_case timeout q 124 8 '^weftrun: job ended: --timeout 3 s expired; 3 of 3 ranks were still running (exit 124)$' deadline:3 -- $N1 --timeout 3 "$s" 30
+run_case timeout q 124 5 '^weftrun: job ended: --timeout 3 s expired; 3 of 3 ranks were still running (exit 124)$' deadline:3 -- $N1 --timeout 3 "$s" 30
 mpi_args="-N 1 --timeout 3 $F 9 ignore-term"
-run_case ignore-term - 124 8 '^weftrun: job ended: --timeout 3 s expired' deadline:3 -- $N1 --timeout 3 "$F" 9 ignore-term
+run_case ignore-term - 124 5 '^weftrun: job ended: --timeout 3 s expired' deadline:3 -- $N1 --timeout 3 "$F" 9 ignore-term
 # signals to weftrun and to mpirun
 for sig in INT:2 TERM:15 HUP:1; do
   n=${sig#*:} sig=${sig%:*}
@@ -211,10 +218,10 @@ done
 mpi_args="-N 1 $s 30"
 run_case vnode-killed q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): its agents. connections closed' "3:kill-vnode:1" -- $N1 "$s" 30
 mpi_args="-N 1 $s 30"
-run_case vnode-silent - 75 8 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:silent:2" -- $N1 --host-timeout 3 "$s" 30
+run_case vnode-silent - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:silent:2:+3" -- $N1 --host-timeout 3 "$s" 30
 mpi_args="-N 1 $s 30"
-run_case link-cut q 75 8 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1" -- $N1 --host-timeout 3 "$s" 30
-run_case link-cut-default - 75 10 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1" -- $N1 "$s" 30
+run_case link-cut q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+3" -- $N1 --host-timeout 3 "$s" 30
+run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+5" -- $N1 "$s" 30
 # what is run, where, how many
 mpi_args="-N 1 $tmp/$uniq-nosuch"
 run_case program-missing q 127 5 "^weftrun: job failed: rank [012] host vnode[012] gpu none: cannot run '$tmp/$uniq-nosuch': No such file or directory; exited with status 127 (exit 127)\$" - -- $N1 "$tmp/$uniq-nosuch"
