@@ -92,6 +92,9 @@ if [ -x "$rtto" ]; then
 else
   echo "# $rtto not built: deadline cases left out"
 fi
+# no fixed buffers on the way: a 5,000-character -x value reaches the rank whole (defect 5)
+long=$(awk 'BEGIN { while (i++ < 5000) printf "v" }')
+run 0 15 '' -np 1 -x "LONG=$long" sh -c '[ ${#LONG} = 5000 ]'
 # mpirun that runs nothing is not success
 export WEFT_MPIRUN=/bin/true
 run 70 15 '^weftrun: mpirun exited 0, but 2 of 2 ranks never ran' -np 2 --oversubscribe "$s" 1
