@@ -7,109 +7,58 @@
  */
 #include "preset_private.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#define SCRIPT_TIMEOUT_MS 10000
+#include <weftx/proc.h>
+
+#define SCRIPT_TIMEOUT_S 10
 #define SCRIPT_MAX_OUTPUT (256 * 1024)
 
 /* Run "source SCRIPT; env" in a clean environment and read what it exported.
  * Returns the output (allocated) or NULL on failure with why set. */
 char *weft__preset_script_run(const weftx_preset *p, const char *path, char *why, size_t whylen)
 {
-  char **envp, *out = NULL;
-  size_t len = 0;
-  int fds[2], status = 0, n = 0, done = 0;
-  struct timespec t0, t;
-  pid_t pid;
+  char *argv[] = { (char *)"/bin/bash", (char *)"-c", (char *)". \"$0\" >/dev/null 2>&1; env",
+                   (char *)path, NULL };
+  weftx_proc_spec spec;
+  weftx_proc_result r;
+  char **envp;
+  int n = 0, rc;
 
   envp = calloc((size_t)p->nscript_env + 3, sizeof(char *));
   if (!envp)
     return NULL;
-  envp[n++] = "PATH=/usr/local/bin:/usr/bin:/bin";
-  envp[n++] = "LD_LIBRARY_PATH=";
+  envp[n++] = (char *)"PATH=/usr/local/bin:/usr/bin:/bin";
+  envp[n++] = (char *)"LD_LIBRARY_PATH=";
   for (int i = 0; i < p->nscript_env; i++)
     envp[n++] = p->script_env[i];
-  if (pipe(fds) != 0) {
-    free(envp);
-    return NULL;
-  }
-  pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-      dup2(devnull, 0);
-      dup2(devnull, 2);
-    }
-    dup2(fds[1], 1);
-    close(fds[0]);
-    execle("/bin/bash", "bash", "-c", ". \"$0\" >/dev/null 2>&1; env", path, (char *)NULL, envp);
-    _exit(127);
-  }
+  weftx_proc_spec_init(&spec);
+  spec.argv = argv;
+  spec.envp = envp;
+  spec.in = WEFTX_PROC_NULL;
+  spec.out = WEFTX_PROC_PIPE; /* kept */
+  spec.err = WEFTX_PROC_NULL;
+  spec.timeout = SCRIPT_TIMEOUT_S;
+  spec.stop_signal = SIGKILL;
+  spec.stop_group = 1;
+  spec.grace = 1;
+  spec.max_output = SCRIPT_MAX_OUTPUT;
+  rc = weftx_proc_run(&spec, &r, why, whylen);
   free(envp);
-  close(fds[1]);
-  if (pid < 0) {
-    close(fds[0]);
+  if (rc)
+    return NULL;
+  if (r.timed_out)
+    weft__snprintf(why, whylen, "%s did not finish within %d s", path, SCRIPT_TIMEOUT_S);
+  else if (r.capped) /* cut output would be merged as if whole */
+    weft__snprintf(why, whylen, "%s exported more than %d KiB of variables; export only "
+                   "NCCL settings there", path, SCRIPT_MAX_OUTPUT / 1024);
+  else if (r.status != 0)
+    weft__snprintf(why, whylen, "%s failed (bash exit status %d)", path, r.status);
+  if (r.timed_out || r.capped || r.status != 0) {
+    free(r.output);
     return NULL;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  while (!done) {
-    struct pollfd pfd = { fds[0], POLLIN, 0 };
-    char buf[4096];
-    long left;
-    ssize_t r;
-    int ready = 0;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    left = SCRIPT_TIMEOUT_MS - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
-    if (left <= 0 || (ready = poll(&pfd, 1, (int)left)) == 0) {
-      weft__snprintf(why, whylen, "%s did not finish within %d s", path, SCRIPT_TIMEOUT_MS / 1000);
-      kill(pid, SIGKILL);
-      break;
-    }
-    if (ready < 0 && errno == EINTR)
-      continue; /* a blocking read now would wait past the deadline */
-    r = read(fds[0], buf, sizeof(buf));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      done = 1;
-    } else if (len + (size_t)r >= SCRIPT_MAX_OUTPUT) {
-      /* Cut output would be merged as if whole. */
-      weft__snprintf(why, whylen, "%s exported more than %d KiB of variables; export only "
-                     "NCCL settings there", path, SCRIPT_MAX_OUTPUT / 1024);
-      kill(pid, SIGKILL);
-      break;
-    } else {
-      char *nb = realloc(out, len + (size_t)r + 1);
-      if (!nb) {
-        weft__snprintf(why, whylen, "out of memory reading the output of %s", path);
-        kill(pid, SIGKILL);
-        break;
-      }
-      out = nb;
-      memcpy(out + len, buf, (size_t)r);
-      len += (size_t)r;
-      out[len] = '\0';
-    }
-  }
-  close(fds[0]);
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  if (!done || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    if (done)
-      weft__snprintf(why, whylen, "%s failed (bash exit status %d)", path,
-                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-    free(out);
-    return NULL;
-  }
-  return out ? out : strdup("");
+  return r.output ? r.output : strdup("");
 }

@@ -9,6 +9,7 @@
  * the chunks small with WEFT_MPI_CHUNK (elements).
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -71,6 +72,8 @@ static int mpi_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_d
   int rc;
 
   (void)stream;
+  if ((rc = weft__shm_allreduce(g, s, r, n, dt, op)) != WEFT__SHM_DECLINED)
+    return rc;
   if ((rc = weft__arrive(g)) != 0)
     return rc;
   if (n == 0)
@@ -131,6 +134,8 @@ static int mpi_allgather(weft_group *g, const void *s, void *r, size_t n, weft_d
   int rc;
 
   (void)stream;
+  if ((rc = weft__shm_allgather(g, s, r, n, dt)) != WEFT__SHM_DECLINED)
+    return rc;
   if ((rc = weft__arrive(g)) != 0 || (rc = too_big(g, "allgather", n)) != 0 ||
       (rc = types(g, "allgather", dt, WEFT_SUM, &t, NULL)) != 0)
     return rc;
@@ -169,6 +174,8 @@ static int mpi_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, w
   int rc;
 
   (void)stream;
+  if ((rc = weft__shm_reduce_scatter(g, s, r, n, dt, op)) != WEFT__SHM_DECLINED)
+    return rc;
   if ((rc = weft__arrive(g)) != 0 || (rc = too_big(g, "reduce_scatter", n)) != 0 ||
       (rc = types(g, "reduce_scatter", dt, op, &t, &o)) != 0)
     return rc;

@@ -8,9 +8,12 @@
  * the fusion buffer, reduced, and unpacked. The fusion buffer is allocated
  * once (again only if tensors were added since), never per call. Each
  * element meets the same reduction as in a per-tensor all-reduce, so results
- * are identical whenever MPI reduces in the same order.
+ * are identical whenever MPI reduces in the same order. Host tensors of a
+ * group within one host skip all this: the shared-memory path reduces them
+ * where they lie, as one array (shm-coll.c).
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <weftx/page.h>
 
@@ -20,24 +23,20 @@
 #define FIRST_BYTES ((size_t)1 << 20)
 #define DEFAULT_CAPACITY ((size_t)25 << 20)
 
-struct tensor {
-  char *p;
-  size_t n;
-};
-
 struct weft_bucket {
   weft_group *g;
   weft_dtype dt;
   size_t es;
   size_t cap;           /* elements per message */
   size_t first;         /* elements of the first message */
-  struct tensor *t;
+  struct weft__seg *t;  /* the tensors */
   size_t nt, tcap;
   size_t total;         /* elements, all tensors */
   int device;           /* tensors live in device memory */
   const struct weft__backend *be;
   void *fusion;
   size_t fusion_n;      /* elements the fusion buffer holds */
+  struct weft__shm_bucket *shm; /* host tensors on one host: shm-coll.c */
 };
 
 int weft_bucket_create(weft_group *g, weft_dtype dt, size_t capacity, weft_bucket **out)
@@ -92,7 +91,7 @@ int weft_bucket_add(weft_bucket *b, void *tensor, size_t count)
                          b->nt, dev ? "device" : "host", b->device ? "device" : "host");
   if (b->nt == b->tcap) {
     size_t ncap = b->tcap ? 2 * b->tcap : 64;
-    struct tensor *nt = realloc(b->t, ncap * sizeof(*nt));
+    struct weft__seg *nt = realloc(b->t, ncap * sizeof(*nt));
     if (!nt)
       return weft__rt_fail(b->g->ctx, WEFT_ENOMEM, "weft_bucket_add: out of memory");
     b->t = nt;
@@ -171,12 +170,17 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
   return rc;
 }
 
-/* weft_bucket_allreduce's messages, each one weft_allreduce. */
+/* weft_bucket_allreduce's work: on one host through shared memory, else its messages,
+ * each one weft_allreduce. */
 static int fused(weft_bucket *b, weft_op op, void *stream)
 {
   size_t off = 0, ti = 0, to = 0, want;
   int rc;
 
+  if (!b->device &&
+      (rc = weft__shm_bucket_allreduce(b->g, &b->shm, b->t, b->nt, b->total, b->dt, op)) !=
+        WEFT__SHM_DECLINED)
+    return rc;
   want = b->total < b->cap ? b->total : b->cap;
   if (b->fusion_n < want) {
     if (b->fusion)
@@ -228,6 +232,7 @@ void weft_bucket_destroy(weft_bucket *b)
     return;
   if (b->fusion)
     b->be->free(b->g->ctx, b->fusion);
+  weft__shm_bucket_free(b->shm);
   free(b->t);
   free(b);
 }

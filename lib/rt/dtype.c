@@ -8,9 +8,7 @@
  * is a SUM followed by weft__divide().
  */
 #include "rt_private.h"
-
-#include <math.h>
-#include <string.h>
+#include "half.h"
 
 static const size_t sizes[WEFT_DTYPE_COUNT] = {1, 1, 4, 8, 2, 2, 4, 8};
 static const char *const dtype_names[WEFT_DTYPE_COUNT] = {
@@ -24,82 +22,10 @@ size_t weft_dtype_size(weft_dtype dt) { return weft__dtype_ok(dt) ? sizes[dt] : 
 const char *weft_dtype_name(weft_dtype dt) { return weft__dtype_ok(dt) ? dtype_names[dt] : "?"; }
 const char *weft_op_name(weft_op op) { return weft__op_ok(op) ? op_names[op] : "?"; }
 
-float weft_half_to_float(uint16_t h)
-{
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-  float f;
-
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13); /* Inf or NaN (payload kept) */
-  } else if (exp == 0) {
-    /* Zero or subnormal: man * 2^-24, exact in float. */
-    f = ldexpf((float)man, -24);
-    return sign ? -f : f;
-  } else {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  }
-  memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t weft_float_to_half(float f)
-{
-  uint32_t bits, sign, exp, man;
-  uint16_t out;
-
-  memcpy(&bits, &f, sizeof(bits));
-  sign = (bits >> 16) & 0x8000;
-  exp = (bits >> 23) & 0xff;
-  man = bits & 0x7fffff;
-  if (exp == 0xff) /* Inf stays Inf; NaN stays a (quiet) NaN */
-    return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
-  if (exp > 142) /* |f| >= 2^16: beyond fp16's range */
-    return (uint16_t)(sign | 0x7c00);
-  if (exp < 113) {
-    /* Subnormal in fp16 (or zero): round man * 2^(exp-150) to a multiple of
-     * 2^-24. */
-    uint32_t m = man | 0x800000, shift;
-    if (exp < 102) /* below half of the smallest subnormal */
-      return (uint16_t)sign;
-    shift = 126 - exp; /* 14..24 */
-    out = (uint16_t)(m >> shift);
-    {
-      uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-      if (rem > half || (rem == half && (out & 1)))
-        out++;
-    }
-    return (uint16_t)(sign | out);
-  }
-  /* Normal: keep 10 bits of mantissa, round to nearest even; a carry into
-   * the exponent (and up to Inf) falls out of the addition. */
-  out = (uint16_t)(((exp - 112) << 10) | (man >> 13));
-  {
-    uint32_t rem = man & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (out & 1)))
-      out++;
-  }
-  return (uint16_t)(sign | out);
-}
-
-float weft_bf16_to_float(uint16_t b)
-{
-  uint32_t bits = (uint32_t)b << 16;
-  float f;
-
-  memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-uint16_t weft_float_to_bf16(float f)
-{
-  uint32_t bits;
-
-  memcpy(&bits, &f, sizeof(bits));
-  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffff))
-    return (uint16_t)((bits >> 16) | 0x40); /* NaN stays a quiet NaN */
-  bits += 0x7fff + ((bits >> 16) & 1);       /* round to nearest even */
-  return (uint16_t)(bits >> 16);
-}
+float weft_half_to_float(uint16_t h) { return weft__h2f(h); }
+uint16_t weft_float_to_half(float f) { return weft__f2h(f); }
+float weft_bf16_to_float(uint16_t b) { return weft__b2f(b); }
+uint16_t weft_float_to_bf16(float f) { return weft__f2b(f); }
 
 /* ---- user-defined MPI operations on 16-bit floats ----
  *
@@ -113,44 +39,23 @@ uint16_t weft_float_to_bf16(float f)
  * same bits, which it would not with NaN payloads or with -0 and +0 taken
  * from whichever side came first. */
 
-#define WEFT__F16_NAN 0x7e00
-#define WEFT__BF16_NAN 0x7fc0
-
-static float min_nan(float a, float b)
-{
-  if (isnan(a) || isnan(b))
-    return NAN;
-  return a < b || (a == b && signbit(a)) ? a : b;
-}
-
-static float max_nan(float a, float b)
-{
-  if (isnan(a) || isnan(b))
-    return NAN;
-  return a > b || (a == b && signbit(b)) ? a : b;
-}
-
-#define WEFT__OP16(NAME, TO_F, FROM_F, QNAN, EXPR)                                             \
+/* inout = in op inout, by the kernels of the shared-memory path (reduce.c),
+ * which follow this rule (half.h). */
+#define WEFT__OP16(NAME, DT, OP)                                                               \
   static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                      \
   {                                                                                          \
-    const uint16_t *x = in;                                                                  \
-    uint16_t *y = inout;                                                                     \
-    int i;                                                                                   \
     (void)type;                                                                              \
-    for (i = 0; i < *len; i++) {                                                             \
-      float a = TO_F(x[i]), b = TO_F(y[i]), r = (EXPR);                                      \
-      y[i] = isnan(r) ? (uint16_t)(QNAN) : FROM_F(r);                                        \
-    }                                                                                        \
+    weft__reduce(DT, OP, inout, in, inout, (size_t)*len);                                    \
   }
 
-WEFT__OP16(h_sum, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, a + b)
-WEFT__OP16(h_prod, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, a * b)
-WEFT__OP16(h_min, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, min_nan(a, b))
-WEFT__OP16(h_max, weft_half_to_float, weft_float_to_half, WEFT__F16_NAN, max_nan(a, b))
-WEFT__OP16(b_sum, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, a + b)
-WEFT__OP16(b_prod, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, a * b)
-WEFT__OP16(b_min, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, min_nan(a, b))
-WEFT__OP16(b_max, weft_bf16_to_float, weft_float_to_bf16, WEFT__BF16_NAN, max_nan(a, b))
+WEFT__OP16(h_sum, WEFT_FLOAT16, WEFT_SUM)
+WEFT__OP16(h_prod, WEFT_FLOAT16, WEFT_PROD)
+WEFT__OP16(h_min, WEFT_FLOAT16, WEFT_MIN)
+WEFT__OP16(h_max, WEFT_FLOAT16, WEFT_MAX)
+WEFT__OP16(b_sum, WEFT_BFLOAT16, WEFT_SUM)
+WEFT__OP16(b_prod, WEFT_BFLOAT16, WEFT_PROD)
+WEFT__OP16(b_min, WEFT_BFLOAT16, WEFT_MIN)
+WEFT__OP16(b_max, WEFT_BFLOAT16, WEFT_MAX)
 
 static MPI_User_function *const fns16[2][4] = {{h_sum, h_prod, h_min, h_max},
                                                {b_sum, b_prod, b_min, b_max}};

@@ -5,6 +5,7 @@
  * the hierarchical all-reduce need.
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,8 @@ void weft__group_free(weft_group *g)
   if (!g)
     return;
   weft__nccl_group_free(g);
+  weft__shm_free(g->shm);
+  weft__shm_free(g->intra_shm);
   /* After MPI_Finalize (the program's, before weft_finalize) only memory
    * is left to free. */
   MPI_Finalized(&fin);

@@ -14,6 +14,7 @@
  * count, type), so all ranks take the same branch without talking.
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -103,6 +104,9 @@ int weft__hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_d
   MPI_Op o;
   char *block;
 
+  /* The host stages through shared memory when the host allows it. */
+  if ((rc = weft__shm_hier_allreduce(g, s, r, n, dt, op)) != WEFT__SHM_DECLINED)
+    return rc;
   if ((rc = weft__mpi_type_op(dt, op, &t, &o)) != 0)
     return weft__rt_fail(g->ctx, rc, "allreduce: no MPI form for %s", weft_dtype_name(dt));
   for (i = 0; i < L; i++) {

@@ -7,6 +7,7 @@
  * CUDA unless WEFT_BACKEND=nccl asks for it.
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <weftx/page.h>
 
@@ -159,6 +160,8 @@ static int env_settings(weft_ctx *ctx)
     return rc;
   if (ctx->init_timeout == 0) /* off: NCCL's start is not bounded either */
     ctx->init_timeout = 1e9;
+  if ((rc = weft__shm_settings(ctx)) != 0)
+    return rc;
 
   return device_from_env(ctx);
 }

@@ -45,7 +45,15 @@ struct weft_group {
   int *hier_counts, *hier_displs;
   /* NCCL communicator (ncclComm_t), created lazily. */
   void *nccl;
+  /* Host shared memory (shm.c), set up at the first host collective. */
+  struct weft__shm *shm, *intra_shm;
   struct weft_group *next; /* in the owner's list */
+};
+
+/* A run of n elements at p: a bucket's tensor, a piece of a buffer. */
+struct weft__seg {
+  char *p;
+  size_t n;
 };
 
 struct weft__dim {
@@ -80,6 +88,8 @@ struct weft_ctx {
   double coll_timeout; /* seconds, 0 = none */
   double init_timeout;
   size_t chunk;        /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
+  int host_shm;        /* WEFT_HOST_SHM: 0 off */
+  size_t shm_threshold; /* WEFT_HOST_SHM_THRESHOLD, bytes */
   int cuda_state;      /* 0 not probed, 1 usable, -1 absent */
   void *nccl_world;    /* ncclComm_t of the world group */
   weft_group *world;
@@ -115,6 +125,11 @@ int weft__op_ok(weft_op op);
 int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop);
 /* buf[i] /= n for count elements (the second half of AVG). */
 void weft__divide(void *buf, size_t count, weft_dtype dt, int n);
+/* dst[i] = a[i] op b[i] for i < n (reduce.c; AVG is SUM here). dst may be a
+ * or b, no other overlap. a is the lower ranks' side. MIN and MAX of float32
+ * and float64 are Open MPI's (a < b ? a : b: b when either is NaN); 16-bit
+ * floats follow weft's rule (dtype.c). */
+void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const void *b, size_t n);
 void weft__dtype_fini(void);
 /* The MPI user function that reduces float16 or bfloat16 with op (AVG: its
  * SUM); NULL for other types. Tests compare it with weft-bench's baseline. */

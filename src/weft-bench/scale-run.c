@@ -5,27 +5,16 @@
  * table rows are parsed as they come, its stderr goes to a file, and the whole
  * group is ended (SIGTERM, then SIGKILL) when the deadline passes.
  */
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include <weftx/proc.h>
 
 #include "driver.h"
 #include "scale.h"
-
-static double now(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double number(const char *s)
 {
@@ -54,117 +43,70 @@ static void parse_row(const char *line, struct scale_job *job)
   p->wrong = strcmp(wr, "N/A") ? (long long)number(wr) : -1;
 }
 
-static void child(char *const *argv, int out_fd, const char *err_path)
+struct run_ctx {
+  FILE *out;
+  struct scale_job *job;
+};
+
+/* The job's stdout as it comes (whole lines, one or more): copied to its file,
+ * each line parsed when it is a table row. */
+static void on_output(void *arg, int stream, const char *data, size_t len)
 {
-  int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  struct run_ctx *c = arg;
 
-  setpgid(0, 0);
-  if (err < 0 || null < 0 || dup2(null, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err, 2) < 0)
-    _exit(127);
-  execvp(argv[0], argv);
-  fprintf(stderr, "weft-bench scale: cannot run %s: %s\n", argv[0], strerror(errno));
-  _exit(127);
-}
+  (void)stream;
+  fwrite(data, 1, len, c->out);
+  while (len) {
+    const char *nl = memchr(data, '\n', len);
+    size_t n = nl ? (size_t)(nl - data) : len;
+    char line[4096];
+    size_t k = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
 
-/* End the job's process group: SIGTERM, then SIGKILL after 3 s. */
-static int stop_group(pid_t pid)
-{
-  int st = 0;
-
-  kill(-pid, SIGTERM);
-  for (int i = 0; i < 60; i++) {
-    if (waitpid(pid, &st, WNOHANG) == pid)
-      return st;
-    usleep(50000);
+    memcpy(line, data, k);
+    line[k] = '\0';
+    parse_row(line, c->job);
+    n += nl ? 1 : 0;
+    data += n;
+    len -= n;
   }
-  kill(-pid, SIGKILL);
-  waitpid(pid, &st, 0);
-  return st;
 }
 
 int scale_run_job(char *const *argv, const char *out_path, const char *err_path, int timeout_s,
                   struct scale_job *job)
 {
-  int fds[2], st = 0, timed_out = 0;
-  char buf[4096], line[4096];
-  size_t len = 0;
-  double t0 = now(), deadline = t0 + timeout_s;
-  FILE *out;
-  pid_t pid;
+  weftx_proc_spec spec;
+  weftx_proc_result r;
+  struct run_ctx c = { NULL, job };
+  char why[256];
+  int err, rc;
 
-  out = fopen(out_path, "w");
-  if (!out)
+  if (!(c.out = fopen(out_path, "w")))
     return -1;
-  if (pipe(fds) != 0) {
-    fclose(out);
-    return -1;
-  }
-  /* Only the child's stdout (a dup2, which clears the flag) stays open in
-   * the job, so that the pipe ends when the job does. */
-  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-  fcntl(fileno(out), F_SETFD, FD_CLOEXEC);
-  fflush(NULL);
-  pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    fclose(out);
+  err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (err < 0) {
+    fclose(c.out);
     return -1;
   }
-  if (pid == 0)
-    child(argv, fds[1], err_path);
-  setpgid(pid, pid);
-  close(fds[1]);
-  for (;;) {
-    struct pollfd p = { .fd = fds[0], .events = POLLIN };
-    double left = deadline - now();
-    ssize_t n;
-
-    if (left <= 0) {
-      timed_out = 1;
-      break;
-    }
-    if (poll(&p, 1, left > 1 ? 1000 : (int)(left * 1000) + 1) <= 0)
-      continue;
-    n = read(fds[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    fwrite(buf, 1, (size_t)n, out);
-    for (ssize_t i = 0; i < n; i++) {
-      if (buf[i] == '\n' || len == sizeof(line) - 1) {
-        line[len] = '\0';
-        parse_row(line, job);
-        len = 0;
-      }
-      if (buf[i] != '\n')
-        line[len++] = buf[i];
-    }
-  }
-  close(fds[0]);
-  fclose(out);
-  /* stdout closed: the job is ending; give it until the deadline to exit. */
-  while (!timed_out) {
-    pid_t w = waitpid(pid, &st, WNOHANG);
-
-    if (w == pid)
-      break;
-    if (w < 0 && errno != EINTR)
-      break;
-    if (now() > deadline)
-      timed_out = 1;
-    else
-      usleep(20000);
-  }
-  if (timed_out) {
-    stop_group(pid);
-    job->status = 124;
-  } else {
-    job->status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
-  }
-  job->seconds = now() - t0;
+  /* The whole job (the launcher and what it starts) is one process group,
+   * ended with SIGTERM at the deadline and SIGKILL 3 s later. */
+  weftx_proc_spec_init(&spec);
+  spec.argv = argv;
+  spec.in = WEFTX_PROC_NULL;
+  spec.out = WEFTX_PROC_PIPE;
+  spec.err = WEFTX_PROC_FD;
+  spec.err_fd = err;
+  spec.timeout = timeout_s;
+  spec.stop_group = 1;
+  spec.grace = 3;
+  spec.on_output = on_output;
+  spec.arg = &c;
+  rc = weftx_proc_run(&spec, &r, why, sizeof(why));
+  close(err);
+  fclose(c.out);
+  free(r.output);
+  if (rc)
+    return -1;
+  job->status = r.status;
+  job->seconds = r.seconds;
   return 0;
 }

@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <weftx/proc.h>
+
 #include "scale.h"
 
 /* The launcher, its arguments, weft-bench and its options. */
@@ -61,19 +63,6 @@ static int self_path(char *buf, size_t len)
   return 0;
 }
 
-static int on_path(const char *name, char *buf, size_t len)
-{
-  const char *path = getenv("PATH");
-  char dirs[4096], *save = NULL, *dir;
-
-  snprintf(dirs, sizeof(dirs), "%s", path ? path : "/usr/bin:/bin");
-  for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-    if (fits(snprintf(buf, len, "%s/%s", dir, name), len) && access(buf, X_OK) == 0)
-      return 0;
-  }
-  return -1;
-}
-
 /* weftrun next to this program (build tree: ../weftrun/weftrun), else on
  * PATH; mpirun otherwise, or what --launcher says. */
 static int find_launcher(struct scale *s)
@@ -86,13 +75,13 @@ static int find_launcher(struct scale *s)
   if (slash)
     *slash = '\0';
   if (!want || !strcmp(want, "weftrun")) {
-    int near = fits(snprintf(s->launcher, sizeof(s->launcher), "%s/../weftrun/weftrun", dir),
-                    sizeof(s->launcher)) && access(s->launcher, X_OK) == 0;
+    char build[PATH_MAX], beside[PATH_MAX];
+    const char *look[] = { build, beside, "weftrun", NULL };
 
-    if (!near)
-      near = fits(snprintf(s->launcher, sizeof(s->launcher), "%s/weftrun", dir),
-                  sizeof(s->launcher)) && access(s->launcher, X_OK) == 0;
-    if (near || on_path("weftrun", s->launcher, sizeof(s->launcher)) == 0) {
+    if (!fits(snprintf(build, sizeof(build), "%s/../weftrun/weftrun", dir), sizeof(build)) ||
+        !fits(snprintf(beside, sizeof(beside), "%s/weftrun", dir), sizeof(beside)))
+      look[0] = look[1] = "weftrun";
+    if (weftx_find_exe(look, s->launcher, sizeof(s->launcher))) {
       char real[PATH_MAX];
 
       if (realpath(s->launcher, real))
@@ -108,11 +97,14 @@ static int find_launcher(struct scale *s)
     want = "mpirun";
     printf("# weftrun not found next to weft-bench or on PATH: using mpirun\n");
   }
-  if (strchr(want, '/'))
-    snprintf(s->launcher, sizeof(s->launcher), "%s", want);
-  else if (on_path(want, s->launcher, sizeof(s->launcher)) != 0) {
-    fprintf(stderr, "weft-bench scale: launcher '%s' is not on PATH\n", want);
-    return BENCH_EXIT_USAGE;
+  {
+    const char *look[] = { want, NULL };
+
+    if (!weftx_find_exe(look, s->launcher, sizeof(s->launcher))) {
+      fprintf(stderr, "weft-bench scale: launcher '%s' is %s\n", want,
+              strchr(want, '/') ? "not an executable file" : "not on PATH");
+      return BENCH_EXIT_USAGE;
+    }
   }
   s->launcher_is_weftrun = strstr(want, "weftrun") != NULL;
   return 0;

@@ -3,9 +3,11 @@
  * Unit tests of the runtime's pure pieces: layout parsing and its errors,
  * mesh coordinates and group membership (golden text in rt-mesh.golden,
  * regenerated with WEFT_UPDATE_GOLDEN=1), fp16/bf16 conversion (round to
- * nearest even, subnormals, NaN and infinities), element sizes and names.
+ * nearest even, subnormals, NaN and infinities), element sizes and names,
+ * the reduction kernels of the host shared-memory collectives.
  */
 #include "rt_private.h"
+#include "shm.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -239,6 +241,175 @@ static void test_divide(void **state)
   assert_true(f[0] == 0.75f && f[1] == 0.25f);
 }
 
+#define RN 1003 /* elements per kernel test: leaves a vector tail */
+
+/* ---- the shared-memory collectives' reduction kernels (reduce.c): every
+ * type and operation against a scalar reference written from the documented
+ * rules (weft's for 16-bit floats, Open MPI's MIN/MAX for the others), on
+ * lengths that leave a vector tail, with extreme values, NaN, infinities and
+ * signed zeros, and in place on either input ---- */
+
+/* Deterministic pseudo-random bytes. */
+static uint64_t next(uint64_t *s)
+{
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+/* Inputs with the type's edge values among random ones. */
+static void fill(void *buf, weft_dtype dt, uint64_t seed)
+{
+  static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, 65504.0f,
+                                   -65520.0f, 3.0e38f, 1.0f, -1.0f};
+  size_t es = weft_dtype_size(dt), i;
+  uint64_t s = seed;
+
+  for (i = 0; i < RN; i++) {
+    uint64_t r = next(&s);
+    float f = (float)((int64_t)(r % 20001) - 10000) / 64.0f;
+    if (i % 17 == 3)
+      f = specials[(i / 17) % (sizeof(specials) / sizeof(specials[0]))];
+    switch (dt) {
+    case WEFT_FLOAT16: ((uint16_t *)buf)[i] = i % 5 ? weft_float_to_half(f) : (uint16_t)r; break;
+    case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = i % 5 ? weft_float_to_bf16(f) : (uint16_t)r; break;
+    case WEFT_FLOAT32: ((float *)buf)[i] = f; break;
+    case WEFT_FLOAT64: ((double *)buf)[i] = (double)f * (i % 7 ? 1 : 1e300); break;
+    default: memcpy((char *)buf + i * es, &r, es); break; /* integers: any bits */
+    }
+  }
+}
+
+/* weft's rule for 16-bit floats, written out again: NaN on either side
+ * gives NaN (then the canonical one, below), -0 below +0. */
+static float ref16(float x, float y, weft_op op)
+{
+  if ((op == WEFT_MIN || op == WEFT_MAX) && (isnan(x) || isnan(y)))
+    return NAN;
+  switch (op) {
+  case WEFT_PROD: return x * y;
+  case WEFT_MIN: return x < y || (x == y && signbit(x)) ? x : y;
+  case WEFT_MAX: return x > y || (x == y && signbit(y)) ? x : y;
+  default: return x + y;
+  }
+}
+
+#define REF(T, U)                                                                              \
+  do {                                                                                       \
+    T x = ((const T *)a)[i], y = ((const T *)b)[i];                                          \
+    ((T *)d)[i] = op == WEFT_PROD  ? (T)(U)((U)x * (U)y)                                     \
+                  : op == WEFT_MIN ? (x < y ? x : y)                                         \
+                  : op == WEFT_MAX ? (x > y ? x : y)                                         \
+                                   : (T)(U)((U)x + (U)y);                                    \
+  } while (0)
+
+#define REFF(T)                                                                                \
+  do {                                                                                       \
+    T x = ((const T *)a)[i], y = ((const T *)b)[i];                                          \
+    ((T *)d)[i] = op == WEFT_PROD  ? x * y                                                   \
+                  : op == WEFT_MIN ? (x < y ? x : y)                                         \
+                  : op == WEFT_MAX ? (x > y ? x : y)                                         \
+                                   : x + y;                                                  \
+  } while (0)
+
+static void reference(weft_dtype dt, weft_op op, void *d, const void *a, const void *b)
+{
+  size_t i;
+
+  for (i = 0; i < RN; i++)
+    switch (dt) {
+    case WEFT_INT8: REF(int8_t, uint8_t); break;
+    case WEFT_UINT8: REF(uint8_t, unsigned); break;
+    case WEFT_INT32: REF(int32_t, uint32_t); break;
+    case WEFT_INT64: REF(int64_t, uint64_t); break;
+    case WEFT_FLOAT32: REFF(float); break;
+    case WEFT_FLOAT64: REFF(double); break;
+    case WEFT_FLOAT16: {
+      float r = ref16(weft_half_to_float(((const uint16_t *)a)[i]),
+                      weft_half_to_float(((const uint16_t *)b)[i]), op);
+      ((uint16_t *)d)[i] = isnan(r) ? 0x7e00 : weft_float_to_half(r);
+      break;
+    }
+    case WEFT_BFLOAT16: {
+      float r = ref16(weft_bf16_to_float(((const uint16_t *)a)[i]),
+                      weft_bf16_to_float(((const uint16_t *)b)[i]), op);
+      ((uint16_t *)d)[i] = isnan(r) ? 0x7fc0 : weft_float_to_bf16(r);
+      break;
+    }
+    default: break;
+    }
+}
+
+static void test_reduce_kernels(void **state)
+{
+  size_t es, n;
+  int dt, op;
+  (void)state;
+
+  for (dt = 0; dt < WEFT_DTYPE_COUNT; dt++)
+    for (op = 0; op < WEFT_OP_COUNT; op++) {
+      char a[RN * 8], b[RN * 8], d[RN * 8], want[RN * 8], x[RN * 8];
+      es = weft_dtype_size((weft_dtype)dt);
+      fill(a, (weft_dtype)dt, 0x9e3779b97f4a7c15ull + (uint64_t)dt);
+      fill(b, (weft_dtype)dt, 0xbf58476d1ce4e5b9ull + (uint64_t)op);
+      reference((weft_dtype)dt, (weft_op)op, want, a, b);
+      /* Every length up to 40 (vector tails), then all of it. */
+      for (n = 0; n <= RN; n = n < 40 ? n + 1 : RN) {
+        memset(d, 0x5a, sizeof(d));
+        weft__reduce((weft_dtype)dt, (weft_op)op, d, a, b, n);
+        if (memcmp(d, want, n * es) != 0)
+          fail_msg("%s %s n=%zu: differs from the reference", weft_dtype_name(dt),
+                   weft_op_name(op), n);
+        if (n == RN)
+          break;
+      }
+      memcpy(x, a, sizeof(x)); /* out = a */
+      weft__reduce((weft_dtype)dt, (weft_op)op, x, x, b, RN);
+      if (memcmp(x, want, RN * es) != 0)
+        fail_msg("%s %s: in place on the first input differs", weft_dtype_name(dt),
+                 weft_op_name(op));
+      memcpy(x, b, sizeof(x)); /* out = b */
+      weft__reduce((weft_dtype)dt, (weft_op)op, x, a, x, RN);
+      if (memcmp(x, want, RN * es) != 0)
+        fail_msg("%s %s: in place on the second input differs", weft_dtype_name(dt),
+                 weft_op_name(op));
+    }
+}
+
+/* The rules themselves, on values worked out by hand. */
+static void test_reduce_rules(void **state)
+{
+  int8_t i8a = 100, i8b = 100, i8d;
+  int32_t i32a = INT32_MAX, i32b = 2, i32d;
+  uint8_t u8a = 200, u8b = 200, u8d;
+  float fa = NAN, fb = 1.0f, fd;
+  uint16_t ha = weft_float_to_bf16(1.0f), hb = weft_float_to_bf16(0x1p-8f), hd;
+  (void)state;
+
+  weft__reduce(WEFT_INT8, WEFT_SUM, &i8d, &i8a, &i8b, 1);
+  assert_int_equal(i8d, -56); /* wraps; Open MPI 4.1's AVX sum would give 127 */
+  weft__reduce(WEFT_INT32, WEFT_SUM, &i32d, &i32a, &i32b, 1);
+  assert_int_equal(i32d, INT32_MIN + 1);
+  weft__reduce(WEFT_UINT8, WEFT_PROD, &u8d, &u8a, &u8b, 1);
+  assert_int_equal(u8d, (200 * 200) % 256);
+  weft__reduce(WEFT_FLOAT32, WEFT_MIN, &fd, &fa, &fb, 1);
+  assert_true(fd == 1.0f); /* Open MPI's: the second side when the two do not compare */
+  weft__reduce(WEFT_FLOAT32, WEFT_MIN, &fd, &fb, &fa, 1);
+  assert_true(isnan(fd));
+  weft__reduce(WEFT_BFLOAT16, WEFT_SUM, &hd, &ha, &hb, 1);
+  assert_int_equal(hd, weft_float_to_bf16(1.0f)); /* 1 + 2^-8: a tie, to even */
+  ha = 0x7f81; /* a NaN with a payload: the result is the canonical one */
+  weft__reduce(WEFT_BFLOAT16, WEFT_MAX, &hd, &ha, &hb, 1);
+  assert_int_equal(hd, 0x7fc0);
+  weft__reduce(WEFT_BFLOAT16, WEFT_MAX, &hd, &hb, &ha, 1);
+  assert_int_equal(hd, 0x7fc0);
+  ha = weft_float_to_bf16(-0.0f);
+  hb = weft_float_to_bf16(0.0f);
+  weft__reduce(WEFT_BFLOAT16, WEFT_MIN, &hd, &hb, &ha, 1);
+  assert_int_equal(hd, 0x8000); /* -0 below +0, whichever side it is on */
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -246,7 +417,8 @@ int main(void)
     cmocka_unit_test(test_mask),        cmocka_unit_test(test_coords),
     cmocka_unit_test(test_mesh_golden), cmocka_unit_test(test_half),
     cmocka_unit_test(test_bf16),        cmocka_unit_test(test_dtypes),
-    cmocka_unit_test(test_divide),
+    cmocka_unit_test(test_divide),      cmocka_unit_test(test_reduce_kernels),
+    cmocka_unit_test(test_reduce_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,15 +4,17 @@
  *
  * A program calls weft_init() once, takes the world group or builds a mesh
  * ("tp=2,pp=2,dp=*") and asks it for groups, then runs collectives on them.
- * Host buffers go through MPI; device (CUDA) buffers go through NCCL, ordered
- * on the caller's stream. Every int-returning function returns 0 on success
+ * Host buffers go through MPI, or within one host through shared memory
+ * (cross-memory attach); device (CUDA) buffers go through NCCL, ordered on
+ * the caller's stream. Every int-returning function returns 0 on success
  * or a negative WEFT_E* code; weft_last_error() then holds a one-line
  * explanation (which operation, which group, which ranks).
  *
  * Environment: WEFT_BACKEND=auto|mpi|nccl, WEFT_GPU (device index, set by
  * weftrun), WEFT_INIT_TIMEOUT (seconds, NCCL bootstrap, default 120),
  * WEFT_COLL_TIMEOUT (seconds per collective, default 0 = no deadline),
- * WEFT_ALLREDUCE=flat|hier|auto, WEFT_HIER_THRESHOLD (bytes, default 1 MiB).
+ * WEFT_ALLREDUCE=flat|hier|auto, WEFT_HIER_THRESHOLD (bytes, default 1 MiB),
+ * WEFT_HOST_SHM=1|0, WEFT_HOST_SHM_THRESHOLD (bytes, default 0: every size).
  *
  * \note Not thread-safe: call from one thread per ctx (the MPI thread level
  * asked for is MPI_THREAD_FUNNELED).
@@ -134,8 +136,8 @@ WEFT_EXPORT void weft_mesh_destroy(weft_mesh *mesh);
 
 /* ---- Collectives ---------------------------------------------------------- */
 
-/* Host buffers go through MPI, device buffers through NCCL. sendbuf == recvbuf
- * is in place. stream: a cudaStream_t for device buffers (NULL: the default
+/* Host buffers go through MPI (within one host through shared memory),
+ * device buffers through NCCL. sendbuf == recvbuf is in place. stream: a cudaStream_t for device buffers (NULL: the default
  * stream), ignored for host buffers. With WEFT_COLL_TIMEOUT set, a host
  * collective that does not complete in time returns WEFT_ETIMEDOUT and
  * weft_last_error() names the ranks that had not joined; the caller should
