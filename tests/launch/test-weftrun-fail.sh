@@ -6,7 +6,7 @@
 # to weftrun; a program that does not exist; output sent to files; a rank
 # printing a failure line of weft-rank's (it changes nothing); weft_init and
 # collective deadlines naming the absent rank; SIGKILL of weftrun (nothing
-# outlives it); WEFT_MPIRUN=/bin/true.
+# outlives it); WEFT_MPIRUN=/bin/true; --get-stack-traces.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs  # this host alone, whatever allocation or default hostfile the machine has
@@ -92,6 +92,12 @@ if [ -x "$rtto" ]; then
 else
   echo "# $rtto not built: deadline cases left out"
 fi
+# --get-stack-traces: the stack of every rank still running when --timeout ends the job,
+# or a line saying why there is none
+if command -v eu-stack >/dev/null 2>&1 || command -v gdb >/dev/null 2>&1; then stack='nanosleep'
+else stack='no stack: neither eu-stack (elfutils) nor gdb is installed'; fi
+run 124 40 '^weftrun: stack of rank 1 host ' -np 2 --oversubscribe --timeout 2 --get-stack-traces "$s" 30
+grep -q "$stack" "$tmp/err" || { echo "FAIL: --get-stack-traces: no '$stack':"; cat "$tmp/err"; fail=1; }
 # no fixed buffers on the way: a 5,000-character -x value reaches the rank whole (defect 5)
 long=$(awk 'BEGIN { while (i++ < 5000) printf "v" }')
 run 0 15 '' -np 1 -x "LONG=$long" sh -c '[ ${#LONG} = 5000 ]'
