@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,8 @@ struct wr_ctl {
   slot **slots;
   int nslots, cap;
   int unwelcomed;          /* connections without a HELLO yet */
+  int warned_fds;
+  int deaf;                /* the listener is out of the epoll set (no descriptors) */
 };
 
 static int
@@ -72,8 +75,18 @@ wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len)
   int rc, one = 1;
   wr_ctl *c = calloc(1, sizeof(*c));
 
-  (void)np;
   *out = NULL;
+  /* one descriptor per agent: thousands of them need more than the usual soft limit */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)np + 256 &&
+      rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = (rlim_t)np + 256 < rl.rlim_max ? (rlim_t)np + 256 : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)np + 64)
+    fprintf(stderr, "weftrun: warning: %d ranks, but only %llu open files allowed (ulimit -n): "
+            "agents beyond that cannot report; raise the limit\n", np,
+            (unsigned long long)rl.rlim_cur);
   if (!c) {
     snprintf(why, len, "out of memory");
     return -1;
@@ -152,6 +165,9 @@ drop(wr_ctl *c, int i)
   weft_ctl_conn_close(&sl->conn);
   free(sl);
   c->slots[i] = NULL;
+  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+  if (c->deaf && epoll_ctl(c->ep, EPOLL_CTL_ADD, c->lfd, &ev) == 0)
+    c->deaf = 0;
 }
 
 /* Send what is queued; watch for room when some is left. -1: the agent is gone. */
@@ -181,8 +197,20 @@ accept_all(wr_ctl *c, double now)
 {
   for (;;) {
     int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0)
-      return; /* EAGAIN, or out of descriptors: the next pump tries again */
+    if (fd < 0) {
+      /* out of descriptors: the agent's connection waits in the backlog (it gives up
+       * after its bound and says so); say it once here too */
+      if (errno == EMFILE || errno == ENFILE) {
+        if (!c->warned_fds)
+          fprintf(stderr, "weftrun: warning: out of file descriptors for agents' connections "
+                  "(ulimit -n)\n");
+        c->warned_fds = 1;
+        /* the listener stays readable: unwatch it until a connection closes */
+        if (epoll_ctl(c->ep, EPOLL_CTL_DEL, c->lfd, NULL) == 0)
+          c->deaf = 1;
+      }
+      return;
+    }
     int i = 0;
     while (i < c->nslots && c->slots[i])
       i++;

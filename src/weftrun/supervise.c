@@ -82,7 +82,8 @@ decide(wr_sup *s, wr_end end, int rank, int host, int code, double now)
       (end == WR_END_TIMEOUT || end == WR_END_DEADLINE || end == WR_END_LOST)) {
     s->want_stacks = 1;
     s->stacks_until = now + STACKS_S;
-  } else if ((end == WR_END_RANK || end == WR_END_DEADLINE) && !s->engine_exited) {
+  } else if ((end == WR_END_RANK || end == WR_END_DEADLINE || end == WR_END_PREEMPTED) &&
+             !s->engine_exited) {
     /* mpirun ends a job whose rank failed by itself, fastest when nobody else
      * stops the ranks under it; the agents are told a moment later */
     s->end_after = now + RANK_END_S;

@@ -182,10 +182,10 @@ mpi_args="-N 1 $F 1 signal:KILL"
 run_case rank-sigkill - 137 5 '^weftrun: job failed: rank 1 host vnode1 gpu none: killed by signal 9 (Killed) (exit 137)$' - -- $N1 "$F" 1 signal:KILL
 mpi_args="-N 1 $F 2 signal:ABRT"
 run_case rank-abort - 134 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: killed by signal 6 (Aborted) (exit 134)$' - -- $N1 "$F" 2 signal:ABRT
-mpi_args="-N 1 $hello --loop 30 --abort 1"
-run_case mpi-abort q 5 6 '^weftrun: job failed: rank 1 host vnode1 gpu none: exited with status 5 (exit 5)$' - -- $N1 "$hello" --loop 30 --abort 1
-mpi_args="-N 1 $hello --loop 30 --nofinalize 2"
-run_case no-finalize - 1 6 '^weftrun: job failed: rank 2 host vnode2 gpu none: exited with status 0 while the other ranks ran, without finalizing' - -- $N1 "$hello" --loop 30 --nofinalize 2
+envs="WEFT_TEST_FAULT_FILE=$fault" mpi_args="-N 1 -x WEFT_TEST_FAULT_FILE=$fault $hello --loop 30 --abort 1"
+run_case mpi-abort q 5 5 '^weftrun: job failed: rank 1 host vnode1 gpu none: exited with status 5 (exit 5)$' - -- $N1 "$hello" --loop 30 --abort 1
+envs="WEFT_TEST_FAULT_FILE=$fault" mpi_args="-N 1 -x WEFT_TEST_FAULT_FILE=$fault $hello --loop 30 --nofinalize 2"
+run_case no-finalize - 1 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: exited with status 0 while the other ranks ran, without finalizing' - -- $N1 "$hello" --loop 30 --nofinalize 2
 # deadlines
 ff="WEFT_TEST_FAULT_FILE=$fault"
 # (the waiting ranks sleep 1 s after their timeout before MPI_Abort: 6 s)

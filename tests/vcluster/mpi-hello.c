@@ -84,7 +84,15 @@ main(int argc, char **argv)
 
   ok = allreduce_ok(rank, size);
   if (fault && rank == fault_rank) {
+    const char *mark = getenv("WEFT_TEST_FAULT_FILE"); /* when the fault comes, for tests */
+    FILE *f = mark ? fopen(mark, "w") : NULL;
     usleep(500000);
+    if (f) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      fprintf(f, "%ld.%09ld\n", (long)ts.tv_sec, ts.tv_nsec);
+      fclose(f);
+    }
     if (!strcmp(fault, "--abort"))
       MPI_Abort(MPI_COMM_WORLD, 5);
     return 0; /* --nofinalize */
