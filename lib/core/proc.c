@@ -332,7 +332,7 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
         drain_until = t + s->drain;
         watch_until = t + s->watch_drain;
         watch_ready = 1;
-        event(s, WEFTX_PROC_EV_EXIT, si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status);
+        event(s, WEFTX_PROC_EV_EXIT, si.si_code == CLD_EXITED ? si.si_status : -si.si_status);
         continue;
       }
     }

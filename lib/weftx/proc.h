@@ -35,7 +35,8 @@ typedef enum weftx_proc_event {
   WEFTX_PROC_EV_STOP,         /* a stop request came on stop_fd (value: its byte, a signal number) */
   WEFTX_PROC_EV_KILL,         /* grace over or a second stop request: SIGKILL to the group */
   WEFTX_PROC_EV_CAP,          /* kept output reached max_output: SIGKILL to the group */
-  WEFTX_PROC_EV_EXIT,         /* the child exited (value: waitid's status, as r->status says it) */
+  WEFTX_PROC_EV_EXIT,         /* the child exited (value: its exit status, or -N when killed by
+                               * signal N) */
 } weftx_proc_event;
 
 /* Output of a PIPE stream: whole lines (the last one ends in '\n') except when a

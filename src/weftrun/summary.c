@@ -273,8 +273,8 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
             w, s->code);
     break;
   case WR_END_ENGINE:
-    if (s->engine_status > 128 && s->engine_status != WEFTX_PROC_NOEXEC)
-      fprintf(out, "weftrun: mpirun was killed by signal %d (exit %d)\n", s->engine_status - 128,
+    if (s->engine_status < 0)
+      fprintf(out, "weftrun: mpirun was killed by signal %d (exit %d)\n", -s->engine_status,
               s->code);
     else
       fprintf(out, "weftrun: mpirun failed with status %d before any rank reported a failure "

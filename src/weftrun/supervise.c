@@ -378,6 +378,8 @@ judge_engine(wr_sup *s, double now)
   s->engine_judged = 1;
   if (s->end)
     return;
+  if (status < 0) /* killed by signal -status: as a shell says it, for NOFINALIZE */
+    status = 128 - status;
   if (status != 0) {
     /* a rank that ended with 0 before the others were stopped: MPI ends a job whose
      * rank exits without finalizing */

@@ -301,7 +301,8 @@ typedef struct wr_sup {
   wr_lost_how lost_how;
   double end_at, stacks_until, end_after;
   int want_end, want_stacks;    /* 1: to do, 2: done (stacks: 3 when in) */
-  int engine_exited, engine_status, engine_judged;
+  int engine_exited, engine_judged;
+  int engine_status;            /* mpirun's exit status, -N when killed by signal N */
   double engine_at;
 } wr_sup;
 

@@ -376,6 +376,20 @@ test_engine_end(void **state)
   assert_non_null(strstr(out, "mpirun exited 0, but 6 of 6 ranks never ran"));
   free(out);
   wr_sup_free(s);
+  /* mpirun killed (exit 255 is not a signal) */
+  for (int k = 0; k < 2; k++) {
+    s = sup(0);
+    started_all(s, 0.2);
+    wr_sup_engine_exit(s, k ? 255 : -9, 1.0);
+    wr_sup_tick(s, 2.6);
+    out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_ENGINE);
+    assert_non_null(strstr(out, k ? "weftrun: mpirun failed with status 255 before any rank reported"
+                                  : "weftrun: mpirun was killed by signal 9 (exit 70)"));
+    assert_non_null(strstr(out, "weftrun:   rank 5 host vnode2 gpu none: pid 1005"));
+    free(out);
+    wr_sup_free(s);
+  }
   /* all well */
   s = sup(0);
   started_all(s, 0.2);
