@@ -62,7 +62,7 @@ pass=0 total=0 mpass=0 mtotal=0
 # holders weft-vcluster keeps), for 5 s at most.
 left()
 {
-  _i=0
+  _end=$(echo "$(now) 5" | awk '{ printf "%.3f", $1 + $2 }')
   while :; do
     _l=
     for _k in 0 1 2; do
@@ -72,8 +72,7 @@ left()
       done
     done
     [ -n "$_l" ] || return 0
-    _i=$((_i + 1))
-    [ $_i -lt 50 ] || { echo "$_l"; return 1; }
+    awk -v n="$(now)" -v e="$_end" 'BEGIN { exit !(n < e) }' || { echo "$_l"; return 1; }
     sleep 0.1
   done
 }
