@@ -122,10 +122,11 @@ for v in ("OMPI_MCA_orte_default_hostfile", "SLURM_JOB_NODELIST", "PRTE_MCA_prte
     env.pop(v, None)
 
 
-def run(args):
+def run(args, cwd):
     t0 = time.time()
     try:
-        p = subprocess.run([weftrun] + args, env=env, stdin=subprocess.DEVNULL,
+        # in the scratch directory: an --output-filename among the inputs writes there
+        p = subprocess.run([weftrun] + args, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10)
     except subprocess.TimeoutExpired:
         return "hang", args, 124, b"", time.time() - t0
@@ -152,7 +153,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="weft-fuzz.") as d:
         cases = [case(d, i) for i in range(n)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-            for kind, args, rc, err, dt in ex.map(run, cases):
+            for kind, args, rc, err, dt in ex.map(run, cases, [d] * len(cases)):
                 counts[kind] = counts.get(kind, 0) + 1
                 codes[rc] = codes.get(rc, 0) + 1
                 slowest = max(slowest, dt)
