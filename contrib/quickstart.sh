@@ -68,7 +68,8 @@ if [ "$mode" = test ]; then
   [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=$((fail + 1))
 
   # WEFT_SANITIZE=1 (CI sets it): the same sources built with ASan and UBSan,
-  # and the tests that run weft's code on one machine run again with them.
+  # and the tests that run weft's code on one machine run again with them
+  # (the device path too, on the CUDA/NCCL stand-in).
   # Leak checking is off: Open MPI's and hwloc's PCI plugin's own allocations
   # are reported as leaks at exit.
   if [ "${WEFT_SANITIZE:-0}" = 1 ]; then
@@ -77,7 +78,7 @@ if [ "$mode" = test ]; then
     [ -f Makefile ] || ../configure -q --enable-sanitize
     make -s -j"$(nproc)"
     rc=0
-    for d in unit cli mpi launch; do
+    for d in unit cli mpi launch standin gpu; do
       ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         make -j"$(nproc)" -C tests/$d check || rc=$?
     done

@@ -47,20 +47,26 @@ static int put_index(char *buf, size_t len, size_t *used, int n)
   return 0;
 }
 
-/* All GPUs with \p gpu at position \p pos and the others in order around it. */
-static int rotated(int ngpus, int gpu, int pos, char *buf, size_t len)
+/* Device i of \p ids; NULL stands for 0, 1, 2, ... */
+static int id_at(const int *ids, int i)
+{
+  return ids ? ids[i] : i;
+}
+
+/* The devices \p ids with \p gpu at position \p pos and the others in order around it. */
+static int rotated(const int *ids, int n, int gpu, int pos, char *buf, size_t len)
 {
   size_t used = 0;
   int next = 0;
 
-  for (int slot = 0; slot < ngpus; slot++) {
+  for (int slot = 0; slot < n; slot++) {
     int g;
     if (slot == pos) {
       g = gpu;
     } else {
-      if (next == gpu)
+      if (id_at(ids, next) == gpu)
         next++;
-      g = next++;
+      g = id_at(ids, next++);
     }
     if (put_index(buf, len, &used, g))
       return WEFT_ERANGE;
@@ -68,21 +74,47 @@ static int rotated(int ngpus, int gpu, int pos, char *buf, size_t len)
   return 0;
 }
 
-int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu, int local_rank,
-                              char *buf, size_t len)
+static int is_one_of(const int *ids, int n, int v)
+{
+  for (int i = 0; i < n; i++)
+    if (id_at(ids, i) == v)
+      return 1;
+  return 0;
+}
+
+/* weftx_cuda_visible_list(), with NULL ids for 0..n-1. */
+static int visible(weftx_gpu_visibility mode, const int *ids, int n, int gpu, int local_rank,
+                   char *buf, size_t len)
 {
   if (!buf || len == 0)
     return WEFT_ERANGE;
   buf[0] = '\0';
-  if (local_rank < 0 || (gpu >= 0 && gpu >= ngpus))
+  if (local_rank < 0 || (gpu >= 0 && !is_one_of(ids, n, gpu)))
     return WEFT_EINVAL;
-  if (mode == WEFTX_GPUVIS_NONE || ngpus <= 0)
+  if (mode == WEFTX_GPUVIS_NONE || n <= 0)
     return 1;
   if (mode == WEFTX_GPUVIS_OWN)
     return gpu < 0 ? 0 : weft__snprintf(buf, len, "%d", gpu);
   if (gpu < 0)
     return 1;
-  return rotated(ngpus, gpu, local_rank < ngpus ? local_rank : 0, buf, len);
+  return rotated(ids, n, gpu, local_rank < n ? local_rank : 0, buf, len);
+}
+
+int weftx_cuda_visible_list(weftx_gpu_visibility mode, const int *ids, int n, int gpu,
+                            int local_rank, char *buf, size_t len)
+{
+  if (n < 0 || (n > 0 && !ids)) {
+    if (buf && len)
+      buf[0] = '\0';
+    return WEFT_EINVAL;
+  }
+  return visible(mode, ids, n, gpu, local_rank, buf, len);
+}
+
+int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu, int local_rank,
+                              char *buf, size_t len)
+{
+  return visible(mode, NULL, ngpus > 0 ? ngpus : 0, gpu, local_rank, buf, len);
 }
 
 static int bad_info(char *why, size_t whylen, const char *what, int a, int b)
@@ -103,7 +135,13 @@ static int check_info(const weftx_rank_info *ri, char *why, size_t whylen)
     return bad_info(why, whylen, "node rank", ri->node_rank, ri->nnodes);
   if (ri->master_port < 0 || ri->master_port > 65535)
     return bad_info(why, whylen, "MASTER_PORT", ri->master_port, 65536);
-  if (ri->gpu >= 0 && ri->gpu >= ri->ngpus)
+  if (ri->devices && ri->gpu >= 0 && !is_one_of(ri->devices, ri->ndevices, ri->gpu)) {
+    if (why)
+      weft__snprintf(why, whylen, "per-rank environment: GPU %d is not one of the %d the rank "
+                     "may see", ri->gpu, ri->ndevices);
+    return WEFT_EINVAL;
+  }
+  if (!ri->devices && ri->gpu >= 0 && ri->gpu >= ri->ngpus)
     return bad_info(why, whylen, "GPU", ri->gpu, ri->ngpus);
   return 0;
 }
@@ -164,8 +202,12 @@ static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_
   char cvd[WEFTX_RANK_CPUS_MAX];
   int rc = 0, vis;
 
-  vis = weftx_cuda_visible_devices(ri->gpu_visibility, ri->ngpus, ri->gpu, ri->local_rank, cvd,
-                                  sizeof(cvd));
+  if (ri->devices)
+    vis = weftx_cuda_visible_list(ri->gpu_visibility, ri->devices, ri->ndevices, ri->gpu,
+                                  ri->local_rank, cvd, sizeof(cvd));
+  else
+    vis = weftx_cuda_visible_devices(ri->gpu_visibility, ri->ngpus, ri->gpu, ri->local_rank, cvd,
+                                    sizeof(cvd));
   if (vis < 0) {
     if (why)
       weft__snprintf(why, whylen, "per-rank environment: GPU %d of a host with %d GPUs", ri->gpu,

@@ -2,13 +2,15 @@
 /*
  * What Slurm says about a job's GPUs, as text: index lists ("0,1,4", or
  * "0-1,4" in scontrol's IDX:), the values of the --gpus* options ("h100:2")
- * and GRES lists ("gres:gpu:2", "gpu:h100:2(IDX:0-1)", "gpu:8(S:0-1)").
- * Pure parsing: which variable or command holds which form, and what each
- * means, is in lib/weftx/hosts.h; reading them is the caller's business.
+ * GRES lists ("gres:gpu:2", "gpu:h100:2(IDX:0-1)", "gpu:8(S:0-1)"),
+ * and the per-node detail lines of "scontrol show job -d". Pure parsing: which
+ * variable or command holds which form, and what each means, is in
+ * lib/weftx/hosts.h; reading them is the caller's business.
  */
 #include "hosts-private.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GPUS_TOTAL_MAX 1000000L /* most GPUs a count or a sum of counts may give */
@@ -228,4 +230,154 @@ int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out
       return gpus_error(name, s, why, whylen, "%s", gres_form);
     p++;
   }
+}
+
+int weftx_slurm_gpu_list(const int *idx, int n, char *buf, size_t len)
+{
+  size_t used = 0;
+
+  if (!buf || len == 0 || n < 0 || (n > 0 && !idx))
+    return WEFT_EINVAL;
+  buf[0] = '\0';
+  for (int i = 0; i < n;) {
+    int j = i, rc;
+    while (j + 1 < n && idx[j + 1] == idx[j] + 1)
+      j++;
+    if (j > i)
+      rc = weft__snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", idx[i], idx[j]);
+    else
+      rc = weft__snprintf(buf + used, len - used, "%s%d", used ? "," : "", idx[i]);
+    if (rc)
+      return WEFT_ERANGE;
+    used += strlen(buf + used);
+    i = j + 1;
+  }
+  return 0;
+}
+
+/* "3-4,6" of n indices, allocated. */
+static char *index_list(const int *idx, int n)
+{
+  size_t len = (size_t)n * 12 + 1;
+  char *s = malloc(len);
+
+  if (s && weftx_slurm_gpu_list(idx, n, s, len) != 0) {
+    free(s);
+    s = NULL;
+  }
+  return s;
+}
+
+/* The value of " KEY=" on a line (from p, which follows a character of it, to end), as a
+ * pointer and a length; NULL when absent. */
+static const char *field(const char *p, const char *end, const char *key, size_t *len)
+{
+  size_t k = strlen(key);
+
+  for (; p + k <= end; p++)
+    if ((p[-1] == ' ' || p[-1] == '\t') && !strncmp(p, key, k)) {
+      const char *v = p + k;
+      *len = 0;
+      while (v + *len < end && v[*len] != ' ' && v[*len] != '\t')
+        (*len)++;
+      return v;
+    }
+  return NULL;
+}
+
+/* One detail line "Nodes=LIST ... GRES=..." (from line to end) into the entries. */
+static int detail_line(const char *line, const char *end, int lineno, weftx_slurm_node_gpus **v,
+                       int *n, char *why, size_t whylen)
+{
+  char nodes[4096], gres[1024], inner[400] = "";
+  size_t nlen, glen = 0;
+  const char *nv = line + 6, *gv;
+  weftx_slurm_gres g;
+  weftx_hostlist *hl = NULL;
+  int rc, count, more;
+
+  for (nlen = 0; nv + nlen < end && nv[nlen] != ' ' && nv[nlen] != '\t'; nlen++)
+    ;
+  gv = field(nv, end, "GRES=", &glen);
+  if (nlen == 0 || nlen >= sizeof(nodes) || glen >= sizeof(gres)) {
+    if (why)
+      weft__snprintf(why, whylen, "scontrol show job -d, line %d: '%.*s': expected "
+                     "'Nodes=LIST ... GRES=...'", lineno, (int)(end - line < 200 ? end - line : 200),
+                     line);
+    return WEFT_EPARSE;
+  }
+  memcpy(nodes, nv, nlen);
+  nodes[nlen] = '\0';
+  memcpy(gres, gv ? gv : "", glen);
+  gres[glen] = '\0';
+  rc = weftx_slurm_gres_gpus("GRES", gres, &g, inner, sizeof(inner));
+  if (rc == 0)
+    rc = weftx_hostlist_create(&hl);
+  if (rc == 0)
+    rc = weftx_hosts_parse_slurm(hl, nodes, NULL, inner, sizeof(inner));
+  if (rc) {
+    if (why && rc != WEFT_ENOMEM)
+      weft__snprintf(why, whylen, "scontrol show job -d, line %d: %s", lineno, inner);
+    weftx_hostlist_destroy(hl);
+    return rc == WEFT_ENOMEM ? rc : WEFT_EPARSE;
+  }
+  count = weftx_hostlist_count(hl);
+  more = *n + count;
+  weftx_slurm_node_gpus *grown = realloc(*v, (size_t)(more > 0 ? more : 1) * sizeof(*grown));
+  if (!grown) {
+    weftx_hostlist_destroy(hl);
+    return WEFT_ENOMEM;
+  }
+  *v = grown;
+  for (int i = 0; i < count; i++) {
+    weftx_slurm_node_gpus *e = &grown[*n];
+    e->count = g.count;
+    e->name = strdup(weftx_hostlist_host(hl, i)->name);
+    e->idx = g.nidx >= 0 || g.count == 0 ? index_list(g.idx, g.nidx > 0 ? g.nidx : 0) : NULL;
+    if (!e->name || ((g.nidx >= 0 || g.count == 0) && !e->idx)) {
+      free(e->name);
+      free(e->idx);
+      weftx_hostlist_destroy(hl);
+      return WEFT_ENOMEM;
+    }
+    (*n)++;
+  }
+  weftx_hostlist_destroy(hl);
+  return 0;
+}
+
+int weftx_slurm_job_gpus(const char *text, weftx_slurm_node_gpus **out, int *n, char *why,
+                         size_t whylen)
+{
+  const char *p = text;
+  int lineno = 0, rc = 0;
+
+  if (!text || !out || !n)
+    return WEFT_EINVAL;
+  *out = NULL;
+  *n = 0;
+  while (*p && rc == 0) {
+    const char *end = p + strcspn(p, "\n"), *q = p;
+    lineno++;
+    while (q < end && (*q == ' ' || *q == '\t'))
+      q++;
+    if (end - q > 6 && !strncmp(q, "Nodes=", 6))
+      rc = detail_line(q, end, lineno, out, n, why, whylen);
+    p = *end ? end + 1 : end;
+  }
+  if (rc) {
+    weftx_slurm_job_gpus_free(*out, *n);
+    *out = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+void weftx_slurm_job_gpus_free(weftx_slurm_node_gpus *v, int n)
+{
+  for (int i = 0; v && i < n; i++) {
+    free(v[i].name);
+    free(v[i].idx);
+  }
+  free(v);
 }

@@ -9,7 +9,8 @@
  * GPUs in index order. The cores of a GPU's NUMA node are shared out evenly
  * between the ranks whose GPUs sit on that node, in GPU order; pe=N asks for
  * N each. Without PCI locality the whole machine is the locality, and the note
- * says so.
+ * says so. When the policy names the GPUs ranks may have (those a Slurm job was
+ * given), only those are counted and chosen, by the same rules.
  */
 #include "weft_private.h"
 #include "map_private.h"
@@ -17,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Choose \p m of the \p g GPUs, spread out, into \p sel in index order. */
-static void spread(const weftx_topo *t, int g, int m, int *sel)
+/* Choose \p m of the \p g GPUs \p gpus (indices, ascending), spread out, into \p sel
+ * in index order. */
+static void spread(const weftx_topo *t, const int *gpus, int g, int m, int *sel)
 {
   char *taken = calloc((size_t)g, 1);
   int i, k, n = 0;
@@ -26,18 +28,18 @@ static void spread(const weftx_topo *t, int g, int m, int *sel)
   if (!taken) {
     /* Out of memory here only costs the spreading: take the first m. */
     for (i = 0; i < m; i++)
-      sel[i] = i;
+      sel[i] = gpus[i];
     return;
   }
   for (k = 0; k < m; k++) {
     int best = -1, bp = 0, bn = 0, bs = 0;
     for (i = 0; i < g; i++) {
-      const weftx_gpu *a = weftx_topo_gpu(t, i);
+      const weftx_gpu *a = weftx_topo_gpu(t, gpus[i]);
       int cp = 0, cn = 0, cs = 0, j;
       if (taken[i])
         continue;
       for (j = 0; j < g; j++) {
-        const weftx_gpu *b = weftx_topo_gpu(t, j);
+        const weftx_gpu *b = weftx_topo_gpu(t, gpus[j]);
         if (!taken[j])
           continue;
         cp += a->package == b->package;
@@ -55,7 +57,7 @@ static void spread(const weftx_topo *t, int g, int m, int *sel)
   }
   for (i = 0; i < g; i++)
     if (taken[i])
-      sel[n++] = i;
+      sel[n++] = gpus[i];
   free(taken);
 }
 
@@ -101,28 +103,32 @@ static void append(char *buf, size_t len, const char *sep, const char *text)
 int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
 {
   const weftx_policy *p = c->p;
-  int g = weftx_topo_ngpus(c->t), per = p->map_by == WEFTX_MAP_PPR ? p->ppr_n : 1;
+  int g = c->ngpus, per = p->map_by == WEFTX_MAP_PPR ? p->ppr_n : 1;
   int slots, m, *sel, gi, key, share = 0, pos = 0, i, q, cycle, nunits = 0, rc = 0;
   hwloc_bitmap_t local = NULL;
   hwloc_obj_t *units = NULL;
   const weftx_gpu *gpu;
-  char text[160];
+  char text[160], only[96] = "";
 
+  /* " the ranks may use (GPUs 3-4 of 8)" when the policy names the GPUs */
+  if (p->gpus)
+    weft__snprintf(only, sizeof(only), " the ranks may use (GPUs %s of %d)",
+                   *p->gpus ? p->gpus : "none", weftx_topo_ngpus(c->t));
   if (g <= 0) {
-    weft__snprintf(c->why, c->whylen, "--map-by gpu but %s has no GPUs; use --map-by core",
-                   c->label);
+    weft__snprintf(c->why, c->whylen, "--map-by gpu but %s has no GPUs%s; use --map-by core",
+                   c->label, only);
     return WEFT_ENOGPU;
   }
   slots = g * per;
   if (n > slots && !p->oversubscribe) {
     if (per == 1)
       weft__snprintf(c->why, c->whylen,
-                     "%d ranks but %s has %d GPU%s; use -np %d or fewer, --map-by core, or --oversubscribe",
-                     n, c->label, g, g == 1 ? "" : "s", g);
+                     "%d ranks but %s has %d GPU%s%s; use -np %d or fewer, --map-by core, or --oversubscribe",
+                     n, c->label, g, g == 1 ? "" : "s", only, g);
     else
       weft__snprintf(c->why, c->whylen,
-                     "%d ranks but ppr:%d:gpu on %s has %d slots (%d GPUs); use -np %d or fewer, or --oversubscribe",
-                     n, per, c->label, slots, g, slots);
+                     "%d ranks but ppr:%d:gpu on %s has %d slots (%d GPUs%s); use -np %d or fewer, or --oversubscribe",
+                     n, per, c->label, slots, g, only, slots);
     return WEFT_ENOFIT;
   }
   m = (n + per - 1) / per;
@@ -131,7 +137,7 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
   sel = calloc((size_t)m, sizeof(*sel));
   if (!sel)
     return WEFT_ENOMEM;
-  spread(c->t, g, m, sel);
+  spread(c->t, c->gpus, g, m, sel);
   /* Rank r's GPU: ranks beyond the slots wrap around (oversubscribe only). */
   gi = (r % (m * per)) / per;
   out->gpu = sel[gi];

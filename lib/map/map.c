@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-weftx_map_by weft__map_effective(const weftx_topo *t, const weftx_policy *p)
+weftx_map_by weft__map_effective(int ngpus, const weftx_policy *p)
 {
   if (p->map_by == WEFTX_MAP_AUTO)
-    return weftx_topo_ngpus(t) > 0 ? WEFTX_MAP_GPU : WEFTX_MAP_CORE;
+    return ngpus > 0 ? WEFTX_MAP_GPU : WEFTX_MAP_CORE;
   return p->map_by;
 }
 
@@ -137,9 +137,49 @@ static const char *label_of(const weftx_topo *t)
   return slash ? slash + 1 : src;
 }
 
+/* The GPUs ranks may have: policy->gpus, checked against the topology, else all. */
+static int ctx_gpus(weft__mapctx *c, char *why, size_t whylen)
+{
+  const char *list = c->p->gpus;
+  int all = weftx_topo_ngpus(c->t), i;
+  hwloc_bitmap_t set;
+
+  c->gpus = calloc((size_t)(all > 0 ? all : 1), sizeof(*c->gpus));
+  if (!c->gpus)
+    return WEFT_ENOMEM;
+  if (!list) {
+    for (i = 0; i < all; i++)
+      c->gpus[c->ngpus++] = i;
+    return 0;
+  }
+  if (!*list)
+    return 0;
+  set = hwloc_bitmap_alloc();
+  if (!set)
+    return WEFT_ENOMEM;
+  if (hwloc_bitmap_list_sscanf(set, list) < 0 || hwloc_bitmap_weight(set) < 0) {
+    weft__snprintf(why, whylen, "GPU list '%s' is not a list like 0-1,4", list);
+    hwloc_bitmap_free(set);
+    return WEFT_EINVAL;
+  }
+  if (hwloc_bitmap_last(set) >= all) {
+    weft__snprintf(why, whylen, "GPU %d of the GPUs the ranks may use (%s) is not a GPU of %s, "
+                   "which has %d", hwloc_bitmap_last(set), list, c->label, all);
+    hwloc_bitmap_free(set);
+    return WEFT_EINVAL;
+  }
+  hwloc_bitmap_foreach_begin(i, set)
+    c->gpus[c->ngpus++] = i;
+  hwloc_bitmap_foreach_end();
+  hwloc_bitmap_free(set);
+  return 0;
+}
+
 static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p, char *why,
                     size_t whylen)
 {
+  int rc;
+
   memset(c, 0, sizeof(*c));
   c->t = t;
   c->p = p;
@@ -147,12 +187,14 @@ static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p,
   c->why = why;
   c->whylen = whylen;
   c->label = label_of(t);
-  c->map = weft__map_effective(t, p);
-  c->bind = weft__bind_effective(p, c->map);
   c->reserved = hwloc_bitmap_alloc();
   c->avail = hwloc_bitmap_alloc();
   if (!c->reserved || !c->avail)
     return WEFT_ENOMEM;
+  if ((rc = ctx_gpus(c, why, whylen)) != 0)
+    return rc;
+  c->map = weft__map_effective(c->ngpus, p);
+  c->bind = weft__bind_effective(p, c->map);
   if (p->reserved_cpus && *p->reserved_cpus &&
       hwloc_bitmap_list_sscanf(c->reserved, p->reserved_cpus) < 0) {
     weft__snprintf(why, whylen, "reserved processors '%s' are not a list like 8-21,112-125",
@@ -170,6 +212,7 @@ static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p,
 
 static void ctx_free(weft__mapctx *c)
 {
+  free(c->gpus);
   hwloc_bitmap_free(c->reserved);
   hwloc_bitmap_free(c->avail);
 }
@@ -198,11 +241,11 @@ int weftx_map_slots(const weftx_topo *t, const weftx_policy *p)
   }
   switch (c.map) {
   case WEFTX_MAP_GPU:
-    slots = weftx_topo_ngpus(t);
+    slots = c.ngpus;
     break;
   case WEFTX_MAP_PPR:
     switch (p->ppr_obj) {
-    case WEFTX_OBJ_GPU: slots = weftx_topo_ngpus(t); break;
+    case WEFTX_OBJ_GPU: slots = c.ngpus; break;
     case WEFTX_OBJ_CORE: slots = weft__count_units(&c, c.avail); break;
     case WEFTX_OBJ_NUMA: slots = count_objs(&c, HWLOC_OBJ_NUMANODE); break;
     case WEFTX_OBJ_PACKAGE: slots = count_objs(&c, HWLOC_OBJ_PACKAGE); break;
@@ -249,7 +292,7 @@ int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank, i
     else if (c.bind == WEFTX_BIND_GPU_LOCAL) {
       weft__snprintf(why, whylen, "--bind-to gpu-local needs --map-by gpu, and %s has no GPUs; "
                      "use --bind-to core", c.label);
-      rc = weftx_topo_ngpus(t) > 0 ? WEFT_EINVAL : WEFT_ENOGPU;
+      rc = c.ngpus > 0 ? WEFT_EINVAL : WEFT_ENOGPU;
     } else
       rc = weft__map_cpu(&c, local_rank, local_size, out);
   }

@@ -20,6 +20,8 @@ typedef struct weft__mapctx {
   weftx_bind_to bind;        /* resolved: never DEFAULT */
   hwloc_bitmap_t reserved;  /* never NULL; empty when nothing is reserved */
   hwloc_bitmap_t avail;     /* the machine's processors minus reserved */
+  int *gpus;                /* the GPUs ranks may have (policy->gpus, else all), by index */
+  int ngpus;
   const char *label;        /* "a3-highgpu-8g.xml" or "this machine", for messages */
   char *why;
   size_t whylen;
@@ -29,8 +31,9 @@ const char *weft__map_name(weftx_map_by m);
 const char *weft__bind_name(weftx_bind_to b);
 const char *weft__obj_name(weftx_obj o);
 
-/* The mapping AUTO stands for on \p t (gpu when it has GPUs, core otherwise). */
-weftx_map_by weft__map_effective(const weftx_topo *t, const weftx_policy *p);
+/* The mapping AUTO stands for with \p ngpus GPUs to give (gpu when there are
+ * some, core otherwise). */
+weftx_map_by weft__map_effective(int ngpus, const weftx_policy *p);
 /* The binding DEFAULT stands for under mapping \p map (not AUTO): Open MPI's
  * rule, map-by X binds to X, with pe=N meaning cores. */
 weftx_bind_to weft__bind_effective(const weftx_policy *p, weftx_map_by map);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Write \p s as a JSON string, quotes included. */
 /* The name a NIC goes by: its interface, else its PCI address. */
 static const char *nic_label(const weftx_nic *nic)
 {
@@ -71,6 +70,12 @@ int weftx_plan_write_json(FILE *out, const weftx_plan *plan)
     fprintf(out, ", \"slots\": %d, \"gpus\": %d, \"topology\": ", h->slots,
             h->topo ? weftx_topo_ngpus(h->topo) : 0);
     weftx_json_string(out, h->topology ? h->topology : "live");
+    if (h->gpus_allowed) {
+      fputs(", \"gpus_allowed\": ", out);
+      weftx_json_string(out, h->gpus_allowed);
+      fputs(", \"gpus_from\": ", out);
+      weftx_json_string(out, h->gpus_from ? h->gpus_from : "");
+    }
     fputs(" }", out);
   }
   fputs(plan->nhosts ? "\n  ],\n  \"ranks\": [" : "],\n  \"ranks\": [", out);

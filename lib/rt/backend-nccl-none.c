@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The NCCL backend of a build without NCCL: every pointer is host memory
- * and anything that needs NCCL says so with WEFT_ENONCCL.
+ * The NCCL backend of a build without NCCL: device buffers (device.c still
+ * recognises them) and anything else that needs NCCL are refused with
+ * WEFT_ENONCCL, never handed to MPI.
  */
 #include "rt_private.h"
-
-int weft__is_device_ptr(weft_ctx *ctx, const void *p)
-{
-  (void)ctx;
-  (void)p;
-  return 0;
-}
 
 int weft__nccl_check(weft_ctx *ctx)
 {
   return weft__rt_fail(ctx, WEFT_ENONCCL,
-                       "WEFT_BACKEND=nccl, but this libweft was built without NCCL; rebuild "
-                       "with --with-nccl, or set WEFT_BACKEND=mpi");
+                       "device buffers or WEFT_BACKEND=nccl need NCCL, and this libweft was built "
+                       "without it; rebuild with --with-nccl=DIR, or use host buffers "
+                       "(WEFT_BACKEND=mpi)");
+}
+
+int weft__nccl_pack(weft_ctx *ctx, size_t n, void *const *dst, const void *const *src,
+                    const size_t *bytes, void *stream)
+{
+  (void)n, (void)dst, (void)src, (void)bytes, (void)stream;
+  return weft__nccl_check(ctx);
 }
 
 void weft__nccl_group_free(weft_group *g) { (void)g; }
@@ -30,8 +32,7 @@ void weft__nccl_ctx_free(weft_ctx *ctx) { (void)ctx; }
 
 static int none(weft_group *g)
 {
-  return weft__rt_fail(g->ctx, WEFT_ENONCCL, "device buffers need NCCL, and this libweft was "
-                                             "built without it");
+  return weft__nccl_check(g->ctx);
 }
 
 static int n_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
@@ -74,14 +75,14 @@ static int n_recv(weft_group *g, void *b, size_t n, weft_dtype dt, int peer, voi
 static int n_copy(weft_ctx *ctx, void *d, const void *s, size_t n, void *st)
 {
   (void)d, (void)s, (void)n, (void)st;
-  return weft__rt_fail(ctx, WEFT_ENONCCL, "device buffers need NCCL");
+  return weft__nccl_check(ctx);
 }
 
 static int n_alloc(weft_ctx *ctx, void **p, size_t n)
 {
   (void)n;
   *p = NULL;
-  return weft__rt_fail(ctx, WEFT_ENONCCL, "device buffers need NCCL");
+  return weft__nccl_check(ctx);
 }
 
 static void n_free(weft_ctx *ctx, void *p) { (void)ctx, (void)p; }

@@ -2,71 +2,79 @@
 /*
  * The NCCL backend: device buffers, ordered on the caller's stream.
  *
- * CUDA is asked nothing until a buffer's location matters: without an NVIDIA
- * driver on the machine (no /dev/nvidiactl) every pointer is host memory and
- * CUDA is never called. A group's NCCL communicator comes up at its first
- * device collective: group rank 0's ncclGetUniqueId goes out over MPI, then
- * a non-blocking ncclCommInitRankConfig is polled against WEFT_INIT_TIMEOUT;
- * on failure the communicator is aborted and the ranks exchange a "ready"
- * flag through group rank 0, so that the error names those that never came.
+ * CUDA and NCCL are opened (nccl-dl.c) and the rank's device made current
+ * only when the first device buffer comes; which buffers are device memory is
+ * asked of the driver without a context (device.c). A group's communicator
+ * comes up at its first device collective: group rank 0's ncclGetUniqueId
+ * goes out over MPI (into a buffer the group owns, which outlives the request
+ * even when a late rank 0 answers after the deadline), then a non-blocking
+ * ncclCommInitRankConfig is polled against WEFT_INIT_TIMEOUT; the ranks then
+ * agree through group rank 0, so that a failure names those that failed or
+ * never came. Point-to-point calls use a communicator of the two ranks alone
+ * (made at their first transfer), so that a send needs no third rank.
+ *
+ * A communicator that fails (an asynchronous error, a call NCCL did not take
+ * in time, a collective past WEFT_COLL_TIMEOUT) is aborted, as NCCL requires,
+ * and every other member is told over MPI so that each aborts its own (NCCL
+ * 2.28 wants every active rank to call ncclCommAbort); from then on device
+ * calls on that group fail at once with the reason. The deadline of a
+ * collective is counted from when the stream reaches it (an event recorded
+ * before the call), so that the caller's own kernels queued before it do not
+ * count. ncclCommSplit waits until the world's queued calls are done (NCCL:
+ * splitting with outstanding operations may deadlock).
  */
 #include "rt_private.h"
+#include "nccl-dl.h"
 
-#include <cuda_runtime.h>
-/* nccl.h declares a few functions as f() (no prototype). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <nccl.h>
-#pragma GCC diagnostic pop
 #include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-static int driver_present(void)
+/* MPI tags on the group's communicator (host send/recv use 1). */
+enum { TAG_FLAG_UP = 7, TAG_FLAG_DOWN = 8, TAG_PAIR_ID = 11, TAG_ABORTED = 12 };
+
+struct boot {
+  int ok;
+  ncclUniqueId id;
+};
+
+/* The NCCL side of a group (g->nccl). */
+struct ncgroup {
+  ncclComm_t comm;           /* the group's communicator, once up */
+  int failed;                /* its code (WEFT_E*) once it failed: device calls refuse */
+  char why[400];
+  struct boot *boot;         /* unique-id broadcast; may outlive its request */
+  MPI_Request boot_req;
+  cudaEvent_t start, done;   /* around the latest call (deadline, drain before split) */
+  int events;
+  ncclComm_t *pair;          /* two-rank communicators by peer, for send/recv */
+  struct boot *pair_boot;
+  MPI_Request *pair_req;
+};
+
+static int cuda_fail(weft_ctx *ctx, const char *what, cudaError_t e)
 {
-  return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/dxg", F_OK) == 0 ||
-         access("/proc/driver/nvidia/version", F_OK) == 0;
-}
-
-/* 1 when CUDA can run here (probed once per ctx), -1 otherwise. */
-static int cuda_usable(weft_ctx *ctx)
-{
-  int n = 0;
-
-  if (ctx->cuda_state == 0) {
-    ctx->cuda_state = -1;
-    if (driver_present() && cudaGetDeviceCount(&n) == cudaSuccess && n > 0)
-      ctx->cuda_state = 1;
-    else
-      (void)cudaGetLastError();
-  }
-  return ctx->cuda_state;
-}
-
-int weft__is_device_ptr(weft_ctx *ctx, const void *p)
-{
-  struct cudaPointerAttributes a;
-
-  if (cuda_usable(ctx) != 1)
-    return 0;
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+  (void)cudaGetLastError();
+  return weft__rt_fail(ctx, WEFT_ECUDA, "%s: %s", what, cudaGetErrorString(e));
 }
 
 int weft__nccl_check(weft_ctx *ctx)
 {
+  const char *why;
   cudaError_t e;
-  int n = 0;
+  int n = 0, rc;
 
-  if (!driver_present())
-    return weft__rt_fail(ctx, WEFT_ENOGPU,
-                         "NCCL was asked for, but this machine has no NVIDIA driver (no "
-                         "/dev/nvidiactl); run on a GPU host or set WEFT_BACKEND=mpi");
+  if (ctx->cuda_state == 1)
+    return 0;
+  if (!weft__cuda_driver(&why))
+    return weft__rt_fail(ctx, WEFT_ENOGPU, "device buffers or WEFT_BACKEND=nccl need a GPU, "
+                         "and here there is %s; run on a GPU host, or use host buffers "
+                         "(WEFT_BACKEND=mpi)", why);
+  if ((rc = weft__nccl_load(&why)) != 0)
+    return weft__rt_fail(ctx, rc, "device buffers need NCCL: %s", why);
   e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -81,41 +89,123 @@ int weft__nccl_check(weft_ctx *ctx)
                                            "GPU (WEFT_GPU=-1): use --map-by gpu, or host buffers");
   if (ctx->device >= n)
     return weft__rt_fail(ctx, WEFT_ERANGE,
-                         "this rank's device is %d (WEFT_GPU or the local rank), but only %d "
-                         "GPU(s) are visible",
-                         ctx->device, n);
+                         "this rank's device is %d (%s), but only %d GPU(s) are visible: run one "
+                         "rank per GPU, or give each rank its own GPU (WEFT_GPU, "
+                         "CUDA_VISIBLE_DEVICES); NCCL does not let two ranks share one",
+                         ctx->device, getenv("WEFT_GPU") ? "WEFT_GPU" : "its local rank", n);
   ctx->cuda_state = 1;
   return 0;
 }
 
-void weft__nccl_group_free(weft_group *g)
+static struct ncgroup *state(weft_group *g)
 {
-  ncclComm_t comm = (ncclComm_t)g->nccl;
-  ncclResult_t st = ncclSuccess;
-  double end;
+  struct ncgroup *ns = g->nccl;
 
-  if (!comm)
-    return;
-  g->nccl = NULL;
-  /* A non-blocking communicator is finalised (polled, bounded) before it
-   * is destroyed; anything wrong and it is aborted instead. */
-  end = weft__now() + (g->ctx->init_timeout < 30 ? g->ctx->init_timeout : 30);
-  if (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st == ncclSuccess) {
-    st = ncclCommFinalize(comm);
-    while (st == ncclInProgress && weft__now() < end) {
-      if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
-        st = ncclInternalError;
-      if (st == ncclInProgress)
-        sched_yield();
-    }
+  if (!ns) {
+    ns = calloc(1, sizeof(*ns));
+    if (!ns)
+      return NULL;
+    ns->boot_req = MPI_REQUEST_NULL;
+    g->nccl = ns;
   }
-  if (st == ncclSuccess)
-    ncclCommDestroy(comm);
-  else
-    ncclCommAbort(comm);
+  return ns;
 }
 
-void weft__nccl_ctx_free(weft_ctx *ctx) { ctx->nccl_world = NULL; }
+/* The one wait for a non-blocking communicator: poll until the call in
+ * progress (r) settles, or until time end. Returns ncclSuccess, NCCL's error,
+ * or ncclInProgress when the time ran out. */
+static ncclResult_t wait_comm(ncclComm_t comm, ncclResult_t r, double end)
+{
+  while (r == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &r) != ncclSuccess)
+      return ncclInternalError;
+    if (r != ncclInProgress)
+      break;
+    if (weftx_monotonic() > end)
+      return ncclInProgress;
+    sched_yield();
+  }
+  return r;
+}
+
+/* Abort every communicator of g, refuse device calls on it from now on with
+ * code and why, and (tell) tell the other members to do the same. */
+static void abort_group(weft_group *g, int code, int tell, const char *why)
+{
+  struct ncgroup *ns = g->nccl;
+  int i;
+
+  if (!ns)
+    return;
+  if (ns->comm) {
+    ncclCommAbort(ns->comm);
+    ns->comm = NULL;
+  }
+  for (i = 0; ns->pair && i < g->size; i++)
+    if (ns->pair[i]) {
+      ncclCommAbort(ns->pair[i]);
+      ns->pair[i] = NULL;
+    }
+  if (g == g->ctx->world)
+    g->ctx->nccl_world = NULL;
+  if (!ns->failed) {
+    ns->failed = code;
+    weft__snprintf(ns->why, sizeof(ns->why), "%s", why);
+  }
+  for (i = 0; tell && i < g->size; i++) {
+    MPI_Request req;
+    if (i != g->rank && MPI_Isend(NULL, 0, MPI_BYTE, i, TAG_ABORTED, g->comm, &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+  WEFT__LOG(RT, "group %s: NCCL communicators aborted: %s", g->name, why);
+}
+
+/* 1 when a member that aborted its communicator told us so (the notice is
+ * left for told()). */
+static int notice(weft_group *g, MPI_Status *st)
+{
+  int flag = 0, fin = 0;
+
+  MPI_Finalized(&fin);
+  return !fin && MPI_Iprobe(MPI_ANY_SOURCE, TAG_ABORTED, g->comm, &flag, st) == MPI_SUCCESS &&
+         flag;
+}
+
+/* A member that aborted its communicator told us: abort ours. 1 if so. */
+static int told(weft_group *g)
+{
+  MPI_Status st;
+  char why[200];
+
+  if (!notice(g, &st))
+    return 0;
+  MPI_Recv(NULL, 0, MPI_BYTE, st.MPI_SOURCE, TAG_ABORTED, g->comm, MPI_STATUS_IGNORE);
+  weft__snprintf(why, sizeof(why), "world rank %d aborted the group's NCCL communicator after "
+                 "a failure there", g->world_ranks[st.MPI_SOURCE]);
+  abort_group(g, WEFT_ENCCL, 0, why);
+  return 1;
+}
+
+/* Before a device call on g (comm: the communicator it will use, or NULL). */
+static int usable(weft_group *g, ncclComm_t comm, const char *fn)
+{
+  struct ncgroup *ns = g->nccl;
+  ncclResult_t st = ncclSuccess;
+
+  if (ns && !ns->failed && told(g))
+    ns = g->nccl;
+  if (ns && !ns->failed && comm && ncclCommGetAsyncError(comm, &st) == ncclSuccess &&
+      st != ncclSuccess && st != ncclInProgress) {
+    char why[400];
+    weft__snprintf(why, sizeof(why), "NCCL reported an asynchronous error: %s (%s)",
+                   ncclGetErrorString(st), ncclGetLastError(comm));
+    abort_group(g, WEFT_ENCCL, 1, why);
+  }
+  if (ns && ns->failed)
+    return weft__rt_fail(g->ctx, ns->failed, "%s on group %s: its NCCL communicator failed "
+                         "(%s); it was aborted, abort the job", fn, g->name, ns->why);
+  return 0;
+}
 
 /* Wait for an MPI request until time end; 0, or 1 on timeout. */
 static int poll_until(MPI_Request *req, double end)
@@ -124,7 +214,7 @@ static int poll_until(MPI_Request *req, double end)
     int flag = 0;
     if (MPI_Test(req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || flag)
       return 0;
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       return 1;
     sched_yield();
   }
@@ -157,12 +247,12 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
       return WEFT_ENOMEM;
     reqs[0] = MPI_REQUEST_NULL;
     for (i = 1; i < g->size; i++)
-      if (MPI_Irecv(&flags[i], 1, MPI_INT, i, 7, g->comm, &reqs[i]) != MPI_SUCCESS)
+      if (MPI_Irecv(&flags[i], 1, MPI_INT, i, TAG_FLAG_UP, g->comm, &reqs[i]) != MPI_SUCCESS)
         reqs[i] = MPI_REQUEST_NULL;
     for (;;) {
       int done = 0;
       if (MPI_Testall(g->size, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || done ||
-          weft__now() > end)
+          weftx_monotonic() > end)
         break;
       sched_yield();
     }
@@ -179,94 +269,138 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
     free(reqs);
     for (i = 1; i < g->size; i++) {
       MPI_Request req;
-      if (flags[i] >= 0 && MPI_Isend(flags, g->size, MPI_INT, i, 8, g->comm, &req) == MPI_SUCCESS)
+      if (flags[i] >= 0 &&
+          MPI_Isend(flags, g->size, MPI_INT, i, TAG_FLAG_DOWN, g->comm, &req) == MPI_SUCCESS)
         poll_or_cancel(&req, end);
     }
     return 0;
   } else {
     MPI_Request req;
-    if (MPI_Isend(&mine, 1, MPI_INT, 0, 7, g->comm, &req) != MPI_SUCCESS ||
+    if (MPI_Isend(&mine, 1, MPI_INT, 0, TAG_FLAG_UP, g->comm, &req) != MPI_SUCCESS ||
         poll_or_cancel(&req, end))
       return WEFT_ETIMEDOUT;
-    if (MPI_Irecv(flags, g->size, MPI_INT, 0, 8, g->comm, &req) != MPI_SUCCESS ||
+    if (MPI_Irecv(flags, g->size, MPI_INT, 0, TAG_FLAG_DOWN, g->comm, &req) != MPI_SUCCESS ||
         poll_or_cancel(&req, end))
       return WEFT_ETIMEDOUT;
     return 0;
   }
 }
 
-static int comm_up(weft_group *g, ncclComm_t *out)
+/* NCCL usable, and the rank's device current. */
+static int device_current(weft_ctx *ctx)
 {
-  weft_ctx *ctx = g->ctx;
-  struct {
-    int ok;
-    ncclUniqueId id;
-  } boot;
-  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  ncclComm_t comm = NULL;
-  ncclResult_t r, st = ncclInProgress;
-  MPI_Request req;
-  double end = weft__now() + ctx->init_timeout;
-  int rc = 0, *flags, i, ok;
-  char why[256] = "";
+  cudaError_t e;
+  int rc;
 
-  if (g->nccl) {
-    *out = (ncclComm_t)g->nccl;
-    return 0;
-  }
   if ((rc = weft__nccl_check(ctx)) != 0)
     return rc;
-  if (cudaSetDevice(ctx->device) != cudaSuccess)
-    return weft__rt_fail(ctx, WEFT_ECUDA, "cudaSetDevice(%d) failed", ctx->device);
-  memset(&boot, 0, sizeof(boot));
+  if ((e = cudaSetDevice(ctx->device)) != cudaSuccess)
+    return cuda_fail(ctx, "cudaSetDevice", e);
+  return 0;
+}
+
+/* The rank's device current, and the group's events, before its first call. */
+static int device_ready(weft_group *g, struct ncgroup *ns)
+{
+  weft_ctx *ctx = g->ctx;
+  cudaError_t e;
+  int rc;
+
+  if ((rc = device_current(ctx)) != 0)
+    return rc;
+  if (!ns->events) {
+    if ((e = cudaEventCreateWithFlags(&ns->start, cudaEventDisableTiming)) != cudaSuccess)
+      return cuda_fail(ctx, "cudaEventCreateWithFlags", e);
+    if ((e = cudaEventCreateWithFlags(&ns->done, cudaEventDisableTiming)) != cudaSuccess) {
+      cudaEventDestroy(ns->start);
+      return cuda_fail(ctx, "cudaEventCreateWithFlags", e);
+    }
+    ns->events = 1;
+  }
+  return 0;
+}
+
+/* A failure of the group's bootstrap: remembered, so that later device calls
+ * on the group say it at once instead of waiting again. */
+static int boot_fail(weft_group *g, int code, const char *fmt, ...) WEFT_PRINTF(3, 4);
+
+static int boot_fail(weft_group *g, int code, const char *fmt, ...)
+{
+  struct ncgroup *ns = g->nccl;
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(ns->why, sizeof(ns->why), fmt, ap);
+  va_end(ap);
+  ns->failed = code;
+  return weft__rt_fail(g->ctx, code, "%s", ns->why);
+}
+
+static int comm_up(weft_group *g, ncclComm_t *out, const char *fn)
+{
+  weft_ctx *ctx = g->ctx;
+  struct ncgroup *ns = state(g);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t comm = NULL;
+  ncclResult_t r, st;
+  double end = weftx_monotonic() + ctx->init_timeout;
+  int rc, *flags, i, ok;
+  char why[256] = "";
+
+  if (!ns)
+    return weft__rt_fail(ctx, WEFT_ENOMEM, "group %s: out of memory", g->name);
+  if (ns->comm) {
+    *out = ns->comm;
+    return usable(g, ns->comm, fn);
+  }
+  if ((rc = usable(g, NULL, fn)) != 0 || (rc = device_ready(g, ns)) != 0)
+    return rc;
+  /* The id's buffer belongs to the group: a late rank 0 may still write it
+   * after we gave up, and MPI cannot cancel a broadcast. */
+  if (!ns->boot && !(ns->boot = calloc(1, sizeof(*ns->boot))))
+    return weft__rt_fail(ctx, WEFT_ENOMEM, "group %s: out of memory", g->name);
   if (g->rank == 0) {
-    r = ncclGetUniqueId(&boot.id);
-    boot.ok = r == ncclSuccess;
-    if (!boot.ok)
+    r = ncclGetUniqueId(&ns->boot->id);
+    ns->boot->ok = r == ncclSuccess;
+    if (!ns->boot->ok)
       weft__snprintf(why, sizeof(why), "ncclGetUniqueId: %s", ncclGetErrorString(r));
   }
-  if (MPI_Ibcast(&boot, (int)sizeof(boot), MPI_BYTE, 0, g->comm, &req) != MPI_SUCCESS)
-    return weft__rt_fail(ctx, WEFT_EMPI, "NCCL bootstrap of group %s: MPI_Ibcast failed",
-                         g->name);
-  if (poll_until(&req, end))
-    return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
-                         "NCCL bootstrap of group %s: no unique id from world rank %d within "
-                         "%gs (WEFT_INIT_TIMEOUT); abort the job",
-                         g->name, g->world_ranks[0], ctx->init_timeout);
-  if (!boot.ok) {
+  if (MPI_Ibcast(ns->boot, (int)sizeof(*ns->boot), MPI_BYTE, 0, g->comm, &ns->boot_req) !=
+      MPI_SUCCESS)
+    return boot_fail(g, WEFT_EMPI, "NCCL bootstrap of group %s: MPI_Ibcast failed", g->name);
+  if (poll_until(&ns->boot_req, end))
+    return boot_fail(g, WEFT_ETIMEDOUT,
+                     "NCCL bootstrap of group %s: no unique id from world rank %d within %gs "
+                     "(WEFT_INIT_TIMEOUT); abort the job",
+                     g->name, g->world_ranks[0], ctx->init_timeout);
+  if (!ns->boot->ok) {
     if (!*why)
       weft__snprintf(why, sizeof(why), "world rank %d could not make an NCCL unique id",
                      g->world_ranks[0]);
-    return weft__rt_fail(ctx, WEFT_ENCCL, "NCCL bootstrap of group %s: %s", g->name, why);
+    return boot_fail(g, WEFT_ENCCL, "NCCL bootstrap of group %s: %s", g->name, why);
   }
   cfg.blocking = 0;
   cfg.commName = g->name;
-  r = ncclCommInitRankConfig(&comm, g->size, boot.id, g->rank, &cfg);
-  if (r != ncclSuccess && r != ncclInProgress) {
-    weft__snprintf(why, sizeof(why), "ncclCommInitRankConfig: %s", ncclGetErrorString(r));
-    st = r;
-  } else {
-    do {
-      if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
-        st = ncclInternalError;
-      if (st == ncclInProgress)
-        sched_yield();
-    } while (st == ncclInProgress && weft__now() < end);
-    if (st == ncclInProgress)
-      weft__snprintf(why, sizeof(why), "not up after %gs (WEFT_INIT_TIMEOUT)",
-                     ctx->init_timeout);
-    else if (st != ncclSuccess)
-      weft__snprintf(why, sizeof(why), "%s", ncclGetErrorString(st));
-  }
-  if (st != ncclSuccess && comm)
+  r = ncclCommInitRankConfig(&comm, g->size, ns->boot->id, g->rank, &cfg);
+  st = r == ncclSuccess || r == ncclInProgress ? wait_comm(comm, r, end) : r;
+  if (st == ncclInProgress)
+    weft__snprintf(why, sizeof(why), "not up after %gs (WEFT_INIT_TIMEOUT)", ctx->init_timeout);
+  else if (st != ncclSuccess)
+    weft__snprintf(why, sizeof(why), "%s", ncclGetErrorString(st));
+  if (st != ncclSuccess && comm) {
     ncclCommAbort(comm);
+    comm = NULL;
+  }
 
   /* Agree on the outcome, and name whoever failed or never came. */
   flags = calloc((size_t)g->size, sizeof(int));
-  if (!flags)
-    return weft__rt_fail(ctx, WEFT_ENOMEM, "NCCL bootstrap: out of memory");
-  rc = exchange_flags(g, st == ncclSuccess, flags, weft__now() + (ctx->init_timeout < 10
-                                                                   ? ctx->init_timeout : 10));
+  if (!flags) {
+    if (comm)
+      ncclCommAbort(comm);
+    return boot_fail(g, WEFT_ENOMEM, "NCCL bootstrap of group %s: out of memory", g->name);
+  }
+  rc = exchange_flags(g, st == ncclSuccess,
+                      flags, weftx_monotonic() + (ctx->init_timeout < 10 ? ctx->init_timeout : 10));
   ok = rc == 0;
   for (i = 0; i < g->size; i++)
     if (flags[i] != 1)
@@ -282,19 +416,19 @@ static int comm_up(weft_group *g, ncclComm_t *out)
           len += (size_t)n;
       }
     free(flags);
-    if (st == ncclSuccess)
+    if (comm)
       ncclCommAbort(comm);
     if (rc != 0)
-      return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
-                           "NCCL bootstrap of group %s failed%s%s; world rank %d (group rank 0) "
-                           "did not answer; abort the job",
-                           g->name, *why ? ": " : "", why, g->world_ranks[0]);
-    return weft__rt_fail(ctx, st == ncclInProgress ? WEFT_ETIMEDOUT : WEFT_ENCCL,
-                         "NCCL bootstrap of group %s failed%s%s; world rank(s) %s; abort the job",
-                         g->name, *why ? ": here: " : "", why, list);
+      return boot_fail(g, WEFT_ETIMEDOUT,
+                       "NCCL bootstrap of group %s failed%s%s; world rank %d (group rank 0) did "
+                       "not answer; abort the job",
+                       g->name, *why ? ": " : "", why, g->world_ranks[0]);
+    return boot_fail(g, st == ncclInProgress ? WEFT_ETIMEDOUT : WEFT_ENCCL,
+                     "NCCL bootstrap of group %s failed%s%s; world rank(s) %s; abort the job",
+                     g->name, *why ? ": here: " : "", why, list);
   }
   free(flags);
-  g->nccl = comm;
+  ns->comm = comm;
   if (g == ctx->world)
     ctx->nccl_world = comm;
   *out = comm;
@@ -303,105 +437,167 @@ static int comm_up(weft_group *g, ncclComm_t *out)
   return 0;
 }
 
+/* Wait (bounded) until the world's calls queued so far have run. */
+static int world_drained(weft_ctx *ctx)
+{
+  struct ncgroup *ns = ctx->world->nccl;
+  double end = weftx_monotonic() + ctx->init_timeout;
+  cudaError_t e;
+
+  if (!ns || !ns->events)
+    return 1;
+  while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady) {
+    if (weftx_monotonic() > end)
+      return 0;
+    sched_yield();
+  }
+  if (e != cudaSuccess)
+    (void)cudaGetLastError();
+  return e == cudaSuccess;
+}
+
 int weft__nccl_split(weft_group *g, int color, int key)
 {
   weft_ctx *ctx = g->ctx;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   ncclComm_t comm = NULL;
   ncclResult_t st;
-  double end = weft__now() + ctx->init_timeout;
+  struct ncgroup *ns;
   int ok, all = 0;
 
-  if (!ctx->nccl_world)
+  if (!ctx->nccl_world || !weft__nccl.CommSplit)
     return 0;
+  /* Every rank splits or none: first the world's queued calls must be done
+   * (NCCL: a split with outstanding operations may deadlock). */
+  ok = world_drained(ctx) && usable(ctx->world, ctx->nccl_world, "ncclCommSplit") == 0;
+  if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->world->comm) != MPI_SUCCESS || !all) {
+    WEFT__LOG(RT, "group %s: the world's NCCL calls did not drain in time; NCCL comes up at "
+              "first use", g->name);
+    return 0;
+  }
   cfg.blocking = 0;
   cfg.commName = g->name;
   st = ncclCommSplit((ncclComm_t)ctx->nccl_world, color, key, &comm, &cfg);
-  while (st == ncclInProgress && comm) {
-    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
-      st = ncclInternalError;
-    if (st == ncclInProgress && weft__now() > end)
-      break;
-    if (st == ncclInProgress)
-      sched_yield();
-  }
+  if (comm)
+    st = wait_comm(comm, st, weftx_monotonic() + ctx->init_timeout);
   ok = st == ncclSuccess && comm != NULL;
   /* All or none: a group whose members disagree would hang at its first
    * collective; without a split, the communicator comes up lazily. */
   if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, g->comm) != MPI_SUCCESS)
     all = 0;
-  if (!all) {
+  ns = all ? state(g) : NULL;
+  if (!ns || device_ready(g, ns) != 0) {
     if (comm)
       ncclCommAbort(comm);
     WEFT__LOG(RT, "group %s: ncclCommSplit did not work (%s); NCCL comes up at first use",
               g->name, ncclGetErrorString(st));
     return 0;
   }
-  g->nccl = comm;
+  ns->comm = comm;
   WEFT__LOG(RT, "group %s: NCCL communicator split from the world's", g->name);
   return 0;
 }
 
-/* Abort the group's communicator after a timeout; the world's is also the
- * one later groups split from, so that pointer goes too. */
-static void drop_comm(weft_group *g, ncclComm_t comm)
+/* Before a collective: the communicator, and the event its deadline counts
+ * from (recorded on the stream before the call). */
+static int enter(weft_group *g, ncclComm_t *comm, void *stream, const char *fn)
 {
-  ncclCommAbort(comm);
-  g->nccl = NULL;
-  if (g == g->ctx->world)
-    g->ctx->nccl_world = NULL;
-}
+  struct ncgroup *ns;
+  cudaError_t e;
+  int rc;
 
-/* After a call on a non-blocking communicator: wait until it is enqueued. */
-static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn)
-{
-  double limit = g->ctx->coll_timeout > 0 ? g->ctx->coll_timeout : g->ctx->init_timeout;
-  double end = weft__now() + limit;
-  ncclResult_t st = r;
-
-  while (st == ncclInProgress) {
-    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess)
-      break;
-    if (st == ncclInProgress && weft__now() > end) {
-      drop_comm(g, comm);
-      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
-                           "%s on group %s: NCCL did not take the call within %gs; "
-                           "communicator aborted",
-                           fn, g->name, limit);
-    }
-  }
-  if (st != ncclSuccess)
-    return weft__rt_fail(g->ctx, WEFT_ENCCL, "%s on group %s: %s (%s)", fn, g->name,
-                         ncclGetErrorString(st), ncclGetLastError(comm));
+  if ((rc = comm_up(g, comm, fn)) != 0)
+    return rc;
+  ns = g->nccl;
+  if (g->ctx->coll_timeout > 0 &&
+      (e = cudaEventRecord(ns->start, (cudaStream_t)stream)) != cudaSuccess)
+    return cuda_fail(g->ctx, "cudaEventRecord", e);
   return 0;
 }
 
-/* With WEFT_COLL_TIMEOUT, a device call waits (bounded) for its stream:
- * on timeout the communicator is aborted and the error names the ranks
+/* After a call on a non-blocking communicator: wait until NCCL took it. */
+static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn)
+{
+  double limit = g->ctx->coll_timeout > 0 ? g->ctx->coll_timeout : g->ctx->init_timeout;
+  ncclResult_t st = wait_comm(comm, r, weftx_monotonic() + limit);
+  char why[400];
+
+  if (st == ncclSuccess)
+    return 0;
+  if (st == ncclInProgress) {
+    weft__snprintf(why, sizeof(why), "%s: NCCL did not take the call within %gs", fn, limit);
+    abort_group(g, WEFT_ETIMEDOUT, 1, why);
+    return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT, "%s on group %s: NCCL did not take the call "
+                         "within %gs; communicator aborted", fn, g->name, limit);
+  }
+  weft__snprintf(why, sizeof(why), "%s: %s (%s)", fn, ncclGetErrorString(st),
+                 ncclGetLastError(comm));
+  abort_group(g, WEFT_ENCCL, 1, why);
+  return weft__rt_fail(g->ctx, WEFT_ENCCL, "%s on group %s: %s; communicator aborted", fn,
+                       g->name, why);
+}
+
+/* After a collective: with WEFT_COLL_TIMEOUT, wait for it (bounded). The
+ * clock starts when the stream reaches the call; until then it is the
+ * caller's work that runs, bounded by the same time but never a reason to
+ * abort. On timeout the communicator is aborted and the error names the ranks
  * that had not entered the call (arrival tokens, deadline.c). */
 static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn, void *stream)
 {
-  double end;
+  struct ncgroup *ns = g->nccl;
+  double limit = g->ctx->coll_timeout, end;
+  cudaError_t e;
   int rc = settle(g, comm, r, fn);
 
-  if (rc != 0 || g->ctx->coll_timeout <= 0)
+  if (rc != 0)
     return rc;
-  end = weft__now() + g->ctx->coll_timeout;
+  if ((e = cudaEventRecord(ns->done, (cudaStream_t)stream)) != cudaSuccess)
+    return cuda_fail(g->ctx, "cudaEventRecord", e);
+  if (limit <= 0)
+    return 0;
+  end = weftx_monotonic() + limit;
+  while ((e = cudaEventQuery(ns->start)) == cudaErrorNotReady) {
+    if (weftx_monotonic() > end)
+      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
+                           "%s on group %s: the work queued before it on the stream has run for "
+                           "more than %gs (WEFT_COLL_TIMEOUT), so it has not started; it stays "
+                           "queued and nothing was aborted; abort the job or raise the timeout",
+                           fn, g->name, limit);
+    sched_yield();
+  }
+  if (e != cudaSuccess)
+    return cuda_fail(g->ctx, fn, e);
+  end = weftx_monotonic() + limit;
   for (;;) {
-    cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
-    if (e == cudaSuccess)
-      return 0;
-    if (e != cudaErrorNotReady) {
-      (void)cudaGetLastError();
-      return weft__rt_fail(g->ctx, WEFT_ECUDA, "%s on group %s: %s", fn, g->name,
-                           cudaGetErrorString(e));
+    ncclResult_t st = ncclSuccess;
+    MPI_Status ms;
+    e = cudaEventQuery(ns->done);
+    if (e == cudaSuccess) /* done, but an asynchronous error still spoils it */
+      return usable(g, comm, fn);
+    if (e != cudaErrorNotReady)
+      return cuda_fail(g->ctx, fn, e);
+    /* A member aborted: this call may still have had all it needed from it
+     * (the abort came after), so it gets a moment to finish; then the group
+     * goes, at this call or the next. */
+    if (notice(g, &ms)) {
+      double grace = weftx_monotonic() + 0.2;
+      while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady && weftx_monotonic() < grace)
+        sched_yield();
+      if (e == cudaSuccess)
+        return 0;
+      told(g);
+      return usable(g, NULL, fn);
     }
-    if (weft__now() > end)
+    if (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st != ncclSuccess &&
+        st != ncclInProgress)
+      return usable(g, comm, fn);
+    if (weftx_monotonic() > end)
       break;
     sched_yield();
   }
-  drop_comm(g, comm);
-  return weft__timed_out(g, fn);
+  rc = weft__timed_out(g, fn);
+  abort_group(g, WEFT_ETIMEDOUT, 1, g->ctx->err);
+  return rc;
 }
 
 static const ncclDataType_t nccl_types[WEFT_DTYPE_COUNT] = {
@@ -414,7 +610,7 @@ static int nc_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
+  if ((rc = enter(g, &c, stream, "allreduce")) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
   return finish(g, c, ncclAllReduce(s, r, n, nccl_types[dt], nccl_ops[op], c,
                                     (cudaStream_t)stream), "allreduce", stream);
@@ -426,7 +622,7 @@ static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int r
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
+  if ((rc = enter(g, &c, stream, "broadcast")) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
   return finish(g, c, ncclBroadcast(buf, buf, n, nccl_types[dt], root, c, (cudaStream_t)stream),
                 "broadcast", stream);
@@ -453,7 +649,7 @@ static int nc_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
+  if ((rc = enter(g, &c, stream, "allgather")) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
     return rc;
   if (s == r && g->rank != 0) {
     if ((rc = nc_copy(g->ctx, mine, r, bytes, stream)) != 0)
@@ -471,7 +667,8 @@ static int nc_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
   ncclComm_t c;
   int rc;
 
-  if ((rc = comm_up(g, &c)) != 0 || (rc = weft__arrive(g)) != 0 || n == 0)
+  if ((rc = enter(g, &c, stream, "reduce_scatter")) != 0 || (rc = weft__arrive(g)) != 0 ||
+      n == 0)
     return rc;
   if (s == r && g->rank != 0) {
     /* Ours: the result at the start of the buffer; NCCL's in-place form
@@ -485,34 +682,112 @@ static int nc_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
                                         (cudaStream_t)stream), "reduce_scatter", stream);
 }
 
+/* The communicator of this rank and peer alone (made at their first
+ * transfer; the lower rank's unique id goes to the other over MPI), and the
+ * peer's rank in it. */
+static int pair_up(weft_group *g, int peer, ncclComm_t *out, int *prank, const char *fn)
+{
+  weft_ctx *ctx = g->ctx;
+  struct ncgroup *ns = state(g);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t comm = NULL;
+  ncclResult_t r, st;
+  double end = weftx_monotonic() + ctx->init_timeout;
+  int low = g->rank < peer, rc, i;
+  struct boot *b;
+  char name[96];
+
+  if (!ns)
+    return weft__rt_fail(ctx, WEFT_ENOMEM, "group %s: out of memory", g->name);
+  *prank = low ? 1 : 0;
+  if (ns->pair && ns->pair[peer]) {
+    *out = ns->pair[peer];
+    return usable(g, *out, fn);
+  }
+  if ((rc = usable(g, NULL, fn)) != 0 || (rc = device_ready(g, ns)) != 0)
+    return rc;
+  if (!ns->pair) {
+    ns->pair = calloc((size_t)g->size, sizeof(*ns->pair));
+    ns->pair_boot = calloc((size_t)g->size, sizeof(*ns->pair_boot));
+    ns->pair_req = malloc((size_t)g->size * sizeof(*ns->pair_req));
+    if (!ns->pair || !ns->pair_boot || !ns->pair_req)
+      return weft__rt_fail(ctx, WEFT_ENOMEM, "group %s: out of memory", g->name);
+    for (i = 0; i < g->size; i++)
+      ns->pair_req[i] = MPI_REQUEST_NULL;
+  }
+  b = &ns->pair_boot[peer];
+  if (low) {
+    b->ok = ncclGetUniqueId(&b->id) == ncclSuccess;
+    rc = MPI_Isend(b, (int)sizeof(*b), MPI_BYTE, peer, TAG_PAIR_ID, g->comm, &ns->pair_req[peer]);
+  } else {
+    rc = MPI_Irecv(b, (int)sizeof(*b), MPI_BYTE, peer, TAG_PAIR_ID, g->comm, &ns->pair_req[peer]);
+  }
+  if (rc != MPI_SUCCESS)
+    return weft__rt_fail(ctx, WEFT_EMPI, "%s on group %s: MPI failed to pass the NCCL id", fn,
+                         g->name);
+  if (poll_until(&ns->pair_req[peer], end))
+    return boot_fail(g, WEFT_ETIMEDOUT,
+                     "%s with world rank %d on group %s: the peer did not come to set up the "
+                     "NCCL connection within %gs (WEFT_INIT_TIMEOUT); abort the job",
+                     fn, g->world_ranks[peer], g->name, ctx->init_timeout);
+  if (!b->ok)
+    return boot_fail(g, WEFT_ENCCL, "%s with world rank %d on group %s: ncclGetUniqueId failed "
+                     "on world rank %d", fn, g->world_ranks[peer], g->name,
+                     g->world_ranks[low ? g->rank : peer]);
+  cfg.blocking = 0;
+  weft__snprintf(name, sizeof(name), "%.60s:%d-%d", g->name, low ? g->rank : peer,
+                 low ? peer : g->rank);
+  cfg.commName = name;
+  r = ncclCommInitRankConfig(&comm, 2, b->id, low ? 0 : 1, &cfg);
+  st = r == ncclSuccess || r == ncclInProgress ? wait_comm(comm, r, end) : r;
+  if (st != ncclSuccess) {
+    if (comm)
+      ncclCommAbort(comm);
+    return boot_fail(g, st == ncclInProgress ? WEFT_ETIMEDOUT : WEFT_ENCCL,
+                     "%s with world rank %d on group %s: the two-rank NCCL communicator did not "
+                     "come up: %s; abort the job",
+                     fn, g->world_ranks[peer], g->name,
+                     st == ncclInProgress ? "not within WEFT_INIT_TIMEOUT" : ncclGetErrorString(st));
+  }
+  ns->pair[peer] = comm;
+  *out = comm;
+  WEFT__LOG(RT, "group %s: NCCL communicator of ranks %d and %d up", g->name, g->rank, peer);
+  return 0;
+}
+
 static int nc_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
                    void *stream)
 {
   ncclComm_t c;
-  int rc;
+  int rc, p;
 
-  if ((rc = comm_up(g, &c)) != 0 || n == 0)
+  if ((rc = pair_up(g, peer, &c, &p, "send")) != 0 || n == 0)
     return rc;
-  return settle(g, c, ncclSend(buf, n, nccl_types[dt], peer, c, (cudaStream_t)stream), "send");
+  return settle(g, c, ncclSend(buf, n, nccl_types[dt], p, c, (cudaStream_t)stream), "send");
 }
 
 static int nc_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream)
 {
   ncclComm_t c;
-  int rc;
+  int rc, p;
 
-  if ((rc = comm_up(g, &c)) != 0 || n == 0)
+  if ((rc = pair_up(g, peer, &c, &p, "recv")) != 0 || n == 0)
     return rc;
-  return settle(g, c, ncclRecv(buf, n, nccl_types[dt], peer, c, (cudaStream_t)stream), "recv");
+  return settle(g, c, ncclRecv(buf, n, nccl_types[dt], p, c, (cudaStream_t)stream), "recv");
 }
 
 static int nc_alloc(weft_ctx *ctx, void **p, size_t bytes)
 {
-  cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+  cudaError_t e;
+  int rc;
 
+  *p = NULL;
+  if ((rc = device_current(ctx)) != 0)
+    return rc;
+  e = cudaMalloc(p, bytes ? bytes : 1);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
     *p = NULL;
+    (void)cudaGetLastError();
     return weft__rt_fail(ctx, WEFT_ECUDA, "cudaMalloc of %zu bytes failed: %s", bytes,
                          cudaGetErrorString(e));
   }
@@ -522,8 +797,92 @@ static int nc_alloc(weft_ctx *ctx, void **p, size_t bytes)
 static void nc_free(weft_ctx *ctx, void *p)
 {
   (void)ctx;
-  cudaFree(p);
+  if (p)
+    cudaFree(p);
 }
+
+/* How buckets copy tensors to and from the fusion buffer: batched
+ * (cudaMemcpyBatchAsync, one call) where the runtime has it, else one copy
+ * per tensor. WEFT_BUCKET_COPY=each forces the second, for measurements. */
+int weft__nccl_pack(weft_ctx *ctx, size_t n, void *const *dst, const void *const *src,
+                    const size_t *bytes, void *stream)
+{
+  static int each = -1;
+  size_t i;
+  int rc;
+
+  if ((rc = weft__nccl_check(ctx)) != 0)
+    return rc;
+  if (each < 0) {
+    const char *s = getenv("WEFT_BUCKET_COPY");
+    each = s && !strcmp(s, "each");
+  }
+  /* The batch refuses the legacy default stream (NULL). */
+  if (n > 1 && !each && weft__nccl.MemcpyBatchAsync && (uintptr_t)stream > 1) {
+    struct cudaMemcpyAttributes attr;
+    size_t first = 0;
+    cudaError_t e;
+    memset(&attr, 0, sizeof(attr));
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+    e = cudaMemcpyBatchAsync(dst, src, bytes, n, &attr, &first, 1, (cudaStream_t)stream);
+    if (e != cudaSuccess)
+      return cuda_fail(ctx, "cudaMemcpyBatchAsync", e);
+    return 0;
+  }
+  for (i = 0; i < n; i++)
+    if ((rc = nc_copy(ctx, dst[i], src[i], bytes[i], stream)) != 0)
+      return rc;
+  return 0;
+}
+
+void weft__nccl_group_free(weft_group *g)
+{
+  struct ncgroup *ns = g->nccl;
+  double end;
+  int i, fin = 0;
+
+  if (!ns)
+    return;
+  g->nccl = NULL;
+  MPI_Finalized(&fin);
+  if (!fin && !ns->failed)
+    told(g);
+  /* A communicator is finalised (polled, bounded) before it is destroyed;
+   * anything wrong and it is aborted instead. */
+  end = weftx_monotonic() + (g->ctx->init_timeout < 30 ? g->ctx->init_timeout : 30);
+  for (i = -1; i < (ns->pair ? g->size : 0); i++) {
+    ncclComm_t c = i < 0 ? ns->comm : ns->pair[i];
+    ncclResult_t st = ncclSuccess;
+    if (!c)
+      continue;
+    if (ncclCommGetAsyncError(c, &st) == ncclSuccess && st == ncclSuccess)
+      st = wait_comm(c, ncclCommFinalize(c), end);
+    if (st == ncclSuccess)
+      ncclCommDestroy(c);
+    else
+      ncclCommAbort(c);
+  }
+  if (g == g->ctx->world)
+    g->ctx->nccl_world = NULL;
+  if (ns->events) {
+    cudaEventDestroy(ns->start);
+    cudaEventDestroy(ns->done);
+  }
+  /* A request still pending owns its buffer: MPI may write it any time. */
+  if (ns->boot_req == MPI_REQUEST_NULL || (!fin && poll_until(&ns->boot_req, 0) == 0))
+    free(ns->boot);
+  for (i = 0; ns->pair_req && i < g->size; i++)
+    if (ns->pair_req[i] != MPI_REQUEST_NULL && (fin || poll_until(&ns->pair_req[i], 0)))
+      break;
+  if (!ns->pair_req || i == g->size)
+    free(ns->pair_boot);
+  free(ns->pair_req);
+  free(ns->pair);
+  free(ns);
+}
+
+void weft__nccl_ctx_free(weft_ctx *ctx) { ctx->nccl_world = NULL; }
 
 const struct weft__backend weft__backend_nccl = {
   "nccl", nc_allreduce, nc_broadcast, nc_allgather, nc_reduce_scatter,

@@ -34,6 +34,9 @@ struct weft_bucket {
   size_t total;         /* elements, all tensors */
   int device;           /* tensors live in device memory */
   const struct weft__backend *be;
+  void **dst;           /* one message's copies (tcap of each), for packing */
+  const void **src;
+  size_t *bytes;
   void *fusion;
   size_t fusion_n;      /* elements the fusion buffer holds */
   struct weft__shm_bucket *shm; /* host tensors on one host: shm-coll.c */
@@ -92,9 +95,21 @@ int weft_bucket_add(weft_bucket *b, void *tensor, size_t count)
   if (b->nt == b->tcap) {
     size_t ncap = b->tcap ? 2 * b->tcap : 64;
     struct weft__seg *nt = realloc(b->t, ncap * sizeof(*nt));
-    if (!nt)
+    void **dst;
+    const void **src;
+    size_t *bytes;
+    if (nt)
+      b->t = nt;
+    dst = nt ? realloc(b->dst, ncap * sizeof(*dst)) : NULL;
+    if (dst)
+      b->dst = dst;
+    src = dst ? realloc(b->src, ncap * sizeof(*src)) : NULL;
+    if (src)
+      b->src = src;
+    bytes = src ? realloc(b->bytes, ncap * sizeof(*bytes)) : NULL;
+    if (!bytes)
       return weft__rt_fail(b->g->ctx, WEFT_ENOMEM, "weft_bucket_add: out of memory");
-    b->t = nt;
+    b->bytes = bytes;
     b->tcap = ncap;
   }
   b->device = dev;
@@ -107,27 +122,33 @@ int weft_bucket_add(weft_bucket *b, void *tensor, size_t count)
 }
 
 /* Copy message elements [off, off+len) between the tensors and the fusion
- * buffer; *ti and *to hold the tensor and offset where off starts. */
+ * buffer; *ti and *to hold the tensor and offset where off starts. Device
+ * tensors go in one batch of copies (weft__nccl_pack), not one call each. */
 static int pack(weft_bucket *b, size_t ti, size_t to, size_t len, int in, void *stream)
 {
   char *f = b->fusion;
+  size_t n = 0, i;
   int rc;
 
   while (len > 0) {
     size_t k = b->t[ti].n - to;
+    char *t = b->t[ti].p + to * b->es;
     if (k > len)
       k = len;
-    if (in)
-      rc = b->be->copy(b->g->ctx, f, b->t[ti].p + to * b->es, k * b->es, stream);
-    else
-      rc = b->be->copy(b->g->ctx, b->t[ti].p + to * b->es, f, k * b->es, stream);
-    if (rc != 0)
-      return rc;
+    b->dst[n] = in ? f : t;
+    b->src[n] = in ? t : f;
+    b->bytes[n] = k * b->es;
+    n++;
     f += k * b->es;
     len -= k;
     ti++;
     to = 0;
   }
+  if (b->device)
+    return weft__nccl_pack(b->g->ctx, n, b->dst, b->src, b->bytes, stream);
+  for (i = 0; i < n; i++)
+    if ((rc = b->be->copy(b->g->ctx, b->dst[i], b->src[i], b->bytes[i], stream)) != 0)
+      return rc;
   return 0;
 }
 
@@ -234,5 +255,8 @@ void weft_bucket_destroy(weft_bucket *b)
     b->be->free(b->g->ctx, b->fusion);
   weft__shm_bucket_free(b->shm);
   free(b->t);
+  free(b->dst);
+  free(b->src);
+  free(b->bytes);
   free(b);
 }

@@ -21,15 +21,37 @@
     return rc_;                                                                        \
   } while (0)
 
-static const struct weft__backend *pick(weft_group *g, const void *a, const void *b)
+/* Which backend takes buffers a and b (b may be NULL): MPI for host memory,
+ * NCCL for device memory, asked of the driver without a context (device.c).
+ * A host buffer beside a device one, or memory of another device than this
+ * rank's, is refused: NCCL would read it as device memory of its own. */
+static int pick(weft_group *g, const char *fn, const void *a, const void *b,
+                const struct weft__backend **be)
 {
   weft_ctx *ctx = g->ctx;
+  int da, db, dev;
 
+  *be = &weft__backend_mpi;
   if (ctx->backend == WEFT__BACKEND_MPI)
-    return &weft__backend_mpi;
-  if ((a && weft__is_device_ptr(ctx, a)) || (b && weft__is_device_ptr(ctx, b)))
-    return &weft__backend_nccl;
-  return &weft__backend_mpi;
+    return 0;
+  da = a ? weft__device_of(a) : -1;
+  db = b && b != a ? weft__device_of(b) : da;
+  if (da < 0 && db < 0)
+    return 0;
+  if (a && b && (da < 0 || db < 0))
+    return weft__rt_fail(ctx, WEFT_EINVAL,
+                         "%s on group %s: the send buffer is %s memory and the receive buffer %s "
+                         "memory; give both in the GPU's memory, or both in host memory",
+                         fn, g->name, da < 0 ? "host" : "device", db < 0 ? "host" : "device");
+  dev = da >= 0 ? da : db;
+  if ((da >= 0 && db >= 0 && da != db) || (ctx->device >= 0 && dev != ctx->device))
+    return weft__rt_fail(ctx, WEFT_EINVAL,
+                         "%s on group %s: the buffers are memory of device %d%s, but this rank's "
+                         "device is %d; allocate them after cudaSetDevice(weft_device(ctx))",
+                         fn, g->name, da >= 0 ? da : db, da >= 0 && db >= 0 && da != db
+                         ? " and another" : "", ctx->device);
+  *be = &weft__backend_nccl;
+  return 0;
 }
 
 /* Checks common to all: group, type, op (op < 0: none), and that count
@@ -78,58 +100,63 @@ static int check_peer(weft_group *g, const char *fn, const char *what, int peer)
 int weft_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
                    void *stream)
 {
+  const struct weft__backend *be;
   int rc;
 
   if ((rc = check(g, "allreduce", dt, (int)op, n, 1)) != 0 ||
-      (rc = check_bufs(g, "allreduce", n, s, r)) != 0)
+      (rc = check_bufs(g, "allreduce", n, s, r)) != 0 || (rc = pick(g, "allreduce", s, r, &be)))
     return rc;
-  CALL(g, WEFTX_OP_ALLREDUCE, n * weft_dtype_size(dt),
-       pick(g, s, r)->allreduce(g, s, r, n, dt, op, stream));
+  CALL(g, WEFTX_OP_ALLREDUCE, n * weft_dtype_size(dt), be->allreduce(g, s, r, n, dt, op, stream));
 }
 
 int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream)
 {
+  const struct weft__backend *be;
   int rc;
 
   if ((rc = check(g, "broadcast", dt, -1, n, 1)) != 0 ||
       (rc = check_bufs(g, "broadcast", n, buf, buf)) != 0 ||
-      (rc = check_peer(g, "broadcast", "root", root)) != 0)
+      (rc = check_peer(g, "broadcast", "root", root)) != 0 ||
+      (rc = pick(g, "broadcast", buf, NULL, &be)) != 0)
     return rc;
-  CALL(g, WEFTX_OP_BROADCAST, n * weft_dtype_size(dt),
-       pick(g, buf, NULL)->broadcast(g, buf, n, dt, root, stream));
+  CALL(g, WEFTX_OP_BROADCAST, n * weft_dtype_size(dt), be->broadcast(g, buf, n, dt, root, stream));
 }
 
 int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *stream)
 {
+  const struct weft__backend *be;
   int rc;
 
   if (g && (rc = check(g, "allgather", dt, -1, n, (size_t)g->size)) != 0)
     return rc;
   if (!g)
     return WEFT_EINVAL;
-  if ((rc = check_bufs(g, "allgather", n, s, r)) != 0)
+  if ((rc = check_bufs(g, "allgather", n, s, r)) != 0 ||
+      (rc = pick(g, "allgather", s, r, &be)) != 0)
     return rc;
-  CALL(g, WEFTX_OP_ALLGATHER, n * weft_dtype_size(dt),
-       pick(g, s, r)->allgather(g, s, r, n, dt, stream));
+  CALL(g, WEFTX_OP_ALLGATHER, n * weft_dtype_size(dt), be->allgather(g, s, r, n, dt, stream));
 }
 
 int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
                         weft_op op, void *stream)
 {
+  const struct weft__backend *be;
   int rc;
 
   if (g && (rc = check(g, "reduce_scatter", dt, (int)op, n, (size_t)g->size)) != 0)
     return rc;
   if (!g)
     return WEFT_EINVAL;
-  if ((rc = check_bufs(g, "reduce_scatter", n, s, r)) != 0)
+  if ((rc = check_bufs(g, "reduce_scatter", n, s, r)) != 0 ||
+      (rc = pick(g, "reduce_scatter", s, r, &be)) != 0)
     return rc;
   CALL(g, WEFTX_OP_REDUCE_SCATTER, n * weft_dtype_size(dt),
-       pick(g, s, r)->reduce_scatter(g, s, r, n, dt, op, stream));
+       be->reduce_scatter(g, s, r, n, dt, op, stream));
 }
 
 int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream)
 {
+  const struct weft__backend *be;
   int rc;
 
   if ((rc = check(g, "send", dt, -1, n, 1)) != 0 || (rc = check_bufs(g, "send", n, buf, buf)) ||
@@ -138,11 +165,14 @@ int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "send on group %s: peer %d is this rank", g->name,
                          peer);
-  CALL(g, WEFTX_OP_SEND, n * weft_dtype_size(dt), pick(g, buf, NULL)->send(g, buf, n, dt, peer, stream));
+  if ((rc = pick(g, "send", buf, NULL, &be)) != 0)
+    return rc;
+  CALL(g, WEFTX_OP_SEND, n * weft_dtype_size(dt), be->send(g, buf, n, dt, peer, stream));
 }
 
 int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream)
 {
+  const struct weft__backend *be;
   int rc;
 
   if ((rc = check(g, "recv", dt, -1, n, 1)) != 0 || (rc = check_bufs(g, "recv", n, buf, buf)) ||
@@ -151,7 +181,9 @@ int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void 
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "recv on group %s: peer %d is this rank", g->name,
                          peer);
-  CALL(g, WEFTX_OP_RECV, n * weft_dtype_size(dt), pick(g, buf, NULL)->recv(g, buf, n, dt, peer, stream));
+  if ((rc = pick(g, "recv", buf, NULL, &be)) != 0)
+    return rc;
+  CALL(g, WEFTX_OP_RECV, n * weft_dtype_size(dt), be->recv(g, buf, n, dt, peer, stream));
 }
 
 static int barrier(weft_group *g)

@@ -24,14 +24,6 @@
  * absent ranks: one message per rank and collective instead of p-1. */
 #define WIDE 64
 
-double weft__now(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Receive the tokens that have come in so far. */
 static void drain(weft_group *g)
 {
@@ -77,13 +69,13 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
     rc = MPI_Wait(req, MPI_STATUS_IGNORE);
     goto done;
   }
-  end = weft__now() + ctx->coll_timeout;
+  end = weftx_monotonic() + ctx->coll_timeout;
   for (;;) {
     int flag = 0;
     rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || flag)
       goto done;
-    if (weft__now() > end)
+    if (weftx_monotonic() > end)
       break;
     sched_yield();
   }

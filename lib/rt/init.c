@@ -62,21 +62,36 @@ static int env_seconds(weft_ctx *ctx, const char *var, double def, double *out)
   return 0;
 }
 
+/* Entries of CUDA_VISIBLE_DEVICES (0 when unset or empty). */
+static int visible_count(const char *vis)
+{
+  int n = 0;
+
+  if (!vis || !*vis)
+    return 0;
+  for (n = 1; *vis; vis++)
+    n += *vis == ',';
+  return n;
+}
+
 /* The CUDA device of this rank. weftrun sets WEFT_GPU to the GPU's index in
  * PCI order (the topology's numbering; -1 for a rank without a GPU, a list for
  * several), while CUDA numbers only the devices it can see, in the order of
  * CUDA_VISIBLE_DEVICES: the device to use is WEFT_GPU's position in that list.
- * Without WEFT_GPU, the local rank. -1 means "no GPU", which only the NCCL
- * path checks. */
+ * Without WEFT_GPU, the local rank; but where only one device is visible
+ * (Slurm's --gpus-per-task=1, a wrapper that sets CUDA_VISIBLE_DEVICES to the
+ * local rank) it is device 0 whatever the local rank. -1 means "no GPU",
+ * which only the NCCL path checks. Nothing here asks CUDA. */
 static int device_from_env(weft_ctx *ctx)
 {
   const char *s = getenv("WEFT_GPU");
   const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  int nvis = visible_count(vis);
   char first[32];
   size_t n;
   long v;
 
-  ctx->device = ctx->local_rank;
+  ctx->device = nvis == 1 ? 0 : ctx->local_rank;
   if (!s || !*s)
     return 0;
   n = strcspn(s, ",");
@@ -88,20 +103,26 @@ static int device_from_env(weft_ctx *ctx)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
                          s);
   ctx->device = (int)v;
-  if (v < 0 || !vis || !*vis)
+  if (v < 0 || !nvis)
     return 0;
   /* Position of the GPU in CUDA_VISIBLE_DEVICES; entries that are not plain
-   * indexes (UUIDs, MIG names) leave WEFT_GPU as it is. */
+   * indexes (UUIDs, MIG names) cannot be matched: one such entry is the
+   * device (0), several leave WEFT_GPU as it is. */
   for (int pos = 0; *vis; pos++) {
     size_t len = strcspn(vis, ",");
     char item[32];
-    long idx;
-    if (len >= sizeof(item))
+    long idx = -1;
+    if (len < sizeof(item)) {
+      memcpy(item, vis, len);
+      item[len] = '\0';
+      if (weftx_parse_long(item, 0, 1 << 20, &idx) != 0)
+        idx = -1;
+    }
+    if (idx < 0) {
+      if (nvis == 1)
+        ctx->device = 0;
       return 0;
-    memcpy(item, vis, len);
-    item[len] = '\0';
-    if (weftx_parse_long(item, 0, 1 << 20, &idx) != 0)
-      return 0;
+    }
     if (idx == v) {
       ctx->device = pos;
       return 0;

@@ -43,7 +43,7 @@ struct weft_group {
   MPI_Comm intra, inter;
   int intra_rank, intra_size, nhosts;
   int *hier_counts, *hier_displs;
-  /* NCCL communicator (ncclComm_t), created lazily. */
+  /* The NCCL side (backend-nccl.c): communicators, created lazily. */
   void *nccl;
   /* Host shared memory (shm.c), set up at the first host collective. */
   struct weft__shm *shm, *intra_shm;
@@ -90,7 +90,7 @@ struct weft_ctx {
   size_t chunk;        /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
   int host_shm;        /* WEFT_HOST_SHM: 0 off */
   size_t shm_threshold; /* WEFT_HOST_SHM_THRESHOLD, bytes */
-  int cuda_state;      /* 0 not probed, 1 usable, -1 absent */
+  int cuda_state;      /* 1 once weft__nccl_check passed */
   void *nccl_world;    /* ncclComm_t of the world group */
   weft_group *world;
   weft_mesh *meshes;
@@ -136,7 +136,6 @@ void weft__dtype_fini(void);
 MPI_User_function *weft__op16_fn(weft_dtype dt, weft_op op);
 
 /* ---- deadlines (deadline.c) ---- */
-double weft__now(void);
 /* Post this rank's arrival token for a collective on g (deadline on only). */
 int weft__arrive(weft_group *g);
 /* Wait for req until the ctx deadline; WEFT_ETIMEDOUT names the absent ranks
@@ -189,10 +188,21 @@ int weft__hier_wanted(weft_group *g, size_t n, weft_dtype dt);
 int weft__hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
                          weft_op op);
 
-/* 1 when p is device memory (only asks CUDA when a driver is present). */
+/* ---- device memory (device.c: the driver, without a context) ---- */
+/* 1 when the NVIDIA driver is there and starts; *reason says why not. */
+int weft__cuda_driver(const char **reason);
+/* The device (ordinal) whose memory p is, or -1 for host memory. */
+int weft__device_of(const void *p);
+/* 1 when p is device memory. */
 int weft__is_device_ptr(weft_ctx *ctx, const void *p);
-/* Check that NCCL can be used here (CUDA driver, a GPU); 0 or WEFT_E*. */
+
+/* ---- NCCL (backend-nccl.c, or backend-nccl-none.c) ---- */
+/* Check that NCCL can be used here (driver, CUDA, NCCL, a GPU for this
+ * rank); 0 or WEFT_E*. Loads the CUDA runtime and NCCL the first time. */
 int weft__nccl_check(weft_ctx *ctx);
+/* n device-to-device copies on stream (bucket packing), batched if CUDA can. */
+int weft__nccl_pack(weft_ctx *ctx, size_t n, void *const *dst, const void *const *src,
+                    const size_t *bytes, void *stream);
 void weft__nccl_group_free(weft_group *g);
 /* Give g an NCCL communicator split from the world's, if the world has one
  * (collective over the world, like weft_mesh_group); else it comes lazily. */

@@ -232,7 +232,7 @@ static int wait_one(struct weft__shm *sh, int k, int counter, double end, const 
         sched_yield();
       continue;
     }
-    now = weft__now();
+    now = weftx_monotonic();
     if (end > 0 && now > end)
       return timed_out(sh, counter, opname);
     if (now >= next_check) {
@@ -254,7 +254,7 @@ static int wait_one(struct weft__shm *sh, int k, int counter, double end, const 
 
 static double deadline(const struct weft__shm *sh)
 {
-  return sh->ctx->coll_timeout > 0 ? weft__now() + sh->ctx->coll_timeout : 0;
+  return sh->ctx->coll_timeout > 0 ? weftx_monotonic() + sh->ctx->coll_timeout : 0;
 }
 
 static int wait_all(struct weft__shm *sh, int counter, const char *opname)
@@ -515,7 +515,7 @@ static void arena(struct weft__shm *sh, int *ok)
   me = sh->ctl[sh->rank];
   memset(me, 0, sizeof(*me));
   me->pid = (int32_t)getpid();
-  sh->token = ((uint64_t)getpid() << 32) ^ (uint64_t)(weft__now() * 1e9) ^ (uintptr_t)sh;
+  sh->token = ((uint64_t)getpid() << 32) ^ (uint64_t)(weftx_monotonic() * 1e9) ^ (uintptr_t)sh;
   me->token = sh->token;
   me->token_at = (uint64_t)(uintptr_t)&sh->token;
   atomic_thread_fence(memory_order_seq_cst);

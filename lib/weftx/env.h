@@ -123,7 +123,12 @@ typedef struct weftx_rank_info {
   weftx_gpu_visibility gpu_visibility;
   /* Placement: */
   int ngpus;                  /* GPUs on this host (0 when none) */
-  int gpu;                    /* the rank's GPU index (PCI bus order), -1 for none */
+  int gpu;                    /* the rank's GPU index (PCI bus order), -1 for none; with
+                               * devices, the rank's GPU as this process numbers it */
+  const int *devices;         /* the GPUs the rank may see, as CUDA numbers them in this
+                               * process (a Slurm job's, renumbered from 0 under device
+                               * cgroups), in PCI order; NULL for 0..ngpus-1 */
+  int ndevices;
   int ncores;                 /* cores bound: OMP_NUM_THREADS; 0: not set */
   char cpus[WEFTX_RANK_CPUS_MAX]; /* WEFT_CPUS "0-12,26"; "": not set */
   char nic[32];               /* WEFT_NIC "enp6s0"; "": the rank has no NIC */
@@ -148,11 +153,18 @@ int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t,
  *         WEFT_EINVAL (gpu >= ngpus), WEFT_ERANGE (buf too small). */
 int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu,
                                           int local_rank, char *buf, size_t len);
+/** \brief As weftx_cuda_visible_devices() over the \p n devices \p ids (in order)
+ * instead of 0..ngpus-1: all gives \p ids with \p gpu (one of them, or -1) moved to
+ * position \p local_rank, own gives \p gpu. \return as weftx_cuda_visible_devices();
+ * WEFT_EINVAL when \p gpu is not one of \p ids. */
+int weftx_cuda_visible_list(weftx_gpu_visibility mode, const int *ids, int n, int gpu,
+                            int local_rank, char *buf, size_t len);
 
 /** \brief Add the per-rank variables to \p env, each only when \p env does not already
  * hold it (fill \p env with the user's variables first): RANK, WORLD_SIZE, LOCAL_RANK,
  * LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
- * CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES (weftx_cuda_visible_devices()),
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES (weftx_cuda_visible_list() over
+ * ri->devices),
  * OMP_NUM_THREADS, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME (PyTorch's gloo: the value
  * NCCL_SOCKET_IFNAME ends up with, whoever set it, less NCCL's leading '='; not for an
  * exclusion list "^..."), WEFT_GPU (index or -1), WEFT_CPUS, WEFT_NIC (when the rank

@@ -147,6 +147,10 @@ int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, 
 int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n,
                             char *why, size_t whylen);
 
+/** \brief Write \p n GPU indices as a list, runs of consecutive ones as ranges ("0-1,4"),
+ * "" for none. \return 0, or WEFT_ERANGE when \p buf is too small. */
+int weftx_slurm_gpu_list(const int *idx, int n, char *buf, size_t len);
+
 /** \brief The number of GPUs in a value of salloc/sbatch/srun's --gpus* options as Slurm exports
  * them (SLURM_GPUS_PER_NODE, SLURM_GPUS, SLURM_GPUS_PER_TASK): "2", "h100:2", "a100:1,v100:2" (3).
  * \return 0 with \p count >= 0, or WEFT_EPARSE with a reason. */
@@ -167,6 +171,25 @@ typedef struct weftx_slurm_gres {
  * \return 0, or WEFT_EPARSE with a reason (a count that disagrees with the indices too). */
 int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out, char *why,
                           size_t whylen);
+
+/* One node of a Slurm job and the GPUs the job has there (weftx_slurm_job_gpus()). */
+typedef struct weftx_slurm_node_gpus {
+  char *name;                      /* the node */
+  int count;                       /* GPUs the job has on it; 0 when none */
+  char *idx;                       /* their indices on the node as a list ("3-4,6"), "" when
+                                      none, NULL when Slurm gave a count without indices */
+} weftx_slurm_node_gpus;
+
+/** \brief The GPUs of a job on each of its nodes, from the text of "scontrol show job -d
+ * JOBID": its detail lines "Nodes=vnode[0-2] CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)" (one per
+ * group of nodes with the same allocation; a node list expands as SLURM_JOB_NODELIST does;
+ * no GRES, "GRES=" or "GRES=(null)" is no GPU). \p out is allocated by the callee, one entry
+ * per node in the order named (none when the text has no detail line); free it with
+ * weftx_slurm_job_gpus_free().
+ * \return 0; WEFT_EPARSE with "scontrol show job -d, line N: ..." in \p why; WEFT_ENOMEM. */
+int weftx_slurm_job_gpus(const char *text, weftx_slurm_node_gpus **out, int *n, char *why,
+                         size_t whylen);
+void weftx_slurm_job_gpus_free(weftx_slurm_node_gpus *v, int n);
 
 /** \brief Is \p name an acceptable host: RFC 1123 name (labels of letters, digits, '-',
  * and '_', 1-63 characters, no leading/trailing '-'), an IPv4 or an IPv6 literal,

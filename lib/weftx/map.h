@@ -49,6 +49,9 @@ typedef struct weftx_policy {
   int oversubscribe;      /* allow more ranks than the policy's slots (cores/GPUs) */
   int use_hwthreads;      /* count hardware threads as cores */
   const char *reserved_cpus; /* OS processors never given to ranks ("8-21,112-125"), or NULL */
+  const char *gpus;       /* the GPUs ranks may have, by index ("3-4,6": those a Slurm job
+                           * was given), or NULL for all; "" for none. With a list, map-by
+                           * gpu and its slots count only these, and auto is core without them */
 } weftx_policy;
 
 /* What one local rank gets. Clear with weftx_place_clear(). */
@@ -73,7 +76,7 @@ WEFT_BEGIN_DECLS
  * "PE=4", "OVERSUBSCRIBE" and "HWTCPUS" are understood ("socket" is "package",
  * "hwthread" is core with HWTCPUS).
  * Sets map_by, bind_to, ppr_n, ppr_obj and pe; sets oversubscribe and
- * use_hwthreads only when a modifier says so, and leaves reserved_cpus alone:
+ * use_hwthreads only when a modifier says so, and leaves reserved_cpus and gpus alone:
  * initialise \p p (e.g. to {0}) before the first call.
  * \return 0, or WEFT_EPARSE (malformed), WEFT_ENAME (unknown word; \p why names
  * the closest known one), WEFT_EINVAL (contradiction, e.g. map-by core with
@@ -85,7 +88,8 @@ int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
 int weftx_policy_format(const weftx_policy *p, char *buf, size_t len);
 
 /** \brief How many ranks this host can take under \p p without oversubscribing
- * (its slots): GPUs for map-by gpu, cores (or threads) otherwise, N x objects for ppr. */
+ * (its slots): GPUs for map-by gpu (those of p->gpus), cores (or threads) otherwise, N x
+ * objects for ppr. 0 when \p p does not fit \p t (a GPU of p->gpus it lacks). */
 int weftx_map_slots(const weftx_topo *t, const weftx_policy *p);
 
 /** \brief Place local rank \p local_rank of \p local_size on topology \p t.
@@ -94,8 +98,8 @@ int weftx_map_slots(const weftx_topo *t, const weftx_policy *p);
  * \return 0; WEFT_ENOFIT with a reason in \p why (more ranks than GPUs, pe larger
  * than the cores there are, no such object, ...); WEFT_ENOGPU (map-by gpu or
  * bind-to gpu-local on a machine without GPUs); WEFT_EINVAL (a rank outside
- * 0..local_size-1, reserved_cpus that do not parse, gpu-local without map-by
- * gpu); WEFT_ENOMEM. On failure \p out holds no bitmaps. */
+ * 0..local_size-1, reserved_cpus or gpus that do not parse, a GPU in gpus that
+ * the topology does not have, gpu-local without map-by gpu); WEFT_ENOMEM. On failure \p out holds no bitmaps. */
 int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank,
                               int local_size, weftx_place *out, char *why, size_t whylen);
 void weftx_place_clear(weftx_place *pl);
@@ -106,6 +110,8 @@ typedef struct weftx_plan_host {
   int slots;
   const weftx_topo *topo;       /* not owned */
   const char *topology;        /* file name shown in JSON, or NULL for "live" */
+  const char *gpus_allowed;    /* the GPUs its ranks may have ("3-4"), or NULL: all of them */
+  const char *gpus_from;       /* who allows them ("Slurm job 12"), or NULL */
 } weftx_plan_host;
 
 typedef struct weftx_plan_rank {

@@ -78,7 +78,8 @@ weft_exit_man(FILE *out)
 
 enum {
   A_LAYOUT = 1, A_RANKBY, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS, A_NCCL,
-  A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_PROBE, A_HELP,
+  A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_PROBE, A_HELP, A_GPUS,
+  A_OUTFILE,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
@@ -99,6 +100,11 @@ const weft_opt weft_agent_options[] = {
     "Topology of every host, or of host I of the layout.", 0 },
   { A_HOSTXML, "host-xml", WEFT_OPT_ARG, "FILE", S,
     "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
+  { A_GPUS, "gpus", WEFT_OPT_ARG, "SET[*N];...", S,
+    "The GPUs the ranks of each host may have, in the layout's order (\"3-4*3\", \"all\", \"none\").",
+    0 },
+  { A_OUTFILE, "output-filename", WEFT_OPT_ARG, "DIR", S,
+    "The program's output into DIR/1/rank.R/stdout and stderr (engines without it).", 0 },
   { A_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S,
     "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
   { A_CONTROL, "control", WEFT_OPT_ARG, "ADDR:PORT", S,
@@ -186,6 +192,10 @@ weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char 
     put(&w, A_HOSTXML, a->host_xml);
   if (a->control)
     put(&w, A_CONTROL, a->control);
+  if (a->gpus)
+    put(&w, A_GPUS, a->gpus);
+  if (a->output_filename)
+    put(&w, A_OUTFILE, a->output_filename);
   return w.rc;
 }
 
@@ -226,6 +236,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     return 0;
   case A_HOSTXML: a->host_xml = a1; return 0;
   case A_CONTROL: a->control = a1; return 0;
+  case A_GPUS: a->gpus = a1; return 0;
+  case A_OUTFILE: a->output_filename = a1; return 0;
   case A_GRACE: return weftx_parse_long(a1, 0, 3600, &a->preempt_grace) ? -1 : 0;
   case A_PROBE: a->probe = 1; return 0;
   case A_HELP: a->help = 1; return 0;

@@ -19,7 +19,9 @@
  * host go run-length coded (--layout "8x1999,4", layout.h), host names are
  * not sent (weftrun knows where each rank runs from its plan and names the
  * host itself), --topology FILE is one argument and --topology I=FILE one per
- * --topology HOST=FILE the user gave (at most WEFT_AGENT_MAX_TOPOLOGY).
+ * --topology HOST=FILE the user gave (at most WEFT_AGENT_MAX_TOPOLOGY), and
+ * the GPUs each host's ranks may have (a Slurm job's) go run-length coded too
+ * (--gpus "3-4*2000").
  */
 #ifndef WEFT_TOOL_AGENT_H
 #define WEFT_TOOL_AGENT_H
@@ -131,6 +133,8 @@ typedef struct weft_agent_args {
   const char *host_topology[WEFT_AGENT_MAX_TOPOLOGY]; /* "I=FILE", I a host index of the layout */
   int nhost_topology;
   const char *host_xml;        /* weftrun's own host as XML, for the ranks on that host */
+  const char *gpus;            /* the GPUs each host's ranks may have (layout.h's sets) */
+  const char *output_filename; /* the rank's output into DIR/1/rank.R/{stdout,stderr} */
   long preempt_grace;          /* -1: the agent's default */
   const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
   int probe;                   /* print this host's topology and exit */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Rank-to-host layout: the one rule weftrun and weft-rank must agree on, and
- * its run-length spelling on the agent's command line.
+ * its run-length spelling on the agent's command line; the GPUs of each host
+ * spelled the same way.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layout.h"
 
@@ -69,22 +71,27 @@ weft_layout_parse(const char *s, int *counts, int max)
   return n;
 }
 
-char *
-weft_layout_encode(const int *counts, int n)
+/* The i-th word of a list, into buf (or a string of the list's own). */
+typedef const char *(*word_fn)(const void *items, int i, char *buf, size_t len);
+
+/* The run-length spelling of n words, SEP between runs, a run of equal ones written
+ * once with TIMES and its length; allocated, NULL when out of memory. */
+static char *
+run_length(const void *items, int n, word_fn word, const char *sep, const char *times)
 {
-  char *buf = NULL;
+  char *buf = NULL, a[1100], b[1100];
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f)
     return NULL;
   for (int h = 0; h < n;) {
     int run = 1;
-    while (h + run < n && counts[h + run] == counts[h])
+    const char *w = word(items, h, a, sizeof(a));
+    while (h + run < n && !strcmp(word(items, h + run, b, sizeof(b)), w))
       run++;
+    fprintf(f, "%s%s", h ? sep : "", w);
     if (run > 1)
-      fprintf(f, "%s%dx%d", h ? "," : "", counts[h], run);
-    else
-      fprintf(f, "%s%d", h ? "," : "", counts[h]);
+      fprintf(f, "%s%d", times, run);
     h += run;
   }
   if (fclose(f)) {
@@ -92,4 +99,67 @@ weft_layout_encode(const int *counts, int n)
     return NULL;
   }
   return buf;
+}
+
+static const char *
+count_word(const void *items, int i, char *buf, size_t len)
+{
+  snprintf(buf, len, "%d", ((const int *)items)[i]);
+  return buf;
+}
+
+char *
+weft_layout_encode(const int *counts, int n)
+{
+  return run_length(counts, n, count_word, ",", "x");
+}
+
+static const char *
+set_word(const void *items, int i, char *buf, size_t len)
+{
+  const char *set = ((const char *const *)items)[i];
+  (void)buf;
+  (void)len;
+  return !set ? "all" : !*set ? "none" : set;
+}
+
+char *
+weft_gpusets_encode(const char *const *sets, int n)
+{
+  return run_length(sets, n, set_word, ";", "*");
+}
+
+int
+weft_gpusets_host(const char *s, int h, char *buf, size_t len)
+{
+  if (h < 0 || !s)
+    return -1;
+  while (*s) {
+    size_t n = strcspn(s, "*;");
+    long times = 1;
+    const char *end = s + n;
+    if (*end == '*') {
+      char *e;
+      times = strtol(end + 1, &e, 10);
+      if (e == end + 1 || end[1] == '-' || end[1] == '+' || times < 1)
+        return -1;
+      end = e;
+    }
+    if ((*end && *end != ';') || n == 0)
+      return -1;
+    int all = n == 3 && !strncmp(s, "all", 3), none = n == 4 && !strncmp(s, "none", 4);
+    if (!all && !none && strspn(s, "0123456789,-") < n)
+      return -1;
+    if (h < times) {
+      if (all)
+        return 1;
+      if ((none ? 0 : n) >= len)
+        return -1;
+      snprintf(buf, len, "%.*s", none ? 0 : (int)n, s);
+      return 0;
+    }
+    h -= (int)times;
+    s = *end ? end + 1 : end;
+  }
+  return -1;
 }

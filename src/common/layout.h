@@ -4,7 +4,8 @@
  * and asks mpirun for it) and weft-rank (which finds its own host index, the
  * torchrun NODE_RANK, from the same counts); and the counts' spelling on the
  * agent's command line, run-length coded so that it does not grow with the
- * hosts of a uniform job ("8x2000", "8x1999,4", "9x3,8x5").
+ * hosts of a uniform job ("8x2000", "8x1999,4", "9x3,8x5"); and, coded the
+ * same way, the GPUs each host's ranks may have.
  */
 #ifndef WEFT_TOOL_LAYOUT_H
 #define WEFT_TOOL_LAYOUT_H
@@ -25,5 +26,20 @@ int weft_layout_parse(const char *s, int *counts, int max);
 
 /** \brief The run-length spelling of \p n counts, allocated (free()); NULL when out of memory. */
 char *weft_layout_encode(const int *counts, int n);
+
+/* The GPUs the ranks of each host may have (a Slurm job's), in the same order and
+ * spelled for the agent the same way: ';' between hosts, "*N" for N hosts in a row
+ * with the same set, each set a list of indices ("3-4,6"), "none" or "all" (no limit):
+ * "3-4*3", "0-1*2;0", "all;2-3". */
+
+/** \brief The spelling of \p n sets (NULL: all, "": none), allocated (free()); NULL
+ * when out of memory. */
+char *weft_gpusets_encode(const char *const *sets, int n);
+
+/** \brief Host \p h's set of the spelling \p s into \p buf ("" for none).
+ * \return 0 with the list, 1 for all (no limit), -1 when \p s is malformed (a set of
+ * other characters than digits, ',' and '-', a bad count), names fewer hosts, or the
+ * set does not fit \p len. */
+int weft_gpusets_host(const char *s, int h, char *buf, size_t len);
 
 #endif /* WEFT_TOOL_LAYOUT_H */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device memory for weft-bench (built when configure found the CUDA
- * runtime): buffers on this rank's GPU, copies through cudaMemcpy, and a
- * stream that the collectives are ordered on and the timer waits for.
+ * runtime): buffers on this rank's GPU, and one stream that the collectives
+ * are ordered on and the timer waits for. The copies in and out of the
+ * device go on that same stream and are waited for: a cudaMemcpy from
+ * pageable memory may return before the data lands, and it runs on the legacy
+ * stream, which does not order the benchmark's cudaStreamNonBlocking stream.
  */
 #include <stdio.h>
 
@@ -21,14 +24,28 @@ static void dev_release(void *p)
     cudaFree(p);
 }
 
+/* The benchmark's stream (bench_stream_create): copies are ordered with the
+ * collectives on it. */
+static cudaStream_t copy_stream;
+
+static int copy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+  if (!copy_stream)
+    return WEFT_ECUDA;
+  if (cudaMemcpyAsync(dst, src, bytes, kind, copy_stream) != cudaSuccess ||
+      cudaStreamSynchronize(copy_stream) != cudaSuccess)
+    return WEFT_ECUDA;
+  return 0;
+}
+
 static int dev_upload(void *dst, const void *src, size_t bytes)
 {
-  return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : WEFT_ECUDA;
+  return copy(dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
 static int dev_download(void *dst, const void *src, size_t bytes)
 {
-  return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) == cudaSuccess ? 0 : WEFT_ECUDA;
+  return copy(dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 static int dev_sync(void *stream)
@@ -86,11 +103,14 @@ void *bench_stream_create(void)
 
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
     return NULL;
+  copy_stream = s;
   return s;
 }
 
-void bench_stream_destroy(void *stream)
+void bench_stream_destroy(void *s)
 {
-  if (stream)
-    cudaStreamDestroy((cudaStream_t)stream);
+  if (s)
+    cudaStreamDestroy((cudaStream_t)s);
+  if (s == (void *)copy_stream)
+    copy_stream = NULL;
 }

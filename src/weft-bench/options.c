@@ -449,7 +449,7 @@ enum {
 
 static const weft_opt scale_options[] = {
   { S_HOSTFILE, "hostfile", WEFT_OPT_ARG, "FILE", "Hosts",
-    "hosts, Open MPI syntax (default $WEFT_VCLUSTER_HOSTFILE)", 0 },
+    "hosts, Open MPI syntax (default: the Slurm allocation's, else $WEFT_VCLUSTER_HOSTFILE)", 0 },
   { S_NODES, "nodes", WEFT_OPT_ARG, "LIST", "Hosts",
     "increasing node counts (default 1,2,4,... up to the hosts in FILE)", 0 },
   { S_PPN, "ppn", WEFT_OPT_ARG, "N", "Hosts", "ranks per node (default 1)", 0 },

@@ -21,21 +21,13 @@
 
 #include "driver.h"
 
-static double now(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Wait, up to \p seconds, until a non-blocking call on \p comm is done. */
 static ncclResult_t settle(ncclComm_t comm, ncclResult_t res, double seconds)
 {
-  double end = now() + seconds;
+  double end = weftx_monotonic() + seconds;
 
   while (res == ncclInProgress) {
-    if (now() > end)
+    if (weftx_monotonic() > end)
       return ncclInProgress;
     if (ncclCommGetAsyncError(comm, &res) != ncclSuccess)
       return ncclSystemError;

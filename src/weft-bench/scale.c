@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft-bench scale: how a collective scales over the hosts of a hostfile.
+ * weft-bench scale: how a collective scales over the hosts of a hostfile (or
+ * of the Slurm allocation it runs in).
  * This file runs the measurements; the command line is in options.c, one
  * child job in scale-run.c, the analysis in scale-analysis.c and the output
  * in scale-output.c.
@@ -110,27 +111,47 @@ static int find_launcher(struct scale *s)
   return 0;
 }
 
+/* The hosts of the Slurm allocation this runs in (salloc -N4 weft-bench scale). */
+static int slurm_hosts(struct scale *s, const char *nodes, char *why, size_t len)
+{
+  const char *job = getenv("SLURM_JOB_ID");
+  int rc = weftx_hostlist_create(&s->hosts);
+
+  if (rc == 0)
+    rc = weftx_hosts_parse_slurm(s->hosts, nodes, NULL, why, len);
+  snprintf(s->source, sizeof(s->source), "the Slurm allocation SLURM_JOB_ID=%s "
+           "(SLURM_JOB_NODELIST=%s)", job ? job : "?", nodes);
+  s->o.hostfile = s->source;
+  return rc;
+}
+
 static int load_hosts(struct scale *s)
 {
+  const char *nodes = getenv("SLURM_JOB_NODELIST");
   const char *file = s->o.hostfile ? s->o.hostfile : getenv("WEFT_VCLUSTER_HOSTFILE");
   char why[512];
   int rc, n;
 
-  if (!file || !*file) {
-    fprintf(stderr, "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), or run "
-            "it inside weft-vcluster run\n");
-    return BENCH_EXIT_USAGE;
+  if (!s->o.hostfile && nodes && *nodes) {
+    rc = slurm_hosts(s, nodes, why, sizeof(why));
+    file = s->source;
+  } else {
+    if (!file || !*file) {
+      fprintf(stderr, "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), run it "
+              "in a Slurm allocation (salloc -N4 weft-bench scale), or inside weft-vcluster run\n");
+      return BENCH_EXIT_USAGE;
+    }
+    /* A virtual cluster is for rehearsing, and its links are veth pairs on
+     * shared cores: sizes that take seconds, not minutes. */
+    if (!s->o.hostfile && !s->o.sizes_given) {
+      bench_parse_sizes("64K,1M,4M", s->o.sizes, &s->o.nsizes, NULL, 0);
+      s->vcluster_sizes = 1;
+    }
+    s->o.hostfile = file;
+    rc = weftx_hostlist_create(&s->hosts);
+    if (rc == 0)
+      rc = weftx_hostfile_load(s->hosts, file, why, sizeof(why));
   }
-  /* A virtual cluster is for rehearsing, and its links are veth pairs on
-   * shared cores: sizes that take seconds, not minutes. */
-  if (!s->o.hostfile && !s->o.sizes_given) {
-    bench_parse_sizes("64K,1M,4M", s->o.sizes, &s->o.nsizes, NULL, 0);
-    s->vcluster_sizes = 1;
-  }
-  s->o.hostfile = file;
-  rc = weftx_hostlist_create(&s->hosts);
-  if (rc == 0)
-    rc = weftx_hostfile_load(s->hosts, file, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weft-bench scale: %s\n", rc == WEFT_ENOMEM ? "out of memory" : why);
     return BENCH_EXIT_USAGE;

@@ -60,6 +60,7 @@ struct scale {
   weftx_hostlist *hosts;
   char self[PATH_MAX], launcher[PATH_MAX];
   int launcher_is_weftrun, tty, vcluster_sizes;
+  char source[4200];              /* "the Slurm allocation ..." when the hosts come from one */
   struct scale_job jobs[SCALE_MAX_COUNTS], pairs[SCALE_MAX_PAIRS];
   int njobs, npairs, step, nsteps;
 };

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft-rank: the per-rank agent weftrun starts through mpirun. It finds its
- * rank and host from Open MPI's variables and weftrun's layout, computes its
- * own placement with weftx_map_rank() on its host's topology, binds CPU and
- * memory with hwloc when that topology is this machine (and only says what it
- * would bind otherwise), adds the per-rank environment without overwriting
- * anything the user set, and runs the program under supervision. With
- * --control it first connects to weftrun's control channel (channel.c) and
- * refuses to run the rank without it; every setup failure goes there too.
+ * weft-rank: the per-rank agent weftrun starts through its engine (mpirun, or
+ * srun). It finds its rank and host from the engine's variables (ids.c) and
+ * weftrun's layout, computes its own placement with weftx_map_rank() on its
+ * host's topology, among the GPUs it may have (gpus.c), binds CPU and memory
+ * with hwloc when that topology is this machine (and only says what it would
+ * bind otherwise), adds the per-rank environment without overwriting anything
+ * the user set, and runs the program under supervision. With --control it
+ * first connects to weftrun's control channel (channel.c) and refuses to run
+ * the rank without it; every setup failure goes there too.
  */
 #include "config.h"
 
@@ -18,17 +19,6 @@
 
 #include "layout.h"
 #include "weft-rank.h"
-
-static int
-env_int(const char *name, int *out)
-{
-  const char *v = getenv(name);
-  long l;
-  if (!v || weftx_parse_long(v, 0, 100000000, &l))
-    return -1;
-  *out = (int)l;
-  return 0;
-}
 
 /* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
  * when this is that host (it saves the probe; binding acts as on a live load), else the
@@ -135,8 +125,11 @@ main(int argc, char **argv)
   wk_channel *ch = NULL;
   wk_page *page = NULL;
   weftx_place pl;
+  wk_ids ids;
+  wk_gpus gp;
+  wk_output *output = NULL;
   int placed = 0, rc = 0, first = argc;
-  char why[600] = "";
+  char why[600] = "", idwhy[600] = "";
   int *counts = NULL;
 
   weft_agent_args_init(&o);
@@ -148,7 +141,9 @@ main(int argc, char **argv)
   who.host[sizeof(who.host) - 1] = '\0';
   if (weft_check_version(stderr, argv[0]))
     return WK_EXIT_SETUP;
-  env_int("OMPI_COMM_WORLD_RANK", &who.rank);
+  int have_ids = wk_ids_get(&ids, idwhy, sizeof(idwhy)) == 0;
+  if (have_ids)
+    who.rank = ids.rank;
   if (weft_agent_args_parse(&o, argc, argv, &first, why, sizeof(why)))
     FAIL("%s", why);
   if (o.help) {
@@ -175,11 +170,9 @@ main(int argc, char **argv)
   if (!program[0])
     FAIL("no program after '--'");
 
-  int rank, size, lrank, lsize;
-  if (env_int("OMPI_COMM_WORLD_RANK", &rank) || env_int("OMPI_COMM_WORLD_SIZE", &size) ||
-      env_int("OMPI_COMM_WORLD_LOCAL_RANK", &lrank) || env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &lsize))
-    FAIL("OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE are not set: weft-rank runs under "
-         "weftrun, not by hand");
+  if (!have_ids)
+    FAIL("%s", idwhy);
+  int rank = ids.rank, size = ids.size, lrank = ids.local, lsize = ids.lsize;
 
   /* which host of weftrun's list this is: the torchrun NODE_RANK */
   int nhosts = 1, node = 0, local = lrank;
@@ -193,8 +186,9 @@ main(int argc, char **argv)
     if (node < 0)
       FAIL("rank %d is outside weftrun's layout %s", rank, o.layout);
     if (local != lrank || counts[node] != lsize)
-      FAIL("Open MPI placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
-           "%d; report this with the weftrun command line", lrank, lsize, local, counts[node], node);
+      FAIL("%s placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
+           "%d; report this with the weftrun command line", ids.from, lrank, lsize, local,
+           counts[node], node);
   }
 
   /* this host's topology and the rank's place on it */
@@ -206,6 +200,9 @@ main(int argc, char **argv)
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if (o.oversubscribe)
     pol.oversubscribe = 1;
+  if (wk_gpus_prepare(&gp, o.gpus, node, why, sizeof(why)))
+    FAIL("%s", why);
+  pol.gpus = wk_gpus_policy(&gp);
   if ((rc = wk_gcp_prepare(o.nccl_preset, nhosts, lrank, &who, &gcp, why, sizeof(why))))
     FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
   pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
@@ -256,6 +253,8 @@ main(int argc, char **argv)
     FAIL("out of memory");
   if ((rc = wk_gcp_apply(gcp, env, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
+  if (wk_gpus_apply(&gp, &pl, &ri, env, ri.gpu_visibility, why, sizeof(why)))
+    FAIL("%s", why);
   if ((rc = weftx_rank_env(env, &ri, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if ((rc = weftx_env_apply(env)))
@@ -269,9 +268,12 @@ main(int argc, char **argv)
   free(counts);
   counts = NULL;
 
+  if (o.output_filename && wk_output_start(o.output_filename, rank, &output, why, sizeof(why)))
+    FAIL("%s", why);
   wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
   wk_gcp_watch_start(gcp);
   rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who, ch, page));
+  wk_output_finish(output);
 out:
   wk_channel_close(ch, weftx_monotonic() + 3.0);
   wk_page_destroy(page);

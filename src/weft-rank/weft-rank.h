@@ -62,6 +62,38 @@ int wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, 
 void wk_supervise_set_grace(long seconds);
 void wk_supervise_preempt(void);
 
+/* ids.c: this rank's numbers, from Open MPI's OMPI_COMM_WORLD_* (mpirun), else from
+ * srun's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_TASKS_PER_NODE
+ * (checked against PMIX_RANK). 0, or -1 with a reason. */
+typedef struct wk_ids {
+  int rank, size, local, lsize;
+  const char *from;          /* "Open MPI" or "srun" */
+} wk_ids;
+int wk_ids_get(wk_ids *ids, char *why, size_t len);
+
+/* gpus.c: the GPUs this rank may have (weftrun's --gpus for its host, Slurm's step) and
+ * how this process numbers them. prepare before placing (wk_gpus_policy() is the
+ * policy's gpus), apply after: it fills ri's devices and GPU in the step's numbering and
+ * leaves a CUDA_VISIBLE_DEVICES of Slurm's to weft. 0, or -1 with a reason. */
+typedef struct wk_gpus {
+  int limited;               /* set applies */
+  char set[1024];            /* "3-4": the GPUs (node indices) ranks here may have */
+  int slurm;                 /* CUDA_VISIBLE_DEVICES is Slurm's for this step */
+  char step_var[1100];       /* "SLURM_STEP_GPUS=3,4", for messages */
+  int node[WEFTX_SLURM_GPUS_MAX], cuda[WEFTX_SLURM_GPUS_MAX], npairs; /* node index -> CUDA's */
+  int devices[WEFTX_SLURM_GPUS_MAX], ndevices;
+} wk_gpus;
+int wk_gpus_prepare(wk_gpus *g, const char *arg, int node, char *why, size_t len);
+const char *wk_gpus_policy(const wk_gpus *g);
+int wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env *env,
+                  weftx_gpu_visibility vis, char *why, size_t len);
+
+/* output.c: --output-filename DIR: descriptors 1 and 2 copied into DIR/1/rank.R/stdout
+ * and stderr and to where they went before, until wk_output_finish(). */
+typedef struct wk_output wk_output;
+int wk_output_start(const char *dir, int rank, wk_output **out, char *why, size_t len);
+void wk_output_finish(wk_output *o);
+
 /* gcp.c: --nccl-preset on this host (reserved cores, variables) and the preemption
  * watch; wk_gcp_watch_stop() turns rc into WEFT_EXIT_PREEMPTED after a notice. */
 typedef struct wk_gcp wk_gcp;

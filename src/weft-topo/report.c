@@ -313,6 +313,7 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
     }
   }
   slash = src ? strrchr(src, '/') : NULL;
+  memset(&h, 0, sizeof(h));
   h.name = host;
   h.slots = weftx_map_slots(t, &p);
   h.topo = t;

@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The engine stage: the mpirun command line that runs a plan, and the
- * hostfile it reads. Ranks go to hosts as planned (a hostfile of
- * "host slots=COUNT" lines with --map-by slot or node, or one line per rank
- * for Open MPI's sequential mapper), Open MPI's own binding is off
- * (--bind-to none), and every rank starts as weft-rank, which places, binds
- * and sets up its rank from the same policy, then runs the program. Neither
- * command line grows with the number of hosts: the hosts are in the hostfile
- * and the agent's arguments are the contract's (agent.h). Arguments go to
- * mpirun as an argv (execve): no shell sees them. Open MPI 5.x spells a few
- * of these differently (--display bind, plm_ssh_*); only 4.1's spelling is
- * produced here.
+ * The engine stage: which engine starts the ranks, and what the engines
+ * share. Open MPI's mpirun (engine-mpirun.c) is the default: it reaches hosts
+ * by ssh, or inside a Slurm allocation through Slurm's own srun, and has the
+ * options Open MPI users know. Slurm's srun --mpi=pmix (engine-srun.c)
+ * starts every rank itself, as Slurm sites often want; "--engine auto" takes
+ * it only inside an allocation where mpirun is missing. The engine is chosen
+ * right after the hosts, since the remote probe runs through it, and what it
+ * cannot do is refused then, in one line. Every rank starts as weft-rank with
+ * the contract's arguments (agent.h), whatever the engine; neither command
+ * line grows with the number of hosts.
  */
 #include "config.h"
 
@@ -20,138 +19,67 @@
 #include "layout.h"
 #include "weftrun.h"
 
-extern char **environ;
-
-/* Variables forwarded to every rank by default, beside -x (weftx_env_forward_default()).
- * WEFT_TOPOLOGY describes one host, so it stays with the host it was set on. */
-static int
-forwarded(const char *name, size_t n)
+int
+wr_engine_forwarded(const char *name, size_t n)
 {
-  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_RANK_PATH", "WEFT_MPIRUN", NULL };
+  /* WEFT_TOPOLOGY describes one host, so it stays with the host it was set on. */
+  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_RANK_PATH", "WEFT_MPIRUN",
+                                      "WEFT_SRUN", NULL };
   char *copy = strndup(name, n);
   int yes = copy != NULL;
   for (int i = 0; yes && kept[i]; i++)
     if (!strcmp(copy, kept[i]))
       yes = 0;
+  /* a CUDA_VISIBLE_DEVICES that Slurm set is for this host's step, not the job's */
+  if (yes && !strcmp(copy, "CUDA_VISIBLE_DEVICES") && wr_slurm_cvd_is_slurms())
+    yes = 0;
   yes = yes && weftx_env_forward_default(copy);
   free(copy);
   return yes;
 }
 
 static int
-add_env(const wr_opts *o, wr_argv *a)
+engine_of(const char *name, wr_engine *e)
 {
-  int rc = 0;
-  for (int i = 0; i < o->nxvars && !rc; i++)
-    rc = wr_argv_add(a, "-x") || wr_argv_add(a, o->xvars[i]);
-  for (char **e = environ; *e && !rc; e++) {
-    size_t n = strcspn(*e, "=");
-    if (n == 0 || (*e)[n] != '=' || !forwarded(*e, n))
-      continue;
-    int explicit = 0;
-    for (int i = 0; i < o->nxvars; i++)
-      if (!strncmp(o->xvars[i], *e, n) && (o->xvars[i][n] == '\0' || o->xvars[i][n] == '='))
-        explicit = 1;
-    if (!explicit) {
-      char *name = strndup(*e, n);
-      rc = !name || wr_argv_add(a, "-x") || wr_argv_add(a, name);
-      free(name);
-    }
+  if (!strcmp(name, "mpirun")) {
+    e->kind = WR_ENGINE_MPIRUN;
+    e->name = "mpirun";
+    e->found = wr_find_mpirun(e->path, sizeof(e->path)) != NULL;
+  } else {
+    e->kind = WR_ENGINE_SRUN;
+    e->name = "srun";
+    e->found = wr_find_srun(e->path, sizeof(e->path)) != NULL;
   }
-  return rc;
-}
-
-/* An MCA parameter the user set, on the command line or as OMPI_MCA_KEY. */
-static int
-has_mca(const wr_opts *o, const char *key)
-{
-  static const char pre[] = "OMPI_MCA_";
-  size_t n = strlen(key);
-  for (int i = 0; i < o->nmca; i++)
-    if (!strcmp(o->mca[i].key, key))
-      return 1;
-  for (char **e = environ; *e; e++)
-    if (!strncmp(*e, pre, sizeof(pre) - 1) && !strncmp(*e + sizeof(pre) - 1, key, n) &&
-        (*e)[sizeof(pre) - 1 + n] == '=')
-      return 1;
-  return 0;
-}
-
-/* 1 when mpirun must be told the host of every rank (its sequential mapper):
- * Open MPI 4.1 maps the ranks of its own host first whatever the hostfile's
- * order, so a plan whose first host is not this one, while this one has ranks
- * too, would be launched in another order than planned (and each rank would
- * place itself as another host's rank). The same holds for hosts ordered by
- * physical_host. */
-static int
-need_seq(const wr_plan *p)
-{
-  const wr_host *first = NULL;
-  if (p->ordered)
-    return 1;
-  for (int h = 0; h < p->nhosts; h++) {
-    if (p->hosts[h].count <= 0)
-      continue;
-    if (!first)
-      first = p->hosts[h].host;
-    else if (p->hosts[h].host->local && !first->local)
-      return 1;
-  }
+  if (!e->found)
+    snprintf(e->path, sizeof(e->path), "%s", e->name);
   return 0;
 }
 
 int
-wr_engine_hostfile(const wr_plan *p, FILE *out)
+wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
 {
-  if (need_seq(p)) {
-    for (int r = 0; r < p->np; r++)
-      fprintf(out, "%s\n", p->hosts[p->ranks[r].host].host->name);
+  char why[600];
+  memset(e, 0, sizeof(*e));
+  if (o->engine && strcmp(o->engine, "auto")) {
+    engine_of(o->engine, e);
+    snprintf(e->why, sizeof(e->why), "--engine %s", o->engine);
   } else {
-    for (int h = 0; h < p->nhosts; h++)
-      if (p->hosts[h].count > 0)
-        fprintf(out, "%s slots=%d\n", p->hosts[h].host->name, p->hosts[h].count);
+    engine_of("mpirun", e);
+    snprintf(e->why, sizeof(e->why), "auto: Open MPI's mpirun%s",
+             inv->slurm_job ? ", which starts its daemons with srun in this Slurm job" : "");
+    if (!e->found && inv->slurm_job) {
+      engine_of("srun", e);
+      snprintf(e->why, sizeof(e->why), "auto: no mpirun on PATH, and this is Slurm job %s",
+               inv->slurm_job);
+    }
   }
-  return ferror(out) ? -1 : 0;
-}
-
-/* mpirun's own options: where the ranks go, the environment, the network, output. */
-static int
-mpirun_args(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e, wr_argv *a)
-{
-  char np[16];
-  snprintf(np, sizeof(np), "%d", p->np);
-  int rc = wr_argv_add(a, e->mpirun);
-  if (!rc && o->allow_run_as_root)
-    rc = wr_argv_add(a, "--allow-run-as-root");
-  if (!rc)
-    rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
-         wr_argv_add(a, e->hostfile);
-  if (!rc && need_seq(p))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "rmaps") || wr_argv_add(a, "seq");
-  else if (!rc)
-    rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, p->by_node ? "node" : "slot");
-  if (!rc)
-    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none") || add_env(o, a);
-  const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
-  if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
-  if (!rc && ifname && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "oob_tcp_if_include") || wr_argv_add(a, ifname);
-  /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
-   * ranks to yield the cores while they wait, as it would */
-  if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
-  for (int i = 0; i < o->nmca && !rc; i++)
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
-  if (!rc && o->tag_output)
-    rc = wr_argv_add(a, "--tag-output");
-  if (!rc && o->timestamp_output)
-    rc = wr_argv_add(a, "--timestamp-output");
-  if (!rc && o->output_filename)
-    rc = wr_argv_add(a, "--output-filename") || wr_argv_add(a, o->output_filename);
-  for (int i = 0; i < o->npass && !rc; i++)
-    rc = wr_argv_add(a, o->pass[i]);
-  return rc;
+  if (!wr_find_rank_agent(e->agent, sizeof(e->agent)))
+    snprintf(e->agent, sizeof(e->agent), "%s/weft-rank", WEFT_LIBEXECDIR);
+  if (e->kind == WR_ENGINE_SRUN && wr_srun_check(o, inv, why, sizeof(why))) {
+    fprintf(stderr, "weftrun: %s\n", why);
+    return WR_EXIT_USAGE;
+  }
+  return 0;
 }
 
 /* A topology file as the agents get it: absolute, so that it reads the same from any
@@ -172,14 +100,33 @@ absolute(const char *f, int index)
   return out;
 }
 
+/* The GPUs each host's ranks may have, when some host has a limit. */
+static char *
+gpu_sets(const wr_plan *p, int *none)
+{
+  const char **sets = calloc((size_t)(p->nhosts > 0 ? p->nhosts : 1), sizeof(*sets));
+  char *enc = NULL;
+  *none = 1;
+  if (!sets)
+    return NULL;
+  for (int h = 0; h < p->nhosts; h++)
+    if ((sets[h] = p->hosts[h].host->gpus_allowed))
+      *none = 0;
+  if (!*none)
+    enc = weft_gpusets_encode(sets, p->nhosts);
+  free(sets);
+  return enc;
+}
+
 int
-wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-               wr_argv *a, char *why, size_t whylen)
+wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                const char *output_filename, wr_argv *a, char *why, size_t whylen)
 {
   weft_agent_args ag;
   int *counts = calloc((size_t)p->nhosts, sizeof(*counts));
-  char *layout = NULL, *topo = NULL, *host_topo[WEFT_AGENT_MAX_TOPOLOGY];
-  int nhost_topo = 0, rc = WR_EXIT_ENGINE;
+  char *layout = NULL, *topo = NULL, *gpus = NULL, *host_topo[WEFT_AGENT_MAX_TOPOLOGY];
+  int nhost_topo = 0, rc = WR_EXIT_ENGINE, no_gpus = 1;
+  const char *here = e->kind == WR_ENGINE_SRUN ? getenv("WEFT_TOPOLOGY") : NULL;
 
   snprintf(why, whylen, "out of memory");
   weft_agent_args_init(&ag);
@@ -204,18 +151,22 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
   ag.nccl_preset = o->nccl_preset;
   ag.preempt_grace = o->preempt_grace;
   ag.report_bindings = o->report_bindings;
+  ag.output_filename = output_filename;
   if (net && net->addr[0]) {
     ag.master_addr = net->addr;
     ag.master_port = net->port;
   }
   if (net && net->ifname[0])
     ag.ifname = net->ifname;
-  /* --topology FILE once; I=FILE for each host named in a --topology HOST=FILE */
+  /* --topology FILE once; I=FILE for each host named in a --topology HOST=FILE, and
+   * (srun, which hands weftrun's environment to every host) this host's WEFT_TOPOLOGY */
   if (o->topology && !(ag.topology = topo = absolute(o->topology, -1)))
     goto out;
   for (int h = 0; h < p->nhosts; h++) {
-    const char *f = p->hosts[h].host->file;
-    if (!f || f == o->topology)
+    const wr_host *w = p->hosts[h].host;
+    const char *f = w->file && w->file != o->topology ? w->file :
+                    !w->file && w->local && here && *here ? here : NULL;
+    if (!f)
       continue;
     if (nhost_topo >= WEFT_AGENT_MAX_TOPOLOGY) {
       snprintf(why, whylen, "more than %d hosts with a --topology HOST=FILE of their own",
@@ -228,9 +179,17 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
     ag.nhost_topology = ++nhost_topo;
   }
   ag.host_xml = e->host_xml;
+  if (!(gpus = gpu_sets(p, &no_gpus)) && !no_gpus)
+    goto out;
+  if (gpus && strlen(gpus) >= WEFT_AGENT_ARG_MAX) {
+    snprintf(why, whylen, "the GPUs of %d hosts take %zu bytes as weft-rank's --gpus, more than "
+             "one argument may have", p->nhosts, strlen(gpus));
+    goto out;
+  }
+  ag.gpus = gpus;
   ag.control = e->control;
-  if (mpirun_args(p, o, net, e, a) || wr_argv_add(a, e->agent) ||
-      weft_agent_args_write(&ag, wr_argv_add_cb, a) || wr_argv_add(a, "--"))
+  if (wr_argv_add(a, e->agent) || weft_agent_args_write(&ag, wr_argv_add_cb, a) ||
+      wr_argv_add(a, "--"))
     goto out;
   for (int i = 0; i < o->nprogram; i++)
     if (wr_argv_add(a, o->program[i]))
@@ -240,8 +199,30 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
 out:
   for (int i = 0; i < nhost_topo; i++)
     free(host_topo[i]);
+  free(gpus);
   free(topo);
   free(layout);
   free(counts);
   return rc;
+}
+
+int
+wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+               wr_argv *a, wr_argv *env, char *why, size_t whylen)
+{
+  int rc = e->kind == WR_ENGINE_SRUN ? wr_srun_argv(p, o, net, e, a, env) :
+           wr_mpirun_argv(p, o, net, e, a);
+  if (rc) {
+    snprintf(why, whylen, "out of memory");
+    return WR_EXIT_ENGINE;
+  }
+  /* srun has no --output-filename: each agent writes its rank's files itself */
+  return wr_engine_agent(p, o, net, e, e->kind == WR_ENGINE_SRUN ? o->output_filename : NULL, a,
+                         why, whylen);
+}
+
+int
+wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out)
+{
+  return e->kind == WR_ENGINE_SRUN ? wr_srun_hostfile(p, out) : wr_mpirun_hostfile(p, out);
 }

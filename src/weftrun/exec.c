@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The programs weftrun starts, mpirun and weft-rank: where they are, and the
- * argument vectors built for them (handed to execve, so no shell sees them).
+ * The programs weftrun starts, mpirun or srun and weft-rank: where they are,
+ * and the argument vectors and environments built for them (handed to
+ * execve, so no shell sees them).
  */
 #include "config.h"
 
@@ -73,4 +74,51 @@ wr_find_mpirun(char *buf, size_t len)
   const char *env = getenv("WEFT_MPIRUN");
   const char *look[] = { env && *env ? env : "mpirun", NULL };
   return weftx_find_exe(look, buf, len);
+}
+
+/* srun: $WEFT_SRUN, else the first one on $PATH. */
+const char *
+wr_find_srun(char *buf, size_t len)
+{
+  const char *env = getenv("WEFT_SRUN");
+  const char *look[] = { env && *env ? env : "srun", NULL };
+  return weftx_find_exe(look, buf, len);
+}
+
+extern char **environ;
+
+/* Is environment entry \p e the variable named by change \p c ("KEY=VALUE" or "KEY")? */
+static int
+same_key(const char *e, const char *c)
+{
+  size_t n = strcspn(c, "=");
+  return !strncmp(e, c, n) && e[n] == '=';
+}
+
+char **
+wr_env_build(const wr_argv *changes)
+{
+  int n = 0;
+  for (char **e = environ; *e; e++)
+    n++;
+  char **v = calloc((size_t)(n + (changes ? changes->n : 0) + 1), sizeof(*v));
+  int k = 0;
+  if (!v)
+    return NULL;
+  for (char **e = environ; *e; e++) {
+    int changed = 0;
+    for (int i = 0; changes && i < changes->n && !changed; i++)
+      changed = same_key(*e, changes->v[i]);
+    if (!changed)
+      v[k++] = *e;
+  }
+  for (int i = 0; changes && i < changes->n; i++) {
+    int later = 0; /* the last change of a variable wins */
+    for (int j = i + 1; j < changes->n && !later; j++)
+      later = strcspn(changes->v[j], "=") == strcspn(changes->v[i], "=") &&
+              !strncmp(changes->v[j], changes->v[i], strcspn(changes->v[i], "="));
+    if (!later && strchr(changes->v[i], '='))
+      v[k++] = changes->v[i];
+  }
+  return v;
 }

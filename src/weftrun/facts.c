@@ -7,7 +7,8 @@
  * --topology file, its probed XML, or this machine (for weftrun's own host,
  * and assumed for a remote host that is not probed: the ranks there place
  * themselves on their own hardware in any case). --gpus-per-node N and
- * WEFT_NO_PROBE skip the probe.
+ * WEFT_NO_PROBE skip the probe. In a Slurm job, the GPUs it was given on
+ * each host (slurm.c).
  */
 #include "config.h"
 
@@ -59,8 +60,8 @@ topo_get(wr_inventory *inv, const char *path, const weftx_topo **out)
  * are not given, a report needs their placement, or this host is on GCE (their facts
  * then order the hosts). */
 static int
-probe_remote(const wr_opts *o, wr_inventory *inv, int gce_here, wr_jobdir *dir, int stop_fd,
-             char **paths)
+probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_here,
+             wr_jobdir *dir, int stop_fd, char **paths)
 {
   if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE"))
     return 0;
@@ -79,7 +80,7 @@ probe_remote(const wr_opts *o, wr_inventory *inv, int gce_here, wr_jobdir *dir, 
       continue;
     which[n++] = w;
   }
-  rc = n ? wr_probe(o, which, n, dir, stop_fd, got) : 0;
+  rc = n ? wr_probe(o, e, which, n, dir, stop_fd, got) : 0;
   for (int i = 0; !rc && i < n; i++)
     paths[which[i]->index] = got[i];
   free(which);
@@ -119,7 +120,8 @@ check_mixed(const wr_inventory *inv)
 }
 
 int
-wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
+wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                int stop_fd)
 {
   int rc, gce_here = 0;
   char **paths = NULL;
@@ -143,7 +145,7 @@ wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
-  rc = probe_remote(o, inv, gce_here, dir, stop_fd, paths);
+  rc = probe_remote(o, e, inv, gce_here, dir, stop_fd, paths);
   for (int h = 0; !rc && h < inv->nhosts; h++) {
     wr_host *w = &inv->hosts[h];
     const char *path = w->file ? w->file : paths[h];
@@ -158,6 +160,8 @@ wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd
   for (int h = 0; h < inv->nhosts; h++)
     free(paths[h]);
   free(paths);
+  if (!rc)
+    rc = wr_slurm_gpus(o, inv, stop_fd);
   return rc ? rc : check_mixed(inv);
 }
 
@@ -172,6 +176,8 @@ wr_inventory_free(wr_inventory *inv)
   for (int i = 0; i < inv->npreset_env; i++)
     free(inv->preset_env[i]);
   free(inv->preset_env);
+  for (int h = 0; inv->hosts && h < inv->nhosts; h++)
+    free(inv->hosts[h].gpus_allowed);
   free(inv->hosts);
   weftx_hostlist_destroy(inv->hl);
   wr_gcp_destroy(inv->gcp);

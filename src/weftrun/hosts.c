@@ -3,7 +3,9 @@
  * The hosts stage: the job's hosts as the user gave them, in mpirun's order
  * of precedence (-H, --hostfile, Open MPI's default hostfile, a Slurm
  * allocation, this host), with what the user said of each: its slots, and its
- * --topology file. Whether a host is weftrun's own is decided here, by name.
+ * --topology file. Whether a host is weftrun's own is decided here, by name,
+ * and whether weftrun runs in a Slurm job (SLURM_JOB_ID beside
+ * SLURM_JOB_NODELIST).
  */
 #include "config.h"
 
@@ -46,7 +48,7 @@ gather(const wr_opts *o, wr_inventory *inv)
     if (!d || !*d)
       d = getenv("PRTE_MCA_prte_default_hostfile");
     if (d && *d)
-      in.hostfile = d;
+      in.hostfile = inv->default_hostfile = d;
   }
   int rc = weftx_hosts_gather(&in, &inv->hl, why, sizeof(why));
   if (rc) {
@@ -55,6 +57,17 @@ gather(const wr_opts *o, wr_inventory *inv)
   }
   inv->origin = weftx_hostlist_origin(inv->hl);
   inv->nhosts = weftx_hostlist_count(inv->hl);
+  if (in.slurm_nodelist && (inv->slurm_job = getenv("SLURM_JOB_ID")) && !*inv->slurm_job)
+    inv->slurm_job = NULL;
+  if (inv->origin == WEFTX_HOSTS_SLURM)
+    weft_log(WEFT_LOG_HOSTS, "%d host%s from the Slurm allocation SLURM_JOB_ID=%s: "
+             "SLURM_JOB_NODELIST=%s SLURM_TASKS_PER_NODE=%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
+             inv->slurm_job ? inv->slurm_job : "(unset)", in.slurm_nodelist,
+             in.slurm_tasks_per_node ? in.slurm_tasks_per_node : "(unset)");
+  else
+    weft_log(WEFT_LOG_HOSTS, "%d host%s from %s%s%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
+             weftx_hosts_origin_name(inv->origin), in.hostfile ? " " : "",
+             in.hostfile ? in.hostfile : "");
   if (inv->nhosts < 1 || inv->nhosts > WR_MAX_HOSTS) {
     fprintf(stderr, "weftrun: %d hosts; weftrun takes 1 to %d\n", inv->nhosts, WR_MAX_HOSTS);
     return WR_EXIT_HOSTS;

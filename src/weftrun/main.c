@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts,
- * facts, plan, network, then either the plan printed (--dry-run) or the
- * engine's command run through mpirun and weft-rank. Signals are stop
- * requests (signals.c), so that every way out removes the job directory.
+ * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts, the
+ * engine's choice, facts, plan, network, then either the plan printed
+ * (--dry-run) or the engine's command run (mpirun or srun, and weft-rank).
+ * Signals are stop requests (signals.c), so that every way out removes the
+ * job directory.
  */
 #include "config.h"
 
@@ -99,11 +100,11 @@ here_live(const wr_plan *p)
 
 /* The hostfile into the job directory; its path in \p path. */
 static int
-write_hostfile(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
+write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path, size_t len)
 {
   char why[600];
   FILE *f = wr_jobdir_file(dir, "hostfile", path, len, why, sizeof(why));
-  if (!f || wr_engine_hostfile(p, f) | fclose(f)) {
+  if (!f || wr_engine_hostfile(p, e, f) | fclose(f)) {
     fprintf(stderr, "weftrun: %s\n", f ? "cannot write the hostfile" : why);
     return WR_EXIT_ENGINE;
   }
@@ -121,66 +122,82 @@ write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
     path[0] = '\0';
 }
 
-/* --dry-run: the engine command that would run (network choice left out), and with
- * -v the hostfile it would read. */
-static int
-print_command(const wr_plan *p, const wr_opts *o, const wr_jobdir *dir)
+/* Lines "# PREFIX: TEXT" of a text of lines. */
+static void
+print_lines(const char *prefix, const char *text)
 {
-  char mpirun[4096], agent[4096], jobdir[4096], hostfile[4200], why[600];
-  wr_engine e = { mpirun, agent, hostfile, NULL, NULL };
-  if (!wr_find_mpirun(mpirun, sizeof(mpirun)))
-    snprintf(mpirun, sizeof(mpirun), "mpirun");
-  if (!wr_find_rank_agent(agent, sizeof(agent)))
-    snprintf(agent, sizeof(agent), "%s/weft-rank", WEFT_LIBEXECDIR);
+  for (const char *line = text; *line;) {
+    size_t n = strcspn(line, "\n");
+    printf("# %s: %.*s\n", prefix, (int)n, line);
+    line += n + (line[n] == '\n');
+  }
+}
+
+/* --dry-run: the engine and the command that would run (network choice left out), and
+ * with -v what it changes in the environment and the hostfile it would read. */
+static int
+print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir *dir)
+{
+  char jobdir[4096], hostfile[4200], why[600];
   wr_jobdir_name(dir, jobdir, sizeof(jobdir));
   snprintf(hostfile, sizeof(hostfile), "%s/hostfile", jobdir);
-  wr_argv a = { NULL, 0, 0 };
-  int rc = wr_engine_argv(p, o, NULL, &e, &a, why, sizeof(why));
+  e->hostfile = hostfile;
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  int rc = wr_engine_argv(p, o, NULL, e, &a, &env, why, sizeof(why));
   if (rc)
     fprintf(stderr, "weftrun: %s\n", why);
-  else
+  else {
+    printf("# engine: %s (%s)\n", e->name, e->why);
     wr_argv_print(stdout, "# command:", &a);
+  }
+  for (int i = 0; !rc && o->verbose && i < env.n; i++)
+    printf("# environment: %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
   wr_argv_free(&a);
+  wr_argv_free(&env);
   if (rc || !o->verbose)
     return rc;
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
-  if (!f || (wr_engine_hostfile(p, f) | fclose(f))) {
+  if (!f || (wr_engine_hostfile(p, e, f) | fclose(f))) {
     free(text);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
-  for (const char *line = text; *line;) {
-    size_t n = strcspn(line, "\n");
-    printf("# hostfile: %.*s\n", (int)n, line);
-    line += n + (line[n] == '\n');
-  }
+  print_lines("hostfile", text);
   free(text);
   return 0;
 }
 
 static int
-launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_jobdir *dir, int stop_fd)
+launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
+       int stop_fd)
 {
-  char mpirun[4096], agent[4096], hostfile[4096], xml[4096], why[600];
-  if (!wr_find_mpirun(mpirun, sizeof(mpirun))) {
-    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN\n",
-            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "");
+  char hostfile[4096], xml[4096], why[600];
+  if (!e->found && e->kind == WR_ENGINE_MPIRUN) {
+    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN%s\n",
+            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "",
+            getenv("SLURM_JOB_ID") ? ", or use --engine srun" : "");
+    return WR_EXIT_ENGINE;
+  }
+  if (!e->found) {
+    fprintf(stderr, "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
+            "WEFT_SRUN\n", getenv("WEFT_SRUN") ? " (WEFT_SRUN is not executable)" : "");
     return WR_EXIT_ENGINE;
   }
   const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
-  if (geteuid() == 0 && !o->allow_run_as_root && !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
+  if (e->kind == WR_ENGINE_MPIRUN && geteuid() == 0 && !o->allow_run_as_root &&
+      !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
     fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
             "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
     return WR_EXIT_ENGINE;
   }
-  if (!wr_find_rank_agent(agent, sizeof(agent))) {
+  if (access(e->agent, X_OK)) {
     fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
             "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
     return WR_EXIT_ENGINE;
   }
-  int rc = write_hostfile(p, dir, hostfile, sizeof(hostfile));
+  int rc = write_hostfile(p, e, dir, hostfile, sizeof(hostfile));
   if (rc)
     return rc;
   write_host_xml(p, dir, xml, sizeof(xml));
@@ -196,15 +213,21 @@ launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_jobdir *dir, in
     wr_ctl_close(ctl);
     return WR_EXIT_ENGINE;
   }
-  wr_engine e = { mpirun, agent, hostfile, xml[0] ? xml : NULL, wr_ctl_address(ctl) };
-  wr_argv a = { NULL, 0, 0 };
-  if ((rc = wr_engine_argv(p, o, net, &e, &a, why, sizeof(why))))
+  e->hostfile = hostfile;
+  e->host_xml = xml[0] ? xml : NULL;
+  e->control = wr_ctl_address(ctl);
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
-  if (!rc && o->verbose)
+  if (!rc && o->verbose) {
+    for (int i = 0; i < env.n; i++)
+      fprintf(stderr, "weftrun: environment %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
     wr_argv_print(stderr, "weftrun: running", &a);
+  }
   if (!rc)
-    rc = wr_run(p, o, a.v, stop_fd, ctl);
+    rc = wr_run(p, o, e, a.v, &env, stop_fd, ctl);
   wr_argv_free(&a);
+  wr_argv_free(&env);
   unsetenv(WEFT_CTL_SECRET_ENV);
   wr_ctl_close(ctl);
   return rc;
@@ -230,11 +253,14 @@ main(int argc, char **argv)
   wr_jobdir dir;
   wr_plan *p = NULL;
   wr_net net;
+  wr_engine e;
   memset(&dir, 0, sizeof(dir));
   memset(&net, 0, sizeof(net));
   rc = wr_hosts_gather(&o, &inv);
   if (!rc)
-    rc = wr_facts_gather(&o, &inv, &dir, stop_fd);
+    rc = wr_engine_choose(&o, &inv, &e);
+  if (!rc)
+    rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
   if (!rc && !(rc = stopped(stop_fd)))
     rc = plan(&o, &inv, &p);
   /* a real launch chooses the network first, so that the plan shows it */
@@ -243,9 +269,9 @@ main(int argc, char **argv)
   if (!rc && (o.dry_run || (o.report_bindings && o.json)))
     rc = wr_report(p, &inv, o.dry_run ? NULL : &net, &o, stdout);
   if (!rc && o.dry_run && !o.json && o.nprogram)
-    rc = print_command(p, &o, &dir);
+    rc = print_command(p, &o, &e, &dir);
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
-    rc = launch(p, &o, &net, &dir, stop_fd);
+    rc = launch(p, &o, &net, &e, &dir, stop_fd);
   wr_plan_destroy(p);
   wr_inventory_free(&inv);
   wr_jobdir_remove(&dir);

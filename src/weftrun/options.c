@@ -17,7 +17,7 @@ enum {
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
-  O_PERNODE1, O_PASS0, O_PASS1,
+  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE,
 };
 
 #define S_PLACE "Ranks and hosts"
@@ -81,10 +81,13 @@ const weft_opt wr_options[] = {
   { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
     "SIGTERM and SIGKILL.", 0 },
+  { O_ENGINE, "engine", WEFT_OPT_ARG, "auto|mpirun|srun", S_RUN,
+    "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
+    "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
     "Allow running as root.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print the mpirun command and what weftrun decides on stderr.", 0 },
+    "Print the engine's command and what weftrun decides on stderr.", 0 },
   { O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print weftrun's and Open MPI's versions.", 0 },
   { O_HELP, "help|h", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -154,6 +157,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   wr_opts *o = ud;
   static const char *const vis[] = { "all", "own", "none", NULL };
   static const char *const rankby[] = { "slot", "node", NULL };
+  static const char *const engines[] = { "auto", "mpirun", "srun", NULL };
   switch (opt->id) {
   case O_NP: return count(sp, a1, 1, 1000000, &o->np, why, len);
   case O_PERNODE: return count(sp, a1, 1, 100000, &o->per_node, why, len);
@@ -225,6 +229,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   }
   case O_STACKS: o->stack_traces = 1; return 0;
   case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
+  case O_ENGINE: o->engine = a1; return one_of(sp, a1, engines, why, len);
   case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
@@ -284,8 +289,9 @@ void
 wr_usage(FILE *out)
 {
   fputs("Usage: weftrun [options] [--] PROGRAM [ARGS...]\n"
-        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun, one rank per GPU by\n"
-        "default, each bound to the cores, NUMA memory and NIC next to its GPU.\n", out);
+        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun (or Slurm's srun), one\n"
+        "rank per GPU by default, each bound to the cores, NUMA memory and NIC next to its GPU.\n",
+        out);
   weft_opt_help(out, wr_options);
   weft_exit_help(out);
 }

@@ -4,8 +4,9 @@
  * options: the hosts in rank order (as given, or sorted by Google Cloud's
  * physical_host when every host has one, so that neighbouring ranks share
  * racks), each host's slots and ranks, every rank's placement from the same
- * weftx_map_rank() that weft-rank evaluates on its host, and the environment
- * the plan shows. No I/O: errors come back as a code and one line in why.
+ * weftx_map_rank() that weft-rank evaluates on its host (among the GPUs the
+ * host's ranks may have: a Slurm job's), and the environment the plan shows.
+ * No I/O: errors come back as a code and one line in why.
  */
 #include "config.h"
 
@@ -57,13 +58,21 @@ slots(wr_plan *p, char *why, size_t len)
     wr_plan_host *ph = &p->hosts[h];
     const wr_host *w = ph->host;
     int trusted = gpu_map && w->gpus > 0 && w->gpus_trusted;
+    weftx_policy pol = p->pol;
+    if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0 && w->gpus_from) {
+      snprintf(why, len, "--map-by gpu but %s has no GPU on host '%s'; ask for GPUs (salloc or "
+               "sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core", w->gpus_from,
+               w->name);
+      return WR_EXIT_NOGPU;
+    }
     if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0) {
       snprintf(why, len, "--map-by gpu but host '%s' has no GPU (topology: %s); use "
                "--map-by core, or --gpus-per-node N if the probe is wrong", w->name,
                w->file ? w->file : "this machine");
       return WR_EXIT_NOGPU;
     }
-    ph->cap = trusted ? w->gpus : weftx_map_slots(w->topo, &p->pol);
+    pol.gpus = w->gpus_allowed;
+    ph->cap = trusted ? w->gpus : weftx_map_slots(w->topo, &pol);
     ph->slots = w->slots > 0 ? w->slots : ph->cap > 0 ? ph->cap : 1;
   }
   return 0;
@@ -151,6 +160,7 @@ place(wr_plan *p, char *why, size_t len)
     /* Slots the user gave (-H host:N, slots=N) may exceed what the host has, as
      * mpirun allows: the ranks there then share (oversubscribe) */
     weftx_policy pol = p->pol;
+    pol.gpus = ph->host->gpus_allowed; /* a Slurm job's GPUs there */
     if (ph->count > ph->cap) {
       pol.oversubscribe = 1;
       p->oversub = 1;

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Probe remote hosts' topologies once per job, through the engine itself:
- * one "weft-rank --probe" per host, started by mpirun (so it reaches the
- * hosts exactly as the job will) with Open MPI's sequential mapper, so that
- * rank i runs on the i-th line of the probe's hostfile, whatever host mpirun
- * itself is on. Each prints its host's hwloc XML (and, on Google Cloud, the
- * line agent.h defines); mpirun's --tag-output tells the hosts' output apart.
- * Each XML lands in the job directory for weftx_topo_load(). The probe has a
- * deadline like every wait, and stops on weftrun's stop requests.
+ * Probe remote hosts' topologies once per job, through the engine itself (so
+ * that it reaches the hosts exactly as the job will): one "weft-rank --probe"
+ * per host, rank i on the i-th line of the probe's hostfile whatever host
+ * weftrun itself is on (mpirun's sequential mapper, srun's arbitrary
+ * distribution). Each prints its host's hwloc XML (and, on Google Cloud, the
+ * line agent.h defines); mpirun's --tag-output or srun's --label tells the
+ * hosts' output apart. Each XML lands in the job directory for
+ * weftx_topo_load(). The probe has a deadline like every wait, and stops on
+ * weftrun's stop requests.
  */
 #include "config.h"
 
@@ -24,7 +25,7 @@
  * piece it forwards, also in the middle of a line when a piece ends there, so the
  * stream is cut at tags, not at newlines. */
 static int
-split(const char *all, size_t len, int n, FILE **out)
+split_tags(const char *all, size_t len, int n, FILE **out)
 {
   int cur = -1;
   for (size_t k = 0; k < len; k++) {
@@ -36,6 +37,30 @@ split(const char *all, size_t len, int n, FILE **out)
     }
     if (cur >= 0 && fputc(all[k], out[cur]) == EOF)
       return -1;
+  }
+  return 0;
+}
+
+/* srun's stdout split at its labels: --label starts every line with "T: " (the task,
+ * padded with spaces to the width of the largest). */
+static int
+split_labels(const char *all, size_t len, int n, FILE **out)
+{
+  for (size_t k = 0; k < len;) {
+    const char *nl = memchr(all + k, '\n', len - k);
+    size_t end = nl ? (size_t)(nl - all) + 1 : len, i = k;
+    long t = 0;
+    int digits = 0;
+    while (i < end && all[i] == ' ')
+      i++;
+    while (i < end && all[i] >= '0' && all[i] <= '9' && digits < 9) {
+      t = 10 * t + (all[i++] - '0');
+      digits++;
+    }
+    if (digits && i + 1 < end && all[i] == ':' && all[i + 1] == ' ' && t < n &&
+        fwrite(all + i + 2, 1, end - i - 2, out[t]) != end - i - 2)
+      return -1;
+    k = end;
   }
   return 0;
 }
@@ -69,35 +94,21 @@ save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path
 }
 
 static int
-command(const wr_opts *o, int n, const char *hostfile, wr_argv *a)
+command(const wr_opts *o, const wr_engine *e, int n, const char *hostfile, wr_argv *a,
+        wr_argv *env)
 {
-  char mpirun[4096], agent[4096], np[16];
-  if (!wr_find_mpirun(mpirun, sizeof(mpirun)) || !wr_find_rank_agent(agent, sizeof(agent))) {
-    fprintf(stderr, "weftrun: cannot probe the hosts: mpirun or weft-rank not found; give "
-            "--topology HOST=FILE or --gpus-per-node N\n");
+  if (!e->found) {
+    fprintf(stderr, "weftrun: cannot probe the hosts: %s not found; give --topology HOST=FILE or "
+            "--gpus-per-node N\n", e->name);
     return WR_EXIT_ENGINE;
   }
-  snprintf(np, sizeof(np), "%d", n);
-  int rc = wr_argv_add(a, mpirun);
-  if (!rc && o->allow_run_as_root)
-    rc = wr_argv_add(a, "--allow-run-as-root");
-  const char *const fixed[] = { "-np", np, "--hostfile", hostfile, "--mca", "rmaps", "seq",
-                                "--bind-to", "none", "--tag-output", NULL };
-  for (int i = 0; !rc && fixed[i]; i++)
-    rc = wr_argv_add(a, fixed[i]);
-  for (int i = 0; !rc && i < o->nmca; i++)
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
-  for (int i = 0; !rc && i < o->npass; i++)
-    rc = wr_argv_add(a, o->pass[i]);
-  /* a metadata server named for the job (off GCE: tests) is asked on every host */
-  const char *md = getenv("GCE_METADATA_HOST");
-  if (!rc && md && *md)
-    rc = wr_argv_add(a, "-x") || wr_argv_add(a, "GCE_METADATA_HOST");
+  int rc = e->kind == WR_ENGINE_SRUN ? wr_srun_probe_argv(o, e, n, hostfile, a, env) :
+           wr_mpirun_probe_argv(o, e, n, hostfile, a);
   weft_agent_args probe;
   weft_agent_args_init(&probe);
   probe.probe = 1;
   if (!rc)
-    rc = wr_argv_add(a, agent) || weft_agent_args_write(&probe, wr_argv_add_cb, a);
+    rc = wr_argv_add(a, e->agent) || weft_agent_args_write(&probe, wr_argv_add_cb, a);
   if (rc) {
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
@@ -108,17 +119,25 @@ command(const wr_opts *o, int n, const char *hostfile, wr_argv *a)
 }
 
 static int
-run(wr_argv *a, int stop_fd, weftx_proc_result *r)
+run(const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd, weftx_proc_result *r)
 {
   weftx_proc_spec s;
   char why[600];
+  char **envp = wr_env_build(env);
+  if (!envp) {
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
   weftx_proc_spec_init(&s);
   s.argv = a->v;
+  s.envp = envp;
   s.out = WEFTX_PROC_PIPE;
   s.timeout = PROBE_DEADLINE_S;
   s.grace = 3;
   s.stop_fd = stop_fd;
-  if (weftx_proc_run(&s, r, why, sizeof(why))) {
+  int failed = weftx_proc_run(&s, r, why, sizeof(why));
+  free(envp);
+  if (failed) {
     fprintf(stderr, "weftrun: cannot probe the hosts: %s\n", why);
     return WR_EXIT_ENGINE;
   }
@@ -129,8 +148,8 @@ run(wr_argv *a, int stop_fd, weftx_proc_result *r)
   }
   if (r->timed_out) {
     fprintf(stderr, "weftrun: probing the hosts' topologies took longer than %d s; check that "
-            "mpirun reaches them, or give --topology HOST=FILE or --gpus-per-node N\n",
-            PROBE_DEADLINE_S);
+            "%s reaches them, or give --topology HOST=FILE or --gpus-per-node N\n",
+            PROBE_DEADLINE_S, e->name);
     return WR_EXIT_ENGINE;
   }
   if (r->status == WEFTX_PROC_NOEXEC && why[0]) {
@@ -138,22 +157,23 @@ run(wr_argv *a, int stop_fd, weftx_proc_result *r)
     return WR_EXIT_ENGINE;
   }
   if (r->status) {
-    fprintf(stderr, "weftrun: probing the hosts' topologies failed (mpirun exit %d; see above); "
-            "check the hosts, or give --topology HOST=FILE or --gpus-per-node N\n", r->status);
+    fprintf(stderr, "weftrun: probing the hosts' topologies failed (%s exit %d; see above); "
+            "check the hosts, or give --topology HOST=FILE or --gpus-per-node N\n", e->name,
+            r->status);
     return WR_EXIT_ENGINE;
   }
   return 0;
 }
 
 int
-wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int stop_fd,
-         char **paths)
+wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
+         int stop_fd, char **paths)
 {
   char hostfile[4096], why[600];
   FILE **out = calloc((size_t)n, sizeof(*out));
   char **buf = calloc((size_t)n, sizeof(*buf));
   size_t *len = calloc((size_t)n, sizeof(*len));
-  wr_argv a = { NULL, 0, 0 };
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
   weftx_proc_result r;
   int rc = WR_EXIT_ENGINE;
 
@@ -162,7 +182,7 @@ wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int sto
     fprintf(stderr, "weftrun: out of memory\n");
     goto out;
   }
-  /* one line per rank: the sequential mapper's hostfile */
+  /* one line per rank: the sequential mapper's hostfile, srun's SLURM_HOSTFILE */
   FILE *hf = wr_jobdir_file(dir, "probe-hosts", hostfile, sizeof(hostfile), why, sizeof(why));
   if (!hf) {
     fprintf(stderr, "weftrun: cannot probe the hosts: %s\n", why);
@@ -174,7 +194,7 @@ wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int sto
     fprintf(stderr, "weftrun: cannot write %s: %s\n", hostfile, strerror(errno));
     goto out;
   }
-  if ((rc = command(o, n, hostfile, &a)) || (rc = run(&a, stop_fd, &r))) {
+  if ((rc = command(o, e, n, hostfile, &a, &env)) || (rc = run(e, &a, &env, stop_fd, &r))) {
     /* a host that does not resolve is the likeliest cause: say which (68) */
     for (int i = 0; rc == WR_EXIT_ENGINE && !r.stopped && i < n; i++) {
       weftx_netaddr na;
@@ -192,7 +212,8 @@ wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int sto
       fprintf(stderr, "weftrun: out of memory\n");
       goto out;
     }
-  int bad = split(r.output ? r.output : "", r.len, n, out);
+  int bad = (e->kind == WR_ENGINE_SRUN ? split_labels : split_tags)(r.output ? r.output : "",
+                                                                    r.len, n, out);
   for (int i = 0; i < n; i++) {
     bad |= fclose(out[i]) != 0;
     out[i] = NULL;
@@ -222,6 +243,7 @@ out:
   free(len);
   free(r.output);
   wr_argv_free(&a);
+  wr_argv_free(&env);
   if (rc)
     for (int i = 0; i < n; i++) {
       free(paths[i]);

@@ -20,15 +20,56 @@ base_name(const char *p)
 }
 
 static const char *
-topology_of(const wr_host *w)
+topology_of(const wr_host *w, char *buf, size_t len)
 {
+  /* this machine's may be the file WEFT_TOPOLOGY names */
+  const char *env = !weftx_topo_is_live(w->topo) ? weftx_topo_source(w->topo) : NULL;
   switch (w->from) {
   case WR_TOPO_FILE: return w->file;
   case WR_TOPO_PROBED: return "probed";
-  case WR_TOPO_HERE: return "this machine";
+  case WR_TOPO_HERE:
+    snprintf(buf, len, "this machine%s%s%s", env ? " (WEFT_TOPOLOGY=" : "", env ? env : "",
+             env ? ")" : "");
+    return buf;
   case WR_TOPO_ASSUMED: break;
   }
-  return "assumed like this machine";
+  snprintf(buf, len, "assumed like this machine%s%s%s", env ? " (WEFT_TOPOLOGY=" : "",
+           env ? env : "", env ? ")" : "");
+  return buf;
+}
+
+/* The file a host's topology was read from, for JSON: NULL for a live machine. */
+static const char *
+topology_file(const wr_host *w)
+{
+  if (w->file)
+    return base_name(w->file);
+  if (w->from != WR_TOPO_PROBED && !weftx_topo_is_live(w->topo))
+    return base_name(weftx_topo_source(w->topo));
+  return NULL;
+}
+
+/* "# hosts from ..." when they were not named on the command line. */
+static void
+hosts_source(const wr_inventory *inv, FILE *out)
+{
+  if (inv->origin == WEFTX_HOSTS_SLURM)
+    fprintf(out, "# hosts from the Slurm allocation SLURM_JOB_ID=%s: SLURM_JOB_NODELIST=%s, "
+            "SLURM_TASKS_PER_NODE=%s\n", inv->slurm_job ? inv->slurm_job : "(unset)",
+            getenv("SLURM_JOB_NODELIST"), getenv("SLURM_TASKS_PER_NODE") ?
+            getenv("SLURM_TASKS_PER_NODE") : "(unset)");
+  else if (inv->origin == WEFTX_HOSTS_HOSTFILE && inv->default_hostfile)
+    fprintf(out, "# hosts from Open MPI's default hostfile %s\n", inv->default_hostfile);
+}
+
+/* ", GPUs 3-4 of 8 (Slurm job 12)" for a host whose ranks may have only some. */
+static void
+gpus_of(const wr_host *w, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  if (w->gpus_allowed)
+    snprintf(buf, len, " (%s of %d: %s)", w->gpus_allowed[0] ? w->gpus_allowed : "none",
+             weftx_topo_ngpus(w->topo), w->gpus_from ? w->gpus_from : "");
 }
 
 static int
@@ -45,7 +86,9 @@ json(const wr_plan *p, const wr_net *net, FILE *out)
     hosts[h].name = w->name;
     hosts[h].slots = p->hosts[h].slots;
     hosts[h].topo = w->topo;
-    hosts[h].topology = w->file ? base_name(w->file) : NULL;
+    hosts[h].topology = topology_file(w);
+    hosts[h].gpus_allowed = w->gpus_allowed;
+    hosts[h].gpus_from = w->gpus_from;
   }
   for (int i = 0; i < p->nenv; i++)
     env[i] = p->env[i];
@@ -78,13 +121,17 @@ wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr
   weftx_policy_format(&p->pol, pol, sizeof(pol));
   fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
           p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+  hosts_source(inv, out);
   if (p->ordered)
     fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
   for (int h = 0; h < p->nhosts; h++) {
     const wr_plan_host *ph = &p->hosts[h];
-    fprintf(out, "# host %s: %d of %d slots, %d GPUs%s, topology %s\n", ph->host->name,
-            ph->count, ph->slots, ph->host->gpus, ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
-            topology_of(ph->host));
+    char topo[4200], gpus[256];
+    gpus_of(ph->host, gpus, sizeof(gpus));
+    fprintf(out, "# host %s: %d of %d slots, %d GPUs%s%s, topology %s\n", ph->host->name,
+            ph->count, ph->slots, ph->host->gpus, gpus,
+            ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
+            topology_of(ph->host, topo, sizeof(topo)));
   }
   for (int h = 0; h < p->nhosts; h++) {
     const wr_host *w = p->hosts[h].host;

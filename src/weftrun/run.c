@@ -3,16 +3,17 @@
  * The run stage: run the engine's command (weftx_proc_run(): its own process
  * group, stop requests, SIGTERM when weftrun dies) with the control channel
  * polled in the same loop, and turn what the agents said into the exit
- * status. mpirun's output is not read: it goes where weftrun's goes, as fast
- * as mpirun writes it, and nothing a rank prints can change how the job is
- * judged. The supervisor (supervise.c) decides when the job must end (a
+ * status. The engine (mpirun or srun) is only the transport: its output is
+ * not read, it goes where weftrun's goes, as fast as the engine writes it, and
+ * nothing a rank or the engine prints can change how the job is judged. The supervisor (supervise.c) decides when the job must end (a
  * failed rank, a lost host, --timeout, a weft deadline); then every agent
  * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank); mpirun normally
  * ends by itself when its ranks have, and if it has not half a second after
  * the agents' grace it is killed with its process group (a signal while it
  * aborts a job makes Open MPI 4.1 crash, and it can wait long for a lost
- * daemon; its daemons elsewhere end when they lose it). A stop request (SIGINT, SIGTERM, SIGHUP to weftrun) is forwarded to
- * mpirun and ends the agents the same way.
+ * daemon; its daemons elsewhere end when they lose it). A stop request
+ * (SIGINT, SIGTERM, SIGHUP to weftrun) is forwarded to the engine and ends
+ * the agents the same way.
  */
 #include "config.h"
 
@@ -30,6 +31,7 @@ typedef struct job {
   wr_sup *s;
   wr_ctl *c;
   const wr_opts *o;
+  const wr_engine *e;
   double kill_at;           /* when mpirun is killed if it is still there */
 } job;
 
@@ -42,7 +44,7 @@ reason(const wr_sup *s)
   case WR_END_SIGNAL: return "weftrun got a signal";
   case WR_END_DEADLINE: return "a weft deadline expired";
   case WR_END_PREEMPTED: return "a VM was preempted";
-  case WR_END_ENGINE: return "mpirun ended";
+  case WR_END_ENGINE: return "the engine ended";
   default: return "a rank failed";
   }
 }
@@ -86,7 +88,7 @@ on_event(void *arg, weftx_proc_event ev, int value)
     wr_sup_signal(j->s, value, weftx_monotonic());
     break;
   case WEFTX_PROC_EV_KILL:
-    fprintf(stderr, "weftrun: mpirun did not end with its ranks; killing it\n");
+    fprintf(stderr, "weftrun: %s did not end with its ranks; killing it\n", j->e->name);
     break;
   case WEFTX_PROC_EV_EXIT:
     wr_sup_engine_exit(j->s, value, weftx_monotonic());
@@ -98,34 +100,43 @@ on_event(void *arg, weftx_proc_event ev, int value)
 }
 
 int
-wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd, wr_ctl *ctl)
+wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, const wr_argv *env,
+       int stop_fd, wr_ctl *ctl)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
-  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, 0 };
+  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0 };
+  char **envp = wr_env_build(env);
 
-  if (!j.s) {
+  if (!j.s || !envp) {
     fprintf(stderr, "weftrun: out of memory\n");
+    wr_sup_free(j.s);
+    free(envp);
     return WR_EXIT_ENGINE;
   }
+  j.s->engine = e->name;
   weftx_proc_spec_init(&s);
   s.argv = argv;
+  s.envp = envp;
   s.stop_signal = SIGTERM;
   s.grace = WR_ENGINE_GRACE_S;
   s.stop_fd = stop_fd;
-  s.death_signal = SIGTERM; /* weftrun killed: mpirun ends the job (and the agents lose us) */
+  s.death_signal = SIGTERM; /* weftrun killed: the engine ends the job (and the agents lose us) */
   s.watch_fd = wr_ctl_fd(ctl);
   s.watch_drain = AFTER_S;
   s.on_watch = on_watch;
   s.on_event = on_event;
   s.arg = &j;
   int rc;
-  if (weftx_proc_run(&s, &r, why, sizeof(why))) {
+  int failed = weftx_proc_run(&s, &r, why, sizeof(why));
+  free(envp);
+  if (failed) {
     fprintf(stderr, "weftrun: %s\n", why);
     rc = WR_EXIT_ENGINE;
   } else if (r.status == WEFTX_PROC_NOEXEC && why[0]) {
-    fprintf(stderr, "weftrun: mpirun could not be started: %s (exit %d)\n", why, WR_EXIT_ENGINE);
+    fprintf(stderr, "weftrun: %s could not be started: %s (exit %d)\n", e->name, why,
+            WR_EXIT_ENGINE);
     rc = WR_EXIT_ENGINE;
   } else {
     rc = wr_summary(j.s, o, stderr);

@@ -269,25 +269,29 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
   case WR_END_NOFINALIZE:
     who(s, s->end_rank, w, sizeof(w));
     fprintf(out, "weftrun: job failed: %s: exited with status 0 while the other ranks ran, "
-            "without finalizing (MPI_Finalize, weft_finalize), so mpirun ended the job (exit %d)\n",
-            w, s->code);
+            "without finalizing (MPI_Finalize, weft_finalize), so %s ended the job (exit %d)\n",
+            w, s->engine, s->code);
     break;
   case WR_END_ENGINE:
     if (s->engine_status < 0)
-      fprintf(out, "weftrun: mpirun was killed by signal %d (exit %d)\n", -s->engine_status,
+      fprintf(out, "weftrun: %s was killed by signal %d (exit %d)\n", s->engine, -s->engine_status,
               s->code);
     else
-      fprintf(out, "weftrun: mpirun failed with status %d before any rank reported a failure "
-              "(exit %d); see its message above\n", s->engine_status, s->code);
+      fprintf(out, "weftrun: %s failed with status %d before any rank reported a failure "
+              "(exit %d); see its message above\n", s->engine, s->engine_status, s->code);
     list(s, now, out, running, NULL, "");
     break;
   case WR_END_MISSING: {
     int never = 0;
     for (int r = 0; r < s->np; r++)
       never += s->r[r].state == WR_RANK_WAITING;
-    fprintf(out, "weftrun: mpirun exited 0, but %d of %d ranks never ran (is WEFT_MPIRUN or the "
-            "mpirun on PATH Open MPI's?) (exit %d)\n", never ? never : s->np - s->exited, s->np,
-            s->code);
+    if (!strcmp(s->engine, "mpirun"))
+      fprintf(out, "weftrun: mpirun exited 0, but %d of %d ranks never ran (is WEFT_MPIRUN or "
+              "the mpirun on PATH Open MPI's?) (exit %d)\n", never ? never : s->np - s->exited,
+              s->np, s->code);
+    else
+      fprintf(out, "weftrun: %s exited 0, but %d of %d ranks never ran (exit %d)\n", s->engine,
+              never ? never : s->np - s->exited, s->np, s->code);
     break;
   }
   }

@@ -32,6 +32,7 @@ wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
     free(s);
     return NULL;
   }
+  s->engine = "mpirun";
   s->p = p;
   s->np = p->np;
   s->t0 = now;

@@ -11,14 +11,18 @@
  *   plan.c      pure: hosts + facts + policy + options -> ranks per host, every
  *               rank's placement, the environment to show      -> wr_plan
  *   network.c   the interface, MASTER_ADDR, MASTER_PORT        -> wr_net
- *   engine.c    the mpirun command line and its hostfile       -> argv
+ *   engine.c    the engine (chosen right after the hosts, as the probe runs
+ *               through it): mpirun (engine-mpirun.c) or Slurm's srun
+ *               (engine-srun.c); its command line, environment, hostfile
+ *                                                              -> argv, envp
  *   run.c       run it under supervision: the control channel (control.c)
  *               tells what happens to every rank, supervise.c decides when
  *               and why the job ends, summary.c says it      -> the exit status
  *
+ * slurm.c is the facts a Slurm job adds (the GPUs it was given on each host);
  * report.c prints a plan (--dry-run, --report-bindings --json); jobdir.c holds
- * every file weftrun writes for a job; exec.c finds mpirun and weft-rank and
- * builds argument vectors; signals.c turns SIGINT/TERM/HUP into stop requests.
+ * every file weftrun writes for a job; exec.c finds mpirun, srun and weft-rank
+ * and builds argument vectors; signals.c turns SIGINT/TERM/HUP into stop requests.
  */
 #ifndef WEFTRUN_H
 #define WEFTRUN_H
@@ -66,6 +70,7 @@ typedef struct wr_opts {
   wr_pair mca[WR_MAX_LIST];
   int nmca;
   int tag_output, timestamp_output, oversubscribe, allow_run_as_root;
+  const char *engine;           /* auto | mpirun | srun; NULL: auto */
   const char *output_filename;
   long timeout;                 /* seconds; 0: none */
   double host_timeout;          /* --host-timeout seconds; 0: WR_HOST_TIMEOUT_S */
@@ -113,6 +118,10 @@ void wr_argv_free(wr_argv *a);
 void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
 const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
 const char *wr_find_mpirun(char *buf, size_t len);     /* $WEFT_MPIRUN, else $PATH */
+const char *wr_find_srun(char *buf, size_t len);       /* $WEFT_SRUN, else $PATH */
+/* weftrun's environment with \p changes ("KEY=VALUE" sets, "KEY" unsets; NULL: none), for
+ * execve: a NULL-terminated array of pointers into both (free() the array only). */
+char **wr_env_build(const wr_argv *changes);
 
 /* Where a host's topology came from. */
 typedef enum wr_topo_from {
@@ -136,6 +145,8 @@ typedef struct wr_host {
   int gpus_trusted;             /* gpus is --gpus-per-node's */
   char machine_type[64];        /* Google Cloud: "" when unknown */
   char physical_host[256];      /* "" without compact placement */
+  char *gpus_allowed;           /* the GPUs its ranks may have ("3-4", "" none), NULL: all */
+  const char *gpus_from;        /* who says so: "Slurm job 12", "CUDA_VISIBLE_DEVICES" */
 } wr_host;
 
 typedef struct wr_topo_entry wr_topo_entry;
@@ -152,6 +163,9 @@ typedef struct wr_inventory {
   wr_gcp *gcp;                  /* --nccl-preset on this VM */
   char **preset_env;            /* its variables as "KEY=VALUE", for the plan */
   int npreset_env;
+  const char *slurm_job;        /* SLURM_JOB_ID inside an allocation, else NULL */
+  const char *default_hostfile; /* the hosts came from Open MPI's default hostfile, this one */
+  char gpus_from[64];           /* the wr_host.gpus_from they share */
 } wr_inventory;
 
 /* hosts.c: -H, --hostfile, Open MPI's default hostfile, Slurm or this host; each
@@ -159,15 +173,40 @@ typedef struct wr_inventory {
 int wr_hosts_gather(const wr_opts *o, wr_inventory *inv);
 void wr_inventory_free(wr_inventory *inv);
 
-/* facts.c: the hosts' topologies (files, the probe, this machine), Google Cloud facts
- * and this VM's preset. WR_EXIT_*, or 128+N when stopped by signal N. */
-int wr_facts_gather(const wr_opts *o, wr_inventory *inv, wr_jobdir *dir, int stop_fd);
+/* engine.c: which engine runs the job, chosen after the hosts (the probe runs through
+ * it): --engine, or auto (mpirun; srun inside a Slurm allocation without mpirun). What
+ * the engine cannot do is refused here in one line. WR_EXIT_*. */
+typedef enum wr_engine_kind { WR_ENGINE_MPIRUN = 1, WR_ENGINE_SRUN } wr_engine_kind;
+typedef struct wr_engine {
+  wr_engine_kind kind;
+  const char *name;             /* "mpirun" or "srun" */
+  char why[160];                /* how it was chosen: "--engine srun", "auto: ..." */
+  char path[4096];              /* the program; its name alone when not found (dry run) */
+  int found;
+  char agent[4096];             /* weft-rank */
+  const char *hostfile;         /* where wr_engine_hostfile()'s text will be */
+  const char *host_xml;         /* this host's XML for its ranks, or NULL */
+  const char *control;          /* the control channel's ADDR:PORT, or NULL (--dry-run) */
+} wr_engine;
+int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e);
+
+/* facts.c: the hosts' topologies (files, the probe, this machine), Google Cloud facts,
+ * this VM's preset and, in a Slurm job, each host's GPUs (slurm.c). WR_EXIT_*, or 128+N
+ * when stopped by signal N. */
+int wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                    int stop_fd);
 
 /* probe.c: remote hosts' hwloc XML (files in the job directory, into paths[i]) and
- * their Google Cloud facts (into hosts[i]), through mpirun and "weft-rank --probe".
+ * their Google Cloud facts (into hosts[i]), through the engine and "weft-rank --probe".
  * WR_EXIT_*, or 128+N when stopped by signal N. */
-int wr_probe(const wr_opts *o, wr_host *const *hosts, int n, wr_jobdir *dir, int stop_fd,
-             char **paths);
+int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
+             int stop_fd, char **paths);
+
+/* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
+ * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
+int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);
+/* A CUDA_VISIBLE_DEVICES that Slurm set (a batch script's, a step's): never forwarded. */
+int wr_slurm_cvd_is_slurms(void);
 
 /* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
  * checks (warnings), this VM's Google Cloud facts. */
@@ -226,16 +265,32 @@ int wr_net_choose(const wr_plan *p, wr_net *n); /* WR_EXIT_* */
 int wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
               FILE *out);
 
-/* engine.c: the mpirun command line of a plan, and the hostfile it reads. */
-typedef struct wr_engine {
-  const char *mpirun, *agent;
-  const char *hostfile;         /* where wr_engine_hostfile()'s text will be */
-  const char *host_xml;         /* this host's XML for its ranks, or NULL */
-  const char *control;          /* the control channel's ADDR:PORT, or NULL (--dry-run) */
-} wr_engine;
+/* engine.c: the engine's command line for a plan, the variables it adds to weftrun's
+ * environment for it ("KEY=VALUE", into env), and the hostfile it reads. */
 int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                   wr_argv *out, char *why, size_t whylen); /* WR_EXIT_* */
-int wr_engine_hostfile(const wr_plan *p, FILE *out);        /* 0 or -1 */
+                   wr_argv *out, wr_argv *env, char *why, size_t whylen); /* WR_EXIT_* */
+int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or -1 */
+/* Variables forwarded to every rank by default (weftx_env_forward_default() less those
+ * that describe one host). */
+int wr_engine_forwarded(const char *name, size_t n);
+/* The agent's arguments for a plan, less the program (engine.c, for both engines). */
+int wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                    const char *output_filename, wr_argv *a, char *why, size_t whylen);
+
+/* engine-mpirun.c and engine-srun.c: each engine's command line, environment, hostfile
+ * and probe. */
+int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                   wr_argv *a);
+int wr_mpirun_hostfile(const wr_plan *p, FILE *out);
+int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                         wr_argv *a);
+int wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len);
+int wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                 wr_argv *a, wr_argv *env);
+int wr_srun_hostfile(const wr_plan *p, FILE *out);
+int wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                       wr_argv *a, wr_argv *env);
+
 
 /* supervise.c: what the control channel told of every rank, and the rules that end
  * the job (pure: times are passed in). */
@@ -302,7 +357,8 @@ typedef struct wr_sup {
   double end_at, stacks_until, end_after;
   int want_end, want_stacks;    /* 1: to do, 2: done (stacks: 3 when in) */
   int engine_exited, engine_judged;
-  int engine_status;            /* mpirun's exit status, -N when killed by signal N */
+  int engine_status;            /* the engine's exit status, -N when killed by signal N */
+  const char *engine;           /* its name for the summaries: "mpirun" (default), "srun" */
   double engine_at;
 } wr_sup;
 
@@ -338,7 +394,9 @@ void wr_ctl_end(wr_ctl *c, const wr_sup *s, int sig, const char *why); /* END to
 void wr_ctl_stacks(wr_ctl *c, const wr_sup *s);                        /* STACK_REQ */
 void wr_ctl_close(wr_ctl *c);
 
-/* run.c: run the command under supervision; the exit status. */
-int wr_run(const wr_plan *p, const wr_opts *o, char **argv, int stop_fd, wr_ctl *ctl);
+/* run.c: run the command (env: variables set for it) under supervision; the exit
+ * status. */
+int wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
+           const wr_argv *env, int stop_fd, wr_ctl *ctl);
 
 #endif /* WEFTRUN_H */

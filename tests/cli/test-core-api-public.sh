@@ -4,7 +4,8 @@
 #  - libweft.so exports exactly the functions the installed headers declare
 #    (the same count, every declared one present), and fewer than 70;
 #  - a program that includes <weft.h> compiles without hwloc's or CUDA's
-#    headers (none is even opened) and links with -lweft alone.
+#    headers (none is even opened) and links with -lweft alone;
+#  - libweft.so needs neither the tools' libraries nor CUDA's or NCCL's.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 top=$WEFT_TOPDIR build=$WEFT_BUILDDIR
@@ -51,9 +52,11 @@ fi
 "$cc" $san "$tmp/prog.o" -L"$build/lib/.libs" -lweft -Wl,-rpath,"$build/lib/.libs" -o "$tmp/prog"
 out=$("$tmp/prog") || { echo "FAIL: the program linked with -lweft alone failed: $out"; exit 1; }
 echo "ok: <weft.h> alone: $out"
-# And nothing of the tools' tier is needed at run time.
-if readelf -d "$so" | grep NEEDED | grep -Ei 'hwloc|curl'; then
-  echo "FAIL: libweft.so needs the libraries above (they belong to the tools)"
+# And nothing of the tools' tier is needed at run time, nor CUDA or NCCL
+# (opened when a device buffer first needs them: CPU-only programs never load
+# NCCL's 200 MB).
+if readelf -d "$so" | grep NEEDED | grep -Ei 'hwloc|curl|cuda|nccl|nvidia'; then
+  echo "FAIL: libweft.so needs the libraries above (the tools' tier, or CUDA and NCCL)"
   exit 1
 fi
-echo "ok: libweft.so needs neither hwloc nor libcurl"
+echo "ok: libweft.so needs neither hwloc, libcurl, CUDA nor NCCL"

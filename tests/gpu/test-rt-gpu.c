@@ -3,11 +3,16 @@
  * The runtime on device memory: the NCCL communicator comes up at the first
  * device collective; all-reduce (every dtype and op, in place and not),
  * broadcast, all-gather and reduce-scatter on device buffers against a
- * reference; a bucket of device tensors against per-tensor all-reduces; and
- * stream order (copy in, all-reduce, copy out, all queued on one stream
- * before a single synchronisation). Without a GPU it checks that asking for
- * NCCL is refused with a clear error, then exits 77 (skipped).
- * Run with mpirun -np N, N <= the number of GPUs (1 is fine).
+ * reference; mesh groups (split from the world's communicator); send and
+ * receive around a ring; a bucket of device tensors against per-tensor
+ * all-reduces, on a stream and on the default stream; and stream order (copy
+ * in, all-reduce, copy out, all queued on one stream before a single
+ * synchronisation). Without a GPU it checks that asking for NCCL is refused
+ * with a clear error, then exits 77 (skipped).
+ * Run with mpirun -np N, N <= the number of GPUs (1 is fine), or several ranks
+ * on one GPU with distinct NCCL_HOSTID (tests/gpu/run.sh), or under the
+ * stand-in (tests/standin). test-rt-gpu [MAXELEMS]: the largest size tried
+ * (default 1048576).
  */
 #include "rt_private.h"
 #include "rt-common.h" /* put() and get(): one element of any dtype, as tests/mpi use */
@@ -66,22 +71,96 @@ static int no_gpu(int *argc, char ***argv)
   return 77;
 }
 
+/* Every rank sends its block to the next and receives the previous one's;
+ * even ranks send first, odd ones receive first, so that no rank waits for a
+ * receive queued behind its own send. */
+static int ring(weft_ctx *ctx, weft_group *w, cudaStream_t st)
+{
+  int rank = weft_group_rank(w), p = weft_group_size(w), next = (rank + 1) % p,
+      prev = (rank + p - 1) % p, i, checks = 0;
+  int32_t h[1000], *ds, *dr;
+
+  if (p < 2)
+    return 0;
+  CU(cudaMalloc((void **)&ds, sizeof(h)));
+  CU(cudaMalloc((void **)&dr, sizeof(h)));
+  for (i = 0; i < 1000; i++)
+    h[i] = rank * 1000 + i;
+  CU(cudaMemcpyAsync(ds, h, sizeof(h), cudaMemcpyHostToDevice, st));
+  if (rank % 2 == 0) {
+    CK(weft_send(w, ds, 1000, WEFT_INT32, next, st) == 0, "send: %s", weft_last_error(ctx));
+    CK(weft_recv(w, dr, 1000, WEFT_INT32, prev, st) == 0, "recv: %s", weft_last_error(ctx));
+  } else {
+    CK(weft_recv(w, dr, 1000, WEFT_INT32, prev, st) == 0, "recv: %s", weft_last_error(ctx));
+    CK(weft_send(w, ds, 1000, WEFT_INT32, next, st) == 0, "send: %s", weft_last_error(ctx));
+  }
+  CU(cudaMemcpyAsync(h, dr, sizeof(h), cudaMemcpyDeviceToHost, st));
+  CU(cudaStreamSynchronize(st));
+  for (i = 0; i < 1000; i++)
+    CK(h[i] == prev * 1000 + i, "ring [%d]: %d, want %d", i, h[i], prev * 1000 + i);
+  checks++;
+  cudaFree(ds);
+  cudaFree(dr);
+  return checks;
+}
+
+/* Mesh groups tp=2 x dp=*: all-reduce of the world rank over each group, on
+ * the communicators split from the world's. */
+static int mesh(weft_ctx *ctx, cudaStream_t st)
+{
+  weft_mesh *m;
+  int rank = weft_rank(ctx), p = weft_size(ctx), checks = 0, d;
+  static const char *const dims[] = {"tp", "dp"};
+  float *dv, h[64];
+
+  if (p < 2 || p % 2)
+    return 0;
+  CK(weft_mesh_create(ctx, "tp=2,dp=*", &m) == 0, "mesh: %s", weft_last_error(ctx));
+  CU(cudaMalloc((void **)&dv, sizeof(h)));
+  for (d = 0; d < 2; d++) {
+    weft_group *g = weft_mesh_group(m, dims[d]);
+    int i, want = 0, j;
+    CK(g != NULL, "mesh group %s: %s", dims[d], weft_last_error(ctx));
+    for (j = 0; j < weft_group_size(g); j++)
+      want += weft_group_world_rank(g, j);
+    for (i = 0; i < 64; i++)
+      h[i] = (float)rank;
+    CU(cudaMemcpyAsync(dv, h, sizeof(h), cudaMemcpyHostToDevice, st));
+    CK(weft_allreduce(g, dv, dv, 64, WEFT_FLOAT32, WEFT_SUM, st) == 0, "mesh %s: %s", dims[d],
+       weft_last_error(ctx));
+    CU(cudaMemcpyAsync(h, dv, sizeof(h), cudaMemcpyDeviceToHost, st));
+    CU(cudaStreamSynchronize(st));
+    for (i = 0; i < 64; i++)
+      CK(h[i] == (float)want, "mesh %s [%d]: %g, want %d", dims[d], i, h[i], want);
+    checks++;
+  }
+  cudaFree(dv);
+  weft_mesh_destroy(m);
+  return checks;
+}
+
 int main(int argc, char **argv)
 {
-  static const size_t sizes[] = {1, 1021, 1 << 20};
+  size_t sizes[] = {1, 1021, 1 << 20};
   weft_ctx *ctx;
   weft_group *w;
   cudaStream_t st;
+  struct cudaDeviceProp prop;
   int ndev = 0, rank, p, dt, op, ip, checks = 0;
   size_t si, i;
 
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
     return no_gpu(&argc, &argv);
   CK(weft_init(&argc, &argv, &ctx) == 0, "weft_init");
+  if (argc > 1)
+    sizes[2] = (size_t)strtoul(argv[1], NULL, 10);
   w = weft_world(ctx);
   rank = weft_rank(ctx);
   p = weft_size(ctx);
   CK(weft_device(ctx) < ndev, "rank %d: device %d of %d", rank, weft_device(ctx), ndev);
+  CU(cudaGetDeviceProperties(&prop, weft_device(ctx)));
+  if (rank == 0)
+    printf("# device %d: %s\n", weft_device(ctx), prop.name);
   CU(cudaSetDevice(weft_device(ctx)));
   CU(cudaStreamCreate(&st));
 
@@ -176,6 +255,12 @@ int main(int argc, char **argv)
     for (t = 0; t < NT; t++)
       CK(weft_allreduce(w, ref[t], ref[t], n[t], WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce");
     CU(cudaStreamSynchronize(st));
+    /* Again on the default stream (NULL), which batched copies refuse. */
+    CK(weft_bucket_allreduce(b, WEFT_SUM, NULL) == 0, "bucket_allreduce on NULL: %s",
+       weft_last_error(ctx));
+    for (t = 0; t < NT; t++)
+      CK(weft_allreduce(w, ref[t], ref[t], n[t], WEFT_FLOAT32, WEFT_SUM, NULL) == 0, "allreduce");
+    CU(cudaDeviceSynchronize());
     for (t = 0; t < NT; t++) {
       CU(cudaMemcpy(ha, dev[t], n[t] * 4, cudaMemcpyDeviceToHost));
       CU(cudaMemcpy(hb, ref[t], n[t] * 4, cudaMemcpyDeviceToHost));
@@ -188,6 +273,8 @@ int main(int argc, char **argv)
     free(hb);
     checks++;
   }
+  checks += ring(ctx, w, st);
+  checks += mesh(ctx, st);
   /* Host buffers still go through MPI on a GPU machine. */
   {
     int x = rank + 1, y = 0;

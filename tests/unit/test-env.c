@@ -170,6 +170,32 @@ static void test_cuda_visible(void **state)
         }
         assert_int_equal(*p, '\0');
       }
+  /* Over the GPUs a Slurm job was given, as the process numbers them. */
+  {
+    static const int job[] = { 3, 4 }, six[] = { 0, 2, 3, 5, 6, 7 };
+    char buf[64];
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, job, 2, 4, 0, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "4,3");
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, job, 2, 4, 1, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "3,4");
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, six, 6, 5, 1, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "0,5,2,3,6,7");
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, six, 6, 0, 9, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "0,2,3,5,6,7");
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_OWN, job, 2, 3, 1, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "3");
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, job, 2, -1, 0, buf, sizeof(buf)), 1);
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_NONE, job, 2, 3, 0, buf, sizeof(buf)), 1);
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, job, 0, -1, 0, buf, sizeof(buf)), 1);
+    /* a GPU outside the list is never written */
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, job, 2, 0, 0, buf, sizeof(buf)),
+                     WEFT_EINVAL);
+    assert_string_equal(buf, "");
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_OWN, job, 2, 5, 0, buf, sizeof(buf)),
+                     WEFT_EINVAL);
+    assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, NULL, 2, 0, 0, buf, sizeof(buf)),
+                     WEFT_EINVAL);
+  }
   assert_int_equal(weftx_gpu_visibility_parse("own", &v), 0);
   assert_int_equal(v, WEFTX_GPUVIS_OWN);
   assert_int_equal(weftx_gpu_visibility_parse("NONE", &v), 0);
@@ -239,6 +265,27 @@ static void test_rank_env(void **state)
   assert_null(weftx_env_get(e, "NCCL_SOCKET_IFNAME"));
   assert_null(weftx_env_get(e, "GLOO_SOCKET_IFNAME"));
   weftx_env_destroy(e);
+
+  /* The GPUs of a Slurm job: CUDA_VISIBLE_DEVICES and WEFT_GPU among them only. */
+  {
+    static const int job[] = { 3, 4 };
+    ri = sample_info();
+    ri.devices = job;
+    ri.ndevices = 2;
+    ri.gpu = 4;
+    ri.local_rank = 1;
+    e = new_env();
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+    assert_string_equal(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"), "3,4");
+    assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "4");
+    weftx_env_destroy(e);
+    ri.gpu = 5;
+    e = new_env();
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), WEFT_EINVAL);
+    assert_string_equal(why, "per-rank environment: GPU 5 is not one of the 2 the rank may see");
+    weftx_env_destroy(e);
+    weftx_rank_info_init(&ri);
+  }
 
   /* own: a rank with no GPU on a GPU host sees none. */
   ri.ngpus = 4;

@@ -457,6 +457,62 @@ static void test_slurm_gres(void **state)
   assert_string_equal(why, "GRES 'gpu:2(IDX:0-2)': 2 GPUs but 3 indices");
 }
 
+/* "scontrol show job -d" as Slurm 22.05 prints it on the virtual cluster: one detail
+ * line per group of nodes with the same allocation. */
+static void test_slurm_job_gpus(void **state)
+{
+  static const char text[] =
+    "JobId=12 JobName=interactive\n"
+    "   NodeList=vnode[0-2]\n"
+    "   NumNodes=3 NumCPUs=6 NumTasks=6 CPUs/Task=1 ReqB:S:C:T=0:0:*:*\n"
+    "   JOB_GRES=gpu:5\n"
+    "     Nodes=vnode[0-1] CPU_IDs=2-3 Mem=0 GRES=gpu:2(IDX:3-4)\n"
+    "     Nodes=vnode2 CPU_IDs=0-1 Mem=0 GRES=gpu:1(IDX:6)\n"
+    "     Nodes=gpu07 CPU_IDs=0 Mem=0 GRES=\n"
+    "     Nodes=gpu08 CPU_IDs=0 Mem=0\n"
+    "     Nodes=gpu09 CPU_IDs=0 Mem=0 GRES=gpu:2\n"
+    "   TresPerNode=gres:gpu:2\n";
+  weftx_slurm_node_gpus *v = NULL;
+  int n = -1;
+  (void)state;
+
+  assert_int_equal(weftx_slurm_job_gpus(text, &v, &n, why, sizeof(why)), 0);
+  assert_int_equal(n, 6);
+  assert_string_equal(v[0].name, "vnode0");
+  assert_int_equal(v[0].count, 2);
+  assert_string_equal(v[0].idx, "3-4");
+  assert_string_equal(v[1].name, "vnode1");
+  assert_string_equal(v[1].idx, "3-4");
+  assert_string_equal(v[2].name, "vnode2");
+  assert_string_equal(v[2].idx, "6");
+  assert_int_equal(v[3].count, 0);
+  assert_string_equal(v[3].idx, "");
+  assert_int_equal(v[4].count, 0);
+  assert_string_equal(v[4].idx, "");
+  assert_int_equal(v[5].count, 2);
+  assert_null(v[5].idx);
+  weftx_slurm_job_gpus_free(v, n);
+  /* no detail lines: no nodes; several index runs */
+  assert_int_equal(weftx_slurm_job_gpus("JobId=3\n", &v, &n, why, sizeof(why)), 0);
+  assert_int_equal(n, 0);
+  weftx_slurm_job_gpus_free(v, n);
+  assert_int_equal(weftx_slurm_job_gpus("Nodes=a GRES=gpu:h100:4(IDX:0-1,4,6)", &v, &n, why,
+                                        sizeof(why)), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(v[0].idx, "0-1,4,6");
+  weftx_slurm_job_gpus_free(v, n);
+  /* what does not parse says which line and why */
+  assert_int_equal(weftx_slurm_job_gpus("x\n  Nodes=a[1 GRES=gpu:1\n", &v, &n, why, sizeof(why)),
+                   WEFT_EPARSE);
+  assert_null(v);
+  assert_int_equal(n, 0);
+  assert_non_null(strstr(why, "scontrol show job -d, line 2: "));
+  assert_int_equal(weftx_slurm_job_gpus("Nodes=a GRES=gpu:2(IDX:0)", &v, &n, why, sizeof(why)),
+                   WEFT_EPARSE);
+  assert_string_equal(why, "scontrol show job -d, line 1: GRES 'gpu:2(IDX:0)': 2 GPUs but 1 indices");
+  assert_int_equal(weftx_slurm_job_gpus(NULL, &v, &n, why, sizeof(why)), WEFT_EINVAL);
+}
+
 static void test_gather(void **state)
 {
   const char *args[] = { "b:2,c" };
@@ -521,7 +577,8 @@ int main(void)
     cmocka_unit_test(test_hostfile_garbage), cmocka_unit_test(test_slurm),
     cmocka_unit_test(test_slurm_garbage), cmocka_unit_test(test_slurm_per_node),
     cmocka_unit_test(test_slurm_gpu_indices), cmocka_unit_test(test_slurm_gpus_count),
-    cmocka_unit_test(test_slurm_gres), cmocka_unit_test(test_gather),
+    cmocka_unit_test(test_slurm_gres), cmocka_unit_test(test_slurm_job_gpus),
+    cmocka_unit_test(test_gather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -357,6 +357,65 @@ static void test_gpu_a3(void **state)
 }
 
 /* GPU PCI order unlike NUMA order: GPUs 0 and 2 on node 1, 1 and 3 on node 0. */
+/* The GPUs a Slurm job was given (policy.gpus): only those are counted, chosen
+ * and spread, each with the cores and NIC next to it. */
+static void test_gpu_allowed(void **state)
+{
+  weftx_topo *t = load("a3-highgpu-8g.xml");
+  weftx_policy p = policy(NULL, NULL);
+  weftx_place pl;
+  char why[256];
+  (void)state;
+
+  p.gpus = "3-4";
+  assert_int_equal(weftx_map_slots(t, &p), 2);
+  assert_int_equal(gpu_of(t, &p, 0, 2, &pl), 3);
+  assert_string_equal(list(pl.cpuset), "0-51,104-155"); /* GPU 3's NUMA node, alone there */
+  weftx_place_clear(&pl);
+  assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 4);
+  assert_string_equal(list(pl.cpuset), "52-103,156-207");
+  assert_string_equal(weftx_topo_nic(t, pl.nic)->name, "enp134s0");
+  weftx_place_clear(&pl);
+  /* one rank of 2 GPUs on one socket... and of 4 spread over both */
+  assert_int_equal(gpu_of(t, &p, 0, 1, &pl), 3);
+  weftx_place_clear(&pl);
+  p.gpus = "0-3,6";
+  assert_int_equal(gpu_of(t, &p, 1, 2, &pl), 6);
+  weftx_place_clear(&pl);
+  /* more ranks than the job's GPUs: the error names them */
+  p.gpus = "3-4";
+  assert_int_equal(weftx_map_rank(t, &p, 0, 3, &pl, why, sizeof(why)), WEFT_ENOFIT);
+  assert_string_equal(why, "3 ranks but a3-highgpu-8g.xml has 2 GPUs the ranks may use (GPUs 3-4 "
+                           "of 8); use -np 2 or fewer, --map-by core, or --oversubscribe");
+  p.oversubscribe = 1;
+  assert_int_equal(gpu_of(t, &p, 2, 3, &pl), 3);
+  weftx_place_clear(&pl);
+  p.oversubscribe = 0;
+  /* none given: auto maps cores, map-by gpu says why it cannot */
+  p.gpus = "";
+  assert_int_equal(weftx_map_slots(t, &p), 208 / 2);
+  assert_int_equal(gpu_of(t, &p, 0, 2, &pl), -1);
+  weftx_place_clear(&pl);
+  weftx_policy g = policy("gpu", NULL);
+  g.gpus = "";
+  assert_int_equal(weftx_map_rank(t, &g, 0, 1, &pl, why, sizeof(why)), WEFT_ENOGPU);
+  assert_string_equal(why, "--map-by gpu but a3-highgpu-8g.xml has no GPUs the ranks may use "
+                           "(GPUs none of 8); use --map-by core");
+  /* a GPU the machine lacks, or no list at all: EINVAL with the reason */
+  g.gpus = "7-8";
+  assert_int_equal(weftx_map_rank(t, &g, 0, 1, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_string_equal(why, "GPU 8 of the GPUs the ranks may use (7-8) is not a GPU of "
+                           "a3-highgpu-8g.xml, which has 8");
+  assert_int_equal(weftx_map_slots(t, &g), 0);
+  g.gpus = "x";
+  assert_int_equal(weftx_map_rank(t, &g, 0, 1, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_string_equal(why, "GPU list 'x' is not a list like 0-1,4");
+  g.gpus = "2-";
+  assert_int_equal(weftx_map_rank(t, &g, 0, 1, &pl, why, sizeof(why)), WEFT_EINVAL);
+  assert_null(pl.cpuset);
+  weftx_topo_destroy(t);
+}
+
 static void test_gpu_interleaved(void **state)
 {
   weftx_topo *t = load("gpu-numa-interleaved.xml");
@@ -644,6 +703,7 @@ static void test_json(void **state)
   (void)state;
 
   memset(&plan, 0, sizeof(plan));
+  memset(hosts, 0, sizeof(hosts));
   hosts[0].name = "vm-a";
   hosts[0].slots = 8;
   hosts[0].topo = t;
@@ -717,6 +777,7 @@ int main(void)
     cmocka_unit_test(test_parse_garbage),
     cmocka_unit_test(test_gpu_full),
     cmocka_unit_test(test_gpu_a3),
+    cmocka_unit_test(test_gpu_allowed),
     cmocka_unit_test(test_gpu_interleaved),
     cmocka_unit_test(test_gpu_flat),
     cmocka_unit_test(test_nic_spread),

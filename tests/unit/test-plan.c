@@ -3,8 +3,8 @@
  * host and fact sets as the facts stage would fill them (topologies from
  * share/weft/topologies), without mpirun or a metadata server. Hosts with
  * different GPU counts, given and ungiven slots, -N, --map-by node,
- * oversubscription, --gpus-per-node, a Google Cloud physical_host order, and
- * the environment the plan shows. */
+ * oversubscription, --gpus-per-node, a Slurm job's GPUs, a Google Cloud
+ * physical_host order, and the environment the plan shows. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -137,6 +137,46 @@ test_given_slots(void **state)
   assert_int_equal(p->np, 12);
   assert_true(p->oversub);
   wr_plan_destroy(p);
+}
+
+/* A Slurm job's GPUs (the facts stage's gpus_allowed): slots, choice and placement
+ * within them, on each host its own; none given: CPU ranks, and --map-by gpu refused. */
+static void
+test_slurm_gpus(void **state)
+{
+  wr_opts o;
+  wr_plan *p;
+  char why[512];
+  char job[] = "3-4", other[] = "6", none[] = "";
+  wr_host h[2] = { host("a", 0, 0, a3), host("b", 1, 2, a3) };
+  (void)state;
+  wr_opts_init(&o);
+  h[0].gpus_allowed = job;
+  h[0].gpus = 2;
+  h[0].gpus_from = "Slurm job 12";
+  h[1].gpus_allowed = other;
+  h[1].gpus = 1;
+  h[1].gpus_from = "Slurm job 12";
+  assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->hosts[0].slots, 2);
+  assert_int_equal(p->hosts[0].count, 2);
+  assert_int_equal(p->ranks[0].place.gpu, 3);
+  assert_int_equal(p->ranks[1].place.gpu, 4);
+  /* b's 2 given slots over its one GPU: the ranks share it, as mpirun would place them */
+  assert_int_equal(p->ranks[2].place.gpu, 6);
+  assert_int_equal(p->ranks[3].place.gpu, 6);
+  assert_true(p->oversub);
+  wr_plan_destroy(p);
+  /* a job without GPUs on a GPU host: CPU ranks, or a one-line refusal of --map-by gpu */
+  h[1].gpus_allowed = none;
+  h[1].gpus = 0;
+  assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->ranks[2].place.gpu, -1);
+  wr_plan_destroy(p);
+  o.map_by = "gpu";
+  assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), WR_EXIT_NOGPU);
+  assert_string_equal(why, "--map-by gpu but Slurm job 12 has no GPU on host 'b'; ask for GPUs "
+                           "(salloc or sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core");
 }
 
 static void
@@ -320,6 +360,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mixed_gpus),        cmocka_unit_test(test_given_slots),
+    cmocka_unit_test(test_slurm_gpus),
     cmocka_unit_test(test_per_node),          cmocka_unit_test(test_map_by_node),
     cmocka_unit_test(test_oversubscribe),     cmocka_unit_test(test_gpus_per_node),
     cmocka_unit_test(test_physical_host_order), cmocka_unit_test(test_environment),

@@ -240,6 +240,34 @@ test_layout(void **state)
   assert_string_equal(enc, "9x2,8,7x3");
   assert_int_equal(weft_layout_parse(enc, c, 4), -1); /* 6 hosts, room for 4 */
   free(enc);
+
+  /* The GPUs of each host: a set per host, coded the same way. */
+  const char *sets[] = { "3-4", "3-4", "3-4", NULL, "", "0,2", "0,2" };
+  char set[32];
+  enc = weft_gpusets_encode(sets, 7);
+  assert_string_equal(enc, "3-4*3;all;none;0,2*2");
+  assert_int_equal(weft_gpusets_host(enc, 0, set, sizeof(set)), 0);
+  assert_string_equal(set, "3-4");
+  assert_int_equal(weft_gpusets_host(enc, 2, set, sizeof(set)), 0);
+  assert_string_equal(set, "3-4");
+  assert_int_equal(weft_gpusets_host(enc, 3, set, sizeof(set)), 1);
+  assert_int_equal(weft_gpusets_host(enc, 4, set, sizeof(set)), 0);
+  assert_string_equal(set, "");
+  assert_int_equal(weft_gpusets_host(enc, 6, set, sizeof(set)), 0);
+  assert_string_equal(set, "0,2");
+  assert_int_equal(weft_gpusets_host(enc, 7, set, sizeof(set)), -1);
+  assert_int_equal(weft_gpusets_host(enc, -1, set, sizeof(set)), -1);
+  assert_int_equal(weft_gpusets_host(enc, 0, set, 3), -1); /* does not fit */
+  free(enc);
+  const char *same[] = { "0-7", "0-7" };
+  enc = weft_gpusets_encode(same, 2);
+  assert_string_equal(enc, "0-7*2");
+  free(enc);
+  const char *badsets[] = { "3-4*0", "3-4*", "*2", "3;;4", "a-b", "3-4*2x", "3-4*-1", "", ";" };
+  for (size_t i = 0; i < sizeof(badsets) / sizeof(badsets[0]); i++)
+    if (weft_gpusets_host(badsets[i], 0, set, sizeof(set)) != -1 &&
+        weft_gpusets_host(badsets[i], 1, set, sizeof(set)) != -1)
+      fail_msg("'%s' was taken", badsets[i]);
 }
 
 typedef struct words { char *v[600]; int n; } words;
@@ -278,6 +306,8 @@ test_agent_args(void **state)
   a.host_topology[a.nhost_topology++] = "3=/t/g2.xml";
   a.host_xml = "/tmp/weft-1-x/topology.xml";
   a.preempt_grace = 7;
+  a.gpus = "3-4*1999;0";
+  a.output_filename = "/out";
   assert_int_equal(weft_agent_args_write(&a, add_word, &ws), 0);
   assert_int_equal(add_word(&ws, "--"), 0);
   assert_int_equal(add_word(&ws, "prog"), 0);
@@ -299,6 +329,8 @@ test_agent_args(void **state)
   assert_string_equal(b.ifname, "ens4");
   assert_string_equal(b.host_xml, a.host_xml);
   assert_int_equal(b.preempt_grace, 7);
+  assert_string_equal(b.gpus, a.gpus);
+  assert_string_equal(b.output_filename, "/out");
   assert_string_equal(weft_agent_topology_for(&b, 3), "/t/g2.xml");
   assert_string_equal(weft_agent_topology_for(&b, 2), "/t/a3.xml");
   for (int i = 1; i < ws.n; i++)

@@ -136,12 +136,17 @@ WEFT_EXPORT void weft_mesh_destroy(weft_mesh *mesh);
 
 /* ---- Collectives ---------------------------------------------------------- */
 
-/* Host buffers go through MPI (within one host through shared memory),
- * device buffers through NCCL. sendbuf == recvbuf is in place. stream: a cudaStream_t for device buffers (NULL: the default
- * stream), ignored for host buffers. With WEFT_COLL_TIMEOUT set, a host
- * collective that does not complete in time returns WEFT_ETIMEDOUT and
- * weft_last_error() names the ranks that had not joined; the caller should
- * then abort the job (MPI_Abort). */
+/* Host buffers go through MPI (within one host through shared memory), device buffers (of this rank's device, both
+ * of a call in the same memory) through NCCL. sendbuf == recvbuf is in place.
+ * stream: a cudaStream_t of weft_device() for device buffers, ignored for host
+ * buffers. NULL is the legacy default stream, which serialises with every
+ * blocking stream of the device; pass (void *)cudaStreamPerThread for the
+ * thread's default stream, or a cudaStreamNonBlocking stream and order other
+ * streams' work with events. On host memory counts above INT_MAX are refused by
+ * all-gather and reduce-scatter (WEFT_EOVERFLOW), on device memory not. With
+ * WEFT_COLL_TIMEOUT set, a collective that does not complete in time returns
+ * WEFT_ETIMEDOUT and weft_last_error() names the ranks that had not joined;
+ * the caller should then abort the job (MPI_Abort). */
 
 /** \brief Element size of \p dt in bytes, 0 for an unknown type. */
 WEFT_EXPORT size_t weft_dtype_size(weft_dtype dt);

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The mpirun engine: Open MPI 4.1's mpirun runs a plan. Ranks go to hosts as
+ * planned (a hostfile of "host slots=COUNT" lines with --map-by slot or node,
+ * or one line per rank for Open MPI's sequential mapper), Open MPI's own
+ * binding is off (--bind-to none), and every rank starts as weft-rank
+ * (engine.c). Inside a Slurm allocation mpirun starts its daemons with srun
+ * by itself. Arguments go to mpirun as an argv (execve): no shell sees them.
+ * Open MPI 5.x spells a few of these differently (--display bind, plm_ssh_*);
+ * only 4.1's spelling is produced here. The probe of remote hosts runs through
+ * mpirun too, one weft-rank --probe per host, with --tag-output.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "weftrun.h"
+
+extern char **environ;
+
+static int
+add_env(const wr_opts *o, wr_argv *a)
+{
+  int rc = 0;
+  for (int i = 0; i < o->nxvars && !rc; i++)
+    rc = wr_argv_add(a, "-x") || wr_argv_add(a, o->xvars[i]);
+  for (char **e = environ; *e && !rc; e++) {
+    size_t n = strcspn(*e, "=");
+    if (n == 0 || (*e)[n] != '=' || !wr_engine_forwarded(*e, n))
+      continue;
+    int explicit = 0;
+    for (int i = 0; i < o->nxvars; i++)
+      if (!strncmp(o->xvars[i], *e, n) && (o->xvars[i][n] == '\0' || o->xvars[i][n] == '='))
+        explicit = 1;
+    if (!explicit) {
+      char *name = strndup(*e, n);
+      rc = !name || wr_argv_add(a, "-x") || wr_argv_add(a, name);
+      free(name);
+    }
+  }
+  return rc;
+}
+
+/* An MCA parameter the user set, on the command line or as OMPI_MCA_KEY. */
+static int
+has_mca(const wr_opts *o, const char *key)
+{
+  static const char pre[] = "OMPI_MCA_";
+  size_t n = strlen(key);
+  for (int i = 0; i < o->nmca; i++)
+    if (!strcmp(o->mca[i].key, key))
+      return 1;
+  for (char **e = environ; *e; e++)
+    if (!strncmp(*e, pre, sizeof(pre) - 1) && !strncmp(*e + sizeof(pre) - 1, key, n) &&
+        (*e)[sizeof(pre) - 1 + n] == '=')
+      return 1;
+  return 0;
+}
+
+/* 1 when mpirun must be told the host of every rank (its sequential mapper):
+ * Open MPI 4.1 maps the ranks of its own host first whatever the hostfile's
+ * order, so a plan whose first host is not this one, while this one has ranks
+ * too, would be launched in another order than planned (and each rank would
+ * place itself as another host's rank). The same holds for hosts ordered by
+ * physical_host. */
+static int
+need_seq(const wr_plan *p)
+{
+  const wr_host *first = NULL;
+  if (p->ordered)
+    return 1;
+  for (int h = 0; h < p->nhosts; h++) {
+    if (p->hosts[h].count <= 0)
+      continue;
+    if (!first)
+      first = p->hosts[h].host;
+    else if (p->hosts[h].host->local && !first->local)
+      return 1;
+  }
+  return 0;
+}
+
+int
+wr_mpirun_hostfile(const wr_plan *p, FILE *out)
+{
+  if (need_seq(p)) {
+    for (int r = 0; r < p->np; r++)
+      fprintf(out, "%s\n", p->hosts[p->ranks[r].host].host->name);
+  } else {
+    for (int h = 0; h < p->nhosts; h++)
+      if (p->hosts[h].count > 0)
+        fprintf(out, "%s slots=%d\n", p->hosts[h].host->name, p->hosts[h].count);
+  }
+  return ferror(out) ? -1 : 0;
+}
+
+/* mpirun's own options: where the ranks go, the environment, the network, output. */
+int
+wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+               wr_argv *a)
+{
+  char np[16];
+  snprintf(np, sizeof(np), "%d", p->np);
+  int rc = wr_argv_add(a, e->path);
+  if (!rc && o->allow_run_as_root)
+    rc = wr_argv_add(a, "--allow-run-as-root");
+  if (!rc)
+    rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
+         wr_argv_add(a, e->hostfile);
+  if (!rc && need_seq(p))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "rmaps") || wr_argv_add(a, "seq");
+  else if (!rc)
+    rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, p->by_node ? "node" : "slot");
+  if (!rc)
+    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none") || add_env(o, a);
+  const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
+  if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
+  if (!rc && ifname && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "oob_tcp_if_include") || wr_argv_add(a, ifname);
+  /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
+   * ranks to yield the cores while they wait, as it would */
+  if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
+  for (int i = 0; i < o->nmca && !rc; i++)
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
+  if (!rc && o->tag_output)
+    rc = wr_argv_add(a, "--tag-output");
+  if (!rc && o->timestamp_output)
+    rc = wr_argv_add(a, "--timestamp-output");
+  if (!rc && o->output_filename)
+    rc = wr_argv_add(a, "--output-filename") || wr_argv_add(a, o->output_filename);
+  for (int i = 0; i < o->npass && !rc; i++)
+    rc = wr_argv_add(a, o->pass[i]);
+  return rc;
+}
+
+/* The probe: n ranks by the sequential mapper, one per line of \p hostfile, each output
+ * tagged with its rank. */
+int
+wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                     wr_argv *a)
+{
+  char np[16];
+  snprintf(np, sizeof(np), "%d", n);
+  int rc = wr_argv_add(a, e->path);
+  if (!rc && o->allow_run_as_root)
+    rc = wr_argv_add(a, "--allow-run-as-root");
+  const char *const fixed[] = { "-np", np, "--hostfile", hostfile, "--mca", "rmaps", "seq",
+                                "--bind-to", "none", "--tag-output", NULL };
+  for (int i = 0; !rc && fixed[i]; i++)
+    rc = wr_argv_add(a, fixed[i]);
+  for (int i = 0; !rc && i < o->nmca; i++)
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
+  for (int i = 0; !rc && i < o->npass; i++)
+    rc = wr_argv_add(a, o->pass[i]);
+  /* a metadata server named for the job (off GCE: tests) is asked on every host */
+  const char *md = getenv("GCE_METADATA_HOST");
+  if (!rc && md && *md)
+    rc = wr_argv_add(a, "-x") || wr_argv_add(a, "GCE_METADATA_HOST");
+  return rc;
+}
