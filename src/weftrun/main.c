@@ -234,13 +234,17 @@ main(int argc, char **argv)
   wr_opts o;
   wr_opts_init(&o);
   int rc = wr_opts_parse(&o, argc, argv);
-  if (rc)
+  if (rc || o.help || o.help_man || o.help_man_exit) {
+    if (!rc)
+      rc = help(&o);
+    wr_opts_free(&o);
     return rc;
-  if (o.help || o.help_man || o.help_man_exit)
-    return help(&o);
+  }
   int stop_fd = wr_signals_install();
-  if (o.version)
+  if (o.version) {
+    wr_opts_free(&o);
     return version(stop_fd);
+  }
 
   wr_inventory inv;
   wr_jobdir dir;
