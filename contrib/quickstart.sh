@@ -76,13 +76,18 @@ if [ "$mode" = test ]; then
     mkdir -p "$top/_build-sanitize"
     cd "$top/_build-sanitize"
     [ -f Makefile ] || ../configure -q --enable-sanitize
-    ASAN_OPTIONS=detect_leaks=0 make -s -j"$(nproc)" # the tools run at build time (man pages)
     rc=0
-    for d in unit cli mpi launch standin gpu; do
-      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        make -j"$(nproc)" -C tests/$d check || rc=$?
-    done
-    tally
+    # the tools run at build time (the man pages)
+    if ASAN_OPTIONS=detect_leaks=0 make -s -j"$(nproc)"; then
+      for d in unit cli mpi launch standin gpu; do
+        ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+          make -j"$(nproc)" -C tests/$d check || rc=$?
+      done
+      tally
+    else
+      echo "FAIL: the ASan/UBSan build"
+      rc=1
+    fi
     [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=$((fail + 1))
   fi
   # CI (WEFT_SANITIZE=1), or WEFT_TEST_INSTALL=1: the Debian packages built, linted,
