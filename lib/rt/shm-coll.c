@@ -19,7 +19,9 @@
  * A call costs three meetings (shm.c): every rank has published its
  * addresses (begin), a slice is final (READY, waited for per owner), every
  * rank has finished with every other's memory (end). Small inputs take
- * another way, through the arena's slots, with one meeting (below).
+ * another way, through the arena's slots, with one meeting, and all-reduces
+ * and buckets of up to WEFT_HOST_SHM_STAGED bytes a third, through the slots
+ * a round at a time (below).
  */
 #include "shm.h"
 
@@ -618,8 +620,8 @@ static int exchange(struct weft__shm *sh, struct weft__shm_bucket *b, const stru
   if ((rc = collective(sh, rc, &req, fn)) != 0)
     return rc;
   b->nt = nt;
-  WEFT__LOG(RT, "bucket on group %s: %zu tensors of %zu elements, reduced where they lie", sh->g->name,
-            nt, total);
+  WEFT__LOG(RT, "bucket on group %s: %zu tensors of %zu elements, reduced as one array without "
+                "packing", sh->g->name, nt, total);
   return 0;
 }
 

@@ -3,9 +3,10 @@
  * The arena of the host shared-memory collectives, and how ranks meet in it.
  *
  * A group whose ranks all live on this host gets, at its first host
- * collective, an MPI shared window with one control block and two slots for
- * small messages per rank (MPI creates and removes the memory, so nothing is
- * left behind), after every
+ * collective, an MPI shared window with one control block and two slots of
+ * 1 MiB per rank for small and medium messages (MPI creates and removes the
+ * memory, so nothing is left behind; pages are touched only when used),
+ * after every
  * rank has checked once that it may read its peers' memory with
  * process_vm_readv: ptrace restrictions (Yama) and containers' seccomp
  * profiles forbid it, and then the group stays on MPI with one WEFT_VERBOSE=rt
