@@ -5,7 +5,8 @@
  * weft-rank's own parent goes away, and when it fails print the one line
  * weftrun looks for, then exit with the program's code so that Open MPI ends
  * the job. After a forwarded SIGTERM/SIGINT the program gets GRACE_S seconds
- * before SIGKILL; after a preemption notice, the --preempt-grace seconds.
+ * before SIGKILL; after a preemption notice, the --preempt-grace seconds. The
+ * program is found as Open MPI finds it (mpirun --path first, then $PATH).
  */
 #include "config.h"
 
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -68,6 +70,31 @@ forward(int sig)
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT,
                                  SIGALRM };
 
+/* Run the program as Open MPI's daemon would: with mpirun --path DIRS (which Open MPI
+ * hands on as OMPI_exec_path), a name without '/' is looked for in DIRS before $PATH.
+ * Returns only on failure, with errno set. */
+static void
+exec_program(char **argv)
+{
+  const char *dirs = getenv("OMPI_exec_path");
+  char path[4096];
+  if (dirs && *dirs && !strchr(argv[0], '/')) {
+    const char *p = dirs;
+    while (*p) {
+      size_t n = strcspn(p, ":");
+      if (n > 0 && n + strlen(argv[0]) + 2 < sizeof(path)) {
+        snprintf(path, sizeof(path), "%.*s/%s", (int)n, p, argv[0]);
+        if (access(path, X_OK) == 0) {
+          execv(path, argv);
+          return;
+        }
+      }
+      p += n + (p[n] == ':');
+    }
+  }
+  execvp(argv[0], argv);
+}
+
 /* The failure line for a setup step that failed with errno \p e. */
 static int
 setup_failed(const weft_agent_who *who, const char *what, int e)
@@ -107,7 +134,7 @@ wk_supervise(char **argv, const weft_agent_who *who)
       signal(forwarded[i], SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(errp[0]);
-    execvp(argv[0], argv);
+    exec_program(argv);
     int e = errno;
     if (write(errp[1], &e, sizeof(e)) < 0)
       _exit(127);

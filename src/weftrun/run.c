@@ -21,6 +21,8 @@
 
 #define GRACE_S 10.0      /* from forwarding a signal to SIGKILL */
 #define DRAIN_S 3.0       /* reading the last output after mpirun has gone */
+#define MPIRUN_TIMEOUT_LEEWAY_S 60  /* after mpirun's own --timeout, weftrun's */
+#define MPIRUN_TIMEOUT_STATUS 110   /* mpirun 4.1's exit status on --timeout (ETIMEDOUT) */
 
 typedef struct failure {
   int seen;
@@ -181,7 +183,9 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
   s.argv = argv;
   s.envp = envp;
   s.err = WEFTX_PROC_PIPE;
-  s.timeout = (double)o->timeout;
+  /* with --report-state-on-timeout or --get-stack-traces, mpirun keeps the deadline (and
+   * reports); weftrun's own comes later, in case mpirun does not */
+  s.timeout = (double)o->timeout + (o->timeout && o->timeout_report ? MPIRUN_TIMEOUT_LEEWAY_S : 0);
   s.stop_signal = SIGTERM;
   s.grace = GRACE_S;
   s.drain = DRAIN_S;
@@ -195,7 +199,7 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
     fprintf(stderr, "weftrun: %s\n", why);
     return WR_EXIT_ENGINE;
   }
-  if (r.timed_out) {
+  if (r.timed_out || (o->timeout && o->timeout_report && r.status == MPIRUN_TIMEOUT_STATUS)) {
     fprintf(stderr, "weftrun: job ended: --timeout %ld s expired (exit %d)\n", o->timeout,
             WR_EXIT_TIMEOUT);
     return WR_EXIT_TIMEOUT;
