@@ -14,6 +14,7 @@
  *   weftx/env.h    the per-rank environment, interfaces, MASTER_ADDR/PORT
  *   weftx/gcp.h    Google Cloud: metadata, presets, checks, preemption
  *   weftx/proc.h   child processes: find one, run one with a deadline
+ *   weftx/page.h   the rank's call page libweft shares with its agent
  */
 #ifndef WEFTX_H
 #define WEFTX_H
@@ -27,5 +28,6 @@
 #include <weftx/env.h>
 #include <weftx/gcp.h>
 #include <weftx/proc.h>
+#include <weftx/page.h>
 
 #endif /* WEFTX_H */

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,7 +41,7 @@ typedef struct stream {
 void weftx_proc_spec_init(weftx_proc_spec *s)
 {
   memset(s, 0, sizeof(*s));
-  s->out_fd = s->err_fd = s->stop_fd = -1;
+  s->out_fd = s->err_fd = s->stop_fd = s->watch_fd = -1;
   s->grace = 10;
   s->drain = 3;
 }
@@ -74,12 +75,16 @@ static int connect_stream(int target, weftx_proc_io io, int pipe_w, int fd)
 }
 
 /* In the child, after fork(): never returns. Exec failures go back through \p errfd. */
-static void child(const weftx_proc_spec *s, int out_w, int err_w, int errfd, const char *path)
+static void child(const weftx_proc_spec *s, int out_w, int err_w, int errfd, const char *path,
+                  pid_t parent)
 {
   sigset_t none;
   int e;
 
   setpgid(0, 0);
+  /* the parent may have died before this: then the signal never comes */
+  if (s->death_signal && (prctl(PR_SET_PDEATHSIG, s->death_signal) || getppid() != parent))
+    _exit(128 + s->death_signal);
   /* a fresh start: nothing this process catches, ignores or blocks is inherited
    * (everything is blocked until the dispositions are the defaults) */
   for (int sig = 1; sig < NSIG; sig++)
@@ -215,11 +220,12 @@ static int start(const weftx_proc_spec *s, stream *st, pid_t *pid, int *exec_err
   /* Signals wait until the child has put every disposition back to the default
    * (a handler of this process must not run in the child). */
   sigset_t all, old;
+  pid_t self = getpid();
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
   *pid = fork();
   if (*pid == 0)
-    child(s, p[0][1], p[1][1], ep[1], path);
+    child(s, p[0][1], p[1][1], ep[1], path, self);
   sigprocmask(SIG_SETMASK, &old, NULL);
   if (*pid < 0)
     goto fail;
@@ -283,8 +289,27 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
   }
   pidfd = pidfd_of(pid);
 
-  while (!exited || st[0].fd >= 0 || st[1].fd >= 0) {
+  double watch_next = 0, watch_until = 0;
+  int watching = s->on_watch != NULL, watch_ready = 1;
+  while (!exited || st[0].fd >= 0 || st[1].fd >= 0 || watching) {
     double t = weftx_monotonic();
+    if (watching && (watch_ready || (watch_next > 0 && t >= watch_next))) {
+      int stop = 0;
+      watch_ready = 0;
+      watch_next = s->on_watch(s->arg, t, exited, &stop);
+      if (exited && (watch_next <= 0 || t >= watch_until))
+        watching = 0;
+      if (!exited && stop < 0) {
+        kill(-pid, SIGKILL);
+        event(s, WEFTX_PROC_EV_KILL, 0);
+      } else if (!exited && stop > 0) {
+        kill(s->stop_group ? -pid : pid, stop);
+        if (!kill_at)
+          kill_at = t + s->grace;
+      }
+      if (exited && !watching && st[0].fd < 0 && st[1].fd < 0)
+        break;
+    }
     if (!exited && deadline && !r->timed_out && t >= deadline) {
       r->timed_out = 1;
       kill(s->stop_group ? -pid : pid, stop_sig);
@@ -296,7 +321,7 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
       kill_at = 0;
       event(s, WEFTX_PROC_EV_KILL, 0);
     }
-    if (exited && t >= drain_until)
+    if (exited && t >= drain_until && (!watching || t >= watch_until))
       break;
     if (!exited) {
       siginfo_t si;
@@ -305,21 +330,31 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
         exited = 1;
         kill(-pid, SIGKILL); /* whatever is left of its group; the zombie holds the id */
         drain_until = t + s->drain;
+        watch_until = t + s->watch_drain;
+        watch_ready = 1;
+        event(s, WEFTX_PROC_EV_EXIT, si.si_code == CLD_EXITED ? si.si_status : -si.si_status);
         continue;
       }
     }
     double next = exited ? drain_until : kill_at;
+    if (exited && watching && watch_until > next)
+      next = watch_until;
     if (!exited && deadline && !r->timed_out && (!next || deadline < next))
       next = deadline;
-    struct pollfd pf[4] = {
+    if (watching && watch_next > 0 && (!next || watch_next < next))
+      next = watch_next;
+    struct pollfd pf[5] = {
       { st[0].fd, POLLIN, 0 }, { st[1].fd, POLLIN, 0 },
       { exited ? -1 : s->stop_fd, POLLIN, 0 }, { exited ? -1 : pidfd, POLLIN, 0 },
+      { watching ? s->watch_fd : -1, POLLIN, 0 },
     };
-    int n = poll(pf, 4, wait_ms(t, next, pidfd >= 0 || exited ? 1.0 : POLL_NO_PIDFD));
+    int n = poll(pf, 5, wait_ms(t, next, pidfd >= 0 || exited ? 1.0 : POLL_NO_PIDFD));
     if (n < 0 && errno != EINTR)
       break;
     if (n <= 0)
       continue;
+    if (pf[4].revents)
+      watch_ready = 1;
     unsigned char c;
     /* one byte per wake-up: the descriptor need not be non-blocking */
     if ((pf[2].revents & POLLIN) && read(s->stop_fd, &c, 1) == 1) {

@@ -6,7 +6,8 @@
  * slots-max=, cpu_max=, max_cpu=, count_max= for max_slots, spaces allowed
  * around '=', '#' comments, blank lines; a host named again gets one more slot
  * (a slot count then is an error, as in mpirun 4.1). Every error names
- * FILE:LINE and says what to write instead.
+ * FILE:LINE and says what to write instead; a NUL byte (a binary file,
+ * /dev/zero) is refused at once, never read on.
  */
 #include "hosts-private.h"
 
@@ -192,22 +193,53 @@ static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whyl
   return 0;
 }
 
+/* One line into \p buf (at most \p size - 1 bytes, NUL-terminated); its length in *len.
+ * 1 for a line, 0 at the end, -1 when it is longer, -2 when it holds a NUL byte
+ * (*len: its column), -3 on a read error. Unlike fgets() this sees NUL bytes, so a
+ * binary file or /dev/zero is refused at its first line instead of read forever. */
+static int read_line(FILE *f, char *buf, size_t size, size_t *len)
+{
+  size_t n = 0;
+  int c;
+
+  while ((c = getc(f)) != EOF) {
+    if (c == '\0') {
+      *len = n + 1;
+      return -2;
+    }
+    if (n + 1 >= size)
+      return -1;
+    buf[n++] = (char)c;
+    if (c == '\n')
+      break;
+  }
+  buf[n] = '\0';
+  *len = n;
+  if (c == EOF && ferror(f))
+    return -3;
+  return n > 0 ? 1 : 0;
+}
+
 int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why, size_t whylen)
 {
   char buf[WEFTX_HOSTFILE_LINE_MAX + 2];
   struct line l = { name ? name : "hostfile", 0, NULL, 0, 0, NULL, hl ? weft__hostlist_fqdn(hl) : 0 };
-  int before, rc;
+  size_t len;
+  int before, rc, got;
 
   if (!hl || !f)
     return WEFT_EINVAL;
   before = weftx_hostlist_count(hl);
-  while (fgets(buf, sizeof(buf), f)) {
-    size_t len = strlen(buf);
+  while ((got = read_line(f, buf, sizeof(buf), &len)) > 0 || got == -1 || got == -2) {
     l.lineno++;
-    if (len > 0 && buf[len - 1] != '\n' && !feof(f))
+    if (got == -1)
       return line_error(&l, why, whylen, WEFT_EPARSE,
                         "line longer than %d characters; one host per line",
                         WEFTX_HOSTFILE_LINE_MAX);
+    if (got == -2)
+      return line_error(&l, why, whylen, WEFT_EPARSE,
+                        "a NUL byte at column %zu: this is not a text file; give a hostfile of "
+                        "'host slots=N' lines", len);
     l.p = buf;
     if (l.lineno == 1 && strncmp(buf, "\xef\xbb\xbf", 3) == 0)
       l.p += 3;
@@ -217,7 +249,7 @@ int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why
     if (rc)
       return rc;
   }
-  if (ferror(f)) {
+  if (got == -3) {
     if (why)
       weft__snprintf(why, whylen, "%s: read error: %s", l.file, strerror(errno));
     return WEFT_EIO;

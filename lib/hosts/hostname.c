@@ -120,6 +120,10 @@ int weftx_hostname_check(const char *name, char *why, size_t whylen)
       weft__snprintf(what, sizeof(what),
                      "'%c' is not allowed in a host name; use letters, digits, '-', '.' "
                      "or an IPv4 address", c);
+    else if (c >= 0x80)
+      weft__snprintf(what, sizeof(what),
+                     "a non-ASCII character (byte 0x%02x: UTF-8?) is not allowed in a host name; "
+                     "write an internationalized name in its ASCII form (xn--...)", c);
     else
       weft__snprintf(what, sizeof(what),
                      "a space or control character (0x%02x) is not allowed in a host name", c);

@@ -16,6 +16,8 @@
 #include "rt_private.h"
 #include "shm.h"
 
+#include <weftx/page.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,9 +168,10 @@ static int contiguous(const weft_bucket *b, size_t ti, size_t to, size_t len)
   return 1;
 }
 
+static int fused(weft_bucket *b, weft_op op, void *stream);
+
 int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
 {
-  size_t off = 0, ti = 0, to = 0, want;
   int rc;
 
   if (!b)
@@ -183,6 +186,19 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
                          weft_dtype_name(b->dt));
   if (b->total == 0)
     return 0;
+  weft__call_enter(b->g, WEFTX_OP_BUCKET, b->total * b->es);
+  rc = fused(b, op, stream);
+  weft__call_exit();
+  return rc;
+}
+
+/* weft_bucket_allreduce's work: on one host through shared memory, else its messages,
+ * each one weft_allreduce. */
+static int fused(weft_bucket *b, weft_op op, void *stream)
+{
+  size_t off = 0, ti = 0, to = 0, want;
+  int rc;
+
   if (!b->device &&
       (rc = weft__shm_bucket_allreduce(b->g, &b->shm, b->t, b->nt, b->total, b->dt, op)) !=
         WEFT__SHM_DECLINED)

@@ -3,11 +3,23 @@
  * The public collectives: argument checks (the same on every rank, so that
  * all ranks fail alike without talking), then dispatch by where the buffers
  * live: device memory to NCCL, host memory to MPI. WEFT_BACKEND=mpi sends
- * everything to MPI and never asks CUDA.
+ * everything to MPI and never asks CUDA. Each call is marked on the call
+ * page (watch.c) while it runs.
  */
 #include "rt_private.h"
 
 #include <stdint.h>
+
+#include <weftx/page.h>
+
+/* rc of the call \p expr, with the call page saying what runs meanwhile. */
+#define CALL(g, op, bytes, expr)                                                       \
+  do {                                                                                 \
+    weft__call_enter((g), (op), (bytes));                                              \
+    int rc_ = (expr);                                                                  \
+    weft__call_exit();                                                                 \
+    return rc_;                                                                        \
+  } while (0)
 
 /* Which backend takes buffers a and b (b may be NULL): MPI for host memory,
  * NCCL for device memory, asked of the driver without a context (device.c).
@@ -94,7 +106,7 @@ int weft_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
   if ((rc = check(g, "allreduce", dt, (int)op, n, 1)) != 0 ||
       (rc = check_bufs(g, "allreduce", n, s, r)) != 0 || (rc = pick(g, "allreduce", s, r, &be)))
     return rc;
-  return be->allreduce(g, s, r, n, dt, op, stream);
+  CALL(g, WEFTX_OP_ALLREDUCE, n * weft_dtype_size(dt), be->allreduce(g, s, r, n, dt, op, stream));
 }
 
 int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream)
@@ -107,7 +119,7 @@ int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, 
       (rc = check_peer(g, "broadcast", "root", root)) != 0 ||
       (rc = pick(g, "broadcast", buf, NULL, &be)) != 0)
     return rc;
-  return be->broadcast(g, buf, n, dt, root, stream);
+  CALL(g, WEFTX_OP_BROADCAST, n * weft_dtype_size(dt), be->broadcast(g, buf, n, dt, root, stream));
 }
 
 int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *stream)
@@ -122,7 +134,7 @@ int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
   if ((rc = check_bufs(g, "allgather", n, s, r)) != 0 ||
       (rc = pick(g, "allgather", s, r, &be)) != 0)
     return rc;
-  return be->allgather(g, s, r, n, dt, stream);
+  CALL(g, WEFTX_OP_ALLGATHER, n * weft_dtype_size(dt), be->allgather(g, s, r, n, dt, stream));
 }
 
 int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
@@ -138,7 +150,8 @@ int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dt
   if ((rc = check_bufs(g, "reduce_scatter", n, s, r)) != 0 ||
       (rc = pick(g, "reduce_scatter", s, r, &be)) != 0)
     return rc;
-  return be->reduce_scatter(g, s, r, n, dt, op, stream);
+  CALL(g, WEFTX_OP_REDUCE_SCATTER, n * weft_dtype_size(dt),
+       be->reduce_scatter(g, s, r, n, dt, op, stream));
 }
 
 int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream)
@@ -154,7 +167,7 @@ int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
                          peer);
   if ((rc = pick(g, "send", buf, NULL, &be)) != 0)
     return rc;
-  return be->send(g, buf, n, dt, peer, stream);
+  CALL(g, WEFTX_OP_SEND, n * weft_dtype_size(dt), be->send(g, buf, n, dt, peer, stream));
 }
 
 int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream)
@@ -170,16 +183,14 @@ int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void 
                          peer);
   if ((rc = pick(g, "recv", buf, NULL, &be)) != 0)
     return rc;
-  return be->recv(g, buf, n, dt, peer, stream);
+  CALL(g, WEFTX_OP_RECV, n * weft_dtype_size(dt), be->recv(g, buf, n, dt, peer, stream));
 }
 
-int weft_barrier(weft_group *g)
+static int barrier(weft_group *g)
 {
   MPI_Request req;
   int rc;
 
-  if (!g)
-    return WEFT_EINVAL;
   if ((rc = weft__arrive(g)) != 0)
     return rc;
   if (g->ctx->coll_timeout <= 0) {
@@ -191,4 +202,11 @@ int weft_barrier(weft_group *g)
   if (MPI_Ibarrier(g->comm, &req) != MPI_SUCCESS)
     return weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed", g->name);
   return weft__wait(g, &req, "barrier", -1);
+}
+
+int weft_barrier(weft_group *g)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  CALL(g, WEFTX_OP_BARRIER, 0, barrier(g));
 }

@@ -9,7 +9,9 @@
  * collectives it has entered. On timeout the missing ranks are those whose
  * count is behind ours. Tokens cost 2(p-1) tiny messages per rank and
  * collective (one for groups above 64 ranks, where only group rank 0 can
- * name the absent) and are only sent when a deadline is set.
+ * name the absent) and are only sent when a deadline is set. A timed-out call
+ * is also left on the call page (watch.c), so that weftrun blames the ranks
+ * that never joined rather than this one when the program then aborts.
  */
 #include "rt_private.h"
 
@@ -77,11 +79,14 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer)
       break;
     sched_yield();
   }
-  if (peer >= 0)
-    return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
-                         "%s with world rank %d on group %s timed out after %gs; the peer never "
-                         "matched it; abort the job (MPI_Abort)",
-                         opname, g->world_ranks[peer], g->name, ctx->coll_timeout);
+  if (peer >= 0) {
+    rc = weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                       "%s with world rank %d on group %s timed out after %gs; the peer never "
+                       "matched it; abort the job (MPI_Abort)",
+                       opname, g->world_ranks[peer], g->name, ctx->coll_timeout);
+    weft__page_deadline(g, g->world_ranks[peer], ctx->coll_timeout, ctx->err);
+    return rc;
+  }
   /* The request stays posted: MPI cannot cancel a collective. The caller is
    * expected to abort the job. */
   return weft__timed_out(g, opname);
@@ -94,7 +99,17 @@ done:
   return 0;
 }
 
+static int timed_out(weft_group *g, const char *opname);
+
 int weft__timed_out(weft_group *g, const char *opname)
+{
+  int rc = timed_out(g, opname);
+  /* for weftrun: this rank is not the cause, the ranks that never joined are */
+  weft__page_deadline(g, -1, g->ctx->coll_timeout, g->ctx->err);
+  return rc;
+}
+
+static int timed_out(weft_group *g, const char *opname)
 {
   weft_ctx *ctx = g->ctx;
   char list[512];

@@ -2,11 +2,14 @@
 /*
  * weft_init and weft_finalize: MPI (when the program has not started it),
  * local and node ranks, the device index, the settings read from the
- * environment, and the per-context "last error" line. Nothing here touches
+ * environment, and the per-context "last error" line. Both run under the
+ * watchdog (watch.c): weft_init within WEFT_INIT_TIMEOUT. Nothing here touches
  * CUDA unless WEFT_BACKEND=nccl asks for it.
  */
 #include "rt_private.h"
 #include "shm.h"
+
+#include <weftx/page.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -174,10 +177,10 @@ static int env_settings(weft_ctx *ctx)
 
   if ((rc = env_seconds(ctx, "WEFT_COLL_TIMEOUT", 0, &ctx->coll_timeout)) != 0)
     return rc;
-  if ((rc = env_seconds(ctx, "WEFT_INIT_TIMEOUT", 120, &ctx->init_timeout)) != 0)
+  if ((rc = env_seconds(ctx, "WEFT_INIT_TIMEOUT", WEFT__INIT_TIMEOUT_S, &ctx->init_timeout)) != 0)
     return rc;
-  if (ctx->init_timeout == 0)
-    ctx->init_timeout = 120;
+  if (ctx->init_timeout == 0) /* off: NCCL's start is not bounded either */
+    ctx->init_timeout = 1e9;
   if ((rc = weft__shm_settings(ctx)) != 0)
     return rc;
 
@@ -242,11 +245,14 @@ int weft_init(int *argc, char ***argv, weft_ctx **out)
   if (!ctx)
     return WEFT_ENOMEM;
 
+  /* from here the call page says "in weft_init", and WEFT_INIT_TIMEOUT runs */
+  weft__watch_start();
   MPI_Initialized(&inited);
   if (!inited) {
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
       free(ctx);
+      weft__watch_stop(0);
       return weft__rt_fail(NULL, WEFT_EMPI, "weft_init: MPI_Init_thread failed");
     }
     ctx->own_mpi = 1;
@@ -269,6 +275,7 @@ int weft_init(int *argc, char ***argv, weft_ctx **out)
     goto fail;
   WEFT__LOG(RT, "rank %d/%d local %d/%d host %d/%d device %d", ctx->rank, ctx->size,
             ctx->local_rank, ctx->local_size, ctx->node_rank, ctx->node_count, ctx->device);
+  weft__watch_ready(ctx->rank);
   *out = ctx;
   return 0;
 
@@ -283,6 +290,7 @@ fail:
   if (ctx->own_mpi)
     MPI_Finalize();
   free(ctx);
+  weft__watch_stop(0);
   return rc;
 }
 
@@ -292,6 +300,7 @@ int weft_finalize(weft_ctx *ctx)
 
   if (!ctx)
     return 0;
+  weft__call_enter(NULL, WEFTX_OP_FINALIZE, 0);
   while (ctx->meshes)
     weft_mesh_destroy(ctx->meshes);
   weft__group_free(ctx->world);
@@ -303,6 +312,8 @@ int weft_finalize(weft_ctx *ctx)
       rc = WEFT_EMPI;
   }
   free(ctx);
+  weft__call_exit();
+  weft__watch_stop(1);
   return rc;
 }
 

@@ -145,6 +145,22 @@ int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer);
 /* The WEFT_ETIMEDOUT failure of a collective on g, naming the absent ranks. */
 int weft__timed_out(weft_group *g, const char *opname);
 
+/* ---- the call page and the watchdog (watch.c) ---- */
+#define WEFT__INIT_TIMEOUT_S 300.0   /* WEFT_INIT_TIMEOUT's default */
+#define WEFT__COLL_WATCHDOG_S 600.0  /* the collective watchdog without WEFT_COLL_TIMEOUT */
+/* At weft_init's start: map the agent's page, start the watchdog (state INIT). */
+void weft__watch_start(void);
+/* weft_init done: this rank runs (state RUNNING). */
+void weft__watch_ready(int world_rank);
+/* weft_finalize (finalized 1) or a failed weft_init (0): the watchdog stops. */
+void weft__watch_stop(int finalized);
+/* A call on g (NULL: none) begins and ends; nested calls count as the outer one. */
+void weft__call_enter(const weft_group *g, int op, size_t bytes);
+void weft__call_exit(void);
+/* A deadline expired in the current call: the page says why, with g's members (or
+ * world rank peer, >= 0, for a send or recv). */
+void weft__page_deadline(const weft_group *g, int peer, double limit, const char *why);
+
 /* ---- backends ---- */
 struct weft__backend {
   const char *name;

@@ -133,6 +133,9 @@ static int give_up(struct weft__shm *sh, int rc, int blame, int kind)
   sh->state = -2;
   c->blame = blame;
   c->kind = (uint32_t)kind;
+  /* for weftrun: a timed-out call blames the rank that never came, not this one */
+  if (rc == WEFT_ETIMEDOUT && (kind == WEFT__SHM_ABSENT || kind == WEFT__SHM_STUCK))
+    weft__page_deadline(sh->g, blame, sh->ctx->coll_timeout, sh->ctx->err);
   atomic_store(&c->failed, sh->seq ? sh->seq : 1);
   for (int w = 0; w < WEFT__SHM_NCOUNTERS; w++)
     futex(&c->count[w], FUTEX_WAKE, INT_MAX, NULL);

@@ -35,12 +35,22 @@ typedef enum weftx_proc_event {
   WEFTX_PROC_EV_STOP,         /* a stop request came on stop_fd (value: its byte, a signal number) */
   WEFTX_PROC_EV_KILL,         /* grace over or a second stop request: SIGKILL to the group */
   WEFTX_PROC_EV_CAP,          /* kept output reached max_output: SIGKILL to the group */
+  WEFTX_PROC_EV_EXIT,         /* the child exited (value: its exit status, or -N when killed by
+                               * signal N) */
 } weftx_proc_event;
 
 /* Output of a PIPE stream: whole lines (the last one ends in '\n') except when a
  * line is longer than 64 KiB or the stream ends without one. \p stream is 1 or 2. */
 typedef void (*weftx_proc_output_fn)(void *arg, int stream, const char *data, size_t len);
 typedef void (*weftx_proc_event_fn)(void *arg, weftx_proc_event ev, int value);
+/* The caller's own work in the same loop (watch_fd readable, or the time it asked
+ * for has come; once at the start): \p exited says whether the child has exited.
+ * It returns the latest time (weftx_monotonic()) it wants to be called again, 0 for
+ * none; after the child exited, 0 also means "done" (the loop then ends once the
+ * output is read). Setting *stop to a signal number stops the child as a stop
+ * request does (that signal, the grace period, SIGKILL of the group); -1 kills
+ * its group at once. */
+typedef double (*weftx_proc_watch_fn)(void *arg, double now, int exited, int *stop);
 
 typedef struct weftx_proc_spec {
   char *const *argv;          /* argv[0] is looked up on $PATH unless it contains '/' */
@@ -60,9 +70,16 @@ typedef struct weftx_proc_spec {
   int stop_fd;                /* -1, or a descriptor the caller makes readable with one byte
                                * per stop request (the signal number, from a self-pipe its
                                * signal handler writes); the bytes are consumed */
+  int death_signal;           /* the child gets it when this process dies (PR_SET_PDEATHSIG;
+                               * the forking thread's death counts); 0: none */
+  int watch_fd;               /* -1, or a descriptor of the caller's (an epoll set) polled in
+                               * the same loop; with on_watch */
+  double watch_drain;         /* after the child exited: how long on_watch may keep the loop
+                               * going (the output's drain counts from the exit too) */
   weftx_proc_output_fn on_output;
   weftx_proc_event_fn on_event;
-  void *arg;                  /* for on_output and on_event */
+  weftx_proc_watch_fn on_watch;
+  void *arg;                  /* for on_output, on_event and on_watch */
 } weftx_proc_spec;
 
 typedef struct weftx_proc_result {
@@ -80,7 +97,7 @@ typedef struct weftx_proc_result {
 WEFT_BEGIN_DECLS
 
 /** \brief A spec with the defaults: nothing piped, no deadline, SIGTERM to the
- * child, 10 s grace, 3 s drain, no stop_fd. */
+ * child, 10 s grace, 3 s drain, no stop_fd, nothing watched. */
 void weftx_proc_spec_init(weftx_proc_spec *s);
 
 /** \brief Run \p s->argv in a new process group and wait for it, reading its piped

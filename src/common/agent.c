@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The weftrun <-> weft-rank contract (agent.h): the agent's option table with
- * its writer and parser, the failure line with its parser, the probe's GCE
+ * its writer and parser, the failure line an agent shows, the probe's GCE
  * line, the check's records, and the exit-status table rendered for --help
- * and the man page.
+ * and the man page. The control channel's wire format is ctl.c.
  */
 #include "config.h"
 
@@ -79,8 +79,8 @@ weft_exit_man(FILE *out)
 
 enum {
   A_LAYOUT = 1, A_RANKBY, A_OMPI, A_SLOTS, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS,
-  A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_PROBE, A_CHECK, A_CHECKID,
-  A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
+  A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_PROBE, A_CHECK,
+  A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
@@ -111,6 +111,9 @@ const weft_opt weft_agent_options[] = {
     "The program's output into DIR/1/rank.R/stdout and stderr (engines without it).", 0 },
   { A_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S,
     "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
+  { A_CONTROL, "control", WEFT_OPT_ARG, "ADDR:PORT", S,
+    "weftrun's control channel: connect (with $" WEFT_CTL_SECRET_ENV ") before starting the "
+    "rank, report to it, end the rank when it is lost.", 0 },
   { A_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
   { A_CHECK, "check", WEFT_OPT_ARG, "full|reach", S,
     "weftrun --check: report this host's facts as records (full), or only answer (reach); "
@@ -208,6 +211,8 @@ weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char 
     put(&w, A_TOPO, a->host_topology[i]);
   if (a->host_xml)
     put(&w, A_HOSTXML, a->host_xml);
+  if (a->control)
+    put(&w, A_CONTROL, a->control);
   if (a->gpus)
     put(&w, A_GPUS, a->gpus);
   if (a->output_filename)
@@ -253,6 +258,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     a->host_topology[a->nhost_topology++] = a1;
     return 0;
   case A_HOSTXML: a->host_xml = a1; return 0;
+  case A_CONTROL: a->control = a1; return 0;
   case A_GPUS: a->gpus = a1; return 0;
   case A_OUTFILE: a->output_filename = a1; return 0;
   case A_GRACE: return weftx_parse_long(a1, 0, 3600, &a->preempt_grace) ? -1 : 0;
@@ -291,7 +297,7 @@ weft_agent_topology_for(const weft_agent_args *a, int index)
   return a->topology;
 }
 
-/* ---- The failure line ----------------------------------------------------- */
+/* ---- The failure line (display only) -------------------------------------- */
 
 #define FAIL_PREFIX "weft-rank: rank "
 
@@ -305,32 +311,6 @@ weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int
   else
     fprintf(out, "exited with status %d\n", code);
   fflush(out);
-}
-
-int
-weft_agent_fail_parse(const char *line, weft_agent_failure *f)
-{
-  const char *p = strstr(line, FAIL_PREFIX), *s, *gpu, *what;
-  int used = 0, v;
-  if (!p)
-    return 0;
-  memset(f, 0, sizeof(*f));
-  if (sscanf(p, FAIL_PREFIX "%d host %255s gpu %n", &f->rank, f->host, &used) != 2 || !used)
-    return 0;
-  gpu = p + used;
-  what = strstr(gpu, ": ");
-  if (!what || (size_t)(what - gpu) >= sizeof(f->gpu))
-    return 0;
-  memcpy(f->gpu, gpu, (size_t)(what - gpu));
-  what += 2;
-  snprintf(f->what, sizeof(f->what), "%.*s", (int)strcspn(what, "\r\n"), what);
-  if ((s = strstr(f->what, "exited with status ")) && sscanf(s, "exited with status %d", &v) == 1)
-    f->code = v;
-  else if ((s = strstr(f->what, "killed by signal ")) && sscanf(s, "killed by signal %d", &v) == 1)
-    f->code = 128 + v;
-  else
-    return 0;
-  return 1;
 }
 
 /* ---- The probe ------------------------------------------------------------ */

@@ -4,8 +4,12 @@
  *
  *  - the agent's options: one table, from which weftrun WRITES the agent's
  *    arguments and weft-rank PARSES them (weft_agent_args);
- *  - the failure line an agent prints when its rank fails, and its one parser
- *    (until a control channel replaces reading output, issue 13);
+ *  - the control channel (ctl.h: its wire format; ctl-io.h: its sockets):
+ *    every agent connects to weftrun's --control address with the job's
+ *    secret before it starts its rank, and weftrun learns what happens to
+ *    each rank from it alone;
+ *  - the failure line an agent prints when its rank fails, for the user to
+ *    read (weftrun never parses output);
  *  - the line "weft-rank --probe" adds after a Google Cloud host's XML;
  *  - the records "weft-rank --check" prints for weftrun --check, and their
  *    one parser (plain output until the control channel carries them);
@@ -29,6 +33,7 @@
 
 #include <weft/common.h>
 
+#include "ctl.h"
 #include "opt.h"
 
 #define WEFT_AGENT_MAX_HOSTS 16384   /* hosts of a job (weftrun refuses more) */
@@ -43,10 +48,12 @@
 #define WEFT_EXIT_TABLE(X)                                                                     \
   X(OK, 0, "0", "all ranks exited 0", "Every rank exited 0.", NULL)                          \
   X(RANK, -1, "N", "the failed rank's code (128+N: signal N)",                     \
-    "A rank failed: weftrun exits with the failed rank's own exit status (the first one "     \
-    "reported when several fail), 128+N when it was killed by signal N (137 for SIGKILL, 139 " \
-    "for SIGSEGV). The job is ended on "                                                       \
-    "every host, and one line on stderr names the rank, its host, its GPU and what happened:", \
+    "A rank failed: weftrun exits with the failed rank's own exit status (the first one its "  \
+    "agent reported when several fail), 128+N when it was killed by signal N (137 for "        \
+    "SIGKILL, 139 for SIGSEGV); a rank that exited 0 without finalizing while the others ran: " \
+    "mpirun's status (1). The job is ended on every host, and one line on stderr names the "   \
+    "rank, its host, its GPU and what happened (what the agent reported over the control "     \
+    "channel; nothing a program prints counts):",                                               \
     "weftrun: job failed: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3 (exit 3)") \
   X(USAGE, 2, "2", "bad option",                                                             \
     "A bad option or option value; nothing was started, and the message names the closest "   \
@@ -64,13 +71,17 @@
   X(NOGPU, 69, "69", "no GPU", "GPUs were asked for (--map-by gpu) on a host without any.",  \
     NULL)                                                                                     \
   X(ENGINE, 70, "70", "launch failed",                                                       \
-    "The job could not be launched: mpirun or weft-rank not found, the hosts could not be "   \
-    "probed, or mpirun failed before any rank reported a failure (its own message is shown). " \
-    "weft-rank exits 70 when it cannot set its rank up.", NULL)                               \
+    "The job could not be launched or mpirun failed: mpirun or weft-rank not found, the "     \
+    "hosts could not be probed, mpirun failed or was killed before any rank reported a "       \
+    "failure (its own message is shown; the ranks still running are named), or it exited 0 "   \
+    "without running every rank. weft-rank exits 70 when it cannot set its rank up or reach "  \
+    "weftrun's control channel.", NULL)                                                       \
   X(HOSTLOST, 75, "75", "host lost",                                                         \
-    "A host was lost while the job ran: its Open MPI daemon stopped answering (the machine "  \
-    "went down or its network was cut). The summary line names the host and its ranks; the "  \
-    "job is ended on every other host.", NULL)                                                \
+    "A host was lost while the job ran: none of its agents said anything for --host-timeout " \
+    "seconds (default 5; the machine went down or its network was cut), or their connections " \
+    "closed without a word; or a single agent was killed or stopped answering. The summary "  \
+    "line names the host and its ranks; the job is ended on every host, the lost one "        \
+    "included (its agents end their ranks when they lose weftrun).", NULL)                    \
   X(PREEMPTED, 79, "79", "preempted (Google Cloud)",                                          \
     "The job was preempted: on a Google Cloud VM the metadata server announced a preemption " \
     "(instance/preempted TRUE) or a maintenance that stops the VM "                            \
@@ -84,11 +95,16 @@
   X(CHECKFAIL, 81, "81", "--check: failures",                                               \
     "--check found at least one failure: a host the job cannot run on as planned (each "      \
     "problem has its line; weftrun(1) CHECKS).", NULL)                                        \
-  X(TIMEOUT, 124, "124", "timeout", "--timeout expired; the job was ended on every host.",    \
-    NULL)                                                                                     \
+  X(TIMEOUT, 124, "124", "timeout",                                                           \
+    "A deadline expired: --timeout, or in a rank libweft's WEFT_INIT_TIMEOUT (weft_init "     \
+    "waits 300 s for every rank by default) or its collective watchdog (600 s in one call); " \
+    "the job was ended on every host. The summary names the ranks still running, or those "   \
+    "that never joined the call, with their hosts and their current weft calls.", NULL)       \
   X(SIGNAL, -2, "128+N", "weftrun got signal N",                                             \
-    "weftrun itself got signal N (130 for SIGINT, 143 for SIGTERM), forwarded it to mpirun, " \
-    "which ended every rank on every host. What has not ended after 10 seconds is killed.",    \
+    "weftrun itself got signal N (130 for SIGINT, 143 for SIGTERM), forwarded it to mpirun "  \
+    "and told every agent to end its rank (SIGTERM, SIGKILL 2 seconds later). What has not "   \
+    "ended a few seconds later is killed. After a SIGKILL of weftrun the agents lose it and "  \
+    "end their ranks, and mpirun gets SIGTERM.",                                                \
     NULL)
 
 /* WEFT_EXIT_OK, WEFT_EXIT_USAGE, ... WEFT_EXIT_PREEMPTED (79), WEFT_EXIT_TIMEOUT (124);
@@ -136,6 +152,7 @@ typedef struct weft_agent_args {
   const char *gpus;            /* the GPUs each host's ranks may have (layout.h's sets) */
   const char *output_filename; /* the rank's output into DIR/1/rank.R/{stdout,stderr} */
   long preempt_grace;          /* -1: the agent's default */
+  const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
   int probe;                   /* print this host's topology and exit */
   const char *check;           /* "full" or "reach": weftrun --check's agent (records, no rank) */
   const char *check_id;        /* the check job's nonce: its agents know each other by it */
@@ -162,7 +179,7 @@ int weft_agent_args_parse(weft_agent_args *a, int argc, char **argv, int *first,
 /** \brief The file of host \p index: its "I=FILE", else a->topology, else NULL. */
 const char *weft_agent_topology_for(const weft_agent_args *a, int index);
 
-/* ---- The failure line ----------------------------------------------------- */
+/* ---- The failure line (display only) -------------------------------------- */
 
 /* Who a failure line names. */
 typedef struct weft_agent_who {
@@ -171,25 +188,13 @@ typedef struct weft_agent_who {
   char gpu[64];              /* "2 (0000:0a:00.0)" or "none" */
 } weft_agent_who;
 
-/* A failure line, parsed. */
-typedef struct weft_agent_failure {
-  int rank;
-  char host[256];
-  char gpu[64];
-  char what[512];            /* "exited with status 3", "cannot run 'x': ...; exited with status 127" */
-  int code;                  /* the rank's exit code, 128+N for signal N */
-} weft_agent_failure;
-
-/** \brief Print the one line weftrun attributes a failure by:
+/** \brief Print the line a failed rank's agent shows the user (weftrun attributes
+ * failures from the control channel, never from this line):
  * "weft-rank: rank R host H gpu G: [WHY; ]exited with status CODE" when \p sig is 0,
  * "weft-rank: rank R host H gpu G: [WHY; ]killed by signal SIG (NAME)" otherwise.
  * \p why may be NULL. */
 void weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code,
                            int sig);
-
-/** \brief Is \p line (a prefix such as mpirun's "[1,2]<stderr>:" allowed) a failure
- * line? 1 with \p f filled, else 0. */
-int weft_agent_fail_parse(const char *line, weft_agent_failure *f);
 
 /* ---- The probe ------------------------------------------------------------ */
 

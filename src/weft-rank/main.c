@@ -11,7 +11,9 @@
  * checks it against the Open MPI model, and takes the GPU nearest it. Then it
  * adds the per-rank environment without overwriting anything the user set,
  * gives the program the OMPI_COMMAND and OMPI_ARGV mpirun would have, and runs
- * it under supervision.
+ * it under supervision. With --control it first connects to weftrun's control
+ * channel (channel.c) and refuses to run the rank without it; every setup
+ * failure goes there too.
  */
 #include "config.h"
 
@@ -51,8 +53,7 @@ load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, siz
   do {                                                                                 \
     char msg_[1200];                                                                    \
     snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
-    weft_agent_fail_print(stderr, &who, msg_, WK_EXIT_SETUP, 0);                       \
-    rc = WK_EXIT_SETUP;                                                                \
+    rc = wk_setup_failed(ch, &who, msg_, WK_EXIT_SETUP);                               \
     goto out;                                                                          \
   } while (0)
 
@@ -72,6 +73,27 @@ bind_here(const weftx_topo *t, const weftx_place *pl, char *note, size_t len)
     return -1;
   }
   return 0;
+}
+
+/* PLACED: where the rank runs, for weftrun's summaries. */
+static void
+placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const char *gpu)
+{
+  weft_ctl_out m;
+  char *cpus = NULL;
+  if (!ch)
+    return;
+  weft_ctl_begin(&m, WEFT_CTL_PLACED);
+  weft_ctl_put_str(&m, WEFT_CTL_T_GPU, gpu);
+  if (pl->cpuset && hwloc_bitmap_list_asprintf(&cpus, pl->cpuset) >= 0 && cpus)
+    weft_ctl_put_str(&m, WEFT_CTL_T_CPUS, cpus);
+  free(cpus);
+  if (pl->nic >= 0) {
+    const weftx_nic *n = weftx_topo_nic(t, pl->nic);
+    if (n)
+      weft_ctl_put_str(&m, WEFT_CTL_T_NIC, n->name);
+  }
+  wk_channel_send(ch, &m);
 }
 
 /* weftrun's layout: each program's ranks per host (';' between programs). */
@@ -228,6 +250,8 @@ main(int argc, char **argv)
   weftx_topo *t = NULL;
   weftx_env *env = NULL;
   wk_gcp *gcp = NULL;
+  wk_channel *ch = NULL;
+  wk_page *page = NULL;
   weftx_place pl;
   wk_ids ids;
   wk_gpus gp;
@@ -258,6 +282,19 @@ main(int argc, char **argv)
   }
   if (o.probe)
     return probe();
+  /* weftrun's control channel before anything else: no rank runs unsupervised when
+   * supervision was asked for */
+  if (o.control) {
+    if (wk_channel_open(&ch, o.control, &who, why, sizeof(why))) {
+      fprintf(stderr, "weft-rank: rank %d host %s: %s; the rank was not started\n", who.rank,
+              who.host, why);
+      return WK_EXIT_SETUP;
+    }
+    if (wk_page_create(&page, why, sizeof(why)))
+      FAIL("%s", why);
+  } else {
+    wk_channel_scrub();
+  }
   char **program = argv + first;
   if (o.check)
     return wk_check(&o, program);
@@ -379,6 +416,7 @@ main(int argc, char **argv)
     const weftx_gpu *g = weftx_topo_gpu(t, pl.gpu);
     snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
   }
+  placed_msg(ch, t, &pl, who.gpu);
   /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
   if (o.report_bindings && (!o.ompi || pl.gpu >= 0)) {
     char line[600];
@@ -395,6 +433,11 @@ main(int argc, char **argv)
   if (program_vars(program))
     FAIL("out of memory");
   weftx_topo_env_restore();
+  /* mpirun read weftrun's XML of this machine instead of probing it again: that is
+   * weft's doing, so the rank gets the environment plain mpirun would give it */
+  const char *tf = getenv("OMPI_MCA_hwloc_base_topo_file");
+  if (tf && o.host_xml && !strcmp(tf, o.host_xml) && unsetenv("OMPI_MCA_hwloc_base_topo_file"))
+    FAIL("cannot unset OMPI_MCA_hwloc_base_topo_file");
 
   /* the per-rank environment: the user's variables first, weft's only where unset */
   weftx_rank_info ri;
@@ -434,9 +477,11 @@ main(int argc, char **argv)
     FAIL("%s", why);
   wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
   wk_gcp_watch_start(gcp);
-  rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who));
+  rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who, ch, page));
   wk_output_finish(output);
 out:
+  wk_channel_close(ch, weftx_monotonic() + 3.0);
+  wk_page_destroy(page);
   if (placed)
     weftx_place_clear(&pl);
   weftx_env_destroy(env);

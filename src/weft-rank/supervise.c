@@ -1,28 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Run the rank's program as a child and stay with it: forward the signals
- * Open MPI sends (so that a job teardown reaches the program), kill it when
- * weft-rank's own parent goes away, and when it fails print the one line
- * weftrun looks for, then exit with the program's code so that Open MPI ends
- * the job. After a forwarded SIGTERM/SIGINT the program gets GRACE_S seconds
- * before SIGKILL; after a preemption notice, the --preempt-grace seconds. The
- * program is found as Open MPI finds it (mpirun --path first, then $PATH).
+ * Run the rank's program as a child and stay with it, in one poll loop: tell
+ * weftrun that it started, send heartbeats with its current weft call, and
+ * when it ends how (EXITED); forward the signals Open MPI sends, so that a
+ * job teardown reaches the program; on weftrun's END, or when weftrun is lost
+ * (the connection closed, or silent past its bound: the dead man's switch),
+ * end the program (SIGTERM, a grace, SIGKILL) and exit; kill it when
+ * weft-rank's own parent goes away. After a forwarded SIGTERM/SIGINT the
+ * program gets GRACE_S seconds before SIGKILL; after a preemption notice the
+ * --preempt-grace seconds. The line printed when the rank fails is for the
+ * user to read; weftrun takes what happened from the EXITED message only.
+ * The program is found as Open MPI finds it (mpirun --path first, then $PATH).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "weft-rank.h"
 
 #define GRACE_S 5
+#define EXITED_SEND_S 3.0 /* the last message's bound */
 
 static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
@@ -95,22 +102,88 @@ exec_program(char **argv)
   execvp(argv[0], argv);
 }
 
-/* The failure line for a setup step that failed with errno \p e. */
-static int
-setup_failed(const weft_agent_who *who, const char *what, int e)
+static void
+exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, const wk_page *page,
+           double ran)
 {
-  char why[200];
-  snprintf(why, sizeof(why), "%s failed: %s", what, strerror(e));
-  weft_agent_fail_print(stderr, who, why, WK_EXIT_SETUP, 0);
-  return WK_EXIT_SETUP;
+  weft_ctl_out m;
+  weftx_page snap;
+  weft_ctl_begin(&m, WEFT_CTL_EXITED);
+  weft_ctl_put_int(&m, WEFT_CTL_T_CODE, code);
+  weft_ctl_put_int(&m, WEFT_CTL_T_SIGNAL, sig);
+  weft_ctl_put_int(&m, WEFT_CTL_T_STOPPED, stopped);
+  weft_ctl_put_int(&m, WEFT_CTL_T_RUN_MS, (int64_t)(ran * 1000));
+  if (why)
+    weft_ctl_put_str(&m, WEFT_CTL_T_WHY, why);
+  if (page && wk_page_read(page, &snap) == 0)
+    wk_page_put(&m, &snap, weftx_monotonic());
+  wk_channel_send(ch, &m);
 }
 
 int
-wk_supervise(char **argv, const weft_agent_who *who)
+wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, int code)
+{
+  weft_agent_fail_print(stderr, who, why, code, 0);
+  exited_msg(ch, code, 0, WEFT_CTL_STOP_SETUP, why, NULL, 0);
+  return code;
+}
+
+static int
+setup_errno(wk_channel *ch, const weft_agent_who *who, const char *what, int e)
+{
+  char why[200];
+  snprintf(why, sizeof(why), "%s failed: %s", what, strerror(e));
+  return wk_setup_failed(ch, who, why, WK_EXIT_SETUP);
+}
+
+static int
+pidfd_of(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+/* After the dead man's switch for a silent weftrun (a cut network), once the rank
+ * has ended: Open MPI's daemon here would wait for its launcher for as long as TCP
+ * takes to give up (minutes), so it is ended too. Only the daemon of Open MPI
+ * (orted), never another engine's. */
+static void
+end_orphaned_daemon(void)
+{
+  char path[64], comm[32] = "";
+  pid_t pp = getppid();
+  snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pp);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  if (!fgets(comm, sizeof(comm), f))
+    comm[0] = '\0';
+  fclose(f);
+  if (!strcmp(comm, "orted\n") && pp > 1)
+    kill(pp, SIGTERM);
+}
+
+/* Start ending the child: SIGTERM now, SIGKILL at *kill_at. */
+static void
+stop_child(pid_t pid, int sig, double grace, double *kill_at)
+{
+  if (*kill_at)
+    return;
+  kill(pid, SIGCONT);
+  kill(pid, sig > 0 ? sig : SIGTERM);
+  *kill_at = weftx_monotonic() + grace;
+}
+
+int
+wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *page)
 {
   int errp[2];
   if (pipe(errp))
-    return setup_failed(who, "pipe", errno);
+    return setup_errno(ch, who, "pipe", errno);
   fcntl(errp[0], F_SETFD, FD_CLOEXEC);
   fcntl(errp[1], F_SETFD, FD_CLOEXEC);
 
@@ -121,18 +194,27 @@ wk_supervise(char **argv, const weft_agent_who *who)
   sa.sa_flags = SA_RESTART;
   for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
     sigaction(forwarded[i], &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
   /* Open MPI's daemon going away without a word must not leave the program behind. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() == 1)
-    return WK_EXIT_SETUP;
+    return wk_setup_failed(ch, who, "the engine (mpirun's daemon) went away", WK_EXIT_SETUP);
 
+  pid_t agent = getpid();
   pid_t pid = fork();
   if (pid < 0)
-    return setup_failed(who, "fork", errno);
+    return setup_errno(ch, who, "fork", errno);
   if (pid == 0) {
     for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
       signal(forwarded[i], SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != agent)
+      _exit(128 + SIGKILL);
+    /* the agent's stack tools may look at the rank where Yama allows only ancestors */
+#ifdef PR_SET_PTRACER
+    prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0);
+#endif
     close(errp[0]);
     exec_program(argv);
     int e = errno;
@@ -141,6 +223,7 @@ wk_supervise(char **argv, const weft_agent_who *who)
     _exit(127);
   }
   child = pid;
+  double t0 = weftx_monotonic();
   close(errp[1]);
   int e = 0;
   ssize_t n;
@@ -149,32 +232,96 @@ wk_supervise(char **argv, const weft_agent_who *who)
   while (n < 0 && errno == EINTR);
   close(errp[0]);
 
-  int status = 0;
-  pid_t w;
-  do
-    w = waitpid(pid, &status, 0);
-  while (w < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof(e)) {
+    weft_ctl_out m;
+    weft_ctl_begin(&m, WEFT_CTL_STARTED);
+    weft_ctl_put_int(&m, WEFT_CTL_T_PID, pid);
+    wk_channel_send(ch, &m);
+  }
+
+  int pidfd = pidfd_of(pid), status = 0, stopped = 0, orphaned = 0;
+  double kill_at = 0;
+  pid_t w = 0;
+  char why[300];
+  for (;;) {
+    do
+      w = waitpid(pid, &status, WNOHANG);
+    while (w < 0 && errno == EINTR);
+    if (w != 0)
+      break;
+    double now = weftx_monotonic();
+    if (told_to_stop && !stopped)
+      stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+    if (kill_at && now >= kill_at) {
+      kill(pid, SIGKILL);
+      kill_at = now + 3600; /* once */
+    }
+    if (ch && wk_channel_fd(ch) >= 0) {
+      weftx_page snap;
+      const weftx_page *ps = page && wk_page_read(page, &snap) == 0 ? &snap : NULL;
+      const wk_channel_event *ev = wk_channel_pump(ch, now, ps, why, sizeof(why));
+      if (ev->type < 0) {
+        /* the dead man's switch: nobody would know of this rank any more */
+        fprintf(stderr, "weft-rank: rank %d host %s: lost weftrun (%s); ending the rank\n",
+                who->rank, who->host, why);
+        if (!stopped)
+          stopped = WEFT_CTL_STOP_LOST;
+        orphaned = !strstr(why, "closed");
+        stop_child(pid, SIGTERM, wk_channel_grace(ch), &kill_at);
+      } else if (ev->type == WEFT_CTL_END) {
+        if (!stopped)
+          stopped = WEFT_CTL_STOP_END;
+        stop_child(pid, ev->signal, wk_channel_grace(ch), &kill_at);
+      } else if (ev->type == WEFT_CTL_STACK_REQ) {
+        wk_stack_send(ch, (long)pid, who);
+        wk_channel_heard(ch, weftx_monotonic()); /* the wait was ours, not weftrun's */
+        continue;
+      } else if (ev->type) {
+        continue;
+      }
+    }
+    double next = ch ? wk_channel_next(ch) : 0;
+    if (kill_at && (!next || kill_at < next))
+      next = kill_at;
+    int ms = next ? (int)((next - now) * 1000) + 1 : 1000;
+    if (ms > 1000 || ms < 0)
+      ms = ms < 0 ? 0 : 1000;
+    if (pidfd < 0 && ms > 50)
+      ms = 50;
+    struct pollfd pf[2] = { { ch ? wk_channel_fd(ch) : -1, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
+    poll(pf, 2, ms);
+  }
   child = 0;
   alarm(0);
+  if (pidfd >= 0)
+    close(pidfd);
+  if (told_to_stop && !stopped)
+    stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+  double ran = weftx_monotonic() - t0;
   if (n == (ssize_t)sizeof(e)) {
-    char why[600];
     snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
     weft_agent_fail_print(stderr, who, why, WEFTX_PROC_NOEXEC, 0);
+    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WEFT_CTL_STOP_NONE, why, NULL, ran);
+    wk_channel_flush(ch, EXITED_SEND_S);
     return WEFTX_PROC_NOEXEC;
   }
   if (w < 0)
-    return WK_EXIT_SETUP;
-  int code;
+    return setup_errno(ch, who, "waitpid", errno);
+  int code, sig = 0;
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
-    if (code && !told_to_stop)
+    if (code && !stopped)
       weft_agent_fail_print(stderr, who, NULL, code, 0);
   } else {
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
     code = 128 + sig;
-    if (!told_to_stop)
+    if (!stopped)
       weft_agent_fail_print(stderr, who, NULL, code, sig);
   }
+  exited_msg(ch, code, sig, stopped, NULL, page, ran);
+  wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);
   fflush(stderr);
+  if (orphaned)
+    end_orphaned_daemon();
   return code;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * weft-rank's internal interface: the supervisor that runs the program and
- * reports how it ended, and Google Cloud on the rank's host. Its arguments,
- * its failure line and its exit codes are the contract with weftrun
- * (src/common/agent.h).
+ * reports how it ended, its end of the control channel to weftrun, the
+ * rank's call page, stack traces, and Google Cloud on the rank's host. Its
+ * arguments, its messages and its exit codes are the contract with weftrun
+ * (src/common/agent.h, ctl.h).
  */
 #ifndef WEFT_RANK_H
 #define WEFT_RANK_H
@@ -11,15 +12,53 @@
 #include <weftx.h>
 
 #include "agent.h"
+#include "ctl-io.h"
 
 #include <pthread.h>
 
 /* weft-rank could not set its rank up (agent.h's WEFT_EXIT_ENGINE, "launch failed") */
 #define WK_EXIT_SETUP WEFT_EXIT_ENGINE
 
-/* supervise.c: fork+exec argv, forward signals, wait; returns the exit code to use
- * (the program's, 128+N for signal N) after printing the failure line if it failed. */
-int wk_supervise(char **argv, const weft_agent_who *who);
+/* channel.c: the control channel (NULL when weftrun asked for none). */
+typedef struct wk_channel wk_channel;
+typedef struct wk_channel_event {
+  int type;                 /* 0 nothing, -1 weftrun lost, WEFT_CTL_END, WEFT_CTL_STACK_REQ */
+  int signal;               /* END's */
+  char why[256];
+} wk_channel_event;
+/* Connect, HELLO with the secret (taken out of the environment), wait for WELCOME;
+ * within WEFT_CTL_CONNECT_S. 0, or -1 with the reason. */
+int wk_channel_open(wk_channel **c, const char *addr, const weft_agent_who *who, char *why,
+                    size_t len);
+void wk_channel_scrub(void);           /* the secret out of the environment, no channel */
+int wk_channel_fd(const wk_channel *c); /* -1 once lost */
+double wk_channel_grace(const wk_channel *c);
+void wk_channel_send(wk_channel *c, const weft_ctl_out *m);
+void wk_channel_flush(wk_channel *c, double seconds);
+/* Read weftrun's messages, send a heartbeat when one is due (with \p page, a snapshot
+ * or NULL), check for silence: what came (type -1: weftrun lost, why says how). */
+const wk_channel_event *wk_channel_pump(wk_channel *c, double now, const weftx_page *page,
+                                        char *why, size_t len);
+void wk_channel_heard(wk_channel *c, double now); /* after a wait of the agent's own */
+double wk_channel_next(const wk_channel *c);      /* when pump is due at the latest */
+void wk_channel_close(wk_channel *c, double deadline);
+
+/* page.c: the rank's call page (weftx/page.h), named in the environment. */
+typedef struct wk_page wk_page;
+int wk_page_create(wk_page **g, char *why, size_t len);
+void wk_page_destroy(wk_page *g);
+int wk_page_read(const wk_page *g, weftx_page *copy); /* 0, -1 when not readable */
+void wk_page_put(weft_ctl_out *m, const weftx_page *p, double now);
+
+/* stack.c: the rank's stack (eu-stack or gdb) to weftrun, or why there is none. */
+void wk_stack_send(wk_channel *c, long pid, const weft_agent_who *who);
+
+/* supervise.c: fork+exec argv, forward signals, report to weftrun over \p ch (may be
+ * NULL), wait; returns the exit code to use (the program's, 128+N for signal N) after
+ * printing what happened when it failed. */
+int wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *page);
+/* A setup failure: the line on stderr (for the user to read) and EXITED over \p ch. */
+int wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, int code);
 /* Grace after a preemption notice (default WEFTX_PREEMPT_GRACE_S); wk_supervise_preempt()
  * sends WEFTX_PREEMPT_SIGNAL to this process so that the program gets that grace. */
 void wk_supervise_set_grace(long seconds);

@@ -200,6 +200,7 @@ wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_
     goto out;
   }
   ag.gpus = gpus;
+  ag.control = e->control;
   if (wr_argv_add(a, e->agent) || weft_agent_args_write(&ag, wr_argv_add_cb, a) ||
       wr_argv_add(a, "--"))
     goto out;

@@ -194,8 +194,21 @@ launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_j
   if (rc)
     return rc;
   write_host_xml(p, dir, xml, sizeof(xml));
+  /* the control channel listens before anything starts; its secret reaches the agents
+   * in the environment (WEFT_* goes to every host), never on a command line */
+  wr_ctl *ctl = NULL;
+  if (wr_ctl_open(net, p->np, &ctl, why, sizeof(why))) {
+    fprintf(stderr, "weftrun: %s\n", why);
+    return WR_EXIT_ENGINE;
+  }
+  if (setenv(WEFT_CTL_SECRET_ENV, wr_ctl_secret(ctl), 1)) {
+    fprintf(stderr, "weftrun: out of memory\n");
+    wr_ctl_close(ctl);
+    return WR_EXIT_ENGINE;
+  }
   e->hostfile = hostfile;
   e->host_xml = xml[0] ? xml : NULL;
+  e->control = wr_ctl_address(ctl);
   wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
   if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
@@ -205,9 +218,11 @@ launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_j
     wr_argv_print(stderr, "weftrun: running", &a);
   }
   if (!rc)
-    rc = wr_run(p, o, e, a.v, &env, stop_fd);
+    rc = wr_run(p, o, e, a.v, &env, stop_fd, ctl);
   wr_argv_free(&a);
   wr_argv_free(&env);
+  unsetenv(WEFT_CTL_SECRET_ENV);
+  wr_ctl_close(ctl);
   return rc;
 }
 

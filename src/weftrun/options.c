@@ -28,8 +28,8 @@ enum {
   O_RANKBY, O_BINDTO, O_OVERSUB, O_NOOVERSUB, O_NOLOCAL, O_HWT, O_CPR, O_CPUSET, O_PPR,
   O_BYNODE, O_BYSLOT, O_BYCORE, O_BINDCORE, O_BINDSOCKET,
   /* weft's */
-  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_VERBOSE, O_VERSION, O_HELP,
-  O_HELPMAN, O_HELPMANEXIT, O_HELPCOMP, O_ENGINE,
+  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_HOSTTIMEOUT,
+  O_STACKS, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT, O_HELPCOMP, O_ENGINE,
   /* Open MPI's with a meaning weftrun knows */
   O_X, O_MCA, O_GMCA, O_REPORT, O_DISPLAY, O_TAG, O_TIMESTAMP, O_OUTFILE, O_TIMEOUT,
   O_STATE_TIMEOUT, O_ROOT, O_WDIR, O_PATH, O_PASS0, O_PASS1,
@@ -125,9 +125,13 @@ const weft_opt wr_options[] = {
   { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
     "the whole check's deadline (default 60).", 0 },
-  { O_STATE_TIMEOUT, "report-state-on-timeout|get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
-    "On --timeout, Open MPI's report of the job's state (or stacks); mpirun then keeps the "
-    "deadline.", 0 },
+  { O_HOSTTIMEOUT, "host-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+    "A host whose agents say nothing for SECONDS (default 5) is lost: the job ends with 75.", 0 },
+  { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
+    "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
+    "still running (eu-stack or gdb).", 0 },
+  { O_STATE_TIMEOUT, "report-state-on-timeout", WEFT_OPT_FLAG, NULL, S_RUN,
+    "On --timeout, Open MPI's report of the job's state; mpirun then keeps the deadline.", 0 },
   { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
     "SIGTERM and SIGKILL.", 0 },
@@ -454,6 +458,14 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_CHECK: o->check = 1; return 0;
   case O_JSON: o->json = 1; return 0;
   case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
+  case O_HOSTTIMEOUT: {
+    long v;
+    if (count(sp, a1, 1, 3600, &v, why, len))
+      return -1;
+    o->host_timeout = (double)v;
+    return 0;
+  }
+  case O_STACKS: o->stack_traces = 1; return 0;
   case O_ENGINE: o->engine = a1; return one_of(sp, a1, engines, why, len);
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;

@@ -194,8 +194,18 @@ wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_
     fprintf(stderr, "weftrun: cannot write %s: %s\n", hostfile, strerror(errno));
     goto out;
   }
-  if ((rc = command(o, e, n, hostfile, &a, &env)) || (rc = run(e, &a, &env, stop_fd, &r)))
+  if ((rc = command(o, e, n, hostfile, &a, &env)) || (rc = run(e, &a, &env, stop_fd, &r))) {
+    /* a host that does not resolve is the likeliest cause: say which (68) */
+    for (int i = 0; rc == WR_EXIT_ENGINE && !r.stopped && i < n; i++) {
+      weftx_netaddr na;
+      if (weftx_host_resolve(hosts[i]->name, &na, why, sizeof(why)) == WEFT_ENAME) {
+        fprintf(stderr, "weftrun: unknown host: %s (from %s)\n", why,
+                o->hostfile ? o->hostfile : "-H");
+        rc = WR_EXIT_NOHOST;
+      }
+    }
     goto out;
+  }
   rc = WR_EXIT_ENGINE;
   for (int i = 0; i < n; i++)
     if (!(out[i] = open_memstream(&buf[i], &len[i]))) {

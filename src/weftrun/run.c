@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The run stage: run the engine's command (weftx_proc_run(): its own process
- * group, a deadline, stop requests) and turn how the job ended into weftrun's
- * exit status. The engine's stderr is passed on line by line, watching for the
- * one line weft-rank prints when a program fails (agent.h) and, as a fallback,
- * for mpirun's or srun's own report. A stop request (SIGINT, SIGTERM, SIGHUP
- * to weftrun) is forwarded to the engine, which ends every rank on every host;
- * --timeout does the same. Whatever has not ended within the grace period is
- * killed with its process group.
+ * group, stop requests, SIGTERM when weftrun dies) with the control channel
+ * polled in the same loop, and turn what the agents said into the exit
+ * status. The engine (mpirun or srun) is only the transport: its output is
+ * not read, it goes where weftrun's goes, as fast as the engine writes it, and
+ * nothing a rank or the engine prints can change how the job is judged. The supervisor (supervise.c) decides when the job must end (a
+ * failed rank, a lost host, --timeout, a weft deadline); then every agent
+ * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank); mpirun normally
+ * ends by itself when its ranks have, and if it has not half a second after
+ * the agents' grace it is killed with its process group (a signal while it
+ * aborts a job makes Open MPI 4.1 crash, and it can wait long for a lost
+ * daemon; its daemons elsewhere end when they lose it). A stop request
+ * (SIGINT, SIGTERM, SIGHUP to weftrun) is forwarded to the engine and ends
+ * the agents the same way.
  */
 #include "config.h"
 
@@ -19,147 +25,75 @@
 
 #include "weftrun.h"
 
-#define GRACE_S 10.0      /* from forwarding a signal to SIGKILL */
-#define DRAIN_S 3.0       /* reading the last output after mpirun has gone */
-#define MPIRUN_TIMEOUT_LEEWAY_S 60  /* after mpirun's own --timeout, weftrun's */
-#define MPIRUN_TIMEOUT_STATUS 110   /* mpirun 4.1's exit status on --timeout (ETIMEDOUT) */
+#define AFTER_S (WR_END_GRACE_S + 3.0) /* after mpirun ended: the agents' last words */
 
-typedef struct failure {
-  int seen;
-  int code;
-  char what[1024];
-  int lost;          /* mpirun said it lost a daemon; the next lines name the host */
-  int first_rank;    /* "Process name: [[j,1],R]" of mpirun's non-zero-status report, or -1 */
-  const wr_plan *plan;
+typedef struct job {
+  wr_sup *s;
+  wr_ctl *c;
   const wr_opts *o;
   const wr_engine *e;
-} failure;
+  double kill_at;           /* when mpirun is killed if it is still there */
+} job;
 
-/* " (ranks 4-7)" of the plan's host \p name. */
-static void
-ranks_of(const wr_plan *p, const char *name, char *buf, size_t len)
+static const char *
+reason(const wr_sup *s)
 {
-  int first = -1, last = -1, n = 0, h = p ? wr_plan_host_of(p, name) : -1;
-  buf[0] = '\0';
-  for (int r = 0; h >= 0 && r < p->np; r++)
-    if (p->ranks[r].host == h) {
-      if (first < 0)
-        first = r;
-      last = r;
-      n++;
-    }
-  if (n == 1)
-    snprintf(buf, len, " (rank %d)", first);
-  else if (n > 1 && last - first + 1 == n)
-    snprintf(buf, len, " (ranks %d-%d)", first, last);
-  else if (n > 1)
-    snprintf(buf, len, " (%d ranks from %d)", n, first);
-}
-
-/* A failed rank as weftrun names it: its host as the plan has it. */
-static void
-agent_line(failure *f, const weft_agent_failure *af)
-{
-  const char *host = af->host;
-  if (f->plan && af->rank >= 0 && af->rank < f->plan->np)
-    host = f->plan->hosts[f->plan->ranks[af->rank].host].host->name;
-  f->seen = 1;
-  f->code = af->code;
-  snprintf(f->what, sizeof(f->what), "rank %d host %s gpu %s: %s", af->rank, host, af->gpu,
-           af->what);
-}
-
-static void
-watch_line(const char *line, failure *f)
-{
-  weft_agent_failure af;
-  const char *p;
-  int rank, sig;
-  char host[256];
-  if (f->seen)
-    return;
-  if (weft_agent_fail_parse(line, &af)) {
-    agent_line(f, &af);
-    return;
-  }
-  /* mpirun's own words, when weft-rank itself could not say it.
-   * "Process name: [[13077,1],2]" then "Exit code:    3" (rank output sent to files) */
-  if ((p = strstr(line, "Process name: [[")) && sscanf(p, "Process name: [[%*d,%*d],%d]", &rank) == 1)
-    f->first_rank = rank;
-  if (f->first_rank >= 0 && (p = strstr(line, "Exit code:")) && sscanf(p, "Exit code: %d", &sig) == 1) {
-    f->seen = 1;
-    f->code = sig;
-    snprintf(f->what, sizeof(f->what), "rank %d: exited with status %d", f->first_rank, sig);
-    return;
-  }
-  if (strstr(line, "lost communication with a remote daemon"))
-    f->lost = 1;
-  if (f->lost && (p = strstr(line, "Remote daemon:")) && (p = strstr(p, " on node ")) &&
-      sscanf(p, " on node %255s", host) == 1) {
-    char ranks[64];
-    ranks_of(f->plan, host, ranks, sizeof(ranks));
-    f->seen = 1;
-    f->code = WR_EXIT_HOSTLOST;
-    snprintf(f->what, sizeof(f->what), "host %s lost%s: its Open MPI daemon stopped answering "
-             "(machine down or network cut)", host, ranks);
-    return;
-  }
-  /* srun's words: "srun: error: vnode1: task 3: Exited with exit code 3" */
-  if ((p = strstr(line, "srun: error: ")) && sscanf(p, "srun: error: %255[^:]: task %d: Exited "
-                                                    "with exit code %d", host, &rank, &sig) == 3 &&
-      sig != 0) {
-    f->seen = 1;
-    f->code = sig;
-    snprintf(f->what, sizeof(f->what), "rank %d host %s: exited with status %d", rank, host, sig);
-    return;
-  }
-  if ((p = strstr(line, "mpirun noticed that process rank ")) &&
-      sscanf(p, "mpirun noticed that process rank %d with PID %*d on node %255s exited on signal %d",
-             &rank, host, &sig) == 3) {
-    f->seen = 1;
-    f->code = 128 + sig;
-    snprintf(f->what, sizeof(f->what), "rank %d host %s: killed by signal %d", rank, host, sig);
+  switch (s->end) {
+  case WR_END_TIMEOUT: return "--timeout expired";
+  case WR_END_LOST: return "a host was lost";
+  case WR_END_SIGNAL: return "weftrun got a signal";
+  case WR_END_DEADLINE: return "a weft deadline expired";
+  case WR_END_PREEMPTED: return "a VM was preempted";
+  case WR_END_ENGINE: return "the engine ended";
+  default: return "a rank failed";
   }
 }
 
-/* mpirun's stderr, whole lines at a time: watched line by line, passed on at once. */
-static void
-on_output(void *arg, int stream, const char *data, size_t len)
+static double
+on_watch(void *arg, double now, int exited, int *stop)
 {
-  failure *f = arg;
-  char line[4096];
-  (void)stream;
-  for (size_t start = 0; start < len && !f->seen;) {
-    const char *nl = memchr(data + start, '\n', len - start);
-    size_t n = (nl ? (size_t)(nl - data) + 1 : len) - start;
-    char *copy = n < sizeof(line) ? line : malloc(n + 1);
-    if (copy) {
-      memcpy(copy, data + start, n);
-      copy[n] = '\0';
-      watch_line(copy, f);
-      if (copy != line)
-        free(copy);
-    }
-    start += n;
+  job *j = arg;
+  wr_ctl_pump(j->c, j->s, now);
+  int act = wr_sup_tick(j->s, now);
+  if (act & WR_ACT_STACKS) {
+    fprintf(stderr, "weftrun: %s; asking the agents for the stacks of the ranks still running\n",
+            reason(j->s));
+    wr_ctl_stacks(j->c, j->s);
   }
-  fwrite(data, 1, len, stderr);
-  fflush(stderr);
+  if (act & WR_ACT_END) {
+    if (j->s->end == WR_END_TIMEOUT)
+      fprintf(stderr, "weftrun: the job ran longer than --timeout %ld s; ending it\n",
+              j->o->timeout);
+    wr_ctl_end(j->c, j->s, SIGTERM, reason(j->s));
+    if (!j->kill_at)
+      j->kill_at = now + WR_END_GRACE_S + 0.5;
+  }
+  if (j->kill_at > 0 && now >= j->kill_at && !exited) {
+    *stop = -1;
+    j->kill_at = -1;
+  }
+  if (exited && wr_sup_settled(j->s))
+    return 0;
+  double next = wr_sup_next(j->s, now);
+  return j->kill_at > 0 && j->kill_at < next ? j->kill_at : next;
 }
 
 static void
 on_event(void *arg, weftx_proc_event ev, int value)
 {
-  const failure *f = arg;
+  job *j = arg;
   switch (ev) {
-  case WEFTX_PROC_EV_DEADLINE:
-    fprintf(stderr, "weftrun: the job ran longer than --timeout %ld s; ending it\n", f->o->timeout);
-    break;
   case WEFTX_PROC_EV_STOP:
     fprintf(stderr, "weftrun: got signal %d; ending the job\n", value);
+    wr_sup_signal(j->s, value, weftx_monotonic());
     break;
   case WEFTX_PROC_EV_KILL:
-    fprintf(stderr, "weftrun: %s did not end within %.0f s; killing it\n", f->e->name, GRACE_S);
+    fprintf(stderr, "weftrun: %s did not end with its ranks; killing it\n", j->e->name);
     break;
+  case WEFTX_PROC_EV_EXIT:
+    wr_sup_engine_exit(j->s, value, weftx_monotonic());
+    break;
+  case WEFTX_PROC_EV_DEADLINE:
   case WEFTX_PROC_EV_CAP:
     break;
   }
@@ -167,63 +101,46 @@ on_event(void *arg, weftx_proc_event ev, int value)
 
 int
 wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, const wr_argv *env,
-       int stop_fd)
+       int stop_fd, wr_ctl *ctl)
 {
-  failure f = { 0, 0, "", 0, -1, p, o, e };
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
+  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0 };
   char **envp = wr_env_build(env);
 
-  if (!envp) {
+  if (!j.s || !envp) {
     fprintf(stderr, "weftrun: out of memory\n");
+    wr_sup_free(j.s);
+    free(envp);
     return WR_EXIT_ENGINE;
   }
+  j.s->engine = e->name;
   weftx_proc_spec_init(&s);
   s.argv = argv;
   s.envp = envp;
-  s.err = WEFTX_PROC_PIPE;
-  /* with --report-state-on-timeout or --get-stack-traces, mpirun keeps the deadline (and
-   * reports); weftrun's own comes later, in case mpirun does not */
-  s.timeout = (double)o->timeout + (o->timeout && o->timeout_report ? MPIRUN_TIMEOUT_LEEWAY_S : 0);
   s.stop_signal = SIGTERM;
-  s.grace = GRACE_S;
-  s.drain = DRAIN_S;
+  s.grace = WR_ENGINE_GRACE_S;
   s.stop_fd = stop_fd;
-  s.on_output = on_output;
+  s.death_signal = SIGTERM; /* weftrun killed: the engine ends the job (and the agents lose us) */
+  s.watch_fd = wr_ctl_fd(ctl);
+  s.watch_drain = AFTER_S;
+  s.on_watch = on_watch;
   s.on_event = on_event;
-  s.arg = &f;
+  s.arg = &j;
+  int rc;
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   free(envp);
   if (failed) {
     fprintf(stderr, "weftrun: %s\n", why);
-    return WR_EXIT_ENGINE;
-  }
-  if (r.timed_out || (o->timeout && o->timeout_report && r.status == MPIRUN_TIMEOUT_STATUS)) {
-    fprintf(stderr, "weftrun: job ended: --timeout %ld s expired (exit %d)\n", o->timeout,
-            WR_EXIT_TIMEOUT);
-    return WR_EXIT_TIMEOUT;
-  }
-  if (r.stopped) {
-    fprintf(stderr, "weftrun: job ended by signal %d (exit %d)\n", r.stopped, 128 + r.stopped);
-    return 128 + r.stopped;
-  }
-  if (f.seen) {
-    fprintf(stderr, "weftrun: job failed: %s (exit %d)\n", f.what, f.code);
-    return f.code;
-  }
-  if (r.status == 0)
-    return WR_EXIT_OK;
-  if (r.status == WEFTX_PROC_NOEXEC) {
-    fprintf(stderr, "weftrun: %s could not be started%s%s (exit %d)\n", e->name,
-            why[0] ? ": " : "", why, WR_EXIT_ENGINE);
-    return WR_EXIT_ENGINE;
-  }
-  if (WIFEXITED(r.raw_status))
-    fprintf(stderr, "weftrun: %s failed with status %d before any rank reported a failure "
-            "(exit %d); see its message above\n", e->name, r.status, WR_EXIT_ENGINE);
-  else
-    fprintf(stderr, "weftrun: %s was killed by signal %d (exit %d)\n", e->name, r.status - 128,
+    rc = WR_EXIT_ENGINE;
+  } else if (r.status == WEFTX_PROC_NOEXEC && why[0]) {
+    fprintf(stderr, "weftrun: %s could not be started: %s (exit %d)\n", e->name, why,
             WR_EXIT_ENGINE);
-  return WR_EXIT_ENGINE;
+    rc = WR_EXIT_ENGINE;
+  } else {
+    rc = wr_summary(j.s, o, stderr);
+  }
+  wr_sup_free(j.s);
+  return rc;
 }

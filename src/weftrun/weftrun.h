@@ -15,7 +15,9 @@
  *               through it): mpirun (engine-mpirun.c) or Slurm's srun
  *               (engine-srun.c); its command line, environment, hostfile
  *                                                              -> argv, envp
- *   run.c       run it; failed ranks, the deadline, signals    -> the exit status
+ *   run.c       run it under supervision: the control channel (control.c)
+ *               tells what happens to every rank, supervise.c decides when
+ *               and why the job ends, summary.c says it      -> the exit status
  *
  * With --check, check.c takes over after the facts stage: one short job of
  * "weft-rank --check" through the engine (check-run.c), the plan made from what it
@@ -43,6 +45,12 @@
 #define WR_EXIT_ENUM(name, code, ...) WR_EXIT_##name = (code),
 enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
 #undef WR_EXIT_ENUM
+
+/* A host whose agents say nothing for this long is lost (--host-timeout). */
+#define WR_HOST_TIMEOUT_S 5.0
+/* After "end the job": an agent's SIGTERM to SIGKILL, and mpirun's SIGTERM to SIGKILL. */
+#define WR_END_GRACE_S 2.0
+#define WR_ENGINE_GRACE_S 4.0
 
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
@@ -106,6 +114,8 @@ typedef struct wr_opts {
   const char *engine;           /* auto | mpirun | srun; NULL: auto */
   const char *output_filename;
   long timeout;                 /* seconds; 0: none */
+  double host_timeout;          /* --host-timeout seconds; 0: WR_HOST_TIMEOUT_S */
+  int stack_traces;             /* --get-stack-traces */
   int timeout_report;           /* --report-state-on-timeout, --get-stack-traces */
   long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
   const char *pass[WR_MAX_LIST]; /* other Open MPI options passed through, with their arguments */
@@ -249,6 +259,7 @@ typedef struct wr_engine {
   char agent[4096];             /* weft-rank */
   const char *hostfile;         /* where wr_engine_hostfile()'s text will be */
   const char *host_xml;         /* this host's XML for its ranks, or NULL */
+  const char *control;          /* the control channel's ADDR:PORT, or NULL (--dry-run) */
   const weft_agent_args *agent_args; /* what the agents get besides the plan's, or NULL */
 } wr_engine;
 int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e);
@@ -409,10 +420,113 @@ int wr_srun_hostfile(const wr_plan *p, FILE *out);
 int wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
                        wr_argv *a, wr_argv *env);
 
-/* run.c: run the command (env: variables set for it), name the failed rank, apply the
- * timeout and stop requests. */
+
+/* supervise.c: what the control channel told of every rank, and the rules that end
+ * the job (pure: times are passed in). */
+typedef enum wr_rank_state {
+  WR_RANK_WAITING = 0,          /* its agent has not connected */
+  WR_RANK_CONNECTED,            /* connected, the rank not started yet */
+  WR_RANK_RUNNING,
+  WR_RANK_EXITED,               /* EXITED came */
+  WR_RANK_GONE,                 /* its connection closed without EXITED */
+} wr_rank_state;
+
+typedef struct wr_rank {
+  wr_rank_state state;
+  int lost;                     /* its host (or agent) was declared lost: not waited for */
+  int running_at_end;           /* running when the verdict came (summaries) */
+  double hello_at, seen, started_at, exited_at, gone_at;
+  long agent_pid, pid;
+  char host[64];                /* the agent's own name for its host */
+  char gpu[64];                 /* "2 (0000:0a:00.0)" or "none" */
+  int code, sig, stopped;       /* EXITED's; stopped: WEFT_CTL_STOP_* */
+  char why[512];
+  /* its last weft call (call page) */
+  int have_call, wstate, op, group_first, group_size;
+  char group[32];
+  long long bytes, calls;
+  double call_since;            /* weftrun's clock */
+  char *members;                /* a deadline's group, "0-3,8" */
+  char *stack;                  /* --get-stack-traces */
+  size_t stack_len;
+  int stack_asked, stack_done;
+} wr_rank;
+
+typedef enum wr_end {
+  WR_END_NONE = 0,
+  WR_END_RANK,                  /* a rank failed on its own */
+  WR_END_DEADLINE,              /* a weft deadline ended a rank: the absent are the cause */
+  WR_END_LOST,                  /* a host (or an agent) was lost */
+  WR_END_TIMEOUT,               /* --timeout */
+  WR_END_SIGNAL,                /* weftrun got a signal */
+  WR_END_PREEMPTED,
+  WR_END_ENGINE,                /* mpirun failed, nothing else to say */
+  WR_END_NOFINALIZE,            /* a rank exited 0 before the others, unfinalized */
+  WR_END_MISSING,               /* mpirun exited 0 but ranks never ran */
+} wr_end;
+
+typedef enum wr_lost_how { WR_LOST_SILENT = 0, WR_LOST_CLOSED, WR_LOST_AGENT,
+                           WR_LOST_AGENT_SILENT } wr_lost_how;
+
+#define WR_ACT_END 1                     /* END to every agent, stop the engine */
+#define WR_ACT_STACKS 2                  /* STACK_REQ to the agents with stack_asked */
+
+typedef struct wr_sup {
+  const wr_plan *p;
+  int np;
+  wr_rank *r;
+  double t0, loop_at, lost_s, hb_s, timeout_s;
+  int stacks;
+  int connected, exited;
+  double first_gone_at, first_stopped_at;
+  /* the verdict */
+  wr_end end;
+  int end_rank, end_host, code;
+  wr_lost_how lost_how;
+  double end_at, stacks_until, end_after;
+  int want_end, want_stacks;    /* 1: to do, 2: done (stacks: 3 when in) */
+  int engine_exited, engine_judged;
+  int engine_status;            /* the engine's exit status, -N when killed by signal N */
+  const char *engine;           /* its name for the summaries: "mpirun" (default), "srun" */
+  double engine_at;
+} wr_sup;
+
+wr_sup *wr_sup_new(const wr_plan *p, const wr_opts *o, double now);
+void wr_sup_free(wr_sup *s);
+const char *wr_sup_host(const wr_sup *s, int rank);       /* the plan's name */
+/* HELLO of rank's agent: 0, or -1 with why (then it is refused). */
+int wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, char *why,
+                 size_t len);
+void wr_sup_msg(wr_sup *s, int rank, const weft_ctl_msg *m, double now);
+void wr_sup_gone(wr_sup *s, int rank, double now);        /* its connection closed */
+void wr_sup_signal(wr_sup *s, int sig, double now);       /* weftrun got signal sig */
+void wr_sup_engine_exit(wr_sup *s, int status, double now);
+int wr_sup_tick(wr_sup *s, double now);                   /* WR_ACT_* to do now */
+double wr_sup_next(const wr_sup *s, double now);          /* when to tick at the latest */
+int wr_sup_done(const wr_sup *s);                         /* no agent left connected */
+int wr_sup_settled(const wr_sup *s);                      /* done, and mpirun's end judged */
+
+/* summary.c: why the job ended, on stderr; the exit status. */
+int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out);
+
+/* control.c: the control channel's server: a listener on the job's interface
+ * (loopback for a job on this host alone), the per-job secret, every agent's
+ * connection in one epoll set. */
+typedef struct wr_ctl wr_ctl;
+int wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len);
+const char *wr_ctl_address(const wr_ctl *c);   /* ADDR:PORT for weft-rank --control */
+const char *wr_ctl_secret(const wr_ctl *c);
+int wr_ctl_fd(const wr_ctl *c);                /* poll it: readable when there is work */
+/* Accept, read, answer heartbeats; what the agents say goes to s. */
+void wr_ctl_pump(wr_ctl *c, wr_sup *s, double now);
+void wr_ctl_end(wr_ctl *c, const wr_sup *s, int sig, const char *why); /* END to every agent */
+void wr_ctl_stacks(wr_ctl *c, const wr_sup *s);                        /* STACK_REQ */
+void wr_ctl_close(wr_ctl *c);
+
+/* run.c: run the command (env: variables set for it) under supervision; the exit
+ * status. */
 int wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
-           const wr_argv *env, int stop_fd);
+           const wr_argv *env, int stop_fd, wr_ctl *ctl);
 
 /* check.c: --check: the check job, the plan made from what it found, the evaluation
  * (src/common/check.h), the table. WR_EXIT_OK, _CHECKWARN, _CHECKFAIL, or another

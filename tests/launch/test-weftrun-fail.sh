@@ -3,7 +3,10 @@
 # Failures end the whole job quickly, with weftrun's documented exit status,
 # one summary line naming the rank, its host and GPU, and nothing left running:
 # a rank exits 3; a rank is killed by SIGKILL; --timeout; SIGTERM and SIGINT
-# to weftrun; a program that does not exist; output sent to files.
+# to weftrun; a program that does not exist; output sent to files; a rank
+# printing a failure line of weft-rank's (it changes nothing); weft_init and
+# collective deadlines naming the absent rank; SIGKILL of weftrun (nothing
+# outlives it); WEFT_MPIRUN=/bin/true; --get-stack-traces.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs  # this host alone, whatever allocation or default hostfile the machine has
@@ -19,12 +22,13 @@ run() { # expected-code max-seconds summary-pattern weftrun-args...
   rc=$?
   set -e
   dt=$(elapsed "$t0" "$(now)")
-  if [ "$rc" != "$want" ] || ! grep -q -e "$pattern" "$tmp/err" || [ "$dt" -gt "$max" ]; then
+  if [ "$rc" != "$want" ] || { [ -n "$pattern" ] && ! grep -q -e "$pattern" "$tmp/err"; } ||
+     [ "$dt" -gt "$max" ] || { [ -z "$pattern" ] && grep -q '^weftrun: ' "$tmp/err"; }; then
     echo "FAIL: weftrun $*: exit $rc (want $want) after ${dt}s (max $max); stderr:"
     cat "$tmp/err"
     fail=1
   else
-    echo "ok ($rc, ${dt}s): $(grep -e "$pattern" "$tmp/err")"
+    echo "ok ($rc, ${dt}s): $(if [ -n "$pattern" ]; then grep -e "$pattern" "$tmp/err"; else echo "no summary"; fi)"
   fi
   nothing_left || fail=1
 }
@@ -33,8 +37,10 @@ run 3 15 '^weftrun: job failed: rank 2 host .* gpu none: exited with status 3 (e
   -np 4 --oversubscribe sh -c "if [ \$RANK = 2 ]; then $s 0.5; exit 3; fi; exec $s 30"
 run 137 15 '^weftrun: job failed: rank 1 host .* gpu none: killed by signal 9 (Killed) (exit 137)$' \
   -np 3 --oversubscribe sh -c "if [ \$RANK = 1 ]; then $s 0.5; kill -9 \$\$; fi; exec $s 30"
-run 124 16 '^weftrun: job ended: --timeout 2 s expired (exit 124)$' \
+run 124 16 '^weftrun: job ended: --timeout 2 s expired; 2 of 2 ranks were still running (exit 124)$' \
   -np 2 --oversubscribe --timeout 2 "$s" 30
+grep -q "^weftrun:   rank 1 host .* gpu none: pid [0-9]*, running for [0-9.]* s, never in a weft call" "$tmp/err" ||
+  { echo "FAIL: --timeout does not name the running ranks:"; cat "$tmp/err"; fail=1; }
 run 127 15 "^weftrun: job failed: rank [01] host .*: cannot run '$tmp/$uniq-nosuch'" \
   -np 2 --oversubscribe "$tmp/$uniq-nosuch"
 # a GPU rank is named with its GPU (placement from a topology file)
@@ -65,7 +71,47 @@ for sig in TERM:15 INT:2; do
   fi
   nothing_left || fail=1
 done
-# a failing rank's output going to files: mpirun's own report names it
+# a failing rank's output going to files: the control channel names it all the same
 run 4 15 '^weftrun: job failed: rank 1 .*exited with status 4 (exit 4)$' \
   -np 3 --oversubscribe --output-filename "$tmp/outdir" sh -c "if [ \$RANK = 1 ]; then exit 4; fi; exec $s 30"
+# forged failure lines change nothing: the job succeeds, or the real failure is named
+run 0 15 '' -np 2 --oversubscribe sh -c 'echo "weft-rank: rank 1 host nowhere gpu none: exited with status 42" >&2'
+run 5 15 '^weftrun: job failed: rank 0 host .* gpu none: exited with status 5 (exit 5)$' \
+  -np 2 --oversubscribe sh -c "echo 'weft-rank: rank 1 host x gpu none: exited with status 42' >&2; if [ \$RANK = 0 ]; then $s 0.5; exit 5; fi; exec $s 30"
+# weft deadlines: the absent rank is named, not the ranks that waited for it
+rtto=$WEFT_BUILDDIR/tests/mpi/test-rt-timeout
+if [ -x "$rtto" ]; then
+  export WEFT_COLL_WATCHDOG=2
+  run 124 15 '^weftrun:   absent: rank 2 host .* gpu none: pid [0-9]*, in no weft call' \
+    -np 3 --oversubscribe "$rtto" watchdog
+  unset WEFT_COLL_WATCHDOG
+  export WEFT_INIT_TIMEOUT=2
+  run 124 15 '^weftrun:   absent: rank 2 host .* gpu none: pid [0-9]*, running for .* never in a weft call' \
+    -np 3 --oversubscribe "$rtto" init
+  unset WEFT_INIT_TIMEOUT
+else
+  echo "# $rtto not built: deadline cases left out"
+fi
+# --get-stack-traces: the stack of every rank still running when --timeout ends the job,
+# or a line saying why there is none
+if command -v eu-stack >/dev/null 2>&1 || command -v gdb >/dev/null 2>&1; then stack='nanosleep'
+else stack='no stack: neither eu-stack (elfutils) nor gdb is installed'; fi
+run 124 40 '^weftrun: stack of rank 1 host ' -np 2 --oversubscribe --timeout 2 --get-stack-traces "$s" 30
+grep -q "$stack" "$tmp/err" || { echo "FAIL: --get-stack-traces: no '$stack':"; cat "$tmp/err"; fail=1; }
+# no fixed buffers on the way: a 5,000-character -x value reaches the rank whole (defect 5)
+long=$(awk 'BEGIN { while (i++ < 5000) printf "v" }')
+run 0 15 '' -np 1 -x "LONG=$long" sh -c '[ ${#LONG} = 5000 ]'
+# mpirun that runs nothing is not success
+export WEFT_MPIRUN=/bin/true
+run 70 15 '^weftrun: mpirun exited 0, but 2 of 2 ranks never ran' -np 2 --oversubscribe "$s" 1
+unset WEFT_MPIRUN
+
+# SIGKILL of weftrun: the agents lose it, end their ranks; mpirun gets SIGTERM
+"$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+i=0
+while [ "$(pgrep -f "$s 30" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -KILL $pid  # weftrun itself (no timeout(1) between: it would not pass SIGKILL on)
+wait $pid || true
+if nothing_left; then echo "ok SIGKILL of weftrun: nothing left"; else fail=1; fi
 exit $fail

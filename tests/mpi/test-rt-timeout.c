@@ -6,10 +6,29 @@
  * "TIMEDOUT-OK rank N" and abort the job, which is what callers should do;
  * test-rt-timeout.sh checks the lines and the time taken.
  * Argument "barrier", "bcast" or "recv" picks the call (default all-reduce).
+ * Without WEFT_COLL_TIMEOUT the watchdog ends the waiting ranks instead
+ * ("watchdog": run with WEFT_COLL_WATCHDOG=3; they exit 124); "init": the last
+ * rank never calls weft_init (run with WEFT_INIT_TIMEOUT=3): the others'
+ * weft_init ends them with 124. weftrun's tests read its summary of both.
  */
 #include "rt-common.h"
 
+#include <time.h>
 #include <unistd.h>
+
+/* The moment the absent rank stays away, for tests timing the deadline from it
+ * ($WEFT_TEST_FAULT_FILE: seconds since the epoch, as date +%s.%N writes them). */
+static void mark(void)
+{
+  const char *path = getenv("WEFT_TEST_FAULT_FILE");
+  struct timespec ts;
+  FILE *f;
+  if (!path || !(f = fopen(path, "w")))
+    return;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  fprintf(f, "%ld.%09ld\n", (long)ts.tv_sec, ts.tv_nsec);
+  fclose(f);
+}
 
 int main(int argc, char **argv)
 {
@@ -18,7 +37,13 @@ int main(int argc, char **argv)
   int rank, p, rc, x = 1, y = 0;
   char want[64];
   const char *what = argc > 1 ? argv[1] : "allreduce";
+  const char *me = getenv("OMPI_COMM_WORLD_RANK"), *n = getenv("OMPI_COMM_WORLD_SIZE");
 
+  if (!strcmp(what, "init") && me && n && strtol(me, NULL, 10) == strtol(n, NULL, 10) - 1) {
+    mark();
+    sleep(30); /* never arrives */
+    return 0;
+  }
   CHECK(weft_init(&argc, &argv, &ctx) == 0, "weft_init");
   w = weft_world(ctx);
   rank = weft_rank(ctx);
@@ -27,8 +52,14 @@ int main(int argc, char **argv)
   /* One collective that everybody joins first. */
   CHECK(weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 && y == p, "warm-up");
   if (rank == p - 1) {
+    mark();
     sleep(30);
     return 0;
+  }
+  if (!strcmp(what, "watchdog") || !strcmp(what, "init")) {
+    weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL); /* the watchdog ends it */
+    printf("NOT-ENDED rank %d\n", rank);
+    return 1;
   }
   if (!strcmp(what, "barrier"))
     rc = weft_barrier(w);

@@ -258,6 +258,20 @@ static void test_hostfile_garbage(void **state)
   longline[sizeof(longline) - 2] = '\n';
   longline[sizeof(longline) - 1] = '\0';
   expect_file_error(longline, WEFT_EPARSE, 1, "line longer");
+  expect_file_error("ok\nnod\xc3\xa9 slots=2\n", WEFT_ENAME, 2, "non-ASCII character (byte 0xc3");
+
+  /* a NUL byte is a NUL byte, not a long line; /dev/zero ends at once */
+  static const char nul[] = "a slots=1\nb\0c\n";
+  FILE *f = fmemopen((void *)nul, sizeof(nul) - 1, "r");
+  weftx_hostlist *z = new_list();
+  assert_non_null(f);
+  assert_int_equal(weftx_hostfile_read(z, f, "h", why, sizeof(why)), WEFT_EPARSE);
+  assert_string_equal(why, "h:2: a NUL byte at column 2: this is not a text file; give a hostfile "
+                           "of 'host slots=N' lines");
+  fclose(f);
+  assert_int_equal(weftx_hostfile_load(z, "/dev/zero", why, sizeof(why)), WEFT_EPARSE);
+  assert_non_null(strstr(why, "/dev/zero:1: a NUL byte at column 1"));
+  weftx_hostlist_destroy(z);
 
   /* No host at all, and no file. */
   weftx_hostlist *hl = new_list();

@@ -149,8 +149,9 @@ test_deadline(void **state)
   assert_int_equal(sh(script, &s, &r), 0);
   assert_int_equal(r.status, WEFTX_PROC_TIMEOUT);
   assert_true(r.seconds >= 0.5 && r.seconds < 3);
-  assert_int_equal(l.nevents, 2);
+  assert_int_equal(l.nevents, 3);
   assert_int_equal(l.events[1], WEFTX_PROC_EV_KILL);
+  assert_int_equal(l.events[2], WEFTX_PROC_EV_EXIT);
   char path[256];
   snprintf(path, sizeof(path), "%s/weft-test-proc-%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
            (long)getpid());
@@ -176,6 +177,51 @@ test_deadline(void **state)
       usleep(10000);
   }
   assert_int_equal(st, 'Z');
+}
+
+/* The caller's own descriptor in the same loop: called at the start, when it is
+ * readable and at the time it asks for; it stops the child; after the exit it keeps
+ * the loop going until it says it is done. */
+typedef struct watching {
+  int calls, after_exit, fd;
+  double first;
+} watching;
+
+static double
+on_watch(void *arg, double now, int exited, int *stop)
+{
+  watching *w = arg;
+  if (!w->calls++)
+    w->first = now;
+  if (exited)
+    return ++w->after_exit < 3 ? now + 0.05 : 0;
+  if (now - w->first > 0.3)
+    *stop = SIGTERM;
+  return now + 0.1;
+}
+
+static void
+test_watch(void **state)
+{
+  weftx_proc_spec s;
+  weftx_proc_result r;
+  watching w = { 0, 0, -1, 0 };
+  int p[2];
+  (void)state;
+  assert_int_equal(pipe(p), 0);
+  weftx_proc_spec_init(&s);
+  s.watch_fd = p[0];
+  s.watch_drain = 5;
+  s.on_watch = on_watch;
+  s.arg = &w;
+  s.death_signal = SIGTERM;
+  assert_int_equal(sh("exec sleep 30", &s, &r), 0);
+  assert_int_equal(r.status, 128 + SIGTERM);   /* stopped by the watch */
+  assert_true(w.calls >= 4);
+  assert_int_equal(w.after_exit, 3);            /* the loop went on until it said done */
+  assert_true(r.seconds < 3);
+  close(p[0]);
+  close(p[1]);
 }
 
 static void
@@ -231,6 +277,7 @@ main(void)
     cmocka_unit_test(test_status),   cmocka_unit_test(test_keep_and_cap),
     cmocka_unit_test(test_lines),    cmocka_unit_test(test_deadline),
     cmocka_unit_test(test_stop),     cmocka_unit_test(test_noexec_and_find),
+    cmocka_unit_test(test_watch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

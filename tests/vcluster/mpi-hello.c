@@ -5,6 +5,9 @@
  * rank+1 over all ranks must be N(N+1)/2) and rank 0 prints "allreduce ok N".
  * With "--loop SECONDS" the ranks repeat the all-reduce (one every 100 ms) for
  * that long, so a test can kill a node while the job is in flight.
+ * "--abort R" and "--nofinalize R" (after --loop, or alone): after the first
+ * all-reduce rank R calls MPI_Abort(5), or returns 0 without MPI_Finalize,
+ * while the others go on (the supervision tests' faults).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -52,16 +55,24 @@ main(int argc, char **argv)
   long loop_s = 0;
   time_t end;
 
-  if (argc == 3 && strcmp(argv[1], "--loop") == 0) {
+  long fault_rank = -1;
+  const char *fault = NULL;
+  for (int i = 1; i < argc; i += 2) {
     char *e = NULL;
-    loop_s = strtol(argv[2], &e, 10);
-    if (*argv[2] == '\0' || *e != '\0' || loop_s < 0 || loop_s > 3600) {
-      fprintf(stderr, "mpi-hello: --loop wants seconds in 0..3600, not '%s'\n", argv[2]);
+    long v = i + 1 < argc ? strtol(argv[i + 1], &e, 10) : -1;
+    if (i + 1 >= argc || *argv[i + 1] == '\0' || *e != '\0' || v < 0 || v > 3600) {
+      fprintf(stderr, "usage: mpi-hello [--loop SECONDS] [--abort RANK | --nofinalize RANK]\n");
       return 2;
     }
-  } else if (argc != 1) {
-    fprintf(stderr, "usage: mpi-hello [--loop SECONDS]\n");
-    return 2;
+    if (!strcmp(argv[i], "--loop")) {
+      loop_s = v;
+    } else if (!strcmp(argv[i], "--abort") || !strcmp(argv[i], "--nofinalize")) {
+      fault = argv[i];
+      fault_rank = v;
+    } else {
+      fprintf(stderr, "usage: mpi-hello [--loop SECONDS] [--abort RANK | --nofinalize RANK]\n");
+      return 2;
+    }
   }
 
   check(MPI_Init(&argc, &argv), "MPI_Init");
@@ -72,6 +83,20 @@ main(int argc, char **argv)
   fflush(stdout);
 
   ok = allreduce_ok(rank, size);
+  if (fault && rank == fault_rank) {
+    const char *mark = getenv("WEFT_TEST_FAULT_FILE"); /* when the fault comes, for tests */
+    FILE *f = mark ? fopen(mark, "w") : NULL;
+    usleep(500000);
+    if (f) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      fprintf(f, "%ld.%09ld\n", (long)ts.tv_sec, ts.tv_nsec);
+      fclose(f);
+    }
+    if (!strcmp(fault, "--abort"))
+      MPI_Abort(MPI_COMM_WORLD, 5);
+    return 0; /* --nofinalize */
+  }
   end = time(NULL) + loop_s;
   while (ok && loop_s > 0 && time(NULL) < end) {
     usleep(100000);

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control channel's sockets, for both ends: an agent's connect with a
+ * deadline, and one connection's buffered, non-blocking reads (whole frames
+ * to a callback) and writes (a bounded outbox). weftrun polls thousands of
+ * these in one loop, an agent one; neither ever blocks on a peer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <weftx.h>
+
+#include "ctl-io.h"
+
+void
+weft_ctl_conn_init(weft_ctl_conn *c, int fd, size_t out_max)
+{
+  memset(c, 0, sizeof(*c));
+  c->fd = fd;
+  c->out_max = out_max < WEFT_CTL_FRAME_MAX ? WEFT_CTL_FRAME_MAX : out_max;
+}
+
+void
+weft_ctl_conn_close(weft_ctl_conn *c)
+{
+  if (c->fd >= 0)
+    close(c->fd);
+  free(c->in);
+  free(c->out);
+  c->in = c->out = NULL;
+  c->fd = -1;
+  c->in_len = c->out_len = c->in_cap = 0;
+}
+
+/* Room for \p need bytes in *buf (of *cap), doubling from 512; -1 without memory. */
+static int
+room(unsigned char **buf, size_t *cap, size_t need)
+{
+  if (need <= *cap)
+    return 0;
+  size_t n = *cap ? *cap : 512;
+  while (n < need)
+    n *= 2;
+  unsigned char *b = realloc(*buf, n);
+  if (!b)
+    return -1;
+  *buf = b;
+  *cap = n;
+  return 0;
+}
+
+int
+weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why, size_t whylen)
+{
+  for (;;) {
+    /* the whole frames already here first: a callback that stopped left some */
+    for (;;) {
+      long f = weft_ctl_frame(c->in, c->in_len, why, whylen);
+      if (f < 0)
+        return -1;
+      if (f == 0)
+        break;
+      weft_ctl_msg m;
+      if (weft_ctl_decode(c->in, (size_t)f, &m, why, whylen))
+        return -1;
+      c->frames++;
+      int stop = fn(arg, &m);
+      memmove(c->in, c->in + f, c->in_len - (size_t)f);
+      c->in_len -= (size_t)f;
+      if (stop)
+        return 1;
+    }
+    /* a frame's header says how much it needs; otherwise read in steps of 512 */
+    size_t need = c->in_len + 512;
+    if (c->in_len >= WEFT_CTL_HEADER) {
+      size_t f = WEFT_CTL_HEADER + (((size_t)c->in[4] << 24) | ((size_t)c->in[5] << 16) |
+                                    ((size_t)c->in[6] << 8) | c->in[7]);
+      need = f > c->in_len ? f : need;
+    }
+    if (need > WEFT_CTL_FRAME_MAX)
+      need = WEFT_CTL_FRAME_MAX;
+    if (room(&c->in, &c->in_cap, need)) {
+      snprintf(why, whylen, "out of memory");
+      return -1;
+    }
+    ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+    if (n == 0) {
+      snprintf(why, whylen, "connection closed");
+      return -1;
+    }
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return 0;
+      snprintf(why, whylen, "%s", strerror(errno));
+      return -1;
+    }
+    c->in_len += (size_t)n;
+  }
+}
+
+int
+weft_ctl_conn_queue(weft_ctl_conn *c, const weft_ctl_out *m)
+{
+  if (c->fd < 0 || c->out_len + m->len > c->out_max)
+    return -1;
+  if (!c->out && !(c->out = malloc(c->out_max)))
+    return -1;
+  memcpy(c->out + c->out_len, m->buf, m->len);
+  c->out_len += m->len;
+  return 0;
+}
+
+int
+weft_ctl_conn_flush(weft_ctl_conn *c)
+{
+  while (c->out_len && c->fd >= 0) {
+    ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    memmove(c->out, c->out + n, c->out_len - (size_t)n);
+    c->out_len -= (size_t)n;
+  }
+  return 0;
+}
+
+int
+weft_ctl_conn_drain(weft_ctl_conn *c, double deadline)
+{
+  while (c->out_len) {
+    if (weft_ctl_conn_flush(c))
+      return -1;
+    if (!c->out_len)
+      break;
+    double left = deadline - weftx_monotonic();
+    if (left <= 0)
+      return -1;
+    struct pollfd pf = { c->fd, POLLOUT, 0 };
+    if (poll(&pf, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+      return -1;
+  }
+  return 0;
+}
+
+int
+weft_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+{
+  const char *colon = strrchr(addr, ':');
+  const char *h = addr;
+  size_t hn;
+  if (!colon || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+    return -1;
+  hn = (size_t)(colon - addr);
+  if (hn >= 2 && h[0] == '[' && h[hn - 1] == ']') { /* [v6]:port */
+    h++;
+    hn -= 2;
+  }
+  if (!hn || hn >= hostlen || strlen(colon + 1) >= portlen)
+    return -1;
+  memcpy(host, h, hn);
+  host[hn] = '\0';
+  snprintf(port, portlen, "%s", colon + 1);
+  return 0;
+}
+
+int
+weft_ctl_connect(const char *addr, double deadline, char *why, size_t whylen)
+{
+  char host[256], port[16];
+  struct addrinfo hints, *ai = NULL;
+  int fd = -1, rc, e = 0;
+
+  if (weft_ctl_split_address(addr, host, sizeof(host), port, sizeof(port))) {
+    snprintf(why, whylen, "'%s' is not ADDRESS:PORT", addr);
+    return -1;
+  }
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  if ((rc = getaddrinfo(host, port, &hints, &ai)) != 0) {
+    snprintf(why, whylen, "'%s': %s", addr, gai_strerror(rc));
+    return -1;
+  }
+  /* refused at once: weftrun may not be listening yet only in theory (it listens
+   * before it starts the engine), so retry briefly, then give up */
+  for (;;) {
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+      e = errno;
+      break;
+    }
+    rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc == 0)
+      break;
+    e = errno;
+    if (e == EINPROGRESS) {
+      struct pollfd pf = { fd, POLLOUT, 0 };
+      double left = deadline - weftx_monotonic();
+      int n = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
+      socklen_t sl = sizeof(e);
+      if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0 && e == 0)
+        break;
+      if (n == 0)
+        e = ETIMEDOUT;
+    }
+    close(fd);
+    fd = -1;
+    if (weftx_monotonic() + 0.2 >= deadline || (e != ECONNREFUSED && e != EINTR && e != EAGAIN))
+      break;
+    usleep(200000);
+  }
+  freeaddrinfo(ai);
+  if (fd < 0)
+    snprintf(why, whylen, "%s", strerror(e ? e : ETIMEDOUT));
+  return fd;
+}

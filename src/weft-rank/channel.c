@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The agent's end of the control channel (ctl.h): connect to weftrun before
+ * the rank starts, prove the job's secret, take weftrun's bounds from its
+ * WELCOME; then send what happens to the rank, heartbeats with the rank's
+ * current weft call, and read weftrun's answers (PONG, END, STACK_REQ). The
+ * secret comes from the environment and is wiped from it (and from this
+ * process's memory image, /proc/PID/environ) before anything else runs.
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "weft-rank.h"
+
+struct wk_channel {
+  weft_ctl_conn conn;
+  const weft_agent_who *who;
+  double hb_s, lost_s, grace_s;
+  double heard;            /* last message from weftrun */
+  double next_hb;
+  long seq;
+  int lost;                /* the connection is gone */
+  wk_channel_event ev;     /* what the last pump brought */
+};
+
+/* The secret, taken out of the environment for good. */
+static int
+take_secret(char *buf, size_t len)
+{
+  char *s = getenv(WEFT_CTL_SECRET_ENV);
+  if (!s || strlen(s) != WEFT_CTL_SECRET_LEN || strlen(s) >= len)
+    return -1;
+  memcpy(buf, s, strlen(s) + 1);
+  memset(s, 'x', strlen(s));  /* the bytes /proc/PID/environ shows */
+  unsetenv(WEFT_CTL_SECRET_ENV);
+  return 0;
+}
+
+void
+wk_channel_scrub(void)
+{
+  char s[WEFT_CTL_SECRET_LEN + 1];
+  take_secret(s, sizeof(s));
+}
+
+static int
+on_welcome(void *arg, const weft_ctl_msg *m)
+{
+  wk_channel *c = arg;
+  c->ev.type = m->type;
+  if (m->type == WEFT_CTL_WELCOME) {
+    c->hb_s = (double)weft_ctl_int_or(m, WEFT_CTL_T_HB_MS, 1000) / 1000.0;
+    c->lost_s = (double)weft_ctl_int_or(m, WEFT_CTL_T_LOST_MS, 5000) / 1000.0;
+    c->grace_s = (double)weft_ctl_int_or(m, WEFT_CTL_T_GRACE_MS, 2000) / 1000.0;
+  } else if (m->type == WEFT_CTL_REFUSE) {
+    weft_ctl_get_str(m, WEFT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
+  }
+  return 1;
+}
+
+int
+wk_channel_open(wk_channel **out, const char *addr, const weft_agent_who *who, char *why,
+                size_t len)
+{
+  char secret[WEFT_CTL_SECRET_LEN + 1], w[300];
+  double deadline = weftx_monotonic() + WEFT_CTL_CONNECT_S;
+  wk_channel *c = calloc(1, sizeof(*c));
+
+  *out = NULL;
+  if (!c) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  weft_ctl_conn_init(&c->conn, -1, 0);
+  c->who = who;
+  if (take_secret(secret, sizeof(secret))) {
+    snprintf(why, len, "%s is not set (or not %d hex digits): weft-rank --control runs under "
+             "weftrun, which sets it", WEFT_CTL_SECRET_ENV, WEFT_CTL_SECRET_LEN);
+    free(c);
+    return -1;
+  }
+  int fd = weft_ctl_connect(addr, deadline, w, sizeof(w));
+  if (fd < 0) {
+    snprintf(why, len, "cannot reach weftrun's control channel at %s within %.0f s: %s; the "
+             "hosts must reach weftrun's host on that address (a firewall?)", addr,
+             WEFT_CTL_CONNECT_S, w);
+    free(c);
+    return -1;
+  }
+  weft_ctl_conn_init(&c->conn, fd, 4 * WEFT_CTL_FRAME_MAX);
+  weft_ctl_out m;
+  weft_ctl_begin(&m, WEFT_CTL_HELLO);
+  weft_ctl_put_str(&m, WEFT_CTL_T_SECRET, secret);
+  weft_ctl_put_int(&m, WEFT_CTL_T_RANK, who->rank);
+  weft_ctl_put_int(&m, WEFT_CTL_T_PID, getpid());
+  weft_ctl_put_str(&m, WEFT_CTL_T_HOST, who->host);
+  memset(secret, 0, sizeof(secret));
+  if (weft_ctl_conn_queue(&c->conn, &m) || weft_ctl_conn_drain(&c->conn, deadline)) {
+    snprintf(why, len, "cannot talk to weftrun at %s", addr);
+    goto fail;
+  }
+  /* its WELCOME (or REFUSE) */
+  while (c->ev.type != WEFT_CTL_WELCOME) {
+    double left = deadline - weftx_monotonic();
+    struct pollfd pf = { fd, POLLIN, 0 };
+    if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
+      snprintf(why, len, "weftrun at %s did not answer within %.0f s", addr, WEFT_CTL_CONNECT_S);
+      goto fail;
+    }
+    int rc = weft_ctl_conn_read(&c->conn, on_welcome, c, w, sizeof(w));
+    if (c->ev.type == WEFT_CTL_REFUSE) {
+      snprintf(why, len, "weftrun at %s refused this agent: %s", addr, c->ev.why);
+      goto fail;
+    }
+    if (rc < 0) {
+      snprintf(why, len, "weftrun at %s: %s before welcoming this agent", addr, w);
+      goto fail;
+    }
+  }
+  c->ev.type = 0;
+  c->heard = weftx_monotonic();
+  c->next_hb = c->heard + c->hb_s;
+  *out = c;
+  return 0;
+fail:
+  weft_ctl_conn_close(&c->conn);
+  free(c);
+  return -1;
+}
+
+int
+wk_channel_fd(const wk_channel *c)
+{
+  return c && !c->lost ? c->conn.fd : -1;
+}
+
+double
+wk_channel_grace(const wk_channel *c)
+{
+  return c ? c->grace_s : 2.0;
+}
+
+void
+wk_channel_send(wk_channel *c, const weft_ctl_out *m)
+{
+  if (!c || c->lost)
+    return;
+  if (weft_ctl_conn_queue(&c->conn, m) || weft_ctl_conn_flush(&c->conn))
+    c->lost = 1;
+}
+
+static int
+on_msg(void *arg, const weft_ctl_msg *m)
+{
+  wk_channel *c = arg;
+  switch (m->type) {
+  case WEFT_CTL_END:
+    c->ev.type = WEFT_CTL_END;
+    c->ev.signal = (int)weft_ctl_int_or(m, WEFT_CTL_T_SIGNAL, 15);
+    weft_ctl_get_str(m, WEFT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
+    return 1;
+  case WEFT_CTL_STACK_REQ:
+    c->ev.type = WEFT_CTL_STACK_REQ;
+    return 1;
+  default: /* PONG, and what a newer weftrun may send */
+    return 0;
+  }
+}
+
+const wk_channel_event *
+wk_channel_pump(wk_channel *c, double now, const weftx_page *page, char *why, size_t len)
+{
+  memset(&c->ev, 0, sizeof(c->ev));
+  if (c->lost) {
+    c->ev.type = -1;
+    snprintf(why, len, "the connection broke");
+    return &c->ev;
+  }
+  unsigned long before = c->conn.frames;
+  if (weft_ctl_conn_read(&c->conn, on_msg, c, why, len) < 0) {
+    c->lost = 1;
+    c->ev.type = -1;
+    return &c->ev;
+  }
+  if (c->conn.frames != before)
+    c->heard = now;
+  if (now - c->heard > c->lost_s) {
+    c->lost = 1;
+    c->ev.type = -1;
+    snprintf(why, len, "no word from it for %.1f s", now - c->heard);
+    return &c->ev;
+  }
+  if (now >= c->next_hb) {
+    weft_ctl_out m;
+    weft_ctl_begin(&m, WEFT_CTL_HEARTBEAT);
+    weft_ctl_put_int(&m, WEFT_CTL_T_SEQ, ++c->seq);
+    wk_page_put(&m, page, now);
+    wk_channel_send(c, &m);
+    c->next_hb = now + c->hb_s;
+  }
+  return &c->ev;
+}
+
+void
+wk_channel_heard(wk_channel *c, double now)
+{
+  if (c)
+    c->heard = now;
+}
+
+double
+wk_channel_next(const wk_channel *c)
+{
+  if (!c || c->lost)
+    return 0;
+  double lost_at = c->heard + c->lost_s;
+  return c->next_hb < lost_at ? c->next_hb : lost_at;
+}
+
+void
+wk_channel_flush(wk_channel *c, double seconds)
+{
+  if (c && !c->lost && weft_ctl_conn_drain(&c->conn, weftx_monotonic() + seconds))
+    c->lost = 1;
+}
+
+void
+wk_channel_close(wk_channel *c, double deadline)
+{
+  if (!c)
+    return;
+  if (!c->lost)
+    weft_ctl_conn_drain(&c->conn, deadline);
+  weft_ctl_conn_close(&c->conn);
+  free(c);
+}

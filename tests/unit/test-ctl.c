@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The control channel and the supervisor's rules, without a job: frames
+ * written and read back, every kind of damaged frame refused (and 100,000
+ * random ones read without a crash), and weftrun's verdicts from scripted
+ * agent messages: a failed rank, a forged-looking EXITED that was stopped, a
+ * weft deadline blaming the absent rank, a host gone silent, a host whose
+ * connections closed, an agent killed alone, --timeout, mpirun's end after a
+ * rank exited 0 unfinalized, mpirun exiting 0 with ranks that never ran.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl.h"
+#include "weftrun.h"
+
+static void
+test_roundtrip(void **state)
+{
+  weft_ctl_out o;
+  weft_ctl_msg m;
+  char why[200], s[64];
+  int64_t v;
+  (void)state;
+  weft_ctl_begin(&o, WEFT_CTL_HELLO);
+  weft_ctl_put_str(&o, WEFT_CTL_T_SECRET, "00112233445566778899aabbccddeeff");
+  weft_ctl_put_int(&o, WEFT_CTL_T_RANK, 12345);
+  weft_ctl_put_int(&o, WEFT_CTL_T_PID, -7);
+  weft_ctl_put_int(&o, 200, 1); /* a field of a newer weft: skipped by the reader */
+  assert_false(o.full);
+  assert_int_equal(weft_ctl_frame(o.buf, o.len - 1, why, sizeof(why)), 0);
+  assert_int_equal(weft_ctl_frame(o.buf, o.len, why, sizeof(why)), (long)o.len);
+  assert_int_equal(weft_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
+  assert_int_equal(m.type, WEFT_CTL_HELLO);
+  assert_int_equal(weft_ctl_get_int(&m, WEFT_CTL_T_RANK, &v), 0);
+  assert_int_equal(v, 12345);
+  assert_int_equal(weft_ctl_int_or(&m, WEFT_CTL_T_PID, 0), -7);
+  assert_int_equal(weft_ctl_int_or(&m, WEFT_CTL_T_CODE, 99), 99);
+  assert_int_equal(weft_ctl_get_str(&m, WEFT_CTL_T_SECRET, s, sizeof(s)), 0);
+  assert_string_equal(s, "00112233445566778899aabbccddeeff");
+  /* a text read into a small buffer is cut, a number is not a text */
+  assert_int_equal(weft_ctl_get_str(&m, WEFT_CTL_T_SECRET, s, 5), 0);
+  assert_string_equal(s, "0011");
+  assert_int_equal(weft_ctl_get_int(&m, WEFT_CTL_T_SECRET, &v), -1);
+  assert_string_equal(weft_ctl_type_name(WEFT_CTL_EXITED), "EXITED");
+  assert_string_equal(weft_ctl_type_name(99), "?");
+}
+
+static void
+test_bounds(void **state)
+{
+  static weft_ctl_out o;
+  static char big[WEFT_CTL_MAX_TEXT * 8];
+  weft_ctl_msg m;
+  char why[200];
+  (void)state;
+  memset(big, 'x', sizeof(big) - 1);
+  weft_ctl_begin(&o, WEFT_CTL_STACK);
+  for (int i = 0; i < 6; i++)
+    weft_ctl_put_str(&o, WEFT_CTL_T_TEXT, big);
+  assert_true(o.full);                                  /* what did not fit was left out */
+  assert_true(o.len <= WEFT_CTL_HEADER + WEFT_CTL_MAX_PAYLOAD);
+  assert_int_equal(weft_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
+  /* damaged frames */
+  unsigned char b[64];
+  weft_ctl_begin(&o, WEFT_CTL_PONG);
+  weft_ctl_put_int(&o, WEFT_CTL_T_SEQ, 1);
+  memcpy(b, o.buf, o.len);
+  b[0] = 'G';
+  assert_int_equal(weft_ctl_frame(b, 3, why, sizeof(why)), -1);
+  assert_non_null(strstr(why, "not a weft control message"));
+  memcpy(b, o.buf, o.len);
+  b[2] = 9;
+  assert_int_equal(weft_ctl_frame(b, o.len, why, sizeof(why)), -1);
+  assert_non_null(strstr(why, "version 9"));
+  memcpy(b, o.buf, o.len);
+  b[4] = 0x7f; /* a length over the bound */
+  assert_int_equal(weft_ctl_frame(b, o.len, why, sizeof(why)), -1);
+  memcpy(b, o.buf, o.len);
+  b[WEFT_CTL_HEADER + 2] = 200; /* a field longer than the frame */
+  assert_int_equal(weft_ctl_decode(b, o.len, &m, why, sizeof(why)), -1);
+  assert_non_null(strstr(why, "are left"));
+  /* random bytes: refused or read, never past their end */
+  unsigned seed = 12345;
+  for (int i = 0; i < 100000; i++) {
+    unsigned char r[40];
+    size_t n = 1 + (size_t)(rand_r(&seed) % sizeof(r));
+    for (size_t k = 0; k < n; k++)
+      r[k] = (unsigned char)rand_r(&seed);
+    if (i % 2) { /* mostly plausible headers */
+      r[0] = 'w';
+      if (n > 1)
+        r[1] = 'f';
+      if (n > 2)
+        r[2] = WEFT_CTL_VERSION;
+      if (n > 7) {
+        r[4] = r[5] = 0;
+        r[6] = 0;
+        r[7] = (unsigned char)(n - WEFT_CTL_HEADER);
+      }
+    }
+    long f = weft_ctl_frame(r, n, why, sizeof(why));
+    if (f > 0)
+      weft_ctl_decode(r, (size_t)f, &m, why, sizeof(why));
+  }
+}
+
+/* ---- the supervisor ---- */
+
+static wr_host hosts[3];
+static wr_plan_host phosts[3];
+static weftx_plan_rank pranks[6];
+static wr_plan plan;
+static wr_opts opts;
+
+static wr_sup *
+sup(double timeout)
+{
+  static const char *const names[] = { "vnode0", "vnode1", "vnode2" };
+  memset(&plan, 0, sizeof(plan));
+  for (int h = 0; h < 3; h++) {
+    memset(&hosts[h], 0, sizeof(hosts[h]));
+    hosts[h].name = names[h];
+    phosts[h].host = &hosts[h];
+    phosts[h].count = 2;
+  }
+  for (int r = 0; r < 6; r++) {
+    memset(&pranks[r], 0, sizeof(pranks[r]));
+    pranks[r].rank = r;
+    pranks[r].host = r / 2;
+  }
+  plan.np = 6;
+  plan.nhosts = 3;
+  plan.hosts = phosts;
+  plan.ranks = pranks;
+  wr_opts_init(&opts);
+  opts.timeout = (long)timeout;
+  opts.host_timeout = 3;
+  wr_sup *s = wr_sup_new(&plan, &opts, 0);
+  assert_non_null(s);
+  char why[200];
+  for (int r = 0; r < 6; r++)
+    assert_int_equal(wr_sup_hello(s, r, 100 + r, plan.hosts[r / 2].host->name, 0.1, why,
+                                  sizeof(why)), 0);
+  assert_int_equal(wr_sup_hello(s, 3, 1, "x", 0.1, why, sizeof(why)), -1);
+  assert_non_null(strstr(why, "has an agent already"));
+  assert_int_equal(wr_sup_hello(s, 6, 1, "x", 0.1, why, sizeof(why)), -1);
+  return s;
+}
+
+/* Feed one message built by the caller. */
+static void
+feed(wr_sup *s, int rank, weft_ctl_out *o, double t)
+{
+  weft_ctl_msg m;
+  char why[100];
+  assert_int_equal(weft_ctl_decode(o->buf, o->len, &m, why, sizeof(why)), 0);
+  wr_sup_msg(s, rank, &m, t);
+}
+
+static void
+started_all(wr_sup *s, double t)
+{
+  for (int r = 0; r < 6; r++) {
+    weft_ctl_out o;
+    weft_ctl_begin(&o, WEFT_CTL_STARTED);
+    weft_ctl_put_int(&o, WEFT_CTL_T_PID, 1000 + r);
+    feed(s, r, &o, t);
+  }
+}
+
+static void
+heartbeat(wr_sup *s, int rank, int op, const char *group, double t)
+{
+  weft_ctl_out o;
+  weft_ctl_begin(&o, WEFT_CTL_HEARTBEAT);
+  weft_ctl_put_int(&o, WEFT_CTL_T_WSTATE, op == WEFTX_OP_INIT ? WEFTX_PAGE_INIT : WEFTX_PAGE_RUNNING);
+  weft_ctl_put_int(&o, WEFT_CTL_T_OP, op);
+  if (group) {
+    weft_ctl_put_str(&o, WEFT_CTL_T_GROUP, group);
+    weft_ctl_put_int(&o, WEFT_CTL_T_GROUP_FIRST, 0);
+    weft_ctl_put_int(&o, WEFT_CTL_T_GROUP_SIZE, 6);
+  }
+  weft_ctl_put_int(&o, WEFT_CTL_T_IN_MS, 1500);
+  feed(s, rank, &o, t);
+}
+
+static void
+exited(wr_sup *s, int rank, int code, int sig, int stopped, int deadline, double t)
+{
+  weft_ctl_out o;
+  weft_ctl_begin(&o, WEFT_CTL_EXITED);
+  weft_ctl_put_int(&o, WEFT_CTL_T_CODE, code);
+  weft_ctl_put_int(&o, WEFT_CTL_T_SIGNAL, sig);
+  weft_ctl_put_int(&o, WEFT_CTL_T_STOPPED, stopped);
+  if (deadline) {
+    weft_ctl_put_int(&o, WEFT_CTL_T_WSTATE, WEFTX_PAGE_DEADLINE);
+    weft_ctl_put_int(&o, WEFT_CTL_T_OP, WEFTX_OP_ALLREDUCE);
+    weft_ctl_put_str(&o, WEFT_CTL_T_GROUP, "world");
+    weft_ctl_put_int(&o, WEFT_CTL_T_GROUP_FIRST, 0);
+    weft_ctl_put_str(&o, WEFT_CTL_T_WHY, "allreduce on group world timed out after 30 s");
+    weft_ctl_put_str(&o, WEFT_CTL_T_MEMBERS, "0-5");
+  }
+  feed(s, rank, &o, t);
+}
+
+static char *
+summary(wr_sup *s, int *code)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  *code = wr_summary(s, &opts, f);
+  fclose(f);
+  return buf;
+}
+
+static void
+test_rank_failure(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  exited(s, 4, 0, 15, WEFT_CTL_STOP_ENGINE, 0, 1.0); /* stopped by mpirun: not a failure */
+  assert_int_equal(wr_sup_tick(s, 1.0), 0);
+  assert_int_equal(s->end, WR_END_NONE);
+  exited(s, 2, 3, 0, WEFT_CTL_STOP_NONE, 0, 1.1);
+  exited(s, 5, 9, 0, WEFT_CTL_STOP_NONE, 0, 1.2); /* second: not the one named */
+  assert_int_equal(s->end, WR_END_RANK);
+  assert_int_equal(wr_sup_tick(s, 1.2), 0);        /* mpirun's teardown first */
+  assert_int_equal(wr_sup_tick(s, 2.2), WR_ACT_END);
+  char *out = summary(s, &code);
+  assert_int_equal(code, 3);
+  assert_string_equal(out, "weftrun: job failed: rank 2 host vnode1 gpu none: exited with status 3 "
+                           "(exit 3)\n");
+  free(out);
+  wr_sup_free(s);
+}
+
+static void
+test_deadline_blames_absent(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  for (int r = 0; r < 6; r++)
+    if (r != 4)
+      heartbeat(s, r, WEFTX_OP_ALLREDUCE, "world", 30.0);
+  heartbeat(s, 4, WEFTX_OP_NONE, NULL, 30.0);
+  exited(s, 0, 124, 0, WEFT_CTL_STOP_NONE, 1, 30.5);
+  assert_int_equal(s->end, WR_END_DEADLINE);
+  char *out = summary(s, &code);
+  assert_int_equal(code, 124);
+  assert_non_null(strstr(out, "weftrun: job failed: rank 0 host vnode0 gpu none: allreduce on "
+                              "group world timed out after 30 s (exit 124)\n"));
+  assert_non_null(strstr(out, "weftrun:   absent: rank 4 host vnode2 gpu none: pid 1004, in no weft call"));
+  assert_null(strstr(out, "rank 1 host"));
+  free(out);
+  wr_sup_free(s);
+}
+
+static void
+test_host_silent(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  for (double t = 0.5; t < 6; t += 0.5) {
+    for (int r = 0; r < 6; r++)
+      if (r / 2 != 1 || t < 2)
+        heartbeat(s, r, WEFTX_OP_NONE, NULL, t);
+    wr_sup_tick(s, t);
+  }
+  assert_int_equal(s->end, WR_END_LOST);
+  assert_int_equal(s->end_host, 1);
+  assert_true(s->end_at > 4.4 && s->end_at < 5.1);  /* 3 s after the last word */
+  char *out = summary(s, &code);
+  assert_int_equal(code, WR_EXIT_HOSTLOST);
+  assert_non_null(strstr(out, "weftrun: job failed: host vnode1 lost (ranks 2-3): no word from its "
+                              "agents for longer than --host-timeout"));
+  free(out);
+  wr_sup_free(s);
+}
+
+static void
+test_host_closed_and_agent(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  wr_sup_gone(s, 4, 1.0);
+  wr_sup_gone(s, 5, 1.05);
+  wr_sup_tick(s, 1.1);
+  assert_int_equal(s->end, WR_END_NONE);             /* settling */
+  wr_sup_tick(s, 1.4);
+  assert_int_equal(s->end, WR_END_LOST);
+  char *out = summary(s, &code);
+  assert_non_null(strstr(out, "host vnode2 lost (ranks 4-5): its agents' connections closed"));
+  free(out);
+  wr_sup_free(s);
+  /* one agent of a host that lives on */
+  s = sup(0);
+  started_all(s, 0.2);
+  wr_sup_gone(s, 1, 1.0);
+  wr_sup_tick(s, 1.4);
+  out = summary(s, &code);
+  assert_int_equal(code, WR_EXIT_HOSTLOST);
+  assert_non_null(strstr(out, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended "
+                              "without a word"));
+  free(out);
+  wr_sup_free(s);
+}
+
+static void
+test_timeout_names_running(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(10);
+  started_all(s, 0.2);
+  exited(s, 0, 0, 0, WEFT_CTL_STOP_NONE, 0, 2.0);
+  heartbeat(s, 3, WEFTX_OP_BARRIER, "dp", 9.5);
+  wr_sup_tick(s, 9.9);
+  assert_int_equal(s->end, WR_END_NONE);
+  assert_int_equal(wr_sup_tick(s, 10.0), WR_ACT_END);
+  char *out = summary(s, &code);
+  assert_int_equal(code, 124);
+  assert_non_null(strstr(out, "weftrun: job ended: --timeout 10 s expired; 5 of 6 ranks were still "
+                              "running (exit 124)\n"));
+  assert_non_null(strstr(out, "rank 3 host vnode1 gpu none: pid 1003, in barrier on group dp (0 B) "
+                              "for 2.0 s"));
+  assert_null(strstr(out, "rank 0 host"));
+  free(out);
+  wr_sup_free(s);
+}
+
+static void
+test_engine_end(void **state)
+{
+  int code;
+  (void)state;
+  /* a rank exits 0 unfinalized, mpirun stops the others and fails */
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  exited(s, 2, 0, 0, WEFT_CTL_STOP_NONE, 0, 1.0);
+  for (int r = 0; r < 6; r++)
+    if (r != 2)
+      exited(s, r, 143, 15, WEFT_CTL_STOP_ENGINE, 0, 1.5);
+  wr_sup_engine_exit(s, 1, 1.6);
+  wr_sup_tick(s, 1.6);
+  char *out = summary(s, &code);
+  assert_int_equal(code, 1);
+  assert_non_null(strstr(out, "rank 2 host vnode1 gpu none: exited with status 0 while the other "
+                              "ranks ran, without finalizing"));
+  free(out);
+  wr_sup_free(s);
+  /* mpirun exits 0 having run nothing (WEFT_MPIRUN=/bin/true) */
+  s = wr_sup_new(&plan, &opts, 0);
+  wr_sup_engine_exit(s, 0, 0.1);
+  wr_sup_tick(s, 0.1);
+  out = summary(s, &code);
+  assert_int_equal(code, WR_EXIT_ENGINE);
+  assert_non_null(strstr(out, "mpirun exited 0, but 6 of 6 ranks never ran"));
+  free(out);
+  wr_sup_free(s);
+  /* mpirun killed (exit 255 is not a signal) */
+  for (int k = 0; k < 2; k++) {
+    s = sup(0);
+    started_all(s, 0.2);
+    wr_sup_engine_exit(s, k ? 255 : -9, 1.0);
+    wr_sup_tick(s, 2.6);
+    out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_ENGINE);
+    assert_non_null(strstr(out, k ? "weftrun: mpirun failed with status 255 before any rank reported"
+                                  : "weftrun: mpirun was killed by signal 9 (exit 70)"));
+    assert_non_null(strstr(out, "weftrun:   rank 5 host vnode2 gpu none: pid 1005"));
+    free(out);
+    wr_sup_free(s);
+  }
+  /* all well */
+  s = sup(0);
+  started_all(s, 0.2);
+  for (int r = 0; r < 6; r++)
+    exited(s, r, 0, 0, WEFT_CTL_STOP_NONE, 0, 1.0);
+  wr_sup_engine_exit(s, 0, 1.1);
+  wr_sup_tick(s, 1.1);
+  assert_true(wr_sup_settled(s));
+  out = summary(s, &code);
+  assert_int_equal(code, 0);
+  assert_string_equal(out, "");
+  free(out);
+  wr_sup_free(s);
+}
+
+int
+main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_roundtrip),
+    cmocka_unit_test(test_bounds),
+    cmocka_unit_test(test_rank_failure),
+    cmocka_unit_test(test_deadline_blames_absent),
+    cmocka_unit_test(test_host_silent),
+    cmocka_unit_test(test_host_closed_and_agent),
+    cmocka_unit_test(test_timeout_names_running),
+    cmocka_unit_test(test_engine_end),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

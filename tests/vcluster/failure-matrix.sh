@@ -1,0 +1,248 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The failure matrix: faults injected into jobs on a 3-vnode virtual cluster,
+# each case asserting weftrun's exit status, the time from the fault (or its
+# deadline) to weftrun's exit (at most 5 s), its summary line, and that no
+# process of the job is left on any vnode. Run by hand (about 4 minutes;
+# --mpirun runs the same cases under plain mpirun beside, for the figure):
+#
+#   tests/run-test.sh --build _build tests/vcluster/failure-matrix.sh [--mpirun] [--quick] [CASE...]
+#
+# test-weftrun-supervise.sh runs the --quick cases in make check. Each line
+# printed is "ok|FAIL CASE: exit N (want W) after T s (max M) ..."; the last
+# line "N of N cases" (and "mpirun: N of N" with --mpirun).
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
+unique_name
+hello=$WEFT_BUILDDIR/tests/vcluster/mpi-hello
+rtto=$WEFT_BUILDDIR/tests/mpi/test-rt-timeout
+[ -x "$hello" ] || fail "$hello is not built (make -C $WEFT_BUILDDIR/tests/vcluster check)"
+[ -x "$rtto" ] || fail "$rtto is not built (make -C $WEFT_BUILDDIR/tests/mpi check)"
+quick= with_mpirun= only=
+for a in "$@"; do
+  case $a in
+    --quick) quick=1 ;;
+    --mpirun) with_mpirun=1 ;;
+    *) only="$only $a" ;;
+  esac
+done
+vc_up 3 --slots 2
+s=$tmp/$uniq-sleep                # the job's sleeps, all named $uniq
+fault=$tmp/fault                  # a rank writes the time of its fault here
+cat >"$tmp/$uniq-fail" <<EOF
+#!/bin/sh
+# \$1: the rank that fails, \$2: how (exit:N, signal:SIG, forged, flood-out, flood-err, ignore-term)
+how=\$2 me=\${RANK:-\$OMPI_COMM_WORLD_RANK}
+if [ "\$me" != "\$1" ]; then
+  case \$how in
+    forged*) echo "weft-rank: rank 4 host nowhere gpu none: exited with status 42" >&2 ;;
+    ignore-term) trap '' TERM ;;
+  esac
+  case \$how in forged-ok|flood-*) exit 0 ;; esac
+  exec $s 30
+fi
+sleep 1
+case \$how in
+  exit:*) date +%s.%N >$fault; exit \${how#exit:} ;;
+  signal:*) date +%s.%N >$fault; kill -\${how#signal:} \$\$ ;;
+  forged*) echo "weft-rank: rank 0 host nowhere gpu none: exited with status 42" >&2
+           [ "\$how" = forged-ok ] && exit 0; date +%s.%N >$fault; exit 6 ;;
+  flood-out) head -c 50000000 /dev/zero | tr '\\0' x; echo; exit 0 ;;
+  flood-err) head -c 50000000 /dev/zero | tr '\\0' y >&2; date +%s.%N >$fault; exit 7 ;;
+  ignore-term) trap '' TERM; exec $s 30 ;;
+esac
+exec $s 30
+EOF
+chmod +x "$tmp/$uniq-fail"
+: >"$tmp/$uniq-noexec"   # not executable
+pass=0 total=0 mpass=0 mtotal=0
+
+# Processes of the job still on any vnode (their namespaces' pids, less the
+# holders weft-vcluster keeps), for 5 s at most.
+left()
+{
+  _end=$(echo "$(now) 5" | awk '{ printf "%.3f", $1 + $2 }')
+  while :; do
+    _l=
+    for _k in 0 1 2; do
+      for _p in $(ip netns pids "$prefix-vnode$_k" 2>/dev/null); do
+        _c=$({ tr '\0' ' ' <"/proc/$_p/cmdline"; } 2>/dev/null) || continue
+        case $_c in "sleep infinity"*|"") ;; *) _l="$_l vnode$_k:$_p:$(echo "$_c" | cut -c1-50);" ;; esac
+      done
+    done
+    [ -n "$_l" ] || return 0
+    awk -v n="$(now)" -v e="$_end" 'BEGIN { exit !(n < e) }' || { echo "$_l"; return 1; }
+    sleep 0.1
+  done
+}
+
+# A fault done from outside the job after $1 seconds: kill-vnode N, silent N,
+# link N, weftrun SIG, mpirun SIG.
+inject()
+{
+  sleep "$1"
+  case $2 in
+    kill-vnode) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill "vnode$3" >/dev/null 2>&1 ;;
+    silent) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill --silent "vnode$3" >/dev/null 2>&1 ;;
+    link) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" link "vnode$3" down >/dev/null 2>&1 ;;
+    weftrun|mpirun)
+      # under plain mpirun (--mpirun), the signal meant for weftrun goes to mpirun
+      _who=$2
+      [ "$_who" = weftrun ] && [ "$engine" = mpirun ] && _who=mpirun
+      for _p in $(ip netns pids "$prefix-vnode0"); do
+        [ "$(cat "/proc/$_p/comm" 2>/dev/null)" = "$_who" ] && date +%s.%N >"$fault" && kill -"$3" "$_p"
+      done ;;
+  esac
+}
+
+# case NAME QUICK WANT MAX PATTERN FAULT -- ARGS: weftrun ARGS on the cluster; FAULT
+# "-" (the rank writes $fault, or none: timed from the start), "deadline:S" (timed from
+# S s after the start), "fault+S" (S s after the time in $fault: a deadline that runs
+# from the fault), or an inject spec "S:ACTION:ARG". MAX: seconds from then.
+run_case()
+{
+  name=$1 q=$2 want=$3 max=$4 pattern=$5 how=$6
+  shift 7
+  envs_=${envs:-} margs=${mpi_args:-}
+  unset envs mpi_args
+  if [ -n "$only" ]; then case " $only " in *" $name "*) ;; *) return 0 ;; esac; fi
+  [ -z "$quick" ] || [ "$q" = q ] || return 0
+  for engine in weftrun ${with_mpirun:+mpirun}; do
+    [ "$engine" = mpirun ] && [ -z "$margs" ] && continue
+    rm -f "$fault"
+    "$vc" --prefix "$prefix" up 3 --slots 2 >/dev/null 2>&1 || fail "cannot bring the cluster back up"
+    t0=$(now)
+    inj=
+    case $how in
+      [0-9]*:*) inject "${how%%:*}" "$(echo "$how" | cut -d: -f2)" "$(echo "$how" | cut -d: -f3)" & inj=$! ;;
+    esac
+    set +e
+    if [ "$engine" = weftrun ]; then
+      # shellcheck disable=SC2086
+      timeout -k 5 60 "$vc" --prefix "$prefix" run -- env $envs_ "$weftrun" "$@" >"$tmp/out" 2>"$tmp/err"
+    else
+      # shellcheck disable=SC2086
+      timeout -k 5 60 "$vc" --prefix "$prefix" run -- env $envs_ "$MPIRUN" $margs >"$tmp/out" 2>"$tmp/err"
+    fi
+    rc=$?
+    set -e
+    t1=$(now)
+    [ -z "$inj" ] || wait "$inj" 2>/dev/null || true
+    case $how in
+      deadline:*) ref=$(echo "$t0 ${how#deadline:}" | awk '{ printf "%.3f", $1 + $2 }') ;;
+      fault+*) ref=$(echo "$(cat "$fault" 2>/dev/null || echo "$t0") ${how#fault+}" | awk '{ printf "%.3f", $1 + $2 }') ;;
+      *) ref=$(cat "$fault" 2>/dev/null || echo "$t0")
+         # "S:ACTION:ARG:+D": the deadline D s after the fault (--host-timeout)
+         extra=$(echo "$how" | cut -s -d: -f4)
+         [ -z "$extra" ] || ref=$(echo "$ref ${extra#+}" | awk '{ printf "%.3f", $1 + $2 }') ;;
+    esac
+    dt=$(echo "$ref $t1" | awk '{ printf "%.1f", $2 - $1 }')
+    lo=ok; leftover=$(left) || lo=left
+    clean=$(echo "$ref $(now)" | awk '{ printf "%.1f", $2 - $1 }')
+    "$vc" --prefix "$prefix" link vnode1 up >/dev/null 2>&1 || true
+    if [ "$engine" = weftrun ]; then
+      total=$((total + 1))
+      if [ -n "$pattern" ]; then
+        sum=$(grep -e "$pattern" "$tmp/err" | head -n 1 || true)
+      else
+        sum="(no summary: $(grep -c '^weftrun: ' "$tmp/err" || true) weftrun lines)"
+      fi
+      if [ "$rc" = "$want" ] && [ -n "$sum" ] && [ "$lo" = ok ] &&
+         awk -v d="$dt" -v m="$max" 'BEGIN { exit !(d <= m) }'; then
+        pass=$((pass + 1))
+        echo "ok   $name: exit $rc after $dt s (all gone at $clean s): $sum"
+      else
+        echo "FAIL $name: exit $rc (want $want) after $dt s (max $max), summary '$sum', $lo $leftover"
+        sed 's/^/  | /' "$tmp/err" | grep -v 'x\{200\}\|y\{200\}' | tail -n 15
+      fi
+    else
+      mtotal=$((mtotal + 1))
+      good=0
+      { [ "$want" = 0 ] && [ "$rc" = 0 ]; } || { [ "$want" != 0 ] && [ "$rc" != 0 ] && [ "$rc" != 124 -o "$want" = 124 ]; } && good=1
+      if [ $good = 1 ] && [ "$lo" = ok ] && awk -v d="$dt" -v m="$max" 'BEGIN { exit !(d <= m) }'; then
+        mpass=$((mpass + 1)); echo "  mpirun $name: ok: exit $rc after $dt s (all gone at $clean s)"
+      else
+        echo "  mpirun $name: exit $rc after $dt s (all gone at $clean s), $lo $leftover"
+      fi
+    fi
+    pkill -KILL -f "$uniq" 2>/dev/null || true
+  done
+}
+
+F="$tmp/$uniq-fail"
+N1="-N 1 --oversubscribe"
+# rank faults
+mpi_args="-N 1 $F 2 exit:3"
+run_case rank-exit q 3 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: exited with status 3 (exit 3)$' - -- $N1 "$F" 2 exit:3
+mpi_args="-N 1 $F 1 signal:SEGV"
+run_case rank-segv q 139 5 '^weftrun: job failed: rank 1 host vnode1 gpu none: killed by signal 11 (Segmentation fault) (exit 139)$' - -- $N1 "$F" 1 signal:SEGV
+mpi_args="-N 1 $F 1 signal:KILL"
+run_case rank-sigkill - 137 5 '^weftrun: job failed: rank 1 host vnode1 gpu none: killed by signal 9 (Killed) (exit 137)$' - -- $N1 "$F" 1 signal:KILL
+mpi_args="-N 1 $F 2 signal:ABRT"
+run_case rank-abort - 134 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: killed by signal 6 (Aborted) (exit 134)$' - -- $N1 "$F" 2 signal:ABRT
+envs="WEFT_TEST_FAULT_FILE=$fault" mpi_args="-N 1 -x WEFT_TEST_FAULT_FILE=$fault $hello --loop 30 --abort 1"
+run_case mpi-abort q 5 5 '^weftrun: job failed: rank 1 host vnode1 gpu none: exited with status 5 (exit 5)$' - -- $N1 "$hello" --loop 30 --abort 1
+envs="WEFT_TEST_FAULT_FILE=$fault" mpi_args="-N 1 -x WEFT_TEST_FAULT_FILE=$fault $hello --loop 30 --nofinalize 2"
+run_case no-finalize - 1 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: exited with status 0 while the other ranks ran, without finalizing' - -- $N1 "$hello" --loop 30 --nofinalize 2
+# deadlines
+ff="WEFT_TEST_FAULT_FILE=$fault"
+# (the waiting ranks sleep 1 s after their timeout before MPI_Abort: 6 s)
+envs="$ff WEFT_COLL_TIMEOUT=3" mpi_args="-N 1 -x WEFT_COLL_TIMEOUT=3 $rtto allreduce"
+run_case coll-timeout - 3 6 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' fault+3 -- $N1 "$rtto" allreduce
+envs="$ff WEFT_COLL_WATCHDOG=3"
+run_case coll-watchdog q 124 5 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (4 bytes) has not finished after 3 s' fault+3 -- $N1 "$rtto" watchdog
+envs="$ff WEFT_INIT_TIMEOUT=3"
+run_case init-timeout - 124 5 '^weftrun: job failed: rank [01] host vnode[01] gpu none: weft_init waited 3 s for every rank' fault+3 -- $N1 "$rtto" init
+envs="WEFT_COLL_TIMEOUT=0" mpi_args="-N 1 --timeout 4 $rtto watchdog"
+run_case coll-hang-timeout - 124 5 '^weftrun: job ended: --timeout 4 s expired; 3 of 3 ranks were still running (exit 124)$' deadline:4 -- $N1 --timeout 4 "$rtto" watchdog
+mpi_args="-N 1 --timeout 3 $s 30"
+run_case timeout q 124 5 '^weftrun: job ended: --timeout 3 s expired; 3 of 3 ranks were still running (exit 124)$' deadline:3 -- $N1 --timeout 3 "$s" 30
+mpi_args="-N 1 --timeout 3 $F 9 ignore-term"
+run_case ignore-term - 124 5 '^weftrun: job ended: --timeout 3 s expired' deadline:3 -- $N1 --timeout 3 "$F" 9 ignore-term
+# signals to weftrun and to mpirun
+for sig in INT:2 TERM:15 HUP:1; do
+  n=${sig#*:} sig=${sig%:*}
+  mpi_args="-N 1 $s 30"
+  run_case "weftrun-sig$sig" $( [ $sig = INT ] && echo q || echo -) $((128 + n)) 6 "^weftrun: job ended by signal $n (exit $((128 + n)))\$" "3:weftrun:$sig" -- $N1 "$s" 30
+done
+mpi_args="-N 1 $s 30"
+run_case weftrun-sigkill q 137 6 '' "3:weftrun:KILL" -- $N1 "$s" 30
+for sig in INT TERM KILL; do
+  p='^weftrun: mpirun failed with status [0-9]* before any rank reported a failure (exit 70)'
+  [ $sig = KILL ] && p='^weftrun: mpirun was killed by signal 9 (exit 70)$'
+  run_case "mpirun-sig$sig" $( [ $sig = KILL ] && echo q || echo -) 70 6 "$p" "3:mpirun:$sig" -- $N1 "$s" 30
+done
+# hosts lost
+mpi_args="-N 1 $s 30"
+run_case vnode-killed q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): its agents. connections closed' "3:kill-vnode:1" -- $N1 "$s" 30
+mpi_args="-N 1 $s 30"
+run_case vnode-silent - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:silent:2:+3" -- $N1 --host-timeout 3 "$s" 30
+mpi_args="-N 1 $s 30"
+run_case link-cut q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+3" -- $N1 --host-timeout 3 "$s" 30
+run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+5" -- $N1 "$s" 30
+# what is run, where, how many
+mpi_args="-N 1 $tmp/$uniq-nosuch"
+run_case program-missing q 127 5 "^weftrun: job failed: rank [012] host vnode[012] gpu none: cannot run '$tmp/$uniq-nosuch': No such file or directory; exited with status 127 (exit 127)\$" - -- $N1 "$tmp/$uniq-nosuch"
+mpi_args="-N 1 $tmp/$uniq-noexec"
+run_case program-noexec - 127 5 "^weftrun: job failed: rank [012] host vnode[012] gpu none: cannot run '$tmp/$uniq-noexec': Permission denied" - -- $N1 "$tmp/$uniq-noexec"
+run_case unknown-host q 68 5 "^weftrun: unknown host: cannot resolve host 'nosuchhost-$uniq'" - -- -H "vnode1,nosuchhost-$uniq" "$s" 1
+printf 'vnode1 slots=2\nvnode2 slots=x\n' >"$tmp/badhosts"
+run_case bad-hostfile - 65 5 "^weftrun: $tmp/badhosts:2: 'slots=x' is not a number" - -- --hostfile "$tmp/badhosts" "$s" 1
+run_case hostfile-dev-zero - 65 5 '^weftrun: /dev/zero:1: a NUL byte at column 1' - -- --hostfile /dev/zero "$s" 1
+run_case too-many-ranks - 67 5 '^weftrun: 9 ranks but the hosts have 6 slots' - -- -np 9 "$s" 1
+envs="WEFT_MPIRUN=/bin/true"
+run_case mpirun-is-true - 70 5 '^weftrun: mpirun exited 0, but 3 of 3 ranks never ran' - -- $N1 "$s" 1
+# output, and lines that look like weft's own
+mpi_args="-N 1 $F 0 flood-out"
+run_case stdout-flood - 0 10 '' - -- $N1 "$F" 0 flood-out
+mpi_args="-N 1 $F 1 flood-err"
+run_case stderr-flood-fail - 7 6 '^weftrun: job failed: rank 1 host vnode1 gpu none: exited with status 7 (exit 7)$' - -- $N1 "$F" 1 flood-err
+mpi_args="-N 1 $F 0 forged-ok"
+run_case forged-line-ok q 0 5 '' - -- $N1 "$F" 0 forged-ok
+mpi_args="-N 1 $F 2 forged"
+run_case forged-line-fail q 6 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: exited with status 6 (exit 6)$' - -- $N1 "$F" 2 forged
+
+echo "$pass of $total cases"
+[ -z "$with_mpirun" ] || echo "mpirun: $mpass of $mtotal cases (ended within the bound with a failure code, nothing left)"
+[ "$pass" = "$total" ]
