@@ -230,6 +230,10 @@ int
 wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
 {
   int rc = user_words(p, o, app, a) || (p->mode == WR_MODE_GPU && add_env(o, a));
+  /* the control channel's secret reaches every agent (weft-rank unsets it for the
+   * program), whoever places the ranks: mpirun gives other hosts only -x variables */
+  if (!rc && p->mode != WR_MODE_GPU && getenv(WEFT_CTL_SECRET_ENV)) /* GPU: add_env has WEFT_* */
+    rc = wr_argv_add(a, "-x") || wr_argv_add(a, WEFT_CTL_SECRET_ENV);
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
