@@ -10,7 +10,8 @@
  * element meets the same reduction as in a per-tensor all-reduce, so results
  * are identical whenever MPI reduces in the same order. Host tensors of a
  * group within one host skip all this: the shared-memory path reduces them
- * where they lie, as one array (shm-coll.c).
+ * as one array, copied once each way through the shared window or, above
+ * WEFT_HOST_SHM_STAGED, read where they lie (shm-coll.c).
  */
 #include "rt_private.h"
 #include "shm.h"

@@ -19,7 +19,9 @@
  * A call costs three meetings (shm.c): every rank has published its
  * addresses (begin), a slice is final (READY, waited for per owner), every
  * rank has finished with every other's memory (end). Small inputs take
- * another way, through the arena's slots, with one meeting (below).
+ * another way, through the arena's slots, with one meeting, and all-reduces
+ * and buckets of up to WEFT_HOST_SHM_STAGED bytes a third, through the slots
+ * a round at a time (below).
  */
 #include "shm.h"
 
@@ -207,26 +209,36 @@ static int gather(struct weft__shm *sh, const struct view *v, size_t n, size_t e
 }
 
 /* ---- small messages ----
- * Inputs of up to WEFT__SHM_SLOT bytes go through the arena instead: every
+ * Inputs of up to WEFT__SHM_SMALL bytes go through the arena instead: every
  * rank copies its input into its slot, meets the others once, and reduces
  * what it needs from all the slots itself, in the same rank order as the
  * owner of a slice would, so the bits are those of the large path. The
  * slot alternates with the call's parity: a peer that entered call seq + 1
  * is done reading our slot of call seq, so one meeting per call is enough. */
 
-/* Our input elements [a, b) into dst, contiguous. */
-static void copy_in(const struct view *v, size_t a, size_t b, size_t es, char *dst,
-                    struct weft__piece *pc)
+/* Our input elements [a, b) into buf, contiguous (out 0), or buf into our
+ * output elements [a, b) (out 1). */
+static void copy_pieces(const struct view *v, size_t a, size_t b, size_t es, char *buf, int out,
+                        struct weft__piece *pc)
 {
   size_t npc, j, got;
 
   for (; a < b; a += got) {
     got = pieces(v, a, b, (size_t)-1 / es, pc, &npc);
     for (j = 0; j < npc; j++) {
-      memcpy(dst, in_at(v, &pc[j], es), pc[j].len * es);
-      dst += pc[j].len * es;
+      if (out)
+        memcpy(out_at(v, &pc[j], es), buf, pc[j].len * es);
+      else
+        memcpy(buf, in_at(v, &pc[j], es), pc[j].len * es);
+      buf += pc[j].len * es;
     }
   }
+}
+
+static void copy_in(const struct view *v, size_t a, size_t b, size_t es, char *dst,
+                    struct weft__piece *pc)
+{
+  copy_pieces(v, a, b, es, dst, 0, pc);
 }
 
 /* Our output elements [a, b): the reduction of every slot, whose first
@@ -264,6 +276,66 @@ static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, si
   if ((rc = weft__shm_meet(sh, NULL, NULL, opname)) != 0)
     return rc;
   fold_slots(sh, v, lo, hi, dt, op);
+  return 0;
+}
+
+/* ---- medium messages ----
+ * All-reduces and buckets of up to WEFT__SHM_STAGED bytes are copied through
+ * the slots too, a slot at a time (a round, one call number each), but each
+ * rank folds only its slice of the round: from every slot, in rank order as
+ * above, into a small buffer that stays in cache, then into its own slot,
+ * where the slice's input is no longer needed (only its owner reads that
+ * part of any slot). READY says so, and every rank copies each finished
+ * slice from its owner's slot into its own output. No system call and no
+ * page pinning: below a few MiB that costs more than the copy in (measured,
+ * libweft(3)), and a bucket's tensors are copied once each way, with one
+ * meeting per round instead of one per tensor. The slots alternate with the
+ * call's parity, as for small messages, so no meeting at the end. */
+
+#define STEP ((size_t)16 << 10) /* bytes folded at a time */
+
+
+static void fold_slice(struct weft__shm *sh, size_t lo, size_t hi, weft_dtype dt, weft_op op)
+{
+  size_t es = weft_dtype_size(dt), max = STEP / es, x, m;
+  char *t = sh->tmp, *mine = weft__shm_slot(sh, sh->rank);
+  int k;
+
+  for (x = lo; x < hi; x += m) {
+    m = hi - x < max ? hi - x : max;
+    weft__reduce(dt, op, t, weft__shm_slot(sh, 0) + x * es, weft__shm_slot(sh, 1) + x * es, m);
+    for (k = 2; k < sh->size; k++)
+      weft__reduce(dt, op, t, t, weft__shm_slot(sh, k) + x * es, m);
+    if (op == WEFT_AVG)
+      weft__divide(t, m, dt, sh->size);
+    memcpy(mine + x * es, t, m * es);
+  }
+}
+
+static int staged_reduce(struct weft__shm *sh, const struct view *v, size_t n, weft_dtype dt,
+                         weft_op op, const char *opname)
+{
+  size_t es = weft_dtype_size(dt), per = WEFT__SHM_SLOT / es, a, m, lo, hi;
+  int i, k, rc;
+
+  for (a = 0; a < n; a += m) {
+    m = n - a < per ? n - a : per;
+    if ((rc = weft__shm_next(sh, opname)) != 0)
+      return rc;
+    copy_in(v, a, a + m, es, weft__shm_slot(sh, sh->rank), sh->pc);
+    if ((rc = weft__shm_meet(sh, NULL, NULL, opname)) != 0)
+      return rc;
+    slice(m, sh->size, sh->rank, &lo, &hi);
+    fold_slice(sh, lo, hi, dt, op);
+    weft__shm_ready(sh);
+    for (i = 0; i < sh->size; i++) {
+      k = (sh->rank + i) % sh->size;
+      slice(m, sh->size, k, &lo, &hi);
+      if (k != sh->rank && (rc = weft__shm_wait(sh, k, WEFT__SHM_READY, opname)) != 0)
+        return rc;
+      copy_pieces(v, a + lo, a + hi, es, weft__shm_slot(sh, k) + lo * es, 1, sh->pc);
+    }
+  }
   return 0;
 }
 
@@ -321,8 +393,10 @@ int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
   if (n == 0 || !(sh = usable(g, 0, n * es, 1, "allreduce", &rc)))
     return n == 0 || rc == 0 ? WEFT__SHM_DECLINED : rc;
   plain(sh, &v, start, seg, s, r, n, n);
-  if (n * es <= WEFT__SHM_SLOT)
+  if (n * es <= WEFT__SHM_SMALL)
     return small_reduce(sh, &v, n, 0, n, dt, op, "allreduce");
+  if (n * es <= sh->staged)
+    return staged_reduce(sh, &v, n, dt, op, "allreduce");
   if ((rc = weft__shm_begin(sh, s, r, "allreduce")) != 0)
     return rc;
   slice(n, sh->size, sh->rank, &lo, &hi);
@@ -349,7 +423,7 @@ int weft__shm_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
     return n == 0 || n > INT_MAX || rc == 0 ? WEFT__SHM_DECLINED : rc;
   lo = (size_t)sh->rank * n;
   blk = (char *)s + lo * es;
-  if (n * (size_t)sh->size * es <= WEFT__SHM_SLOT) {
+  if (n * (size_t)sh->size * es <= WEFT__SHM_SMALL) {
     /* The input is in the slots before anything is written: r may be s. */
     plain(sh, &v, start, seg, s, r, n * (size_t)sh->size, n);
     v.rshift = lo;
@@ -386,7 +460,7 @@ int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   mine = (char *)r + (size_t)sh->rank * bytes;
   if (s != mine)
     memmove(mine, s, bytes);
-  if (bytes <= WEFT__SHM_SLOT) {
+  if (bytes <= WEFT__SHM_SMALL) {
     int k;
     if ((rc = weft__shm_next(sh, "allgather")) != 0)
       return rc;
@@ -546,8 +620,8 @@ static int exchange(struct weft__shm *sh, struct weft__shm_bucket *b, const stru
   if ((rc = collective(sh, rc, &req, fn)) != 0)
     return rc;
   b->nt = nt;
-  WEFT__LOG(RT, "bucket on group %s: %zu tensors of %zu elements, reduced where they lie", sh->g->name,
-            nt, total);
+  WEFT__LOG(RT, "bucket on group %s: %zu tensors of %zu elements, reduced as one array without "
+                "packing", sh->g->name, nt, total);
   return 0;
 }
 
@@ -577,8 +651,10 @@ int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
   v.peer_s = v.peer_r = b->peer;
   v.rshift = 0;
   v.inplace = 1;
-  if (total * weft_dtype_size(dt) <= WEFT__SHM_SLOT)
+  if (total * weft_dtype_size(dt) <= WEFT__SHM_SMALL)
     return small_reduce(sh, &v, total, 0, total, dt, op, fn);
+  if (total * weft_dtype_size(dt) <= sh->staged)
+    return staged_reduce(sh, &v, total, dt, op, fn);
   if ((rc = weft__shm_begin(sh, NULL, NULL, fn)) != 0)
     return rc;
   slice(total, sh->size, sh->rank, &lo, &hi);

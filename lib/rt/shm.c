@@ -3,9 +3,10 @@
  * The arena of the host shared-memory collectives, and how ranks meet in it.
  *
  * A group whose ranks all live on this host gets, at its first host
- * collective, an MPI shared window with one control block and two slots for
- * small messages per rank (MPI creates and removes the memory, so nothing is
- * left behind), after every
+ * collective, an MPI shared window with one control block and two slots of
+ * 1 MiB per rank for small and medium messages (MPI creates and removes the
+ * memory, so nothing is left behind; pages are touched only when used),
+ * after every
  * rank has checked once that it may read its peers' memory with
  * process_vm_readv: ptrace restrictions (Yama) and containers' seccomp
  * profiles forbid it, and then the group stays on MPI with one WEFT_VERBOSE=rt
@@ -75,6 +76,12 @@ int weft__shm_settings(weft_ctx *ctx)
   if (s && *s && weftx_parse_size(s, &ctx->shm_threshold) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL,
                          "WEFT_HOST_SHM_THRESHOLD=%s is not a size in bytes (e.g. 64K, or 0)", s);
+  ctx->shm_staged = WEFT__SHM_STAGED;
+  s = getenv("WEFT_HOST_SHM_STAGED");
+  if (s && *s && weftx_parse_size(s, &ctx->shm_staged) != 0)
+    return weft__rt_fail(ctx, WEFT_EINVAL,
+                         "WEFT_HOST_SHM_STAGED=%s is not a size in bytes (e.g. 16M, or 0)", s);
+  ctx->shm_staged_given = s && *s;
   return 0;
 }
 
@@ -419,10 +426,15 @@ static int finish(struct weft__shm *sh, int rc, MPI_Request *req, const char *op
 }
 
 /* What this rank says before the arena exists: its pid, whether it wants
- * shared memory, its threshold. */
+ * shared memory, its threshold and staged limit. */
 struct offer {
-  int64_t pid, on, threshold;
+  int64_t pid, on, threshold, staged;
 };
+
+static int64_t clamp64(size_t v)
+{
+  return (int64_t)(v > INT64_MAX ? INT64_MAX : v);
+}
 
 static int agree(struct weft__shm *sh, const char *opname)
 {
@@ -433,7 +445,16 @@ static int agree(struct weft__shm *sh, const char *opname)
 
   mine.pid = getpid();
   mine.on = ctx->host_shm;
-  mine.threshold = (int64_t)(ctx->shm_threshold > INT64_MAX ? INT64_MAX : ctx->shm_threshold);
+  mine.threshold = clamp64(ctx->shm_threshold);
+  mine.staged = clamp64(ctx->shm_staged);
+  {
+    /* more ranks here than processors this rank may run on: the oversubscribed limit
+     * (every rank of the group is on this host, and sees the same count) */
+    cpu_set_t set;
+    if (!ctx->shm_staged_given && sched_getaffinity(0, sizeof(set), &set) == 0 &&
+        sh->size > CPU_COUNT(&set) && mine.staged > (int64_t)WEFT__SHM_STAGED_OVERSUB)
+      mine.staged = (int64_t)WEFT__SHM_STAGED_OVERSUB;
+  }
   /* With WEFT_BACKEND=mpi nobody asks CUDA where a buffer lives, and
    * cross-memory attach cannot read device memory. */
   if (ctx->backend == WEFT__BACKEND_MPI && access("/dev/nvidiactl", F_OK) == 0)
@@ -442,18 +463,21 @@ static int agree(struct weft__shm *sh, const char *opname)
   if (!all)
     return weft__rt_fail(ctx, WEFT_ENOMEM, "%s on group %s: out of memory", opname,
                          group_name(sh));
-  rc = MPI_Iallgather(&mine, 3, MPI_INT64_T, all, 3, MPI_INT64_T, sh->comm, &req);
+  rc = MPI_Iallgather(&mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, sh->comm, &req);
   if ((rc = finish(sh, rc, &req, opname)) != 0) {
     free(all);
     return rc;
   }
   sh->threshold = 0;
+  sh->staged = (size_t)mine.staged;
   for (k = 0; k < sh->size; k++) {
     sh->pid[k] = (int)all[k].pid;
     if (all[k].on != 1 && off < 0)
       off = k;
     if ((size_t)all[k].threshold > sh->threshold)
       sh->threshold = (size_t)all[k].threshold;
+    if ((size_t)all[k].staged < sh->staged)
+      sh->staged = (size_t)all[k].staged;
   }
   if (off >= 0)
     weft__snprintf(sh->why, sizeof(sh->why), "%s on world rank %d",
@@ -464,6 +488,9 @@ static int agree(struct weft__shm *sh, const char *opname)
   if ((size_t)mine.threshold != sh->threshold)
     WEFT__LOG(RT, "group %s: WEFT_HOST_SHM_THRESHOLD differs between ranks; using the largest, "
                   "%zu bytes", group_name(sh), sh->threshold);
+  if ((size_t)mine.staged != sh->staged)
+    WEFT__LOG(RT, "group %s: WEFT_HOST_SHM_STAGED differs between ranks; using the smallest, "
+                  "%zu bytes", group_name(sh), sh->staged);
   free(all);
   return 0;
 }
@@ -600,8 +627,9 @@ static int setup(struct weft__shm *sh, MPI_Comm comm, const char *opname)
   ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   sh->spins = ncpu > 0 && ctx->local_size > ncpu ? 0 : SPINS;
   WEFT__LOG(RT, "group %s%s: host shared memory on (%d ranks, cross-memory attach) from %zu "
-                "bytes%s", g->name, comm == g->comm ? "" : " (this host)", sh->size,
-            sh->threshold, sh->spins ? "" : "; ranks outnumber processors: waits yield at once");
+                "bytes, all-reduces up to %zu bytes copied through the window%s",
+            g->name, comm == g->comm ? "" : " (this host)", sh->size, sh->threshold, sh->staged,
+            sh->spins ? "" : "; ranks outnumber processors: waits yield at once");
   return 0;
 out:
   WEFT__LOG(RT, "group %s%s: host shared memory off: %s; MPI instead", g->name,

@@ -102,6 +102,7 @@ struct weft__shm {
   int spins;                /* polls before yielding: 0 when ranks outnumber processors */
   char why[200];
   size_t threshold;         /* bytes, the same on every member */
+  size_t staged;            /* all-reduces of up to this many bytes through the slots, too */
   MPI_Win win;
   struct weft__shm_ctl **ctl; /* every member's block */
   uint32_t seq;             /* number of the current or last call */
@@ -118,9 +119,21 @@ struct weft__shm {
  * at most 1024); gaps between remote pieces read through rather than split
  * (less than a page: see shm-coll.c). */
 #define WEFT__SHM_CHUNK ((size_t)64 << 10)
-/* Each rank's two slots in the arena (one per call parity): inputs of up to
- * this many bytes are copied through them instead (shm-coll.c). */
-#define WEFT__SHM_SLOT ((size_t)64 << 10)
+/* Each rank's two slots in the arena (one per call parity). Inputs of up to
+ * WEFT__SHM_SMALL bytes are copied through them and every rank folds all of
+ * them; all-reduces and buckets of up to WEFT__SHM_STAGED bytes are copied
+ * through them a slot at a time, each rank folding its slice (shm-coll.c). */
+#define WEFT__SHM_SLOT ((size_t)1 << 20)
+#define WEFT__SHM_SMALL ((size_t)64 << 10)
+/* Default of WEFT_HOST_SHM_STAGED (bytes): measured against cross-memory
+ * attach (libweft(3)), copying through the slots won up to 16 MiB on 2 and 4
+ * ranks (the extra copy stays in this host's 32 MiB of cache) and lost at
+ * 64 MiB. */
+#define WEFT__SHM_STAGED ((size_t)16 << 20)
+/* ... and on a host with more ranks of the group than processors it may run on, where
+ * every round's two meetings wait for descheduled ranks: measured with 4 ranks on 2
+ * cores, the window beat cross-memory attach at 1 MiB and lost from 4 MiB. */
+#define WEFT__SHM_STAGED_OVERSUB ((size_t)1 << 20)
 #define WEFT__SHM_MAXIOV 1024
 #define WEFT__SHM_MAXPIECES 512
 #define WEFT__SHM_GAP 4096

@@ -29,8 +29,10 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-/* Up to 64 KiB per rank go through the arena's slots, more through
- * cross-memory attach: 100003 elements take the second path in every type. */
+/* Up to 64 KiB per rank go through the arena's slots (every rank folds
+ * all), more through the slots a slot at a time (all-reduces and buckets up
+ * to WEFT_HOST_SHM_STAGED) or through cross-memory attach: 100003 elements
+ * take one of the last two in every type. rounds() checks which. */
 static const size_t sizes[] = {7, 1021, 100003};
 
 /* 1 to send g's host collectives through shared memory, 0 through MPI. */
@@ -216,6 +218,52 @@ static int buckets(weft_group *w, weft_dtype dt, weft_op op, size_t NT, size_t m
 }
 
 /* Ranks that registered different tensors: refused alike on every rank. */
+/* The call numbers an all-reduce of this many bytes takes: one per slot's
+ * worth through the slots, one through cross-memory attach. */
+static uint32_t calls(const struct weft__shm *sh, size_t bytes)
+{
+  if (bytes <= WEFT__SHM_SMALL || bytes > sh->staged)
+    return 1;
+  return (uint32_t)((bytes + WEFT__SHM_SLOT - 1) / WEFT__SHM_SLOT);
+}
+
+/* All-reduces and buckets of several slots' worth, against the MPI path,
+ * having gone the way WEFT_HOST_SHM_STAGED says (counted in call numbers). */
+static int rounds(weft_group *w)
+{
+  static const struct {
+    weft_dtype dt;
+    weft_op op;
+  } cases[] = {{WEFT_FLOAT64, WEFT_SUM}, {WEFT_INT32, WEFT_PROD}, {WEFT_BFLOAT16, WEFT_AVG},
+               {WEFT_INT8, WEFT_SUM}};
+  struct weft__shm *sh = w->shm;
+  size_t n = 300007, es, c, t, total;
+  uint32_t seq0, want;
+  int ip, checks = 0;
+
+  for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    es = weft_dtype_size(cases[c].dt);
+    for (ip = 0; ip < 2; ip++) {
+      seq0 = sh->seq;
+      checks += compare(w, 0, cases[c].dt, cases[c].op, n, ip);
+      CHECK(sh->seq - seq0 == calls(sh, n * es),
+            "allreduce of %zu bytes took %u call numbers, not %u (staged up to %zu bytes)",
+            n * es, sh->seq - seq0, calls(sh, n * es), sh->staged);
+    }
+  }
+  /* Tensors of up to 32 KB across the slots' edges: as buckets() makes them. */
+  seq0 = sh->seq;
+  checks += buckets(w, WEFT_FLOAT64, WEFT_SUM, 150, 4001);
+  for (t = 0, total = 0, want = 0; t <= 150; t++) {
+    total += (t * 7919) % 4001 + 1;
+    if (t >= 149)
+      want += calls(sh, total * 8);
+  }
+  CHECK(sh->seq - seq0 == want, "two buckets of about %zu bytes took %u call numbers, not %u",
+        total * 8, sh->seq - seq0, want);
+  return checks;
+}
+
 static int disagree(weft_group *w)
 {
   float x[8], y[8];
@@ -293,6 +341,8 @@ int main(int argc, char **argv)
         checks += buckets(w, (weft_dtype)dt, (weft_op)op, 20, 97);    /* through the slots */
       }
     }
+  if (on)
+    checks += rounds(w);
   if (w->shm && w->shm->state == 1)
     checks += disagree(w);
   CHECK(weft_barrier(w) == 0, "barrier");

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # The host shared-memory collectives: against the MPI path (test-rt-shm) on 2,
-# 3 and 4 ranks; the MPI path on one host against exact references
+# 3 and 4 ranks, and with WEFT_HOST_SHM_STAGED=0; the MPI path on one host against exact references
 # (test-rt-coll, test-rt-bucket with WEFT_HOST_SHM=0); the host stages of the
 # hierarchical all-reduce;
 # and the fallbacks, each with its WEFT_VERBOSE=rt line: WEFT_HOST_SHM=0, a
@@ -16,6 +16,9 @@ noavx="--mca op ^avx"
 for np in 2 3 4; do
   mpirun_np -v $np $noavx "$bin/test-rt-shm"
 done
+# All-reduces and buckets above 64 KiB per rank through cross-memory attach
+# instead of the slots (test-rt-shm checks which way each went).
+WEFT_HOST_SHM_STAGED=0 mpirun_np -v 3 $noavx "$bin/test-rt-shm"
 # test-rt-coll and test-rt-bucket check the shared-memory path against exact
 # references by default; the MPI path on one host is checked here.
 WEFT_HOST_SHM=0 mpirun_np -v 3 "$bin/test-rt-coll"
