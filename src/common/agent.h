@@ -137,6 +137,7 @@ typedef struct weft_agent_args {
   const char *output_filename; /* the rank's output into DIR/1/rank.R/{stdout,stderr} */
   long preempt_grace;          /* -1: the agent's default */
   const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
+  long monitor_ms;             /* a SAMPLE (sample.h) every this many ms; 0: none */
   int probe;                   /* print this host's topology and exit */
   int help;
 } weft_agent_args;

@@ -145,7 +145,7 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
                "word ('%s %s')", buf, buf, eq + 1);
       return -1;
     }
-    if (eq && need != 1) {
+    if (eq && need != 1 && o->kind != WEFT_OPT_OPTARG) {
       snprintf(why, whylen, "option '%s' takes %s, not '=%s'", spelled,
                need ? "two arguments" : "no argument", eq + 1);
       return -1;
@@ -188,7 +188,8 @@ weft_opt_spellings(const weft_opt *o, char *buf, size_t len)
     off += (size_t)r;
   }
   if (o->argname) {
-    int r = snprintf(buf + off, len - off, " %s", o->argname);
+    int r = snprintf(buf + off, len - off, "%s%s", o->kind == WEFT_OPT_OPTARG ? "" : " ",
+                     o->argname);
     if (r < 0 || (size_t)r >= len - off)
       return -1;
   }
@@ -277,7 +278,7 @@ weft_opt_man(FILE *out, const weft_opt *tab)
         fputs("\\fR", out);
       }
       if (o->argname) {
-        fputs(" \\fI", out);
+        fputs(o->kind == WEFT_OPT_OPTARG ? "\\fI" : " \\fI", out);
         weft_roff(out, o->argname);
         fputs("\\fR", out);
       }

@@ -240,6 +240,7 @@ main(int argc, char **argv)
     return WR_EXIT_ENGINE;
   wr_opts o;
   wr_opts_init(&o);
+  o.started = weftx_monotonic();
   int rc = wr_opts_parse(&o, argc, argv);
   if (rc)
     return rc;

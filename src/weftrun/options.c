@@ -17,7 +17,7 @@ enum {
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
-  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE,
+  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_MONITOR, O_MONITOR_OUT,
 };
 
 #define S_PLACE "Ranks and hosts"
@@ -26,6 +26,7 @@ enum {
 #define S_REPORT "Reports"
 #define S_OUT "Output"
 #define S_RUN "Running"
+#define S_WATCH "Watching the job"
 #define S_OMPI "Passed to Open MPI unchanged"
 
 const weft_opt wr_options[] = {
@@ -84,6 +85,15 @@ const weft_opt wr_options[] = {
   { O_ENGINE, "engine", WEFT_OPT_ARG, "auto|mpirun|srun", S_RUN,
     "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
     "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
+  { O_MONITOR, "monitor", WEFT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
+    "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
+    "its rank (CPU, memory, threads, NIC rates) and sends it to weftrun: a live status line on "
+    "a terminal, a line naming a rank whose CPU use stays well below its peers' (a straggler), "
+    "and the summary's figures.", 0 },
+  { O_MONITOR_OUT, "monitor-out", WEFT_OPT_ARG, "DIR", S_WATCH,
+    "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
+    "per sample (weftrun(1) MONITORING gives the fields); DIR is made if needed, an existing "
+    "timeline is never overwritten.", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
     "Allow running as root.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -230,6 +240,28 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_STACKS: o->stack_traces = 1; return 0;
   case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
   case O_ENGINE: o->engine = a1; return one_of(sp, a1, engines, why, len);
+  case O_MONITOR: {
+    char *end;
+    if (!a1) {
+      o->monitor = WR_MONITOR_DEFAULT_S;
+      return 0;
+    }
+    double v = strtod(a1, &end);
+    if (end == a1 || *end || !(v >= 0.1 && v <= 3600)) {
+      snprintf(why, len, "%s=%s: expected seconds from 0.1 to 3600 (--monitor alone: every %s s)",
+               sp, a1, WR_MONITOR_DEFAULT_S_TEXT);
+      return -1;
+    }
+    o->monitor = v;
+    return 0;
+  }
+  case O_MONITOR_OUT:
+    if (!a1[0]) {
+      snprintf(why, len, "%s '': give a directory", sp);
+      return -1;
+    }
+    o->monitor_out = a1;
+    return 0;
   case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
@@ -238,6 +270,9 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
   case O_PASS0:
   case O_PASS1:
+    /* -q is mpirun's and weftrun's: no launch line, no closing figures */
+    if (!strcmp(sp, "-q") || !strcmp(sp, "--quiet") || !strcmp(sp, "-quiet"))
+      o->quiet = 1;
     if (o->npass + 2 >= WR_MAX_LIST)
       return full(sp, WR_MAX_LIST, why, len);
     o->pass[o->npass++] = sp;
@@ -273,6 +308,8 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
             "preemption notice, so the ranks may be cut short; give %d or less\n",
             o->preempt_grace, WEFTX_PREEMPT_GRACE_MAX_S, WEFTX_PREEMPT_GRACE_MAX_S - 5);
 
+  if (o->monitor_out && !o->monitor)
+    o->monitor = WR_MONITOR_DEFAULT_S;
   if (o->json && !o->dry_run && !o->report_bindings) {
     fprintf(stderr, "weftrun: --json goes with --dry-run or --report-bindings\n");
     return WR_EXIT_USAGE;
