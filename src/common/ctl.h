@@ -86,6 +86,7 @@ enum weft_ctl_tag {
   WEFT_CTL_T_CPU_MS,     /* number: CPU time used, ms */
   WEFT_CTL_T_RSS,        /* number: resident memory, bytes (EXITED: the peak) */
   WEFT_CTL_T_THREADS,    /* number */
+  WEFT_CTL_T_PROCS,      /* number: processes of the rank */
   WEFT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
   WEFT_CTL_T_NIC_RX,     /* number: bytes per second received */
   WEFT_CTL_T_MAX

@@ -14,7 +14,7 @@
 void
 weft_sample_init(weft_sample *s)
 {
-  s->seq = s->span_ms = s->cpu_pm = s->cpu_ms = s->rss = s->threads = -1;
+  s->seq = s->span_ms = s->cpu_pm = s->cpu_ms = s->rss = s->threads = s->procs = -1;
   s->nic_tx = s->nic_rx = -1;
   s->nic[0] = '\0';
 }
@@ -43,7 +43,7 @@ weft_sample_parse_stat(const char *text, weft_proc_stat *st)
 {
   /* "pid (comm) state ppid ..." : fields numbered from 1 as proc(5) does */
   const char *rp = text ? strrchr(text, ')') : NULL;
-  int64_t v, utime = -1, stime = -1, threads = -1, rss = -1;
+  int64_t v, utime = -1, stime = -1, cutime = -1, cstime = -1, threads = -1, rss = -1;
   if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ')
     return -1;
   st->state = rp[2];
@@ -55,17 +55,41 @@ weft_sample_parse_stat(const char *text, weft_proc_stat *st)
       utime = v;
     else if (field == 15)
       stime = v;
+    else if (field == 16)
+      cutime = v;
+    else if (field == 17)
+      cstime = v;
     else if (field == 20)
       threads = v;
     else if (field == 24)
       rss = v;
   }
-  if (utime < 0 || stime < 0 || threads < 0)
+  if (utime < 0 || stime < 0 || cutime < 0 || cstime < 0 || threads < 0)
     return -1;
-  st->ticks = utime + stime;
+  st->ticks = utime + stime + cutime + cstime;
   st->threads = threads;
   st->rss_pages = rss < 0 ? 0 : rss;
   return 0;
+}
+
+int
+weft_sample_parse_pids(const char *text, long *pids, int max)
+{
+  const char *p = text;
+  int64_t v;
+  int n = 0;
+  if (!text)
+    return -1;
+  for (;;) {
+    while (*p == ' ' || *p == '\n')
+      p++;
+    if (!*p)
+      return n;
+    if (next_num(&p, &v) || v <= 0)
+      return -1;
+    if (n < max)
+      pids[n++] = (long)v;
+  }
 }
 
 int
@@ -114,6 +138,7 @@ weft_sample_put(weft_ctl_out *m, const weft_sample *s)
   put(m, WEFT_CTL_T_CPU_MS, s->cpu_ms);
   put(m, WEFT_CTL_T_RSS, s->rss);
   put(m, WEFT_CTL_T_THREADS, s->threads);
+  put(m, WEFT_CTL_T_PROCS, s->procs);
   if (s->nic[0]) {
     weft_ctl_put_str(m, WEFT_CTL_T_NIC, s->nic);
     put(m, WEFT_CTL_T_NIC_TX, s->nic_tx);
@@ -140,6 +165,7 @@ weft_sample_get(const weft_ctl_msg *m, weft_sample *s)
   s->cpu_ms = get(m, WEFT_CTL_T_CPU_MS);
   s->rss = get(m, WEFT_CTL_T_RSS);
   s->threads = get(m, WEFT_CTL_T_THREADS);
+  s->procs = get(m, WEFT_CTL_T_PROCS);
   if (weft_ctl_get_str(m, WEFT_CTL_T_NIC, s->nic, sizeof(s->nic)) == 0) {
     s->nic_tx = get(m, WEFT_CTL_T_NIC_TX);
     s->nic_rx = get(m, WEFT_CTL_T_NIC_RX);

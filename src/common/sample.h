@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A sample of what one rank uses (weftrun --monitor): the agent reads its
- * rank's /proc/PID/stat and its NIC's counters in /sys/class/net/IF/statistics
- * every interval and sends the result to weftrun as a SAMPLE message on the
+ * A sample of what one rank uses (weftrun --monitor): the agent reads the
+ * /proc/PID/stat of its rank's processes (the program and every process it
+ * started, found through /proc/PID/task/TID/children) and its NIC's counters
+ * in /sys/class/net/IF/statistics every interval and sends the result to weftrun as a SAMPLE message on the
  * control channel (ctl.h), never through the program's output. Here are the
  * pure parts: parsing what those files say, turning two readings into rates,
  * and the message written and read back. The reading itself is the agent's
@@ -21,9 +22,10 @@ typedef struct weft_sample {
   int64_t seq;               /* 1, 2, ... per rank */
   int64_t span_ms;           /* the time the rates cover */
   int64_t cpu_pm;            /* CPU use over span: thousandths of one core (2500: 2.5 cores) */
-  int64_t cpu_ms;            /* CPU time the rank's process has used since it started */
-  int64_t rss;               /* resident memory, bytes */
-  int64_t threads;
+  int64_t cpu_ms;            /* CPU time the rank's processes have used since it started */
+  int64_t rss;               /* resident memory, bytes: the sum over its processes */
+  int64_t threads;           /* the sum over its processes */
+  int64_t procs;             /* its processes (the program and its descendants) */
   char nic[32];              /* the interface the NIC rates are of, "" none */
   int64_t nic_tx, nic_rx;    /* bytes per second through it (all its traffic, not the rank's alone) */
 } weft_sample;
@@ -31,7 +33,8 @@ typedef struct weft_sample {
 /* The fields of /proc/PID/stat a sample needs. */
 typedef struct weft_proc_stat {
   char state;                /* 'R', 'S', 'Z', ... */
-  int64_t ticks;             /* utime + stime, clock ticks */
+  int64_t ticks;             /* utime + stime, and cutime + cstime (its children it
+                                waited for, theirs included): clock ticks */
   int64_t threads;
   int64_t rss_pages;
 } weft_proc_stat;
@@ -42,6 +45,10 @@ void weft_sample_init(weft_sample *s);  /* every field -1, nic "" */
  * parentheses: the fields are counted after its last ')'). 0, or -1 when it is not
  * such a line. */
 int weft_sample_parse_stat(const char *text, weft_proc_stat *st);
+
+/** \brief Parse /proc/PID/task/TID/children ("12 345 "): up to \p max pids into
+ * \p pids (the rest are left out). How many were stored, or -1 when damaged. */
+int weft_sample_parse_pids(const char *text, long *pids, int max);
 
 /** \brief Parse a counter file's text ("123\n"). 0, or -1. */
 int weft_sample_parse_counter(const char *text, int64_t *v);

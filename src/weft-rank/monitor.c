@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun --monitor on the agent's side: every interval, read what the rank's
- * process uses (/proc/PID/stat: CPU time, threads, resident memory) and the
- * byte counters of the rank's NIC (/sys/class/net/IF/statistics), and send
- * them to weftrun as one SAMPLE over the control channel. Parsing and rates
- * are sample.c's; here are only the reads, a few hundred bytes each, with
- * descriptors kept open between samples (pread at offset 0).
+ * weftrun --monitor on the agent's side: every interval, read what the rank
+ * uses and send it to weftrun as one SAMPLE over the control channel. The
+ * rank is its program and every process it started (a shell script's
+ * children, a launcher's workers): the tree is walked from the program
+ * through /proc/PID/task/TID/children, and each process's /proc/PID/stat
+ * gives CPU time (with what its reaped children used), threads and resident
+ * memory, summed. The NIC's byte counters (/sys/class/net/IF/statistics) are
+ * kept open and read at offset 0. Parsing and rates are sample.c's; here are
+ * only the reads.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +22,12 @@
 #include "sample.h"
 #include "weft-rank.h"
 
+#define TREE_MAX 4096 /* processes of one rank counted; more are left out */
+
 struct wk_monitor {
   double every, next, last_at;
-  long hz, page;
-  int stat_fd, tx_fd, rx_fd;
+  long pid, hz, page;
+  int tx_fd, rx_fd;
   char nic[32];
   int64_t ticks, tx, rx;     /* the last reading, -1 none */
   int64_t seq;
@@ -46,6 +52,54 @@ read_text(int fd, char *buf, size_t len)
   return 0;
 }
 
+/* The rank's tree: its processes' stat fields summed into \p sum (ticks, threads,
+ * rss_pages); the number of processes, 0 when the program itself is gone. */
+static int
+tree_read(long root, weft_proc_stat *sum)
+{
+  static long stack[TREE_MAX];
+  char path[96], buf[1024];
+  int top = 0, n = 0;
+  memset(sum, 0, sizeof(*sum));
+  stack[top++] = root;
+  while (top > 0 && n < TREE_MAX) {
+    long pid = stack[--top];
+    weft_proc_stat st;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = open_ro(path);
+    int bad = read_text(fd, buf, sizeof(buf)) || weft_sample_parse_stat(buf, &st) || st.state == 'Z';
+    if (fd >= 0)
+      close(fd);
+    if (bad)
+      continue; /* gone between two reads: its time is in its parent's cutime once reaped */
+    n++;
+    sum->ticks += st.ticks;
+    sum->threads += st.threads;
+    sum->rss_pages += st.rss_pages;
+    /* children of every thread of it */
+    snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+      char cbuf[4096];
+      if (de->d_name[0] == '.')
+        continue;
+      snprintf(path, sizeof(path), "/proc/%ld/task/%.20s/children", pid, de->d_name);
+      int cfd = open_ro(path);
+      if (read_text(cfd, cbuf, sizeof(cbuf)) == 0) {
+        int k = weft_sample_parse_pids(cbuf, stack + top, TREE_MAX - top);
+        if (k > 0)
+          top += k < TREE_MAX - top ? k : TREE_MAX - top;
+      }
+      if (cfd >= 0)
+        close(cfd);
+    }
+    if (d)
+      closedir(d);
+  }
+  return n;
+}
+
 static int64_t
 counter(int fd)
 {
@@ -66,9 +120,8 @@ wk_monitor_new(long pid, double every, const char *nic, double now)
   m->last_at = now;
   m->hz = sysconf(_SC_CLK_TCK);
   m->page = sysconf(_SC_PAGESIZE);
+  m->pid = pid;
   m->tx_fd = m->rx_fd = -1;
-  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-  m->stat_fd = open_ro(path);
   if (nic && nic[0] && !strchr(nic, '/') && strlen(nic) < sizeof(m->nic)) {
     snprintf(m->nic, sizeof(m->nic), "%s", nic);
     snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/tx_bytes", nic);
@@ -79,9 +132,7 @@ wk_monitor_new(long pid, double every, const char *nic, double now)
       m->nic[0] = '\0';
   }
   weft_proc_stat st;
-  char buf[1024];
-  m->ticks = read_text(m->stat_fd, buf, sizeof(buf)) || weft_sample_parse_stat(buf, &st) ? -1
-                                                                                          : st.ticks;
+  m->ticks = tree_read(pid, &st) ? st.ticks : -1;
   m->tx = counter(m->tx_fd);
   m->rx = counter(m->rx_fd);
   return m;
@@ -100,12 +151,12 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
     return;
   weft_sample s;
   weft_proc_stat st;
-  char buf[1024];
   weft_sample_init(&s);
   s.seq = ++m->seq;
   s.span_ms = (int64_t)((now - m->last_at) * 1000 + 0.5);
-  if (read_text(m->stat_fd, buf, sizeof(buf)) == 0 && weft_sample_parse_stat(buf, &st) == 0 &&
-      st.state != 'Z') {
+  int procs = tree_read(m->pid, &st);
+  if (procs > 0) {
+    s.procs = procs;
     s.cpu_pm = weft_sample_cpu_pm(m->ticks, st.ticks, m->hz, s.span_ms);
     s.cpu_ms = m->hz > 0 ? st.ticks * 1000 / m->hz : -1;
     s.rss = st.rss_pages * m->page;
@@ -134,8 +185,6 @@ wk_monitor_free(wk_monitor *m)
 {
   if (!m)
     return;
-  if (m->stat_fd >= 0)
-    close(m->stat_fd);
   if (m->tx_fd >= 0)
     close(m->tx_fd);
   if (m->rx_fd >= 0)

@@ -164,6 +164,8 @@ record(wr_mon *m, const wr_sup *s, int rank, double now)
     fprintf(f, ",\"rss\":%lld", (long long)x->rss);
   if (x->threads >= 0)
     fprintf(f, ",\"threads\":%lld", (long long)x->threads);
+  if (x->procs >= 0)
+    fprintf(f, ",\"procs\":%lld", (long long)x->procs);
   if (x->nic[0]) {
     fputs(",\"nic\":", f);
     weftx_json_string(f, x->nic);
