@@ -138,6 +138,8 @@ typedef struct weft_agent_args {
   long preempt_grace;          /* -1: the agent's default */
   const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
   long monitor_ms;             /* a SAMPLE (sample.h) every this many ms; 0: none */
+  const char *monitor_prom;    /* and a Prometheus file of it in this directory */
+  const char *job;             /* the job's name for its labels */
   int probe;                   /* print this host's topology and exit */
   int help;
 } weft_agent_args;

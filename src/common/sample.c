@@ -121,6 +121,54 @@ weft_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t s
   return (int64_t)(cpu_ms * 1000.0 / (double)span_ms + 0.5);
 }
 
+/* A label value: backslash, double quote and newline escaped. */
+static void
+label(FILE *out, const char *name, const char *v)
+{
+  fprintf(out, "%s=\"", name);
+  for (; v && *v; v++) {
+    if (*v == '\\' || *v == '"')
+      fprintf(out, "\\%c", *v);
+    else if (*v == '\n')
+      fputs("\\n", out);
+    else
+      fputc(*v, out);
+  }
+  fputc('"', out);
+}
+
+static void
+metric(FILE *out, const weft_sample_who *who, const char *name, const char *type,
+       const char *help, double v)
+{
+  fprintf(out, "# HELP %s %s\n# TYPE %s %s\n%s{", name, help, name, type, name);
+  label(out, "job", who->job);
+  fprintf(out, ",rank=\"%d\",", who->rank);
+  label(out, "host", who->host);
+  fprintf(out, "} %.17g\n", v);
+}
+
+void
+weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who)
+{
+  if (s->cpu_ms >= 0)
+    metric(out, who, "weft_rank_cpu_seconds_total", "counter",
+           "CPU time used by the rank's processes.", (double)s->cpu_ms / 1000);
+  if (s->cpu_pm >= 0)
+    metric(out, who, "weft_rank_cpu_utilization_ratio", "gauge",
+           "CPU use of the rank's processes over the last sample, in cores (1 is one core busy).",
+           (double)s->cpu_pm / 1000);
+  if (s->rss >= 0)
+    metric(out, who, "weft_rank_resident_memory_bytes", "gauge",
+           "Resident memory of the rank's processes (their sum).", (double)s->rss);
+  if (s->threads >= 0)
+    metric(out, who, "weft_rank_threads", "gauge", "Threads of the rank's processes.",
+           (double)s->threads);
+  if (s->procs >= 0)
+    metric(out, who, "weft_rank_processes", "gauge",
+           "Processes of the rank (its program and those it started).", (double)s->procs);
+}
+
 static void
 put(weft_ctl_out *m, int tag, int64_t v)
 {

@@ -15,6 +15,7 @@
 #define WEFT_TOOL_SAMPLE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ctl.h"
 
@@ -59,6 +60,18 @@ int64_t weft_sample_rate(int64_t before, int64_t after, int64_t span_ms);
 
 /** \brief CPU use in thousandths of a core from two tick counts (\p hz ticks a second). */
 int64_t weft_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms);
+
+/* Who a Prometheus file is of: its labels. */
+typedef struct weft_sample_who {
+  const char *job;           /* weftrun's job: "HOST:PID" of weftrun */
+  int rank;
+  const char *host;
+} weft_sample_who;
+
+/** \brief Write \p s in Prometheus's text format (node_exporter's textfile collector
+ * reads it): one # HELP, # TYPE and value per measured figure, labels job, rank and
+ * host escaped as the format wants. */
+void weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who);
 
 /** \brief \p m becomes a SAMPLE message with \p s's measured fields. */
 void weft_sample_put(weft_ctl_out *m, const weft_sample *s);

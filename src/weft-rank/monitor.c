@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@
 struct wk_monitor {
   double every, next, last_at;
   long pid, hz, page;
+  weft_sample_who who;       /* the Prometheus file's labels */
+  char host[256];
+  char prom[4200], prom_tmp[4200]; /* "" none */
+  int prom_warned;
   int tx_fd, rx_fd;
   char nic[32];
   int64_t ticks, tx, rx;     /* the last reading, -1 none */
@@ -108,15 +113,58 @@ counter(int fd)
   return read_text(fd, buf, sizeof(buf)) || weft_sample_parse_counter(buf, &v) ? -1 : v;
 }
 
+/* A job name as part of a file name: what is not a letter, digit, '.' or '-' becomes '_'. */
+static void
+file_word(const char *s, char *buf, size_t len)
+{
+  size_t i = 0;
+  for (; s && s[i] && i + 1 < len && i < 64; i++)
+    buf[i] = (char)((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                    (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-' ? s[i] : '_');
+  buf[i] = '\0';
+}
+
+/* The Prometheus file replaced by rename, so that a reader never sees half of one. */
+static void
+prom_write(wk_monitor *m, const weft_sample *s)
+{
+  FILE *f = fopen(m->prom_tmp, "w");
+  int bad = !f;
+  if (f) {
+    weft_sample_prom(f, s, &m->who);
+    bad = ferror(f) | fclose(f);
+  }
+  if (bad || rename(m->prom_tmp, m->prom)) {
+    if (!m->prom_warned)
+      fprintf(stderr, "weft-rank: rank %d host %s: warning: --monitor-prom: cannot write %s: %s; "
+              "no Prometheus file for this rank\n", m->who.rank, m->host, m->prom,
+              strerror(errno));
+    m->prom_warned = 1;
+    unlink(m->prom_tmp);
+  }
+}
+
 wk_monitor *
-wk_monitor_new(long pid, double every, const char *nic, double now)
+wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, double now)
 {
   char path[160];
+  const char *nic = c->nic;
   wk_monitor *m = calloc(1, sizeof(*m));
   if (!m)
     return NULL;
-  m->every = every;
-  m->next = now + every;
+  m->every = c->every;
+  m->next = now + c->every;
+  snprintf(m->host, sizeof(m->host), "%s", who->host);
+  m->who.rank = who->rank;
+  m->who.host = m->host;
+  m->who.job = c->job ? c->job : "";
+  if (c->prom_dir && c->prom_dir[0]) {
+    char job[80];
+    file_word(m->who.job, job, sizeof(job));
+    snprintf(m->prom, sizeof(m->prom), "%s/weft-%s-rank-%d.prom", c->prom_dir, job, who->rank);
+    snprintf(m->prom_tmp, sizeof(m->prom_tmp), "%s/.weft-%s-rank-%d.prom.tmp", c->prom_dir, job,
+             who->rank);
+  }
   m->last_at = now;
   m->hz = sysconf(_SC_CLK_TCK);
   m->page = sysconf(_SC_PAGESIZE);
@@ -174,6 +222,8 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
   weft_ctl_out out;
   weft_sample_put(&out, &s);
   wk_channel_send(ch, &out);
+  if (m->prom[0] && !m->prom_warned)
+    prom_write(m, &s);
   m->last_at = now;
   /* the next one on the grid, not drifting by how late this one was */
   while (m->next <= now)
@@ -185,6 +235,10 @@ wk_monitor_free(wk_monitor *m)
 {
   if (!m)
     return;
+  if (m->prom[0]) {
+    unlink(m->prom);
+    unlink(m->prom_tmp);
+  }
   if (m->tx_fd >= 0)
     close(m->tx_fd);
   if (m->rx_fd >= 0)

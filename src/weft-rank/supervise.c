@@ -34,14 +34,15 @@ static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
 static volatile sig_atomic_t preempting = 0;
 static unsigned preempt_grace = WEFTX_PREEMPT_GRACE_S;
-static double monitor_every;     /* --monitor: seconds between samples, 0 none */
-static char monitor_nic[32];
+static wk_monitor_conf monitor; /* --monitor: every 0 for none */
 
 void
-wk_supervise_set_monitor(double every, const char *nic)
+wk_supervise_set_monitor(double every, const char *nic, const char *prom_dir, const char *job)
 {
-  monitor_every = every;
-  snprintf(monitor_nic, sizeof(monitor_nic), "%s", nic ? nic : "");
+  monitor.every = every;
+  snprintf(monitor.nic, sizeof(monitor.nic), "%s", nic ? nic : "");
+  monitor.prom_dir = prom_dir;
+  monitor.job = job;
 }
 
 void
@@ -231,8 +232,8 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   int pidfd = pidfd_of(pid), status = 0, stopped = 0, orphaned = 0;
   struct rusage ru;
   memset(&ru, 0, sizeof(ru));
-  wk_monitor *mon = ch && monitor_every > 0 && n != (ssize_t)sizeof(e)
-                        ? wk_monitor_new((long)pid, monitor_every, monitor_nic, weftx_monotonic())
+  wk_monitor *mon = ch && monitor.every > 0 && n != (ssize_t)sizeof(e)
+                        ? wk_monitor_new((long)pid, &monitor, who, weftx_monotonic())
                         : NULL;
   double kill_at = 0;
   pid_t w = 0;

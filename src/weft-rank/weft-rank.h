@@ -60,17 +60,25 @@ int wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, 
 /* Grace after a preemption notice (default WEFTX_PREEMPT_GRACE_S); wk_supervise_preempt()
  * sends WEFTX_PREEMPT_SIGNAL to this process so that the program gets that grace. */
 void wk_supervise_set_grace(long seconds);
-/* --monitor: a SAMPLE of the rank every \p every seconds (0: none), with \p nic's rates. */
-void wk_supervise_set_monitor(double every, const char *nic);
+/* --monitor: a SAMPLE of the rank every \p every seconds (0: none), with \p nic's rates,
+ * and its Prometheus file in \p prom_dir (NULL: none) labelled with \p job. */
+void wk_supervise_set_monitor(double every, const char *nic, const char *prom_dir,
+                              const char *job);
 void wk_supervise_preempt(void);
 
 /* monitor.c: the rank's samples for weftrun --monitor (sample.h): what its process uses
  * and its NIC's rates, one SAMPLE over the channel when wk_monitor_next() has come. */
 typedef struct wk_monitor wk_monitor;
-wk_monitor *wk_monitor_new(long pid, double every, const char *nic, double now); /* NULL: no memory */
+typedef struct wk_monitor_conf {
+  double every;
+  char nic[32];
+  const char *prom_dir, *job;
+} wk_monitor_conf;
+wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who,
+                           double now); /* NULL: no memory */
 double wk_monitor_next(const wk_monitor *m);                   /* 0 for NULL */
 void wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now); /* sends when due */
-void wk_monitor_free(wk_monitor *m);
+void wk_monitor_free(wk_monitor *m); /* its Prometheus file goes too */
 
 /* ids.c: this rank's numbers, from Open MPI's OMPI_COMM_WORLD_* (mpirun), else from
  * srun's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_TASKS_PER_NODE

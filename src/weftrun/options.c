@@ -17,7 +17,7 @@ enum {
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
-  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_MONITOR, O_MONITOR_OUT,
+  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
 };
 
 #define S_PLACE "Ranks and hosts"
@@ -94,6 +94,10 @@ const weft_opt wr_options[] = {
     "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
     "per sample (weftrun(1) MONITORING gives the fields); DIR is made if needed, an existing "
     "timeline is never overwritten.", 0 },
+  { O_MONITOR_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S_WATCH,
+    "With --monitor (implied): on every host, each rank's agent keeps DIR/weft-JOB-rank-R.prom "
+    "in Prometheus's text format for node_exporter's textfile collector (its "
+    "--collector.textfile.directory), replaced at each sample, removed when the rank ends.", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
     "Allow running as root.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -262,6 +266,13 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     o->monitor_out = a1;
     return 0;
+  case O_MONITOR_PROM:
+    if (!a1[0]) {
+      snprintf(why, len, "%s '': give a directory", sp);
+      return -1;
+    }
+    o->monitor_prom = a1;
+    return 0;
   case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
@@ -308,7 +319,7 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
             "preemption notice, so the ranks may be cut short; give %d or less\n",
             o->preempt_grace, WEFTX_PREEMPT_GRACE_MAX_S, WEFTX_PREEMPT_GRACE_MAX_S - 5);
 
-  if (o->monitor_out && !o->monitor)
+  if ((o->monitor_out || o->monitor_prom) && !o->monitor)
     o->monitor = WR_MONITOR_DEFAULT_S;
   if (o->json && !o->dry_run && !o->report_bindings) {
     fprintf(stderr, "weftrun: --json goes with --dry-run or --report-bindings\n");

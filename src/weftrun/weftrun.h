@@ -83,6 +83,8 @@ typedef struct wr_opts {
   long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
   double monitor;               /* --monitor: seconds between samples; 0: off */
   const char *monitor_out;      /* --monitor-out DIR */
+  const char *monitor_prom;     /* --monitor-prom DIR */
+  char job[300];                /* the job's name in Prometheus labels: "HOST:PID" of weftrun */
   int quiet;                    /* -q: no launch line, no closing figures */
   double started;               /* weftrun's start (weftx_monotonic()), for the launch line */
   const char *pass[WR_MAX_LIST]; /* Open MPI options passed through, with their arguments */

@@ -3,7 +3,8 @@
  * weftrun --monitor's pure parts: /proc/PID/stat and counter files parsed
  * (a command name with spaces and parentheses, damaged lines refused), rates
  * and CPU use from two readings, the SAMPLE message written and read back
- * (absent fields stay absent, negative ones are refused), the straggler rule
+ * (absent fields stay absent, negative ones are refused), the Prometheus
+ * text (measured figures only, label values escaped), the straggler rule
  * (three low samples in a row below half the median; an idle job has none;
  * named once), and --monitor[=SECONDS] on weftrun's command line.
  */
@@ -144,6 +145,32 @@ test_message(void **state)
 }
 
 static void
+test_prom(void **state)
+{
+  weft_sample s;
+  weft_sample_who who = { "vm:12", 3, "a\"b\\c\nd" };
+  char *text = NULL;
+  size_t len = 0;
+  (void)state;
+  weft_sample_init(&s);
+  s.seq = 1;
+  s.cpu_ms = 1500;
+  s.rss = 4096;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  weft_sample_prom(f, &s, &who);
+  assert_int_equal(fclose(f), 0);
+  /* measured figures only, each with HELP and TYPE; label values escaped */
+  assert_non_null(strstr(text, "# TYPE weft_rank_cpu_seconds_total counter\n"
+                               "weft_rank_cpu_seconds_total{job=\"vm:12\",rank=\"3\","
+                               "host=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
+  assert_non_null(strstr(text, "# TYPE weft_rank_resident_memory_bytes gauge\n"));
+  assert_null(strstr(text, "threads"));
+  assert_null(strstr(text, "utilization"));
+  free(text);
+}
+
+static void
 test_median(void **state)
 {
   int64_t v[] = { 900, -1, 100, 1000, 950 }, scratch[5];
@@ -227,7 +254,8 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_stat),         cmocka_unit_test(test_counter_rates),
-    cmocka_unit_test(test_message),      cmocka_unit_test(test_median),
+    cmocka_unit_test(test_message),      cmocka_unit_test(test_prom),
+    cmocka_unit_test(test_median),
     cmocka_unit_test(test_straggler),    cmocka_unit_test(test_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,9 @@
 # (on vnode1) sleeping while the others spin: the straggler line names rank 1
 # and vnode1; the timeline has one record per rank per sample (seq 1, 2, ...
 # without a gap or a repeat) with the documented fields, on the rank's host;
-# the launch line and the closing figures come on success and on failure
+# the Prometheus files (one per rank, on its host) parse as the text format
+# with the documented metrics and labels while the job runs, and are gone
+# after it; the launch line and the closing figures come on success and on failure
 # (rank 2 exits 3: exit 3, vnode2's exit named); -q silences them; an
 # existing timeline is never overwritten. Exit 77 when namespaces cannot be
 # made here.
@@ -21,11 +23,71 @@ exit 0
 EOS
 chmod +x "$tmp/$uniq-job"
 
-# success: 6 s at 0.5 s a sample
+# success: 6 s at 0.5 s a sample; the Prometheus files read while it runs
+mkdir "$tmp/prom"
 rc=0
-vrun -N 1 --bind-to none --monitor=0.5 --monitor-out "$tmp/mon" "$tmp/$uniq-job" 6 \
-  >"$tmp/out" 2>"$tmp/err" || rc=$?
+vrun -N 1 --bind-to none --monitor=0.5 --monitor-out "$tmp/mon" --monitor-prom "$tmp/prom" \
+  "$tmp/$uniq-job" 6 >"$tmp/out" 2>"$tmp/err" &
+job=$!
+i=0
+while [ "$(ls "$tmp/prom" | grep -c '\.prom$')" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+/usr/bin/python3 - "$tmp/prom" >"$tmp/prom-check" 2>&1 <<'EOP' || prom_bad=1
+# A small parser of Prometheus's text format (0.0.4): comments, names, labels, values.
+import os, re, sys
+name_re = re.compile(r'[a-zA-Z_:][a-zA-Z0-9_:]*$')
+sample_re = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)( -?\d+)?$')
+label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+want = {"weft_rank_cpu_seconds_total": "counter", "weft_rank_cpu_utilization_ratio": "gauge",
+        "weft_rank_resident_memory_bytes": "gauge", "weft_rank_threads": "gauge",
+        "weft_rank_processes": "gauge"}
+files = sorted(f for f in os.listdir(sys.argv[1]) if f.endswith(".prom"))
+ranks = set()
+for f in files:
+    types, seen = {}, set()
+    for n, line in enumerate(open(os.path.join(sys.argv[1], f)), 1):
+        line = line.rstrip("\n")
+        where = "%s:%d: " % (f, n)
+        if line.startswith("#"):
+            w = line.split(" ", 3)
+            if w[1] == "TYPE":
+                if not name_re.match(w[2]) or w[3] not in ("counter", "gauge", "untyped"):
+                    sys.exit(where + "bad TYPE: " + line)
+                types[w[2]] = w[3]
+            elif w[1] != "HELP" or not name_re.match(w[2]):
+                sys.exit(where + "bad comment: " + line)
+            continue
+        m = sample_re.match(line)
+        if not m:
+            sys.exit(where + "not a sample: " + line)
+        name, labels, value = m.group(1), m.group(3) or "", float(m.group(4))
+        lab, rest = {}, labels
+        while rest:
+            l = label_re.match(rest)
+            if not l:
+                sys.exit(where + "bad labels: " + line)
+            lab[l.group(1)] = l.group(2)
+            rest = rest[l.end():]
+        if types.get(name) != want.get(name):
+            sys.exit(where + "%s: type %s" % (name, types.get(name)))
+        if set(lab) != {"job", "rank", "host"} or lab["host"] != "vnode" + lab["rank"]:
+            sys.exit(where + "labels: %s" % lab)
+        if value < 0 or (name.endswith("_total") and value != value):
+            sys.exit(where + "value: " + line)
+        seen.add(name)
+        ranks.add(lab["rank"])
+    if seen != set(want):
+        sys.exit("%s: metrics %s" % (f, sorted(seen)))
+if ranks != {"0", "1", "2"} or len(files) != 3:
+    sys.exit("files %s, ranks %s" % (files, sorted(ranks)))
+print("ok %d Prometheus files parse" % len(files))
+EOP
+wait $job || rc=$?
 [ $rc = 0 ] || fail_run "weftrun --monitor exited $rc" "$tmp/out"
+[ -z "${prom_bad:-}" ] || { cat "$tmp/prom-check"; ls -la "$tmp/prom"; fail "Prometheus files"; }
+cat "$tmp/prom-check"
+[ -z "$(ls -A "$tmp/prom")" ] || { ls -la "$tmp/prom"; fail "Prometheus files left after the job"; }
+echo "ok Prometheus files gone after the job"
 /usr/bin/python3 - "$tmp/mon/timeline.jsonl" >"$tmp/check" 2>&1 <<'EOP' || { cat "$tmp/check" "$tmp/err"; fail "timeline"; }
 import json, sys
 want = {"t", "rank", "host", "seq", "span", "cpu", "cpu_time", "rss", "threads", "procs"}
