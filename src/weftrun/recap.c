@@ -37,7 +37,7 @@ mib(long long b, char *buf, size_t len)
 {
   if (b < 0)
     snprintf(buf, len, "?");
-  else if (b >= 10LL << 30)
+  else if (b >= 1LL << 30)
     snprintf(buf, len, "%.1f GiB", (double)b / (1 << 30));
   else
     snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
