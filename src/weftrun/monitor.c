@@ -29,7 +29,9 @@ struct wr_mon {
   double every, t0;
   int np;
   FILE *timeline;
-  char path[4200];
+  char path[4200], html[4200];
+  char what[5200];          /* the picture's caption */
+  int quiet;
   int tty;                  /* the live line is on */
   int drawn;                /* the live line is on the screen */
   double drawn_at, median_at;
@@ -66,6 +68,10 @@ wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t
       return WR_EXIT_NOINPUT;
     }
     snprintf(m->path, sizeof(m->path), "%s/timeline.jsonl", o->monitor_out);
+    snprintf(m->html, sizeof(m->html), "%s/timeline.html", o->monitor_out);
+    snprintf(m->what, sizeof(m->what), "weftrun job %s: %d ranks, a sample every %g s (%s)", o->job,
+             np, o->monitor, m->path);
+    m->quiet = o->quiet;
     int fd = open(m->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 || !(m->timeline = fdopen(fd, "w"))) {
       snprintf(why, len, "--monitor-out %s: cannot create %s: %s%s", o->monitor_out, m->path,
@@ -212,9 +218,16 @@ wr_mon_close(wr_mon *m)
   if (!m)
     return;
   wr_mon_wipe(m);
-  if (m->timeline && fclose(m->timeline))
-    fprintf(stderr, "weftrun: warning: --monitor-out: writing %s failed: %s\n", m->path,
-            strerror(errno));
+  if (m->timeline) {
+    char why[600];
+    if (fclose(m->timeline))
+      fprintf(stderr, "weftrun: warning: --monitor-out: writing %s failed: %s\n", m->path,
+              strerror(errno));
+    else if (wr_picture_write(m->path, m->html, m->np, m->what, why, sizeof(why)))
+      fprintf(stderr, "weftrun: warning: --monitor-out: no picture: %s\n", why);
+    else if (!m->quiet)
+      fprintf(stderr, "weftrun: timeline %s, its picture %s\n", m->path, m->html);
+  }
   wr_straggle_free(&m->st);
   free(m->use);
   free(m->scratch);

@@ -424,6 +424,17 @@ void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
 void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
 void wr_mon_close(wr_mon *m); /* NULL is fine */
 
+/* picture.c: DIR/timeline.html (inline SVG: CPU and memory over time, one line per
+ * rank) from DIR/timeline.jsonl at the end of a --monitor-out job. */
+typedef struct wr_point { double t, cpu, rss; int rank; } wr_point; /* cpu, rss -1: absent */
+typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
+/* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
+int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
+/* The page for \p n ranks' series; \p what is its first paragraph. */
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what);
+int wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
+                     size_t len); /* 0, or -1 with why */
+
 /* recap.c: the launch line and the closing figures (wall time, each host's exit, CPU
  * time, peak memory), wanted on a terminal or with --monitor, never with -q. */
 int wr_recap_wanted(const wr_opts *o);

@@ -4,7 +4,8 @@
  * (a command name with spaces and parentheses, damaged lines refused), rates
  * and CPU use from two readings, the SAMPLE message written and read back
  * (absent fields stay absent, negative ones are refused), the Prometheus
- * text (measured figures only, label values escaped), the straggler rule
+ * text (measured figures only, label values escaped), the timeline read back
+ * and drawn (one line per rank in each chart), the straggler rule
  * (three low samples in a row below half the median; an idle job has none;
  * named once), and --monitor[=SECONDS] on weftrun's command line.
  */
@@ -171,6 +172,40 @@ test_prom(void **state)
 }
 
 static void
+test_picture(void **state)
+{
+  wr_point pt, a[3] = { { 0.5, 0.9, 1 << 20, 0 }, { 1.0, -1, -1, 0 }, { 1.5, 1.0, 2 << 20, 0 } };
+  wr_series v[2] = { { a, 3, 3, "vm-a" }, { NULL, 0, 0, "" } };
+  char host[64], *text = NULL;
+  size_t len = 0;
+  (void)state;
+  assert_int_equal(wr_timeline_parse("{\"t\":1.250,\"rank\":7,\"host\":\"vm-b\",\"seq\":3,"
+                                     "\"cpu\":0.125,\"rss\":4096}\n", &pt, host, sizeof(host)), 0);
+  assert_true(pt.t == 1.25 && pt.rank == 7 && pt.cpu == 0.125 && pt.rss == 4096);
+  assert_string_equal(host, "vm-b");
+  /* absent figures are -1; what is not a record is refused */
+  assert_int_equal(wr_timeline_parse("{\"t\":2,\"rank\":0}", &pt, host, sizeof(host)), 0);
+  assert_true(pt.cpu == -1 && pt.rss == -1);
+  assert_string_equal(host, "");
+  assert_int_equal(wr_timeline_parse("not json", &pt, host, sizeof(host)), -1);
+  assert_int_equal(wr_timeline_parse("{\"t\":1,\"rank\":-3}", &pt, host, sizeof(host)), -1);
+  /* one line per rank with points in each chart, its title naming it; a rank without
+   * points draws none; the caption escaped */
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  wr_picture_draw(f, v, 2, "job <x>");
+  assert_int_equal(fclose(f), 0);
+  assert_non_null(strstr(text, "<p>job &lt;x&gt;</p>"));
+  int lines = 0;
+  for (const char *p = text; (p = strstr(p, "<polyline")); p++)
+    lines++;
+  assert_int_equal(lines, 2);
+  assert_non_null(strstr(text, "<title>rank 0 (vm-a)</title>"));
+  assert_null(strstr(text, "rank 1 ("));
+  free(text);
+}
+
+static void
 test_median(void **state)
 {
   int64_t v[] = { 900, -1, 100, 1000, 950 }, scratch[5];
@@ -255,7 +290,7 @@ main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_stat),         cmocka_unit_test(test_counter_rates),
     cmocka_unit_test(test_message),      cmocka_unit_test(test_prom),
-    cmocka_unit_test(test_median),
+    cmocka_unit_test(test_picture),      cmocka_unit_test(test_median),
     cmocka_unit_test(test_straggler),    cmocka_unit_test(test_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,7 @@
 # (on vnode1) sleeping while the others spin: the straggler line names rank 1
 # and vnode1; the timeline has one record per rank per sample (seq 1, 2, ...
 # without a gap or a repeat) with the documented fields, on the rank's host;
-# the Prometheus files (one per rank, on its host) parse as the text format
+# the picture (timeline.html) has a line per rank; the Prometheus files (one per rank, on its host) parse as the text format
 # with the documented metrics and labels while the job runs, and are gone
 # after it; the launch line and the closing figures come on success and on failure
 # (rank 2 exits 3: exit 3, vnode2's exit named); -q silences them; an
@@ -117,6 +117,10 @@ if max(slow) > 0.1:
     sys.exit("the sleeping rank used %.2f of a core" % max(slow))
 EOP
 cat "$tmp/check"
+# the picture: one line per rank in each chart, named
+n=$(grep -c '<polyline ' "$tmp/mon/timeline.html" || true)
+[ "$n" = 6 ] && grep -q '<title>rank 1 (vnode1)</title>' "$tmp/mon/timeline.html" ||
+  fail_run "timeline.html: $n lines" "$tmp/mon/timeline.html"
 grep -q '^weftrun: 3 ranks on 3 hosts started in [0-9.]* s$' "$tmp/err" || fail_run "no launch line" "$tmp/out"
 grep -q '^weftrun: ran [0-9.]* s; exit by host: vnode0 0, vnode1 0, vnode2 0$' "$tmp/err" ||
   fail_run "no closing line" "$tmp/out"
