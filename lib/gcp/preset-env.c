@@ -54,6 +54,7 @@ static int add_var(weftx_preset *p, const char *key, const char *value, int prep
   p->vars[p->nvars].value = value;
   p->vars[p->nvars].prepend = prepend;
   p->vars[p->nvars].source = source;
+  p->vars[p->nvars].unresolved = NULL;
   p->nvars++;
   return 0;
 }
@@ -149,8 +150,11 @@ static int user_has(const char *const *user_set, const char *key)
   return 0;
 }
 
-int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
-                        const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
+/* Resolve; with lenient, a placeholder this host cannot fill leaves the value as the
+ * file has it and says why in the variable's unresolved, instead of failing. */
+static int resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
+                   int lenient, const weftx_preset_var **vars, int *nvars, char *why,
+                   size_t whylen)
 {
   char path[4096], src[4200];
   const char *source, *ssource = NULL;
@@ -178,8 +182,16 @@ int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char
     weftx_preset_var v = p->vars[i];
     if (user_has(user_set, v.key))
       continue;
-    if (v.source == source)
-      rc = expand(p, info, &v, why, whylen);
+    v.unresolved = NULL;
+    if (v.source == source) {
+      char reason[512] = "";
+      rc = expand(p, info, &v, lenient ? reason : why, lenient ? sizeof(reason) : whylen);
+      if (rc == WEFT_ENOENT && lenient) {
+        const char *r = !info || !info->on_gce ? "this is not a GCE VM"
+                        : "no local interface matched the metadata MACs";
+        rc = (v.unresolved = pool_str(p, r, strlen(r))) ? 0 : WEFT_ENOMEM;
+      }
+    }
     p->vars[w++] = v;
   }
   p->nvars = w;
@@ -190,6 +202,18 @@ int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char
   *vars = p->vars;
   *nvars = p->nvars;
   return 0;
+}
+
+int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
+                        const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
+{
+  return resolve(p, info, user_set, 0, vars, nvars, why, whylen);
+}
+
+int weftx_preset_preview(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
+                        const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
+{
+  return resolve(p, info, user_set, 1, vars, nvars, why, whylen);
 }
 
 /* Is dir already the first entry of the ':' list? */

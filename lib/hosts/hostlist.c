@@ -18,9 +18,15 @@ struct entry {
   int unnumbered;    /* listings that gave no count */
 };
 
+/* Names are found through an open-addressing hash index of the entries (slots hold
+ * entry index + 1, 0 for empty), kept at most half full, so that adding n hosts (a
+ * 100,000-line hostfile) takes time linear in n. Names compare case-insensitively,
+ * so they hash case-folded. */
 struct weftx_hostlist {
   struct entry *v;
   int n, cap;
+  int *index;
+  size_t nindex;      /* a power of two, or 0 before the first host */
   weftx_hosts_origin origin;
 };
 
@@ -44,7 +50,54 @@ void weftx_hostlist_destroy(weftx_hostlist *hl)
   for (int i = 0; i < hl->n; i++)
     entry_free(&hl->v[i]);
   free(hl->v);
+  free(hl->index);
   free(hl);
+}
+
+/* FNV-1a over the case-folded name, then a mix of the high bits into the low ones
+ * (the index keeps the low bits, which FNV's multiply alone leaves poorly mixed:
+ * "node000001".."node099999" would probe long runs). */
+static size_t name_hash(const char *name)
+{
+  unsigned long long h = 0xcbf29ce484222325ULL;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+    h ^= (unsigned long long)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+    h *= 0x100000001b3ULL;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return (size_t)h;
+}
+
+/* The index slot where \p name is, or the empty slot where it would go. */
+static size_t slot_of(const weftx_hostlist *hl, const char *name)
+{
+  size_t mask = hl->nindex - 1, i = name_hash(name) & mask;
+  while (hl->index[i] && strcasecmp(hl->v[hl->index[i] - 1].h.name, name) != 0)
+    i = (i + 1) & mask;
+  return i;
+}
+
+/* Room in the index for one more name. */
+static int index_grow(weftx_hostlist *hl)
+{
+  size_t n = hl->nindex ? hl->nindex : 16;
+  int *old = hl->index;
+
+  if ((size_t)(hl->n + 1) * 2 <= hl->nindex)
+    return 0;
+  while ((size_t)(hl->n + 1) * 2 > n)
+    n *= 2;
+  if (!(hl->index = calloc(n, sizeof(*hl->index)))) {
+    hl->index = old;
+    return WEFT_ENOMEM;
+  }
+  hl->nindex = n;
+  for (int i = 0; i < hl->n; i++)
+    hl->index[slot_of(hl, hl->v[i].h.name)] = i + 1;
+  free(old);
+  return 0;
 }
 
 int weftx_hostlist_count(const weftx_hostlist *hl)
@@ -61,12 +114,9 @@ const weftx_host *weftx_hostlist_host(const weftx_hostlist *hl, int i)
 
 int weftx_hostlist_find(const weftx_hostlist *hl, const char *name)
 {
-  if (!hl || !name)
+  if (!hl || !name || !hl->nindex)
     return -1;
-  for (int i = 0; i < hl->n; i++)
-    if (strcasecmp(hl->v[i].h.name, name) == 0)
-      return i;
-  return -1;
+  return hl->index[slot_of(hl, name)] - 1;
 }
 
 long weftx_hostlist_total_slots(const weftx_hostlist *hl)
@@ -141,6 +191,8 @@ static int entry_new(weftx_hostlist *hl, const char *name, const char *source)
   struct entry *e;
   int rc = grow(hl);
 
+  if (!rc)
+    rc = index_grow(hl);
   if (rc)
     return rc;
   e = &hl->v[hl->n];
@@ -152,7 +204,8 @@ static int entry_new(weftx_hostlist *hl, const char *name, const char *source)
     entry_free(e);
     return WEFT_ENOMEM;
   }
-  hl->n++;
+  size_t slot = slot_of(hl, e->h.name);
+  hl->index[slot] = ++hl->n;
   return 0;
 }
 

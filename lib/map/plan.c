@@ -16,6 +16,39 @@ static const char *nic_label(const weftx_nic *nic)
   return nic->name[0] ? nic->name : nic->pci;
 }
 
+/* { "KEY": "VALUE", ... } from "KEY=VALUE" strings; with vals, the values come from
+ * there instead (sources, reasons), and NULL ones are left out. */
+static int write_env(FILE *out, const char *const *kv, const char *const *vals, int n,
+                     const char *indent)
+{
+  int first = 1;
+
+  fputc('{', out);
+  for (int i = 0; i < n; i++) {
+    const char *eq = kv[i] ? strchr(kv[i], '=') : NULL;
+    char key[256];
+    if (!eq || (size_t)(eq - kv[i]) >= sizeof(key))
+      return WEFT_EINVAL;
+    if (vals && !vals[i])
+      continue;
+    memcpy(key, kv[i], (size_t)(eq - kv[i]));
+    key[eq - kv[i]] = '\0';
+    fputs(first ? "\n" : ",\n", out);
+    fputs(indent, out);
+    fputs("  ", out);
+    weftx_json_string(out, key);
+    fputs(": ", out);
+    weftx_json_string(out, vals ? vals[i] : eq + 1);
+    first = 0;
+  }
+  if (!first) {
+    fputc('\n', out);
+    fputs(indent, out);
+  }
+  fputc('}', out);
+  return 0;
+}
+
 static int write_rank(FILE *out, const weftx_plan *plan, const weftx_plan_rank *r)
 {
   const weftx_plan_host *host = r->host >= 0 && r->host < plan->nhosts ? &plan->hosts[r->host] : NULL;
@@ -51,6 +84,14 @@ static int write_rank(FILE *out, const weftx_plan *plan, const weftx_plan_rank *
     weftx_json_string(out, nic_label(weftx_topo_nic(t, pl->nic)));
   else
     fputs("null", out);
+  if (r->nenv > 0) {
+    int rc;
+    if (!r->env)
+      return WEFT_EINVAL;
+    fputs(", \"env\": ", out);
+    if ((rc = write_env(out, r->env, NULL, r->nenv, "     ")))
+      return rc;
+  }
   fputs(" }", out);
   return 0;
 }
@@ -85,20 +126,31 @@ int weftx_plan_write_json(FILE *out, const weftx_plan *plan)
     if (rc != 0)
       return rc;
   }
-  fputs(plan->np ? "\n  ],\n  \"env\": {" : "],\n  \"env\": {", out);
-  for (i = 0; i < plan->nenv; i++) {
-    const char *kv = plan->env[i], *eq = kv ? strchr(kv, '=') : NULL;
-    char key[256];
-    if (!eq || (size_t)(eq - kv) >= sizeof(key))
-      return WEFT_EINVAL;
-    memcpy(key, kv, (size_t)(eq - kv));
-    key[eq - kv] = '\0';
-    fputs(i ? ",\n    " : "\n    ", out);
-    weftx_json_string(out, key);
-    fputs(": ", out);
-    weftx_json_string(out, eq + 1);
+  fputs(plan->np ? "\n  ]," : "],", out);
+  if (plan->nforwarded > 0) { /* on a line of its own, before "env" */
+    fputs("\n  \"env_forwarded\": [", out);
+    for (i = 0; i < plan->nforwarded; i++) {
+      fputs(i ? ", " : "", out);
+      weftx_json_string(out, plan->forwarded[i]);
+    }
+    fputs("],", out);
   }
-  fputs(plan->nenv ? "\n  }\n}\n" : "}\n}\n", out);
+  fputs("\n  \"env\": ", out);
+  if ((rc = write_env(out, plan->env, NULL, plan->nenv, "  ")))
+    return rc;
+  if (plan->env_source) {
+    fputs(",\n  \"env_source\": ", out);
+    if ((rc = write_env(out, plan->env, plan->env_source, plan->nenv, "  ")))
+      return rc;
+  }
+  for (i = 0; plan->env_unresolved && i < plan->nenv && !plan->env_unresolved[i]; i++)
+    ;
+  if (plan->env_unresolved && i < plan->nenv) {
+    fputs(",\n  \"env_unresolved\": ", out);
+    if ((rc = write_env(out, plan->env, plan->env_unresolved, plan->nenv, "  ")))
+      return rc;
+  }
+  fputs("\n}\n", out);
   return ferror(out) ? WEFT_EIO : 0;
 }
 

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define TOPO_XML_MAX (256L << 20) /* no machine's XML comes near this */
 #define TOPO_HINT "give an hwloc XML file (lstopo --of xml, or weft-gather-topology)"
 
 void weft__topo_why(char *why, size_t whylen, const char *fmt, ...)
@@ -36,7 +35,7 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
   struct stat st;
   char *buf;
   size_t n;
-  const char *p;
+  int rc;
 
   f = fopen(path, "rb");
   if (!f) {
@@ -54,7 +53,7 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
     fclose(f);
     return WEFT_ENOENT;
   }
-  if (st.st_size > TOPO_XML_MAX) {
+  if (st.st_size > WEFT__TOPO_XML_MAX) {
     weft__topo_why(why, whylen, "%s is %lld bytes, too large for a topology; " TOPO_HINT, path,
             (long long)st.st_size);
     fclose(f);
@@ -75,34 +74,41 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
   }
   fclose(f);
   buf[n] = '\0';
+  if ((rc = weft__topo_xml_sane(buf, n, path, why, whylen)) != 0) {
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  *outlen = n;
+  return 0;
+}
+
+int weft__topo_xml_sane(const char *buf, size_t n, const char *path, char *why, size_t whylen)
+{
+  const char *p;
+
   for (p = buf; p < buf + n && strchr(" \t\r\n", *p); p++)
     ;
   if (p == buf + n) {
     weft__topo_why(why, whylen, "%s is empty; " TOPO_HINT, path);
-    free(buf);
     return WEFT_EPARSE;
   }
   if (*p != '<' || !strstr(p, "<topology")) {
     weft__topo_why(why, whylen, "%s is not an hwloc XML topology (no <topology> element); " TOPO_HINT,
             path);
-    free(buf);
     return WEFT_EPARSE;
   }
   if (memchr(buf, '\0', n)) {
     weft__topo_why(why, whylen, "%s is not an hwloc XML topology (it contains NUL bytes); " TOPO_HINT,
             path);
-    free(buf);
     return WEFT_EPARSE;
   }
   if (weft__topo_xml_check(buf, n, path, why, whylen) != 0) {
     size_t used = why ? strlen(why) : 0;
     if (why && used + 3 < whylen)
       weft__snprintf(why + used, whylen - used, "; " TOPO_HINT);
-    free(buf);
     return WEFT_EPARSE;
   }
-  *out = buf;
-  *outlen = n;
   return 0;
 }
 
@@ -196,9 +202,57 @@ static int load_hwloc(weftx_topo *t, const char *xml, size_t xmllen, unsigned fl
   return 0;
 }
 
+weftx_topo *weft__topo_new(const char *source)
+{
+  weftx_topo *t = calloc(1, sizeof(*t));
+
+  if (!t)
+    return NULL;
+  t->has_locality = 1;
+  if (!(t->source = strdup(source))) {
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
+int weft__topo_fill(weftx_topo *t, const char *xml, size_t xmllen, unsigned flags, char *why,
+                    size_t whylen)
+{
+  int rc = load_hwloc(t, xml, xmllen, flags, why, whylen);
+
+  if (rc != 0)
+    return rc;
+  t->live = (!xml || (flags & WEFTX_TOPO_THIS_SYSTEM)) && hwloc_topology_is_thissystem(t->h);
+  count_objects(t);
+  rc = weft__topo_find_numa(t);
+  if (rc == 0)
+    rc = weft__topo_find_devices(t);
+#ifdef WEFT_HAVE_NVML
+  if (rc == 0 && t->live && !(flags & WEFTX_TOPO_NO_DETAILS))
+    weft__topo_nvml_enrich(t);
+#endif
+#ifdef WEFT_HAVE_CUDA
+  if (rc == 0 && t->live && !(flags & WEFTX_TOPO_NO_DETAILS))
+    weft__topo_cuda_enrich(t);
+#endif
+  if (rc == 0) {
+    weft__topo_model_fallback(t);
+    rc = weft__topo_check(t);
+  }
+  if (rc != 0) {
+    weft__topo_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
+    return rc;
+  }
+  WEFT__LOG(TOPO, "loaded %s: %d packages, %d NUMA nodes, %d cores, %d PUs, %d GPUs, %d NICs%s",
+            t->source, t->npackages, t->nnuma, t->ncores, t->npus, t->ngpus, t->nnics,
+            t->has_locality ? "" : ", no PCI locality");
+  return 0;
+}
+
 int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *why, size_t whylen)
 {
-  weftx_topo *t;
+  weftx_topo *t = NULL;
   char *xml = NULL, found[4096];
   size_t xmllen = 0;
   int rc, from_env = 0;
@@ -217,60 +271,24 @@ int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *wh
       from_env = 1;
     }
   }
+  if (!path && (flags & WEFTX_TOPO_CACHE))
+    return weft__topo_cache_load(flags, out, why, whylen);
   if (path) {
     rc = weftx_topo_find(path, found, sizeof(found), why, whylen);
-    if (rc != 0) {
-      t = NULL;
-      goto fail;
-    }
-    path = found;
-  }
-  t = calloc(1, sizeof(*t));
-  if (!t) {
-    weft__topo_why(why, whylen, "out of memory loading a topology");
-    return WEFT_ENOMEM;
-  }
-  t->has_locality = 1;
-  t->source = strdup(path ? path : "live");
-  if (!t->source) {
-    free(t);
-    weft__topo_why(why, whylen, "out of memory loading a topology");
-    return WEFT_ENOMEM;
-  }
-  if (path) {
-    rc = read_xml(path, &xml, &xmllen, why, whylen);
     if (rc != 0)
       goto fail;
+    path = found;
   }
-  rc = load_hwloc(t, xml, xmllen, flags, why, whylen);
-  free(xml);
-  xml = NULL;
+  if (!(t = weft__topo_new(path ? path : "live"))) {
+    weft__topo_why(why, whylen, "out of memory loading a topology");
+    return WEFT_ENOMEM;
+  }
+  if (path && (rc = read_xml(path, &xml, &xmllen, why, whylen)) != 0)
+    goto fail;
+  rc = weft__topo_fill(t, xml, xmllen, flags, why, whylen);
   if (rc != 0)
     goto fail;
-  t->live = (!path || (flags & WEFTX_TOPO_THIS_SYSTEM)) && hwloc_topology_is_thissystem(t->h);
-  count_objects(t);
-  rc = weft__topo_find_numa(t);
-  if (rc == 0)
-    rc = weft__topo_find_devices(t);
-#ifdef WEFT_HAVE_NVML
-  if (rc == 0 && t->live)
-    weft__topo_nvml_enrich(t);
-#endif
-#ifdef WEFT_HAVE_CUDA
-  if (rc == 0 && t->live)
-    weft__topo_cuda_enrich(t);
-#endif
-  if (rc == 0) {
-    weft__topo_model_fallback(t);
-    rc = weft__topo_check(t);
-  }
-  if (rc != 0) {
-    weft__topo_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
-    goto fail;
-  }
-  WEFT__LOG(TOPO, "loaded %s: %d packages, %d NUMA nodes, %d cores, %d PUs, %d GPUs, %d NICs%s",
-            t->source, t->npackages, t->nnuma, t->ncores, t->npus, t->ngpus, t->nnics,
-            t->has_locality ? "" : ", no PCI locality");
+  free(xml);
   *out = t;
   return 0;
 
@@ -283,6 +301,28 @@ fail:
       weft__snprintf(why, whylen, "%s", tmp); /* truncation keeps the start, which names the file */
   }
   return rc;
+}
+
+int weftx_topo_export_xml(const weftx_topo *t, FILE *out)
+{
+  char *xml = NULL;
+  int len = 0, rc = 0;
+
+  if (!t || !out)
+    return WEFT_EINVAL;
+  if (t->xml)
+    return fwrite(t->xml, 1, t->xmllen, out) == t->xmllen ? 0 : WEFT_EIO;
+  if (hwloc_topology_export_xmlbuffer(t->h, &xml, &len, 0) != 0 || !xml || len < 1)
+    return WEFT_ENOMEM;
+  if (fwrite(xml, 1, (size_t)len - 1, out) != (size_t)len - 1)
+    rc = WEFT_EIO;
+  hwloc_free_xmlbuffer(t->h, xml);
+  return rc;
+}
+
+int weftx_topo_cache_state(const weftx_topo *t)
+{
+  return t ? t->cache : WEFTX_TOPO_CACHE_OFF;
 }
 
 void weftx_topo_destroy(weftx_topo *t)
@@ -299,6 +339,7 @@ void weftx_topo_destroy(weftx_topo *t)
   if (t->h)
     hwloc_topology_destroy(t->h);
   free(t->source);
+  free(t->xml);
   free(t);
 }
 

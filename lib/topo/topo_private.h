@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the files of lib/topo share: the weftx_topo structure, the device
- * discovery and locality passes that topo.c runs after hwloc has loaded, and
- * the optional NVML/CUDA enrichment of GPUs found on the live machine.
+ * discovery and locality passes that topo.c runs after hwloc has loaded, the
+ * optional NVML/CUDA enrichment of GPUs found on the live machine, and the
+ * per-user cache of this machine's topology (topo-cache.c).
  */
 #ifndef WEFT_TOPO_PRIVATE_H
 #define WEFT_TOPO_PRIVATE_H
@@ -25,7 +26,29 @@ struct weftx_topo {
   int has_locality;
   char **warnings;
   int nwarnings;
+  int cache;               /* weftx_topo_cache_state() */
+  char *xml;               /* the XML text it was loaded from or cached as, or NULL */
+  size_t xmllen;
 };
+
+#define WEFT__TOPO_XML_MAX (256L << 20) /* no machine's XML comes near this */
+
+/* A topology with nothing loaded yet, named \p source; NULL when out of memory. */
+weftx_topo *weft__topo_new(const char *source);
+/* Load \p t from the XML text \p xml (NUL-terminated, \p xmllen bytes before the NUL;
+ * already through weft__topo_xml_sane()) or, when \p xml is NULL, from the live machine,
+ * and find its devices and locality. On failure the caller destroys \p t. */
+int weft__topo_fill(weftx_topo *t, const char *xml, size_t xmllen, unsigned flags, char *why,
+                    size_t whylen);
+/* What hwloc would crash on or misread in a whole file's text (empty, not XML, NUL
+ * bytes, weft__topo_xml_check()); WEFT_EPARSE with a reason naming \p path. */
+int weft__topo_xml_sane(const char *buf, size_t n, const char *path, char *why, size_t whylen);
+/* This machine's topology through the per-user cache (topo-cache.c): the cached XML
+ * when every key agrees, else a live probe that is then cached. */
+int weft__topo_cache_load(unsigned flags, weftx_topo **out, char *why, size_t whylen);
+/* The cache key of the machine seen under \p root ("" for this one): "name=HASH"
+ * words, one per part (topo-cache-key.c). 0, or WEFT_ERANGE / WEFT_ENOENT (no boot id). */
+int weft__topo_cache_key(const char *root, char *key, size_t len);
 
 /* Check what hwloc would crash on in an XML buffer (topo-xmlcheck.c); WEFT_EPARSE with a reason. */
 int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *why, size_t whylen);

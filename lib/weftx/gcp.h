@@ -130,6 +130,7 @@ typedef struct weftx_preset_var {
   const char *value;      /* placeholders filled */
   int prepend;            /* 1: prepend value to a ':' list (LD_LIBRARY_PATH) */
   const char *source;     /* "preset a3-highgpu-8g" or "... (/var/lib/tcpxo/.../nccl-env-profile.sh)" */
+  const char *unresolved; /* weftx_preset_preview() only: why a placeholder is left in value; else NULL */
 } weftx_preset_var;
 
 /** \brief Load preset \p name: a family name ("a3-highgpu-8g", read from
@@ -159,6 +160,16 @@ int weftx_preset_mtu(const weftx_preset *p);
  * \p vars belongs to \p p and stays valid until the next resolve or free.
  * \return 0; WEFT_ENOENT with the missing NIC and the fix in \p why. */
 int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info,
+                                    const char *const *user_set,
+                                    const weftx_preset_var **vars, int *nvars,
+                                    char *why, size_t whylen);
+
+/** \brief As weftx_preset_resolve(), but a placeholder this VM cannot fill (off GCE, a
+ * NIC it lacks) is no error: the variable keeps the file's value ("@host_nic@") and its
+ * unresolved says why, for --dry-run, which shows every variable the ranks will get
+ * while each host resolves them on its own.
+ * \return 0; WEFT_ENOMEM; WEFT_EPARSE or WEFT_ERANGE for a malformed value. */
+int weftx_preset_preview(weftx_preset *p, const weftx_gcp_info *info,
                                     const char *const *user_set,
                                     const weftx_preset_var **vars, int *nvars,
                                     char *why, size_t whylen);

@@ -120,6 +120,8 @@ typedef struct weftx_plan_rank {
   int node_rank;
   int local_rank;
   weftx_place place;
+  int nenv;                    /* the rank's own variables ("KEY=VALUE"), those not in */
+  const char *const *env;      /* weftx_plan.env because they differ between ranks */
 } weftx_plan_rank;
 
 typedef struct weftx_plan {
@@ -129,9 +131,17 @@ typedef struct weftx_plan {
   const weftx_plan_rank *ranks;  /* np of them */
   int nenv;
   const char *const *env;      /* "KEY=VALUE" strings, shown under "env" */
+  const char *const *env_source;     /* nenv entries or NULL: where each came from
+                                      * ("weft", "-x", "preset a3-highgpu-8g"), under "env_source" */
+  const char *const *env_unresolved; /* nenv entries or NULL: why a value still holds a
+                                      * placeholder (NULL: resolved), under "env_unresolved" */
+  int nforwarded;
+  const char *const *forwarded;      /* names of variables every rank gets as the launching
+                                      * environment has them, under "env_forwarded" */
 } weftx_plan;
 
-/** \brief Write \p plan as the plan JSON of DESIGN.md ("version": 1) to \p out. */
+/** \brief Write \p plan as the plan JSON of DESIGN.md ("version": 1) to \p out.
+ * Within a version fields are only ever added (weftrun(1), PLAN JSON). */
 int weftx_plan_write_json(FILE *out, const weftx_plan *plan);
 
 /** \brief One --report-bindings line for a rank:

@@ -11,6 +11,8 @@
 #ifndef WEFTX_TOPO_H
 #define WEFTX_TOPO_H
 
+#include <stdio.h>
+
 #include <hwloc.h>
 
 #include <weft/common.h>
@@ -70,6 +72,27 @@ typedef struct weftx_numa {
  * acts and weftx_topo_is_live() is 1, and GPU details come from NVML/CUDA as for a live load.
  * The caller vouches for the file (e.g. by checking weftx_topo_hostname()). */
 #define WEFTX_TOPO_THIS_SYSTEM 0x2
+/* With path == NULL and no $WEFT_TOPOLOGY: this machine through the per-user topology
+ * cache ($XDG_CACHE_HOME/weft, else ~/.cache/weft; WEFT_TOPOLOGY_CACHE=0 turns it off).
+ * The cached XML is used only when every part of its key (boot id, hwloc's library
+ * and plugins, the PCI devices and their drivers, PCI network interfaces, online
+ * CPUs and NUMA nodes, the process's allowed CPUs and cgroup, HWLOC_* and
+ * CUDA_VISIBLE_DEVICES, host name, weft's version) is what it is now, and it goes
+ * through the same checks as any XML file; otherwise the machine is probed and the
+ * cache rewritten (atomically, 0600 in a 0700 directory owned by the user). */
+#define WEFTX_TOPO_CACHE 0x4
+/* Leave GPU model, UUID and memory to hwloc and the PCI names: never ask NVML or the
+ * CUDA runtime, which start the GPU driver (seconds on a large GPU machine). For
+ * callers that place ranks, which use none of the three. */
+#define WEFTX_TOPO_NO_DETAILS 0x8
+
+/* weftx_topo_cache_state() */
+typedef enum weftx_topo_cache_how {
+  WEFTX_TOPO_CACHE_OFF = 0,   /* not asked for, turned off, or not possible here */
+  WEFTX_TOPO_CACHE_HIT,       /* loaded from the cache */
+  WEFTX_TOPO_CACHE_WRITTEN,   /* probed; the cache now holds it */
+  WEFTX_TOPO_CACHE_UNWRITTEN, /* probed; the cache could not be written */
+} weftx_topo_cache_how;
 
 WEFT_BEGIN_DECLS
 
@@ -87,6 +110,13 @@ WEFT_BEGIN_DECLS
 int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out,
                                char *why, size_t whylen);
 void weftx_topo_destroy(weftx_topo *t);
+
+/** \brief Write \p t as hwloc XML to \p out: the cache's text when it came from the
+ * cache (or was just cached), else hwloc's export.
+ * \return 0, WEFT_EIO (write error), WEFT_ENOMEM. */
+int weftx_topo_export_xml(const weftx_topo *t, FILE *out);
+/** \brief How WEFTX_TOPO_CACHE went for \p t (a weftx_topo_cache_how). */
+int weftx_topo_cache_state(const weftx_topo *t);
 
 /* A topology shipped with weft (or added to its data directory), by name. */
 typedef struct weftx_topo_entry {

@@ -44,6 +44,39 @@ weft_layout_host(const int *counts, int nhosts, int by_node, int rank, int *loca
 }
 
 int
+weft_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, int *local)
+{
+  int r = 0;
+  if (!by_node) {
+    for (int h = 0; h < nhosts; h++)
+      for (int i = 0; i < counts[h] && r < np; i++, r++) {
+        host[r] = h;
+        local[r] = i;
+      }
+    return 0;
+  }
+  /* round by round over the hosts that still have room, dropping the full ones */
+  int *live = malloc((size_t)(nhosts ? nhosts : 1) * sizeof(*live)), n = 0;
+  if (!live)
+    return -1;
+  for (int h = 0; h < nhosts; h++)
+    if (counts[h] > 0)
+      live[n++] = h;
+  for (int round = 0; n > 0 && r < np; round++) {
+    int kept = 0;
+    for (int i = 0; i < n && r < np; i++, r++) {
+      host[r] = live[i];
+      local[r] = round;
+      if (counts[live[i]] > round + 1)
+        live[kept++] = live[i];
+    }
+    n = kept;
+  }
+  free(live);
+  return 0;
+}
+
+int
 weft_layout_parse(const char *s, int *counts, int max)
 {
   int n = 0;

@@ -19,6 +19,12 @@
  * \return the host index, or -1 when rank is outside the job. */
 int weft_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local);
 
+/** \brief The host and local index of every rank 0..np-1 at once, by the rule of
+ * weft_layout_host(), in time linear in np and nhosts (a plan of many hosts must
+ * not ask weft_layout_host() rank by rank). np is the sum of the counts.
+ * \return 0, or -1 when out of memory. */
+int weft_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, int *local);
+
 /** \brief Parse "C[xN],..." (C ranks on each of N hosts, N 1 when left out) into
  * counts, at most \p max hosts. \return how many hosts, or -1 (malformed, a count
  * over 1000000, more than \p max hosts). */

@@ -288,3 +288,62 @@ weft_opt_man(FILE *out, const weft_opt *tab)
     }
   }
 }
+
+/* KIND and WORDS of an option's argument, from its argname: the lower-case
+ * words of "all|own|none" are its choices, FILE and PATH a file (a topology
+ * for --topology), DIR a directory. */
+static void
+arg_kind(const weft_opt *o, char *kind, size_t klen, char *words, size_t wlen)
+{
+  char tok[NAME_MAX_LEN], first[NAME_MAX_LEN] = "";
+  int file = 0, dir = 0, choices = 0;
+  size_t used = 0;
+
+  words[0] = '\0';
+  spelling(o, 0, first, sizeof(first));
+  if (o->kind != WEFT_OPT_ARG) {
+    snprintf(kind, klen, "%s", o->kind == WEFT_OPT_FLAG ? "none" : "value2");
+    return;
+  }
+  for (const char *p = o->argname ? o->argname : ""; *p;) {
+    size_t n = strcspn(p, "|=");
+    int lower = n > 0;
+
+    snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) ? n : sizeof(tok) - 1), p);
+    for (size_t i = 0; tok[i]; i++)
+      lower &= (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') ||
+               tok[i] == '-';
+    file |= !strcmp(tok, "FILE") || !strcmp(tok, "PATH");
+    dir |= !strcmp(tok, "DIR");
+    if (lower && used < wlen) {
+      int r = snprintf(words + used, wlen - used, "%s%s", used ? " " : "", tok);
+
+      used = r > 0 && (size_t)r < wlen - used ? used + (size_t)r : wlen;
+      choices = 1;
+    }
+    p += n;
+    p += *p ? 1 : 0;
+  }
+  if (file && strstr(first, "topology"))
+    snprintf(kind, klen, "topology");
+  else if (choices)
+    snprintf(kind, klen, "words%s", file ? ",file" : "");
+  else
+    snprintf(kind, klen, "%s", file ? "file" : dir ? "dir" : "value");
+}
+
+void
+weft_opt_completion(FILE *out, const weft_opt *tab, const char *context)
+{
+  char s[NAME_MAX_LEN], kind[32], words[256];
+
+  for (const weft_opt *o = tab; o->id; o++) {
+    if (o->flags & WEFT_OPT_HIDDEN)
+      continue;
+    fprintf(out, "%s\t", context);
+    for (int i = 0; spelling(o, i, s, sizeof(s)); i++)
+      fprintf(out, "%s%s%s", i ? " " : "", dashes(s), s);
+    arg_kind(o, kind, sizeof(kind), words, sizeof(words));
+    fprintf(out, "\t%s\t%s\n", kind, words);
+  }
+}

@@ -72,4 +72,14 @@ void weft_roff(FILE *out, const char *s);
 /** \brief Write all spellings of \p o as the user types them ("-np, -n, --np N") into buf. */
 int weft_opt_spellings(const weft_opt *o, char *buf, size_t len);
 
+/** \brief Write the table for shell completion (the hidden --help-completion):
+ * one line per option that --help shows, "CONTEXT<tab>SPELLINGS<tab>KIND<tab>WORDS",
+ * SPELLINGS as typed ("-np -n --np"), KIND what its argument is, read from its
+ * argname: none (a flag), file, dir, topology (a file or a name of
+ * $(datadir)/weft/topologies), words (WORDS: the lower-case choices of
+ * "host|device"; "words,file" when a FILE or PATH is one of them too), value
+ * (anything else) or value2 (two arguments). CONTEXT is the caller's ("-"
+ * for options before any other word); contrib/completion reads it. */
+void weft_opt_completion(FILE *out, const weft_opt *tab, const char *context);
+
 #endif /* WEFT_TOOL_OPT_H */

@@ -2,7 +2,8 @@
 /*
  * allgather: every rank ends with the blocks of all ranks, in rank order.
  * size = the gathered total (n blocks), as nccl-tests counts it;
- * busbw = algbw x (n-1)/n: each rank receives the n-1 blocks it lacks.
+ * busbw = algbw x (n-1)/n: each rank receives the n-1 blocks it lacks. In
+ * place, each rank's block already lies at its slot of the receive buffer.
  */
 #include <limits.h>
 
@@ -13,6 +14,7 @@ static void counts(struct bench_args *a, size_t bytes)
   a->sendcount = bytes / a->esize / (size_t)a->nranks;
   a->recvcount = a->count = a->sendcount * (size_t)a->nranks;
   a->bytes = a->count * a->esize;
+  a->send_inplace = (size_t)a->rank * a->sendcount;
 }
 
 static double factor(int n)
@@ -47,8 +49,9 @@ static int run_raw(struct bench_args *a)
 {
   if (a->sendcount > INT_MAX)
     return WEFT_EOVERFLOW;
-  return MPI_Allgather(a->send, (int)a->sendcount, a->mpi_dtype, a->recv, (int)a->sendcount,
-                       a->mpi_dtype, a->comm) == MPI_SUCCESS ? 0 : WEFT_EMPI;
+  return MPI_Allgather(a->in_place ? MPI_IN_PLACE : a->send, (int)a->sendcount, a->mpi_dtype,
+                       a->recv, (int)a->sendcount, a->mpi_dtype, a->comm) == MPI_SUCCESS
+           ? 0 : WEFT_EMPI;
 }
 
 static int run_nccl(struct bench_args *a)

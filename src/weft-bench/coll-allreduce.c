@@ -2,7 +2,8 @@
 /*
  * allreduce: every rank ends with the reduction of every rank's buffer.
  * size = count x element size; busbw = algbw x 2(n-1)/n, because a ring
- * all-reduce sends and receives 2(n-1)/n of the buffer on every link.
+ * all-reduce sends and receives 2(n-1)/n of the buffer on every link. In
+ * place, the send and receive buffers are the same.
  */
 #include <limits.h>
 
@@ -38,8 +39,8 @@ static int run_raw(struct bench_args *a)
 {
   if (a->count > INT_MAX)
     return WEFT_EOVERFLOW;
-  if (MPI_Allreduce(a->send, a->recv, (int)a->count, a->mpi_dtype, a->mpi_op, a->comm) !=
-      MPI_SUCCESS)
+  if (MPI_Allreduce(a->in_place ? MPI_IN_PLACE : a->send, a->recv, (int)a->count, a->mpi_dtype,
+                    a->mpi_op, a->comm) != MPI_SUCCESS)
     return WEFT_EMPI;
   if (a->op == WEFT_AVG)
     bench_avg_fixup(a, a->recv, a->count);

@@ -2,8 +2,9 @@
 /*
  * broadcast: the root's buffer reaches every rank. size = the buffer;
  * busbw = algbw (factor 1): a pipelined broadcast moves the buffer once over
- * every link. It runs in place, on the receive buffer, which the root
- * fills and the others start from poison.
+ * every link. weft_broadcast has one buffer, so it runs in place only (its
+ * out-of-place columns say N/A): the root's buffer holds its data, the
+ * others' start from poison.
  */
 #include <limits.h>
 
@@ -21,14 +22,15 @@ static double factor(int n)
   return 1.0;
 }
 
-/* In place: the root's receive buffer holds its data (the driver poisons
- * the receive buffers before fill()). */
+/* In place: hsend is the receive buffer's content before the broadcast. */
 static void fill(struct bench_args *a)
 {
-  if (a->rank != a->root)
+  if (a->rank != a->root) {
+    bench_poison(a->hsend, a->dtype, a->count);
     return;
+  }
   for (size_t i = 0; i < a->count; i++)
-    bench_put(a->hrecv, a->dtype, i, bench_value(a->root, i));
+    bench_put(a->hsend, a->dtype, i, bench_value(a->root, i));
 }
 
 static size_t check(const struct bench_args *a)
@@ -61,6 +63,7 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_broadcast = {
   .name = "broadcast", .alias = "bcast", .reduces = 0, .rooted = 1, .min_ranks = 1,
+  .in_place_only = 1,
   .help = "the root's buffer (-r) reaches every rank, in place", .busbw = "1",
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .run = run, .run_raw = run_raw,

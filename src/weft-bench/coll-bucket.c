@@ -2,10 +2,11 @@
 /*
  * bucket: the gradient-fusion case. A row's buffer is cut into --tensors
  * tensors of nearly equal size, registered once in a weft bucket and
- * all-reduced in place in a few fused messages. size = all tensors together;
+ * all-reduced in place in a few fused messages (a bucket has no
+ * out-of-place form: those columns say N/A). size = all tensors together;
  * busbw = algbw x 2(n-1)/n as for allreduce. The raw baseline is what a
  * program without fusion does: one MPI_Allreduce (or ncclAllReduce) per
- * tensor, so the ratio weft/raw shows what fusion gains.
+ * tensor, so the speedup shows what fusion gains.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -39,10 +40,10 @@ static size_t first(const struct bench_args *a, size_t n, size_t k)
   return a->count / n * k + (k < a->count % n ? k : a->count % n);
 }
 
-/* In place: the tensors live in the receive buffer. */
+/* In place: the tensors live in the receive buffer, where hsend is too. */
 static void fill(struct bench_args *a)
 {
-  bench_fill_reduction(a, a->hrecv, a->count, 0);
+  bench_fill_reduction(a, a->hsend, a->count, 0);
 }
 
 static size_t check(const struct bench_args *a)
@@ -122,8 +123,8 @@ static int run_nccl(struct bench_args *a)
 
 const struct bench_coll bench_bucket = {
   .name = "bucket", .alias = "fusion", .reduces = 1, .rooted = 0, .min_ranks = 1,
-  .help = "gradient fusion: -t tensors all-reduced in a few fused messages",
-  .busbw = "2(n-1)/n", .tensors = 1,
+  .help = "gradient fusion: --tensors N all-reduced in a few fused messages",
+  .busbw = "2(n-1)/n", .tensors = 1, .in_place_only = 1,
   .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
   .setup = setup, .teardown = teardown, .run = run, .run_raw = run_raw,
   .run_nccl = run_nccl,

@@ -116,15 +116,18 @@ void bench_poison(void *buf, weft_dtype dt, size_t n)
     bench_put(buf, dt, i, -7);
 }
 
+/* weft's name, nccl-tests' (what the table prints: src/common.cu's
+ * test_typenames) and other spellings; "char" and "int" are nccl-tests'
+ * names before NCCL 2.0. */
 static const struct {
-  const char *name, *alias, *alias2;
+  const char *name, *label, *alias;
 } dtype_names[WEFT_DTYPE_COUNT] = {
-  [WEFT_INT8] = { "int8", "char", NULL },
-  [WEFT_UINT8] = { "uint8", NULL, NULL },
-  [WEFT_INT32] = { "int32", "int", NULL },
-  [WEFT_INT64] = { "int64", NULL, NULL },
+  [WEFT_INT8] = { "int8", "int8", "char" },
+  [WEFT_UINT8] = { "uint8", "uint8", NULL },
+  [WEFT_INT32] = { "int32", "int32", "int" },
+  [WEFT_INT64] = { "int64", "int64", NULL },
   [WEFT_FLOAT16] = { "float16", "half", "fp16" },
-  [WEFT_BFLOAT16] = { "bfloat16", "bf16", NULL },
+  [WEFT_BFLOAT16] = { "bfloat16", "bfloat16", "bf16" },
   [WEFT_FLOAT32] = { "float32", "float", "fp32" },
   [WEFT_FLOAT64] = { "float64", "double", "fp64" },
 };
@@ -132,13 +135,17 @@ static const struct {
 int bench_dtype_parse(const char *s, weft_dtype *dt)
 {
   for (int i = 0; i < WEFT_DTYPE_COUNT; i++)
-    if (!strcmp(s, dtype_names[i].name) ||
-        (dtype_names[i].alias && !strcmp(s, dtype_names[i].alias)) ||
-        (dtype_names[i].alias2 && !strcmp(s, dtype_names[i].alias2))) {
+    if (!strcmp(s, dtype_names[i].name) || !strcmp(s, dtype_names[i].label) ||
+        (dtype_names[i].alias && !strcmp(s, dtype_names[i].alias))) {
       *dt = (weft_dtype)i;
       return 0;
     }
   return WEFT_ENAME;
+}
+
+const char *bench_dtype_label(weft_dtype dt)
+{
+  return (int)dt >= 0 && dt < WEFT_DTYPE_COUNT ? dtype_names[dt].label : "?";
 }
 
 int bench_op_parse(const char *s, weft_op *op)

@@ -3,14 +3,16 @@
  * weft-bench: collective benchmarks with a data check, in the manner of
  * nccl-tests, for one collective per run (or `weft-bench scale`, scale*.c).
  *
- * For each size from -b to -e (times -f), the driver runs the collective once
+ * For each size from -b to -e (times -f), and for each placement (out of
+ * place, then in place, as nccl-tests), the driver runs the collective once
  * on known data and counts the wrong elements, then runs it -w times untimed
  * and -n times timed between a barrier and a wait for the stream; the time of
- * a row is the mean over the ranks of each rank's time per iteration. With
- * --baseline the same rows are timed through raw MPI on the same buffers in the
- * same process (raw NCCL on device memory), in rounds that alternate with
- * weft's. Bookkeeping (times, counts, rank lines) goes through a
- * duplicate of MPI_COMM_WORLD, never through the weft calls being measured.
+ * a row is the mean over the ranks of each rank's time per iteration (-a: or
+ * rank 0's, the least, the most). With --baseline the same rows are timed
+ * through raw MPI on the same buffers in the same process (raw NCCL on device
+ * memory), in rounds that alternate with weft's. Bookkeeping (times, counts,
+ * rank lines) goes through a duplicate of MPI_COMM_WORLD, never through the
+ * weft calls being measured.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,8 @@ struct run {
   weft_ctx *ctx;
   MPI_Comm comm;
   struct bench_args a;
+  void *sendbuf, *recvbuf;    /* the buffers (host or device) */
+  void *hsendbuf, *hrecvbuf;  /* their host copies (the same for host memory) */
   struct bench_report rep;
   struct rank_info *infos;
   int skipped;              /* (type, operation) pairs weft does not take */
@@ -128,15 +132,23 @@ static void fail(struct run *r, const char *what, size_t bytes, int rc)
   MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_RUNTIME);
 }
 
-/* \p n runs of \p fn, waited for; this rank's seconds. */
+/* \p n runs of \p fn, waited for; this rank's seconds. -z 1 (or 3: with one
+ * collective per iteration the same) waits for each run and meets the other
+ * ranks after it, -z 2 only waits; on host memory weft's calls return done. */
 static double run_n(struct run *r, int (*fn)(struct bench_args *), long n, const char *what)
 {
   struct bench_args *a = &r->a;
   double t0 = MPI_Wtime();
   int rc = 0;
 
-  for (long i = 0; i < n && rc == 0; i++)
+  for (long i = 0; i < n && rc == 0; i++) {
     rc = fn(a);
+    if (rc == 0 && r->o->blocking)
+      rc = r->mem->sync(a->stream);
+    if (rc == 0 && (r->o->blocking == 1 || r->o->blocking == 3) &&
+        MPI_Barrier(r->comm) != MPI_SUCCESS)
+      rc = WEFT_EMPI;
+  }
   if (rc == 0)
     rc = r->mem->sync(a->stream);
   if (rc)
@@ -144,18 +156,37 @@ static double run_n(struct run *r, int (*fn)(struct bench_args *), long n, const
   return MPI_Wtime() - t0;
 }
 
+/* This rank's times, \p n of them, into the job's as -a asks: 0 rank 0's,
+ * 1 the mean over the ranks (nccl-tests' default), 2 the least, 3 the most. */
+static void over_ranks(struct run *r, double *mine, double *out, int n)
+{
+  switch (r->o->average) {
+  case 0:
+    for (int i = 0; i < n; i++)
+      out[i] = mine[i];
+    MPI_Bcast(out, n, MPI_DOUBLE, 0, r->comm);
+    break;
+  case 2: MPI_Allreduce(mine, out, n, MPI_DOUBLE, MPI_MIN, r->comm); break;
+  case 3: MPI_Allreduce(mine, out, n, MPI_DOUBLE, MPI_MAX, r->comm); break;
+  default:
+    MPI_Allreduce(mine, out, n, MPI_DOUBLE, MPI_SUM, r->comm);
+    for (int i = 0; i < n; i++)
+      out[i] /= r->a.nranks;
+  }
+}
+
 /* Time -n runs of weft (and of raw MPI with --baseline) after -w untimed
  * ones of each. With a baseline the timed runs alternate in up to 5 rounds
  * of weft then raw, so that a change of load on a shared machine falls on
- * both. Sets the mean over the ranks of the time per run, in microseconds
- * (raw: -1 without a baseline). */
+ * both. Sets the time per run over the ranks (-a), in microseconds (raw: -1
+ * without a baseline). */
 static void timed(struct run *r, double *weft_us, double *raw_us)
 {
   const struct bench_coll *c = r->o->coll;
   int raw = r->rep.raw_name != NULL;
   int (*raw_fn)(struct bench_args *) = r->o->device ? c->run_nccl : c->run_raw;
   long rounds = raw ? (r->o->iters < 5 ? r->o->iters : 5) : 1;
-  double mine[2] = { 0, 0 }, sum[2] = { 0, 0 };
+  double mine[2] = { 0, 0 }, all[2] = { 0, 0 };
 
   run_n(r, c->run, r->o->warmup, "warm-up");
   if (raw)
@@ -172,9 +203,9 @@ static void timed(struct run *r, double *weft_us, double *raw_us)
   }
   mine[0] = mine[0] / (double)r->o->iters * 1e6;
   mine[1] = mine[1] / (double)r->o->iters * 1e6;
-  MPI_Allreduce(mine, sum, 2, MPI_DOUBLE, MPI_SUM, r->comm);
-  *weft_us = sum[0] / r->a.nranks;
-  *raw_us = raw ? sum[1] / r->a.nranks : -1;
+  over_ranks(r, mine, all, 2);
+  *weft_us = all[0];
+  *raw_us = raw ? all[1] : -1;
 }
 
 /* Run the collective once on known data; the number of wrong elements over
@@ -187,11 +218,12 @@ static long long check_once(struct run *r)
   long long wrong = 0, total = 0;
   int rc;
 
+  /* Poison first, input second: in place, the input lies in the receive buffer. */
   bench_poison(a->hrecv, a->dtype, a->recvcount);
   c->fill(a);
-  rc = r->mem->upload(a->send, a->hsend, a->sendcount * a->esize);
+  rc = r->mem->upload(a->recv, a->hrecv, a->recvcount * a->esize);
   if (rc == 0)
-    rc = r->mem->upload(a->recv, a->hrecv, a->recvcount * a->esize);
+    rc = r->mem->upload(a->send, a->hsend, a->sendcount * a->esize);
   if (rc == 0)
     rc = c->run(a);
   if (rc == 0)
@@ -225,32 +257,63 @@ static int add_row(struct bench_report *rep, const struct bench_row *w)
   return 0;
 }
 
+/* Point the collective at its buffers for one placement: out of place the
+ * two buffers; in place both blocks inside the receive buffer, at the
+ * offsets counts() set. Host memory is filled and checked where it lies. */
+static void place(struct run *r, int where)
+{
+  struct bench_args *a = &r->a;
+
+  a->in_place = where == BENCH_IN_PLACE;
+  a->send = a->in_place ? (char *)r->recvbuf + a->send_inplace * a->esize : r->sendbuf;
+  a->recv = a->in_place ? (char *)r->recvbuf + a->recv_inplace * a->esize : r->recvbuf;
+  a->hsend = r->o->device ? r->hsendbuf : a->send;
+  a->hrecv = r->o->device ? r->hrecvbuf : a->recv;
+}
+
+/* One placement of a row: its data check, its times and bandwidths. */
+static void one_cell(struct run *r, int where, struct bench_cell *cell)
+{
+  const struct bench_coll *c = r->o->coll;
+  double factor = c->busbw_factor(r->a.nranks), bytes = (double)r->a.bytes;
+
+  cell->time_us = cell->algbw = cell->busbw = -1;
+  cell->raw_time_us = cell->raw_algbw = cell->raw_busbw = -1;
+  cell->wrong = -1;
+  if (where == BENCH_OUT_OF_PLACE && c->in_place_only)
+    return;
+  place(r, where);
+  if (r->o->check && !(where == BENCH_IN_PLACE && c->in_place_unchecked))
+    cell->wrong = check_once(r);
+  timed(r, &cell->time_us, &cell->raw_time_us);
+  cell->algbw = cell->time_us > 0 ? bytes / cell->time_us / 1e3 : 0;
+  cell->busbw = cell->algbw * factor;
+  if (cell->raw_time_us >= 0) {
+    cell->raw_algbw = cell->raw_time_us > 0 ? bytes / cell->raw_time_us / 1e3 : 0;
+    cell->raw_busbw = cell->raw_algbw * factor;
+  }
+}
+
 /* One row of the table at about \p bytes bytes. */
 static int one_size(struct run *r, size_t bytes)
 {
   struct bench_args *a = &r->a;
   const struct bench_coll *c = r->o->coll;
   struct bench_row w;
-  double factor = c->busbw_factor(a->nranks);
   int rc;
 
   memset(&w, 0, sizeof(w));
   w.dtype = a->dtype;
   w.op = a->op;
+  a->send_inplace = a->recv_inplace = 0;
   c->counts(a, bytes);
+  place(r, c->in_place_only ? BENCH_IN_PLACE : BENCH_OUT_OF_PLACE);
   if (c->setup && (rc = c->setup(a)) != 0)
     fail(r, "set-up for", a->bytes, rc);
   w.bytes = a->bytes;
   w.count = a->count;
-  w.wrong = r->o->check ? check_once(r) : -1;
-  timed(r, &w.time_us, &w.raw_time_us);
-  w.algbw = w.time_us > 0 ? (double)a->bytes / w.time_us / 1e3 : 0;
-  w.busbw = w.algbw * factor;
-  w.raw_algbw = w.raw_busbw = -1;
-  if (w.raw_time_us >= 0) {
-    w.raw_algbw = w.raw_time_us > 0 ? (double)a->bytes / w.raw_time_us / 1e3 : 0;
-    w.raw_busbw = w.raw_algbw * factor;
-  }
+  for (int p = 0; p < BENCH_PLACES; p++)
+    one_cell(r, p, &w.cell[p]);
   if (c->teardown)
     c->teardown(a);
   if (a->rank != 0)
@@ -264,23 +327,22 @@ static int one_size(struct run *r, size_t bytes)
  * copy. */
 static int alloc_buffers(struct run *r)
 {
-  struct bench_args *a = &r->a;
   size_t bytes = r->o->max_bytes;
   int rc;
 
-  rc = r->mem->alloc(&a->send, bytes);
+  rc = r->mem->alloc(&r->sendbuf, bytes);
   if (rc == 0)
-    rc = r->mem->alloc(&a->recv, bytes);
+    rc = r->mem->alloc(&r->recvbuf, bytes);
   if (rc)
     return rc;
   if (!r->o->device) {
-    a->hsend = a->send;
-    a->hrecv = a->recv;
+    r->hsendbuf = r->sendbuf;
+    r->hrecvbuf = r->recvbuf;
     return 0;
   }
-  rc = bench_mem_host.alloc(&a->hsend, bytes);
+  rc = bench_mem_host.alloc(&r->hsendbuf, bytes);
   if (rc == 0)
-    rc = bench_mem_host.alloc(&a->hrecv, bytes);
+    rc = bench_mem_host.alloc(&r->hrecvbuf, bytes);
   return rc;
 }
 
@@ -301,7 +363,7 @@ static int supported(struct run *r)
   if (rc != WEFT_EDTYPE)
     fail(r, "probe of", 1, rc);
   if (a->rank == 0)
-    printf("# skipped: %s of %s: %s\n", weft_op_name(a->op), weft_dtype_name(a->dtype),
+    printf("# skipped: %s of %s: %s\n", weft_op_name(a->op), bench_dtype_label(a->dtype),
            weft_last_error(r->ctx));
   r->skipped++;
   return 0;
@@ -350,12 +412,12 @@ static void run_free(struct run *r)
   struct bench_args *a = &r->a;
 
   if (r->mem) {
-    r->mem->release(a->send);
-    r->mem->release(a->recv);
+    r->mem->release(r->sendbuf);
+    r->mem->release(r->recvbuf);
   }
   if (r->o->device) {
-    free(a->hsend);
-    free(a->hrecv);
+    free(r->hsendbuf);
+    free(r->hrecvbuf);
   }
   bench_nccl_close(a);
   bench_stream_destroy(a->stream);

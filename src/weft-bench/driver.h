@@ -5,9 +5,12 @@
  *
  * The driver owns the command line, the bootstrap, the sweep over sizes, the
  * timing, the data check and the report. A collective (coll-*.c) knows only
- * how many elements a size means, its bus-bandwidth factor, how to fill its
- * input and check its output, and how to run itself through weft and through
- * raw MPI. Exit codes are the BENCH_EXIT_* below, as weft-bench(1) documents.
+ * how many elements a size means, where its blocks lie when it runs in place,
+ * its bus-bandwidth factor, how to fill its input and check its output, and
+ * how to run itself through weft and through raw MPI. As in nccl-tests, every
+ * row is measured out of place (separate send and receive buffers) and in
+ * place (both in the receive buffer, at the offsets NCCL uses). Exit codes
+ * are the BENCH_EXIT_* below, as weft-bench(1) documents.
  */
 #ifndef WEFT_BENCH_DRIVER_H
 #define WEFT_BENCH_DRIVER_H
@@ -43,6 +46,8 @@ struct bench_opts {
   weft_op ops[WEFT_OP_COUNT];           /* -o: one op, a list, or all */
   int ndtypes, nops;
   int root, check, baseline, device, inject;
+  int average;              /* -a: a row's time over the ranks: 0 rank 0's, 1 mean, 2 min, 3 max */
+  int blocking;             /* -z: 0 none, 1 or 3 wait and barrier after each run, 2 wait */
   double min_busbw;         /* GB/s; < 0: none */
   const char *json;         /* --json FILE, or NULL */
 };
@@ -70,6 +75,12 @@ struct bench_args {
   size_t bytes;             /* the size column: bytes the collective moves as nccl-tests counts */
   size_t count;             /* the count column: bytes / esize */
   size_t sendcount, recvcount;  /* elements of the send and receive buffers */
+  /* In place, the send and receive blocks lie in the receive buffer at these
+   * element offsets (nccl-tests' sendInplaceOffset x rank, recvInplaceOffset
+   * x rank): allgather sends from its own block, reduce_scatter keeps its
+   * result at its own block. counts() sets them; 0 for the others. */
+  size_t send_inplace, recv_inplace;
+  int in_place;             /* this run is the in-place one: send and recv may alias */
   void *send, *recv;        /* what the collective reads and writes (host or device) */
   void *hsend, *hrecv;      /* host copies, for filling and checking */
   void *stream;             /* cudaStream_t for device memory, else NULL */
@@ -91,19 +102,24 @@ struct bench_coll {
   int tensors;              /* uses -t N */
   int pairwise;             /* one rank to one rank: scale's test of neighbouring hosts */
   int min_ranks;            /* fewest ranks it runs on */
+  int in_place_only;        /* weft has no out-of-place form (its columns say N/A) */
+  int in_place_unchecked;   /* in place, the result is not defined (sendrecv on one
+                               buffer, as in nccl-tests): timed, #wrong N/A */
   /* Element counts for a row of about \p bytes bytes; the count may round
    * bytes down (to a multiple of nranks elements, say). */
   void (*counts)(struct bench_args *a, size_t bytes);
   /* busbw = algbw * factor (nccl-tests, doc/PERFORMANCE.md). */
   double (*busbw_factor)(int nranks);
-  /* Fill a->hsend with this rank's input (the receive buffer is poisoned by
-   * the driver); then count the elements of a->hrecv that are wrong. */
+  /* Fill all sendcount elements of a->hsend with this rank's input (the
+   * receive buffer is poisoned by the driver first; in place, hsend may lie
+   * inside it); then count the elements of a->hrecv that are wrong. */
   void (*fill)(struct bench_args *a);
   size_t (*check)(const struct bench_args *a);
   int (*setup)(struct bench_args *a);       /* may be NULL; before a row */
   void (*teardown)(struct bench_args *a);   /* may be NULL; after a row */
   int (*run)(struct bench_args *a);         /* once through weft */
-  int (*run_raw)(struct bench_args *a);     /* once through raw MPI (host memory) */
+  int (*run_raw)(struct bench_args *a);     /* once through raw MPI (host memory);
+                                               in place with MPI_IN_PLACE */
   int (*run_nccl)(struct bench_args *a);    /* once through raw NCCL (device memory) */
 };
 
@@ -147,7 +163,10 @@ MPI_Op bench_mpi_op(weft_op op, weft_dtype dt);
 void bench_fill_reduction(const struct bench_args *a, void *buf, size_t n, size_t first);
 size_t bench_check_reduction(const struct bench_args *a, const void *buf, size_t n, size_t first);
 void bench_avg_fixup(const struct bench_args *a, void *buf, size_t n);
+/* A type by weft's name (float32) or nccl-tests' (float, half, double, ...). */
 int bench_dtype_parse(const char *s, weft_dtype *dt);
+/* The name nccl-tests prints for a type: "float", "half", "bfloat16", "int8". */
+const char *bench_dtype_label(weft_dtype dt);
 int bench_op_parse(const char *s, weft_op *op);
 
 /* half.c: the baseline's MPI user function for float16 or bfloat16 and op
@@ -192,14 +211,24 @@ int bench_expect_lookup(struct bench_expect *e);
 int bench_expect_for(const char *machine_type, struct bench_expect *e);
 
 /* report.c. */
+enum { BENCH_OUT_OF_PLACE, BENCH_IN_PLACE, BENCH_PLACES };
+
+/* One placement of one row: weft's figures and the baseline's. */
+struct bench_cell {
+  double time_us, algbw, busbw;   /* time < 0: not measured (N/A) */
+  long long wrong;                /* -1: not checked */
+  double raw_time_us, raw_algbw, raw_busbw;   /* < 0: no baseline */
+};
+
 struct bench_row {
   weft_dtype dtype;
   weft_op op;
   size_t bytes, count;
-  double time_us, algbw, busbw;
-  long long wrong;          /* -1: not checked */
-  double raw_time_us, raw_algbw, raw_busbw;   /* < 0: no baseline */
+  struct bench_cell cell[BENCH_PLACES];   /* out of place, in place */
 };
+
+/* raw time / weft time (above 1: weft is faster), or -1 when either is missing. */
+double bench_speedup(const struct bench_cell *c);
 
 struct bench_report {
   const struct bench_opts *o;

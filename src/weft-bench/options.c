@@ -4,9 +4,12 @@
  * benchmark, and scale), read by the option-table engine weftrun and
  * weft-topo use (src/common/opt.c), which also writes --help, the OPTIONS
  * of weft-bench(1) (--help-man) and "did you mean" for a typo. Option names
- * follow nccl-tests (-b -e -f -n -w -d -o -r -c -J) so that admins' habits
- * carry over; "-b 1K", "-b1K", "--minbytes 1K" and "--minbytes=1K" are all
- * accepted. The list of collectives in --help comes from the registry.
+ * follow nccl-tests (-b -e -f -n -w -d -o -r -c -a -z -J) so that admins'
+ * habits carry over, and its -t -g -m -G -p are accepted where their value
+ * means what weft-bench does (one thread and one GPU per rank, no grouped or
+ * graph launches), refused in one line otherwise; "-b 1K", "-b1K",
+ * "--minbytes 1K" and "--minbytes=1K" are all accepted. The list of
+ * collectives in --help comes from the registry.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +149,8 @@ static int set_dtypes(const char *sp, const char *v, struct bench_opts *o, char 
   int idx[WEFT_DTYPE_COUNT];
 
   o->ndtypes = name_list(sp, v, WEFT_DTYPE_COUNT, parse_dtype, idx, "type",
-                         "int8 uint8 int32 int64 float16 bfloat16 float32 float64", w, n);
+                         "int8 uint8 int32 int64 half bfloat16 float double (or float16 "
+                         "float32 float64)", w, n);
   for (int i = 0; i < o->ndtypes; i++)
     o->dtypes[i] = (weft_dtype)idx[i];
   return o->ndtypes ? 0 : -1;
@@ -165,10 +169,10 @@ static int set_ops(const char *sp, const char *v, struct bench_opts *o, char *w,
 
 /* ---- What both modes answer instead of running ---------------------------- */
 
-enum { O_HELP = 100, O_HELP_MAN, O_VERSION };
+enum { O_HELP = 100, O_HELP_MAN, O_VERSION, O_COMPLETION };
 
 struct cli_asked {
-  int help, help_man, version;
+  int help, help_man, version, completion;
 };
 
 static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char *why,
@@ -178,6 +182,7 @@ static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char 
   case O_HELP: a->help = 1; return 0;
   case O_HELP_MAN: a->help_man = 1; return 0;
   case O_VERSION: a->version = 1; return 0;
+  case O_COMPLETION: a->completion = 1; return 0;
   default:
     snprintf(why, whylen, "%s: not handled", sp);
     return -1;
@@ -187,9 +192,13 @@ static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char 
 /* ---- The benchmark ------------------------------------------------------- */
 
 enum {
-  B_MINBYTES = 1, B_MAXBYTES, B_SIZES, B_FACTOR, B_ITERS, B_WARMUP, B_CHECK, B_MEMORY,
-  B_BASELINE, B_DTYPE, B_OP, B_ROOT, B_TENSORS, B_JSON, B_MIN_BUSBW,
+  B_MINBYTES = 1, B_MAXBYTES, B_SIZES, B_FACTOR, B_ITERS, B_WARMUP, B_CHECK, B_AVERAGE,
+  B_BLOCKING, B_MEMORY, B_BASELINE, B_DTYPE, B_OP, B_ROOT, B_TENSORS, B_JSON, B_MIN_BUSBW,
+  B_NTHREADS, B_NGPUS, B_AGG, B_GRAPH, B_PARALLEL,
 };
+
+#define NCCL_TESTS "nccl-tests options with one meaning here"
+
 
 #define J WEFT_OPT_JOINED
 static const weft_opt bench_options[] = {
@@ -205,30 +214,61 @@ static const weft_opt bench_options[] = {
     "untimed iterations before timing (default 5)", J },
   { B_CHECK, "c|check", WEFT_OPT_ARG, "0|1", "Runs",
     "check every result and count wrong elements (default 1)", J },
-  { B_MEMORY, "m|memory", WEFT_OPT_ARG, "host|device", "Runs",
-    "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", J },
+  { B_AVERAGE, "a|average", WEFT_OPT_ARG, "0|1|2|3", "Runs",
+    "a row's time over the ranks: rank 0's (0), the mean (1, default), least (2), most (3)", J },
+  { B_BLOCKING, "z|blocking", WEFT_OPT_ARG, "0|1|2|3", "Runs",
+    "after each run: nothing (0, default), wait and barrier (1 or 3), wait (2)", J },
+  { B_MEMORY, "memory", WEFT_OPT_ARG, "host|device", "Runs",
+    "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", 0 },
   { B_BASELINE, "B|baseline", WEFT_OPT_FLAG, NULL, "Runs",
-    "also time raw MPI (raw NCCL for device memory) on the same buffers; print weft/raw", 0 },
+    "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
+    "(raw time / weft time)", 0 },
   { B_DTYPE, "d|datatype", WEFT_OPT_ARG, "TYPE", "Data",
-    "int8 uint8 int32 int64 float16 bfloat16 float32 float64, a list, or all (default float32)",
-    J },
+    "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
+    "or all (default float)", J },
   { B_OP, "o|op", WEFT_OPT_ARG, "OP", "Data",
     "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J },
   { B_ROOT, "r|root", WEFT_OPT_ARG, "RANK", "Data",
     "root rank, for the collectives that have one (default 0)", J },
-  { B_TENSORS, "t|tensors", WEFT_OPT_ARG, "N", "Data",
-    "tensors per size, for the collectives that fuse them (default 1000)", J },
+  { B_TENSORS, "tensors", WEFT_OPT_ARG, "N", "Data",
+    "tensors per size, for the collectives that fuse them (default 1000)", 0 },
   { B_JSON, "J|json", WEFT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE",
     J },
   { B_MIN_BUSBW, "min-busbw", WEFT_OPT_ARG, "GB/s", "Results",
     "fail (exit 3) when the average busbw is lower", 0 },
+  { B_NTHREADS, "t|nthreads", WEFT_OPT_ARG, "1", NCCL_TESTS,
+    "threads per rank: one (start more ranks instead)", J },
+  { B_NGPUS, "g|ngpus", WEFT_OPT_ARG, "1", NCCL_TESTS,
+    "GPUs per thread: one (one rank per GPU, as weftrun starts them)", J },
+  { B_AGG, "m|agg_iters", WEFT_OPT_ARG, "1", NCCL_TESTS,
+    "collectives per timed iteration: one (weft has no grouped launch)", J },
+  { B_GRAPH, "G|cudagraph", WEFT_OPT_ARG, "0", NCCL_TESTS,
+    "CUDA graph launches: none (weft-bench does not capture graphs)", J },
+  { B_PARALLEL, "p|parallel_init", WEFT_OPT_ARG, "0|1", NCCL_TESTS,
+    "either: with one thread per rank there is nothing to start in parallel", J },
   { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Help", "print this help and exit", 0 },
   { O_VERSION, "V|version", WEFT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
   { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
     WEFT_OPT_HIDDEN },
+  { O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Help",
+    "the options and collectives for shell completion", WEFT_OPT_HIDDEN },
   { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 #undef J
+
+/* nccl-tests' -t -g -m -G: the one value that means what weft-bench does,
+ * or one line that says what to do instead. */
+static int only(const char *sp, const char *v, long want, const char *instead, char *why,
+                size_t whylen)
+{
+  long x;
+
+  if (weftx_parse_long(v, 0, 1 << 30, &x) != 0 || x != want) {
+    snprintf(why, whylen, "%s %s: %s", sp, v, instead);
+    return -1;
+  }
+  return 0;
+}
 
 /* What the command line asked beside a run. */
 struct bench_cli {
@@ -253,6 +293,26 @@ static int on_bench_option(void *ud, const weft_opt *opt, const char *sp, const 
   case B_CHECK: return set_int(sp, v, 0, 1, &o->check, why, whylen);
   case B_ROOT: return set_int(sp, v, 0, 1 << 30, &o->root, why, whylen);
   case B_TENSORS: return set_long(sp, v, 1, 10000000, &o->tensors, why, whylen);
+  case B_AVERAGE: return set_int(sp, v, 0, 3, &o->average, why, whylen);
+  case B_BLOCKING: return set_int(sp, v, 0, 3, &o->blocking, why, whylen);
+  case B_NTHREADS:
+    return only(sp, v, 1, "weft-bench runs one thread per rank (nccl-tests' -t 1): start more "
+                "ranks instead; the bucket's tensors are --tensors", why, whylen);
+  case B_NGPUS:
+    return only(sp, v, 1, "weft-bench drives one GPU per rank (nccl-tests' -g 1): start one "
+                "rank per GPU instead (weftrun does)", why, whylen);
+  case B_AGG:
+    return only(sp, v, 1, strcmp(v, "host") && strcmp(v, "device")
+                ? "weft has no grouped launch, so each timed iteration is one collective (-m 1)"
+                : "-m is nccl-tests' aggregated iterations; where the buffers live is --memory",
+                why, whylen);
+  case B_GRAPH:
+    return only(sp, v, 0, "weft-bench does not capture CUDA graphs (-G 0)", why, whylen);
+  case B_PARALLEL: {
+    int unused;
+
+    return set_int(sp, v, 0, 1, &unused, why, whylen);
+  }
   case B_DTYPE: return set_dtypes(sp, v, o, why, whylen);
   case B_OP: return set_ops(sp, v, o, why, whylen);
   case B_MEMORY:
@@ -366,6 +426,17 @@ void bench_usage(FILE *f)
   wrap(f, text, 88);
 }
 
+/* For shell completion: the options after a collective, and the words that
+ * may come first (every collective's names, and scale). */
+static void bench_completion(FILE *f, const weft_opt *tab)
+{
+  weft_opt_completion(f, tab, "*");
+  fputs("-\t@\twords\t", f);
+  for (int i = 0; bench_colls[i]; i++)
+    fprintf(f, "%s %s ", bench_colls[i]->name, bench_colls[i]->alias);
+  fputs("scale\n", f);
+}
+
 int bench_is_first_rank(void)
 {
   static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK" };
@@ -390,7 +461,7 @@ static int usage_error(const char *why)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
   const char *env = getenv("WEFT_BENCH_INJECT_ERROR");
-  struct bench_cli cli = { o, { 0, 0, 0 } };
+  struct bench_cli cli = { o, { 0, 0, 0, 0 } };
   char why[512];
   int first = argc;
 
@@ -406,16 +477,19 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   o->ops[0] = WEFT_SUM;
   o->nops = 1;
   o->check = 1;
+  o->average = 1;
   o->min_busbw = -1;
   o->inject = env && !strcmp(env, "1");
   if (weft_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
                      sizeof(why)) != 0)
     return usage_error(why);
-  if (cli.asked.help || cli.asked.help_man || cli.asked.version) {
+  if (cli.asked.help || cli.asked.help_man || cli.asked.version || cli.asked.completion) {
     if (cli.asked.help)
       bench_usage(stdout);
     else if (cli.asked.help_man)
       weft_opt_man(stdout, bench_options);
+    else if (cli.asked.completion)
+      bench_completion(stdout, bench_options);
     else
       printf("weft-bench %s\n", weft_version_string());
     return -1;
@@ -443,8 +517,8 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 /* ---- weft-bench scale ------------------------------------------------------ */
 
 enum {
-  S_HOSTFILE = 1, S_NODES, S_PPN, S_NO_PAIRS, S_COLL, S_SIZES, S_ITERS, S_WARMUP, S_LAUNCHER,
-  S_LARG, S_TIMEOUT, S_OUT,
+  S_HOSTFILE = 1, S_NODES, S_PPN, S_NO_PAIRS, S_COLL, S_SIZES, S_ITERS, S_WARMUP, S_REPEAT,
+  S_LAUNCHER, S_LARG, S_TIMEOUT, S_OUT,
 };
 
 static const weft_opt scale_options[] = {
@@ -463,6 +537,9 @@ static const weft_opt scale_options[] = {
     0 },
   { S_WARMUP, "warmup", WEFT_OPT_ARG, "N", "Benchmark",
     "untimed iterations per size (default 2)", 0 },
+  { S_REPEAT, "repeat", WEFT_OPT_ARG, "N", "Benchmark",
+    "measure everything N times, round after round, and report the median and spread "
+    "(default 3)", 0 },
   { S_LAUNCHER, "launcher", WEFT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
     "the launcher (default weftrun when found)", 0 },
   { S_LARG, "launcher-arg", WEFT_OPT_ARG, "ARG", "Launch",
@@ -474,6 +551,8 @@ static const weft_opt scale_options[] = {
   { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Output", "print this help and exit", 0 },
   { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Output", "the man page's scale options",
     WEFT_OPT_HIDDEN },
+  { O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Output",
+    "the options for shell completion", WEFT_OPT_HIDDEN },
   { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 
@@ -529,6 +608,7 @@ static int on_scale_option(void *ud, const weft_opt *opt, const char *sp, const 
     return set_sizes(sp, v, o->sizes, &o->nsizes, why, whylen);
   case S_ITERS: return set_long(sp, v, 1, 1000000, &o->iters, why, whylen);
   case S_WARMUP: return set_long(sp, v, 0, 1000000, &o->warmup, why, whylen);
+  case S_REPEAT: return set_long(sp, v, 1, SCALE_MAX_REPEAT, &o->repeat, why, whylen);
   case S_LAUNCHER: o->launcher = v; return 0;
   case S_LARG:
     if (o->nlargs == SCALE_MAX_LARGS) {
@@ -548,9 +628,11 @@ static void scale_usage(FILE *f)
   char names[256];
 
   fputs("usage: weft-bench scale [options] [-- WEFT-BENCH OPTIONS]\n"
-        "Runs weft-bench at each node count through weftrun and reports busbw, scaling\n"
-        "efficiency, an alpha-beta fit with a prediction for larger counts, and the slowest\n"
-        "link or host. Writes DIR/scale.csv, scale.json, pairs.csv, scale.gp and a plot.\n", f);
+        "Runs weft-bench at each node count through weftrun, --repeat times, and reports\n"
+        "busbw with its spread, scaling efficiency, an alpha-beta fit with a prediction for\n"
+        "larger counts, the links or hosts slower or faster than the others, and with a\n"
+        "known machine family whether busbw is in its healthy range. Writes DIR/scale.csv,\n"
+        "scale.json, pairs.csv, scale.gp and a plot.\n", f);
   weft_opt_help(f, scale_options);
   bench_coll_names(names, sizeof(names));
   fprintf(f, "\nCollectives: %s.\n"
@@ -567,7 +649,7 @@ static int scale_usage_error(const char *why)
 
 int scale_parse(int argc, char **argv, struct scale_opts *o)
 {
-  struct scale_cli cli = { o, { 0, 0, 0 }, NULL };
+  struct scale_cli cli = { o, { 0, 0, 0, 0 }, NULL };
   char why[512];
   int first = argc;
 
@@ -576,6 +658,7 @@ int scale_parse(int argc, char **argv, struct scale_opts *o)
   o->ppn = 1;
   o->iters = 10;
   o->warmup = 2;
+  o->repeat = 3;
   o->timeout = 600;
   o->pairs = 1;
   o->out = "weft-bench-scale";
@@ -583,11 +666,13 @@ int scale_parse(int argc, char **argv, struct scale_opts *o)
   if (weft_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why,
                      sizeof(why)) != 0)
     return scale_usage_error(why);
-  if (cli.asked.help || cli.asked.help_man) {
+  if (cli.asked.help || cli.asked.help_man || cli.asked.completion) {
     if (cli.asked.help)
       scale_usage(stdout);
-    else
+    else if (cli.asked.help_man)
       weft_opt_man(stdout, scale_options);
+    else
+      weft_opt_completion(stdout, scale_options, "scale");
     return -1;
   }
   if (first == argc)

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The analysis of weft-bench scale's results, pure functions of the jobs:
- * the alpha-beta model of each run (time = alpha + bytes * beta, weighted
- * least squares over its sizes), the prediction for node counts that were
- * not measured, the scaling efficiency against a reference run, the slowest
- * link or host of the ring of pairs, and the exit status.
+ * the median and spread of the repeats, the alpha-beta model of each run
+ * (time = alpha + bytes * beta, weighted least squares over its sizes), the
+ * prediction for node counts that were not measured, the scaling efficiency
+ * against a reference run, the links or hosts of the ring of pairs that
+ * stand out (slower or faster), whether a run may be held against a machine
+ * family's healthy range, and the exit status.
  *
  * The prediction is a ring model and the output says so: the latency term
  * grows linearly with the number of ranks (a ring has n - 1 steps), and the
@@ -12,6 +14,7 @@
  * does not depend on n when the bottleneck is each node's NIC).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +48,16 @@ void scale_fit(struct scale_job *job)
   job->alpha_us = (sy - job->beta_us_per_byte * sx) / sw;
 }
 
+int scale_fit_valid(const struct scale_job *job)
+{
+  return job->status == 0 && job->alpha_us >= 0 && job->beta_us_per_byte > 0;
+}
+
+double scale_spread(const struct scale_point *p)
+{
+  return p->nrep >= 2 && p->busbw > 0 ? (p->busbw_hi - p->busbw_lo) / p->busbw : NAN;
+}
+
 const struct scale_point *scale_point_at(const struct scale_job *job, size_t bytes)
 {
   for (int i = 0; i < job->npts; i++)
@@ -63,7 +76,7 @@ double scale_predict(const struct scale_job *jobs, int njobs, int ranks,
     const struct scale_job *j = &jobs[i];
     double x = j->ranks - 1;
 
-    if (j->status != 0 || isnan(j->alpha_us) || j->ranks < 2)
+    if (!scale_fit_valid(j) || j->ranks < 2)
       continue;
     sx += x;
     sy += j->alpha_us;
@@ -101,15 +114,28 @@ double scale_median(double *v, int n)
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* busbw at \p time_us us for \p bytes bytes on \p ranks ranks. */
+static double busbw_of(size_t bytes, double time_us, int ranks, double (*factor_of)(int))
+{
+  return time_us > 0 ? (double)bytes / time_us / 1e3 * factor_of(ranks) : -1;
+}
+
 void scale_job_finish(struct scale_job *job, double (*factor_of)(int))
 {
   for (int i = 0; i < job->npts; i++) {
     struct scale_point *p = &job->pts[i];
+    double sorted[SCALE_MAX_REPEAT];
 
-    if (p->time_us > 0) {
+    p->time_us = p->algbw = p->busbw = p->busbw_lo = p->busbw_hi = -1;
+    if (p->nrep == 0)
+      continue;
+    memcpy(sorted, p->times, (size_t)p->nrep * sizeof(double));
+    p->time_us = scale_median(sorted, p->nrep);
+    if (p->time_us > 0)
       p->algbw = (double)p->bytes / p->time_us / 1e3;
-      p->busbw = p->algbw * factor_of(job->ranks);
-    }
+    p->busbw = busbw_of(p->bytes, p->time_us, job->ranks, factor_of);
+    p->busbw_lo = busbw_of(p->bytes, sorted[p->nrep - 1], job->ranks, factor_of);
+    p->busbw_hi = busbw_of(p->bytes, sorted[0], job->ranks, factor_of);
   }
   scale_fit(job);
 }
@@ -168,50 +194,98 @@ int scale_predictions(const struct scale_job *jobs, int njobs, int maxnodes, int
   return n;
 }
 
-/* Below this fraction of the median a link is slow. */
-#define SLOW_FRACTION 0.8
-
-void scale_slowest(const struct scale_job *pairs, int npairs, size_t bytes,
-                   struct scale_slowest *out)
+/* A link outside [SCALE_SLOW, SCALE_FAST] x the median: 1 faster, -1 slower, 0 neither. */
+static int way(double busbw, double median)
 {
-  double bw[SCALE_MAX_PAIRS];
-  int worst = -1, prev, next;
+  if (busbw < 0)
+    return 0;
+  return busbw > SCALE_FAST * median ? 1 : busbw < SCALE_SLOW * median ? -1 : 0;
+}
+
+static int cmp_outlier(const void *a, const void *b)
+{
+  const struct scale_outlier *x = a, *y = b;
+  double dx = fabs(log(x->ratio)), dy = fabs(log(y->ratio));
+
+  return dx > dy ? -1 : dx < dy;
+}
+
+void scale_judge_links(const struct scale_job *pairs, int npairs, size_t bytes,
+                       struct scale_links *out)
+{
+  double bw[SCALE_MAX_PAIRS], all[SCALE_MAX_PAIRS];
+  int dir[SCALE_MAX_PAIRS], told[SCALE_MAX_PAIRS];
 
   memset(out, 0, sizeof(*out));
-  out->kind = SCALE_SLOW_UNJUDGED;
-  out->link = -1;
   if (npairs > SCALE_MAX_PAIRS)
     npairs = SCALE_MAX_PAIRS;
   for (int i = 0; i < npairs; i++) {
-    double b = scale_busbw_at(&pairs[i], bytes);
+    bw[i] = scale_busbw_at(&pairs[i], bytes);
+    if (bw[i] >= 0)
+      all[out->measured++] = bw[i];
+  }
+  if (out->measured < 3)
+    return;
+  out->median = scale_median(all, out->measured);
+  for (int i = 0; i < npairs; i++) {
+    dir[i] = way(bw[i], out->median);
+    told[i] = 0;
+  }
+  /* Host h's links are pair h - 1 (from the previous host) and pair h. */
+  for (int h = 0; h < npairs; h++) {
+    int prev = (h + npairs - 1) % npairs;
+    struct scale_outlier *o = &out->out[out->nout];
 
-    if (b < 0)
+    if (!dir[h] || dir[h] != dir[prev] || told[h] || told[prev])
       continue;
-    bw[out->measured++] = b;
-    if (worst < 0 || b < scale_busbw_at(&pairs[worst], bytes))
-      worst = i;
+    o->link = h;
+    o->host = pairs[h].host_a;
+    o->faster = dir[h] > 0;
+    /* The host's link nearest the median says how far the host is off. */
+    o->busbw = o->faster ? fmin(bw[h], bw[prev]) : fmax(bw[h], bw[prev]);
+    o->ratio = o->busbw / out->median;
+    told[h] = told[prev] = 1;
+    out->nout++;
   }
-  if (out->measured < 3 || worst < 0)
-    return;
-  out->busbw = scale_busbw_at(&pairs[worst], bytes);
-  out->median = scale_median(bw, out->measured);
-  if (!(out->busbw < SLOW_FRACTION * out->median)) {
-    out->kind = SCALE_SLOW_NONE;
-    return;
+  for (int i = 0; i < npairs; i++) {
+    struct scale_outlier *o = &out->out[out->nout];
+
+    if (!dir[i] || told[i])
+      continue;
+    o->link = i;
+    o->host = NULL;
+    o->faster = dir[i] > 0;
+    o->busbw = bw[i];
+    o->ratio = bw[i] / out->median;
+    out->nout++;
   }
-  out->link = worst;
-  /* A host is slow when both its links are: the worst link and a neighbour. */
-  prev = (worst + npairs - 1) % npairs;
-  next = (worst + 1) % npairs;
-  if (scale_busbw_at(&pairs[prev], bytes) < SLOW_FRACTION * out->median) {
-    out->kind = SCALE_SLOW_HOST;
-    out->host = pairs[worst].host_a;
-  } else if (scale_busbw_at(&pairs[next], bytes) < SLOW_FRACTION * out->median) {
-    out->kind = SCALE_SLOW_HOST;
-    out->host = pairs[worst].host_b;
-  } else {
-    out->kind = SCALE_SLOW_LINK;
+  qsort(out->out, (size_t)out->nout, sizeof(out->out[0]), cmp_outlier);
+}
+
+int scale_comparable(const struct scale_job *job, char *why, size_t whylen)
+{
+  if (job->nodes < 2) {
+    snprintf(why, whylen, "1 node: busbw within a host, over NVLink, PCIe or memory, not "
+             "between VMs");
+    return 0;
   }
+  if (!job->device) {
+    snprintf(why, whylen, "host memory: MPI over the host's NIC, not GPU memory over the GPU "
+             "NICs; add -- --memory device");
+    return 0;
+  }
+  return 1;
+}
+
+enum scale_health scale_health(const struct bench_expect *e, double busbw)
+{
+  if (!(e->healthy_lo > 0))
+    return SCALE_HEALTH_UNKNOWN;
+  if (busbw < e->healthy_lo)
+    return SCALE_HEALTH_BELOW;
+  if (e->healthy_hi > 0 && busbw > e->healthy_hi)
+    return SCALE_HEALTH_ABOVE;
+  return SCALE_HEALTH_INSIDE;
 }
 
 int scale_status(const struct scale_job *jobs, int njobs, const struct scale_job *pairs,

@@ -2,8 +2,9 @@
 /*
  * One child job of weft-bench scale: the launcher (weftrun or mpirun) runs
  * weft-bench in its own process group, its stdout is copied to a file and its
- * table rows are parsed as they come, its stderr goes to a file, and the whole
- * group is ended (SIGTERM, then SIGKILL) when the deadline passes.
+ * table rows are parsed as they come (a repeat adds its times to the points
+ * of the first run), its stderr goes to a file, and the whole group is ended
+ * (SIGTERM, then SIGKILL) when the deadline passes.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,23 +25,45 @@ static double number(const char *s)
   return end == s ? -1 : v;
 }
 
-/* A table row: size count type redop root time algbw busbw #wrong [...]. */
+/* The larger of two #wrong counts, "N/A" (-1) below any count. */
+static long long worse(long long a, const char *w)
+{
+  long long b = strcmp(w, "N/A") ? (long long)number(w) : -1;
+
+  return b > a ? b : a;
+}
+
+/* A table row in nccl-tests' layout: size count type redop root, then time
+ * algbw busbw #wrong out of place and in place [, the baseline]. The time is
+ * the out-of-place one, or the in-place one where there is none (N/A). The
+ * header line "#  memory: device ..." says where the buffers were. */
 static void parse_row(const char *line, struct scale_job *job)
 {
-  char t[64], al[64], bu[64], wr[64];
+  char t[2][64], w[2][64];
   size_t bytes;
-  struct scale_point *p;
+  double time;
+  int i;
 
-  if (line[0] == '#' || job->npts == BENCH_MAX_SIZES)
+  if (!strncmp(line, "#  memory: device ", 18))
+    job->device = 1;
+  if (line[0] == '#')
     return;
-  if (sscanf(line, "%zu %*s %*s %*s %*s %63s %63s %63s %63s", &bytes, t, al, bu, wr) != 5)
+  if (sscanf(line, "%zu %*s %*s %*s %*s %63s %*s %*s %63s %63s %*s %*s %63s", &bytes, t[0], w[0],
+             t[1], w[1]) != 5)
     return;
-  p = &job->pts[job->npts++];
-  p->bytes = bytes;
-  p->time_us = number(t);
-  p->algbw = number(al);
-  p->busbw = number(bu);
-  p->wrong = strcmp(wr, "N/A") ? (long long)number(wr) : -1;
+  time = number(t[0]) >= 0 ? number(t[0]) : number(t[1]);
+  i = job->row++;
+  if (i == job->npts && i < BENCH_MAX_SIZES) {
+    memset(&job->pts[i], 0, sizeof(job->pts[i]));
+    job->pts[i].bytes = bytes;
+    job->pts[i].wrong = -1;
+    job->npts++;
+  }
+  if (i >= job->npts || job->pts[i].bytes != bytes)
+    return;
+  job->pts[i].wrong = worse(worse(job->pts[i].wrong, w[0]), w[1]);
+  if (time >= 0 && job->pts[i].nrep < SCALE_MAX_REPEAT)
+    job->pts[i].times[job->pts[i].nrep++] = time;
 }
 
 struct run_ctx {
@@ -82,6 +105,7 @@ int scale_run_job(char *const *argv, const char *out_path, const char *err_path,
 
   if (!(c.out = fopen(out_path, "w")))
     return -1;
+  job->row = 0;
   err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (err < 0) {
     fclose(c.out);
@@ -106,7 +130,8 @@ int scale_run_job(char *const *argv, const char *out_path, const char *err_path,
   free(r.output);
   if (rc)
     return -1;
-  job->status = r.status;
-  job->seconds = r.seconds;
+  if (job->runs++ == 0 || (job->status == 0 && r.status != 0))
+    job->status = r.status;
+  job->seconds += r.seconds;
   return 0;
 }

@@ -11,8 +11,10 @@
  * weftrun (mpirun when weftrun is not there, which the output says), with
  * --sizes and --json; its table is parsed as it comes. Then, unless --no-pairs,
  * the pairwise collective runs between neighbouring hosts (h0-h1, h1-h2, ...,
- * back to h0), one rank each, at the largest size, to find a slow link or
- * host. Every child job's output is kept in DIR/runs/.
+ * back to h0), one rank each, at the largest size, to find a link or host
+ * that stands out. All of it is done --repeat times, round after round, so
+ * that a change of load falls on every measurement alike; each figure is the
+ * median of its repeats. Every child job's output is kept in DIR/runs/.
  */
 #include <errno.h>
 #include <limits.h>
@@ -264,24 +266,38 @@ static int run_one(struct scale *s, struct scale_job *job, const struct bench_co
   }
   scale_job_finish(job, coll->busbw_factor);
   if (s->tty)
-    fprintf(stderr, " %s in %.1f s\n", job->status == 0 ? "done" : "FAILED", job->seconds);
-  printf("# [%d/%d] %s: %s, %.1f s, output in %s\n", s->step, s->nsteps, label,
-         job->status == 0 ? "ok" : job->status == 124 ? "timed out" : "FAILED", job->seconds, out);
+    fprintf(stderr, " %s\n", job->status == 0 ? "done" : "FAILED");
+  printf("# [%d/%d] %s: %s, output in %s\n", s->step, s->nsteps, label,
+         job->status == 0 ? "ok" : job->status == 124 ? "timed out" : "FAILED", out);
   if (job->status != 0)
     printf("#   exit status %d; see %s\n", job->status, err);
   fflush(stdout);
   return 0;
 }
 
-/* One job per node count of --nodes, on the first hosts. */
-static int run_counts(struct scale *s, const char *sizes)
+/* " run 2 of 3" and "-r2" for repeat \p r of several, else "". */
+static void repeat_names(const struct scale *s, int r, char *label, size_t llen, char *suffix,
+                         size_t slen)
 {
+  label[0] = suffix[0] = '\0';
+  if (s->o.repeat > 1) {
+    snprintf(label, llen, ", run %d of %ld", r + 1, s->o.repeat);
+    snprintf(suffix, slen, "-r%d", r + 1);
+  }
+}
+
+/* One job per node count of --nodes, on the first hosts (repeat \p r). */
+static int run_counts(struct scale *s, const char *sizes, int r)
+{
+  char rl[64], rs[16];
   int rc = 0;
 
+  repeat_names(s, r, rl, sizeof(rl), rs, sizeof(rs));
+  s->njobs = s->o.ncounts;
   for (int i = 0; i < s->o.ncounts && rc == 0; i++) {
     int k = s->o.counts[i], *idx = calloc((size_t)k, sizeof(int));
-    char label[128], nm[64];
-    struct scale_job *j = &s->jobs[s->njobs++];
+    char label[160], nm[64];
+    struct scale_job *j = &s->jobs[i];
 
     if (!idx) {
       fprintf(stderr, "weft-bench scale: out of memory\n");
@@ -290,9 +306,9 @@ static int run_counts(struct scale *s, const char *sizes)
     for (int h = 0; h < k; h++)
       idx[h] = h;
     j->nodes = k;
-    snprintf(label, sizeof(label), "%s on %d node%s (%ld rank%s)", s->o.coll->name, k,
-             k == 1 ? "" : "s", k * s->o.ppn, k * s->o.ppn == 1 ? "" : "s");
-    snprintf(nm, sizeof(nm), "%s-%dnodes", s->o.coll->name, k);
+    snprintf(label, sizeof(label), "%s on %d node%s (%ld rank%s)%s", s->o.coll->name, k,
+             k == 1 ? "" : "s", k * s->o.ppn, k * s->o.ppn == 1 ? "" : "s", rl);
+    snprintf(nm, sizeof(nm), "%s-%dnodes%s", s->o.coll->name, k, rs);
     rc = run_one(s, j, s->o.coll, sizes, idx, k, k * (int)s->o.ppn, nm, label);
     free(idx);
   }
@@ -301,26 +317,28 @@ static int run_counts(struct scale *s, const char *sizes)
 
 /* The pairwise collective between neighbouring hosts, one rank each, at the
  * largest size: h0-h1, h1-h2, ..., and back to h0 (one pair for 2 hosts). */
-static int run_pairs(struct scale *s, int maxn)
+static int run_pairs(struct scale *s, int maxn, int r)
 {
   const struct bench_coll *pw = bench_coll_pairwise();
-  char big[32];
+  char big[32], rl[64], rs[16];
   long ppn = s->o.ppn;
   int rc = 0;
 
+  repeat_names(s, r, rl, sizeof(rl), rs, sizeof(rs));
   snprintf(big, sizeof(big), "%zu", s->o.sizes[s->o.nsizes - 1]);
   s->o.ppn = 1;
-  for (int h = 0; h < (maxn == 2 ? 1 : maxn) && rc == 0; h++) {
+  s->npairs = maxn == 2 ? 1 : maxn;
+  for (int h = 0; h < s->npairs && rc == 0; h++) {
     int idx[2] = { h, (h + 1) % maxn };
-    struct scale_job *j = &s->pairs[s->npairs++];
-    char label[600], nm[64], a[256], b[256];
+    struct scale_job *j = &s->pairs[h];
+    char label[640], nm[64], a[256], b[256];
 
     j->nodes = 2;
     j->host_a = weftx_hostlist_host(s->hosts, idx[0])->name;
     j->host_b = weftx_hostlist_host(s->hosts, idx[1])->name;
-    snprintf(label, sizeof(label), "%s %s <-> %s", pw->name, host_name(s, idx[0], a, sizeof(a)),
-             host_name(s, idx[1], b, sizeof(b)));
-    snprintf(nm, sizeof(nm), "pair-%d-%d", idx[0], idx[1]);
+    snprintf(label, sizeof(label), "%s %s <-> %s%s", pw->name, host_name(s, idx[0], a, sizeof(a)),
+             host_name(s, idx[1], b, sizeof(b)), rl);
+    snprintf(nm, sizeof(nm), "pair-%d-%d%s", idx[0], idx[1], rs);
     rc = run_one(s, j, pw, big, idx, 2, 2, nm, label);
   }
   s->o.ppn = ppn;
@@ -335,9 +353,9 @@ static void print_header(const struct scale *s, const char *sizes)
          s->o.ppn == 1 ? "" : "s");
   for (int i = 0; i < s->o.ncounts; i++)
     printf("%s%d", i ? "," : " ", s->o.counts[i]);
-  printf(", sizes %s%s\n# hosts from %s (%d), launcher %s\n", sizes,
+  printf(", sizes %s%s, each measured %ld time%s\n# hosts from %s (%d), launcher %s\n", sizes,
          s->vcluster_sizes ? " (a virtual cluster's default; --sizes for others)" : "",
-         s->o.hostfile, weftx_hostlist_count(s->hosts), s->launcher);
+         s->o.repeat, s->o.repeat == 1 ? "" : "s", s->o.hostfile, weftx_hostlist_count(s->hosts), s->launcher);
   if (bench_expect_lookup(&e) == 0)
     printf("# machine %s: GPU-data NICs %.0f Gbps per VM, ring busbw ceiling %.1f GB/s; %s\n",
            e.machine, e.nic_gbps, e.ceiling, e.note);
@@ -375,12 +393,15 @@ int bench_scale_main(int argc, char **argv)
   }
   s->tty = isatty(STDERR_FILENO);
   maxn = s->o.counts[s->o.ncounts - 1];
-  s->nsteps = s->o.ncounts + (s->o.pairs && maxn >= 2 ? (maxn == 2 ? 1 : maxn) : 0);
+  s->nsteps = (int)s->o.repeat *
+              (s->o.ncounts + (s->o.pairs && maxn >= 2 ? (maxn == 2 ? 1 : maxn) : 0));
   size_list(&s->o, sizes, sizeof(sizes));
   print_header(s, sizes);
-  rc = run_counts(s, sizes);
-  if (rc == 0 && s->o.pairs && maxn >= 2)
-    rc = run_pairs(s, maxn);
+  for (int r = 0; rc == 0 && r < s->o.repeat; r++) {
+    rc = run_counts(s, sizes, r);
+    if (rc == 0 && s->o.pairs && maxn >= 2)
+      rc = run_pairs(s, maxn, r);
+  }
   if (rc == 0) {
     status = scale_status(s->jobs, s->njobs, s->pairs, s->npairs);
     scale_print(s, stdout);

@@ -21,22 +21,31 @@
 #define SCALE_MAX_LARGS 48      /* --launcher-arg */
 #define SCALE_MAX_BARGS 30      /* weft-bench options after "--" */
 #define SCALE_PREDICT_N 3       /* predictions for 2, 4 and 8 times the largest count */
+#define SCALE_MAX_REPEAT 20     /* --repeat */
 
-/* One size of one run: what a row of the child's table said. */
+/* One size of one measurement: what the rows of the child's tables said,
+ * one per repeat (the out-of-place columns, or the in-place ones for a
+ * collective that only runs in place). */
 struct scale_point {
   size_t bytes;
-  double time_us, algbw, busbw;
-  long long wrong;              /* -1: not checked */
+  double times[SCALE_MAX_REPEAT];  /* us, one per repeat that gave this row */
+  int nrep;
+  double time_us, algbw, busbw;    /* at the median time of the repeats */
+  double busbw_lo, busbw_hi;       /* at the slowest and the fastest repeat */
+  long long wrong;                 /* over the repeats and placements; -1: not checked */
 };
 
-/* One child job: a node count (or a pair of hosts) and its rows. */
+/* One measurement, run --repeat times: a node count (or a pair of hosts) and
+ * its rows. */
 struct scale_job {
   int nodes, ranks;
   const char *host_a, *host_b;  /* pairs only */
-  int status;                   /* the launcher's exit status; -1: not run */
-  double seconds;
+  int status;                   /* the first failed run's exit status, else 0; -1: not run */
+  int runs;                     /* repeats run so far */
+  int device;                   /* its table said "memory: device" */
+  double seconds;               /* all repeats together */
   struct scale_point pts[BENCH_MAX_SIZES];
-  int npts;
+  int npts, row;                /* points; the row of the current run being read */
   double alpha_us, beta_us_per_byte;  /* fit of time = alpha + bytes * beta; NAN when none */
 };
 
@@ -47,7 +56,7 @@ struct scale_opts {
   int counts[SCALE_MAX_COUNTS], ncounts;
   size_t sizes[BENCH_MAX_SIZES];
   int nsizes, pairs, sizes_given;
-  long ppn, iters, warmup, timeout;
+  long ppn, iters, warmup, timeout, repeat;
   char *largs[SCALE_MAX_LARGS]; /* --launcher-arg, in order */
   int nlargs;
   char **bargs;                 /* after "--": more weft-bench options */
@@ -74,23 +83,34 @@ int scale_parse(int argc, char **argv, struct scale_opts *o);
 
 /* ---- scale-run.c ---- */
 
-/* Run argv with stdout to \p out_path (and parsed into \p job's points) and
- * stderr to \p err_path, in its own process group, killed after \p timeout_s
- * seconds. \return 0 after setting job->status (128 + signal for a killed
- * job, 124 for a timeout), or -1 with errno when the child cannot start. */
+/* Run argv with stdout to \p out_path (and parsed into \p job's points: the
+ * first run makes them, a repeat adds its times to them) and stderr to
+ * \p err_path, in its own process group, killed after \p timeout_s seconds.
+ * \return 0 after setting job->status when this run failed (128 + signal for
+ * a killed job, 124 for a timeout), or -1 with errno when the child cannot
+ * start. */
 int scale_run_job(char *const *argv, const char *out_path, const char *err_path, int timeout_s,
                   struct scale_job *job);
 
 /* ---- scale-analysis.c: pure functions of the results ---- */
 
-/* Recompute each point's algbw and busbw from its time (the table rounds them
- * to 0.01 GB/s) with the collective's busbw factor for the job's ranks, then
- * fit the job. */
+/* Each point's time is the median of its repeats; its algbw and busbw are
+ * computed from it (the table rounds them to 0.01 GB/s) with the
+ * collective's busbw factor for the job's ranks, and so are the busbw of the
+ * slowest and the fastest repeat. Then fit the job. */
 void scale_job_finish(struct scale_job *job, double (*factor_of)(int));
 
 /* Least squares of time = alpha + bytes * beta over the job's points.
  * Leaves NAN when there are fewer than two distinct sizes. */
 void scale_fit(struct scale_job *job);
+
+/* 1 when the job's fit is a model: alpha >= 0 and beta > 0 (a negative
+ * latency or a time that falls with size is noise, not a network). */
+int scale_fit_valid(const struct scale_job *job);
+
+/* The spread of the repeats of \p p: (fastest - slowest busbw) / busbw, or
+ * NAN with fewer than 2 repeats. */
+double scale_spread(const struct scale_point *p);
 
 /* The point of \p job at \p bytes, or NULL. */
 const struct scale_point *scale_point_at(const struct scale_job *job, size_t bytes);
@@ -106,8 +126,8 @@ double scale_busbw_at(const struct scale_job *job, size_t bytes);
 double scale_efficiency(const struct scale_job *jobs, int njobs, const struct scale_job *j,
                         size_t bytes);
 
-/* A prediction for \p ranks ranks from the fitted jobs: latency grows
- * linearly with ranks - 1 (least squares over the jobs with a fit), bus
+/* A prediction for \p ranks ranks from the jobs whose fit is a model: latency
+ * grows linearly with ranks - 1 (least squares over those jobs), bus
  * bandwidth stays at the largest job's; \p factor_of is the collective's
  * busbw factor. Returns the time in us for \p bytes, or NAN. */
 double scale_predict(const struct scale_job *jobs, int njobs, int ranks,
@@ -128,28 +148,48 @@ int scale_predictions(const struct scale_job *jobs, int njobs, int maxnodes, int
                       double (*factor_of)(int), const size_t *sizes, int nsizes,
                       struct scale_prediction *out);
 
-/* The verdict on the links between neighbouring hosts. */
-enum scale_slow_kind {
-  SCALE_SLOW_UNJUDGED,  /* fewer than 3 links measured */
-  SCALE_SLOW_NONE,      /* every link within 20% of the median */
-  SCALE_SLOW_LINK,      /* one link below 0.8 x the median */
-  SCALE_SLOW_HOST       /* both links of one host below it */
+/* The links between neighbouring hosts that stand out from the others, in
+ * either direction: below SCALE_SLOW x the median (slower) or above
+ * SCALE_FAST x the median (faster; 1 / SCALE_SLOW, so that both ways are
+ * judged alike in ratio). A host whose two links both stand out the same way
+ * is named instead of them. */
+#define SCALE_SLOW 0.8
+#define SCALE_FAST 1.25
+
+struct scale_outlier {
+  int link;             /* the pair's index; for a host, its link to the next host */
+  const char *host;     /* a host whose two links stand out, else NULL */
+  int faster;           /* 1: above SCALE_FAST x the median; 0: below SCALE_SLOW x */
+  double busbw, ratio;  /* of the link (a host: its faster link when slower, its
+                           slower link when faster), and over the median */
 };
 
-struct scale_slowest {
-  enum scale_slow_kind kind;
-  int measured;         /* links with a busbw */
-  int link;             /* index of the slowest link in the pairs; -1 when none */
-  const char *host;     /* SCALE_SLOW_HOST: the host */
-  double busbw, median; /* of the slowest link; of all measured links */
+struct scale_links {
+  int measured;         /* links with a busbw; fewer than 3 are not judged */
+  double median;        /* of the measured links */
+  struct scale_outlier out[SCALE_MAX_PAIRS];
+  int nout;             /* the outliers, the farthest from the median first */
 };
 
 /* Judge the ring of \p npairs links (pair i joins host i and host i + 1, the
- * last joins back to the first) at \p bytes: the slowest link is named when
- * it is below 0.8 x the median of 3 or more links, and a host instead when
- * its other link is below that too. At most SCALE_MAX_PAIRS links count. */
-void scale_slowest(const struct scale_job *pairs, int npairs, size_t bytes,
-                   struct scale_slowest *out);
+ * last joins back to the first) at \p bytes, 3 links or more. At most
+ * SCALE_MAX_PAIRS links count. */
+void scale_judge_links(const struct scale_job *pairs, int npairs, size_t bytes,
+                       struct scale_links *out);
+
+/* Whether a run may be held against the machine family's healthy busbw
+ * range, which is for GPU memory across VMs: 0 with the reason in \p why for
+ * a run on one node or on host memory. */
+int scale_comparable(const struct scale_job *job, char *why, size_t whylen);
+
+/* A comparable run's busbw against the family's healthy range. */
+enum scale_health {
+  SCALE_HEALTH_UNKNOWN,   /* no published range */
+  SCALE_HEALTH_BELOW,     /* below its lower bound */
+  SCALE_HEALTH_INSIDE,    /* at or above the lower bound, at most the upper one */
+  SCALE_HEALTH_ABOVE      /* above the best published figure */
+};
+enum scale_health scale_health(const struct bench_expect *e, double busbw);
 
 /* The exit status the results call for: BENCH_EXIT_WRONG when any point has
  * wrong elements, else BENCH_EXIT_RUNTIME when any job failed, else

@@ -22,7 +22,8 @@
 
 /* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
  * when this is that host (it saves the probe; binding acts as on a live load), else the
- * live machine or $WEFT_TOPOLOGY as weftx_topo_load() does. */
+ * live machine (through the per-user cache) or $WEFT_TOPOLOGY as weftx_topo_load()
+ * does. A rank needs no GPU model, UUID or memory: the driver is not started for them. */
 static int
 load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, size_t len)
 {
@@ -30,7 +31,8 @@ load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, siz
   if (!file && o->host_xml && !(env && *env)) {
     char me[256];
     if (gethostname(me, sizeof(me)) == 0 &&
-        weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM, t, NULL, 0) == 0) {
+        weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM | WEFTX_TOPO_NO_DETAILS, t, NULL,
+                        0) == 0) {
       me[sizeof(me) - 1] = '\0';
       if (!strcmp(weftx_topo_hostname(*t), me))
         return 0;
@@ -38,7 +40,7 @@ load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, siz
       *t = NULL;
     }
   }
-  return weftx_topo_load(file, 0, t, why, len);
+  return weftx_topo_load(file, WEFTX_TOPO_CACHE | WEFTX_TOPO_NO_DETAILS, t, why, len);
 }
 
 #define FAIL(...)                                                                      \
@@ -88,28 +90,25 @@ placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const cha
   wk_channel_send(ch, &m);
 }
 
-/* weftrun's probe: this host's topology (live, or WEFT_TOPOLOGY) as hwloc XML on stdout. */
+/* weftrun's probe: this host's topology (live through the per-user cache, or
+ * WEFT_TOPOLOGY) as hwloc XML on stdout. */
 static int
 probe(void)
 {
   weftx_topo *t = NULL;
-  char why[600] = "", *xml = NULL;
-  int len = 0;
-  int rc = weftx_topo_load(NULL, 0, &t, why, sizeof(why));
+  char why[600] = "";
+  int rc = weftx_topo_load(NULL, WEFTX_TOPO_CACHE | WEFTX_TOPO_NO_DETAILS, &t, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weft-rank --probe: %s\n", why[0] ? why : weft_strerror(rc));
     return WK_EXIT_SETUP;
   }
-  hwloc_topology_t h = weftx_topo_hwloc(t);
-  if (hwloc_topology_export_xmlbuffer(h, &xml, &len, 0) || !xml) {
+  if (weftx_topo_export_xml(t, stdout)) {
     fprintf(stderr, "weft-rank --probe: cannot export the topology as XML\n");
     weftx_topo_destroy(t);
     return WK_EXIT_SETUP;
   }
-  int bad = fwrite(xml, 1, (size_t)len - 1, stdout) != (size_t)len - 1;
   wk_gcp_probe_facts(stdout);
-  bad |= fflush(stdout) != 0;
-  hwloc_free_xmlbuffer(h, xml);
+  int bad = fflush(stdout) != 0;
   weftx_topo_destroy(t);
   return bad ? WK_EXIT_SETUP : 0;
 }

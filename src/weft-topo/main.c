@@ -44,6 +44,10 @@ int main(int argc, char **argv)
     topo_man_options(stdout);
     return TOPO_EXIT_OK;
   }
+  if (o.completion) {
+    topo_completion(stdout);
+    return flushed(TOPO_EXIT_OK);
+  }
   if (o.list)
     return flushed(topo_list(stdout));
   rc = weftx_topo_load(o.topology, 0, &t, why, sizeof(why));

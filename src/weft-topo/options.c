@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weft-topo's option table: it drives parsing, --help and the OPTIONS
- * section of weft-topo(1) (the hidden --man-options writes it).
+ * weft-topo's option table: it drives parsing, --help, the OPTIONS section
+ * of weft-topo(1) (the hidden --man-options writes it) and shell completion
+ * (the hidden --help-completion).
  */
 #include "weft-topo.h"
 
@@ -12,7 +13,7 @@
 
 enum {
   O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_JSON,
-  O_HELP, O_VERSION, O_MAN,
+  O_HELP, O_VERSION, O_MAN, O_COMPLETION,
 };
 
 static const weft_opt options[] = {
@@ -43,6 +44,8 @@ static const weft_opt options[] = {
   {O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, "Output", "print the version and exit", 0},
   {O_MAN, "man-options", WEFT_OPT_FLAG, NULL, "Output", "write the man page's OPTIONS",
    WEFT_OPT_HIDDEN},
+  {O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Output",
+   "write the options for shell completion", WEFT_OPT_HIDDEN},
   {0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0},
 };
 
@@ -76,6 +79,7 @@ static int on_option(void *ud, const weft_opt *opt, const char *spelled, const c
   case O_HELP: o->help = 1; break;
   case O_VERSION: o->version = 1; break;
   case O_MAN: o->man = 1; break;
+  case O_COMPLETION: o->completion = 1; break;
   default: break;
   }
   return 0;
@@ -111,4 +115,9 @@ void topo_usage(FILE *out, const char *prog)
 void topo_man_options(FILE *out)
 {
   weft_opt_man(out, options);
+}
+
+void topo_completion(FILE *out)
+{
+  weft_opt_completion(out, options, "-");
 }

@@ -34,12 +34,14 @@ struct topo_opts {
   int json;
   int list;               /* --list-topologies */
   int help, version, man; /* --help, --version, the hidden --man-options */
+  int completion;         /* the hidden --help-completion */
 };
 
 /* Parse argv into \p o. Returns 0, or TOPO_EXIT_USAGE after printing one line. */
 int topo_options(int argc, char **argv, struct topo_opts *o);
 void topo_usage(FILE *out, const char *prog);
 void topo_man_options(FILE *out);
+void topo_completion(FILE *out);
 
 /* --list-topologies: the names of weftx_topo_dir() with their descriptions; an exit status. */
 int topo_list(FILE *out);

@@ -3,8 +3,9 @@
  * The mpirun engine: Open MPI 4.1's mpirun runs a plan. Ranks go to hosts as
  * planned (a hostfile of "host slots=COUNT" lines with --map-by slot or node,
  * or one line per rank for Open MPI's sequential mapper), Open MPI's own
- * binding is off (--bind-to none), and every rank starts as weft-rank
- * (engine.c). Inside a Slurm allocation mpirun starts its daemons with srun
+ * binding is off (--bind-to none), mpirun reads weftrun's probe of this
+ * machine instead of probing it again when all ranks are here, and every rank
+ * starts as weft-rank (engine.c). Inside a Slurm allocation mpirun starts its daemons with srun
  * by itself. Arguments go to mpirun as an argv (execve): no shell sees them.
  * Open MPI 5.x spells a few of these differently (--display bind, plm_ssh_*);
  * only 4.1's spelling is produced here. The probe of remote hosts runs through
@@ -56,6 +57,91 @@ has_mca(const wr_opts *o, const char *key)
         (*e)[sizeof(pre) - 1 + n] == '=')
       return 1;
   return 0;
+}
+
+/* 1 when a line of the parameter file \p path sets one of \p keys. */
+static int
+file_sets(const char *path, const char *const *keys)
+{
+  char line[1024];
+  int yes = 0;
+  FILE *f = fopen(path, "r");
+  while (f && !yes && fgets(line, sizeof(line), f)) {
+    const char *k = line + strspn(line, " \t");
+    for (int i = 0; keys[i] && !yes; i++) {
+      size_t n = strlen(keys[i]);
+      yes = !strncmp(k, keys[i], n) && (k[n] == '=' || k[n] == ' ' || k[n] == '\t');
+    }
+  }
+  if (f)
+    fclose(f);
+  return yes;
+}
+
+/* 1 when one of Open MPI's parameter files sets one of \p keys: the files of
+ * $OMPI_MCA_mca_base_param_files, else ~/.openmpi/mca-params.conf and the system's,
+ * and the system's override file (Debian's /etc/openmpi, or PREFIX/etc next to
+ * mpirun's PREFIX/bin). */
+static int
+param_files_set(const char *mpirun, const char *const *keys)
+{
+  static const char *const sys[] = { "openmpi-mca-params.conf", "openmpi-mca-params-override.conf" };
+  const char *list = getenv("OMPI_MCA_mca_base_param_files"), *home = getenv("HOME");
+  const char *slash = strrchr(mpirun, '/');
+  size_t n = slash ? (size_t)(slash - mpirun) : 0;
+  char path[4200];
+  while (n > 0 && mpirun[n - 1] != '/')
+    n--; /* PREFIX/ of PREFIX/bin/mpirun */
+  for (size_t at = 0, k; list && list[at]; at += k + (list[at + k] == ',')) {
+    k = strcspn(list + at, ",");
+    if (k > 0 && k < sizeof(path)) {
+      memcpy(path, list + at, k);
+      path[k] = '\0';
+      if (file_sets(path, keys))
+        return 1;
+    }
+  }
+  if (!list && home && snprintf(path, sizeof(path), "%s/.openmpi/mca-params.conf", home) <
+      (int)sizeof(path) && file_sets(path, keys))
+    return 1;
+  for (int i = list ? 1 : 0; i < 2; i++) {
+    if (snprintf(path, sizeof(path), "/etc/openmpi/%s", sys[i]) < (int)sizeof(path) &&
+        file_sets(path, keys))
+      return 1;
+    if (n > 0 && snprintf(path, sizeof(path), "%.*setc/%s", (int)n, mpirun, sys[i]) <
+        (int)sizeof(path) && file_sets(path, keys))
+      return 1;
+  }
+  return 0;
+}
+
+/* 1 when mpirun may read weftrun's XML of this machine (hwloc_base_topo_file) instead
+ * of probing it again: every rank is here, since an MCA parameter reaches every Open
+ * MPI daemon and a remote one would take this machine's topology for its own, and
+ * the user neither sets that file nor filters the processors (the file skips
+ * hwloc_base_cpu_list): on the command line, in the environment, in Open MPI's
+ * parameter files, or in files named with -gmca, -am or -tune. */
+static int
+reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
+{
+  static const char *const keys[] = { "hwloc_base_topo_file", "hwloc_base_cpu_list",
+                                      "hwloc_base_cpu_set", NULL };
+  if (!e->host_xml)
+    return 0;
+  for (int h = 0; h < p->nhosts; h++)
+    if (p->hosts[h].count > 0 && !p->hosts[h].host->local)
+      return 0;
+  for (int i = 0; keys[i]; i++)
+    if (has_mca(o, keys[i]))
+      return 0;
+  if (param_files_set(e->path, keys))
+    return 0;
+  for (int i = 0; i < o->npass; i++) {
+    const char *name = o->pass[i] + strspn(o->pass[i], "-");
+    if (o->pass[i][0] == '-' && (!strcmp(name, "gmca") || !strcmp(name, "am") || !strcmp(name, "tune")))
+      return 0;
+  }
+  return 1;
 }
 
 /* 1 when mpirun must be told the host of every rank (its sequential mapper):
@@ -123,6 +209,9 @@ wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
    * ranks to yield the cores while they wait, as it would */
   if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
+  if (!rc && reuse_topology(p, o, e))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
+         wr_argv_add(a, e->host_xml);
   for (int i = 0; i < o->nmca && !rc; i++)
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
   if (!rc && o->tag_output)

@@ -34,7 +34,8 @@ topo_get(wr_inventory *inv, const char *path, const weftx_topo **out)
     }
   char why[512] = "";
   weftx_topo *t = NULL;
-  int rc = weftx_topo_load(path, 0, &t, why, sizeof(why));
+  /* this machine through the per-user cache; no GPU details, which start the driver */
+  int rc = weftx_topo_load(path, WEFTX_TOPO_CACHE | WEFTX_TOPO_NO_DETAILS, &t, why, sizeof(why));
   if (rc) {
     fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
     return rc == WEFT_ENOENT ? WR_EXIT_NOINPUT : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;

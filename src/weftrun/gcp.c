@@ -5,7 +5,8 @@
  * the plan, as every rank's agent will reserve them), the checks, and the
  * preset's variables as this VM resolves them, for --dry-run and the plan
  * JSON. The ranks resolve the preset again on their own hosts (weft-rank), so
- * what is shown here is this VM's view.
+ * what is shown here is this VM's view; a placeholder this VM cannot fill (off
+ * GCE, say) is shown as the preset has it, with the reason, never dropped.
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@ struct wr_gcp {
   weftx_preset *preset;
   weftx_env *env;               /* the preset's variables, as resolved here */
   weftx_env *over;              /* the user's variables that the preset would have set */
+  weftx_env *unresolved;        /* KEY -> why its value in env still holds a placeholder */
 };
 
 static void
@@ -39,6 +41,40 @@ user_env(const wr_opts *o, weftx_env *env)
     if ((rc = weftx_env_add_x(env, o->xvars[i], environ, why, sizeof(why))) == WEFT_ENOENT)
       rc = 0;
   return rc;
+}
+
+/* Every variable of the preset as the file has it where this VM cannot fill a
+ * placeholder, with the reason in g->unresolved, after the user's own. */
+static int
+preview(wr_gcp *g, const weftx_env *user)
+{
+  const weftx_preset_var *vars;
+  char why[512];
+  int nvars, rc;
+  if (weftx_env_create(&g->unresolved))
+    return WEFT_ENOMEM;
+  rc = weftx_preset_preview(g->preset, &g->info, NULL, &vars, &nvars, why, sizeof(why));
+  for (int i = 0; !rc && i < nvars; i++) {
+    const char *mine = weftx_env_get(user, vars[i].key), *detail = vars[i].source + strlen("preset ");
+    if (mine && !vars[i].prepend)
+      continue; /* the user's value wins */
+    if (mine && *mine) { /* a path list: the preset's directory in front of the user's */
+      size_t n = strlen(vars[i].value) + strlen(mine) + 2;
+      char *v = malloc(n);
+      if (!v)
+        return WEFT_ENOMEM;
+      snprintf(v, n, "%s:%s", vars[i].value, mine);
+      rc = weftx_env_set(g->env, vars[i].key, v, WEFTX_ENV_PRESET, detail);
+      free(v);
+    } else {
+      rc = weftx_env_set(g->env, vars[i].key, vars[i].value, WEFTX_ENV_PRESET, detail);
+    }
+    if (!rc && vars[i].unresolved)
+      rc = weftx_env_set(g->unresolved, vars[i].key, vars[i].unresolved, WEFTX_ENV_WEFT, NULL);
+  }
+  if (rc && rc != WEFT_ENOMEM)
+    warn(NULL, why[0] ? why : weft_strerror(rc));
+  return rc == WEFT_ENOMEM ? rc : 0;
 }
 
 int
@@ -75,12 +111,17 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
     if (og == WEFTX_ENV_PRESET)
       rc = weftx_env_set(g->env, k, v, og, d);
   }
+  if (rc && rc != WEFT_ENOMEM) {
+    /* e.g. no GPU NIC here: each rank resolves it on its own host, and says so there */
+    warn(NULL, why);
+    rc = preview(g, user);
+  }
   /* what the user set in place of the preset's value, for --dry-run */
   const weftx_preset_var *vars;
   int nvars;
   char why2[512];
-  if (!rc && weftx_env_create(&g->over) == 0 &&
-      weftx_preset_resolve(g->preset, &g->info, NULL, &vars, &nvars, why2, sizeof(why2)) == 0)
+  if (!rc && !(rc = weftx_env_create(&g->over)) &&
+      weftx_preset_preview(g->preset, &g->info, NULL, &vars, &nvars, why2, sizeof(why2)) == 0)
     for (int i = 0; i < nvars && !rc; i++) {
       weftx_env_origin og;
       const char *v = weftx_env_get(user, vars[i].key);
@@ -89,11 +130,19 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
         rc = weftx_env_set(g->over, vars[i].key, v, og, NULL);
     }
   weftx_env_destroy(user);
-  if (rc == WEFT_ENOMEM)
-    return WR_EXIT_ENGINE;
-  if (rc) /* e.g. no GPU NIC here: each rank resolves it on its own host, and says so there */
-    warn(NULL, why);
-  return 0;
+  return rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : 0;
+}
+
+const weftx_env *
+wr_gcp_preset_env(const wr_gcp *g)
+{
+  return g ? g->env : NULL;
+}
+
+const char *
+wr_gcp_unresolved(const wr_gcp *g, const char *key)
+{
+  return g && g->unresolved ? weftx_env_get(g->unresolved, key) : NULL;
 }
 
 const char *
@@ -146,27 +195,18 @@ wr_gcp_env(const wr_gcp *g, char ***env, int *n)
 void
 wr_gcp_print(const wr_gcp *g, FILE *out)
 {
-  char desc[256];
-
   if (!g || !g->preset)
     return;
   fprintf(out, "# nccl preset %s (machine type %s)%s%s\n", weftx_preset_name(g->preset),
           g->info.machine_type[0] ? g->info.machine_type : "unknown",
           weftx_preset_reserved_cpus(g->preset) ? ", reserved cpus " : "",
           weftx_preset_reserved_cpus(g->preset) ? weftx_preset_reserved_cpus(g->preset) : "");
-  for (int i = 0; g->env && i < weftx_env_count(g->env); i++) {
-    const char *k, *v;
-    weftx_env_entry(g->env, i, &k, &v, NULL, NULL);
-    weftx_env_describe(g->env, i, desc, sizeof(desc));
-    fprintf(out, "# env %s=%s  (%s)\n", k, v, desc);
-  }
-  for (int i = 0; g->over && i < weftx_env_count(g->over); i++) {
-    const char *k, *v;
-    weftx_env_origin og;
-    weftx_env_entry(g->over, i, &k, &v, &og, NULL);
-    fprintf(out, "# env %s=%s  (%s, overrides preset %s)\n", k, v, weftx_env_origin_name(og),
-            weftx_preset_name(g->preset));
-  }
+}
+
+const char *
+wr_gcp_overrides(const wr_gcp *g, const char *key)
+{
+  return g && g->over && weftx_env_get(g->over, key) ? weftx_preset_name(g->preset) : NULL;
 }
 
 void
@@ -176,6 +216,7 @@ wr_gcp_destroy(wr_gcp *g)
     return;
   weftx_env_destroy(g->env);
   weftx_env_destroy(g->over);
+  weftx_env_destroy(g->unresolved);
   weftx_preset_free(g->preset);
   free(g);
 }

@@ -34,14 +34,26 @@ version(int stop_fd)
   weftx_proc_result r;
   weftx_proc_spec_init(&s);
   s.argv = argv;
+  s.out = WEFTX_PROC_PIPE;
+  s.max_output = 1 << 16;
   s.timeout = VERSION_DEADLINE_S;
   s.grace = 1;
   s.stop_fd = stop_fd;
   if (weftx_proc_run(&s, &r, why, sizeof(why)) || r.status) {
     fprintf(stderr, "weftrun: %s --version: %s\n", mpirun,
             why[0] ? why : r.timed_out ? "no answer" : "failed");
+    free(r.output);
     return WR_EXIT_ENGINE;
   }
+  /* the engine's version lines, without its "Report bugs to" line: bugs in weftrun are weft's */
+  char *save = NULL;
+  for (char *line = strtok_r(r.output ? r.output : (char *)"", "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save))
+    if (line[0] && strncmp(line, "Report bugs", 11))
+      printf("%s\n", line);
+  free(r.output);
+  printf("\nReport bugs in weftrun to weft's maintainers (README.md, Reporting problems),\n"
+         "with this output and 'weftrun --dry-run' of the job.\n");
   return 0;
 }
 
@@ -118,7 +130,7 @@ write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
   const weftx_topo *t = here_live(p);
   FILE *f = t ? wr_jobdir_file(dir, "topology.xml", path, len, why, sizeof(why)) : NULL;
   /* without it, every rank here probes its host itself */
-  if (!f || fclose(f) || hwloc_topology_export_xml(weftx_topo_hwloc(t), path, 0) != 0)
+  if (!f || (weftx_topo_export_xml(t, f) != 0) | (fclose(f) != 0))
     path[0] = '\0';
 }
 

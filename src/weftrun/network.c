@@ -13,16 +13,17 @@
 
 #include "weftrun.h"
 
+/* WR_EXIT_*, with the reason in why. */
 int
-wr_net_choose(const wr_plan *p, wr_net *m)
+wr_net_try(const wr_plan *p, wr_net *m, char *why, size_t len)
 {
-  char why[512] = "";
   const char **hosts = calloc((size_t)p->nhosts, sizeof(*hosts));
   const wr_host *first = NULL;
   int n = 0, rc = 0;
   memset(m, 0, sizeof(*m));
+  why[0] = '\0';
   if (!hosts) {
-    fprintf(stderr, "weftrun: out of memory\n");
+    snprintf(why, len, "out of memory");
     return WR_EXIT_ENGINE;
   }
   for (int h = 0; h < p->nhosts; h++)
@@ -34,20 +35,23 @@ wr_net_choose(const wr_plan *p, wr_net *m)
   int single_local = n == 1 && first->local;
   if (!single_local &&
       (rc = weftx_netif_pick(hosts, n, m->ifname, sizeof(m->ifname), m->ifaddr, sizeof(m->ifaddr),
-                             why, sizeof(why)))) {
-    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+                             why, len))) {
+    if (!why[0])
+      snprintf(why, len, "%s", weft_strerror(rc));
     rc = rc == WEFT_ENAME ? WR_EXIT_NOHOST : WR_EXIT_ENGINE;
     goto out;
   }
   if ((rc = weftx_master_addr(hosts[0], single_local ? NULL : m->ifaddr, m->addr, sizeof(m->addr),
-                              why, sizeof(why)))) {
-    fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+                              why, len))) {
+    if (!why[0])
+      snprintf(why, len, "%s", weft_strerror(rc));
     rc = WR_EXIT_NOHOST;
     goto out;
   }
   if (first->local) {
-    if ((rc = weftx_master_port(0, &m->port, why, sizeof(why)))) {
-      fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
+    if ((rc = weftx_master_port(0, &m->port, why, len))) {
+      if (!why[0])
+        snprintf(why, len, "%s", weft_strerror(rc));
       rc = WR_EXIT_ENGINE;
     }
   } else {
@@ -55,5 +59,15 @@ wr_net_choose(const wr_plan *p, wr_net *m)
   }
 out:
   free(hosts);
+  return rc;
+}
+
+int
+wr_net_choose(const wr_plan *p, wr_net *m)
+{
+  char why[512];
+  int rc = wr_net_try(p, m, why, sizeof(why));
+  if (rc)
+    fprintf(stderr, "weftrun: %s\n", why);
   return rc;
 }

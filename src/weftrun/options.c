@@ -17,7 +17,7 @@ enum {
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
   O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
-  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
+  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_HELPCOMP, O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
 };
 
 #define S_PLACE "Ranks and hosts"
@@ -63,9 +63,9 @@ const weft_opt wr_options[] = {
   { O_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S_REPORT,
     "Print one line per rank: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
   { O_DRYRUN, "dry-run", WEFT_OPT_FLAG, NULL, S_REPORT,
-    "Print the whole plan and start nothing.", 0 },
+    "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing (weftrun(1), PLAN).", 0 },
   { O_JSON, "json", WEFT_OPT_FLAG, NULL, S_REPORT,
-    "With --dry-run or --report-bindings: print the plan as JSON on stdout.", 0 },
+    "With --dry-run or --report-bindings: print the plan as JSON on stdout (schema: weftrun(1), PLAN).", 0 },
   { O_TAG, "tag-output", WEFT_OPT_FLAG, NULL, S_OUT,
     "Prefix every output line with the job and rank.", 0 },
   { O_TIMESTAMP, "timestamp-output", WEFT_OPT_FLAG, NULL, S_OUT,
@@ -110,6 +110,8 @@ const weft_opt wr_options[] = {
     "Print the OPTIONS section of the man page (roff).", WEFT_OPT_HIDDEN },
   { O_HELPMANEXIT, "help-man-exit-status", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print the EXIT STATUS section of the man page (roff).", WEFT_OPT_HIDDEN },
+  { O_HELPCOMP, "help-completion", WEFT_OPT_FLAG, NULL, S_RUN,
+    "Print the options for shell completion (contrib/completion) and exit.", WEFT_OPT_HIDDEN },
   /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */
   { O_PASS0, "display-map|display-allocation|display-devel-map|display-topo|merge-stderr-to-stdout|"
     "nolocal|use-hwthread-cpus|leave-session-attached|debug-daemons|noprefix|quiet|q|"
@@ -279,6 +281,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_HELP: o->help = 1; return 0;
   case O_HELPMAN: o->help_man = 1; return 0;
   case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
+  case O_HELPCOMP: weft_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
   case O_PASS0:
   case O_PASS1:
     /* -q is mpirun's and weftrun's: no launch line, no closing figures */

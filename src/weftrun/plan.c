@@ -141,15 +141,26 @@ counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
 static int
 place(wr_plan *p, char *why, size_t len)
 {
-  int *cnt = calloc((size_t)p->nhosts, sizeof(*cnt));
-  if (!cnt || !(p->ranks = calloc((size_t)(p->np ? p->np : 1), sizeof(*p->ranks)))) {
+  size_t n = (size_t)(p->np ? p->np : 1);
+  int *cnt = calloc((size_t)p->nhosts, sizeof(*cnt)), *hosts = calloc(n, sizeof(int)),
+      *locals = calloc(n, sizeof(int));
+  if (!cnt || !hosts || !locals || !(p->ranks = calloc(n, sizeof(*p->ranks)))) {
     free(cnt);
+    free(hosts);
+    free(locals);
     return nomem(why, len);
   }
   for (int h = 0; h < p->nhosts; h++)
     cnt[h] = p->hosts[h].count;
+  if (weft_layout_assign(cnt, p->nhosts, p->by_node, p->np, hosts, locals)) {
+    free(cnt);
+    free(hosts);
+    free(locals);
+    return nomem(why, len);
+  }
+  free(cnt);
   for (int r = 0; r < p->np; r++) {
-    int local = 0, h = weft_layout_host(cnt, p->nhosts, p->by_node, r, &local);
+    int local = locals[r], h = hosts[r];
     const wr_plan_host *ph = &p->hosts[h];
     weftx_plan_rank *pr = &p->ranks[r];
     char reason[512] = "";
@@ -174,13 +185,15 @@ place(wr_plan *p, char *why, size_t len)
     if (rc) {
       memset(&pr->place, 0, sizeof(pr->place));
       p->np = r; /* what wr_plan_destroy() clears */
-      free(cnt);
+      free(hosts);
+      free(locals);
       snprintf(why, len, "rank %d on %s (local rank %d of %d): %s", r, ph->host->name, local,
                ph->count, reason[0] ? reason : weft_strerror(rc));
       return rc == WEFT_ENOGPU ? WR_EXIT_NOGPU : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
     }
   }
-  free(cnt);
+  free(hosts);
+  free(locals);
   return 0;
 }
 

@@ -73,13 +73,12 @@ gpus_of(const wr_host *w, char *buf, size_t len)
 }
 
 static int
-json(const wr_plan *p, const wr_net *net, FILE *out)
+json(const wr_plan *p, const wr_preview *pv, FILE *out)
 {
   weftx_plan_host *hosts = calloc((size_t)p->nhosts, sizeof(*hosts));
-  const char **env = calloc((size_t)p->nenv + 3, sizeof(*env));
-  char vars[3][320];
-  int nenv = p->nenv, rc = WR_EXIT_ENGINE;
-  if (!hosts || !env)
+  weftx_plan_rank *ranks = calloc((size_t)p->np + 1, sizeof(*ranks));
+  int rc = WR_EXIT_ENGINE;
+  if (!hosts || !ranks)
     goto out;
   for (int h = 0; h < p->nhosts; h++) {
     const wr_host *w = p->hosts[h].host;
@@ -90,33 +89,26 @@ json(const wr_plan *p, const wr_net *net, FILE *out)
     hosts[h].gpus_allowed = w->gpus_allowed;
     hosts[h].gpus_from = w->gpus_from;
   }
-  for (int i = 0; i < p->nenv; i++)
-    env[i] = p->env[i];
-  if (net && net->addr[0]) {
-    snprintf(vars[0], sizeof(vars[0]), "MASTER_ADDR=%s", net->addr);
-    snprintf(vars[1], sizeof(vars[1]), "MASTER_PORT=%d", net->port);
-    env[nenv++] = vars[0];
-    env[nenv++] = vars[1];
-    if (net->ifname[0]) {
-      snprintf(vars[2], sizeof(vars[2]), "NCCL_SOCKET_IFNAME=%s", net->ifname);
-      env[nenv++] = vars[2];
-    }
+  for (int r = 0; r < p->np; r++) {
+    ranks[r] = p->ranks[r];
+    ranks[r].nenv = pv->rank ? pv->nrank[r] : 0;
+    ranks[r].env = pv->rank ? (const char *const *)pv->rank[r] : NULL;
   }
-  weftx_plan plan = { p->np, p->nhosts, hosts, p->ranks, nenv, env };
+  weftx_plan plan = { p->np, p->nhosts, hosts, ranks, pv->nall, (const char *const *)pv->all,
+                      (const char *const *)pv->source, (const char *const *)pv->unresolved,
+                      pv->nforwarded, (const char *const *)pv->forwarded };
   rc = weftx_plan_write_json(out, &plan) ? WR_EXIT_ENGINE : 0;
 out:
   if (rc)
     fprintf(stderr, "weftrun: cannot write the plan: out of memory\n");
   free(hosts);
-  free(env);
+  free(ranks);
   return rc;
 }
 
-int
-wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o, FILE *out)
+static int
+text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_opts *o, FILE *out)
 {
-  if (o->json)
-    return json(p, net, out);
   char pol[128] = "", line[512];
   weftx_policy_format(&p->pol, pol, sizeof(pol));
   fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
@@ -146,5 +138,34 @@ wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr
     if (weftx_place_format(w->topo, w->name, r, &pr->place, line, sizeof(line)) == 0)
       fprintf(out, "%s\n", line);
   }
+  (void)o;
+  wr_preview_print(pv, p, out);
   return 0;
+}
+
+int
+wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o, FILE *out)
+{
+  wr_net here;
+  wr_preview pv;
+  char why[512];
+  int rc;
+  /* a dry run chooses the network too, to show what the ranks would get; it may fail
+   * where a launch would (a host that does not resolve): say so and show the rest */
+  if (!net) {
+    if ((rc = wr_net_try(p, &here, why, sizeof(why)))) {
+      fprintf(stderr, "weftrun: note: MASTER_ADDR, MASTER_PORT and the interface are left out "
+              "of the plan: %s\n", why);
+      memset(&here, 0, sizeof(here));
+    }
+    net = &here;
+  }
+  if ((rc = wr_preview_make(p, inv, net, o, &pv, why, sizeof(why)))) {
+    fprintf(stderr, "weftrun: cannot show the ranks' environment: %s\n", why);
+    wr_preview_free(&pv, p->np);
+    return rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
+  }
+  rc = o->json ? json(p, &pv, out) : text(p, inv, &pv, o, out);
+  wr_preview_free(&pv, p->np);
+  return rc;
 }

@@ -224,6 +224,9 @@ int wr_slurm_cvd_is_slurms(void);
 int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out);   /* WR_EXIT_* */
 const char *wr_gcp_reserved_cpus(const wr_gcp *g);
 int wr_gcp_env(const wr_gcp *g, char ***env, int *n);             /* "KEY=VALUE", allocated */
+const weftx_env *wr_gcp_preset_env(const wr_gcp *g);              /* with origins; NULL: none */
+const char *wr_gcp_unresolved(const wr_gcp *g, const char *key);  /* why KEY holds a placeholder */
+const char *wr_gcp_overrides(const wr_gcp *g, const char *key);   /* the preset the user's KEY beats */
 int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen); /* 1 on GCE */
 void wr_gcp_print(const wr_gcp *g, FILE *out);
 void wr_gcp_destroy(wr_gcp *g);
@@ -270,7 +273,27 @@ typedef struct wr_net {
   char addr[256];               /* MASTER_ADDR */
   int port;                     /* MASTER_PORT */
 } wr_net;
-int wr_net_choose(const wr_plan *p, wr_net *n); /* WR_EXIT_* */
+int wr_net_choose(const wr_plan *p, wr_net *n); /* WR_EXIT_*, the reason on stderr */
+int wr_net_try(const wr_plan *p, wr_net *n, char *why, size_t len); /* WR_EXIT_*, quiet */
+
+/* preview.c: every variable each rank will get (--dry-run, the plan JSON): what all
+ * ranks share once, with its source, and each rank's own; the user's variables that
+ * go as they are, by name only. */
+typedef struct wr_preview {
+  int nall;
+  char **all;                   /* "KEY=VALUE" every rank gets */
+  char **source;                /* where each came from ("weft", "-x", "preset a3-highgpu-8g") */
+  char **unresolved;            /* why a value still holds a placeholder, else NULL */
+  weftx_env_origin *origin;
+  int nforwarded;
+  char **forwarded;             /* names of the variables forwarded as the user has them */
+  char ***rank;                 /* np NULL-terminated lists: the variables that differ */
+  int *nrank;
+} wr_preview;
+int wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net,
+                    const wr_opts *o, wr_preview *pv, char *why, size_t len); /* WEFT_E* */
+void wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out);
+void wr_preview_free(wr_preview *pv, int np);
 
 /* report.c: the plan as --dry-run prints it, or as JSON; net may be NULL. */
 int wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,

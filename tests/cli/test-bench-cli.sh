@@ -44,6 +44,20 @@ expect 2 "'1Q' is not a size" allreduce -b1Q
 expect 2 "'float8'" allreduce -dfloat8
 expect 2 "'3' is not a whole number from 0 to 1" allreduce -c3
 expect 2 'not a bandwidth' allreduce --min-busbw fast
+# nccl-tests' options: accepted with the one value that means what weft-bench
+# does, refused in one line otherwise; nccl-tests' type names.
+expect 2 '^weft-bench: -g 8: weft-bench drives one GPU per rank' allreduce -g 8
+expect 2 '^weft-bench: -t 4: weft-bench runs one thread per rank.*--tensors' allreduce -t 4
+expect 2 "^weft-bench: -m 4: weft has no grouped launch" allreduce -m 4
+expect 2 "^weft-bench: -m device: -m is nccl-tests' aggregated iterations.*--memory" allreduce -m device
+expect 2 '^weft-bench: -G 1: weft-bench does not capture CUDA graphs' allreduce -G1
+expect 2 "'2' is not a whole number from 0 to 1" allreduce -p 2
+expect 2 "'4' is not a whole number from 0 to 3" allreduce -a 4
+expect 2 "'9' is not a whole number from 0 to 3" allreduce -z 9
+expect 2 "unknown type 'uint32': use int8 uint8 int32 int64 half bfloat16 float double" allreduce -d uint32
+[ "$(wc -l <"$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "a refused option gave more than one line"; }
+# Accepted: the usage error that follows comes from the word after them.
+expect 2 "unexpected argument 'x'" allreduce -t 1 -g 1 -m 1 -G 0 -p 1 -a 0 -z 2 -d float,half,double x
 expect 0 '^usage: weft-bench scale' scale --help
 expect 2 'no hosts: give --hostfile' scale
 printf 'hostA slots=2\n' >"$tmp/hosts"

@@ -4,7 +4,8 @@
 # contrib/modulefiles/weft.in) loads in environment-modules' modulecmd and in
 # Lmod, whichever is installed, from a clean environment: it prepends weft's
 # configured directories (as make knows them) to PATH, MANPATH,
-# PKG_CONFIG_PATH, CPATH, LIBRARY_PATH and LD_LIBRARY_PATH, sets WEFT_ROOT,
+# PKG_CONFIG_PATH, CPATH, LIBRARY_PATH, LD_LIBRARY_PATH and XDG_DATA_DIRS
+# (keeping its default, for the bash completion), sets WEFT_ROOT,
 # answers whatis and help, and unloads to the environment it started from.
 # With neither installed (Debian: environment-modules, or lmod; they
 # conflict) the file is run by tclsh with the module commands stubbed, and
@@ -21,7 +22,7 @@ dirs() { printf 'weft-print:\n\t@echo "$(%s)"\n' "$1" |
          env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
            make -s --no-print-directory -C "$WEFT_BUILDDIR" -f Makefile -f - weft-print; }
 version=$(dirs VERSION) prefix=$(dirs prefix) bindir=$(dirs bindir) mandir=$(dirs mandir)
-libdir=$(dirs libdir) includedir=$(dirs includedir)
+libdir=$(dirs libdir) includedir=$(dirs includedir) datadir=$(dirs datadir)
 mkdir -p "$tmp/modulefiles/weft"
 cp "$module" "$tmp/modulefiles/weft/$version"
 clean="env -i HOME=$tmp PATH=/usr/bin:/bin MODULEPATH=$tmp/modulefiles"
@@ -32,6 +33,12 @@ check() { # tool name, file with the environment after load (env output)
     grep -q -x -F -e "$want" "$2" || grep -q -x -e "${want%%=*}=${want#*=}:*" "$2" ||
       { echo "FAIL $1: no $want after module load:"; grep -e "^${want%%=*}=" "$2"; fail=1; }
   done
+  # datadir first (bash-completion's look-up), the default kept after it.
+  x=$(sed -n 's/^XDG_DATA_DIRS=//p' "$2")
+  case ":$x:" in
+    ":$datadir:"*) case ":$x:" in *":/usr/share:"*) x= ;; esac ;;
+  esac
+  [ -z "$x" ] || { echo "FAIL $1: XDG_DATA_DIRS='$x' after module load, not $datadir first and /usr/share kept"; fail=1; }
 }
 
 # environment-modules 4/5: modulecmd writes shell code to eval.
@@ -42,7 +49,7 @@ if command -v modulecmd >/dev/null 2>&1; then
   check modulecmd "$tmp/loaded"
   $clean sh -c 'eval "$(modulecmd sh load weft)" && eval "$(modulecmd sh unload weft)" && env' \
     >"$tmp/unloaded" 2>"$tmp/err"
-  grep -q -x 'PATH=/usr/bin:/bin' "$tmp/unloaded" && ! grep -q '^WEFT_ROOT=' "$tmp/unloaded" ||
+  grep -q -x 'PATH=/usr/bin:/bin' "$tmp/unloaded" && ! grep -q -e '^WEFT_ROOT=' -e '^XDG_DATA_DIRS=.' "$tmp/unloaded" ||
     { echo "FAIL modulecmd unload weft:"; cat "$tmp/unloaded" "$tmp/err"; fail=1; }
   $clean modulecmd sh whatis weft 2>&1 | grep -q "weft $version: GPU- and NIC-aware launcher" ||
     { echo "FAIL modulecmd whatis weft"; fail=1; }
@@ -67,14 +74,19 @@ if [ $tried = 0 ]; then
   echo "note: neither environment-modules' modulecmd nor Lmod is installed: tclsh runs the file instead"
   cat >"$tmp/stub.tcl" <<'EOF'
 proc prepend-path {var dir} { puts "$var=$dir" }
+proc append-path {var dir} { puts "append $var=$dir" }
 proc setenv {var value} { puts "$var=$value" }
 proc module-whatis {text} { puts "whatis $text" }
 proc conflict {args} {}
 source [lindex $argv 0]
 ModulesHelp
 EOF
-  tclsh "$tmp/stub.tcl" "$module" >"$tmp/tcl" 2>&1 || { echo "FAIL tclsh: $(cat "$tmp/tcl")"; fail=1; }
+  env -u XDG_DATA_DIRS -u WEFT_XDG_DEFAULTS tclsh "$tmp/stub.tcl" "$module" >"$tmp/tcl" 2>&1 ||
+    { echo "FAIL tclsh: $(cat "$tmp/tcl")"; fail=1; }
   sed -i "s|^PATH=.*|&:/usr/bin:/bin|" "$tmp/tcl"
+  # What the appends before the prepend make of XDG_DATA_DIRS.
+  grep -q -x 'append XDG_DATA_DIRS=/usr/share' "$tmp/tcl" &&
+    sed -i "s|^XDG_DATA_DIRS=.*|&:/usr/local/share:/usr/share|" "$tmp/tcl"
   check tclsh "$tmp/tcl"
 fi
 exit $fail

@@ -10,14 +10,19 @@ golden="$WEFT_TOPDIR/tests/cli/weftrun-golden"
 no_host_defaults
 fail=0
 
+# The names of the variables forwarded from this environment differ from machine to
+# machine: they are left out of the comparison (their line only; the JSON stays valid).
 check() { # name, weftrun args...
   name=$1
   shift
-  if ! timeout 30 "$weftrun" --dry-run --json "$@" >"$tmp/$name.json" 2>"$tmp/$name.err"; then
+  if ! timeout 30 "$weftrun" --dry-run --json "$@" >"$tmp/$name.raw" 2>"$tmp/$name.err"; then
     echo "FAIL $name: weftrun $*: $(cat "$tmp/$name.err")"
     fail=1
     return
   fi
+  grep -q '^  "env_forwarded": \[.*"PATH"' "$tmp/$name.raw" ||
+    { echo "FAIL $name: no env_forwarded line naming PATH"; fail=1; }
+  sed '/^  "env_forwarded": /d' "$tmp/$name.raw" >"$tmp/$name.json"
   if golden_check "$golden/$name.json" "$tmp/$name.json"; then
     echo "ok $name"
   else
@@ -87,4 +92,45 @@ if timeout 60 "$weftrun" --dry-run -v --hostfile "$tmp/hosts2000" --topology "$t
 else
   echo "FAIL 2000 hosts: weftrun --dry-run failed:"; cat "$tmp/err"; fail=1
 fi
+# Every variable each rank gets (issue 19): an NCCL preset whose NIC placeholders this
+# host cannot fill (not a GCE VM) is shown whole, the unfilled ones marked with the
+# reason, never dropped; what differs between ranks is shown per rank.
+npreset=$(grep -c '^[A-Z_][A-Z0-9_]*=' "$WEFT_TOPDIR/share/weft/presets/a3-megagpu-8g.preset")
+if timeout 30 "$weftrun" --dry-run --json -np 4 -H a,b --topology "$topos/a3-megagpu-8g.xml" \
+     --nccl-preset a3-megagpu-8g -x FOO=bar ./prog >"$tmp/preset.json" 2>"$tmp/preset.err" &&
+   /usr/bin/python3 - "$tmp/preset.json" "$npreset" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = int(sys.argv[2])
+src, env, unres = d["env_source"], d["env"], d.get("env_unresolved", {})
+preset = [k for k, v in src.items() if v.startswith("preset a3-megagpu-8g")]
+assert len(preset) >= want, ("preset variables shown", len(preset), "of", want)
+assert "NCCL_SOCKET_IFNAME" in unres and "not a GCE VM" in unres["NCCL_SOCKET_IFNAME"], unres
+assert env["NCCL_SOCKET_IFNAME"] == "@host_nic@", env["NCCL_SOCKET_IFNAME"]
+assert src["FOO"] == "-x" and env["FOO"] == "bar"
+assert env["WORLD_SIZE"] == "4" and src["WORLD_SIZE"] == "weft"
+for r in d["ranks"]:
+    e = r["env"]
+    assert e["RANK"] == str(r["rank"]) and e["LOCAL_RANK"] == str(r["local_rank"]), r
+    assert e["WEFT_GPU"] == str(r["gpu"]["index"]), r
+    assert e["WEFT_CPUS"] == r["cpus"], r
+    assert "RANK" not in env
+PY
+then
+  echo "ok preset variables shown unresolved off GCE, per-rank variables"
+else
+  echo "FAIL: --dry-run --json with --nccl-preset a3-megagpu-8g off GCE:"; cat "$tmp/preset.err"
+  head -c 3000 "$tmp/preset.json"; fail=1
+fi
+if timeout 30 "$weftrun" --dry-run -np 2 -H a --topology "$topos/a3-megagpu-8g.xml" \
+     --nccl-preset a3-megagpu-8g ./prog >"$tmp/preset.txt" 2>"$tmp/preset.err" &&
+   grep -q '^# env NCCL_SOCKET_IFNAME=@host_nic@  (preset a3-megagpu-8g; unresolved here: this is not a GCE VM, each host fills it in)$' "$tmp/preset.txt" &&
+   grep -q '^# env rank 1: RANK=1 LOCAL_RANK=1 ' "$tmp/preset.txt" &&
+   grep -q '^# env forwarded as you have them: .*PATH' "$tmp/preset.txt" &&
+   [ "$(grep -c '(preset a3-megagpu-8g' "$tmp/preset.txt")" -ge "$npreset" ]; then
+  echo "ok preset variables in the text plan"
+else
+  echo "FAIL: --dry-run with --nccl-preset a3-megagpu-8g off GCE:"; cat "$tmp/preset.txt" "$tmp/preset.err"; fail=1
+fi
+
 exit $fail

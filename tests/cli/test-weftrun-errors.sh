@@ -82,8 +82,11 @@ else
   echo "ok (143): SIGTERM during the probe"
 fi
 # --version names weftrun and the Open MPI it runs
+# and ends with weft's own bug-report line, not Open MPI's
 "$weftrun" --version >"$tmp/out" 2>&1 && grep -q '^weftrun (weft) ' "$tmp/out" &&
-  grep -qi 'open mpi' "$tmp/out" || { echo "FAIL: weftrun --version:"; cat "$tmp/out"; fail=1; }
+  grep -qi 'open mpi' "$tmp/out" && ! grep -q 'open-mpi.org' "$tmp/out" &&
+  tail -n 2 "$tmp/out" | grep -q "^Report bugs in weftrun to weft's maintainers" ||
+  { echo "FAIL: weftrun --version:"; cat "$tmp/out"; fail=1; }
 # the help topics exist and print
 for t in placement environment exit-status; do
   "$weftrun" --help $t | grep -q . || { echo "FAIL: weftrun --help $t printed nothing"; fail=1; }

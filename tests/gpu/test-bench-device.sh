@@ -32,7 +32,7 @@ for np in 2 4; do
   run $np rs$np reduce_scatter -b 64 -e 64K -f 16 -n 2 -w 1 --baseline
   run $np bc$np broadcast -b 64 -e 64K -f 16 -n 2 -w 1 --baseline
   run $np sr$np sendrecv -b 64 -e 64K -f 16 -n 2 -w 1 --baseline
-  run $np bk$np bucket -b 64K -e 1M -f 4 -t 50 -n 2 -w 1 --baseline
+  run $np bk$np bucket -b 64K -e 1M -f 4 --tensors 50 -n 2 -w 1 --baseline
 done
 [ $bad -eq 0 ] || exit 1
 echo "PASS: weft-bench --memory device --baseline on 2 and 4 ranks under the stand-in (not a GPU)"

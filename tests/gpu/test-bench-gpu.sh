@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # weft-bench on device memory: every collective on 1 rank (2 when the host
 # has 2 GPUs) through NCCL, with the data check, every type and operation on
-# small sizes, and a sweep to 64 MiB beside raw NCCL (--baseline). Without a
-# GPU: checks that --memory device is refused with exit 4, then exits 77.
+# small sizes, out of place and in place, and a sweep to 64 MiB beside raw
+# NCCL (--baseline). Without a GPU: checks that --memory device is refused
+# with exit 4, then exits 77.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 unset WEFT_BENCH_INJECT_ERROR WEFT_GPU
@@ -43,6 +44,6 @@ done
 [ $np -ge 2 ] && run sendrecv sendrecv -b 1K -e 64M -f 4 -n 5 -w 2
 run sweep allreduce -b 1K -e 64M -f 4 -n 10 -w 2 --baseline --json "$tmp/r.json"
 grep -q 'baseline: raw NCCL' "$tmp/sweep" || { echo "FAIL: no raw NCCL baseline"; fail=1; }
-run bucket-baseline bucket -b 64K -e 16M -f 4 -t 100 -n 5 -w 1 --baseline
+run bucket-baseline bucket -b 64K -e 16M -f 4 --tensors 100 -n 5 -w 1 --baseline
 [ $fail -eq 0 ] || exit 1
 echo "PASS: weft-bench on device memory ($np rank(s))"

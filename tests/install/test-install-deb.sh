@@ -11,8 +11,8 @@
 #      touched) and there runs weftrun -np 2 true, weft-topo, weft-topo
 #      --topology a3-highgpu-8g.xml -np 8 from a directory without the file,
 #      a program built with pkg-config --cflags --libs weft under mpirun and
-#      weftrun, the installed examples' Makefile, weft-gather-topology and the
-#      modulefile;
+#      weftrun, the installed examples' Makefile, weft-gather-topology, the
+#      bash completion and the modulefile;
 #   4. purges both packages and checks that dpkg knows nothing of weft and
 #      that no file of it is left (every path dpkg -L listed, and nothing
 #      named weft written to the overlay outside dpkg's own logs).
@@ -157,6 +157,14 @@ if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
 else
   echo "note: no torch for /usr/bin/python3: train_ddp.py not run"
 fi
+# The bash completion, where bash-completion looks, under each tool's name.
+c=/usr/share/bash-completion/completions
+if [ -f $c/weftrun ] && [ -L $c/weft-bench ] && [ -L $c/weft-topo ] && [ -L $c/weft-vcluster ]; then
+  run "bash completion" bash -c ". $c/weft-bench && COMP_WORDS=(weft-bench allr) COMP_CWORD=1 &&
+    _weft_weft_bench && echo \"\${COMPREPLY[*]}\"" && expect "bash completion of weft-bench" '^allreduce$'
+else
+  bad "no bash completion in $c: $(ls $c 2>&1 | grep weft)"
+fi
 if command -v modulecmd >/dev/null 2>&1; then
   run "module load weft" env -i PATH=/bin MODULEPATH=/usr/share/modulefiles \
     sh -c 'eval "$(modulecmd sh load weft)" && weft-topo --version' &&
@@ -169,7 +177,8 @@ if dpkg -l | grep -i weft; then bad "dpkg still lists weft"; fi
 left=0
 while read -r f; do
   case $f in /|/usr|/usr/*/|/usr/bin|/usr/lib|/usr/lib/*-linux-gnu|/usr/lib/*-linux-gnu/pkgconfig|/usr/include|\
-    /usr/libexec|/usr/share|/usr/share/doc|/usr/share/man|/usr/share/man/man[13]|/.) continue ;; esac
+    /usr/libexec|/usr/share|/usr/share/doc|/usr/share/man|/usr/share/man/man[13]|/.|\
+    /usr/share/bash-completion|/usr/share/bash-completion/completions) continue ;; esac
   [ -e "$f" ] || [ -L "$f" ] || continue
   echo "left on disk: $f"; left=1
 done </tmp/files

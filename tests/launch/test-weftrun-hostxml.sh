@@ -53,13 +53,14 @@ awk '/^R / { if ($5 != 0) bad = 1 } END { exit bad }' "$tmp/out" ||
 left "--topology"
 
 # weft-rank probes its host itself when the XML is not there or is another host's
-# (a $TMPDIR shared between hosts)
+# (a $TMPDIR shared between hosts); the topology cache, which would answer for the
+# probe, is off here (test-weftrun-topocache.sh has it)
 rank="$WEFT_BUILDDIR/src/weft-rank/weft-rank"
 lstopo-no-graphics --of xml -f "$tmp/mine.xml" 2>/dev/null && sed 's/name="HostName" value="[^"]*"/name="HostName" value="not-this-host"/' "$tmp/mine.xml" >"$tmp/other.xml" ||
   { echo "SKIP part: lstopo-no-graphics cannot write XML"; cp /dev/null "$tmp/other.xml"; }
 for xml in "$tmp/other.xml" "$tmp/none.xml"; do
   if ! OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
-       WEFT_VERBOSE=topo timeout 30 "$rank" --layout 1 --host-xml "$xml" -- true \
+       WEFT_TOPOLOGY_CACHE=0 WEFT_VERBOSE=topo timeout 30 "$rank" --layout 1 --host-xml "$xml" -- true \
        >"$tmp/out" 2>"$tmp/err" || ! grep -q "topo: loaded live" "$tmp/err"; then
     echo "FAIL: weft-rank --host-xml $xml: no live probe instead:"; cat "$tmp/err"; fail=1
   else
@@ -82,10 +83,12 @@ set -e
 [ $rc = 124 ] || { echo "FAIL: --timeout: exit $rc:"; cat "$tmp/err"; fail=1; }
 left "--timeout"
 
-timeout 60 "$weftrun" -np 2 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+# SIGTERM once the ranks run, to weftrun alone: --foreground, or timeout would also
+# signal its process group and weftrun would take the second SIGTERM as "kill now"
+timeout --foreground 60 "$weftrun" -np 2 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 i=0
-while [ "$(pgrep -f "$s 30" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(pgrep -f "^$s 30" | wc -l)" -lt 2 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $pid
 set +e
 wait $pid

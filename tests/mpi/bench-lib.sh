@@ -6,8 +6,10 @@
 need_mpirun
 unset WEFT_MACHINE_TYPE WEFT_BENCH_INJECT_ERROR WEFT_GPU WEFT_NIC NCCL_SOCKET_IFNAME
 
-# The table with every measured number replaced by T and every float of the
-# footer by F; rank lines keep their shape only.
+# The table with every measured number replaced by T (N/A stays: a cell that
+# was not measured) and every float of the footer by F; rank lines keep their
+# shape only. Columns: 6-9 out of place, 10-13 in place (time algbw busbw
+# #wrong), 14-21 the baseline (time algbw busbw speedup, out of and in place).
 mask()
 {
   sed -E -e 's/^(# weft-bench [a-z_]+: weft ).*/\1VERSIONS/' \
@@ -15,5 +17,5 @@ mask()
       -e 's/^(# [0-9]+ ranks? on [0-9]+ hosts?:).*/\1 HOSTS/' \
       -e '/^# (Avg|Peak)/s/[0-9]+\.[0-9]+/F/g' "$1" |
     awk '/^#/ { print; next }
-         { $6 = $7 = $8 = "T"; if (NF > 9) { $10 = $11 = $12 = $13 = "T" } print }'
+         { for (i = 6; i <= NF; i++) if (i != 9 && i != 13 && $i != "N/A") $i = "T"; print }'
 }

@@ -9,7 +9,7 @@ set -eu
 small="-b 8 -e 1K -f 5 -n 1 -w 0"
 
 for coll in allreduce reduce_scatter bucket; do
-  run_np 3 "$tmp/$coll" "$bench" $coll -d all -o all $small -t 7 ||
+  run_np 3 "$tmp/$coll" "$bench" $coll -d all -o all $small --tensors 7 ||
     fail_run "$coll -d all -o all exited $?" "$tmp/$coll"
 done
 for coll in allgather broadcast sendrecv; do

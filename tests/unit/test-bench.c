@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of weft-bench's pure parts: the analysis of weft-bench scale
- * (src/weft-bench/scale-analysis.c: alpha-beta fit, prediction, efficiency,
- * slowest link or host, exit status) on exact synthetic data; and the raw-MPI
+ * (src/weft-bench/scale-analysis.c: median and spread of the repeats,
+ * alpha-beta fit and whether it is a model, prediction, efficiency, links or
+ * hosts that stand out either way, which runs a machine family's range may
+ * judge, exit status) on exact synthetic data; and the raw-MPI
  * baseline's float16/bfloat16 reductions (src/weft-bench/half.c) against
  * libweft's (lib/rt/dtype.c), bit for bit, for every operation, on NaNs,
  * infinities, signed zeros, subnormals and rounding ties, and against the
@@ -41,7 +43,8 @@ static void make_job(struct scale_job *j, int nodes, int ranks, double alpha, do
   j->npts = 4;
   for (int i = 0; i < 4; i++) {
     j->pts[i].bytes = sizes[i];
-    j->pts[i].time_us = alpha + (double)sizes[i] * beta;
+    j->pts[i].times[0] = alpha + (double)sizes[i] * beta;
+    j->pts[i].nrep = 1;
   }
 }
 
@@ -87,6 +90,47 @@ static void test_fit(void **state)
   make_job(&jobs[1], 2, 2, 50, -1e-6);
   scale_fit(&jobs[1]);
   assert_false(jobs[1].beta_us_per_byte > 0);
+  assert_false(scale_fit_valid(&jobs[1]));
+  /* A negative latency is no model either, and predicts nothing. */
+  make_job(&jobs[2], 1, 2, -5, 1e-4);
+  scale_job_finish(&jobs[2], ring);
+  assert_true(jobs[2].alpha_us < 0 && jobs[2].beta_us_per_byte > 0);
+  assert_false(scale_fit_valid(&jobs[2]));
+  assert_true(isnan(scale_predict(&jobs[2], 1, 4, ring, 1 << 20)));
+  three_jobs(jobs);
+  assert_true(scale_fit_valid(&jobs[0]));
+  jobs[0].status = 5;
+  assert_false(scale_fit_valid(&jobs[0]));
+}
+
+/* The repeats: the median time, busbw at the slowest and the fastest, the spread. */
+static void test_repeats(void **state)
+{
+  struct scale_job j;
+  struct scale_point *p = &j.pts[0];
+
+  (void)state;
+  memset(&j, 0, sizeof(j));
+  j.nodes = 2;
+  j.ranks = 2;
+  j.npts = 1;
+  p->bytes = 1000000;
+  p->times[0] = 200;    /* busbw 1e6 / 200 / 1e3 x ring(2) = 5 GB/s */
+  p->times[1] = 100;    /* 10 */
+  p->times[2] = 400;    /* 2.5 */
+  p->nrep = 3;
+  scale_job_finish(&j, ring);
+  assert_near(p->time_us, 200, 0);
+  assert_near(p->busbw, 5, 1e-12);
+  assert_near(p->busbw_lo, 2.5, 1e-12);
+  assert_near(p->busbw_hi, 10, 1e-12);
+  assert_near(scale_spread(p), 1.5, 1e-12);
+  /* The times stay as measured, in their order. */
+  assert_near(p->times[1], 100, 0);
+  p->nrep = 1;
+  scale_job_finish(&j, ring);
+  assert_near(p->busbw, 5, 1e-12);
+  assert_true(isnan(scale_spread(p)));
 }
 
 static void test_predict(void **state)
@@ -183,45 +227,113 @@ static void ring_of_pairs(struct scale_job *pairs, const double *bw, int n)
   }
 }
 
-static void test_slowest(void **state)
+static void test_links(void **state)
 {
   struct scale_job pairs[6];
-  struct scale_slowest v;
+  struct scale_links v;
   const double even[] = { 10, 10.5, 9.5, 10, 9 }, link[] = { 10, 10, 5, 10, 10 },
                host_b[] = { 10, 4, 5, 10, 10 }, host_a[] = { 5, 10, 10, 10, 4 },
-               two[] = { 10, -1, -1, 2 };
+               two[] = { 10, -1, -1, 2 }, fast[] = { 10, 36, 10, 10 },
+               fast_host[] = { 10, 10, 30, 30, 10 }, both[] = { 10, 3, 10, 10, 20, 10 };
 
   (void)state;
   ring_of_pairs(pairs, even, 5);
-  scale_slowest(pairs, 5, 1 << 20, &v);
-  assert_int_equal(v.kind, SCALE_SLOW_NONE);
+  scale_judge_links(pairs, 5, 1 << 20, &v);
   assert_int_equal(v.measured, 5);
+  assert_int_equal(v.nout, 0);
   assert_near(v.median, 10, 0);
 
   ring_of_pairs(pairs, link, 5);
-  scale_slowest(pairs, 5, 1 << 20, &v);
-  assert_int_equal(v.kind, SCALE_SLOW_LINK);
-  assert_int_equal(v.link, 2);
-  assert_near(v.busbw, 5, 0);
+  scale_judge_links(pairs, 5, 1 << 20, &v);
+  assert_int_equal(v.nout, 1);
+  assert_int_equal(v.out[0].link, 2);
+  assert_null(v.out[0].host);
+  assert_false(v.out[0].faster);
+  assert_near(v.out[0].busbw, 5, 0);
+  assert_near(v.out[0].ratio, 0.5, 1e-12);
 
-  /* Links h1-h2 (4) and h2-h3 (5): host h2. */
+  /* Links h1-h2 (4) and h2-h3 (5): host h2, as far off as its better link. */
   ring_of_pairs(pairs, host_b, 5);
-  scale_slowest(pairs, 5, 1 << 20, &v);
-  assert_int_equal(v.kind, SCALE_SLOW_HOST);
-  assert_string_equal(v.host, "h2");
+  scale_judge_links(pairs, 5, 1 << 20, &v);
+  assert_int_equal(v.nout, 1);
+  assert_string_equal(v.out[0].host, "h2");
+  assert_near(v.out[0].busbw, 5, 0);
 
   /* Links h4-h0 (4) and h0-h1 (5): host h0, across the end of the ring. */
   ring_of_pairs(pairs, host_a, 5);
-  scale_slowest(pairs, 5, 1 << 20, &v);
-  assert_int_equal(v.kind, SCALE_SLOW_HOST);
-  assert_string_equal(v.host, "h0");
+  scale_judge_links(pairs, 5, 1 << 20, &v);
+  assert_int_equal(v.nout, 1);
+  assert_string_equal(v.out[0].host, "h0");
+
+  /* A link 3.6 x faster than the median stands out too, the other way. */
+  ring_of_pairs(pairs, fast, 4);
+  scale_judge_links(pairs, 4, 1 << 20, &v);
+  assert_near(v.median, 10, 0);
+  assert_int_equal(v.nout, 1);
+  assert_int_equal(v.out[0].link, 1);
+  assert_true(v.out[0].faster);
+  assert_near(v.out[0].ratio, 3.6, 1e-12);
+
+  /* Links h2-h3 and h3-h4 both fast: host h3. */
+  ring_of_pairs(pairs, fast_host, 5);
+  scale_judge_links(pairs, 5, 1 << 20, &v);
+  assert_int_equal(v.nout, 1);
+  assert_string_equal(v.out[0].host, "h3");
+  assert_true(v.out[0].faster);
+
+  /* One slower and one faster: both, the farther from the median first. */
+  ring_of_pairs(pairs, both, 6);
+  scale_judge_links(pairs, 6, 1 << 20, &v);
+  assert_int_equal(v.nout, 2);
+  assert_int_equal(v.out[0].link, 1);
+  assert_false(v.out[0].faster);
+  assert_int_equal(v.out[1].link, 4);
+  assert_true(v.out[1].faster);
 
   /* Failed links are not measured; two are too few to compare. */
   ring_of_pairs(pairs, two, 4);
-  scale_slowest(pairs, 4, 1 << 20, &v);
-  assert_int_equal(v.kind, SCALE_SLOW_UNJUDGED);
+  scale_judge_links(pairs, 4, 1 << 20, &v);
   assert_int_equal(v.measured, 2);
-  assert_int_equal(v.link, -1);
+  assert_int_equal(v.nout, 0);
+}
+
+/* Only multi-node runs on GPU memory are held against a family's range. */
+static void test_comparable(void **state)
+{
+  struct scale_job j;
+  char why[256];
+
+  (void)state;
+  bw_job(&j, 1, 8, 300, 0);
+  j.device = 1;
+  assert_false(scale_comparable(&j, why, sizeof(why)));
+  assert_non_null(strstr(why, "1 node"));
+  bw_job(&j, 2, 16, 150, 0);
+  assert_false(scale_comparable(&j, why, sizeof(why)));
+  assert_non_null(strstr(why, "host memory"));
+  j.device = 1;
+  assert_true(scale_comparable(&j, why, sizeof(why)));
+}
+
+/* A3 Mega's range 150-189 GB/s; A4's has no upper bound; A2 has none. */
+static void test_health(void **state)
+{
+  struct bench_expect e;
+
+  (void)state;
+  memset(&e, 0, sizeof(e));
+  e.healthy_lo = 150;
+  e.healthy_hi = 189;
+  assert_int_equal(scale_health(&e, 149.9), SCALE_HEALTH_BELOW);
+  assert_int_equal(scale_health(&e, 150), SCALE_HEALTH_INSIDE);
+  assert_int_equal(scale_health(&e, 189), SCALE_HEALTH_INSIDE);
+  assert_int_equal(scale_health(&e, 200), SCALE_HEALTH_ABOVE);
+  e.healthy_lo = 250;
+  e.healthy_hi = 0;
+  assert_int_equal(scale_health(&e, 1000), SCALE_HEALTH_INSIDE);
+  assert_int_equal(scale_health(&e, 249), SCALE_HEALTH_BELOW);
+  e.healthy_lo = 0;
+  assert_int_equal(scale_health(&e, 10), SCALE_HEALTH_UNKNOWN);
 }
 
 static void test_status(void **state)
@@ -409,7 +521,10 @@ int main(void)
     cmocka_unit_test(test_predict),
     cmocka_unit_test(test_median),
     cmocka_unit_test(test_efficiency),
-    cmocka_unit_test(test_slowest),
+    cmocka_unit_test(test_repeats),
+    cmocka_unit_test(test_links),
+    cmocka_unit_test(test_comparable),
+    cmocka_unit_test(test_health),
     cmocka_unit_test(test_status),
     cmocka_unit_test(test_nan_rule),
     cmocka_unit_test(test_half_same_as_libweft),

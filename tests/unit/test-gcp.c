@@ -668,6 +668,27 @@ static void test_preset_off_gce(void **state)
     assert_int_equal(n, 0);
   }
   weftx_preset_free(p);
+
+  /* The preview for --dry-run keeps every variable, the unfilled ones as the file has them. */
+  int nres = 0, unres = 0;
+  assert_int_equal(weftx_preset_load("a3-highgpu-8g", &p, why, sizeof(why)), 0);
+  assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ENOENT);
+  assert_int_equal(weftx_preset_preview(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
+  assert_true(n >= 16);
+  for (int i = 0; i < n; i++) {
+    if (!v[i].unresolved) {
+      assert_null(strchr(v[i].value, '@'));
+      nres++;
+      continue;
+    }
+    unres++;
+    assert_non_null(strchr(v[i].value, '@'));
+    assert_string_equal(v[i].unresolved, "this is not a GCE VM");
+    if (!strcmp(v[i].key, "NCCL_SOCKET_IFNAME"))
+      assert_string_equal(v[i].value, "@host_nic@");
+  }
+  assert_true(unres >= 3 && nres >= 10);
+  weftx_preset_free(p);
 }
 
 static void test_preset_parse_errors(void **state)

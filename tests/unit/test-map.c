@@ -704,6 +704,7 @@ static void test_json(void **state)
 
   memset(&plan, 0, sizeof(plan));
   memset(hosts, 0, sizeof(hosts));
+  memset(ranks, 0, sizeof(ranks));
   hosts[0].name = "vm-a";
   hosts[0].slots = 8;
   hosts[0].topo = t;

@@ -211,6 +211,23 @@ test_layout(void **state)
   assert_int_equal(local, 1);
   assert_int_equal(weft_layout_host(counts, 3, 1, 5, &local), 2);
   assert_int_equal(local, 2);
+  /* all ranks at once (weftrun's plan) agree with weft-rank's rank-by-rank answer,
+   * zero counts and uneven hosts included */
+  for (int seed = 1; seed <= 200; seed++) {
+    int cnt[9], np = 0, n = 1 + seed % 9, by_node = seed & 1;
+    unsigned x = (unsigned)seed * 2654435761u;
+    for (int h = 0; h < n; h++) {
+      x = x * 1103515245u + 12345u;
+      cnt[h] = (int)((x >> 16) % 6);
+      np += cnt[h];
+    }
+    int host[64], loc[64];
+    assert_int_equal(weft_layout_assign(cnt, n, by_node, np, host, loc), 0);
+    for (int r = 0; r < np; r++) {
+      assert_int_equal(weft_layout_host(cnt, n, by_node, r, &local), host[r]);
+      assert_int_equal(local, loc[r]);
+    }
+  }
   int c[4];
   assert_int_equal(weft_layout_parse("8,8,0", c, 4), 3);
   assert_int_equal(c[2], 0);

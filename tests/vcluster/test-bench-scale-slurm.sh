@@ -21,6 +21,9 @@ for n in 1 2 4; do
   [ "$(grep -c "^measured,$n,$n," "$tmp/o/scale.csv")" -eq 1 ] ||
     { cat "$tmp/o/scale.csv"; fail "scale.csv lacks the run on $n nodes"; }
 done
-grep -q 'vnode3' "$tmp/o/runs/allreduce-4nodes.hosts" || fail "the 4-node run did not use vnode3"
+# Each of the 3 repeats (--repeat's default) writes its own hostfile.
+for r in 1 2 3; do
+  grep -q 'vnode3' "$tmp/o/runs/allreduce-4nodes-r$r.hosts" || fail "the 4-node run $r of 3 did not use vnode3"
+done
 grep -q '^# Scaling test concluded: OK$' "$tmp/out" || fail "no OK verdict"
 echo "ok salloc -N4 weft-bench scale: the allocation's 4 nodes"

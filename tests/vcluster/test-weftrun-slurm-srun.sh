@@ -49,7 +49,10 @@ check_failure srun
 # --timeout: 124 and the step ended
 rc=0
 on vnode0 salloc -N3 -n6 "$weftrun" --engine srun --timeout 2 "$tmp/$uniq-sleep" 60 >"$work/timeout.out" 2>&1 || rc=$?
-[ $rc -eq 124 ] && grep -q '^weftrun: job ended: --timeout 2 s expired (exit 124)$' "$work/timeout.out" ||
+# the summary counts the ranks still running, then one line each (as under mpirun)
+[ $rc -eq 124 ] &&
+  grep -q '^weftrun: job ended: --timeout 2 s expired; 6 of 6 ranks were still running (exit 124)$' \
+    "$work/timeout.out" && [ "$(grep -c '^weftrun:   rank [0-5] host vnode[0-2] ' "$work/timeout.out")" -eq 6 ] ||
   { cat "$work/timeout.out"; fail "--engine srun --timeout 2: exit $rc, not 124 with its line"; }
 nothing_left || fail "processes left after --timeout"
 no_job_left "--timeout"

@@ -1,0 +1,102 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weftrun's topology cache and the probe it spares mpirun. The first run
+# probes this machine and writes the cache (a 0600 file in a 0700 directory
+# under $XDG_CACHE_HOME), the next ones load it; the ranks are placed and bound
+# the same either way; a damaged cache is probed again and rewritten;
+# WEFT_TOPOLOGY_CACHE=0 reads and writes nothing. mpirun reads weftrun's XML
+# (hwloc_base_topo_file, which it says it loads) when every rank is here, and
+# not when the user sets that file or hwloc_base_cpu_list (on the command line,
+# in the environment or in a parameter file), or a rank is on another host (a
+# stand-in mpirun shows the command line there).
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+local_jobs
+fail=0
+XDG_CACHE_HOME="$tmp/cache"
+export XDG_CACHE_HOME
+unset WEFT_TOPOLOGY_CACHE OMPI_MCA_hwloc_base_topo_file OMPI_MCA_hwloc_base_cpu_list || true
+file="$XDG_CACHE_HOME/weft/topology-$(hostname | sed 's/[^A-Za-z0-9.-]/_/g').xml"
+
+run() { # NAME ARGS...: weftrun -v with WEFT_VERBOSE=topo, its stderr in $tmp/err
+  _name=$1
+  shift
+  WEFT_VERBOSE=topo timeout 60 "$weftrun" -v "$@" >"$tmp/out" 2>"$tmp/err" ||
+    { echo "FAIL: $_name: exit $?:"; cat "$tmp/err"; fail=1; }
+}
+has() { grep -q -- "$2" "$tmp/err" || { echo "FAIL: $1: no '$2' in:"; cat "$tmp/err"; fail=1; }; }
+hasnt() { ! grep -q -- "$2" "$tmp/err" || { echo "FAIL: $1: '$2' in:"; cat "$tmp/err"; fail=1; }; }
+bindings() { grep '^\[weft\]' "$tmp/err" | sort; }
+topo_arg='--mca hwloc_base_topo_file [^ ]*/weft-[0-9]*-[^/ ]*/topology.xml '
+
+run "first run" -np 2 --oversubscribe --report-bindings --mca hwloc_base_verbose 1 true
+has "first run" "topology cache: wrote $file"
+has "first run" "running .*$topo_arg"
+has "first run: mpirun reads the file" "hwloc:base loading topology from file .*/topology.xml"
+hasnt "first run: mpirun probes" "hwloc:base discovering topology"
+[ "$(stat -c %a "$file" 2>/dev/null)" = 600 ] && [ "$(stat -c %a "$XDG_CACHE_HOME/weft")" = 700 ] ||
+  { echo "FAIL: cache not private: $(ls -ld "$XDG_CACHE_HOME/weft" "$file" 2>&1)"; fail=1; }
+bindings >"$tmp/probed"
+
+run "second run" -np 2 --oversubscribe --report-bindings true
+has "second run" "topology cache: loaded $file"
+hasnt "second run" "topology cache: wrote"
+bindings >"$tmp/cached"
+[ -s "$tmp/cached" ] && cmp -s "$tmp/probed" "$tmp/cached" ||
+  { echo "FAIL: placement from the cache differs from the probe's:"; diff "$tmp/probed" "$tmp/cached"; fail=1; }
+
+# damaged: half a file under its own key is not trusted
+head -c 2000 "$file" >"$tmp/half" && tail -n 1 "$file" >>"$tmp/half" && cat "$tmp/half" >"$file"
+run "damaged cache" -np 2 --oversubscribe true
+has "damaged cache" "topology cache: wrote $file"
+hasnt "damaged cache" "topology cache: loaded"
+run "after the damaged cache" -np 2 --oversubscribe true
+has "after the damaged cache" "topology cache: loaded $file"
+
+# off: nothing read or written, and mpirun still spared its probe
+mv "$file" "$tmp/mine.xml"
+WEFT_TOPOLOGY_CACHE=0 run "WEFT_TOPOLOGY_CACHE=0" -np 2 --oversubscribe --mca hwloc_base_verbose 1 true
+has "WEFT_TOPOLOGY_CACHE=0" "topology cache: off (WEFT_TOPOLOGY_CACHE=0)"
+has "WEFT_TOPOLOGY_CACHE=0" "hwloc:base loading topology from file"
+[ ! -e "$file" ] || { echo "FAIL: WEFT_TOPOLOGY_CACHE=0 wrote $file"; fail=1; }
+
+# the user's own topology file or processor list: weftrun hands mpirun nothing
+run "user's hwloc_base_topo_file" -np 2 --oversubscribe --mca hwloc_base_topo_file "$tmp/mine.xml" true
+[ "$(grep '^weftrun: running' "$tmp/err" | grep -o 'hwloc_base_topo_file' | wc -l)" = 1 ] &&
+  has "user's hwloc_base_topo_file" "hwloc_base_topo_file $tmp/mine.xml" ||
+  { echo "FAIL: the user's hwloc_base_topo_file is not alone:"; cat "$tmp/err"; fail=1; }
+
+# with a stand-in mpirun that keeps its command line: a processor list of the user's
+# (which the file would skip), a rank on another host (whose daemon must probe its own
+# machine), and the plain case
+cat >"$tmp/mpirun" <<EOS
+#!/bin/sh
+echo "\$*" >"$tmp/args"
+EOS
+chmod +x "$tmp/mpirun"
+standin() { # NAME WANT(0|1) VAR=VALUE WEFTRUN-ARGS...
+  _name=$1 _want=$2 _var=$3
+  shift 3
+  rm -f "$tmp/args"
+  if env "$_var" WEFT_MPIRUN="$tmp/mpirun" timeout 60 "$weftrun" "$@" true >"$tmp/out" 2>"$tmp/err" &&
+     grep -q -- "--host-xml" "$tmp/args"; then
+    [ "$(grep -c hwloc_base_topo_file "$tmp/args")" = "$_want" ] ||
+      { echo "FAIL: $_name: hwloc_base_topo_file given $_want times? mpirun got:"; cat "$tmp/args"; fail=1; }
+  else
+    echo "FAIL: $_name with a stand-in mpirun:"; cat "$tmp/err" "$tmp/args"; fail=1
+  fi
+}
+standin "one host" 1 WEFT_T=1 -np 2 --oversubscribe
+standin "OMPI_MCA_hwloc_base_cpu_list" 0 OMPI_MCA_hwloc_base_cpu_list=0 -np 2 --oversubscribe
+standin "-gmca FILE" 0 WEFT_T=1 -np 2 --oversubscribe -gmca "$tmp/none.conf"
+mkdir -p "$tmp/home/.openmpi"
+echo "  hwloc_base_topo_file = /elsewhere.xml" >"$tmp/home/.openmpi/mca-params.conf"
+standin "~/.openmpi/mca-params.conf" 0 HOME="$tmp/home" -np 2 --oversubscribe
+echo "# hwloc_base_cpu_list = 0" >"$tmp/params.conf"
+standin "a commented-out parameter" 1 OMPI_MCA_mca_base_param_files="$tmp/params.conf" -np 2
+echo "hwloc_base_cpu_list=0" >>"$tmp/params.conf"
+standin "OMPI_MCA_mca_base_param_files" 0 OMPI_MCA_mca_base_param_files="$tmp/none,$tmp/params.conf" -np 2
+standin "two hosts" 0 WEFT_T=1 -H "$(hostname):1,198.18.0.99:1" --gpus-per-node 0
+[ $fail = 0 ] && echo "ok topology cache and mpirun's topology file"
+nothing_left || fail=1
+exit $fail
