@@ -85,6 +85,17 @@ if [ "$mode" = test ]; then
     tally
     [ $rc -eq 0 ] || [ $fail -gt 0 ] || fail=$((fail + 1))
   fi
+  # CI (WEFT_SANITIZE=1), or WEFT_TEST_INSTALL=1: the Debian packages built, linted,
+  # installed into an overlay of this machine's root, used and purged (about 3 minutes).
+  if [ "${WEFT_SANITIZE:-0}" = 1 ] || [ "${WEFT_TEST_INSTALL:-0}" = 1 ]; then
+    rc=0
+    "$top/tests/install/test-install-deb.sh" >"$top/_build/test-install-deb.log" 2>&1 || rc=$?
+    case $rc in
+      0) pass=$((pass + 1)); echo "PASS: tests/install/test-install-deb.sh" ;;
+      77) skip=$((skip + 1)); echo "SKIP: tests/install/test-install-deb.sh: $(tail -n 1 "$top/_build/test-install-deb.log")" ;;
+      *) fail=$((fail + 1)); cat "$top/_build/test-install-deb.log"; echo "FAIL: tests/install/test-install-deb.sh" ;;
+    esac
+  fi
   echo "$pass passed, $fail failed, $skip skipped"
   [ $fail -eq 0 ]
   exit

@@ -30,6 +30,8 @@
 #                                 exec), within 60 s
 #   sbatch_wait NODE ARGS...      sbatch ARGS from NODE, wait for the job to end
 #                                 (60 s at most); returns the script's status
+#   hold_port PORT [NODE]         a process listening on TCP PORT here (or on NODE
+#                                 of the cluster), its pid in $holder; killed at exit
 #   golden_check EXPECTED ACTUAL  compare with a golden file (strict: a missing
 #                                 one fails); WEFT_UPDATE_GOLDEN=1 rewrites it
 #   now, elapsed T0 T1            wall clock in seconds, whole seconds between
@@ -193,6 +195,24 @@ sbatch_wait()
   [ "$_st" = COMPLETED ] || [ "$_st" = FAILED ] || return 1
   [ "${_x#* }" = 0 ] || return $((128 + ${_x#* }))
   return "${_x% *}"
+}
+
+hold_port()
+{
+  _code="import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('', $1)); s.listen(); time.sleep(120)"
+  if [ $# -ge 2 ]; then on "$2" /usr/bin/python3 -c "$_code" & else /usr/bin/python3 -c "$_code" & fi
+  holder=$!
+  at_exit "kill $holder 2>/dev/null"
+  _hex=$(printf %04X "$1")
+  _i=0
+  until { if [ $# -ge 2 ]; then on "$2" cat /proc/net/tcp; else cat /proc/net/tcp; fi; } |
+        grep -qi ":$_hex [0-9A-F:]* 0A "; do
+    _i=$((_i + 1))
+    [ $_i -le 50 ] || fail "nothing listens on TCP port $1${2:+ on $2} after 5 s"
+    sleep 0.1
+  done
 }
 
 now() { date +%s.%N; }

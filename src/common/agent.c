@@ -2,12 +2,13 @@
 /*
  * The weftrun <-> weft-rank contract (agent.h): the agent's option table with
  * its writer and parser, the failure line an agent shows, the probe's GCE
- * line, and the exit-status table rendered for --help and the man page. The
- * control channel's wire format is ctl.c.
+ * line, the check's records, and the exit-status table rendered for --help
+ * and the man page. The control channel's wire format is ctl.c.
  */
 #include "config.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,8 +79,8 @@ weft_exit_man(FILE *out)
 
 enum {
   A_LAYOUT = 1, A_RANKBY, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS, A_NCCL,
-  A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM, A_JOB, A_PROBE, A_HELP, A_GPUS,
-  A_OUTFILE,
+  A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM, A_JOB,
+  A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
@@ -117,6 +118,12 @@ const weft_opt weft_agent_options[] = {
     "removed when the rank ends.", 0 },
   { A_JOB, "job", WEFT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0 },
   { A_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
+  { A_CHECK, "check", WEFT_OPT_ARG, "full|reach", S,
+    "weftrun --check: report this host's facts as records (full), or only answer (reach); "
+    "the program after '--' is looked for, not run.", 0 },
+  { A_CHECKID, "check-id", WEFT_OPT_ARG, "ID", S, "The check job's nonce.", 0 },
+  { A_CHECKDL, "check-deadline", WEFT_OPT_ARG, "SECONDS", S,
+    "Seconds the check has on this host, all included.", 0 },
   { A_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
 };
@@ -165,6 +172,13 @@ weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char 
   if (a->probe) {
     put(&w, A_PROBE, NULL);
     return w.rc;
+  }
+  if (a->check) {
+    put(&w, A_CHECK, a->check);
+    if (a->check_id)
+      put(&w, A_CHECKID, a->check_id);
+    if (a->check_deadline > 0)
+      put_long(&w, A_CHECKDL, a->check_deadline);
   }
   if (a->layout)
     put(&w, A_LAYOUT, a->layout);
@@ -255,6 +269,15 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case A_OUTFILE: a->output_filename = a1; return 0;
   case A_GRACE: return weftx_parse_long(a1, 0, 3600, &a->preempt_grace) ? -1 : 0;
   case A_PROBE: a->probe = 1; return 0;
+  case A_CHECK:
+    if (strcmp(a1, "full") && strcmp(a1, "reach")) {
+      snprintf(why, len, "%s '%s': expected full or reach", sp, a1);
+      return -1;
+    }
+    a->check = a1;
+    return 0;
+  case A_CHECKID: a->check_id = a1; return 0;
+  case A_CHECKDL: return weftx_parse_long(a1, 1, 3600, &a->check_deadline) ? -1 : 0;
   case A_HELP: a->help = 1; return 0;
   }
   return -1;
@@ -328,4 +351,46 @@ weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *
     }
   }
   return (size_t)(t - buf) + 1;
+}
+
+/* ---- The check's records -------------------------------------------------- */
+
+void
+weft_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
+{
+  char value[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(value, sizeof(value), fmt, ap);
+  va_end(ap);
+  for (char *c = value; *c; c++)
+    if (*c == '\n' || *c == '\r')
+      *c = ' ';
+  fprintf(out, WEFT_AGENT_CHECK_TAG " %d %s %s\n", host, key, value);
+}
+
+int
+weft_agent_check_parse(const char *line, int *host, char *key, size_t keylen, const char **value,
+                       size_t *vlen)
+{
+  static const char tag[] = WEFT_AGENT_CHECK_TAG " ";
+  const char *p = strstr(line, tag), *k, *v;
+  char *end;
+  if (!p || keylen < 2)
+    return 0;
+  p += sizeof(tag) - 1;
+  long h = strtol(p, &end, 10);
+  if (end == p || *end != ' ' || h < 0 || h >= WEFT_AGENT_MAX_HOSTS)
+    return 0;
+  k = end + 1;
+  size_t kn = strcspn(k, " \r\n");
+  if (!kn || kn >= keylen)
+    return 0;
+  memcpy(key, k, kn);
+  key[kn] = '\0';
+  v = k + kn + (k[kn] == ' ');
+  *host = (int)h;
+  *value = v;
+  *vlen = strcspn(v, "\r\n");
+  return 1;
 }

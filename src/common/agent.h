@@ -11,6 +11,8 @@
  *  - the failure line an agent prints when its rank fails, for the user to
  *    read (weftrun never parses output);
  *  - the line "weft-rank --probe" adds after a Google Cloud host's XML;
+ *  - the records "weft-rank --check" prints for weftrun --check, and their
+ *    one parser (plain output until the control channel carries them);
  *  - weftrun's exit status: one table (code, name, sentence) from which the
  *    WEFT_EXIT_* constants (weftrun's WR_EXIT_* too), the exit-status lines
  *    of --help, "--help exit-status" and the man page's EXIT STATUS come.
@@ -28,6 +30,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include <weft/common.h>
 
 #include "ctl.h"
 #include "opt.h"
@@ -85,6 +89,12 @@
     "grace period (--preempt-grace, 5 seconds by default; a Spot VM powers off 30 seconds "    \
     "after the notice, so a longer grace is cut short and draws a warning); the job was ended " \
     "on every host. A wrapper may requeue it.", NULL)                                         \
+  X(CHECKWARN, 80, "80", "--check: warnings",                                               \
+    "--check found warnings and no failure: the job can start, but something on a host is "   \
+    "not as it should be (each warning has its line; weftrun(1) CHECKS).", NULL)               \
+  X(CHECKFAIL, 81, "81", "--check: failures",                                               \
+    "--check found at least one failure: a host the job cannot run on as planned (each "      \
+    "problem has its line; weftrun(1) CHECKS).", NULL)                                        \
   X(TIMEOUT, 124, "124", "timeout",                                                           \
     "A deadline expired: --timeout, or in a rank libweft's WEFT_INIT_TIMEOUT (weft_init "     \
     "waits 300 s for every rank by default) or its collective watchdog (600 s in one call); " \
@@ -141,6 +151,9 @@ typedef struct weft_agent_args {
   const char *monitor_prom;    /* and a Prometheus file of it in this directory */
   const char *job;             /* the job's name for its labels */
   int probe;                   /* print this host's topology and exit */
+  const char *check;           /* "full" or "reach": weftrun --check's agent (records, no rank) */
+  const char *check_id;        /* the check job's nonce: its agents know each other by it */
+  long check_deadline;         /* seconds the agent has for everything; 0: its default */
   int help;
 } weft_agent_args;
 
@@ -194,5 +207,23 @@ void weft_agent_gce_print(FILE *out, const char *machine_type, const char *physi
  * ("" for "-"), else they are left alone. */
 size_t weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph,
                             size_t phlen);
+
+/* ---- The check's records ------------------------------------------------- */
+
+/* "weft-rank --check" prints what it finds as records, one line each:
+ * "#weft-check H KEY VALUE", H the host's index in the check job's layout, KEY a
+ * word (check.h lists them), VALUE the rest of the line (may be empty). */
+#define WEFT_AGENT_CHECK_TAG "#weft-check"
+
+/** \brief Print one record; newlines in the value become spaces. One write(2)
+ * per record when \p out is line-buffered. */
+void weft_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
+  WEFT_PRINTF(4, 5);
+
+/** \brief Is \p line (a prefix allowed, as the failure line's) a record? 1 with
+ * \p host, \p key (a word of at most \p keylen - 1 bytes) and \p value (pointing
+ * into \p line, its length in \p vlen, without the line end) filled, else 0. */
+int weft_agent_check_parse(const char *line, int *host, char *key, size_t keylen,
+                           const char **value, size_t *vlen);
 
 #endif /* WEFT_TOOL_AGENT_H */

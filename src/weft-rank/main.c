@@ -166,6 +166,8 @@ main(int argc, char **argv)
     wk_channel_scrub();
   }
   char **program = argv + first;
+  if (o.check)
+    return wk_check(&o, program);
   if (!program[0])
     FAIL("no program after '--'");
 

@@ -14,6 +14,8 @@
 #include "agent.h"
 #include "ctl-io.h"
 
+#include <pthread.h>
+
 /* weft-rank could not set its rank up (agent.h's WEFT_EXIT_ENGINE, "launch failed") */
 #define WK_EXIT_SETUP WEFT_EXIT_ENGINE
 
@@ -125,5 +127,41 @@ void wk_gcp_destroy(wk_gcp *g);
 /* For weftrun's probe, after the XML: the GCE line (agent.h) when this host is on
  * GCE (or GCE_METADATA_HOST is set), nothing otherwise (no request). */
 void wk_gcp_probe_facts(FILE *out);
+
+/* ---- weftrun --check's agent (--check full|reach) ------------------------ */
+
+/* check.c: this host's facts as records (agent.h, check.h), then exit 0 whatever
+ * was found: a failed check is a fact, never an exit status that would make the
+ * engine end the other hosts' agents. */
+int wk_check(const weft_agent_args *o, char **program);
+
+/* What one check found: "KEY VALUE" strings, printed as records once it is done. */
+typedef struct wk_facts {
+  char **v;
+  int n, cap;
+} wk_facts;
+void wk_fact(wk_facts *f, const char *key, const char *fmt, ...) WEFT_PRINTF(3, 4);
+/* A fact whose value is text of many lines (the topology's XML, key "xml"): printed
+ * as the record "xml BYTES" followed by the text as it is. */
+void wk_fact_raw(wk_facts *f, const char *key, const char *data, size_t len);
+
+/* check-gpu.c: GPUs on the PCI bus (this host's topology, also sent as XML for
+ * weftrun's plan) and what NVML says of them (dlopen'ed: "gpu.nvml absent ..."
+ * without it). */
+void wk_check_gpus(wk_facts *f);
+
+/* check-net.c: the master port, the connection to the master (the rendezvous every
+ * agent makes, as a job's ranks do), the clock offset from the master's, and the TCP
+ * connections of the pair rule (check.h) on the job's interface. */
+typedef struct wk_check_net {
+  int me, n;                   /* this host's index, the hosts */
+  const char *id;              /* the check's nonce */
+  const char *master_addr;     /* MASTER_ADDR; NULL for a job on one host here */
+  int master_port;
+  const char *ifname;          /* the job's interface, or NULL */
+  double skew;                 /* seconds added to this host's clock (tests only) */
+  double deadline;             /* weftx_monotonic() by which it has ended */
+} wk_check_net;
+void wk_check_net_run(const wk_check_net *a, wk_facts *f);
 
 #endif /* WEFT_RANK_H */

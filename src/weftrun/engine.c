@@ -130,6 +130,8 @@ wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_
 
   snprintf(why, whylen, "out of memory");
   weft_agent_args_init(&ag);
+  if (e->agent_args)
+    ag = *e->agent_args;
   if (!counts)
     goto out;
   for (int h = 0; h < p->nhosts; h++)

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "weftrun.h"
 
@@ -65,6 +66,35 @@ wr_find_rank_agent(char *buf, size_t len)
   const char *look[] = { "$ORIGIN/../weft-rank/weft-rank", "$ORIGIN/../../weft-rank/weft-rank",
                          WEFT_LIBEXECDIR "/weft-rank", NULL };
   return weftx_find_exe(look, buf, len);
+}
+
+int
+wr_engine_ready(const wr_opts *o, const wr_engine *e)
+{
+  if (!e->found && e->kind == WR_ENGINE_MPIRUN) {
+    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN%s\n",
+            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "",
+            getenv("SLURM_JOB_ID") ? ", or use --engine srun" : "");
+    return WR_EXIT_ENGINE;
+  }
+  if (!e->found) {
+    fprintf(stderr, "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
+            "WEFT_SRUN\n", getenv("WEFT_SRUN") ? " (WEFT_SRUN is not executable)" : "");
+    return WR_EXIT_ENGINE;
+  }
+  const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
+  if (e->kind == WR_ENGINE_MPIRUN && geteuid() == 0 && !o->allow_run_as_root &&
+      !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
+    fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
+            "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
+    return WR_EXIT_ENGINE;
+  }
+  if (access(e->agent, X_OK)) {
+    fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
+            "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
+    return WR_EXIT_ENGINE;
+  }
+  return 0;
 }
 
 /* mpirun: $WEFT_MPIRUN, else the first one on $PATH. */

@@ -64,7 +64,8 @@ static int
 probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_here,
              wr_jobdir *dir, int stop_fd, char **paths)
 {
-  if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE"))
+  /* --check's own job brings each host's topology back (check.c) */
+  if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE") || o->check)
     return 0;
   wr_host **which = calloc((size_t)inv->nhosts, sizeof(*which));
   char **got = calloc((size_t)inv->nhosts, sizeof(*got));
@@ -121,6 +122,24 @@ check_mixed(const wr_inventory *inv)
 }
 
 int
+wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths)
+{
+  int rc = 0;
+  for (int h = 0; !rc && h < inv->nhosts; h++) {
+    wr_host *w = &inv->hosts[h];
+    const char *path = w->file ? w->file : paths[h];
+    w->from = w->file ? WR_TOPO_FILE : paths[h] ? WR_TOPO_PROBED :
+              w->local ? WR_TOPO_HERE : WR_TOPO_ASSUMED;
+    rc = topo_get(inv, path, &w->topo);
+    if (!rc) {
+      w->gpus_trusted = o->gpus_per_node >= 0 && !w->file;
+      w->gpus = w->gpus_trusted ? (int)o->gpus_per_node : weftx_topo_ngpus(w->topo);
+    }
+  }
+  return rc;
+}
+
+int
 wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
                 int stop_fd)
 {
@@ -147,17 +166,8 @@ wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobd
     return WR_EXIT_ENGINE;
   }
   rc = probe_remote(o, e, inv, gce_here, dir, stop_fd, paths);
-  for (int h = 0; !rc && h < inv->nhosts; h++) {
-    wr_host *w = &inv->hosts[h];
-    const char *path = w->file ? w->file : paths[h];
-    w->from = w->file ? WR_TOPO_FILE : paths[h] ? WR_TOPO_PROBED :
-              w->local ? WR_TOPO_HERE : WR_TOPO_ASSUMED;
-    rc = topo_get(inv, path, &w->topo);
-    if (!rc) {
-      w->gpus_trusted = o->gpus_per_node >= 0 && !w->file;
-      w->gpus = w->gpus_trusted ? (int)o->gpus_per_node : weftx_topo_ngpus(w->topo);
-    }
-  }
+  if (!rc)
+    rc = wr_facts_topologies(o, inv, paths);
   for (int h = 0; h < inv->nhosts; h++)
     free(paths[h]);
   free(paths);

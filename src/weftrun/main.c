@@ -2,9 +2,10 @@
 /*
  * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts, the
  * engine's choice, facts, plan, network, then either the plan printed
- * (--dry-run) or the engine's command run (mpirun or srun, and weft-rank).
- * Signals are stop requests (signals.c), so that every way out removes the
- * job directory.
+ * (--dry-run) or the engine's command run (mpirun or srun, and weft-rank);
+ * with --check, the check job and its table (check.c) instead of plan and
+ * launch. Signals are stop requests (signals.c), so that every way out
+ * removes the job directory.
  */
 #include "config.h"
 
@@ -186,30 +187,10 @@ launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_j
        int stop_fd)
 {
   char hostfile[4096], xml[4096], why[600];
-  if (!e->found && e->kind == WR_ENGINE_MPIRUN) {
-    fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN%s\n",
-            getenv("WEFT_MPIRUN") ? " (WEFT_MPIRUN is not executable)" : "",
-            getenv("SLURM_JOB_ID") ? ", or use --engine srun" : "");
-    return WR_EXIT_ENGINE;
-  }
-  if (!e->found) {
-    fprintf(stderr, "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
-            "WEFT_SRUN\n", getenv("WEFT_SRUN") ? " (WEFT_SRUN is not executable)" : "");
-    return WR_EXIT_ENGINE;
-  }
-  const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
-  if (e->kind == WR_ENGINE_MPIRUN && geteuid() == 0 && !o->allow_run_as_root &&
-      !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
-    fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
-            "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
-    return WR_EXIT_ENGINE;
-  }
-  if (access(e->agent, X_OK)) {
-    fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
-            "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
-    return WR_EXIT_ENGINE;
-  }
-  int rc = write_hostfile(p, e, dir, hostfile, sizeof(hostfile));
+  int rc = wr_engine_ready(o, e);
+  if (rc)
+    return rc;
+  rc = write_hostfile(p, e, dir, hostfile, sizeof(hostfile));
   if (rc)
     return rc;
   write_host_xml(p, dir, xml, sizeof(xml));
@@ -279,6 +260,13 @@ main(int argc, char **argv)
     rc = wr_engine_choose(&o, &inv, &e);
   if (!rc)
     rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
+  /* --check: its own job through the engine, its own report (check.c) */
+  if (!rc && o.check && !(rc = stopped(stop_fd))) {
+    rc = wr_check(&o, &e, &inv, &dir, stop_fd);
+    wr_inventory_free(&inv);
+    wr_jobdir_remove(&dir);
+    return rc;
+  }
   if (!rc && !(rc = stopped(stop_fd)))
     rc = plan(&o, &inv, &p);
   /* a real launch chooses the network first, so that the plan shows it */

@@ -15,7 +15,7 @@
 enum {
   O_NP = 1, O_PERNODE, O_HOST, O_HOSTFILE, O_MAPBY, O_BINDTO, O_RANKBY, O_OVERSUB,
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
-  O_REPORT, O_DRYRUN, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
+  O_REPORT, O_DRYRUN, O_CHECK, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
   O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
   O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_HELPCOMP, O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
 };
@@ -64,8 +64,12 @@ const weft_opt wr_options[] = {
     "Print one line per rank: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
   { O_DRYRUN, "dry-run", WEFT_OPT_FLAG, NULL, S_REPORT,
     "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing (weftrun(1), PLAN).", 0 },
+  { O_CHECK, "check", WEFT_OPT_FLAG, NULL, S_REPORT,
+    "Check every host in one short job through the engine and print a table (weftrun(1) "
+    "CHECKS); start nothing else. Exit 0 all OK, 80 warnings, 81 failures.", 0 },
   { O_JSON, "json", WEFT_OPT_FLAG, NULL, S_REPORT,
-    "With --dry-run or --report-bindings: print the plan as JSON on stdout (schema: weftrun(1), PLAN).", 0 },
+    "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout "
+    "(schemas: weftrun(1), PLAN and CHECKS).", 0 },
   { O_TAG, "tag-output", WEFT_OPT_FLAG, NULL, S_OUT,
     "Prefix every output line with the job and rank.", 0 },
   { O_TIMESTAMP, "timestamp-output", WEFT_OPT_FLAG, NULL, S_OUT,
@@ -73,7 +77,8 @@ const weft_opt wr_options[] = {
   { O_OUTFILE, "output-filename", WEFT_OPT_ARG, "DIR", S_OUT,
     "Write each rank's output under DIR instead of the terminal.", 0 },
   { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
-    "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124.", 0 },
+    "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
+    "the whole check's deadline (default 60).", 0 },
   { O_HOSTTIMEOUT, "host-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "A host whose agents say nothing for SECONDS (default 5) is lost: the job ends with 75.", 0 },
   { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
@@ -231,6 +236,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     return 0;
   case O_REPORT: o->report_bindings = 1; return 0;
   case O_DRYRUN: o->dry_run = 1; return 0;
+  case O_CHECK: o->check = 1; return 0;
   case O_JSON: o->json = 1; return 0;
   case O_TAG: o->tag_output = 1; return 0;
   case O_TIMESTAMP: o->timestamp_output = 1; return 0;
@@ -324,11 +330,11 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
 
   if ((o->monitor_out || o->monitor_prom) && !o->monitor)
     o->monitor = WR_MONITOR_DEFAULT_S;
-  if (o->json && !o->dry_run && !o->report_bindings) {
-    fprintf(stderr, "weftrun: --json goes with --dry-run or --report-bindings\n");
+  if (o->json && !o->dry_run && !o->report_bindings && !o->check) {
+    fprintf(stderr, "weftrun: --json goes with --dry-run, --report-bindings or --check\n");
     return WR_EXIT_USAGE;
   }
-  if (o->nprogram == 0 && !o->dry_run) {
+  if (o->nprogram == 0 && !o->dry_run && !o->check) {
     fprintf(stderr, "weftrun: no program to run; write 'weftrun [options] PROGRAM [ARGS]' "
             "(weftrun --help lists the options)\n");
     return WR_EXIT_USAGE;

@@ -66,8 +66,8 @@ split_labels(const char *all, size_t len, int n, FILE **out)
 }
 
 /* One host's XML into the job directory; its GCE line into its facts. */
-static int
-save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path)
+int
+wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path)
 {
   char name[64], p[4096], why[600];
   len = weft_agent_gce_parse(buf, len, h->machine_type, sizeof(h->machine_type),
@@ -228,7 +228,7 @@ wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_
               hosts[i]->name, hosts[i]->name);
       goto out;
     }
-    if (save(hosts[i], i, buf[i], len[i], dir, &paths[i]))
+    if (wr_probe_save(hosts[i], i, buf[i], len[i], dir, &paths[i]))
       goto out;
   }
   rc = 0;

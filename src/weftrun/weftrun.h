@@ -19,6 +19,10 @@
  *               tells what happens to every rank, supervise.c decides when
  *               and why the job ends, summary.c says it      -> the exit status
  *
+ * With --check, check.c takes over after the facts stage: one short job of
+ * "weft-rank --check" through the engine (check-run.c), the plan made from what it
+ * found, the evaluation (src/common/check.h) and its table (check-report.c).
+ *
  * slurm.c is the facts a Slurm job adds (the GPUs it was given on each host);
  * report.c prints a plan (--dry-run, --report-bindings --json); jobdir.c holds
  * every file weftrun writes for a job; exec.c finds mpirun, srun and weft-rank
@@ -27,9 +31,12 @@
 #ifndef WEFTRUN_H
 #define WEFTRUN_H
 
+#include <pthread.h>
+
 #include <weftx.h>
 
 #include "agent.h"
+#include "check.h"
 #include "opt.h"
 #include "sample.h"
 
@@ -63,7 +70,7 @@ typedef struct wr_opts {
   int nhost_args;
   const char *hostfile;
   const char *map_by, *bind_to, *rank_by;
-  int report_bindings, json, dry_run;
+  int report_bindings, json, dry_run, check;
   const char *topology;         /* FILE for every host */
   wr_pair host_topology[WR_MAX_LIST]; /* host=FILE */
   int nhost_topology;
@@ -198,20 +205,30 @@ typedef struct wr_engine {
   const char *hostfile;         /* where wr_engine_hostfile()'s text will be */
   const char *host_xml;         /* this host's XML for its ranks, or NULL */
   const char *control;          /* the control channel's ADDR:PORT, or NULL (--dry-run) */
+  const weft_agent_args *agent_args; /* what the agents get besides the plan's, or NULL */
 } wr_engine;
 int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e);
+/* The engine, mpirun allowed to run as root when weftrun is, and weft-rank all there to
+ * run a job: 0, or WR_EXIT_ENGINE with one line on stderr that says what to do (exec.c). */
+int wr_engine_ready(const wr_opts *o, const wr_engine *e);
 
 /* facts.c: the hosts' topologies (files, the probe, this machine), Google Cloud facts,
  * this VM's preset and, in a Slurm job, each host's GPUs (slurm.c). WR_EXIT_*, or 128+N
  * when stopped by signal N. */
 int wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
                     int stop_fd);
+/* Each host's topology: its --topology file, else paths[i] (its probed XML, may be
+ * NULL), else this machine's; and its GPUs. WR_EXIT_*. */
+int wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths);
 
 /* probe.c: remote hosts' hwloc XML (files in the job directory, into paths[i]) and
  * their Google Cloud facts (into hosts[i]), through the engine and "weft-rank --probe".
  * WR_EXIT_*, or 128+N when stopped by signal N. */
 int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
              int stop_fd, char **paths);
+/* One probed host's output (XML, then maybe the GCE line) as "probe-I.xml" in the job
+ * directory, its path into *path (allocated); 0 or -1 (said on stderr). */
+int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path);
 
 /* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
  * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
@@ -485,5 +502,59 @@ void wr_ctl_close(wr_ctl *c);
  * status. */
 int wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
            const wr_argv *env, int stop_fd, wr_ctl *ctl);
+
+/* check.c: --check: the check job, the plan made from what it found, the evaluation
+ * (src/common/check.h), the table. WR_EXIT_OK, _CHECKWARN, _CHECKFAIL, or another
+ * WR_EXIT_* when the check itself cannot run. */
+int wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+             int stop_fd);
+
+/* check-run.c: check jobs side by side. What came back from one host: */
+typedef struct wr_check_got {
+  weft_check_fact *facts;       /* its records but hello, end and xml, as they came */
+  int nfacts, cap;
+  char *xml;                    /* its topology, NUL-terminated, or NULL */
+  size_t xmllen;
+  double hello;                 /* seconds from the job's start to its hello; -1: none */
+  int end;                      /* its agent reported to the end */
+} wr_check_got;
+
+#define WR_CHECK_ERR_MAX 16384  /* bytes of the engine's messages kept */
+
+typedef struct wr_check_priv wr_check_priv;
+typedef struct wr_check_job {
+  char **argv;                  /* the engine's command (a wr_argv's, the job's to free);
+                                 * host I of the job is its rank I */
+  wr_argv env;                  /* the variables the engine sets for it (the job's) */
+  int nhosts;
+  double start_s;               /* every hello within this, or the job is stopped */
+  double timeout_s;             /* the whole job */
+  int verbose;                  /* the engine's messages go on to stderr too */
+  int labels;                   /* its stdout is srun's --label lines, not mpirun's tags */
+  wr_check_got *got;            /* out: nhosts of them */
+  char *err;                    /* out: the engine's last messages, NUL-terminated */
+  size_t errlen;
+  int status;                   /* out: the engine's exit status (weftx_proc_result) */
+  int timed_out, start_late, stopped;
+  double seconds;
+  wr_check_priv *priv;
+} wr_check_job;
+
+/* Run \p n jobs side by side until each ends; weftrun's stop requests (stop_fd) are
+ * passed on to all. 0, 128+N when stopped by signal N, -1 when nothing could run. */
+int wr_check_run(wr_check_job *jobs, int n, int stop_fd);
+/* What a job holds (its argv too); it may be made again afterwards. */
+void wr_check_job_free(wr_check_job *j);
+
+/* check-report.c: the check as a table with its problems, or as JSON. */
+typedef struct wr_check_report {
+  const weft_check_input *in;
+  const weft_check_result *res;
+  const char *pair_rule;        /* "every pair, both ways", ... */
+  double seconds;
+  int exit_code;
+} wr_check_report;
+void wr_check_print(const wr_check_report *r, FILE *out);
+void wr_check_print_json(const wr_check_report *r, FILE *out);
 
 #endif /* WEFTRUN_H */

@@ -449,10 +449,12 @@ test_exit_table(void **state)
     snprintf(want, sizeof(want), ".TP\n.%c %s\n", r->code < 0 ? 'I' : 'B', r->label);
     assert_non_null(strstr(man, want));
   }
-  assert_int_equal(n, 13);
+  assert_int_equal(n, 15);
   /* weftrun's constants are the table's */
   assert_int_equal(WR_EXIT_USAGE, 2);
   assert_int_equal(WR_EXIT_PREEMPTED, 79);
+  assert_int_equal(WR_EXIT_CHECKWARN, 80);
+  assert_int_equal(WR_EXIT_CHECKFAIL, 81);
   assert_int_equal(WR_EXIT_TIMEOUT, 124);
   assert_int_equal(WEFT_EXIT_ENGINE, WR_EXIT_ENGINE);
   assert_non_null(strstr(man, "\\fBweftrun: job failed: rank 3 host vm\\-b"));

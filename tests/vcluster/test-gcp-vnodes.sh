@@ -11,7 +11,8 @@
 # launched job's ranks get their host's variables; that weftrun's probe brings
 # back every vnode's machine type and physical_host (vnode1 on rack r0, vnode0
 # on r1): the mixed-types warning, and hosts (so ranks) ordered by
-# physical_host, vnode1 first, at --dry-run and at launch; and that a
+# physical_host, vnode1 first, at --dry-run and at launch; that weftrun
+# --check reports each vnode's Google Cloud warnings; and that a
 # preemption notice on vnode1 stops the job with WEFT_EXIT_PREEMPTED (79) in
 # bounded time.
 set -eu
@@ -158,6 +159,15 @@ for line in open(sys.argv[1]):
         sys.exit(1)
 PY
 
+# weftrun --check asks every vnode's metadata server too: each vnode's Google Cloud
+# checks (the TCPX plugin is not installed) and the mixed machine types are warnings.
+rc=0
+vrun --check true >"$tmp/check" 2>"$tmp/check.err" || rc=$?
+[ $rc = 80 ] || { echo "FAIL: weftrun --check exited $rc, not 80 (warnings)"; cat "$tmp/check" "$tmp/check.err"; exit 1; }
+expect "$tmp/check" "WARN [net] vnode0: vnode0.c.test.internal: NCCL network plugin /var/lib/tcpx/lib64/libnccl-net.so is missing"
+expect "$tmp/check" "WARN [net] vnode1: machine type a3-megagpu-8g, a3-highgpu-8g on vnode0"
+expect "$tmp/check" "# check: WARN (exit 80)"
+
 # A launched job: each rank gets its own host's preset; a preemption notice on vnode1
 # stops the job with 79 and the line that says why.
 vrun -N 1 -x GCE_METADATA_HOST="127.0.0.1:$port" sh -c \
@@ -186,4 +196,4 @@ expect "$tmp/run.err" "mixed machine types in one job"
 [ $rc = 79 ] && [ $dt -le 20 ] || { echo "FAIL: preempted job: exit $rc after ${dt}s, expected 79"; cat "$tmp/run.err"; exit 1; }
 expect "$tmp/run.err" "rank 0 host vnode1 gpu 0 (0000:04:00.0): GCE notice instance/preempted = TRUE"
 expect "$tmp/run.err" "preempted (instance/preempted = TRUE); exited with status 79"
-echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, dry-run and launch on vnodes, mixed types, host order by physical_host, preemption (79 in ${dt}s)"
+echo "PASS: per-vnode metadata, families, NIC names by MAC, presets, dry-run, --check and launch on vnodes, mixed types, host order by physical_host, preemption (79 in ${dt}s)"

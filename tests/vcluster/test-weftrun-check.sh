@@ -1,0 +1,108 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# weftrun --check on a 4-node virtual cluster of a3-highgpu-8g "VMs": all well
+# (exit 0, every cell OK, the JSON readable), then failures rehearsed, each
+# found, named and explained in one line: a program missing on one node (a
+# tmpfs over its directory there), a version that differs (WEFT_CHECK_INJECT,
+# the agent's test-only hook), a clock two minutes ahead (the same hook), a
+# lowered MTU, the master port taken (by a listener there), a link cut between
+# two nodes (a blackhole route), a node that is down and one whose link is
+# cut. Each check ends within 10 s, the dead node's too, and leaves nothing
+# running. Exit 77 when namespaces cannot be made here.
+set -eu
+. "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
+unique_name
+vc_up 4 --topology "$topos/a3-highgpu-8g.xml"
+fail=0
+prog=$tmp/bin/$uniq-prog
+mkdir -p "$tmp/bin"
+cp "$tmp/$uniq-sleep" "$prog"
+
+# check [ARGS...]: weftrun --check on vnode0; its exit status into $rc, the seconds
+# it took into $secs, stdout in $tmp/out, stderr in $tmp/err.
+check()
+{
+  _t0=$(now)
+  rc=0
+  timeout -k 5 60 "$vc" --prefix "$prefix" run -- "$weftrun" --check "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  secs=$(elapsed "$_t0" "$(now)")
+  echo "# weftrun --check $* : exit $rc in about $secs s"
+  cat "$tmp/out"
+  [ "$secs" -lt 10 ] || { echo "FAIL: the check took $secs s (10 at most)"; fail=1; }
+  nothing_left || fail=1
+}
+
+# expect PATTERN WHAT: a line of the output matches the (grep) pattern
+expect()
+{
+  grep -q -- "$1" "$tmp/out" || { echo "FAIL: $2: no line matches '$1'"; cat "$tmp/err"; fail=1; }
+}
+
+# --- all well --------------------------------------------------------------------
+check "$prog"
+# a start slower than 5 s is the machine's load (other jobs on its cores), not the
+# cluster's: said, and tried once more; any other problem fails
+if [ $rc -eq 80 ] && ! grep '^WARN \|^FAIL ' "$tmp/out" | grep -qv '^WARN \[reach\] .* took '; then
+  echo "NOTE: mpirun was slow to start on a loaded machine (load $(cut -d' ' -f1 /proc/loadavg)); checking once more"
+  check "$prog"
+fi
+[ $rc -eq 0 ] || { echo "FAIL: a healthy cluster's check exited $rc"; cat "$tmp/err"; fail=1; }
+[ "$(grep -c '^vnode[0-3]  *OK ' "$tmp/out")" = 4 ] || { echo "FAIL: not 4 rows"; fail=1; }
+grep -q ' FAIL \| WARN \|^FAIL\|^WARN' "$tmp/out" && { echo "FAIL: a healthy cluster has problems"; fail=1; }
+expect '^vnode1 .*OK 8 (no NVML) .*OK eth0 mtu 1500 .*OK 3/3 ' "vnode1's GPUs, interface and pairs"
+expect '^# check: all OK (exit 0)' "the verdict"
+check --json "$prog"
+[ $rc -eq 0 ] || { echo "FAIL: --json exited $rc"; fail=1; }
+/usr/bin/python3 - "$tmp/out" <<'EOF' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["status"] == "OK" and d["exit"] == 0, d["status"]
+assert [h["name"] for h in d["hosts"]] == ["vnode%d" % i for i in range(4)]
+for h in d["hosts"]:
+    assert all(c["status"] == "OK" for c in h["checks"].values()), h
+    facts = dict(h["facts"])
+    assert facts["gpu.pci"] == "8" and facts["net.mtu"] == "1500", facts
+    assert len([f for f in h["facts"] if f[0] == "pair"]) == 3, h["facts"]
+assert d["master"]["host"] == "vnode0" and d["interface"] == "eth0"
+print("ok JSON")
+EOF
+
+# --- faults, all in one check ------------------------------------------------------
+addr2=$(on vnode2 ip -4 -o addr show eth0 | awk '{ sub(/\/.*/, "", $4); print $4 }')
+on vnode1 ip route add blackhole "$addr2/32"
+on vnode3 ip link set eth0 mtu 1400
+on vnode1 mount -t tmpfs "$uniq" "$tmp/bin"
+port=$((30000 + $$ % 20000))
+hold_port $port vnode0
+WEFT_CHECK_INJECT="vnode2:ver.nccl=2.27.3;vnode3:clock.skew=120" check -x "MASTER_PORT=$port" "$prog"
+[ $rc -eq 81 ] || { echo "FAIL: the faulty cluster's check exited $rc, not 81"; cat "$tmp/err"; fail=1; }
+expect "^FAIL \[program\] vnode1: $prog is not there" "the program missing on vnode1"
+expect '^FAIL \[versions\] vnode2: NCCL 2.27.3, the other 3 hosts have ' "NCCL differing on vnode2"
+expect '^vnode2 .* FAIL NCCL 2.27.3 ' "vnode2's versions cell"
+expect '^WARN \[clock\] vnode3: its clock is 120.0 s ahead of the master' "vnode3's clock"
+expect '^WARN \[net\] vnode3: eth0 has MTU 1400, the other 3 hosts have 1500' "vnode3's MTU"
+expect "^FAIL \[net\] vnode0: MASTER_PORT $port is taken there, by pid [0-9]* (python3)" "the port taken on vnode0"
+expect '^FAIL \[pairs\] vnode1 <-> vnode2: no TCP connection on eth0 either way' "the cut between vnode1 and vnode2"
+expect '^vnode0 .* OK 3/3 ' "vnode0's pairs"
+[ "$(grep -c '^FAIL \|^WARN ' "$tmp/out")" = 6 ] || { echo "FAIL: not 6 problems"; fail=1; }
+kill $holder 2>/dev/null || true
+on vnode1 umount "$tmp/bin"
+on vnode1 ip route del blackhole "$addr2/32"
+on vnode3 ip link set eth0 mtu 1500
+
+# --- a dead node, then a cut link ------------------------------------------------------
+"$vc" --prefix "$prefix" kill vnode2
+check "$prog"
+[ $rc -eq 81 ] || { echo "FAIL: the check with vnode2 dead exited $rc"; cat "$tmp/err"; fail=1; }
+expect '^FAIL \[reach\] vnode2: not reached through mpirun (.*vnode2.*)' "the dead vnode2"
+expect '^vnode2  *FAIL no answer ' "vnode2's row"
+expect '^vnode3 .*OK 2/2 ' "the other nodes checked without vnode2"
+[ "$(grep -c '^FAIL \|^WARN ' "$tmp/out")" = 1 ] || { echo "FAIL: not one problem"; fail=1; }
+"$vc" --prefix "$prefix" up 4 --topology "$topos/a3-highgpu-8g.xml" >/dev/null 2>&1
+"$vc" --prefix "$prefix" link vnode1 down
+check "$prog"
+[ $rc -eq 81 ] || { echo "FAIL: the check with vnode1's link down exited $rc"; fail=1; }
+expect '^FAIL \[reach\] vnode1: not reached through mpirun (.*link is down' "vnode1's cut link"
+"$vc" --prefix "$prefix" link vnode1 up
+exit $fail
