@@ -87,6 +87,10 @@ enum weft_ctl_tag {
   WEFT_CTL_T_RSS,        /* number: resident memory, bytes (EXITED: the peak) */
   WEFT_CTL_T_THREADS,    /* number */
   WEFT_CTL_T_PROCS,      /* number: processes of the rank */
+  WEFT_CTL_T_GPU_UTIL,   /* number: the rank's GPU's utilisation, percent (NVML) */
+  WEFT_CTL_T_GPU_MEM,    /* number: its memory used, bytes */
+  WEFT_CTL_T_GPU_POWER,  /* number: its power draw, milliwatts */
+  WEFT_CTL_T_GPU_TEMP,   /* number: its temperature, degrees C */
   WEFT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
   WEFT_CTL_T_NIC_RX,     /* number: bytes per second received */
   WEFT_CTL_T_MAX

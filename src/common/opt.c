@@ -302,7 +302,9 @@ arg_kind(const weft_opt *o, char *kind, size_t klen, char *words, size_t wlen)
   words[0] = '\0';
   spelling(o, 0, first, sizeof(first));
   if (o->kind != WEFT_OPT_ARG) {
-    snprintf(kind, klen, "%s", o->kind == WEFT_OPT_FLAG ? "none" : "value2");
+    /* an optional argument comes only as --name=value: completed as a flag */
+    snprintf(kind, klen, "%s", o->kind == WEFT_OPT_FLAG || o->kind == WEFT_OPT_OPTARG ? "none"
+                                                                                    : "value2");
     return;
   }
   for (const char *p = o->argname ? o->argname : ""; *p;) {

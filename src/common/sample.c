@@ -16,7 +16,9 @@ weft_sample_init(weft_sample *s)
 {
   s->seq = s->span_ms = s->cpu_pm = s->cpu_ms = s->rss = s->threads = s->procs = -1;
   s->nic_tx = s->nic_rx = -1;
+  s->gpu_util = s->gpu_mem = s->gpu_power = s->gpu_temp = -1;
   s->nic[0] = '\0';
+  s->why[0] = '\0';
 }
 
 /* The next space-separated number of *p; -1 when there is none. */
@@ -145,7 +147,11 @@ metric(FILE *out, const weft_sample_who *who, const char *name, const char *type
   label(out, "job", who->job);
   fprintf(out, ",rank=\"%d\",", who->rank);
   label(out, "host", who->host);
-  fprintf(out, "} %.17g\n", v);
+  if (!strncmp(name, "weft_rank_gpu_", 14) && who->gpu) {
+    fputc(',', out);
+    label(out, "gpu", who->gpu);
+  }
+  fprintf(out, "} %.15g\n", v);
 }
 
 void
@@ -167,6 +173,19 @@ weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who)
   if (s->procs >= 0)
     metric(out, who, "weft_rank_processes", "gauge",
            "Processes of the rank (its program and those it started).", (double)s->procs);
+  if (s->gpu_util >= 0)
+    metric(out, who, "weft_rank_gpu_utilization_ratio", "gauge",
+           "Utilisation of the rank's GPU (NVML: the time a kernel ran), 0 to 1.",
+           (double)s->gpu_util / 100);
+  if (s->gpu_mem >= 0)
+    metric(out, who, "weft_rank_gpu_memory_used_bytes", "gauge", "Memory used on the rank's GPU.",
+           (double)s->gpu_mem);
+  if (s->gpu_power >= 0)
+    metric(out, who, "weft_rank_gpu_power_watts", "gauge", "Power drawn by the rank's GPU.",
+           (double)s->gpu_power / 1000);
+  if (s->gpu_temp >= 0)
+    metric(out, who, "weft_rank_gpu_temperature_celsius", "gauge",
+           "Temperature of the rank's GPU.", (double)s->gpu_temp);
 }
 
 static void
@@ -187,6 +206,12 @@ weft_sample_put(weft_ctl_out *m, const weft_sample *s)
   put(m, WEFT_CTL_T_RSS, s->rss);
   put(m, WEFT_CTL_T_THREADS, s->threads);
   put(m, WEFT_CTL_T_PROCS, s->procs);
+  put(m, WEFT_CTL_T_GPU_UTIL, s->gpu_util);
+  put(m, WEFT_CTL_T_GPU_MEM, s->gpu_mem);
+  put(m, WEFT_CTL_T_GPU_POWER, s->gpu_power);
+  put(m, WEFT_CTL_T_GPU_TEMP, s->gpu_temp);
+  if (s->why[0])
+    weft_ctl_put_str(m, WEFT_CTL_T_WHY, s->why);
   if (s->nic[0]) {
     weft_ctl_put_str(m, WEFT_CTL_T_NIC, s->nic);
     put(m, WEFT_CTL_T_NIC_TX, s->nic_tx);
@@ -214,6 +239,12 @@ weft_sample_get(const weft_ctl_msg *m, weft_sample *s)
   s->rss = get(m, WEFT_CTL_T_RSS);
   s->threads = get(m, WEFT_CTL_T_THREADS);
   s->procs = get(m, WEFT_CTL_T_PROCS);
+  s->gpu_util = get(m, WEFT_CTL_T_GPU_UTIL);
+  s->gpu_mem = get(m, WEFT_CTL_T_GPU_MEM);
+  s->gpu_power = get(m, WEFT_CTL_T_GPU_POWER);
+  s->gpu_temp = get(m, WEFT_CTL_T_GPU_TEMP);
+  if (weft_ctl_get_str(m, WEFT_CTL_T_WHY, s->why, sizeof(s->why)))
+    s->why[0] = '\0';
   if (weft_ctl_get_str(m, WEFT_CTL_T_NIC, s->nic, sizeof(s->nic)) == 0) {
     s->nic_tx = get(m, WEFT_CTL_T_NIC_TX);
     s->nic_rx = get(m, WEFT_CTL_T_NIC_RX);

@@ -29,6 +29,13 @@ typedef struct weft_sample {
   int64_t procs;             /* its processes (the program and its descendants) */
   char nic[32];              /* the interface the NIC rates are of, "" none */
   int64_t nic_tx, nic_rx;    /* bytes per second through it (all its traffic, not the rank's alone) */
+  /* the rank's GPU through NVML (the whole GPU's figures, whoever uses it) */
+  int64_t gpu_util;          /* percent of the time a kernel ran, over NVML's last period */
+  int64_t gpu_mem;           /* memory used, bytes */
+  int64_t gpu_power;         /* milliwatts */
+  int64_t gpu_temp;          /* degrees C */
+  char why[160];             /* why the GPU figures are absent, "" when they are not (or no GPU);
+                                sent once, in the first sample */
 } weft_sample;
 
 /* The fields of /proc/PID/stat a sample needs. */
@@ -66,6 +73,7 @@ typedef struct weft_sample_who {
   const char *job;           /* weftrun's job: "HOST:PID" of weftrun */
   int rank;
   const char *host;
+  const char *gpu;           /* the rank's GPU's index on its host, for the GPU figures; NULL none */
 } weft_sample_who;
 
 /** \brief Write \p s in Prometheus's text format (node_exporter's textfile collector

@@ -217,8 +217,9 @@ main(int argc, char **argv)
   placed_msg(ch, t, &pl, who.gpu);
   /* --monitor's NIC: the rank's own, else the job's interface */
   const weftx_nic *nic = pl.nic >= 0 ? weftx_topo_nic(t, pl.nic) : NULL;
+  const weftx_gpu *gpu = pl.gpu >= 0 ? weftx_topo_gpu(t, pl.gpu) : NULL;
   wk_supervise_set_monitor(ch ? (double)o.monitor_ms / 1000.0 : 0, nic ? nic->name : o.ifname,
-                           o.monitor_prom, o.job);
+                           gpu ? pl.gpu : -1, gpu ? gpu->pci : NULL, o.monitor_prom, o.job);
 
   /* bind, or say what would be bound */
   char note[160] = "";

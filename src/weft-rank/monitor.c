@@ -7,8 +7,11 @@
  * through /proc/PID/task/TID/children, and each process's /proc/PID/stat
  * gives CPU time (with what its reaped children used), threads and resident
  * memory, summed. The NIC's byte counters (/sys/class/net/IF/statistics) are
- * kept open and read at offset 0. Parsing and rates are sample.c's; here are
- * only the reads.
+ * kept open and read at offset 0. The rank's GPU (the one it was placed on)
+ * is asked through NVML (nvml.c, loaded once, the device found by its PCI
+ * address, else its index): utilisation, memory used, power, temperature;
+ * without NVML the first sample says why, once. Parsing and rates are
+ * sample.c's; here are only the reads.
  */
 #include "config.h"
 
@@ -29,7 +32,11 @@ struct wk_monitor {
   double every, next, last_at;
   long pid, hz, page;
   weft_sample_who who;       /* the Prometheus file's labels */
-  char host[256];
+  char host[256], gpu[16];
+  wk_nvml nvml;
+  wk_nvml_dev dev;
+  int have_dev;              /* NVML is up and the device found */
+  char gpu_why[160];         /* why not, sent once */
   char prom[4200], prom_tmp[4200]; /* "" none */
   int prom_warned;
   int tx_fd, rx_fd;
@@ -144,6 +151,54 @@ prom_write(wk_monitor *m, const weft_sample *s)
   }
 }
 
+static void
+gpu_open(wk_monitor *m, const wk_monitor_conf *c)
+{
+  char why[160], buf[64];
+  wk_nvml_ret rc;
+  snprintf(m->gpu, sizeof(m->gpu), "%d", c->gpu);
+  m->who.gpu = m->gpu;
+  if (wk_nvml_load(&m->nvml, why, sizeof(why))) {
+    snprintf(m->gpu_why, sizeof(m->gpu_why), "%s", why);
+    return;
+  }
+  if ((rc = m->nvml.init()) != WK_NVML_OK) {
+    snprintf(m->gpu_why, sizeof(m->gpu_why), "nvmlInit: %s",
+             wk_nvml_why(&m->nvml, rc, buf, sizeof(buf)));
+    return;
+  }
+  if (!(c->pci[0] && m->nvml.by_pci && m->nvml.by_pci(c->pci, &m->dev) == WK_NVML_OK) &&
+      (rc = m->nvml.handle((unsigned)c->gpu, &m->dev)) != WK_NVML_OK) {
+    snprintf(m->gpu_why, sizeof(m->gpu_why), "NVML has no GPU %d (%s): %s", c->gpu, c->pci,
+             wk_nvml_why(&m->nvml, rc, buf, sizeof(buf)));
+    m->nvml.shutdown();
+    return;
+  }
+  m->have_dev = 1;
+}
+
+static void
+gpu_read(wk_monitor *m, weft_sample *s)
+{
+  wk_nvml_util u;
+  wk_nvml_mem mem;
+  unsigned v;
+  if (!m->have_dev) {
+    if (m->seq == 1)
+      snprintf(s->why, sizeof(s->why), "%s", m->gpu_why);
+    return;
+  }
+  if (m->nvml.utilization && m->nvml.utilization(m->dev, &u) == WK_NVML_OK)
+    s->gpu_util = u.gpu;
+  if (m->nvml.memory && m->nvml.memory(m->dev, &mem) == WK_NVML_OK)
+    s->gpu_mem = (int64_t)mem.used;
+  if (m->nvml.power && m->nvml.power(m->dev, &v) == WK_NVML_OK)
+    s->gpu_power = v;
+  if (m->nvml.temperature &&
+      m->nvml.temperature(m->dev, WK_NVML_TEMPERATURE_GPU, &v) == WK_NVML_OK)
+    s->gpu_temp = v;
+}
+
 wk_monitor *
 wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, double now)
 {
@@ -183,6 +238,8 @@ wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, do
   m->ticks = tree_read(pid, &st) ? st.ticks : -1;
   m->tx = counter(m->tx_fd);
   m->rx = counter(m->rx_fd);
+  if (c->gpu >= 0)
+    gpu_open(m, c);
   return m;
 }
 
@@ -219,6 +276,7 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
     m->tx = tx;
     m->rx = rx;
   }
+  gpu_read(m, &s);
   weft_ctl_out out;
   weft_sample_put(&out, &s);
   wk_channel_send(ch, &out);
@@ -239,6 +297,8 @@ wk_monitor_free(wk_monitor *m)
     unlink(m->prom);
     unlink(m->prom_tmp);
   }
+  if (m->have_dev)
+    m->nvml.shutdown();
   if (m->tx_fd >= 0)
     close(m->tx_fd);
   if (m->rx_fd >= 0)

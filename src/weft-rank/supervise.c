@@ -34,13 +34,16 @@ static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
 static volatile sig_atomic_t preempting = 0;
 static unsigned preempt_grace = WEFTX_PREEMPT_GRACE_S;
-static wk_monitor_conf monitor; /* --monitor: every 0 for none */
+static wk_monitor_conf monitor = { .gpu = -1 }; /* --monitor: every 0 for none */
 
 void
-wk_supervise_set_monitor(double every, const char *nic, const char *prom_dir, const char *job)
+wk_supervise_set_monitor(double every, const char *nic, int gpu, const char *pci,
+                         const char *prom_dir, const char *job)
 {
   monitor.every = every;
   snprintf(monitor.nic, sizeof(monitor.nic), "%s", nic ? nic : "");
+  monitor.gpu = gpu;
+  snprintf(monitor.pci, sizeof(monitor.pci), "%s", pci ? pci : "");
   monitor.prom_dir = prom_dir;
   monitor.job = job;
 }

@@ -37,8 +37,10 @@ struct wr_mon {
   double drawn_at, median_at;
   int64_t median;           /* of every rank's latest CPU use, -1 unknown */
   int64_t *use, *scratch;   /* latest CPU use per rank (-1: none or ended) */
-  wr_straggle st;
+  int64_t *gpu, gmedian;    /* the same of their GPUs' utilisation, in thousandths */
+  wr_straggle st, gst;
   int stragglers;
+  int said_why;             /* why the GPU figures are absent, said once */
 };
 
 int
@@ -46,7 +48,8 @@ wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t
 {
   wr_mon *m = calloc(1, sizeof(*m));
   *out = NULL;
-  if (!m || wr_straggle_init(&m->st, np) ||
+  if (!m || wr_straggle_init(&m->st, np) || wr_straggle_init(&m->gst, np) ||
+      !(m->gpu = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->gpu))) ||
       !(m->use = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->use))) ||
       !(m->scratch = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->scratch)))) {
     snprintf(why, len, "out of memory");
@@ -56,9 +59,9 @@ wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t
   m->every = o->monitor;
   m->t0 = t0;
   m->np = np;
-  m->median = -1;
+  m->median = m->gmedian = -1;
   for (int r = 0; r < np; r++)
-    m->use[r] = -1;
+    m->use[r] = m->gpu[r] = -1;
   m->tty = !o->quiet && isatty(2);
   if (o->monitor_out) {
     if (mkdir(o->monitor_out, 0777) && errno != EEXIST) {
@@ -112,8 +115,8 @@ bytes_text(double b, char *buf, size_t len)
 static void
 draw(wr_mon *m, const wr_sup *s, double now)
 {
-  int n = 0, low = -1, big = -1;
-  double cpu = 0, rss = 0, tx = 0, rx = 0;
+  int n = 0, low = -1, big = -1, ng = 0;
+  double cpu = 0, rss = 0, tx = 0, rx = 0, gpu = 0;
   for (int r = 0; r < s->np; r++) {
     const weft_sample *x = &s->r[r].last;
     if (s->r[r].state != WR_RANK_RUNNING || !s->r[r].nsamples)
@@ -128,6 +131,10 @@ draw(wr_mon *m, const wr_sup *s, double now)
       rss += (double)x->rss;
       if (big < 0 || x->rss > s->r[big].last.rss)
         big = r;
+    }
+    if (x->gpu_util >= 0) {
+      gpu += (double)x->gpu_util;
+      ng++;
     }
     if (x->nic_tx >= 0)
       tx += (double)x->nic_tx;
@@ -146,6 +153,8 @@ draw(wr_mon *m, const wr_sup *s, double now)
   if (low >= 0)
     fprintf(stderr, ", lowest %.0f%% rank %d (%s)", (double)s->r[low].last.cpu_pm / 10, low,
             wr_sup_host(s, low));
+  if (ng)
+    fprintf(stderr, "; GPU %.0f%% avg", gpu / ng);
   fprintf(stderr, "; memory %s, most %s rank %d; NIC out %s/s in %s/s", a, b, big, c, d);
   fflush(stderr);
   m->drawn = 1;
@@ -172,6 +181,14 @@ record(wr_mon *m, const wr_sup *s, int rank, double now)
     fprintf(f, ",\"threads\":%lld", (long long)x->threads);
   if (x->procs >= 0)
     fprintf(f, ",\"procs\":%lld", (long long)x->procs);
+  if (x->gpu_util >= 0)
+    fprintf(f, ",\"gpu\":%.2f", (double)x->gpu_util / 100);
+  if (x->gpu_mem >= 0)
+    fprintf(f, ",\"gpu_mem\":%lld", (long long)x->gpu_mem);
+  if (x->gpu_power >= 0)
+    fprintf(f, ",\"gpu_power\":%.3f", (double)x->gpu_power / 1000);
+  if (x->gpu_temp >= 0)
+    fprintf(f, ",\"gpu_temp\":%lld", (long long)x->gpu_temp);
   if (x->nic[0]) {
     fputs(",\"nic\":", f);
     weftx_json_string(f, x->nic);
@@ -190,13 +207,21 @@ wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
   const weft_sample *x = &s->r[rank].last;
   if (m->timeline)
     record(m, s, rank, now);
+  if (x->why[0] && !m->said_why) {
+    wr_mon_wipe(m);
+    fprintf(stderr, "weftrun: --monitor: no GPU figures (rank %d on %s: %s)\n", rank,
+            wr_sup_host(s, rank), x->why);
+    m->said_why = 1;
+  }
   m->use[rank] = x->cpu_pm;
-  /* a round: the median again, the file to disk, the line redrawn */
+  m->gpu[rank] = x->gpu_util >= 0 ? x->gpu_util * 10 : -1;
+  /* a round: the medians again, the file to disk, the line redrawn */
   if (now - m->median_at >= m->every / 2) {
     for (int r = 0; r < s->np; r++)
       if (s->r[r].state != WR_RANK_RUNNING)
-        m->use[r] = -1;
+        m->use[r] = m->gpu[r] = -1;
     m->median = wr_median(m->use, m->np, m->scratch);
+    m->gmedian = wr_median(m->gpu, m->np, m->scratch);
     m->median_at = now;
     if (m->timeline)
       fflush(m->timeline);
@@ -206,6 +231,13 @@ wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
     fprintf(stderr, "weftrun: straggler: rank %d on %s: CPU %.0f%% for the last %d samples, its "
             "peers' median %.0f%%\n", rank, wr_sup_host(s, rank), (double)x->cpu_pm / 10,
             WR_STRAGGLE_SAMPLES, (double)m->median / 10);
+    m->stragglers++;
+  }
+  if (x->gpu_util >= 0 && wr_straggle_step(&m->gst, rank, x->gpu_util * 10, m->gmedian)) {
+    wr_mon_wipe(m);
+    fprintf(stderr, "weftrun: straggler: rank %d on %s: GPU %s at %lld%% for the last %d samples, "
+            "its peers' median %.0f%%\n", rank, wr_sup_host(s, rank), s->r[rank].gpu,
+            (long long)x->gpu_util, WR_STRAGGLE_SAMPLES, (double)m->gmedian / 10);
     m->stragglers++;
   }
   if (m->tty && now - m->drawn_at >= m->every * 0.9)
@@ -229,6 +261,8 @@ wr_mon_close(wr_mon *m)
       fprintf(stderr, "weftrun: timeline %s, its picture %s\n", m->path, m->html);
   }
   wr_straggle_free(&m->st);
+  wr_straggle_free(&m->gst);
+  free(m->gpu);
   free(m->use);
   free(m->scratch);
   free(m);

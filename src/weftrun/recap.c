@@ -124,4 +124,16 @@ wr_recap_end(const wr_sup *s, double started, double now, FILE *out)
     fprintf(out, " least rank %d %s, most rank %d %s", lo, a, hi, b);
   }
   fputc('\n', out);
+  /* each GPU's average utilisation and peak memory (--monitor with NVML) */
+  int shown = 0;
+  for (int r = 0; r < s->np && shown < RANKS_SHOWN; r++) {
+    if (!s->r[r].gpu_n)
+      continue;
+    mib(s->r[r].gpu_mem_peak, a, sizeof(a));
+    fprintf(out, "%s rank %d gpu %s %.0f%% avg, %s peak", shown ? "," : "weftrun: GPUs:", r,
+            s->r[r].gpu, (double)s->r[r].gpu_util_sum / s->r[r].gpu_n, a);
+    shown++;
+  }
+  if (shown)
+    fprintf(out, "%s\n", shown == RANKS_SHOWN ? ", ..." : "");
 }

@@ -220,6 +220,12 @@ wr_sup_msg(wr_sup *s, int rank, const weft_ctl_msg *m, double now)
       r->cpu_ms = r->last.cpu_ms;
     if (r->last.rss > r->peak_rss)
       r->peak_rss = r->last.rss;
+    if (r->last.gpu_util >= 0) {
+      r->gpu_util_sum += r->last.gpu_util;
+      r->gpu_n++;
+    }
+    if (r->last.gpu_mem > r->gpu_mem_peak)
+      r->gpu_mem_peak = r->last.gpu_mem;
     if (s->on_sample)
       s->on_sample(s->sample_arg, s, rank, now);
     break;

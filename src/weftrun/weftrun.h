@@ -376,6 +376,8 @@ typedef struct wr_rank {
   weft_sample last;
   int nsamples;
   long long cpu_ms, peak_rss;   /* -1: not known */
+  long long gpu_util_sum, gpu_mem_peak; /* its GPU's, over gpu_n samples (NVML) */
+  int gpu_n;
 } wr_rank;
 
 typedef enum wr_end {

@@ -98,8 +98,13 @@ test_message(void **state)
   snprintf(s.nic, sizeof(s.nic), "eth0");
   s.nic_tx = 1000;
   s.nic_rx = 0;
+  s.gpu_util = 93;
+  s.gpu_mem = 1LL << 34;
+  s.gpu_power = 312500;
+  s.gpu_temp = 71;
+  snprintf(s.why, sizeof(s.why), "why not");
   weft_sample_put(&o, &s);
-  assert_true(o.len < 200); /* small: thousands of agents each second */
+  assert_true(o.len < 300); /* small: thousands of agents each second */
   decode(&o, &m);
   assert_string_equal(weft_ctl_type_name(m.type), "SAMPLE");
   assert_int_equal(weft_sample_get(&m, &r), 0);
@@ -112,6 +117,11 @@ test_message(void **state)
   assert_string_equal(r.nic, "eth0");
   assert_int_equal(r.nic_tx, 1000);
   assert_int_equal(r.nic_rx, 0);
+  assert_int_equal(r.gpu_util, 93);
+  assert_true(r.gpu_mem == 1LL << 34);
+  assert_int_equal(r.gpu_power, 312500);
+  assert_int_equal(r.gpu_temp, 71);
+  assert_string_equal(r.why, "why not");
 
   /* what was not measured is not sent, and reads back as -1 */
   weft_sample_init(&s);
@@ -123,7 +133,9 @@ test_message(void **state)
   assert_int_equal(r.cpu_pm, -1);
   assert_int_equal(r.rss, -1);
   assert_int_equal(r.nic_tx, -1);
+  assert_int_equal(r.gpu_util, -1);
   assert_string_equal(r.nic, "");
+  assert_string_equal(r.why, "");
 
   /* a negative figure from a damaged or hostile agent is no figure */
   weft_ctl_begin(&o, WEFT_CTL_SAMPLE);

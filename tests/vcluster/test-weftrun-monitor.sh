@@ -27,7 +27,7 @@ chmod +x "$tmp/$uniq-job"
 mkdir "$tmp/prom"
 rc=0
 vrun -N 1 --bind-to none --monitor=0.5 --monitor-out "$tmp/mon" --monitor-prom "$tmp/prom" \
-  "$tmp/$uniq-job" 6 >"$tmp/out" 2>"$tmp/err" &
+  "$tmp/$uniq-job" 6 >"$tmp/out" 2>"$tmp/out.err" &
 job=$!
 i=0
 while [ "$(ls "$tmp/prom" | grep -c '\.prom$')" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -88,7 +88,7 @@ wait $job || rc=$?
 cat "$tmp/prom-check"
 [ -z "$(ls -A "$tmp/prom")" ] || { ls -la "$tmp/prom"; fail "Prometheus files left after the job"; }
 echo "ok Prometheus files gone after the job"
-/usr/bin/python3 - "$tmp/mon/timeline.jsonl" >"$tmp/check" 2>&1 <<'EOP' || { cat "$tmp/check" "$tmp/err"; fail "timeline"; }
+/usr/bin/python3 - "$tmp/mon/timeline.jsonl" >"$tmp/check" 2>&1 <<'EOP' || { cat "$tmp/check" "$tmp/out.err"; fail "timeline"; }
 import json, sys
 want = {"t", "rank", "host", "seq", "span", "cpu", "cpu_time", "rss", "threads", "procs"}
 seqs, spin, slow = {}, [], []
@@ -121,17 +121,17 @@ cat "$tmp/check"
 n=$(grep -c '<polyline ' "$tmp/mon/timeline.html" || true)
 [ "$n" = 6 ] && grep -q '<title>rank 1 (vnode1)</title>' "$tmp/mon/timeline.html" ||
   fail_run "timeline.html: $n lines" "$tmp/mon/timeline.html"
-grep -q '^weftrun: 3 ranks on 3 hosts started in [0-9.]* s$' "$tmp/err" || fail_run "no launch line" "$tmp/out"
-grep -q '^weftrun: ran [0-9.]* s; exit by host: vnode0 0, vnode1 0, vnode2 0$' "$tmp/err" ||
+grep -q '^weftrun: 3 ranks on 3 hosts started in [0-9.]* s$' "$tmp/out.err" || fail_run "no launch line" "$tmp/out"
+grep -q '^weftrun: ran [0-9.]* s; exit by host: vnode0 0, vnode1 0, vnode2 0$' "$tmp/out.err" ||
   fail_run "no closing line" "$tmp/out"
 grep -q '^weftrun: CPU time: most rank [02] (vnode[02]) [0-9.]* s, least rank 1 (vnode1) [0-9.]* s$' \
-  "$tmp/err" || fail_run "CPU time line" "$tmp/out"
+  "$tmp/out.err" || fail_run "CPU time line" "$tmp/out"
 grep -q '^weftrun: peak memory: rank 0 [0-9.]* MiB, rank 1 [0-9.]* MiB, rank 2 [0-9.]* MiB$' \
-  "$tmp/err" || fail_run "peak memory line" "$tmp/out"
+  "$tmp/out.err" || fail_run "peak memory line" "$tmp/out"
 # the straggler: rank 1 by name, and no other rank; on a machine too loaded for
 # the spinners to reach a fifth of a core the rule (rightly) has no verdict
-n=$(grep -c '^weftrun: straggler: ' "$tmp/err" || true)
-if grep -q '^weftrun: straggler: rank 1 on vnode1: CPU 0% for the last 3 samples' "$tmp/err" &&
+n=$(grep -c '^weftrun: straggler: ' "$tmp/out.err" || true)
+if grep -q '^weftrun: straggler: rank 1 on vnode1: CPU 0% for the last 3 samples' "$tmp/out.err" &&
    [ "$n" = 1 ]; then
   echo "ok straggler rank 1 on vnode1 named"
 elif [ "$n" = 0 ] && grep -q "median CPU 0\.[01]" "$tmp/check"; then
@@ -143,25 +143,25 @@ echo "ok timeline, launch line, closing figures"
 
 # an existing timeline is never overwritten: refused before anything starts
 rc=0
-vrun -N 1 --monitor-out "$tmp/mon" "$tmp/$uniq-job" 1 >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ $rc = 66 ] && grep -q "timeline.jsonl: File exists (a timeline is never overwritten" "$tmp/err" ||
+vrun -N 1 --monitor-out "$tmp/mon" "$tmp/$uniq-job" 1 >"$tmp/out" 2>"$tmp/out.err" || rc=$?
+[ $rc = 66 ] && grep -q "timeline.jsonl: File exists (a timeline is never overwritten" "$tmp/out.err" ||
   fail_run "existing timeline: exit $rc" "$tmp/out"
 echo "ok existing timeline refused (66)"
 
 # failure: rank 2 exits 3; the closing figures still come, vnode2's exit named
 rc=0
-vrun -N 1 --bind-to none --monitor=0.5 "$tmp/$uniq-job" 1 2 >"$tmp/out" 2>"$tmp/err" || rc=$?
+vrun -N 1 --bind-to none --monitor=0.5 "$tmp/$uniq-job" 1 2 >"$tmp/out" 2>"$tmp/out.err" || rc=$?
 [ $rc = 3 ] || fail_run "failing job exited $rc" "$tmp/out"
-grep -q '^weftrun: job failed: rank 2 host vnode2 ' "$tmp/err" || fail_run "no summary line" "$tmp/out"
-grep -q '^weftrun: ran [0-9.]* s; exit by host: .*vnode2 3 (rank 2)' "$tmp/err" ||
+grep -q '^weftrun: job failed: rank 2 host vnode2 ' "$tmp/out.err" || fail_run "no summary line" "$tmp/out"
+grep -q '^weftrun: ran [0-9.]* s; exit by host: .*vnode2 3 (rank 2)' "$tmp/out.err" ||
   fail_run "closing line on failure" "$tmp/out"
-grep -q '^weftrun: peak memory: ' "$tmp/err" || fail_run "peak memory on failure" "$tmp/out"
+grep -q '^weftrun: peak memory: ' "$tmp/out.err" || fail_run "peak memory on failure" "$tmp/out"
 echo "ok closing figures on failure"
 
 # -q: no launch line, no figures (the summary line stays)
 rc=0
-vrun -q -N 1 --monitor=0.5 "$tmp/$uniq-job" 1 2 >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ $rc = 3 ] && grep -q '^weftrun: job failed: rank 2' "$tmp/err" &&
-  ! grep -q '^weftrun: \(ran\|peak\|CPU time\|3 ranks\)' "$tmp/err" || fail_run "-q: exit $rc" "$tmp/out"
+vrun -q -N 1 --monitor=0.5 "$tmp/$uniq-job" 1 2 >"$tmp/out" 2>"$tmp/out.err" || rc=$?
+[ $rc = 3 ] && grep -q '^weftrun: job failed: rank 2' "$tmp/out.err" &&
+  ! grep -q '^weftrun: \(ran\|peak\|CPU time\|3 ranks\)' "$tmp/out.err" || fail_run "-q: exit $rc" "$tmp/out"
 echo "ok -q"
 nothing_left
