@@ -158,6 +158,17 @@ full(const char *spelled, int n, char *why, size_t len)
 }
 
 static int
+directory(const char *spelled, const char *a, const char **out, char *why, size_t len)
+{
+  if (!a[0]) {
+    snprintf(why, len, "%s '': give a directory", spelled);
+    return -1;
+  }
+  *out = a;
+  return 0;
+}
+
+static int
 one_of(const char *spelled, const char *a, const char *const *ok, char *why, size_t len)
 {
   for (int i = 0; ok[i]; i++)
@@ -267,20 +278,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     o->monitor = v;
     return 0;
   }
-  case O_MONITOR_OUT:
-    if (!a1[0]) {
-      snprintf(why, len, "%s '': give a directory", sp);
-      return -1;
-    }
-    o->monitor_out = a1;
-    return 0;
-  case O_MONITOR_PROM:
-    if (!a1[0]) {
-      snprintf(why, len, "%s '': give a directory", sp);
-      return -1;
-    }
-    o->monitor_prom = a1;
-    return 0;
+  case O_MONITOR_OUT: return directory(sp, a1, &o->monitor_out, why, len);
+  case O_MONITOR_PROM: return directory(sp, a1, &o->monitor_prom, why, len);
   case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
