@@ -9,8 +9,9 @@
  * memory, summed. The NIC's byte counters (/sys/class/net/IF/statistics) are
  * kept open and read at offset 0. The rank's GPU (the one it was placed on)
  * is asked through NVML (nvml.c, loaded once, the device found by its PCI
- * address, else its index): utilisation, memory used, power, temperature;
- * without NVML the first sample says why, once. Parsing and rates are
+ * address, else its index) on a thread of its own: utilisation, memory used,
+ * power, temperature; without NVML (or with one that hangs) a sample says
+ * why, once. Parsing and rates are
  * sample.c's; here are only the reads.
  */
 #include "config.h"
@@ -18,9 +19,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sample.h"
@@ -33,10 +36,10 @@ struct wk_monitor {
   long pid, hz, page;
   weft_sample_who who;       /* the Prometheus file's labels */
   char host[256], gpu[16];
-  wk_nvml nvml;
-  wk_nvml_dev dev;
-  int have_dev;              /* NVML is up and the device found */
-  char gpu_why[160];         /* why not, sent once */
+  struct gpu_watch *watch;   /* the rank's GPU's thread (NULL: none) */
+  double gpu_since;
+  char gpu_why[160];         /* why there are no GPU figures, sent once */
+  int said_why;
   char prom[4200], prom_tmp[4200]; /* "" none */
   int prom_warned;
   int tx_fd, rx_fd;
@@ -151,52 +154,145 @@ prom_write(wk_monitor *m, const weft_sample *s)
   }
 }
 
+/* The rank's GPU is read on a thread of its own: a driver that hangs in NVML must not
+ * stop the agent's loop (its heartbeats). The thread owns its gpu_watch once started;
+ * the loop reads the latest figures under the lock and, to stop it, only sets stop. */
+typedef struct gpu_watch {
+  pthread_mutex_t mu;
+  double every;
+  int gpu;
+  char pci[32];
+  int stop;
+  int state;                 /* 0 starting, 1 reading, -1 given up (why) */
+  char why[160];
+  int64_t util, mem, power, temp;
+  double at;                 /* when they were read */
+} gpu_watch;
+
+#define GPU_START_S 5.0      /* NVML's init and the device's lookup, at most */
+
 static void
-gpu_open(wk_monitor *m, const wk_monitor_conf *c)
+gpu_open(gpu_watch *w, wk_nvml *n, wk_nvml_dev *dev)
 {
   char why[160], buf[64];
-  wk_nvml_ret rc;
-  snprintf(m->gpu, sizeof(m->gpu), "%d", c->gpu);
-  m->who.gpu = m->gpu;
-  if (wk_nvml_load(&m->nvml, why, sizeof(why))) {
-    snprintf(m->gpu_why, sizeof(m->gpu_why), "%s", why);
+  wk_nvml_ret rc = WK_NVML_OK;
+  if (wk_nvml_load(n, why, sizeof(why))) {
+    snprintf(w->why, sizeof(w->why), "%s", why);
     return;
   }
-  if ((rc = m->nvml.init()) != WK_NVML_OK) {
-    snprintf(m->gpu_why, sizeof(m->gpu_why), "nvmlInit: %s",
-             wk_nvml_why(&m->nvml, rc, buf, sizeof(buf)));
+  if ((rc = n->init()) != WK_NVML_OK) {
+    snprintf(w->why, sizeof(w->why), "nvmlInit: %s", wk_nvml_why(n, rc, buf, sizeof(buf)));
     return;
   }
-  if (!(c->pci[0] && m->nvml.by_pci && m->nvml.by_pci(c->pci, &m->dev) == WK_NVML_OK) &&
-      (rc = m->nvml.handle((unsigned)c->gpu, &m->dev)) != WK_NVML_OK) {
-    snprintf(m->gpu_why, sizeof(m->gpu_why), "NVML has no GPU %d (%s): %s", c->gpu, c->pci,
-             wk_nvml_why(&m->nvml, rc, buf, sizeof(buf)));
-    m->nvml.shutdown();
+  if (!(w->pci[0] && n->by_pci && n->by_pci(w->pci, dev) == WK_NVML_OK) &&
+      (rc = n->handle((unsigned)w->gpu, dev)) != WK_NVML_OK) {
+    snprintf(w->why, sizeof(w->why), "NVML has no GPU %d (%s): %s", w->gpu, w->pci,
+             wk_nvml_why(n, rc, buf, sizeof(buf)));
+    n->shutdown();
     return;
   }
-  m->have_dev = 1;
+  w->state = 1;
+}
+
+static void *
+gpu_thread(void *arg)
+{
+  gpu_watch *w = arg;
+  wk_nvml n;
+  wk_nvml_dev dev = NULL;
+  char why[160] = "";
+  gpu_watch o;
+  /* set up outside the lock: it may take long, or hang */
+  memset(&o, 0, sizeof(o));
+  o.gpu = w->gpu;
+  snprintf(o.pci, sizeof(o.pci), "%s", w->pci);
+  gpu_open(&o, &n, &dev);
+  snprintf(why, sizeof(why), "%s", o.why);
+  pthread_mutex_lock(&w->mu);
+  w->state = o.state ? 1 : -1;
+  snprintf(w->why, sizeof(w->why), "%s", why);
+  while (!w->stop && w->state == 1) {
+    wk_nvml_util u;
+    wk_nvml_mem mem;
+    unsigned v;
+    int64_t f[4] = { -1, -1, -1, -1 };
+    pthread_mutex_unlock(&w->mu);
+    if (n.utilization && n.utilization(dev, &u) == WK_NVML_OK)
+      f[0] = u.gpu;
+    if (n.memory && n.memory(dev, &mem) == WK_NVML_OK)
+      f[1] = (int64_t)mem.used;
+    if (n.power && n.power(dev, &v) == WK_NVML_OK)
+      f[2] = v;
+    if (n.temperature && n.temperature(dev, WK_NVML_TEMPERATURE_GPU, &v) == WK_NVML_OK)
+      f[3] = v;
+    double now = weftx_monotonic();
+    pthread_mutex_lock(&w->mu);
+    w->util = f[0], w->mem = f[1], w->power = f[2], w->temp = f[3];
+    w->at = now;
+    if (w->stop)
+      break;
+    pthread_mutex_unlock(&w->mu);
+    struct timespec ts = { (time_t)w->every, (long)((w->every - (double)(time_t)w->every) * 1e9) };
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&w->mu);
+  }
+  int up = w->state == 1;
+  pthread_mutex_unlock(&w->mu);
+  if (up)
+    n.shutdown();
+  pthread_mutex_destroy(&w->mu);
+  free(w);
+  return NULL;
 }
 
 static void
-gpu_read(wk_monitor *m, weft_sample *s)
+gpu_start(wk_monitor *m, const wk_monitor_conf *c, double now)
 {
-  wk_nvml_util u;
-  wk_nvml_mem mem;
-  unsigned v;
-  if (!m->have_dev) {
-    if (m->seq == 1)
-      snprintf(s->why, sizeof(s->why), "%s", m->gpu_why);
+  gpu_watch *w = calloc(1, sizeof(*w));
+  pthread_t t;
+  snprintf(m->gpu, sizeof(m->gpu), "%d", c->gpu);
+  m->who.gpu = m->gpu;
+  m->gpu_since = now;
+  if (!w || pthread_mutex_init(&w->mu, NULL)) {
+    free(w);
+    snprintf(m->gpu_why, sizeof(m->gpu_why), "out of memory");
     return;
   }
-  if (m->nvml.utilization && m->nvml.utilization(m->dev, &u) == WK_NVML_OK)
-    s->gpu_util = u.gpu;
-  if (m->nvml.memory && m->nvml.memory(m->dev, &mem) == WK_NVML_OK)
-    s->gpu_mem = (int64_t)mem.used;
-  if (m->nvml.power && m->nvml.power(m->dev, &v) == WK_NVML_OK)
-    s->gpu_power = v;
-  if (m->nvml.temperature &&
-      m->nvml.temperature(m->dev, WK_NVML_TEMPERATURE_GPU, &v) == WK_NVML_OK)
-    s->gpu_temp = v;
+  w->every = c->every;
+  w->gpu = c->gpu;
+  snprintf(w->pci, sizeof(w->pci), "%s", c->pci);
+  if (pthread_create(&t, NULL, gpu_thread, w)) {
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    snprintf(m->gpu_why, sizeof(m->gpu_why), "cannot start a thread for NVML");
+    return;
+  }
+  pthread_detach(t);
+  m->watch = w;
+}
+
+/* The latest GPU figures into s, or why there are none (said once). */
+static void
+gpu_read(wk_monitor *m, weft_sample *s, double now)
+{
+  gpu_watch *w = m->watch;
+  if (w) {
+    pthread_mutex_lock(&w->mu);
+    if (w->state == 1 && now - w->at < 3 * m->every + GPU_START_S) {
+      s->gpu_util = w->util, s->gpu_mem = w->mem, s->gpu_power = w->power, s->gpu_temp = w->temp;
+    } else if (w->state == -1) {
+      snprintf(m->gpu_why, sizeof(m->gpu_why), "%s", w->why);
+    } else if (w->state == 1) {
+      snprintf(m->gpu_why, sizeof(m->gpu_why), "NVML stopped answering");
+    } else if (now - m->gpu_since > GPU_START_S) {
+      snprintf(m->gpu_why, sizeof(m->gpu_why), "NVML did not start within %.0f s", GPU_START_S);
+    }
+    pthread_mutex_unlock(&w->mu);
+  }
+  if (m->gpu_why[0] && !m->said_why) {
+    snprintf(s->why, sizeof(s->why), "%s", m->gpu_why);
+    m->said_why = 1;
+  }
 }
 
 wk_monitor *
@@ -239,7 +335,7 @@ wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, do
   m->tx = counter(m->tx_fd);
   m->rx = counter(m->rx_fd);
   if (c->gpu >= 0)
-    gpu_open(m, c);
+    gpu_start(m, c, now);
   return m;
 }
 
@@ -276,7 +372,7 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
     m->tx = tx;
     m->rx = rx;
   }
-  gpu_read(m, &s);
+  gpu_read(m, &s, now);
   weft_ctl_out out;
   weft_sample_put(&out, &s);
   wk_channel_send(ch, &out);
@@ -297,8 +393,11 @@ wk_monitor_free(wk_monitor *m)
     unlink(m->prom);
     unlink(m->prom_tmp);
   }
-  if (m->have_dev)
-    m->nvml.shutdown();
+  if (m->watch) {
+    pthread_mutex_lock(&m->watch->mu);
+    m->watch->stop = 1; /* the thread frees it */
+    pthread_mutex_unlock(&m->watch->mu);
+  }
   if (m->tx_fd >= 0)
     close(m->tx_fd);
   if (m->rx_fd >= 0)

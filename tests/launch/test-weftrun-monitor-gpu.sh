@@ -6,7 +6,8 @@
 # timeline carries gpu, gpu_mem, gpu_power and gpu_temp; rank 1 (GPU 2) is
 # named a straggler by its GPU; the closing figures give each GPU's average
 # and peak; the Prometheus file has the GPU metrics with a gpu label. Without
-# NVML the GPU fields are absent and one line says why, once.
+# NVML the GPU fields are absent and one line says why, once; an NVML that
+# hangs stops nothing (it is read on a thread of the agent's own).
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs
@@ -54,4 +55,14 @@ timeout 60 "$weftrun" -np 3 --monitor=0.3 --monitor-out "$tmp/mon2" "$s" 1.5 >"$
 ! grep -q '"gpu' "$tmp/mon2/timeline.jsonl" || fail "GPU fields without NVML"
 grep -q '"rank":2' "$tmp/mon2/timeline.jsonl" || fail "no timeline without NVML"
 echo "ok without NVML: one line why, no GPU fields"
+
+# an NVML that hangs (nvmlInit_v2 never returns) stops nothing: the job runs and ends
+# as usual (its agents' heartbeats go on), and one line says so
+rc=0
+LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} WEFT_STANDIN_NVML_FAULT=hang \
+  timeout 60 "$weftrun" -np 2 --monitor=0.5 "$s" 7 >"$tmp/out" 2>"$tmp/out.err" || rc=$?
+[ $rc = 0 ] || fail_run "weftrun with a hung NVML exited $rc" "$tmp/out"
+[ "$(grep -c '^weftrun: --monitor: no GPU figures (rank [01] on [^ ]*: NVML did not start within 5 s)$' "$tmp/out.err")" = 1 ] ||
+  fail_run "the line for a hung NVML" "$tmp/out"
+echo "ok a hung NVML: the job ran, one line says so"
 nothing_left
