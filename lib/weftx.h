@@ -9,6 +9,7 @@
  *   weftx/util.h   parsing, edit distance, JSON strings, the data directory, the clock
  *   weftx/topo.h   machine topology (hwloc): GPUs, NICs, NUMA, locality
  *   weftx/map.h    rank placement (the pure weftx_map_rank) and the plan JSON
+ *   weftx/ompi.h   Open MPI 4.1's own placement, modelled (what mpirun will do)
  *   weftx/hosts.h  -H lists, hostfiles, Slurm node lists, host names
  *   weftx/env.h    the per-rank environment, interfaces, MASTER_ADDR/PORT
  *   weftx/gcp.h    Google Cloud: metadata, presets, checks, preemption
@@ -22,6 +23,7 @@
 #include <weftx/util.h>
 #include <weftx/topo.h>
 #include <weftx/map.h>
+#include <weftx/ompi.h>
 #include <weftx/hosts.h>
 #include <weftx/env.h>
 #include <weftx/gcp.h>

@@ -31,4 +31,14 @@ AC_DEFUN([WEFT_CHECK_MPI], [
   AC_SUBST([MPI_CFLAGS])
   AC_SUBST([MPI_LIBS])
   weft_mpi_version=`$MPIRUN --version 2>/dev/null | head -n 1`
+  # Open MPI's own parameter file (<sysconfdir>/openmpi-mca-params.conf), whose defaults
+  # weftrun's plan reads as mpirun does; OPAL_SYSCONFDIR and OPAL_PREFIX move it at run time.
+  AC_PATH_PROG([OMPI_INFO], [ompi_info])
+  weft_ompi_sysconfdir=
+  AS_IF([test -n "$OMPI_INFO"],
+    [weft_ompi_sysconfdir=`$OMPI_INFO --path sysconfdir --parsable 2>/dev/null | sed -n 's/^path:sysconfdir://p'`])
+  AS_IF([test -z "$weft_ompi_sysconfdir"],
+    [weft_ompi_sysconfdir=`AS_DIRNAME(["$MPIRUN"])`/../etc])
+  AC_DEFINE_UNQUOTED([WEFT_OMPI_SYSCONFDIR], ["$weft_ompi_sysconfdir"],
+                     [Open MPI's sysconfdir, where openmpi-mca-params.conf is])
 ])

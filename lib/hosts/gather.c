@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Where a job's hosts come from, in DESIGN.md's order: -H, else --hostfile,
+ * Where a job's hosts come from, in Open MPI 4.1's order: -H, else --hostfile,
  * else the Slurm allocation, else the local host alone. With both -H and a
- * hostfile, -H picks hosts out of the hostfile, as mpirun does.
+ * hostfile, mpirun 4.1 takes the -H hosts with their -H counts and does not
+ * read the hostfile; so does this.
  */
 #include "hosts-private.h"
 
@@ -13,37 +14,11 @@
 static int from_args(const weftx_hosts_input *in, weftx_hostlist *hl, char *why, size_t whylen)
 {
   for (int i = 0; i < in->nhost_args; i++) {
-    int rc = weftx_hosts_parse_arg(hl, in->host_args[i], why, whylen);
+    int rc = weftx_hosts_parse_arg_ompi(hl, in->host_args[i], in->keep_fqdn, why, whylen);
     if (rc)
       return rc;
   }
   return 0;
-}
-
-/* Every -H host must be in the hostfile; it takes the hostfile's counts unless -H gave one. */
-static int restrict_to_file(const weftx_hosts_input *in, weftx_hostlist *hl, char *why,
-                            size_t whylen)
-{
-  weftx_hostlist *file;
-  int rc = weftx_hostlist_create(&file);
-
-  if (rc)
-    return rc;
-  rc = weftx_hostfile_load(file, in->hostfile, why, whylen);
-  for (int i = 0; rc == 0 && i < weftx_hostlist_count(hl); i++) {
-    const weftx_host *h = weftx_hostlist_host(hl, i);
-    int j = weftx_hostlist_find(file, h->name);
-    if (j < 0) {
-      if (why)
-        weft__snprintf(why, whylen, "host '%s' given with -H is not in hostfile %s; add it "
-                       "there or drop one of -H and --hostfile", h->name, in->hostfile);
-      rc = WEFT_ENAME;
-      break;
-    }
-    weft__hostlist_inherit(hl, i, weftx_hostlist_host(file, j));
-  }
-  weftx_hostlist_destroy(file);
-  return rc;
 }
 
 static int from_local(const weftx_hosts_input *in, weftx_hostlist *hl, char *why, size_t whylen)
@@ -72,11 +47,10 @@ int weftx_hosts_gather(const weftx_hosts_input *in, weftx_hostlist **out, char *
   rc = weftx_hostlist_create(&hl);
   if (rc)
     return rc;
+  weft__hostlist_set_fqdn(hl, in->keep_fqdn);
   if (in->nhost_args > 0) {
     origin = WEFTX_HOSTS_CMDLINE;
     rc = from_args(in, hl, why, whylen);
-    if (rc == 0 && in->hostfile)
-      rc = restrict_to_file(in, hl, why, whylen);
   } else if (in->hostfile) {
     origin = WEFTX_HOSTS_HOSTFILE;
     rc = weftx_hostfile_load(hl, in->hostfile, why, whylen);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * -H/--host arguments as mpirun reads them: "a,b:4,user@c,[fe80::1]:2".
- * An entry is host[:slots]; an IPv6 literal takes a count only in brackets,
- * since "fe80::1" would otherwise end in one.
+ * -H/--host arguments as mpirun 4.1 reads them: "a,b:4,user@c,d:*". An entry
+ * is host[:slots]; ":*" and ":auto" leave the count to the host's cores. Open
+ * MPI splits an entry at its first ':', so it cannot take IPv6 addresses:
+ * they are refused with the reason.
  */
 #include "hosts-private.h"
 
@@ -24,21 +25,13 @@ static int split_entry(char *entry, char **host, char **count)
   char *colon;
 
   *count = NULL;
-  if (entry[0] == '[') {
-    char *close = strchr(entry, ']');
-    if (!close)
-      return WEFT_EPARSE;
-    *close = '\0';
-    *host = entry + 1;
-    if (close[1] == ':')
-      *count = close + 2;
-    else if (close[1] != '\0')
-      return WEFT_EPARSE;
-    return 0;
-  }
   *host = entry;
+  if (entry[0] == '[')
+    return WEFT_EPARSE;
   colon = strchr(entry, ':');
-  if (colon && colon == strrchr(entry, ':')) {
+  if (colon) {
+    if (strchr(colon + 1, ':'))
+      return WEFT_ENAME;
     *colon = '\0';
     *count = colon + 1;
   }
@@ -46,7 +39,7 @@ static int split_entry(char *entry, char **host, char **count)
 }
 
 static int add_entry(weftx_hostlist *hl, const char *arg, const char *entry, size_t len,
-                     char *why, size_t whylen)
+                     int keep_fqdn, char *why, size_t whylen)
 {
   char buf[ENTRY_MAX + 1], reason[384];
   char *host, *count;
@@ -60,19 +53,23 @@ static int add_entry(weftx_hostlist *hl, const char *arg, const char *entry, siz
     return arg_error(arg, "...", "host entry too long", why, whylen, WEFT_EPARSE);
   memcpy(buf, entry, len);
   buf[len] = '\0';
-  if (split_entry(buf, &host, &count))
-    return arg_error(arg, buf, "unbalanced '[' ']'; write an IPv6 address as [addr]:slots", why,
-                     whylen, WEFT_EPARSE);
-  if (count) {
+  if ((rc = split_entry(buf, &host, &count)))
+    return arg_error(arg, buf, "an IPv6 address, which Open MPI 4.1 cannot launch on (it splits "
+                     "-H entries at ':'); use the host's name or IPv4 address", why, whylen,
+                     WEFT_ENAME);
+  if (count && (!strcmp(count, "*") || !strcmp(count, "auto"))) {
+    slots = -1;
+  } else if (count) {
     rc = weftx_parse_long(count, 1, WEFTX_HOSTS_SLOTS_MAX, &slots);
     if (rc) {
       weft__snprintf(reason, sizeof(reason),
-                     "'%s' is not a slot count; write host:N with N from 1 to %d", count,
-                     WEFTX_HOSTS_SLOTS_MAX);
+                     "'%s' is not a slot count; write host:N with N from 1 to %d, or host:*",
+                     count, WEFTX_HOSTS_SLOTS_MAX);
       return arg_error(arg, buf, reason, why, whylen, rc);
     }
   }
-  rc = weftx_hostlist_add(hl, host, (int)slots, 0, "-H", reason, sizeof(reason));
+  rc = weftx_hostlist_add_ompi(hl, host, WEFTX_HOST_DASH, (int)slots, 0, keep_fqdn, "-H", reason,
+                               sizeof(reason));
   if (rc) {
     if (why)
       weft__snprintf(why, whylen, "-H '%.200s': %s", arg, reason);
@@ -81,7 +78,8 @@ static int add_entry(weftx_hostlist *hl, const char *arg, const char *entry, siz
   return 0;
 }
 
-int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t whylen)
+int weftx_hosts_parse_arg_ompi(weftx_hostlist *hl, const char *arg, int keep_fqdn, char *why,
+                               size_t whylen)
 {
   const char *p, *comma;
   int rc;
@@ -90,7 +88,7 @@ int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t
     return WEFT_EINVAL;
   for (p = arg;; p = comma + 1) {
     comma = strchr(p, ',');
-    rc = add_entry(hl, arg, p, comma ? (size_t)(comma - p) : strlen(p), why, whylen);
+    rc = add_entry(hl, arg, p, comma ? (size_t)(comma - p) : strlen(p), keep_fqdn, why, whylen);
     if (rc)
       return rc;
     if (!comma)
@@ -98,4 +96,9 @@ int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t
   }
   weft__hostlist_set_origin(hl, WEFTX_HOSTS_CMDLINE);
   return 0;
+}
+
+int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t whylen)
+{
+  return weftx_hosts_parse_arg_ompi(hl, arg, 0, why, whylen);
 }

@@ -4,9 +4,10 @@
  * it): one host per line, "[user@]host [slots=N] [max_slots=M] [username=U]",
  * the synonyms count= and cpu= for slots and max-slots=, slots_max=,
  * slots-max=, cpu_max=, max_cpu=, count_max= for max_slots, spaces allowed
- * around '=', '#' comments, blank lines. Every error names FILE:LINE and says
- * what to write instead; a NUL byte (a binary file, /dev/zero) is refused at
- * once, never read on.
+ * around '=', '#' comments, blank lines; a host named again gets one more slot
+ * (a slot count then is an error, as in mpirun 4.1). Every error names
+ * FILE:LINE and says what to write instead; a NUL byte (a binary file,
+ * /dev/zero) is refused at once, never read on.
  */
 #include "hosts-private.h"
 
@@ -24,6 +25,7 @@ struct line {
   char *p;           /* cursor */
   long slots, max_slots;
   const char *user;  /* from username=, points into the line */
+  int keep_fqdn;     /* Open MPI's orte_keep_fqdn_hostnames */
 };
 
 static int line_error(const struct line *l, char *why, size_t whylen, int rc, const char *fmt,
@@ -184,7 +186,8 @@ static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whyl
                      host))
     return line_error(l, why, whylen, WEFT_ENAME, "host name too long");
   weft__snprintf(src, sizeof(src), "%s:%d", l->file, l->lineno);
-  rc = weftx_hostlist_add(hl, name, (int)l->slots, (int)l->max_slots, src, reason, sizeof(reason));
+  rc = weftx_hostlist_add_ompi(hl, name, WEFTX_HOST_LINE, (int)l->slots, (int)l->max_slots,
+                               l->keep_fqdn, src, reason, sizeof(reason));
   if (rc)
     return line_error(l, why, whylen, rc, "%s", reason);
   return 0;
@@ -220,7 +223,7 @@ static int read_line(FILE *f, char *buf, size_t size, size_t *len)
 int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why, size_t whylen)
 {
   char buf[WEFTX_HOSTFILE_LINE_MAX + 2];
-  struct line l = { name ? name : "hostfile", 0, NULL, 0, 0, NULL };
+  struct line l = { name ? name : "hostfile", 0, NULL, 0, 0, NULL, hl ? weft__hostlist_fqdn(hl) : 0 };
   size_t len;
   int before, rc, got;
 

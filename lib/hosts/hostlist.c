@@ -7,6 +7,7 @@
  */
 #include "hosts-private.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,18 @@ struct weftx_hostlist {
   int *index;
   size_t nindex;      /* a power of two, or 0 before the first host */
   weftx_hosts_origin origin;
+  int keep_fqdn;
 };
+
+int weft__hostlist_fqdn(const weftx_hostlist *hl)
+{
+  return hl->keep_fqdn;
+}
+
+void weft__hostlist_set_fqdn(weftx_hostlist *hl, int keep)
+{
+  hl->keep_fqdn = keep;
+}
 
 int weftx_hostlist_create(weftx_hostlist **out)
 {
@@ -41,6 +53,7 @@ static void entry_free(struct entry *e)
   free((char *)e->h.name);
   free((char *)e->h.user);
   free((char *)e->h.source);
+  free((char *)e->h.typed);
 }
 
 void weftx_hostlist_destroy(weftx_hostlist *hl)
@@ -270,6 +283,10 @@ int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_
   if (max_slots > e->h.max_slots)
     e->h.max_slots = max_slots;
   entry_settle(e);
+  /* Open MPI's view, for inputs it reads this way (Slurm's counts); the -H and
+   * hostfile parsers set their own with weftx_hostlist_add_ompi() */
+  e->h.ompi_slots = e->h.slots;
+  e->h.ompi_given = e->h.slots_given;
   return 0;
 }
 
@@ -282,15 +299,65 @@ int weftx_hostlist_default_slots(weftx_hostlist *hl, int i, int slots)
   return 0;
 }
 
-void weft__hostlist_inherit(weftx_hostlist *dst, int i, const weftx_host *from)
+/* Open MPI shortens a host name to its first label unless it is an address. */
+static int shorten(const char *name, int keep_fqdn, char *out, size_t len)
 {
-  struct entry *e = &dst->v[i];
+  const char *at = strchr(name, '@'), *host = at ? at + 1 : name, *dot = strchr(host, '.');
+  unsigned char bin[4];
 
-  if (!e->h.slots_given && from->slots_given) {
-    e->numbered = from->slots;
-    e->unnumbered = 0;
+  if (keep_fqdn || !dot || inet_pton(AF_INET, host, bin) == 1)
+    return weft__snprintf(out, len, "%s", name);
+  return weft__snprintf(out, len, "%.*s", (int)(dot - name), name);
+}
+
+int weftx_hostlist_add_ompi(weftx_hostlist *hl, const char *name, weftx_host_form form, int slots,
+                            int max_slots, int keep_fqdn, const char *source, char *why,
+                            size_t whylen)
+{
+  char shortname[WEFTX_HOSTNAME_MAX + 64];
+  const char *at;
+  struct entry *e;
+  int i, before, rc;
+
+  if (!hl || !name)
+    return WEFT_EINVAL;
+  if ((rc = weftx_hostname_check(name, why, whylen)))
+    return rc;
+  if (shorten(name, keep_fqdn, shortname, sizeof(shortname)))
+    return WEFT_ENAME;
+  at = strchr(shortname, '@');
+  i = weftx_hostlist_find(hl, at ? at + 1 : shortname);
+  before = i >= 0;
+  if (before && form == WEFTX_HOST_LINE && slots > 0) {
+    if (why)
+      weft__snprintf(why, whylen, "host '%s' is already listed (%s) and Open MPI refuses a slot "
+                     "count on a host listed twice; give it one line with slots=N, or list it "
+                     "once per slot", hl->v[i].h.name, hl->v[i].h.source);
+    return WEFT_EPARSE;
   }
-  if (from->max_slots > e->h.max_slots)
-    e->h.max_slots = from->max_slots;
-  entry_settle(e);
+  {
+    /* weftx_hostlist_add() resets Open MPI's count: keep the one so far */
+    int os = before ? hl->v[i].h.ompi_slots : 0, og = before ? hl->v[i].h.ompi_given : 0;
+    rc = weftx_hostlist_add(hl, shortname, slots > 0 ? slots : 0, max_slots, source, why, whylen);
+    if (rc)
+      return rc;
+    i = weftx_hostlist_find(hl, at ? at + 1 : shortname);
+    e = &hl->v[i];
+    e->h.ompi_slots = os;
+    e->h.ompi_given = og;
+  }
+  if (!before && strcmp(shortname, name) && !(e->h.typed = strdup(name)))
+    return WEFT_ENOMEM;
+  if (before) {
+    /* named again: one more slot, or the count given (-H) */
+    e->h.ompi_slots += form == WEFTX_HOST_DASH && slots > 0 ? slots : 1;
+    e->h.ompi_given = 1;
+  } else if (form == WEFTX_HOST_DASH) {
+    e->h.ompi_slots = slots > 0 ? slots : slots < 0 ? 0 : 1;
+    e->h.ompi_given = slots >= 0;
+  } else {
+    e->h.ompi_slots = slots > 0 ? slots : 1;
+    e->h.ompi_given = slots > 0;
+  }
+  return 0;
 }

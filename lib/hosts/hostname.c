@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Host name validation. A name accepted here is safe as one argument of ssh or
- * mpirun and in a shell command line without quoting: RFC 1123 labels (with
- * '_' tolerated, as cluster naming schemes use it), IPv4 and IPv6 literals, and
- * an optional "user@" in front. Everything else is refused with a reason that
- * names the offending character.
+ * mpirun and in a shell command line without quoting, and is one Open MPI 4.1
+ * can launch on: RFC 1123 labels of letters, digits and '-', IPv4 literals, and
+ * an optional "user@" in front. Open MPI's node-name parser refuses '_' and
+ * IPv6 addresses (mpirun then fails after the probe), so they are refused here
+ * first. Everything else is refused with a reason that names the character.
  */
 #include "weft_private.h"
 
@@ -17,7 +18,7 @@
 
 static int is_label_char(int c)
 {
-  return isalnum(c) || c == '-' || c == '_';
+  return isalnum(c) || c == '-';
 }
 
 /* First character of \p s that no host name may contain, or 0. */
@@ -25,7 +26,7 @@ static int bad_char(const char *s)
 {
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (!is_label_char(c) && c != '.' && c != ':')
+    if (!is_label_char(c) && c != '.' && c != ':' && c != '_')
       return c;
   }
   return 0;
@@ -118,7 +119,7 @@ int weftx_hostname_check(const char *name, char *why, size_t whylen)
     if (isprint(c) && c != ' ')
       weft__snprintf(what, sizeof(what),
                      "'%c' is not allowed in a host name; use letters, digits, '-', '.' "
-                     "or an IP address", c);
+                     "or an IPv4 address", c);
     else if (c >= 0x80)
       weft__snprintf(what, sizeof(what),
                      "a non-ASCII character (byte 0x%02x: UTF-8?) is not allowed in a host name; "
@@ -130,9 +131,14 @@ int weftx_hostname_check(const char *name, char *why, size_t whylen)
   }
   if (strchr(host, ':')) {
     if (inet_pton(AF_INET6, host, bin) == 1)
-      return 0;
-    return refuse(name, why, whylen, "':' is allowed only in an IPv6 address, which this is not");
+      return refuse(name, why, whylen, "an IPv6 address, which Open MPI 4.1 cannot launch on "
+                    "(its node-name parser refuses ':'); use the host's name or IPv4 address");
+    return refuse(name, why, whylen, "':' is not allowed in a host name; use letters, digits, "
+                  "'-', '.' or an IPv4 address");
   }
+  if (strchr(host, '_'))
+    return refuse(name, why, whylen, "'_' is not allowed: Open MPI 4.1's node-name parser "
+                  "takes letters, digits, '.' and '-'; use the host's DNS name or IPv4 address");
   if (inet_pton(AF_INET, host, bin) == 1)
     return 0;
   /* All digits and dots but not an address: "10.0.0.300", "1.2.3" */

@@ -8,9 +8,10 @@
 /* Record where the list came from (the parsers call it once they succeed). */
 void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o);
 
-/* Copy host i's slots and max_slots into \p dst's entry of the same name when
- * \p dst has no count for it (gather: -H restricted by a hostfile). */
-void weft__hostlist_inherit(weftx_hostlist *dst, int i, const weftx_host *from);
+/* Keep full host names (Open MPI's orte_keep_fqdn_hostnames) when adding to \p hl. */
+int weft__hostlist_fqdn(const weftx_hostlist *hl);
+void weft__hostlist_set_fqdn(weftx_hostlist *hl, int keep);
+
 
 /* Write "NAME 'VALUE': message" into \p why (unless NULL; VALUE cut at 200
  * characters), as the Slurm parsers word their errors; returns WEFT_EPARSE. */

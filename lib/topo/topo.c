@@ -133,11 +133,24 @@ static void count_objects(weftx_topo *t)
  * line instead. HWLOC_HIDE_ERRORS is read once per process by hwloc, so this
  * only takes effect when nothing set it and no hwloc load happened before.
  * WEFT_VERBOSE=topo keeps hwloc's reports. */
+static int hide_errors_set; /* weft set HWLOC_HIDE_ERRORS, not the user */
+
 static void quiet_hwloc_xml(void)
 {
-  if (!getenv("HWLOC_HIDE_ERRORS") && !weft_log_enabled(WEFT_LOG_TOPO) &&
-      setenv("HWLOC_HIDE_ERRORS", "2", 0) != 0)
+  if (getenv("HWLOC_HIDE_ERRORS") || weft_log_enabled(WEFT_LOG_TOPO))
+    return;
+  if (setenv("HWLOC_HIDE_ERRORS", "2", 0) != 0)
     WEFT__LOG(TOPO, "cannot set HWLOC_HIDE_ERRORS: %s", strerror(errno));
+  else
+    hide_errors_set = 1;
+}
+
+void weftx_topo_env_restore(void)
+{
+  /* hwloc has read it by now; the processes weft starts must not inherit it */
+  if (hide_errors_set)
+    unsetenv("HWLOC_HIDE_ERRORS");
+  hide_errors_set = 0;
 }
 
 /* An XML of this machine needs none of hwloc's plugins (they discover hardware, and

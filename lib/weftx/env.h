@@ -228,6 +228,13 @@ int weftx_netif_default_route(char *buf, size_t len);
 /** \brief Resolve \p host (getaddrinfo(), AF_UNSPEC, first IPv4 answer preferred).
  * \return 0; WEFT_ENAME with "cannot resolve host 'x': ...; check the name or /etc/hosts". */
 int weftx_host_resolve(const char *host, weftx_netaddr *out, char *why, size_t whylen);
+/** \brief Resolve \p n host names at once (getaddrinfo_a()), waiting at most \p timeout
+ * seconds in all. \p out[i] gets host i's address (first IPv4, else IPv6) and \p err[i]
+ * 0, or getaddrinfo's error (EAI_NONAME: no such host; EAI_AGAIN: no answer in time),
+ * which gai_strerror() words. \return 0; WEFT_ETIMEDOUT (some did not answer in time,
+ * \p why names one); WEFT_ENOMEM. */
+int weftx_hosts_resolve(const char *const *hosts, int n, double timeout, weftx_netaddr *out,
+                        int *err, char *why, size_t whylen);
 /** \brief The interface the kernel would use to reach \p a (a connected UDP socket's
  * getsockname(): no packet is sent), matched against \p ifs. \return 0 with the name in
  * \p buf, WEFT_ENOENT (no route / no match), WEFT_ESYS. */

@@ -47,7 +47,18 @@ typedef struct weftx_host {
                             the host more than once (each listing counts one slot) */
   int listed;            /* how many times the input named this host */
   const char *source;    /* where it was first named: "hosts.txt:3", "-H", "SLURM_JOB_NODELIST" */
+  int ompi_slots;        /* the slots Open MPI 4.1 gives it from this input: -H host alone is 1,
+                            a hostfile line without slots= is 1 until its cores count */
+  int ompi_given;        /* Open MPI counts ompi_slots as given (else: the host's cores) */
+  const char *typed;     /* the name as typed when Open MPI shortens it (a.b.c -> a), or NULL */
 } weftx_host;
+
+/* How a host was named, for Open MPI's rules on slots (weftx_hostlist_add_ompi()). */
+typedef enum weftx_host_form {
+  WEFTX_HOST_DASH = 1,   /* -H: no count is 1 slot; named again, one more (or the count) */
+  WEFTX_HOST_LINE,       /* a hostfile line: no slots= is 1 slot, not given; named again,
+                            one more slot, and a slots= then is an error */
+} weftx_host_form;
 
 typedef struct weftx_hostlist weftx_hostlist;
 
@@ -84,25 +95,41 @@ const char *weftx_hosts_origin_name(weftx_hosts_origin o);
 int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_slots,
                                   const char *source, char *why, size_t whylen);
 
+/** \brief Add a host as Open MPI 4.1 reads -H and hostfiles (orte/util/dash_host,
+ * orte/util/hostfile): the name shortened to its first label unless it is an address
+ * or \p keep_fqdn, counts as \p form says (\p slots: 0 none, -1 "*" or "auto" of -H,
+ * which leave the count to the host's cores), max_slots no lower than slots. The
+ * fields of weftx_hostlist_add() are kept too.
+ * \return 0; WEFT_EPARSE (a slot count for a host a hostfile already named, which
+ * mpirun refuses) or WEFT_ENAME / WEFT_ERANGE with a reason; WEFT_ENOMEM. */
+int weftx_hostlist_add_ompi(weftx_hostlist *hl, const char *name, weftx_host_form form, int slots,
+                            int max_slots, int keep_fqdn, const char *source, char *why,
+                            size_t whylen);
+
 /** \brief Give host \p i \p slots when the input gave it none (slots 0): weftrun calls it
  * with the GPU count of a GPU host, else its cores. Hosts with slots keep them.
  * \return 0, or WEFT_EINVAL for a bad index or \p slots < 1. */
 int weftx_hostlist_default_slots(weftx_hostlist *hl, int i, int slots);
 
-/** \brief Parse one -H/--host argument "a,b:4,user@c,10.0.0.7:2,[fe80::1]:2" into \p hl.
- * An entry without ":N" has slots 0 ("the machine decides"; mpirun would say 1); a host
- * named twice without counts has 2 slots (each listing counts one). An IPv6 literal
- * takes a count only in brackets. May be called once per -H option.
+/** \brief Parse one -H/--host argument "a,b:4,user@c,10.0.0.7:2,d:*" into \p hl, with
+ * Open MPI's rules (weftx_hostlist_add_ompi(), WEFTX_HOST_DASH): ompi_slots 1 for an
+ * entry without ":N". weft's own view stays: slots 0 for such an entry ("the machine
+ * decides": weftrun gives GPU hosts one slot per GPU), 2 for a host named twice. IPv6
+ * addresses are refused (Open MPI 4.1 cannot launch on them). May be called once per -H.
  * \return 0; WEFT_EPARSE / WEFT_ENAME / WEFT_ERANGE with "-H 'a,,b': empty host name; ..." in \p why. */
 int weftx_hosts_parse_arg(weftx_hostlist *hl, const char *arg, char *why, size_t whylen);
+/** \brief As weftx_hosts_parse_arg(), keeping full host names when \p keep_fqdn. */
+int weftx_hosts_parse_arg_ompi(weftx_hostlist *hl, const char *arg, int keep_fqdn, char *why,
+                               size_t whylen);
 
 /** \brief Parse an Open MPI hostfile \p path into \p hl.
  * Grammar per line: `[user@]host [slots=N] [max_slots=M]` with the synonyms
  * `count=`/`cpu=` for slots and `max-slots=`/`slots_max=`/`slots-max=` for max_slots,
  * spaces allowed around '='; `#` starts a comment (whole line or trailing); blank
- * lines skipped; a host named twice adds up. Unknown keywords, Open MPI's relative
- * (+n1) and excluded (^host) forms, bad numbers, lines over WEFTX_HOSTFILE_LINE_MAX
- * and files with no host are errors.
+ * lines skipped; as Open MPI 4.1: a host named again gets one more slot, and a slot
+ * count on a host named twice is an error (weftx_hostlist_add_ompi(), WEFTX_HOST_LINE).
+ * Unknown keywords, Open MPI's relative (+n1) and excluded (^host) forms, bad numbers,
+ * lines over WEFTX_HOSTFILE_LINE_MAX and files with no host are errors.
  * \return 0; WEFT_ENOENT / WEFT_EIO (cannot read), WEFT_EPARSE / WEFT_ENAME / WEFT_ERANGE
  *         with "FILE:LINE: what is wrong; what to do" in \p why; WEFT_ENOMEM. */
 int weftx_hostfile_load(weftx_hostlist *hl, const char *path, char *why, size_t whylen);
@@ -206,12 +233,12 @@ typedef struct weftx_hosts_input {
   const char *slurm_nodelist;   /* getenv("SLURM_JOB_NODELIST") or NULL */
   const char *slurm_tasks_per_node; /* getenv("SLURM_TASKS_PER_NODE") or NULL */
   const char *local_host;       /* this host's name; NULL: gethostname() */
+  int keep_fqdn;                /* Open MPI's orte_keep_fqdn_hostnames */
 } weftx_hosts_input;
 
-/** \brief The job's hosts, as DESIGN.md orders them: -H; else the hostfile; else the
- * Slurm allocation; else the local host alone. When both -H and a hostfile are given
- * (mpirun's "-H restricts the hostfile"), every -H host must be in the hostfile and
- * takes its slots and max_slots from there unless -H gave a count.
+/** \brief The job's hosts, as Open MPI 4.1 takes them: -H (then a hostfile given as
+ * well is not read: mpirun takes the -H hosts and their counts); else the hostfile;
+ * else the Slurm allocation; else the local host alone.
  * \p out is allocated by the callee; free with weftx_hostlist_destroy().
  * \return 0, or the first parser's error with its reason in \p why. */
 int weftx_hosts_gather(const weftx_hosts_input *in, weftx_hostlist **out, char *why,

@@ -109,6 +109,10 @@ WEFT_BEGIN_DECLS
  * starting threads. */
 int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out,
                                char *why, size_t whylen);
+/** \brief Unset what weftx_topo_load() set in the environment for hwloc
+ * (HWLOC_HIDE_ERRORS, when the user had not set it), so that a program started
+ * afterwards gets the environment it would have had without weft. */
+void weftx_topo_env_restore(void);
 void weftx_topo_destroy(weftx_topo *t);
 
 /** \brief Write \p t as hwloc XML to \p out: the cache's text when it came from the

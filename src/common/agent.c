@@ -78,16 +78,19 @@ weft_exit_man(FILE *out)
 /* ---- The agent's arguments ----------------------------------------------- */
 
 enum {
-  A_LAYOUT = 1, A_RANKBY, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS, A_NCCL,
-  A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM, A_JOB,
-  A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
+  A_LAYOUT = 1, A_RANKBY, A_OMPI, A_SLOTS, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS,
+  A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM,
+  A_JOB, A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
 const weft_opt weft_agent_options[] = {
-  { A_LAYOUT, "layout", WEFT_OPT_ARG, "C[xN],...", S,
-    "Ranks on each host in weftrun's order: C ranks on each of N hosts.", 0 },
+  { A_LAYOUT, "layout", WEFT_OPT_ARG, "C[xN],...[;...]", S,
+    "Ranks on each host in weftrun's order: C ranks on each of N hosts (per program).", 0 },
   { A_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0 },
+  { A_OMPI, "ompi", WEFT_OPT_ARG, "POLICY", S,
+    "Open MPI placed and bound the ranks by POLICY: check that, do not bind.", 0 },
+  { A_SLOTS, "slots", WEFT_OPT_ARG, "S[xN],...", S, "With --ompi: every host's slots.", 0 },
   { A_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0 },
   { A_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0 },
   { A_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0 },
@@ -184,6 +187,10 @@ weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char 
     put(&w, A_LAYOUT, a->layout);
   if (a->by_node)
     put(&w, A_RANKBY, "node");
+  if (a->ompi)
+    put(&w, A_OMPI, a->ompi);
+  if (a->slots)
+    put(&w, A_SLOTS, a->slots);
   if (a->map_by)
     put(&w, A_MAPBY, a->map_by);
   if (a->bind_to)
@@ -240,6 +247,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     a->by_node = !strcmp(a1, "node");
     return 0;
+  case A_OMPI: a->ompi = a1; return 0;
+  case A_SLOTS: a->slots = a1; return 0;
   case A_MAPBY: a->map_by = a1; return 0;
   case A_BINDTO: a->bind_to = a1; return 0;
   case A_OVERSUB: a->oversubscribe = 1; return 0;

@@ -131,8 +131,14 @@ void weft_exit_man(FILE *out);
 /* ---- The agent's arguments ----------------------------------------------- */
 
 typedef struct weft_agent_args {
-  const char *layout;          /* ranks per host in weftrun's order, run-length coded */
+  const char *layout;          /* ranks per host in weftrun's order, run-length coded; for
+                                  several programs (MPMD) one such list per program, ';'
+                                  between them */
   int by_node;                 /* ranks numbered round-robin over the hosts (--rank-by node) */
+  const char *ompi;            /* Open MPI placed and bound the ranks, by this policy
+                                  (weftx_ompi_policy_format()); NULL: weft places them */
+  const char *slots;           /* with ompi: every host's slots, as the layout, for the
+                                  prediction of this host's bindings */
   const char *map_by, *bind_to;
   int oversubscribe, report_bindings;
   const char *gpu_visibility, *nccl_preset;

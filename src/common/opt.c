@@ -50,6 +50,23 @@ weft_opt_find(const weft_opt *tab, const char *name)
   return NULL;
 }
 
+/* Do \p a and \p b mean the opposite (one is the other with "no"/"no-"/"not-" in
+ * front, or "enable"/"disable")? A suggestion must never turn one into the other. */
+static int
+opposite(const char *a, const char *b)
+{
+  static const char *const neg[] = { "no-", "not-", "no", NULL };
+  for (int k = 0; neg[k]; k++) {
+    size_t n = strlen(neg[k]);
+    if ((!strncmp(a, neg[k], n) && !strcmp(a + n, b)) || (!strncmp(b, neg[k], n) && !strcmp(b + n, a)))
+      return 1;
+  }
+  if ((!strncmp(a, "enable", 6) && !strncmp(b, "disable", 7) && !strcmp(a + 6, b + 7)) ||
+      (!strncmp(a, "disable", 7) && !strncmp(b, "enable", 6) && !strcmp(a + 7, b + 6)))
+    return 1;
+  return 0;
+}
+
 const char *
 weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
 {
@@ -67,6 +84,8 @@ weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
     if (o->flags & WEFT_OPT_HIDDEN)
       continue;
     for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
+      if (opposite(bare, s))
+        continue;
       int d = weftx_edit_distance(bare, s, 0);
       /* a prefix of a long name is a likely abbreviation */
       if (n >= 3 && !strncmp(s, bare, n) && d > 1)

@@ -104,6 +104,14 @@ wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env 
     snprintf(why, len, "GPUs '%s' of this host do not parse", g->set);
     return -1;
   }
+  /* under a CPU mapping Open MPI placed the rank and its GPU is the nearest one of
+   * the host: it must be one this job may have */
+  if (pl->gpu >= 0 && member(set, nset, pl->gpu) < 0) {
+    snprintf(why, len, "this rank's GPU %d (the nearest its binding) is not one of the GPUs "
+             "it may have on this host (%s%s%s); use --map-by gpu", pl->gpu, g->set,
+             g->slurm ? ", " : "", g->slurm ? g->step_var : "");
+    return -1;
+  }
   if (g->slurm) {
     /* the step's numbering: node index g->node[i] is CUDA device g->cuda[i] here */
     for (int i = 0; i < nset; i++)

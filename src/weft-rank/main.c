@@ -2,17 +2,23 @@
 /*
  * weft-rank: the per-rank agent weftrun starts through its engine (mpirun, or
  * srun). It finds its rank and host from the engine's variables (ids.c) and
- * weftrun's layout, computes its own placement with weftx_map_rank() on its
- * host's topology, among the GPUs it may have (gpus.c), binds CPU and memory
- * with hwloc when that topology is this machine (and only says what it would
- * bind otherwise), adds the per-rank environment without overwriting anything
- * the user set, and runs the program under supervision. With --control it
- * first connects to weftrun's control channel (channel.c) and refuses to run
- * the rank without it; every setup failure goes there too.
+ * weftrun's layout, and checks that the engine put it where weftrun planned.
+ * When weft places the ranks it computes its own placement with
+ * weftx_map_rank() on its host's topology, among the GPUs it may have
+ * (gpus.c), and binds CPU and memory with hwloc when that topology is this
+ * machine (and only says what it would bind otherwise); when Open MPI placed
+ * and bound them (--ompi), it binds nothing, reads the binding it was given,
+ * checks it against the Open MPI model, and takes the GPU nearest it. Then it
+ * adds the per-rank environment without overwriting anything the user set,
+ * gives the program the OMPI_COMMAND and OMPI_ARGV mpirun would have, and runs
+ * it under supervision. With --control it first connects to weftrun's control
+ * channel (channel.c) and refuses to run the rank without it; every setup
+ * failure goes there too.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,7 +51,7 @@ load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, siz
 
 #define FAIL(...)                                                                      \
   do {                                                                                 \
-    char msg_[600];                                                                    \
+    char msg_[1200];                                                                    \
     snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
     rc = wk_setup_failed(ch, &who, msg_, WK_EXIT_SETUP);                               \
     goto out;                                                                          \
@@ -90,6 +96,129 @@ placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const cha
   wk_channel_send(ch, &m);
 }
 
+/* weftrun's layout: each program's ranks per host (';' between programs). */
+typedef struct layout {
+  int napps, nhosts;
+  int *counts;                  /* napps x nhosts */
+} layout;
+
+static int
+layout_parse(const char *s, layout *l, char *why, size_t len)
+{
+  int *one = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int));
+  char *copy = strdup(s), *seg, *save = NULL;
+  int rc = -1;
+  memset(l, 0, sizeof(*l));
+  if (!one || !copy) {
+    snprintf(why, len, "out of memory");
+    goto out;
+  }
+  for (seg = strtok_r(copy, ";", &save); seg; seg = strtok_r(NULL, ";", &save)) {
+    int n = weft_layout_parse(seg, one, WEFT_AGENT_MAX_HOSTS), *v;
+    if (n < 1 || (l->napps && n != l->nhosts)) {
+      snprintf(why, len, "bad --layout '%.200s'", s);
+      goto out;
+    }
+    if (!(v = realloc(l->counts, (size_t)(l->napps + 1) * (size_t)n * sizeof(int)))) {
+      snprintf(why, len, "out of memory");
+      goto out;
+    }
+    l->counts = v;
+    memcpy(l->counts + (size_t)l->napps * (size_t)n, one, (size_t)n * sizeof(int));
+    l->nhosts = n;
+    l->napps++;
+  }
+  rc = l->napps ? 0 : -1;
+  if (rc)
+    snprintf(why, len, "bad --layout '%.200s'", s);
+out:
+  free(one);
+  free(copy);
+  return rc;
+}
+
+/* Where rank \p rank is in \p l: its program, host, local rank and the host's ranks. */
+static int
+layout_find(const layout *l, int by_node, int rank, int *app, int *node, int *local, int *lsize)
+{
+  int first = 0;
+  for (int a = 0; a < l->napps; a++) {
+    const int *c = l->counts + (size_t)a * (size_t)l->nhosts;
+    int total = 0, in_app;
+    for (int h = 0; h < l->nhosts; h++)
+      total += c[h];
+    if (rank >= first + total) {
+      first += total;
+      continue;
+    }
+    if ((*node = weft_layout_host(c, l->nhosts, by_node, rank - first, &in_app)) < 0)
+      return -1;
+    *app = a;
+    *local = in_app;
+    *lsize = 0;
+    for (int b = 0; b < l->napps; b++) {
+      int here = l->counts[(size_t)b * (size_t)l->nhosts + (size_t)*node];
+      if (b < a)
+        *local += here;
+      *lsize += here;
+    }
+    return 0;
+  }
+  return -1;
+}
+
+/* The ranks of each program on host \p node. */
+static void
+layout_here(const layout *l, int node, int *counts)
+{
+  for (int a = 0; a < l->napps; a++)
+    counts[a] = l->counts[(size_t)a * (size_t)l->nhosts + (size_t)node];
+}
+
+/* mpirun's --report-bindings line, for a rank weft binds (Open MPI's own format). */
+static void
+report_ompi(const weftx_topo *t, int rank, hwloc_const_cpuset_t set)
+{
+  char host[256], what[2048], map[2048];
+  if (gethostname(host, sizeof(host)))
+    snprintf(host, sizeof(host), "unknown");
+  host[sizeof(host) - 1] = '\0';
+  host[strcspn(host, ".")] = '\0';
+  if (weftx_ompi_binding_text(t, set, what, sizeof(what), map, sizeof(map)) == 1)
+    fprintf(stderr, "[%s:%05d] MCW rank %d is not bound (or bound to all available processors)\n",
+            host, (int)getpid(), rank);
+  else
+    fprintf(stderr, "[%s:%05d] MCW rank %d bound to %s: %s\n", host, (int)getpid(), rank, what,
+            map);
+}
+
+/* The command mpirun would have told the program it is (OMPI_COMMAND, OMPI_ARGV): it
+ * told weft-rank's instead. */
+static int
+program_vars(char **program)
+{
+  char *copy = strdup(program[0]), *args = NULL;
+  size_t len = 0;
+  FILE *f;
+  int rc = !copy || setenv("OMPI_COMMAND", basename(copy), 1);
+  free(copy);
+  if (rc)
+    return -1;
+  if (!program[1])
+    return unsetenv("OMPI_ARGV");
+  if (!(f = open_memstream(&args, &len)))
+    return -1;
+  for (int i = 1; program[i]; i++)
+    fprintf(f, "%s%s", i > 1 ? " " : "", program[i]);
+  if (fclose(f)) {
+    free(args);
+    return -1;
+  }
+  rc = setenv("OMPI_ARGV", args, 1);
+  free(args);
+  return rc;
+}
+
 /* weftrun's probe: this host's topology (live through the per-user cache, or
  * WEFT_TOPOLOGY) as hwloc XML on stdout. */
 static int
@@ -129,8 +258,9 @@ main(int argc, char **argv)
   wk_output *output = NULL;
   int placed = 0, rc = 0, first = argc;
   char why[600] = "", idwhy[600] = "";
-  int *counts = NULL;
+  layout lay;
 
+  memset(&lay, 0, sizeof(lay));
   weft_agent_args_init(&o);
   memset(&pl, 0, sizeof(pl));
   who.rank = -1;
@@ -175,41 +305,113 @@ main(int argc, char **argv)
     FAIL("%s", idwhy);
   int rank = ids.rank, size = ids.size, lrank = ids.local, lsize = ids.lsize;
 
-  /* which host of weftrun's list this is: the torchrun NODE_RANK */
-  int nhosts = 1, node = 0, local = lrank;
+  /* which host of weftrun's list this is (the torchrun NODE_RANK), and Open MPI's
+   * placement checked against weftrun's plan */
+  int nhosts = 1, node = 0, local = lrank, app = 0, plsize = lsize;
   if (o.layout) {
-    if (!(counts = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int))))
-      FAIL("out of memory");
-    nhosts = weft_layout_parse(o.layout, counts, WEFT_AGENT_MAX_HOSTS);
-    if (nhosts < 1)
-      FAIL("bad --layout '%s'", o.layout);
-    node = weft_layout_host(counts, nhosts, o.by_node, rank, &local);
-    if (node < 0)
+    if (layout_parse(o.layout, &lay, why, sizeof(why)))
+      FAIL("%s", why);
+    nhosts = lay.nhosts;
+    if (layout_find(&lay, o.by_node, rank, &app, &node, &local, &plsize))
       FAIL("rank %d is outside weftrun's layout %s", rank, o.layout);
-    if (local != lrank || counts[node] != lsize)
+    if (local != lrank || plsize != lsize)
       FAIL("%s placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
-           "%d; report this with the weftrun command line", ids.from, lrank, lsize, local,
-           counts[node], node);
+           "%d: weftrun's %s; report this with the weftrun command line (mpirun alone runs "
+           "it meanwhile)", ids.from, lrank, lsize, local, plsize, node,
+           o.ompi ? "model of Open MPI 4.1's placement is wrong for this job"
+                  : "hostfile was not followed");
   }
 
   /* this host's topology and the rank's place on it */
   if ((rc = load_topology(&o, node, &t, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
-  weftx_policy pol;
-  memset(&pol, 0, sizeof(pol));
-  if ((rc = weftx_policy_parse(&pol, o.map_by, o.bind_to, why, sizeof(why))))
-    FAIL("%s", why[0] ? why : weft_strerror(rc));
-  if (o.oversubscribe)
-    pol.oversubscribe = 1;
   if (wk_gpus_prepare(&gp, o.gpus, node, why, sizeof(why)))
     FAIL("%s", why);
-  pol.gpus = wk_gpus_policy(&gp);
   if ((rc = wk_gcp_prepare(o.nccl_preset, nhosts, lrank, &who, &gcp, why, sizeof(why))))
     FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
-  pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
-  if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
-    FAIL("%s", why[0] ? why : weft_strerror(rc));
-  placed = 1;
+  char note[160] = "";
+  int live = weftx_topo_is_live(t);
+  if (o.ompi) {
+    /* Open MPI bound the rank (or not): predict what it did on this host, take the
+     * binding it really has, and the GPU nearest by the prediction every rank shares */
+    weftx_ompi_policy op;
+    weftx_ompi_bound *b = NULL;
+    int *here = calloc((size_t)lay.napps + 1, sizeof(int)), *slots = NULL, mismatch = 0;
+    hwloc_bitmap_t real = hwloc_bitmap_alloc();
+    if (!here || !real || !(slots = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int))) ||
+        !(b = calloc((size_t)lsize, sizeof(*b)))) {
+      free(here);
+      free(slots);
+      free(b);
+      hwloc_bitmap_free(real);
+      FAIL("out of memory");
+    }
+    if (weftx_ompi_policy_parse(o.ompi, &op) || !o.slots ||
+        weft_layout_parse(o.slots, slots, WEFT_AGENT_MAX_HOSTS) != nhosts) {
+      free(here);
+      free(slots);
+      free(b);
+      hwloc_bitmap_free(real);
+      FAIL("bad --ompi '%s' or --slots '%s'", o.ompi, o.slots ? o.slots : "");
+    }
+    layout_here(&lay, node, here);
+    rc = weftx_ompi_node_bind(t, &op, slots[node], here, lay.napps, b, why, sizeof(why));
+    if (!rc && live && hwloc_get_cpubind(weftx_topo_hwloc(t), real, HWLOC_CPUBIND_PROCESS) == 0)
+      mismatch = !hwloc_bitmap_isequal(real, b[lrank].cpuset) &&
+                 !(!b[lrank].bound && hwloc_bitmap_isincluded(weftx_topo_cpuset(t), real));
+    else
+      hwloc_bitmap_copy(real, b[lrank].cpuset);
+    if (!rc && mismatch) {
+      int gpus[1024], anygpu = 0;
+      char r1[160], r2[160];
+      weftx_cpuset_format(real, r1, sizeof(r1));
+      weftx_cpuset_format(b[lrank].cpuset, r2, sizeof(r2));
+      if (lsize <= 1024 && weftx_ompi_gpus(t, b, lsize, gpus) == 0)
+        for (int i = 0; i < lsize; i++)
+          anygpu |= gpus[i] >= 0;
+      if (anygpu) {
+        weftx_ompi_bound_clear(b, lsize);
+        free(b);
+        free(here);
+        free(slots);
+        hwloc_bitmap_free(real);
+        FAIL("Open MPI bound this rank to cpus %s, weftrun's model of Open MPI said %s, and the "
+             "GPUs of this host go by that model; report this with the weftrun command line "
+             "(--map-by gpu gives every rank its own GPU meanwhile)", r1, r2);
+      }
+      fprintf(stderr, "weft-rank: rank %d host %s: warning: Open MPI bound it to cpus %s, "
+              "weftrun's plan (--dry-run) said %s; report this with the weftrun command line\n",
+              rank, who.host, r1, r2);
+    }
+    if (!rc)
+      rc = weftx_ompi_place(t, &op, b, lsize, lrank, live ? real : NULL, wk_gpus_policy(&gp),
+                            &pl);
+    weftx_ompi_bound_clear(b, lsize);
+    free(b);
+    free(here);
+    free(slots);
+    hwloc_bitmap_free(real);
+    if (rc)
+      FAIL("%s", why[0] ? why : weft_strerror(rc));
+    placed = 1;
+  } else {
+    weftx_policy pol;
+    memset(&pol, 0, sizeof(pol));
+    if ((rc = weftx_policy_parse(&pol, o.map_by, o.bind_to, why, sizeof(why))))
+      FAIL("%s", why[0] ? why : weft_strerror(rc));
+    if (o.oversubscribe)
+      pol.oversubscribe = 1;
+    pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
+    pol.gpus = wk_gpus_policy(&gp);
+    if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
+      FAIL("%s", why[0] ? why : weft_strerror(rc));
+    placed = 1;
+    /* bind, or say what would be bound */
+    if (pl.bound && live)
+      bind_here(t, &pl, note, sizeof(note));
+    if (o.report_bindings && pl.bound && live && !note[0])
+      report_ompi(t, rank, pl.cpuset);
+  }
   if (pl.gpu >= 0) {
     const weftx_gpu *g = weftx_topo_gpu(t, pl.gpu);
     snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
@@ -221,22 +423,22 @@ main(int argc, char **argv)
   wk_supervise_set_monitor(ch ? (double)o.monitor_ms / 1000.0 : 0, nic ? nic->name : o.ifname,
                            gpu ? pl.gpu : -1, gpu ? gpu->pci : NULL, o.monitor_prom, o.job);
 
-  /* bind, or say what would be bound */
-  char note[160] = "";
-  int live = weftx_topo_is_live(t);
-  if (pl.bound && live)
-    bind_here(t, &pl, note, sizeof(note));
-  if (o.report_bindings) {
+  /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
+  if (o.report_bindings && (!o.ompi || pl.gpu >= 0)) {
     char line[600];
     if (weftx_place_format(t, who.host, rank, &pl, line, sizeof(line)) == 0)
       fprintf(stderr, "[weft] %s%s%s%s\n", line,
-              !pl.bound ? " (not bound)" : live ? (note[0] ? " (" : " (bound)") :
-              " (not bound: topology from ", !pl.bound ? "" : live ? note : weftx_topo_source(t),
-              pl.bound && (!live || note[0]) ? ")" : "");
+              o.ompi ? " (bound by Open MPI)" : !pl.bound ? " (not bound)" :
+              live ? (note[0] ? " (" : " (bound)") : " (not bound: topology from ",
+              o.ompi || !pl.bound ? "" : live ? note : weftx_topo_source(t),
+              !o.ompi && pl.bound && (!live || note[0]) ? ")" : "");
   } else if (note[0]) {
     fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank, who.host,
             note);
   }
+  if (program_vars(program))
+    FAIL("out of memory");
+  weftx_topo_env_restore();
 
   /* the per-rank environment: the user's variables first, weft's only where unset */
   weftx_rank_info ri;
@@ -271,8 +473,6 @@ main(int argc, char **argv)
   placed = 0;
   weftx_topo_destroy(t);
   t = NULL;
-  free(counts);
-  counts = NULL;
 
   if (o.output_filename && wk_output_start(o.output_filename, rank, &output, why, sizeof(why)))
     FAIL("%s", why);
@@ -287,7 +487,7 @@ out:
     weftx_place_clear(&pl);
   weftx_env_destroy(env);
   weftx_topo_destroy(t);
-  free(counts);
+  free(lay.counts);
   wk_gcp_destroy(gcp);
   return rc;
 }

@@ -10,6 +10,7 @@
  * program gets GRACE_S seconds before SIGKILL; after a preemption notice the
  * --preempt-grace seconds. The line printed when the rank fails is for the
  * user to read; weftrun takes what happened from the EXITED message only.
+ * The program is found as Open MPI finds it (mpirun --path first, then $PATH).
  */
 #include "config.h"
 
@@ -18,6 +19,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -88,6 +90,31 @@ forward(int sig)
 
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT,
                                  SIGALRM };
+
+/* Run the program as Open MPI's daemon would: with mpirun --path DIRS (which Open MPI
+ * hands on as OMPI_exec_path), a name without '/' is looked for in DIRS before $PATH.
+ * Returns only on failure, with errno set. */
+static void
+exec_program(char **argv)
+{
+  const char *dirs = getenv("OMPI_exec_path");
+  char path[4096];
+  if (dirs && *dirs && !strchr(argv[0], '/')) {
+    const char *p = dirs;
+    while (*p) {
+      size_t n = strcspn(p, ":");
+      if (n > 0 && n + strlen(argv[0]) + 2 < sizeof(path)) {
+        snprintf(path, sizeof(path), "%.*s/%s", (int)n, p, argv[0]);
+        if (access(path, X_OK) == 0) {
+          execv(path, argv);
+          return;
+        }
+      }
+      p += n + (p[n] == ':');
+    }
+  }
+  execvp(argv[0], argv);
+}
 
 static void
 exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, const wk_page *page,
@@ -209,7 +236,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
     prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0);
 #endif
     close(errp[0]);
-    execvp(argv[0], argv);
+    exec_program(argv);
     int e = errno;
     if (write(errp[1], &e, sizeof(e)) < 0)
       _exit(127);

@@ -40,6 +40,8 @@ enum { UNKNOWN = 0, REACHED, UNREACHABLE, NONAME };
 typedef struct check {
   const wr_opts *o;
   wr_opts oc;                   /* the options the check jobs are built from */
+  const char *words[WR_MAX_WORDS + 1]; /* its first program's option words */
+  int place[WR_MAX_WORDS + 1];
   wr_inventory *inv;
   wr_jobdir *dir;
   int stop_fd;
@@ -144,6 +146,8 @@ one_each(const check *c, const int *idx, int k, wr_plan *p)
     return -1;
   }
   p->np = p->nhosts = k;
+  p->napps = 1;
+  p->mode = WR_MODE_GPU; /* weft's layout: one agent on each host, as given */
   for (int i = 0; i < k; i++) {
     p->hosts[i].host = &c->inv->hosts[idx[i]];
     p->hosts[i].slots = p->hosts[i].cap = p->hosts[i].count = 1;
@@ -381,7 +385,7 @@ expect(check *c, weft_check_host *hosts, wr_plan **plan, char *why, size_t len)
   wr_plan_here here = { wr_gcp_reserved_cpus(c->inv->gcp), c->inv->preset_env,
                         c->inv->npreset_env, environ };
   *plan = NULL;
-  if (wr_plan_make(c->o, c->inv->hosts, c->inv->nhosts, &here, plan, why, len)) {
+  if (wr_plan_make(c->o, c->inv, &here, plan, why, len)) {
     wr_plan_destroy(*plan);
     *plan = NULL;
     return;
@@ -470,31 +474,45 @@ run_full(check *c, const int *idx, int k, wr_check_job *j)
 }
 
 /* The options of the check jobs: the user's, but output the check can read (tagged,
- * not to files, nothing merged into it, no stdin). */
+ * not to files, nothing merged into it, no stdin, no reports). The option words go to
+ * mpirun as the user typed them (engine-mpirun.c): those are filtered, by name and
+ * with as many arguments as each takes. */
 static void
 job_options(check *c)
 {
-  static const char *const drop[] = { "xml", "merge-stderr-to-stdout", "stdin", "report-pid",
-                                      "report-uri", NULL };
+  static const struct { const char *name; int args; } drop[] = {
+    { "xml", 0 }, { "merge-stderr-to-stdout", 0 }, { "stdin", 1 }, { "report-pid", 1 },
+    { "report-uri", 1 }, { "tag-output", 0 }, { "timestamp-output", 0 },
+    { "output-filename", 1 }, { "report-bindings", 0 }, { "display-map", 0 },
+    { "display-allocation", 0 }, { "display-devel-map", 0 }, { "display-topo", 0 },
+    { NULL, 0 } };
   wr_opts *oc = &c->oc;
+  const wr_app *a = &c->o->apps[0];
+  int n = 0;
   *oc = *c->o;
   oc->tag_output = 1;
   oc->timestamp_output = 0;
   oc->output_filename = NULL;
   oc->report_bindings = 0;
   oc->npass = 0;
-  for (int i = 0; i < c->o->npass; i++) {
-    const char *w = c->o->pass[i], *bare = w + strspn(w, "-");
-    int skip = 0;
-    for (int d = 0; drop[d]; d++)
-      if (!strcmp(bare, drop[d]))
-        skip = 1 + (d >= 2); /* stdin, report-pid, report-uri take an argument */
-    if (w[0] == '-' && skip) {
-      i += skip - 1;
+  c->words[n] = "--tag-output";
+  c->place[n++] = WR_WORD_ANY;
+  for (int i = 0; i < a->nwords && n < WR_MAX_WORDS; i++) {
+    const char *w = a->words[i], *bare = w + strspn(w, "-");
+    int skip = -1;
+    for (int d = 0; w[0] == '-' && drop[d].name; d++)
+      if (!strcmp(bare, drop[d].name))
+        skip = drop[d].args;
+    if (skip >= 0) {
+      i += skip;
       continue;
     }
-    oc->pass[oc->npass++] = w;
+    c->words[n] = w;
+    c->place[n++] = a->place[i];
   }
+  oc->apps[0].words = c->words;
+  oc->apps[0].place = c->place;
+  oc->apps[0].nwords = n;
   /* a metadata server named for the job (off GCE: tests) is asked on every host, as
    * the probe does */
   const char *md = getenv("GCE_METADATA_HOST");

@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The mpirun engine: Open MPI 4.1's mpirun runs a plan. Ranks go to hosts as
- * planned (a hostfile of "host slots=COUNT" lines with --map-by slot or node,
- * or one line per rank for Open MPI's sequential mapper), Open MPI's own
- * binding is off (--bind-to none), mpirun reads weftrun's probe of this
- * machine instead of probing it again when all ranks are here, and every rank
- * starts as weft-rank (engine.c). Inside a Slurm allocation mpirun starts its daemons with srun
- * by itself. Arguments go to mpirun as an argv (execve): no shell sees them.
- * Open MPI 5.x spells a few of these differently (--display bind, plm_ssh_*);
- * only 4.1's spelling is produced here. The probe of remote hosts runs through
- * mpirun too, one weft-rank --probe per host, with --tag-output.
+ * The mpirun engine: Open MPI 4.1's mpirun runs a plan. When Open MPI places
+ * the ranks (WR_MODE_OMPI), mpirun gets the user's own options word for word,
+ * program by program, and every program becomes "weft-rank AGENT-ARGS --
+ * PROGRAM ARGS" (engine.c): mpirun maps, ranks and binds as it would have,
+ * and weft-rank checks that against the plan and adds weft's environment.
+ * When weft places them (WR_MODE_GPU), the ranks go to hosts as planned (a
+ * hostfile of "host slots=COUNT" lines with --map-by slot or node, or one line
+ * per rank for Open MPI's sequential mapper), Open MPI's own binding is off
+ * (--bind-to none), the user's options that do not place ranks follow as
+ * typed, and weft-rank places and binds each rank. Inside a Slurm allocation
+ * mpirun starts its daemons with srun by itself. When weft places them and all
+ * ranks are here, mpirun reads weftrun's probe of this machine instead of
+ * probing it again. Arguments go to mpirun as an
+ * argv (execve): no shell sees them. Open MPI 5.x spells a few of these
+ * differently (--display bind, plm_ssh_*); only 4.1's spelling is produced
+ * here. The probe of remote hosts runs through mpirun too, one weft-rank
+ * --probe per host, with --tag-output.
  */
 #include "config.h"
 
@@ -20,12 +27,11 @@
 
 extern char **environ;
 
+/* -x for the variables weft forwards by default that the user did not name. */
 static int
 add_env(const wr_opts *o, wr_argv *a)
 {
   int rc = 0;
-  for (int i = 0; i < o->nxvars && !rc; i++)
-    rc = wr_argv_add(a, "-x") || wr_argv_add(a, o->xvars[i]);
   for (char **e = environ; *e && !rc; e++) {
     size_t n = strcspn(*e, "=");
     if (n == 0 || (*e)[n] != '=' || !wr_engine_forwarded(*e, n))
@@ -39,6 +45,21 @@ add_env(const wr_opts *o, wr_argv *a)
       rc = !name || wr_argv_add(a, "-x") || wr_argv_add(a, name);
       free(name);
     }
+  }
+  return rc;
+}
+
+/* The user's option words of program \p app that mpirun gets in this mode. */
+static int
+user_words(const wr_plan *p, const wr_opts *o, int app, wr_argv *a)
+{
+  const wr_app *ap = &o->apps[app];
+  int rc = 0;
+  for (int i = 0; i < ap->nwords && !rc; i++) {
+    int w = ap->place[i];
+    if (w == WR_WORD_ANY || (w == WR_WORD_PLACE && p->mode == WR_MODE_OMPI) ||
+        (w == WR_WORD_TIMEOUT && o->timeout_report))
+      rc = wr_argv_add(a, ap->words[i]);
   }
   return rc;
 }
@@ -120,7 +141,7 @@ param_files_set(const char *mpirun, const char *const *keys)
  * MPI daemon and a remote one would take this machine's topology for its own, and
  * the user neither sets that file nor filters the processors (the file skips
  * hwloc_base_cpu_list): on the command line, in the environment, in Open MPI's
- * parameter files, or in files named with -gmca, -am or -tune. */
+ * parameter files (-am and --tune, which name more, are refused). */
 static int
 reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
 {
@@ -134,14 +155,8 @@ reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
   for (int i = 0; keys[i]; i++)
     if (has_mca(o, keys[i]))
       return 0;
-  if (param_files_set(e->path, keys))
-    return 0;
-  for (int i = 0; i < o->npass; i++) {
-    const char *name = o->pass[i] + strspn(o->pass[i], "-");
-    if (o->pass[i][0] == '-' && (!strcmp(name, "gmca") || !strcmp(name, "am") || !strcmp(name, "tune")))
-      return 0;
-  }
-  return 1;
+  /* -gmca is an --mca (has_mca); -am and --tune files are refused (options.c) */
+  return !param_files_set(e->path, keys);
 }
 
 /* 1 when mpirun must be told the host of every rank (its sequential mapper):
@@ -181,47 +196,48 @@ wr_mpirun_hostfile(const wr_plan *p, FILE *out)
   return ferror(out) ? -1 : 0;
 }
 
-/* mpirun's own options: where the ranks go, the environment, the network, output. */
+/* mpirun, this machine's topology when it may read it, and where the ranks go when
+ * weft places them. */
 int
-wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-               wr_argv *a)
+wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a)
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", p->np);
   int rc = wr_argv_add(a, e->path);
-  if (!rc && o->allow_run_as_root)
-    rc = wr_argv_add(a, "--allow-run-as-root");
-  if (!rc)
-    rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
-         wr_argv_add(a, e->hostfile);
+  /* the live XML of this machine: Open MPI loads it as this system, so its own binding
+   * (when it places the ranks) is as real as with its own probe */
+  if (!rc && reuse_topology(p, o, e))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
+         wr_argv_add(a, e->host_xml);
+  if (rc || p->mode != WR_MODE_GPU)
+    return rc;
+  rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
+       wr_argv_add(a, e->hostfile);
   if (!rc && need_seq(p))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "rmaps") || wr_argv_add(a, "seq");
   else if (!rc)
     rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, p->by_node ? "node" : "slot");
   if (!rc)
-    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none") || add_env(o, a);
+    rc = wr_argv_add(a, "--bind-to") || wr_argv_add(a, "none");
+  return rc;
+}
+
+/* Program \p app's options: the user's words, the variables weft forwards (when it
+ * places the ranks; when Open MPI does, the ranks get the environment mpirun gives them,
+ * -x as the user wrote it), the network weft chose. */
+int
+wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
+{
+  int rc = user_words(p, o, app, a) || (p->mode == WR_MODE_GPU && add_env(o, a));
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);
   if (!rc && ifname && !has_mca(o, "oob_tcp_if_include") && !has_mca(o, "oob_tcp_if_exclude"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "oob_tcp_if_include") || wr_argv_add(a, ifname);
-  /* mpirun is given exact counts, so it cannot see an oversubscribed host: tell the
+  /* weft gives mpirun exact counts, so it cannot see an oversubscribed host: tell the
    * ranks to yield the cores while they wait, as it would */
-  if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
+  if (!rc && p->mode == WR_MODE_GPU && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "mpi_yield_when_idle") || wr_argv_add(a, "1");
-  if (!rc && reuse_topology(p, o, e))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
-         wr_argv_add(a, e->host_xml);
-  for (int i = 0; i < o->nmca && !rc; i++)
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
-  if (!rc && o->tag_output)
-    rc = wr_argv_add(a, "--tag-output");
-  if (!rc && o->timestamp_output)
-    rc = wr_argv_add(a, "--timestamp-output");
-  if (!rc && o->output_filename)
-    rc = wr_argv_add(a, "--output-filename") || wr_argv_add(a, o->output_filename);
-  for (int i = 0; i < o->npass && !rc; i++)
-    rc = wr_argv_add(a, o->pass[i]);
   return rc;
 }
 

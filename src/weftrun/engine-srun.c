@@ -62,6 +62,21 @@ wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
              "--engine mpirun");
     return -1;
   }
+  if (o->napps > 1) {
+    snprintf(why, len, "%d programs separated by ':': --engine srun runs one program; use "
+             "--engine mpirun", o->napps);
+    return -1;
+  }
+  if (o->cpu_placement) {
+    snprintf(why, len, "%s is Open MPI's placement, which --engine srun does not have; use "
+             "--map-by and --bind-to, or --engine mpirun", o->cpu_placement);
+    return -1;
+  }
+  if (o->mpirun_only) {
+    snprintf(why, len, "%s is an option of Open MPI's mpirun, which --engine srun does not run; "
+             "drop it, or use --engine mpirun", o->mpirun_only);
+    return -1;
+  }
   if (o->timestamp_output) {
     snprintf(why, len, "--timestamp-output: srun cannot stamp the ranks' output lines; drop it, "
              "or use --engine mpirun");

@@ -7,9 +7,11 @@
  * starts every rank itself, as Slurm sites often want; "--engine auto" takes
  * it only inside an allocation where mpirun is missing. The engine is chosen
  * right after the hosts, since the remote probe runs through it, and what it
- * cannot do is refused then, in one line. Every rank starts as weft-rank with
- * the contract's arguments (agent.h), whatever the engine; neither command
- * line grows with the number of hosts.
+ * cannot do is refused then, in one line. Every program starts as weft-rank
+ * with the contract's arguments (agent.h), whatever the engine: when Open MPI
+ * places the ranks (WR_MODE_OMPI) they carry its policy and every host's
+ * slots, so that each agent can check the placement it was given; when weft
+ * does, weft's policy. Neither command line grows with the number of hosts.
  */
 #include "config.h"
 
@@ -120,23 +122,20 @@ gpu_sets(const wr_plan *p, int *none)
 
 int
 wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                const char *output_filename, wr_argv *a, char *why, size_t whylen)
+                const char *output_filename, int app, wr_argv *a, char *why, size_t whylen)
 {
   weft_agent_args ag;
-  int *counts = calloc((size_t)p->nhosts, sizeof(*counts));
+  int *slots = calloc((size_t)p->nhosts, sizeof(*slots));
   char *layout = NULL, *topo = NULL, *gpus = NULL, *host_topo[WEFT_AGENT_MAX_TOPOLOGY];
+  char *slotlist = NULL, policy[512];
   int nhost_topo = 0, rc = WR_EXIT_ENGINE, no_gpus = 1;
   const char *here = e->kind == WR_ENGINE_SRUN ? getenv("WEFT_TOPOLOGY") : NULL;
 
   snprintf(why, whylen, "out of memory");
   weft_agent_args_init(&ag);
   if (e->agent_args)
-    ag = *e->agent_args;
-  if (!counts)
-    goto out;
-  for (int h = 0; h < p->nhosts; h++)
-    counts[h] = p->hosts[h].count;
-  if (!(layout = weft_layout_encode(counts, p->nhosts)))
+    ag = *e->agent_args; /* the check's job: weft-rank --check and its options */
+  if (!slots || !(layout = wr_plan_layout(p)))
     goto out;
   if (strlen(layout) >= WEFT_AGENT_ARG_MAX) {
     snprintf(why, whylen, "the ranks per host of %d hosts take %zu bytes as weft-rank's --layout, "
@@ -146,9 +145,21 @@ wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_
   }
   ag.layout = layout;
   ag.by_node = p->by_node;
-  ag.map_by = o->map_by;
-  ag.bind_to = o->bind_to;
-  ag.oversubscribe = o->oversubscribe || p->oversub;
+  if (p->mode == WR_MODE_OMPI) {
+    /* Open MPI places and binds: the agents check it, and the policy and every host's
+     * slots let each predict its host's bindings (the GPUs go by them) */
+    for (int h = 0; h < p->nhosts; h++)
+      slots[h] = p->hosts[h].ompi_slots;
+    if (!(slotlist = weft_layout_encode(slots, p->nhosts)) ||
+        weftx_ompi_policy_format(&p->ompi, policy, sizeof(policy)))
+      goto out;
+    ag.ompi = policy;
+    ag.slots = slotlist;
+  } else {
+    ag.map_by = o->map_by;
+    ag.bind_to = o->bind_to;
+    ag.oversubscribe = o->oversubscribe || p->oversub;
+  }
   ag.gpu_visibility = o->gpu_visibility;
   ag.nccl_preset = o->nccl_preset;
   ag.preempt_grace = o->preempt_grace;
@@ -198,8 +209,8 @@ wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_
   if (wr_argv_add(a, e->agent) || weft_agent_args_write(&ag, wr_argv_add_cb, a) ||
       wr_argv_add(a, "--"))
     goto out;
-  for (int i = 0; i < o->nprogram; i++)
-    if (wr_argv_add(a, o->program[i]))
+  for (int i = 0; i < o->apps[app].nprogram; i++)
+    if (wr_argv_add(a, o->apps[app].program[i]))
       goto out;
   why[0] = '\0';
   rc = 0;
@@ -209,7 +220,8 @@ out:
   free(gpus);
   free(topo);
   free(layout);
-  free(counts);
+  free(slotlist);
+  free(slots);
   return rc;
 }
 
@@ -217,15 +229,30 @@ int
 wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
                wr_argv *a, wr_argv *env, char *why, size_t whylen)
 {
-  int rc = e->kind == WR_ENGINE_SRUN ? wr_srun_argv(p, o, net, e, a, env) :
-           wr_mpirun_argv(p, o, net, e, a);
-  if (rc) {
+  if (e->kind == WR_ENGINE_SRUN) {
+    /* srun has no --output-filename: each agent writes its rank's files itself; it
+     * runs one program (wr_srun_check()) */
+    if (wr_srun_argv(p, o, net, e, a, env)) {
+      snprintf(why, whylen, "out of memory");
+      return WR_EXIT_ENGINE;
+    }
+    return wr_engine_agent(p, o, net, e, o->output_filename, 0, a, why, whylen);
+  }
+  /* mpirun: its own options, then each program's (Open MPI's colon syntax) */
+  if (wr_mpirun_argv(p, o, e, a)) {
     snprintf(why, whylen, "out of memory");
     return WR_EXIT_ENGINE;
   }
-  /* srun has no --output-filename: each agent writes its rank's files itself */
-  return wr_engine_agent(p, o, net, e, e->kind == WR_ENGINE_SRUN ? o->output_filename : NULL, a,
-                         why, whylen);
+  for (int app = 0; app < p->napps; app++) {
+    int rc;
+    if ((app > 0 && wr_argv_add(a, ":")) || wr_mpirun_app_argv(p, o, net, app, a)) {
+      snprintf(why, whylen, "out of memory");
+      return WR_EXIT_ENGINE;
+    }
+    if ((rc = wr_engine_agent(p, o, net, e, NULL, app, a, why, whylen)))
+      return rc;
+  }
+  return 0;
 }
 
 int

@@ -7,16 +7,24 @@
  * --topology file, its probed XML, or this machine (for weftrun's own host,
  * and assumed for a remote host that is not probed: the ranks there place
  * themselves on their own hardware in any case). --gpus-per-node N and
- * WEFT_NO_PROBE skip the probe. In a Slurm job, the GPUs it was given on
- * each host (slurm.c).
+ * WEFT_NO_PROBE skip the probe. First of all every host name is resolved, all
+ * at once with a deadline: a host that does not resolve stops a launch (exit
+ * 68), and a dry run that would probe it; one that resolves to an address of
+ * this machine is mpirun's own host, as Open MPI decides. In a Slurm job,
+ * the GPUs it was given on each host (slurm.c).
  */
 #include "config.h"
 
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "weftrun.h"
+
+#define RESOLVE_DEADLINE_S 15.0
 
 struct wr_topo_entry {
   char *path;                   /* NULL: this machine */
@@ -57,6 +65,24 @@ topo_get(wr_inventory *inv, const char *path, const weftx_topo **out)
   return 0;
 }
 
+/* Will the probe ask host \p w? Not when its topology is known (a file, this machine)
+ * or the probe is switched off; always for a report of the plan or on Google Cloud (the
+ * facts order the hosts); else when the host's slots depend on it: weft's (its GPUs)
+ * when weft may place the ranks, Open MPI's (its cores, its objects for ppr and
+ * --npersocket) when Open MPI is asked to. */
+static int
+probed(const wr_opts *o, const wr_host *w, int gce_here)
+{
+  if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE") || w->file || w->local)
+    return 0;
+  if (o->dry_run || o->report_bindings || gce_here)
+    return 1;
+  if (wr_opts_cpu_mapping(o))
+    return !w->ompi_given || o->npersocket > 0 ||
+           (o->map_by && !strncasecmp(o->map_by, "ppr", 3) && !strstr(o->map_by, "node"));
+  return w->slots <= 0;
+}
+
 /* Remote hosts without a topology file, probed (once, all together) when their slots
  * are not given, a report needs their placement, or this host is on GCE (their facts
  * then order the hosts). */
@@ -78,15 +104,84 @@ probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_he
   }
   for (int h = 0; h < inv->nhosts; h++) {
     wr_host *w = &inv->hosts[h];
-    if (w->file || w->local || (w->slots > 0 && !o->dry_run && !o->report_bindings && !gce_here))
-      continue;
-    which[n++] = w;
+    if (probed(o, w, gce_here) && !w->unresolved[0])
+      which[n++] = w;
   }
   rc = n ? wr_probe(o, e, which, n, dir, stop_fd, got) : 0;
   for (int i = 0; !rc && i < n; i++)
     paths[which[i]->index] = got[i];
   free(which);
   free(got);
+  return rc;
+}
+
+/* Is \p a this machine's: an address of one of its interfaces, or the loopback (as
+ * Open MPI's opal_ifislocal() compares)? */
+static int
+own_address(const weftx_netif *ifs, int n, const weftx_netaddr *a)
+{
+  static const unsigned char lo4[4] = { 127, 0, 0, 1 }, lo6[16] = { [15] = 1 };
+  if ((a->family == AF_INET && !memcmp(a->addr, lo4, 4)) ||
+      (a->family == AF_INET6 && !memcmp(a->addr, lo6, 16)))
+    return 1;
+  for (int i = 0; i < n; i++)
+    if (ifs[i].family == a->family && !memcmp(ifs[i].addr, a->addr, a->family == AF_INET ? 4 : 16))
+      return 1;
+  return 0;
+}
+
+/* Every host's name, resolved at once: mpirun's own host by address; a name that does
+ * not resolve stops a launch, and a dry run that would probe it. */
+static int
+resolve(const wr_opts *o, wr_inventory *inv, int gce_here)
+{
+  const char **names = calloc((size_t)inv->nhosts, sizeof(*names));
+  weftx_netaddr *addr = calloc((size_t)inv->nhosts, sizeof(*addr));
+  int *err = calloc((size_t)inv->nhosts, sizeof(*err)), *which = calloc((size_t)inv->nhosts,
+                                                                      sizeof(*which));
+  weftx_netif *ifs = NULL;
+  int n = 0, nifs = 0, rc = 0;
+  char why[512] = "";
+
+  if (!names || !addr || !err || !which) {
+    rc = WR_EXIT_ENGINE;
+    fprintf(stderr, "weftrun: out of memory\n");
+    goto out;
+  }
+  for (int h = 0; h < inv->nhosts; h++)
+    if (!(inv->origin == WEFTX_HOSTS_LOCAL) && !inv->hosts[h].local) {
+      which[n] = h;
+      names[n++] = inv->hosts[h].typed ? inv->hosts[h].typed : inv->hosts[h].name;
+    }
+  if (n == 0)
+    goto out;
+  if (weftx_hosts_resolve(names, n, RESOLVE_DEADLINE_S, addr, err, why, sizeof(why)) ==
+      WEFT_ENOMEM) {
+    rc = WR_EXIT_ENGINE;
+    fprintf(stderr, "weftrun: out of memory\n");
+    goto out;
+  }
+  (void)weftx_netif_list(&ifs, &nifs);
+  for (int i = 0; i < n && !rc; i++) {
+    wr_host *w = &inv->hosts[which[i]];
+    if (err[i] == 0) {
+      w->local = own_address(ifs, nifs, &addr[i]);
+      continue;
+    }
+    snprintf(w->unresolved, sizeof(w->unresolved), "%s", err[i] == EAI_AGAIN ?
+             "no answer from the resolver in time" : gai_strerror(err[i]));
+    if (!o->dry_run || probed(o, w, gce_here)) {
+      fprintf(stderr, "weftrun: cannot resolve host '%s' (%s): %s; check the name or "
+              "/etc/hosts\n", names[i], weftx_hosts_origin_name(inv->origin), w->unresolved);
+      rc = WR_EXIT_NOHOST;
+    }
+  }
+out:
+  free(ifs);
+  free(names);
+  free(addr);
+  free(err);
+  free(which);
   return rc;
 }
 
@@ -161,6 +256,8 @@ wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobd
         snprintf(inv->hosts[h].physical_host, sizeof(inv->hosts[h].physical_host), "%s", ph);
       }
   }
+  if ((rc = resolve(o, inv, gce_here)))
+    return rc;
   if (!(paths = calloc((size_t)inv->nhosts, sizeof(*paths)))) {
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
@@ -190,6 +287,9 @@ wr_inventory_free(wr_inventory *inv)
   for (int h = 0; inv->hosts && h < inv->nhosts; h++)
     free(inv->hosts[h].gpus_allowed);
   free(inv->hosts);
+  for (int a = 0; a < WR_MAX_APPS; a++)
+    free(inv->app_hosts[a]);
+  wr_mca_free(&inv->mca);
   weftx_hostlist_destroy(inv->hl);
   wr_gcp_destroy(inv->gcp);
   memset(inv, 0, sizeof(*inv));

@@ -92,7 +92,7 @@ plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
 {
   char why[1024];
   wr_plan_here here = { wr_gcp_reserved_cpus(inv->gcp), inv->preset_env, inv->npreset_env, environ };
-  int rc = wr_plan_make(o, inv->hosts, inv->nhosts, &here, out, why, sizeof(why));
+  int rc = wr_plan_make(o, inv, &here, out, why, sizeof(why));
   if (rc)
     fprintf(stderr, "weftrun: %s\n", why);
   return rc;
@@ -256,8 +256,8 @@ main(int argc, char **argv)
   memset(&dir, 0, sizeof(dir));
   memset(&net, 0, sizeof(net));
   rc = wr_hosts_gather(&o, &inv);
-  if (!rc)
-    rc = wr_engine_choose(&o, &inv, &e);
+  if (!rc && !(rc = wr_engine_choose(&o, &inv, &e)))
+    inv.weft_places = e.kind == WR_ENGINE_SRUN;
   if (!rc)
     rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
   /* --check: its own job through the engine, its own report (check.c) */
@@ -274,12 +274,25 @@ main(int argc, char **argv)
     rc = wr_net_choose(p, &net);
   if (!rc && (o.dry_run || (o.report_bindings && o.json)))
     rc = wr_report(p, &inv, o.dry_run ? NULL : &net, &o, stdout);
+  /* --display-map and its kin: Open MPI's own when it places the ranks (mpirun prints
+   * it), weft's plan when weft does (Open MPI's would show weft's rewritten hosts) */
+  if (!rc && !o.dry_run && !o.json && o.ndisplay && p->mode == WR_MODE_GPU)
+    rc = wr_report(p, &inv, &net, &o, stdout);
+  if (!rc && o.verbose && !o.dry_run) {
+    if (p->mode == WR_MODE_GPU && p->departure[0])
+      fprintf(stderr, "weftrun: %s\n", p->departure);
+    else if (p->mode == WR_MODE_OMPI)
+      fprintf(stderr, "weftrun: Open MPI places and binds the ranks (%s), as mpirun would\n",
+              p->mode_why);
+  }
   if (!rc && o.dry_run && !o.json && o.nprogram)
     rc = print_command(p, &o, &e, &dir);
+  weftx_topo_env_restore(); /* mpirun and the ranks get the user's environment */
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
     rc = launch(p, &o, &net, &e, &dir, stop_fd);
   wr_plan_destroy(p);
   wr_inventory_free(&inv);
   wr_jobdir_remove(&dir);
+  wr_opts_free(&o);
   return rc;
 }

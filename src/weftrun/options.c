@@ -1,53 +1,96 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun's option table (Open MPI's mpirun dialect plus weft's additions)
- * and the handler that fills a wr_opts from it. The same table gives --help
- * and the man page's OPTIONS section (--help-man).
+ * weftrun's option table: every option of Open MPI 4.1's mpirun (the
+ * command-line table of orte/mca/schizo/ompi/schizo_ompi.c and the MCA
+ * options of opal/mca/base), each either understood (placement: weftrun's plan
+ * models what mpirun does with it), passed to mpirun as it is (it changes
+ * nothing weftrun plans), or refused in one line that says what to use
+ * instead; and weft's additions. The same table gives --help and the man
+ * page's OPTIONS section (--help-man).
+ *
+ * The command line is parsed as mpirun parses it: options, a program and its
+ * arguments, and for MPMD more contexts after a ':' word. Each context keeps its
+ * Open MPI options word for word, so that when mpirun places the ranks it is
+ * given exactly what the user typed.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "weftrun.h"
 
 enum {
-  O_NP = 1, O_PERNODE, O_HOST, O_HOSTFILE, O_MAPBY, O_BINDTO, O_RANKBY, O_OVERSUB,
-  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_X, O_MCA,
-  O_REPORT, O_DRYRUN, O_CHECK, O_JSON, O_TAG, O_TIMESTAMP, O_OUTFILE,
-  O_TIMEOUT, O_HOSTTIMEOUT, O_STACKS, O_GRACE, O_ROOT, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT,
-  O_PERNODE1, O_PASS0, O_PASS1, O_ENGINE, O_HELPCOMP, O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
+  /* placement: modelled, and handed to mpirun when it places the ranks */
+  O_NP = 1, O_PERNODE, O_PERNODE1, O_NPERSOCKET, O_HOST, O_HOSTFILE, O_DEFHOSTFILE, O_MAPBY,
+  O_RANKBY, O_BINDTO, O_OVERSUB, O_NOOVERSUB, O_NOLOCAL, O_HWT, O_CPR, O_CPUSET, O_PPR,
+  O_BYNODE, O_BYSLOT, O_BYCORE, O_BINDCORE, O_BINDSOCKET,
+  /* weft's */
+  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_HOSTTIMEOUT,
+  O_STACKS, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT, O_HELPCOMP, O_ENGINE,
+  O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
+  /* Open MPI's with a meaning weftrun knows */
+  O_X, O_MCA, O_GMCA, O_REPORT, O_DISPLAY, O_TAG, O_TIMESTAMP, O_OUTFILE, O_TIMEOUT,
+  O_STATE_TIMEOUT, O_ROOT, O_WDIR, O_PATH, O_PASS0, O_PASS1,
+  /* Open MPI's that weftrun refuses */
+  O_REFUSE0, O_REFUSE1, O_REFUSE2,
 };
 
-#define S_PLACE "Ranks and hosts"
-#define S_GPU "GPUs and topology"
+#define S_PLACE "Ranks and hosts (Open MPI's)"
+#define S_GPU "GPUs and topology (weft's)"
 #define S_ENV "Environment"
 #define S_REPORT "Reports"
 #define S_OUT "Output"
 #define S_RUN "Running"
 #define S_WATCH "Watching the job"
-#define S_OMPI "Passed to Open MPI unchanged"
+#define S_OMPI "Other Open MPI options, passed to mpirun unchanged"
+#define S_NO "Open MPI options weftrun refuses"
 
+#define H WEFT_OPT_HIDDEN
 const weft_opt wr_options[] = {
   { O_NP, "np|n|c", WEFT_OPT_ARG, "N", S_PLACE,
     "Start N ranks (default: one per slot of every host).", 0 },
-  { O_PERNODE, "N|npernode", WEFT_OPT_ARG, "K", S_PLACE,
-    "Start K ranks on every host.", 0 },
-  { O_PERNODE1, "pernode", WEFT_OPT_FLAG, NULL, S_PLACE,
-    "One rank on every host (-N 1).", 0 },
+  { O_PERNODE, "N|npernode", WEFT_OPT_ARG, "K", S_PLACE, "Start K ranks on every host.", 0 },
+  { O_PERNODE1, "pernode", WEFT_OPT_FLAG, NULL, S_PLACE, "One rank on every host.", 0 },
+  { O_NPERSOCKET, "npersocket", WEFT_OPT_ARG, "K", S_PLACE,
+    "K ranks on every socket (deprecated by Open MPI: --map-by ppr:K:socket).", 0 },
   { O_HOST, "H|host", WEFT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
-    "Run on these hosts; may be repeated. Without :SLOTS a host's slots are its GPUs (or cores).", 0 },
+    "Run on these hosts; may be repeated. A host without :SLOTS has one slot (on GPU hosts "
+    "under --map-by gpu: one per GPU).", 0 },
   { O_HOSTFILE, "hostfile|machinefile", WEFT_OPT_ARG, "FILE", S_PLACE,
     "Read hosts from FILE (Open MPI grammar: 'host slots=N max_slots=M', '#' comments).", 0 },
+  { O_DEFHOSTFILE, "default-hostfile", WEFT_OPT_ARG, "FILE", S_PLACE,
+    "The hosts when neither -H nor --hostfile is given (as MCA orte_default_hostfile).", 0 },
   { O_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S_PLACE,
-    "gpu (default with GPUs), core, numa, package, slot or ppr:N:OBJ, with :PE=n.", 0 },
+    "gpu (weft's default on GPU hosts) or Open MPI's slot, hwthread, core, l1cache, l2cache, "
+    "l3cache, socket, numa, node, ppr:N:OBJ, with :PE=n, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE.", 0 },
+  { O_RANKBY, "rank-by", WEFT_OPT_ARG, "POLICY", S_PLACE,
+    "Number ranks by slot, node, hwthread, core, l1cache, l2cache, l3cache, socket or numa "
+    "(:fill).", 0 },
   { O_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S_PLACE,
-    "gpu-local (default with --map-by gpu), core, numa, package or none.", 0 },
-  { O_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S_PLACE,
-    "Number ranks host by host (slot, default) or round-robin over hosts (node).", 0 },
+    "gpu-local (weft's default with --map-by gpu), none, hwthread, core, l1cache, l2cache, "
+    "l3cache, socket (package), numa, board or cpu-list (:overload-allowed, :if-supported, "
+    ":ordered).", 0 },
   { O_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S_PLACE,
-    "Allow more ranks on a host than it has slots (they then yield their core while waiting).", 0 },
+    "Allow more ranks on a host than it has slots.", 0 },
+  { O_NOOVERSUB, "nooversubscribe", WEFT_OPT_FLAG, NULL, S_PLACE,
+    "Never more ranks on a host than its slots (Open MPI's default).", 0 },
+  { O_NOLOCAL, "nolocal", WEFT_OPT_FLAG, NULL, S_PLACE, "No rank on the host mpirun runs on.", 0 },
+  { O_HWT, "use-hwthread-cpus", WEFT_OPT_FLAG, NULL, S_PLACE,
+    "Count hardware threads as cpus (slots of hosts without a count, binding).", 0 },
+  { O_CPR, "cpus-per-proc|cpus-per-rank", WEFT_OPT_ARG, "N", S_PLACE,
+    "N cpus per rank (deprecated by Open MPI: --map-by OBJ:PE=N).", 0 },
+  { O_CPUSET, "cpu-set|cpu-list", WEFT_OPT_ARG, "LIST", S_PLACE,
+    "Bind every rank to these logical cpus (with --bind-to cpu-list:ordered, one each).", 0 },
+  { O_PPR, "ppr", WEFT_OPT_ARG, "N:OBJ", S_PLACE, "As --map-by ppr:N:OBJ (deprecated).", H },
+  { O_BYNODE, "bynode", WEFT_OPT_FLAG, NULL, S_PLACE, "As --map-by node (deprecated).", H },
+  { O_BYSLOT, "byslot", WEFT_OPT_FLAG, NULL, S_PLACE, "As --map-by slot (deprecated).", H },
+  { O_BYCORE, "bycore", WEFT_OPT_FLAG, NULL, S_PLACE, "As --map-by core (deprecated).", H },
+  { O_BINDCORE, "bind-to-core", WEFT_OPT_FLAG, NULL, S_PLACE, "As --bind-to core (deprecated).", H },
+  { O_BINDSOCKET, "bind-to-socket", WEFT_OPT_FLAG, NULL, S_PLACE,
+    "As --bind-to socket (deprecated).", H },
   { O_GPN, "gpus-per-node", WEFT_OPT_ARG, "N", S_GPU,
     "Trust that every host has N GPUs instead of probing.", 0 },
   { O_TOPOLOGY, "topology", WEFT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
@@ -58,10 +101,15 @@ const weft_opt wr_options[] = {
     "NCCL environment for the machine family (auto: detected).", 0 },
   { O_X, "x", WEFT_OPT_ARG, "VAR[=VALUE]", S_ENV,
     "Export VAR (with this value) to every rank; never overwritten by weft.", 0 },
-  { O_MCA, "mca", WEFT_OPT_ARG2, "KEY VALUE", S_ENV,
-    "Set an Open MPI MCA parameter.", 0 },
+  { O_MCA, "mca", WEFT_OPT_ARG2, "KEY VALUE", S_ENV, "Set an Open MPI MCA parameter.", 0 },
+  { O_GMCA, "gmca", WEFT_OPT_ARG2, "KEY VALUE", S_ENV,
+    "Set an Open MPI MCA parameter for every program of an MPMD job.", 0 },
   { O_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S_REPORT,
-    "Print one line per rank: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
+    "Print Open MPI's line per rank ('MCW rank N bound to ...') and, for a rank with a GPU, "
+    "weft's line: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
+  { O_DISPLAY, "display-map|display-devel-map|display-diffable-map|display-allocation|"
+    "display-devel-allocation|display-topo", WEFT_OPT_FLAG, NULL, S_REPORT,
+    "Open MPI's map and allocation before the launch (under --map-by gpu: weft's plan).", 0 },
   { O_DRYRUN, "dry-run", WEFT_OPT_FLAG, NULL, S_REPORT,
     "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing (weftrun(1), PLAN).", 0 },
   { O_CHECK, "check", WEFT_OPT_FLAG, NULL, S_REPORT,
@@ -84,6 +132,8 @@ const weft_opt wr_options[] = {
   { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
     "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
     "still running (eu-stack or gdb).", 0 },
+  { O_STATE_TIMEOUT, "report-state-on-timeout", WEFT_OPT_FLAG, NULL, S_RUN,
+    "On --timeout, Open MPI's report of the job's state; mpirun then keeps the deadline.", 0 },
   { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
     "SIGTERM and SIGKILL.", 0 },
@@ -103,30 +153,68 @@ const weft_opt wr_options[] = {
     "With --monitor (implied): on every host, each rank's agent keeps DIR/weft-JOB-rank-R.prom "
     "in Prometheus's text format for node_exporter's textfile collector (its "
     "--collector.textfile.directory), replaced at each sample, removed when the rank ends.", 0 },
-  { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Allow running as root.", 0 },
+  { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
+  { O_WDIR, "wdir|wd", WEFT_OPT_ARG, "DIR", S_RUN,
+    "The ranks' working directory.", 0 },
+  { O_PATH, "path", WEFT_OPT_ARG, "DIRS", S_RUN,
+    "Look for PROGRAM in DIRS before $PATH on every host.", 0 },
   { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print the engine's command and what weftrun decides on stderr.", 0 },
+    "Print the engine's command and what weftrun decides on stderr (not passed to mpirun).", 0 },
   { O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print weftrun's and Open MPI's versions.", 0 },
   { O_HELP, "help|h", WEFT_OPT_FLAG, NULL, S_RUN,
     "Print this help; --help placement, environment or exit-status: more on one topic.", 0 },
   { O_HELPMAN, "help-man", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print the OPTIONS section of the man page (roff).", WEFT_OPT_HIDDEN },
+    "Print the OPTIONS section of the man page (roff).", H },
   { O_HELPMANEXIT, "help-man-exit-status", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print the EXIT STATUS section of the man page (roff).", WEFT_OPT_HIDDEN },
+    "Print the EXIT STATUS section of the man page (roff).", H },
   { O_HELPCOMP, "help-completion", WEFT_OPT_FLAG, NULL, S_RUN,
-    "Print the options for shell completion (contrib/completion) and exit.", WEFT_OPT_HIDDEN },
-  /* Open MPI options weft leaves to mpirun: the explicit pass-through list. */
-  { O_PASS0, "display-map|display-allocation|display-devel-map|display-topo|merge-stderr-to-stdout|"
-    "nolocal|use-hwthread-cpus|leave-session-attached|debug-daemons|noprefix|quiet|q|"
-    "report-state-on-timeout|xml|enable-recovery|do-not-resolve",
-    WEFT_OPT_FLAG, NULL, S_OMPI, "Open MPI flags passed to mpirun as they are.", WEFT_OPT_PASS },
-  { O_PASS1, "wdir|wd|prefix|path|stdin|launch-agent|gmca|am|tune|max-restarts|"
-    "report-pid|report-uri",
-    WEFT_OPT_ARG, "ARG", S_OMPI, "Open MPI options with one argument, passed to mpirun.", WEFT_OPT_PASS },
+    "Print the options for shell completion (contrib/completion) and exit.", H },
+  /* Open MPI options that change nothing weftrun plans: handed to mpirun */
+  { O_PASS0, "merge-stderr-to-stdout|quiet|q|xml|do-not-resolve|debug-devel|d|debug-daemons|"
+    "debug-daemons-file|leave-session-attached|noprefix|show-progress|use-regexp|"
+    "report-child-jobs-separately|disable-recovery|novm|fwd-mpirun-port|set-cwd-to-session-dir|"
+    "enable-instant-on-support", WEFT_OPT_FLAG, NULL, S_OMPI,
+    "Open MPI flags passed to mpirun as they are.", WEFT_OPT_PASS },
+  { O_PASS1, "prefix|launch-agent|stdin|xml-file|report-pid|report-uri|ompi-server|cartofile|cf|"
+    "preload-files|personality|report-events", WEFT_OPT_ARG, "ARG", S_OMPI,
+    "Open MPI options with one argument, passed to mpirun.", WEFT_OPT_PASS },
+  /* Open MPI options weftrun refuses (the message says what to use) */
+  { O_REFUSE1, "rankfile|rf", WEFT_OPT_ARG, "FILE", S_NO,
+    "use --map-by/--rank-by/--bind-to, or --cpu-set with --bind-to cpu-list:ordered", H },
+  { O_REFUSE1, "app", WEFT_OPT_ARG, "FILE", S_NO,
+    "write the programs on the command line, separated by ':' (-np 2 a : -np 2 b)", H },
+  { O_REFUSE0, "preload-binary|s", WEFT_OPT_FLAG, NULL, S_NO,
+    "copy the program to every host (or use a shared file system) before the launch", H },
+  { O_REFUSE0, "index-argv-by-rank", WEFT_OPT_FLAG, NULL, S_NO,
+    "read the rank from OMPI_COMM_WORLD_RANK (or RANK) in the program", H },
+  { O_REFUSE1, "xterm", WEFT_OPT_ARG, "RANKS", S_NO,
+    "use --output-filename DIR and follow the ranks' files", H },
+  { O_REFUSE0, "tv|debug", WEFT_OPT_FLAG, NULL, S_NO,
+    "attach the debugger to the program's process (its pid is in --report-pid's job)", H },
+  { O_REFUSE1, "debugger", WEFT_OPT_ARG, "LIST", S_NO,
+    "attach the debugger to the program's process", H },
+  { O_REFUSE0, "output-proctable", WEFT_OPT_FLAG, NULL, S_NO,
+    "the processes Open MPI starts are weft-rank's; find the programs as its children", H },
+  { O_REFUSE0, "do-not-launch", WEFT_OPT_FLAG, NULL, S_NO,
+    "use weftrun --dry-run, which prints the plan and starts nothing", H },
+  { O_REFUSE1, "hnp", WEFT_OPT_ARG, "URI", S_NO,
+    "start the job with weftrun alone (a persistent Open MPI VM is not supported)", H },
+  { O_REFUSE0, "dvm", WEFT_OPT_FLAG, NULL, S_NO, "run mpirun --dvm directly", H },
+  { O_REFUSE1, "sstore-load", WEFT_OPT_ARG, "SNAPSHOT", S_NO,
+    "restart from your program's own checkpoint", H },
+  { O_REFUSE1, "max-vm-size", WEFT_OPT_ARG, "N", S_NO,
+    "name the hosts to use with -H or --hostfile", H },
+  { O_REFUSE0, "crdebug", WEFT_OPT_FLAG, NULL, S_NO, "checkpoint/restart debugging is gone", H },
+  { O_REFUSE0, "enable-recovery|continuous", WEFT_OPT_FLAG, NULL, S_NO,
+    "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H },
+  { O_REFUSE1, "max-restarts", WEFT_OPT_ARG, "N", S_NO,
+    "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H },
+  { O_REFUSE1, "am|tune", WEFT_OPT_ARG, "FILE", S_NO,
+    "give the file's parameters as --mca KEY VALUE and -x VAR on the command line", H },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
 };
+#undef H
 
 void
 wr_opts_init(wr_opts *o)
@@ -136,7 +224,16 @@ wr_opts_init(wr_opts *o)
   o->per_node = -1;
   o->gpus_per_node = -1;
   o->preempt_grace = -1;
+  o->cpus_per_proc = -1;
+  o->npersocket = -1;
 }
+
+/* The context being parsed, for the handler. */
+typedef struct parse_ctx {
+  wr_opts *o;
+  wr_app *app;
+  int index;              /* of the app context */
+} parse_ctx;
 
 static int
 count(const char *spelled, const char *a, long min, long max, long *out, char *why, size_t len)
@@ -182,35 +279,188 @@ one_of(const char *spelled, const char *a, const char *const *ok, char *why, siz
   return -1;
 }
 
+/* A word of the context's Open MPI options, kept as typed. */
+static int
+keep(wr_app *a, const char *w, int place, char *why, size_t len)
+{
+  if (a->nwords + 1 >= WR_MAX_WORDS) {
+    snprintf(why, len, "more than %d option words before '%s'", WR_MAX_WORDS, a->program ?
+             a->program[0] : "the program");
+    return -1;
+  }
+  a->words[a->nwords] = w;
+  a->place[a->nwords++] = place;
+  return 0;
+}
+
+/* A copy of \p s that the options own (the parser's spelling is temporary); NULL, with
+ * a reason, when out of memory. */
+static char *
+own(wr_opts *o, const char *s, char *why, size_t len)
+{
+  char *d = strdup(s);
+  if (!d || wr_strings_own(o, d)) {
+    free(d);
+    snprintf(why, len, "out of memory");
+    return NULL;
+  }
+  return d;
+}
+
+/* The option as mpirun is given it: its words, with --name=value split in two (mpirun
+ * 4.1 does not read that form). The spelling is copied: the parser's is temporary. */
+static int
+keep_option(parse_ctx *c, const char *sp, const char *a1, const char *a2, int place, char *why,
+            size_t len)
+{
+  char *s = own(c->o, sp, why, len);
+  if (!s)
+    return -1;
+  return keep(c->app, s, place, why, len) || (a1 && keep(c->app, a1, place, why, len)) ||
+         (a2 && keep(c->app, a2, place, why, len));
+}
+
+/* An MCA parameter the command line sets (as mpirun's own parser does). */
+static int
+cmd_mca(wr_opts *o, const char *key, const char *value, const char *spelled, int app, char *why,
+        size_t len)
+{
+  if (o->ncmd_mca >= WR_MAX_LIST) {
+    snprintf(why, len, "more than %d MCA parameters", WR_MAX_LIST);
+    return -1;
+  }
+  o->cmd_mca[o->ncmd_mca].key = key;
+  o->cmd_mca[o->ncmd_mca].value = value;
+  o->cmd_mca_from[o->ncmd_mca] = spelled;
+  o->cmd_mca_app[o->ncmd_mca++] = app;
+  return 0;
+}
+
+/* Placement is the job's, as Open MPI reads it from the first program's options. */
+static int
+first_only(parse_ctx *c, const char *sp, char *why, size_t len)
+{
+  if (c->index == 0)
+    return 0;
+  snprintf(why, len, "%s after ':' (program %d): put the placement options before the first "
+           "program, where Open MPI reads them for the whole job", sp, c->index + 1);
+  return -1;
+}
+
+static const char *
+mca_name_of(int id)
+{
+  switch (id) {
+  case O_MAPBY: return "rmaps_base_mapping_policy";
+  case O_RANKBY: return "rmaps_base_ranking_policy";
+  case O_BINDTO: return "hwloc_base_binding_policy";
+  case O_PERNODE: return "rmaps_ppr_n_pernode";
+  case O_PERNODE1: return "rmaps_ppr_pernode";
+  case O_NPERSOCKET: return "rmaps_ppr_n_persocket";
+  case O_OVERSUB: return "rmaps_base_oversubscribe";
+  case O_NOOVERSUB: return "rmaps_base_no_oversubscribe";
+  case O_NOLOCAL: return "rmaps_base_no_schedule_local";
+  case O_HWT: return "hwloc_base_use_hwthreads_as_cpus";
+  case O_CPR: return "rmaps_base_cpus_per_rank";
+  case O_CPUSET: return "hwloc_base_cpu_set";
+  case O_PPR: return "rmaps_ppr_pattern";
+  case O_BYNODE: return "rmaps_base_bynode";
+  case O_BYSLOT: return "rmaps_base_byslot";
+  case O_BYCORE: return "rmaps_base_bycore";
+  case O_BINDCORE: return "hwloc_base_bind_to_core";
+  case O_BINDSOCKET: return "hwloc_base_bind_to_socket";
+  case O_DEFHOSTFILE: return "orte_default_hostfile";
+  case O_REPORT: return "hwloc_base_report_bindings";
+  default: return NULL;
+  }
+}
+
 static int
 handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
        size_t len)
 {
-  wr_opts *o = ud;
+  parse_ctx *c = ud;
+  wr_opts *o = c->o;
+  wr_app *app = c->app;
   static const char *const vis[] = { "all", "own", "none", NULL };
-  static const char *const rankby[] = { "slot", "node", NULL };
   static const char *const engines[] = { "auto", "mpirun", "srun", NULL };
-  switch (opt->id) {
-  case O_NP: return count(sp, a1, 1, 1000000, &o->np, why, len);
-  case O_PERNODE: return count(sp, a1, 1, 100000, &o->per_node, why, len);
-  case O_PERNODE1: o->per_node = 1; return 0;
-  case O_HOST:
-    if (full(sp, o->nhost_args, why, len))
+  const char *mca = mca_name_of(opt->id);
+  int rc = 0;
+
+  /* placement options: the job's (first program), an MCA parameter, kept for mpirun */
+  if (opt->id >= O_NP && opt->id <= O_BINDSOCKET && opt->id != O_NP && opt->id != O_HOST &&
+      opt->id != O_HOSTFILE && first_only(c, sp, why, len))
+    return -1;
+  if (mca) {
+    char *spelled = own(o, sp, why, len);
+    if (!spelled || cmd_mca(o, mca, a1 ? a1 : "1", spelled, c->index, why, len))
       return -1;
-    o->host_args[o->nhost_args++] = a1;
-    return 0;
+  }
+  /* an option that asks Open MPI for a CPU placement (the last one given counts) */
+  if ((opt->id == O_NPERSOCKET || opt->id == O_HWT || opt->id == O_CPR ||
+       (opt->id >= O_CPUSET && opt->id <= O_BINDSOCKET)) &&
+      !(o->cpu_placement = own(o, sp, why, len)))
+    return -1;
+  /* options only mpirun carries out, for --engine srun to refuse (wr_srun_check()) */
+  if ((opt->id == O_NOOVERSUB || opt->id == O_NOLOCAL || opt->id == O_STATE_TIMEOUT ||
+       opt->id == O_WDIR || opt->id == O_PATH) && !o->mpirun_only &&
+      !(o->mpirun_only = own(o, sp, why, len)))
+    return -1;
+  switch (opt->id) {
+  case O_NP:
+    rc = count(sp, a1, 1, 1000000, &app->np, why, len);
+    if (!rc && c->index == 0)
+      o->np = app->np;
+    break;
+  case O_PERNODE:
+    rc = count(sp, a1, 1, 100000, &o->per_node, why, len);
+    o->cl.npernode = (int)o->per_node;
+    break;
+  case O_PERNODE1: o->per_node = 1; o->cl.pernode = 1; break;
+  case O_NPERSOCKET:
+    rc = count(sp, a1, 1, 100000, &o->npersocket, why, len);
+    o->cl.npersocket = (int)o->npersocket;
+    break;
+  case O_HOST:
+    if ((rc = full(sp, app->nhost_args, why, len)))
+      break;
+    app->host_args[app->nhost_args++] = a1;
+    if (c->index == 0) {
+      o->host_args[o->nhost_args] = a1;
+      o->nhost_args = app->nhost_args;
+    }
+    break;
   case O_HOSTFILE:
-    if (o->hostfile) {
-      snprintf(why, len, "%s given twice ('%s' and '%s'); give one hostfile", sp, o->hostfile, a1);
+    if (app->hostfile) {
+      snprintf(why, len, "%s given twice ('%s' and '%s'); Open MPI takes one hostfile",
+               sp, app->hostfile, a1);
       return -1;
     }
-    o->hostfile = a1;
-    return 0;
-  case O_MAPBY: o->map_by = a1; return 0;
-  case O_BINDTO: o->bind_to = a1; return 0;
-  case O_RANKBY: o->rank_by = a1; return one_of(sp, a1, rankby, why, len);
-  case O_OVERSUB: o->oversubscribe = 1; return 0;
-  case O_GPN: return count(sp, a1, 0, 1024, &o->gpus_per_node, why, len);
+    app->hostfile = a1;
+    if (c->index == 0)
+      o->hostfile = a1;
+    break;
+  case O_DEFHOSTFILE: o->default_hostfile = a1; break;
+  case O_MAPBY: o->map_by = o->cl.map_by = a1; break;
+  case O_RANKBY: o->rank_by = o->cl.rank_by = a1; break;
+  case O_BINDTO: o->bind_to = o->cl.bind_to = a1; break;
+  case O_OVERSUB: o->oversubscribe = o->cl.oversubscribe = 1; break;
+  case O_NOOVERSUB: o->cl.nooversubscribe = 1; break;
+  case O_NOLOCAL: o->cl.nolocal = 1; break;
+  case O_HWT: break;
+  case O_CPR:
+    rc = count(sp, a1, 1, 1 << 15, &o->cpus_per_proc, why, len);
+    o->cl.cpus_per_proc = (int)o->cpus_per_proc;
+    break;
+  case O_CPUSET:
+  case O_PPR:
+  case O_BYNODE:
+  case O_BYSLOT:
+  case O_BYCORE:
+  case O_BINDCORE:
+  case O_BINDSOCKET:
+    break;
+  case O_GPN: rc = count(sp, a1, 0, 1024, &o->gpus_per_node, why, len); return rc;
   case O_TOPOLOGY: {
     const char *eq = strchr(a1, '=');
     if (!eq) {
@@ -223,36 +473,17 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     if (full(sp, o->nhost_topology, why, len))
       return -1;
-    /* the host part is split off in plan.c, which owns the copies */
+    /* the host part is split off in hosts.c */
     o->host_topology[o->nhost_topology].key = a1;
     o->host_topology[o->nhost_topology++].value = eq + 1;
     return 0;
   }
   case O_GPUVIS: o->gpu_visibility = a1; return one_of(sp, a1, vis, why, len);
   case O_NCCL: o->nccl_preset = a1; return 0;
-  case O_X:
-    if (full(sp, o->nxvars, why, len))
-      return -1;
-    if (a1[0] == '\0' || a1[0] == '=') {
-      snprintf(why, len, "%s '%s': write VAR or VAR=VALUE", sp, a1);
-      return -1;
-    }
-    o->xvars[o->nxvars++] = a1;
-    return 0;
-  case O_MCA:
-    if (full(sp, o->nmca, why, len))
-      return -1;
-    o->mca[o->nmca].key = a1;
-    o->mca[o->nmca++].value = a2;
-    return 0;
-  case O_REPORT: o->report_bindings = 1; return 0;
   case O_DRYRUN: o->dry_run = 1; return 0;
   case O_CHECK: o->check = 1; return 0;
   case O_JSON: o->json = 1; return 0;
-  case O_TAG: o->tag_output = 1; return 0;
-  case O_TIMESTAMP: o->timestamp_output = 1; return 0;
-  case O_OUTFILE: o->output_filename = a1; return 0;
-  case O_TIMEOUT: return count(sp, a1, 1, 100L * 24 * 3600, &o->timeout, why, len);
+  case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
   case O_HOSTTIMEOUT: {
     long v;
     if (count(sp, a1, 1, 3600, &v, why, len))
@@ -261,7 +492,6 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     return 0;
   }
   case O_STACKS: o->stack_traces = 1; return 0;
-  case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
   case O_ENGINE: o->engine = a1; return one_of(sp, a1, engines, why, len);
   case O_MONITOR: {
     char *end;
@@ -280,13 +510,48 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   }
   case O_MONITOR_OUT: return directory(sp, a1, &o->monitor_out, why, len);
   case O_MONITOR_PROM: return directory(sp, a1, &o->monitor_prom, why, len);
-  case O_ROOT: o->allow_run_as_root = 1; return 0;
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
   case O_HELP: o->help = 1; return 0;
   case O_HELPMAN: o->help_man = 1; return 0;
   case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
   case O_HELPCOMP: weft_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
+  case O_X:
+    if (full(sp, o->nxvars, why, len))
+      return -1;
+    if (a1[0] == '\0' || a1[0] == '=') {
+      snprintf(why, len, "%s '%s': write VAR or VAR=VALUE", sp, a1);
+      return -1;
+    }
+    o->xvars[o->nxvars++] = a1;
+    break;
+  case O_MCA:
+  case O_GMCA:
+    if (full(sp, o->nmca, why, len))
+      return -1;
+    o->mca[o->nmca].key = a1;
+    o->mca[o->nmca++].value = a2;
+    if (cmd_mca(o, a1, a2, "--mca", c->index, why, len))
+      return -1;
+    break;
+  case O_REPORT: o->report_bindings = 1; break;
+  case O_DISPLAY:
+    if (full(sp, o->ndisplay, why, len))
+      return -1;
+    if (!(o->display[o->ndisplay++] = own(o, sp, why, len)))
+      return -1;
+    if (!o->mpirun_only)
+      o->mpirun_only = o->display[o->ndisplay - 1];
+    break;
+  case O_TAG: o->tag_output = 1; break;
+  case O_TIMESTAMP: o->timestamp_output = 1; break;
+  case O_OUTFILE: o->output_filename = a1; break;
+  case O_TIMEOUT: rc = count(sp, a1, 1, 100L * 24 * 3600, &o->timeout, why, len); break;
+  case O_STATE_TIMEOUT: o->timeout_report = 1; break;
+  case O_ROOT: o->allow_run_as_root = 1; break;
+  case O_WDIR:
+  case O_PATH:
+    break;
   case O_PASS0:
   case O_PASS1:
     /* -q is mpirun's and weftrun's: no launch line, no closing figures */
@@ -294,26 +559,96 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
       o->quiet = 1;
     if (o->npass + 2 >= WR_MAX_LIST)
       return full(sp, WR_MAX_LIST, why, len);
-    o->pass[o->npass++] = sp;
+    if (!(o->pass[o->npass++] = own(o, sp, why, len)))
+      return -1;
     if (a1)
       o->pass[o->npass++] = a1;
-    return 0;
+    break;
+  case O_REFUSE0:
+  case O_REFUSE1:
+  case O_REFUSE2:
+    snprintf(why, len, "'%s' is an Open MPI option that weftrun does not support; %s", sp,
+             opt->help);
+    o->refused = 1;
+    return -1;
+  default:
+    snprintf(why, len, "%s: not handled", sp);
+    return -1;
   }
-  snprintf(why, len, "%s: not handled", sp);
-  return -1;
+  if (rc)
+    return rc;
+  /* the Open MPI options kept word for word: all of them for mpirun when it places the
+   * ranks; those that do not place ranks (place 0) when weft does */
+  {
+    int place = (opt->id >= O_NP && opt->id <= O_BINDSOCKET) || opt->id == O_REPORT ||
+                opt->id == O_DISPLAY ? WR_WORD_PLACE : WR_WORD_ANY;
+    if (opt->id == O_TIMEOUT || opt->id == O_STATE_TIMEOUT)
+      place = WR_WORD_TIMEOUT;
+    return keep_option(c, sp, a1, a2, place, why, len);
+  }
+}
+
+/* One context: options, then the program and its arguments up to a ':' word. \p colon
+ * says whether one ended it. */
+static int
+parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next, int *colon,
+              char *why, size_t len)
+{
+  parse_ctx c = { o, &o->apps[index], index };
+  int first = argc - start + 1;
+  wr_app *a = &o->apps[index];
+
+  a->np = -1;
+  a->words = calloc(WR_MAX_WORDS, sizeof(*a->words));
+  a->place = calloc(WR_MAX_WORDS, sizeof(*a->place));
+  if (!a->words || !a->place) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  if (weft_opt_parse(wr_options, argc - start + 1, argv + start - 1, handle, &c, &first, why,
+                     len))
+    return -1;
+  int p = start - 1 + first, end = p;
+  while (end < argc && strcmp(argv[end], ":"))
+    end++;
+  a->program = argv + p;
+  a->nprogram = end - p;
+  *colon = end < argc;
+  *next = end < argc ? end + 1 : argc;
+  if (*colon && a->nprogram == 0) {
+    snprintf(why, len, "no program before ':' (program %d); write 'weftrun [options] PROGRAM "
+             "[ARGS] : [options] PROGRAM [ARGS]'", index + 1);
+    return -1;
+  }
+  return 0;
 }
 
 int
 wr_opts_parse(wr_opts *o, int argc, char **argv)
 {
-  char why[512];
-  int first = argc;
-  if (weft_opt_parse(wr_options, argc, argv, handle, o, &first, why, sizeof(why))) {
-    fprintf(stderr, "weftrun: %s\n", why);
-    return WR_EXIT_USAGE;
+  char why[600];
+  int i = 1, next, colon;
+
+  for (;;) {
+    if (o->napps == WR_MAX_APPS) {
+      fprintf(stderr, "weftrun: more than %d programs separated by ':'\n", WR_MAX_APPS);
+      return WR_EXIT_USAGE;
+    }
+    if (parse_context(o, o->napps, i, argc, argv, &next, &colon, why, sizeof(why))) {
+      fprintf(stderr, "weftrun: %s\n", why);
+      return o->refused ? WR_EXIT_USAGE : WR_EXIT_USAGE;
+    }
+    o->napps++;
+    if (!colon)
+      break;
+    if (next >= argc) {
+      fprintf(stderr, "weftrun: nothing after the last ':'; remove it or add a program\n");
+      return WR_EXIT_USAGE;
+    }
+    i = next;
   }
-  o->program = argv + first;
-  o->nprogram = argc - first;
+  o->program = o->apps[0].program;
+  o->nprogram = o->apps[0].nprogram;
   /* Open MPI's environment form of --timeout */
   const char *t = getenv("MPIEXEC_TIMEOUT");
   if (!o->timeout && t && *t && weftx_parse_long(t, 1, 100L * 24 * 3600, &o->timeout)) {
@@ -341,12 +676,49 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
   return 0;
 }
 
+const char *
+wr_opts_cpu_mapping(const wr_opts *o)
+{
+  if (o->cpu_placement)
+    return o->cpu_placement;
+  if (o->map_by && strncasecmp(o->map_by, "gpu", 3) &&
+      !(strncasecmp(o->map_by, "ppr:", 4) == 0 && strstr(o->map_by, ":gpu")))
+    return "--map-by";
+  return NULL;
+}
+
+int
+wr_strings_own(wr_opts *o, char *s)
+{
+  char **v = realloc(o->owned, (size_t)(o->nowned + 1) * sizeof(*v));
+  if (!v)
+    return -1;
+  o->owned = v;
+  o->owned[o->nowned++] = s;
+  return 0;
+}
+
+void
+wr_opts_free(wr_opts *o)
+{
+  for (int i = 0; i < o->nowned; i++)
+    free(o->owned[i]);
+  free(o->owned);
+  for (int i = 0; i < o->napps; i++) {
+    free(o->apps[i].words);
+    free(o->apps[i].place);
+  }
+  o->owned = NULL;
+  o->nowned = 0;
+}
+
 void
 wr_usage(FILE *out)
 {
-  fputs("Usage: weftrun [options] [--] PROGRAM [ARGS...]\n"
-        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun (or Slurm's srun), one\n"
-        "rank per GPU by default, each bound to the cores, NUMA memory and NIC next to its GPU.\n",
+  fputs("Usage: weftrun [options] [--] PROGRAM [ARGS...] [: [options] PROGRAM [ARGS...]]...\n"
+        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun (or Slurm's srun), with\n"
+        "mpirun's options and placement. On GPU hosts one rank per GPU by default, each bound\n"
+        "to the cores, NUMA memory and NIC next to its GPU (weftrun(1), DIFFERENCES FROM MPIRUN).\n",
         out);
   weft_opt_help(out, wr_options);
   weft_exit_help(out);

@@ -1,200 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The plan, a pure function of the hosts and their facts, the policy and the
- * options: the hosts in rank order (as given, or sorted by Google Cloud's
- * physical_host when every host has one, so that neighbouring ranks share
- * racks), each host's slots and ranks, every rank's placement from the same
- * weftx_map_rank() that weft-rank evaluates on its host (among the GPUs the
- * host's ranks may have: a Slurm job's), and the environment the plan shows.
- * No I/O: errors come back as a code and one line in why.
+ * The plan, a pure function of the options, the hosts and their facts. It
+ * first decides who places the ranks: weft (one rank per GPU, bound next to
+ * it: on GPU hosts by default, or with --map-by gpu) or Open MPI, from the
+ * user's own options (hosts without GPUs, a CPU mapping asked for, several
+ * programs). Then plan-gpu.c or plan-ompi.c places them (among the GPUs each
+ * host's ranks may have: a Slurm job's); this file adds the environment the
+ * plan shows and the layout weft-rank is given. No I/O.
  */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "layout.h"
 #include "weftrun.h"
-
-#define MAX_NP 1000000
 
 static int
 nomem(char *why, size_t len)
 {
   snprintf(why, len, "out of memory");
   return WR_EXIT_ENGINE;
-}
-
-/* The hosts in rank order: sorted by physical_host (cluster, rack, host) when every
- * host of two or more has one, else as given. */
-static int
-order_hosts(wr_plan *p, const wr_host *hosts, int n)
-{
-  const char **phys = calloc((size_t)n, sizeof(*phys));
-  int *order = calloc((size_t)n, sizeof(*order));
-  int rc = 0;
-  if (!phys || !order) {
-    rc = -1;
-    goto out;
-  }
-  for (int h = 0; h < n; h++)
-    phys[h] = hosts[h].physical_host;
-  p->ordered = n > 1 && weftx_gcp_order_hosts(phys, n, order) == 0;
-  for (int h = 0; h < n; h++)
-    p->hosts[h].host = &hosts[p->ordered ? order[h] : h];
-out:
-  free(phys);
-  free(order);
-  return rc;
-}
-
-/* Each host's slots (given, else what its GPUs or cores take) and cap (ranks it takes
- * without oversubscribing). --gpus-per-node N stands for a host's GPUs when trusted. */
-static int
-slots(wr_plan *p, char *why, size_t len)
-{
-  int gpu_map = p->pol.map_by == WEFTX_MAP_GPU || p->pol.map_by == WEFTX_MAP_AUTO;
-  for (int h = 0; h < p->nhosts; h++) {
-    wr_plan_host *ph = &p->hosts[h];
-    const wr_host *w = ph->host;
-    int trusted = gpu_map && w->gpus > 0 && w->gpus_trusted;
-    weftx_policy pol = p->pol;
-    if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0 && w->gpus_from) {
-      snprintf(why, len, "--map-by gpu but %s has no GPU on host '%s'; ask for GPUs (salloc or "
-               "sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core", w->gpus_from,
-               w->name);
-      return WR_EXIT_NOGPU;
-    }
-    if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0) {
-      snprintf(why, len, "--map-by gpu but host '%s' has no GPU (topology: %s); use "
-               "--map-by core, or --gpus-per-node N if the probe is wrong", w->name,
-               w->file ? w->file : "this machine");
-      return WR_EXIT_NOGPU;
-    }
-    pol.gpus = w->gpus_allowed;
-    ph->cap = trusted ? w->gpus : weftx_map_slots(w->topo, &pol);
-    ph->slots = w->slots > 0 ? w->slots : ph->cap > 0 ? ph->cap : 1;
-  }
-  return 0;
-}
-
-/* Ranks per host: -N K on each, else host by host up to its slots, then (with
- * --oversubscribe) round-robin over the hosts. */
-static int
-counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
-{
-  long total = 0, np = o->np;
-  for (int h = 0; h < p->nhosts; h++)
-    total += p->hosts[h].slots;
-  if (o->per_node > 0) {
-    long want = o->per_node * p->nhosts;
-    if (np < 0)
-      np = want;
-    if (np > want) {
-      snprintf(why, len, "-np %ld is more than -N %ld on %d hosts; raise -N or lower -np", np,
-               o->per_node, p->nhosts);
-      return WR_EXIT_PLACE;
-    }
-  }
-  if (np < 0)
-    np = total;
-  if (np > MAX_NP) {
-    snprintf(why, len, "%ld ranks; weftrun starts at most %d", np, MAX_NP);
-    return WR_EXIT_PLACE;
-  }
-  p->np = (int)np;
-  if (o->per_node > 0) {
-    for (int h = 0; h < p->nhosts; h++)
-      if (o->per_node > p->hosts[h].slots && !p->pol.oversubscribe) {
-        snprintf(why, len, "-N %ld but host '%s' has %d slots; lower -N or add --oversubscribe",
-                 o->per_node, p->hosts[h].host->name, p->hosts[h].slots);
-        return WR_EXIT_PLACE;
-      }
-    long left = np;
-    for (int h = 0; h < p->nhosts; h++) {
-      p->hosts[h].count = (int)(left < o->per_node ? left : o->per_node);
-      left -= p->hosts[h].count;
-    }
-    return 0;
-  }
-  if (np > total && !p->pol.oversubscribe) {
-    char list[256] = "";
-    size_t off = 0;
-    for (int h = 0; h < p->nhosts && off < sizeof(list) - 1; h++)
-      off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s:%d", h ? "," : "",
-                              p->hosts[h].host->name, p->hosts[h].slots);
-    snprintf(why, len, "%ld ranks but the hosts have %ld slots (%s%s); lower -np, add hosts or "
-             "slots (-H host:N), or add --oversubscribe", np, total, list,
-             off >= sizeof(list) - 1 ? "..." : "");
-    return WR_EXIT_PLACE;
-  }
-  long left = np;
-  for (int h = 0; h < p->nhosts && left > 0; h++) {
-    p->hosts[h].count = (int)(left < p->hosts[h].slots ? left : p->hosts[h].slots);
-    left -= p->hosts[h].count;
-  }
-  for (int h = 0; left > 0; h = (h + 1) % p->nhosts, left--)
-    p->hosts[h].count++;
-  return 0;
-}
-
-static int
-place(wr_plan *p, char *why, size_t len)
-{
-  size_t n = (size_t)(p->np ? p->np : 1);
-  int *cnt = calloc((size_t)p->nhosts, sizeof(*cnt)), *hosts = calloc(n, sizeof(int)),
-      *locals = calloc(n, sizeof(int));
-  if (!cnt || !hosts || !locals || !(p->ranks = calloc(n, sizeof(*p->ranks)))) {
-    free(cnt);
-    free(hosts);
-    free(locals);
-    return nomem(why, len);
-  }
-  for (int h = 0; h < p->nhosts; h++)
-    cnt[h] = p->hosts[h].count;
-  if (weft_layout_assign(cnt, p->nhosts, p->by_node, p->np, hosts, locals)) {
-    free(cnt);
-    free(hosts);
-    free(locals);
-    return nomem(why, len);
-  }
-  free(cnt);
-  for (int r = 0; r < p->np; r++) {
-    int local = locals[r], h = hosts[r];
-    const wr_plan_host *ph = &p->hosts[h];
-    weftx_plan_rank *pr = &p->ranks[r];
-    char reason[512] = "";
-    pr->rank = r;
-    pr->host = h;
-    pr->node_rank = h;
-    pr->local_rank = local;
-    /* Slots the user gave (-H host:N, slots=N) may exceed what the host has, as
-     * mpirun allows: the ranks there then share (oversubscribe) */
-    weftx_policy pol = p->pol;
-    pol.gpus = ph->host->gpus_allowed; /* a Slurm job's GPUs there */
-    if (ph->count > ph->cap) {
-      pol.oversubscribe = 1;
-      p->oversub = 1;
-    } else if (ph->host->gpus_trusted && ph->host->from == WR_TOPO_ASSUMED) {
-      /* a host known by --gpus-per-node alone: what is shown is this machine's
-       * placement; weft-rank places the rank on the host's own hardware */
-      pol.oversubscribe = 1;
-    }
-    int rc = weftx_map_rank(ph->host->topo, &pol, local, ph->count, &pr->place, reason,
-                            sizeof(reason));
-    if (rc) {
-      memset(&pr->place, 0, sizeof(pr->place));
-      p->np = r; /* what wr_plan_destroy() clears */
-      free(hosts);
-      free(locals);
-      snprintf(why, len, "rank %d on %s (local rank %d of %d): %s", r, ph->host->name, local,
-               ph->count, reason[0] ? reason : weft_strerror(rc));
-      return rc == WEFT_ENOGPU ? WR_EXIT_NOGPU : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
-    }
-  }
-  free(hosts);
-  free(locals);
-  return 0;
 }
 
 static int
@@ -238,31 +65,138 @@ environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
   return 0;
 }
 
+/* weft places the ranks when asked (--map-by gpu), or by default when every host has
+ * GPUs and nothing asks Open MPI for a placement, or when srun starts them; Open MPI
+ * does otherwise. */
+static wr_mode
+choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
+{
+  const char *cpu = wr_opts_cpu_mapping(o);
+  int gpus = 0;
+
+  if (inv->weft_places) {
+    snprintf(why, len, "--engine srun");
+    return WR_MODE_GPU;
+  }
+  if (o->map_by && !cpu) {
+    snprintf(why, len, "--map-by %s", o->map_by);
+    return WR_MODE_GPU;
+  }
+  if (cpu) {
+    snprintf(why, len, "%s", cpu);
+    return WR_MODE_OMPI;
+  }
+  if (o->napps > 1) {
+    snprintf(why, len, "%d programs", o->napps);
+    return WR_MODE_OMPI;
+  }
+  for (int h = 0; h < inv->nhosts; h++)
+    gpus += inv->hosts[h].gpus > 0;
+  if (gpus == inv->nhosts) {
+    snprintf(why, len, "every host has GPUs");
+    return WR_MODE_GPU;
+  }
+  if (gpus == 0)
+    snprintf(why, len, "no host has a GPU");
+  else
+    snprintf(why, len, "%d of %d hosts have no GPU", inv->nhosts - gpus, inv->nhosts);
+  return WR_MODE_OMPI;
+}
+
+/* When weft places the ranks: how that differs from what mpirun alone would do, in one
+ * sentence (the Open MPI model's plan of the same command). */
+static void
+departure(wr_plan *p, const wr_opts *o, const wr_inventory *inv)
+{
+  wr_plan *m = calloc(1, sizeof(*m));
+  char why[512] = "", counts[256] = "", bind[64] = "";
+  int same = 0, rc = m ? 0 : -1;
+  size_t off = 0;
+
+  if (!rc && !(m->hosts = calloc((size_t)inv->nhosts, sizeof(*m->hosts))))
+    rc = -1;
+  if (!rc) {
+    m->nhosts = inv->nhosts;
+    m->napps = 1;
+    rc = wr_plan_ompi(m, o, inv, why, sizeof(why));
+  }
+  if (rc == 0) {
+    same = m->np == p->np;
+    for (int h = 0; same && h < p->nhosts; h++)
+      same = m->hosts[h].host == p->hosts[h].host && m->hosts[h].count == p->hosts[h].count;
+    for (int h = 0; h < m->nhosts && m->hosts[h].count && off < sizeof(counts) - 1; h++)
+      off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s %d", h ? ", " : "",
+                              m->hosts[h].host->name, m->hosts[h].count);
+    unsigned b = WEFTX_OMPI_POLICY(m->ompi.binding);
+    snprintf(bind, sizeof(bind), "%s", b == WEFTX_OMPI_BIND_NONE ? "none" :
+             b == WEFTX_OMPI_BIND_CPUSET ? "cpu-list" : weftx_ompi_level_name((int)b));
+  }
+  if (rc > 0)
+    snprintf(p->departure, sizeof(p->departure), "departs from mpirun (weftrun(1), DIFFERENCES "
+             "FROM MPIRUN): one rank per GPU, bound next to it; mpirun alone would refuse "
+             "this command line: %s", why);
+  else if (rc == 0)
+    snprintf(p->departure, sizeof(p->departure), "departs from mpirun (weftrun(1), DIFFERENCES "
+             "FROM MPIRUN): one rank per GPU, bound next to it; mpirun alone would start %s%d "
+             "ranks (%s) bound to %s%s", same ? "the same " : "", m->np, counts, bind,
+             same ? "" : "; --map-by core (or another CPU mapping) gives mpirun's placement");
+  wr_plan_destroy(m);
+}
+
 int
-wr_plan_make(const wr_opts *o, const wr_host *hosts, int nhosts, const wr_plan_here *here,
-             wr_plan **out, char *why, size_t whylen)
+wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here, wr_plan **out,
+             char *why, size_t whylen)
 {
   wr_plan *p = calloc(1, sizeof(*p));
   int rc;
   *out = p;
   why[0] = '\0';
-  if (!p || !(p->hosts = calloc((size_t)nhosts, sizeof(*p->hosts))))
+  if (!p || !(p->hosts = calloc((size_t)inv->nhosts, sizeof(*p->hosts))))
     return nomem(why, whylen);
-  p->nhosts = nhosts;
-  if ((rc = weftx_policy_parse(&p->pol, o->map_by, o->bind_to, why, whylen)))
+  p->nhosts = inv->nhosts;
+  p->napps = o->napps > 0 ? o->napps : 1;
+  p->mode = choose(o, inv, p->mode_why, sizeof(p->mode_why));
+  if (p->mode == WR_MODE_GPU && o->napps > 1) {
+    snprintf(why, whylen, "several programs (':') under --map-by gpu: weft places one program; "
+             "leave --map-by out (Open MPI then places them) or give --map-by core");
     return WR_EXIT_USAGE;
-  if (o->oversubscribe)
-    p->pol.oversubscribe = 1;
-  p->pol.reserved_cpus = here->reserved_cpus;
-  p->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || p->pol.map_by == WEFTX_MAP_NODE;
-  if (order_hosts(p, hosts, nhosts))
-    return nomem(why, whylen);
-  if ((rc = slots(p, why, whylen)) || (rc = counts(p, o, why, whylen)) ||
-      (rc = place(p, why, whylen)))
+  }
+  if (p->mode == WR_MODE_GPU)
+    rc = wr_plan_gpu(p, o, inv->hosts, inv->nhosts, here, why, whylen);
+  else
+    rc = wr_plan_ompi(p, o, inv, why, whylen);
+  if (rc)
     return rc;
+  if (p->mode == WR_MODE_GPU)
+    departure(p, o, inv);
   if (environment(p, o, here))
     return nomem(why, whylen);
   return 0;
+}
+
+char *
+wr_plan_layout(const wr_plan *p)
+{
+  int *counts = calloc((size_t)p->nhosts, sizeof(*counts));
+  char *all = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&all, &len);
+
+  for (int a = 0; f && counts && a < p->napps; a++) {
+    char *one;
+    for (int h = 0; h < p->nhosts; h++)
+      counts[h] = p->hosts[h].per_app ? p->hosts[h].per_app[a] : p->hosts[h].count;
+    if (!(one = weft_layout_encode(counts, p->nhosts)))
+      break;
+    fprintf(f, "%s%s", a ? ";" : "", one);
+    free(one);
+  }
+  free(counts);
+  if (!f || fclose(f)) {
+    free(all);
+    return NULL;
+  }
+  return all;
 }
 
 void
@@ -274,9 +208,12 @@ wr_plan_destroy(wr_plan *p)
     for (int r = 0; r < p->np; r++)
       weftx_place_clear(&p->ranks[r].place);
   free(p->ranks);
+  free(p->rank_app);
   for (int i = 0; i < p->nenv; i++)
     free(p->env[i]);
   free(p->env);
+  for (int h = 0; p->hosts && h < p->nhosts; h++)
+    free(p->hosts[h].per_app);
   free(p->hosts);
   free(p);
 }

@@ -35,7 +35,9 @@ rank_env(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_
   if ((rc = weftx_env_create(&e)))
     return rc;
   *out = e;
-  if ((rc = weftx_env_forward(e, environ)))
+  /* when Open MPI places the ranks, they get the environment mpirun passes (all of it
+   * to the ranks on this host, -x variables to others), as with mpirun alone */
+  if (p->mode != WR_MODE_OMPI && (rc = weftx_env_forward(e, environ)))
     return rc;
   for (int i = 0; i < o->nxvars; i++)
     if ((rc = weftx_env_add_x(e, o->xvars[i], environ, why, len)) && rc != WEFT_ENOENT)
@@ -245,6 +247,9 @@ wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out)
             pv->unresolved[i] ? "; unresolved here: " : "",
             pv->unresolved[i] ? pv->unresolved[i] : "",
             pv->unresolved[i] ? ", each host fills it in" : "");
+  if (p->mode == WR_MODE_OMPI)
+    fprintf(out, "# env and mpirun's environment, as mpirun passes it: all of it to the ranks on "
+            "this host, the -x variables to the others\n");
   if (pv->nforwarded) {
     fprintf(out, "# env forwarded as you have them:");
     for (int i = 0; i < pv->nforwarded; i++)

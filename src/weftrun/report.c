@@ -109,10 +109,19 @@ out:
 static int
 text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_opts *o, FILE *out)
 {
-  char pol[128] = "", line[512];
-  weftx_policy_format(&p->pol, pol, sizeof(pol));
-  fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
-          p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+  char pol[256] = "", line[512];
+  if (p->mode == WR_MODE_OMPI) {
+    weftx_ompi_describe(&p->ompi, pol, sizeof(pol));
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s; Open MPI places and binds them (%s), "
+            "as mpirun would: %s\n", p->np, p->nhosts, p->nhosts == 1 ? "" : "s", p->mode_why,
+            pol);
+  } else {
+    weftx_policy_format(&p->pol, pol, sizeof(pol));
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
+            p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+    if (p->departure[0])
+      fprintf(out, "# %s\n", p->departure);
+  }
   hosts_source(inv, out);
   if (p->ordered)
     fprintf(out, "# hosts ordered by physical_host (cluster/rack/host)\n");
@@ -124,7 +133,17 @@ text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_o
             ph->count, ph->slots, ph->host->gpus, gpus,
             ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
             topology_of(ph->host, topo, sizeof(topo)));
+    if (ph->host->unresolved[0])
+      fprintf(out, "# host %s: the name does not resolve (%s); a launch stops there (exit %d)\n",
+              ph->host->name, ph->host->unresolved, WR_EXIT_NOHOST);
   }
+  /* one note for ranks left without a GPU on a GPU host */
+  for (int r = 0; r < p->np; r++)
+    if (p->ranks[r].place.note[0] && p->mode == WR_MODE_OMPI) {
+      fprintf(out, "# host %s: %s\n", p->hosts[p->ranks[r].host].host->name,
+              p->ranks[r].place.note);
+      break;
+    }
   for (int h = 0; h < p->nhosts; h++) {
     const wr_host *w = p->hosts[h].host;
     if (w->machine_type[0])

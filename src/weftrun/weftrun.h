@@ -60,17 +60,51 @@ enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
 #define WR_MAX_HOSTS WEFT_AGENT_MAX_HOSTS
+#define WR_MAX_APPS 64            /* programs of an MPMD command line */
+#define WR_MAX_WORDS 1024         /* option words of one program */
 
 typedef struct wr_pair { const char *key, *value; } wr_pair;
 
-typedef struct wr_opts {
-  long np;                      /* -1: one rank per slot */
-  long per_node;                /* -N; -1 when not given */
+/* What an option word of the user's is to mpirun: */
+enum {
+  WR_WORD_ANY = 0,              /* changes nothing weft plans: always given to mpirun */
+  WR_WORD_PLACE,                /* places ranks: given when Open MPI places them */
+  WR_WORD_TIMEOUT,              /* --timeout and its reports: given when mpirun keeps the
+                                   deadline (--report-state-on-timeout, --get-stack-traces) */
+};
+
+/* One program of the command line (MPMD: several, separated by ':'). */
+typedef struct wr_app {
+  long np;                      /* -1: not given */
   const char *host_args[WR_MAX_LIST];
   int nhost_args;
   const char *hostfile;
+  char **program;               /* its argv (not NULL-terminated: nprogram words) */
+  int nprogram;
+  const char **words;           /* its Open MPI options, word for word */
+  int *place;                   /* per word: WR_WORD_* */
+  int nwords;
+} wr_app;
+
+typedef struct wr_opts {
+  long np;                      /* the first program's -np; -1: one rank per slot */
+  long per_node;                /* -N; -1 when not given */
+  const char *host_args[WR_MAX_LIST]; /* the first program's -H */
+  int nhost_args;
+  const char *hostfile;         /* the first program's */
+  const char *default_hostfile; /* --default-hostfile */
   const char *map_by, *bind_to, *rank_by;
+  const char *cpu_placement;    /* an option that asks Open MPI for a CPU placement, or NULL */
+  const char *mpirun_only;      /* the first other option only mpirun carries out (for srun) */
+  long npersocket, cpus_per_proc; /* -1 when not given */
+  weftx_ompi_cmdline cl;        /* the placement options, for the Open MPI model */
+  wr_pair cmd_mca[WR_MAX_LIST]; /* MCA parameters the command line sets, in order */
+  const char *cmd_mca_from[WR_MAX_LIST];
+  int cmd_mca_app[WR_MAX_LIST];
+  int ncmd_mca;
   int report_bindings, json, dry_run, check;
+  const char *display[WR_MAX_LIST]; /* --display-map and its kin, as typed */
+  int ndisplay;
   const char *topology;         /* FILE for every host */
   wr_pair host_topology[WR_MAX_LIST]; /* host=FILE */
   int nhost_topology;
@@ -79,7 +113,7 @@ typedef struct wr_opts {
   const char *nccl_preset;      /* auto | none | FAMILY; NULL: auto */
   const char *xvars[WR_MAX_LIST];
   int nxvars;
-  wr_pair mca[WR_MAX_LIST];
+  wr_pair mca[WR_MAX_LIST];     /* --mca and --gmca */
   int nmca;
   int tag_output, timestamp_output, oversubscribe, allow_run_as_root;
   const char *engine;           /* auto | mpirun | srun; NULL: auto */
@@ -87,6 +121,7 @@ typedef struct wr_opts {
   long timeout;                 /* seconds; 0: none */
   double host_timeout;          /* --host-timeout seconds; 0: WR_HOST_TIMEOUT_S */
   int stack_traces;             /* --get-stack-traces */
+  int timeout_report;           /* --report-state-on-timeout, --get-stack-traces */
   long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
   double monitor;               /* --monitor: seconds between samples; 0: off */
   const char *monitor_out;      /* --monitor-out DIR */
@@ -94,11 +129,15 @@ typedef struct wr_opts {
   char job[300];                /* the job's name in Prometheus labels: "HOST:PID" of weftrun */
   int quiet;                    /* -q: no launch line, no closing figures */
   double started;               /* weftrun's start (weftx_monotonic()), for the launch line */
-  const char *pass[WR_MAX_LIST]; /* Open MPI options passed through, with their arguments */
+  const char *pass[WR_MAX_LIST]; /* other Open MPI options passed through, with their arguments */
   int npass;
-  int version, help, help_man, help_man_exit, verbose;
-  char **program;               /* argv of the program, NULL-terminated */
+  int version, help, help_man, help_man_exit, verbose, refused;
+  wr_app apps[WR_MAX_APPS];
+  int napps;
+  char **program;               /* the first program's argv */
   int nprogram;
+  char **owned;                 /* strings the options own */
+  int nowned;
 } wr_opts;
 
 /* options.c */
@@ -106,6 +145,11 @@ extern const weft_opt wr_options[];
 void wr_opts_init(wr_opts *o);
 /* Parse argv into o; on error print one line and return WR_EXIT_USAGE. */
 int wr_opts_parse(wr_opts *o, int argc, char **argv);
+int wr_strings_own(wr_opts *o, char *s); /* o frees s in wr_opts_free(); 0 or -1 */
+/* The option that asks Open MPI for a placement of its own (--map-by core, --cpu-set,
+ * ...), as typed; NULL when there is none. */
+const char *wr_opts_cpu_mapping(const wr_opts *o);
+void wr_opts_free(wr_opts *o);
 void wr_usage(FILE *out);
 
 /* signals.c: SIGINT, SIGTERM and SIGHUP become one byte each (the signal number) on a
@@ -152,10 +196,14 @@ typedef enum wr_topo_from {
 /* One host of the job: what the user said of it (hosts.c), then what is known of it
  * (facts.c). The plan reads it and never changes it. */
 typedef struct wr_host {
-  const char *name;             /* validated; belongs to the inventory */
+  const char *name;             /* validated, as Open MPI names it; belongs to the inventory */
+  const char *typed;            /* the full name when Open MPI shortens it, else NULL */
   int index;                    /* position in the user's list */
   int slots;                    /* given (-H host:N, slots=N, listed twice); 0: not given */
-  int local;                    /* weftrun's own host */
+  int ompi_slots, ompi_given;   /* Open MPI's count of them (weftx_host) */
+  int slots_max;                /* max_slots; 0: none */
+  int local;                    /* weftrun's own host (mpirun's): by name, or its address */
+  char unresolved[128];         /* why the name does not resolve (a dry run goes on), or "" */
   const char *file;             /* its --topology file, or NULL */
   const weftx_topo *topo;       /* its topology (never NULL after facts.c) */
   wr_topo_from from;
@@ -166,6 +214,18 @@ typedef struct wr_host {
   char *gpus_allowed;           /* the GPUs its ranks may have ("3-4", "" none), NULL: all */
   const char *gpus_from;        /* who says so: "Slurm job 12", "CUDA_VISIBLE_DEVICES" */
 } wr_host;
+
+/* mca.c: the MCA parameters that decide placement, as mpirun will see them (command
+ * line, environment, parameter files). WR_EXIT_*. */
+typedef struct wr_mca {
+  weftx_ompi_mca m;
+  int fixed[WEFTX_OMPI_MCA_COUNT]; /* set by the override file */
+  int default_hostfile_builtin;    /* orte_default_hostfile is Open MPI's own default */
+  char **strings;
+  int nstrings;
+} wr_mca;
+int wr_mca_gather(const wr_opts *o, wr_mca *m);
+void wr_mca_free(wr_mca *m);
 
 typedef struct wr_topo_entry wr_topo_entry;
 typedef struct wr_gcp wr_gcp;
@@ -181,10 +241,16 @@ typedef struct wr_inventory {
   wr_gcp *gcp;                  /* --nccl-preset on this VM */
   char **preset_env;            /* its variables as "KEY=VALUE", for the plan */
   int npreset_env;
+  wr_mca mca;                   /* Open MPI's placement parameters */
+  int keep_fqdn;
+  int *app_hosts[WR_MAX_APPS];  /* the hosts each program may use (indices); NULL: all */
+  int app_nhosts[WR_MAX_APPS];
   const char *slurm_job;        /* SLURM_JOB_ID inside an allocation, else NULL */
+  int weft_places;              /* the engine (srun) has no Open MPI placement: weft places */
   const char *default_hostfile; /* the hosts came from Open MPI's default hostfile, this one */
   char gpus_from[64];           /* the wr_host.gpus_from they share */
 } wr_inventory;
+
 
 /* hosts.c: -H, --hostfile, Open MPI's default hostfile, Slurm or this host; each
  * host's given slots, whether it is this one, its --topology file. WR_EXIT_*. */
@@ -248,23 +314,36 @@ int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen
 void wr_gcp_print(const wr_gcp *g, FILE *out);
 void wr_gcp_destroy(wr_gcp *g);
 
-/* plan.c: the pure plan. */
+/* plan.c: the pure plan. Who places the ranks: */
+typedef enum wr_mode {
+  WR_MODE_GPU = 1,              /* weft: one rank per GPU, bound next to it (weft-rank binds) */
+  WR_MODE_OMPI,                 /* Open MPI, from the user's own options (mpirun binds) */
+} wr_mode;
+
 typedef struct wr_plan_host {
   const wr_host *host;          /* its facts */
   int slots;                    /* given, else its GPUs or cores (the policy's slots) */
   int cap;                      /* ranks it takes without oversubscribing */
   int count;                    /* ranks planned on it */
+  int *per_app;                 /* of them, the ranks of each program (napps) */
+  int ompi_slots;               /* Open MPI's slots of it (WR_MODE_OMPI) */
 } wr_plan_host;
 
 typedef struct wr_plan {
-  weftx_policy pol;
+  wr_mode mode;
+  char mode_why[256];           /* why this mode: "no host has a GPU", "--map-by core", ... */
+  char departure[512];          /* WR_MODE_GPU: how the layout differs from mpirun's, or "" */
+  weftx_policy pol;             /* WR_MODE_GPU */
+  weftx_ompi_policy ompi;       /* WR_MODE_OMPI: Open MPI's resolved policy */
   int by_node;                  /* ranks numbered round-robin over the hosts */
   int np;
+  int napps;
   int nhosts;
-  wr_plan_host *hosts;          /* in rank order: as given, or sorted by physical_host */
+  wr_plan_host *hosts;          /* in rank order (Open MPI's node order), hosts without ranks last */
   int ordered;                  /* sorted by physical_host */
   int oversub;                  /* some host has more ranks than its cap */
   weftx_plan_rank *ranks;       /* np of them; .host indexes hosts */
+  int *rank_app;                /* the program of each rank */
   char **env;                   /* "KEY=VALUE" the plan shows: -x values, the preset's */
   int nenv;
 } wr_plan;
@@ -278,8 +357,16 @@ typedef struct wr_plan_here {
 } wr_plan_here;
 
 /* WR_EXIT_*, with a one-line reason in why on failure. */
-int wr_plan_make(const wr_opts *o, const wr_host *hosts, int nhosts, const wr_plan_here *here,
+int wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here,
                  wr_plan **out, char *why, size_t whylen);
+/* plan-gpu.c and plan-ompi.c: the two ways of placing, after plan.c has chosen one. */
+int wr_plan_gpu(wr_plan *p, const wr_opts *o, const wr_host *hosts, int nhosts,
+                const wr_plan_here *here, char *why, size_t whylen);
+int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why,
+                 size_t whylen);
+/* The layout weft-rank gets: each program's ranks per host in plan order, run-length
+ * coded, ';' between programs (layout.h). Allocated. */
+char *wr_plan_layout(const wr_plan *p);
 void wr_plan_destroy(wr_plan *p);
 int wr_plan_host_of(const wr_plan *p, const char *name); /* plan index of a host, or -1 */
 
@@ -324,14 +411,16 @@ int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or
 /* Variables forwarded to every rank by default (weftx_env_forward_default() less those
  * that describe one host). */
 int wr_engine_forwarded(const char *name, size_t n);
-/* The agent's arguments for a plan, less the program (engine.c, for both engines). */
+/* weft-rank, its arguments for a plan, "--" and program \p app's words (engine.c, for
+ * both engines). */
 int wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                    const char *output_filename, wr_argv *a, char *why, size_t whylen);
+                    const char *output_filename, int app, wr_argv *a, char *why, size_t whylen);
 
 /* engine-mpirun.c and engine-srun.c: each engine's command line, environment, hostfile
  * and probe. */
-int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                   wr_argv *a);
+int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a);
+int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app,
+                       wr_argv *a);
 int wr_mpirun_hostfile(const wr_plan *p, FILE *out);
 int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
                          wr_argv *a);

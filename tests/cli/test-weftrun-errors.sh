@@ -49,6 +49,29 @@ if [ "$(id -u)" = 0 ]; then
    exit $fail) || fail=1
 fi
 expect 2 "no help topic 'foo'; the topics are placement" --help foo
+# Open MPI options weftrun does not support: named, said so, what to use instead
+expect 2 "'-rf' is an Open MPI option that weftrun does not support; use --map-by" -rf rf ./a.out
+expect 2 "'--app' is an Open MPI option that weftrun does not support; write the programs" \
+  --app f
+expect 2 "'--do-not-launch' is an Open MPI option that weftrun does not support; use weftrun --dry-run" \
+  --do-not-launch ./a.out
+# a typo next to an option of the opposite meaning is not "corrected" into it
+set +e
+"$weftrun" --no-oversubscribe ./a.out 2>"$tmp/err"
+set -e
+grep -q "did you mean '--oversubscribe'" "$tmp/err" &&
+  { echo "FAIL: --no-oversubscribe suggested --oversubscribe"; fail=1; } || echo "ok: no opposite suggestion"
+# what Open MPI 4.1 cannot launch on, or refuses in a hostfile (measured), is refused first
+expect 65 "IPv6 address, which Open MPI 4.1 cannot launch on" --dry-run -H ::1 ./a.out
+printf 'a slots=2\na slots=2\n' >"$tmp/dup"
+expect 65 "dup:2: host 'a' is already listed" --dry-run --hostfile "$tmp/dup" --topology "$a3" ./a.out
+# hosts that do not resolve: a launch stops (exit 68) before anything starts, and so does a
+# dry run that would have to probe them; one planned from a topology file says so
+expect 68 "cannot resolve host 'no-such-host.invalid'" -H no-such-host.invalid ./a.out
+expect 68 "cannot resolve host 'no-such-host.invalid'" --dry-run -H no-such-host.invalid ./a.out
+"$weftrun" --dry-run -H no-such-host.invalid --topology "$a3" ./a.out >"$tmp/out" 2>&1 &&
+  grep -q "^# host no-such-host: the name does not resolve (.*); a launch stops there (exit 68)$" \
+    "$tmp/out" || { echo "FAIL: dry run of an unknown host with a topology file:"; cat "$tmp/out"; fail=1; }
 # --dry-run shows the engine command: exact counts per host in a hostfile of the job's
 # private directory, Open MPI's binding off, every rank through weft-rank with the
 # layout, the program's own options after "--"; -v shows the hostfile
@@ -62,7 +85,7 @@ cp "$(command -v sleep)" "$tmp/probe-sleep-$$"
 printf '#!/bin/sh\nexec %s 30\n' "$tmp/probe-sleep-$$" >"$tmp/fake-mpirun"
 chmod +x "$tmp/fake-mpirun"
 mkdir "$tmp/t"
-TMPDIR="$tmp/t" WEFT_MPIRUN="$tmp/fake-mpirun" timeout 30 "$weftrun" --dry-run -H far-a,far-b ./prog \
+TMPDIR="$tmp/t" WEFT_MPIRUN="$tmp/fake-mpirun" timeout 30 "$weftrun" --dry-run -H 198.51.100.1,198.51.100.2 ./prog \
   >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 i=0

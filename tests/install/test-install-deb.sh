@@ -87,7 +87,10 @@ cat >"$tmp/debs/inside.sh" <<'EOS'
 # Runs chrooted in the overlay: install, use, purge, look for leftovers.
 set -u
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PATH=/usr/sbin:/usr/bin:/sbin:/bin
-unset WEFT_DATADIR WEFT_TOPOLOGY WEFT_RANK_PATH WEFT_VERBOSE OMPI_MCA_orte_default_hostfile \
+# a user's home of its own: what weft keeps there (the topology cache) is the user's,
+# not the package's, and is not looked for among the leftovers
+mkdir -p /tmp/home && export HOME=/tmp/home
+unset XDG_CACHE_HOME WEFT_DATADIR WEFT_TOPOLOGY WEFT_RANK_PATH WEFT_VERBOSE OMPI_MCA_orte_default_hostfile \
   SLURM_JOB_NODELIST LD_LIBRARY_PATH PKG_CONFIG_PATH
 fail=0
 ok() { echo "ok $*"; }

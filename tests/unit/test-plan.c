@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of weftrun's pure plan (src/weftrun/plan.c): plans built from
+/* Unit tests of weftrun's pure plan (src/weftrun/plan*.c): plans built from
  * host and fact sets as the facts stage would fill them (topologies from
- * share/weft/topologies), without mpirun or a metadata server. Hosts with
- * different GPU counts, given and ungiven slots, -N, --map-by node,
- * oversubscription, --gpus-per-node, a Slurm job's GPUs, a Google Cloud
- * physical_host order, and the environment the plan shows. */
+ * share/weft/topologies), without mpirun or a metadata server. When weft
+ * places the ranks (GPU hosts): hosts with different GPU counts, given and
+ * ungiven slots, -N, oversubscription, --gpus-per-node, a Slurm job's GPUs,
+ * a Google Cloud physical_host order, and the environment the plan shows. When Open MPI
+ * places them (hosts without GPUs, a CPU mapping): Open MPI 4.1's rules as
+ * the issue found them broken: -H hosts have one slot, --map-by node spreads,
+ * ppr:1:node without -np, mpirun's own host first, MCA defaults, and GPUs
+ * given by locality under a CPU mapping. */
 #include "config.h"
 
 #include <setjmp.h>
@@ -62,6 +66,8 @@ host(const char *name, int index, int slots, const weftx_topo *t)
   h.name = name;
   h.index = index;
   h.slots = slots;
+  h.ompi_slots = slots;
+  h.ompi_given = slots > 0;
   h.file = "given.xml";
   h.topo = t;
   h.from = WR_TOPO_FILE;
@@ -72,15 +78,38 @@ host(const char *name, int index, int slots, const weftx_topo *t)
 static char *const no_env[] = { NULL };
 static const wr_plan_here here0 = { NULL, NULL, 0, no_env };
 
-static int
-make(wr_opts *o, const wr_host *hosts, int n, wr_plan **p, char *why, size_t len)
+/* The inventory the hosts and facts stages leave (the hosts, no MCA parameter). */
+static wr_inventory inv0;
+
+static const wr_inventory *
+inventory(const wr_host *hosts, int n)
 {
-  int rc = wr_plan_make(o, hosts, n, &here0, p, why, len);
+  memset(&inv0, 0, sizeof(inv0));
+  inv0.hosts = (wr_host *)hosts;
+  inv0.nhosts = n;
+  return &inv0;
+}
+
+static int
+make_here(wr_opts *o, const wr_host *hosts, int n, const wr_plan_here *here, wr_plan **p,
+          char *why, size_t len)
+{
+  wr_inventory *inv = (wr_inventory *)inventory(hosts, n);
+  /* mpirun's placement options set their MCA parameters too */
+  inv->mca.m.v[WEFTX_OMPI_MCA_MAPPING] = o->cl.map_by;
+  inv->mca.m.v[WEFTX_OMPI_MCA_RANKING] = o->cl.rank_by;
+  int rc = wr_plan_make(o, inv, here, p, why, len);
   if (rc) {
     wr_plan_destroy(*p);
     *p = NULL;
   }
   return rc;
+}
+
+static int
+make(wr_opts *o, const wr_host *hosts, int n, wr_plan **p, char *why, size_t len)
+{
+  return make_here(o, hosts, n, &here0, p, why, len);
 }
 
 /* Hosts of 8 and 4 GPUs without slots: one rank per GPU on each, GPU i for local rank i. */
@@ -222,8 +251,10 @@ test_map_by_node(void **state)
   wr_host h[3] = { host("a", 0, 2, n2), host("b", 1, 1, n2), host("c", 2, 2, n2) };
   (void)state;
   wr_opts_init(&o);
-  o.map_by = "node";
-  assert_int_equal(make(&o, h, 3, &p, why, sizeof(why)), 0);
+  o.map_by = o.cl.map_by = "node";
+  if (make(&o, h, 3, &p, why, sizeof(why)))
+    fail_msg("%s", why);
+  assert_int_equal(p->mode, WR_MODE_OMPI);
   assert_true(p->by_node);
   assert_int_equal(p->np, 5);
   /* round-robin over the hosts that still have room: a b c a c */
@@ -234,8 +265,8 @@ test_map_by_node(void **state)
   }
   wr_plan_destroy(p);
   /* --rank-by node alone does the same */
-  o.map_by = NULL;
-  o.rank_by = "node";
+  o.map_by = o.cl.map_by = NULL;
+  o.rank_by = o.cl.rank_by = "node";
   assert_int_equal(make(&o, h, 3, &p, why, sizeof(why)), 0);
   assert_int_equal(p->ranks[3].host, 0);
   wr_plan_destroy(p);
@@ -342,7 +373,7 @@ test_environment(void **state)
   o.xvars[o.nxvars++] = "FOO=1";
   o.xvars[o.nxvars++] = "BAR";
   o.xvars[o.nxvars++] = "UNSET_ANYWHERE";
-  assert_int_equal(wr_plan_make(&o, h, 1, &here, &p, why, sizeof(why)), 0);
+  assert_int_equal(make_here(&o, h, 1, &here, &p, why, sizeof(why)), 0);
   assert_int_equal(p->nenv, 3);
   assert_string_equal(p->env[0], "FOO=1");
   assert_string_equal(p->env[1], "BAR=from-env");
@@ -355,6 +386,145 @@ test_environment(void **state)
   assert_true(why[0] != '\0');
 }
 
+/* -H a,b,c -np 3 on hosts without GPUs: one slot each, one rank each (a host without
+ * a count has one slot in Open MPI, not its cores) */
+static void
+test_ompi_dash_host(void **state)
+{
+  wr_opts o;
+  wr_plan *p;
+  char why[512];
+  wr_host h[3] = { host("a", 0, 1, n2), host("b", 1, 1, n2), host("c", 2, 1, n2) };
+  (void)state;
+  wr_opts_init(&o);
+  o.apps[0].np = 3;
+  o.napps = 1;
+  assert_int_equal(make(&o, h, 3, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->mode, WR_MODE_OMPI);
+  assert_int_equal(p->np, 3);
+  for (int r = 0; r < 3; r++) {
+    assert_int_equal(p->ranks[r].host, r);
+    assert_int_equal(p->ranks[r].local_rank, 0);
+    assert_int_equal(p->ranks[r].place.gpu, -1);
+  }
+  /* np 3 > 2: Open MPI binds to the NUMA node (n2 has one: all its cpus) */
+  assert_true(p->ranks[0].place.bound);
+  assert_int_equal(WEFTX_OMPI_POLICY(p->ompi.binding), WEFTX_OMPI_NUMA);
+  wr_plan_destroy(p);
+  /* a fourth rank does not fit: mpirun refuses, so does the plan */
+  o.apps[0].np = 4;
+  assert_int_equal(make(&o, h, 3, &p, why, sizeof(why)), WR_EXIT_PLACE);
+  assert_non_null(strstr(why, "not enough slots"));
+}
+
+/* --map-by node -np 3 on 3 hosts of 2 slots: one per host (it was a, b, a); and
+ * ppr:1:node without -np: one per host, not every slot */
+static void
+test_ompi_spread(void **state)
+{
+  wr_opts o;
+  wr_plan *p;
+  char why[512];
+  wr_host h[3] = { host("vnode0", 0, 2, n2), host("vnode1", 1, 2, n2), host("vnode2", 2, 2, n2) };
+  (void)state;
+  wr_opts_init(&o);
+  o.napps = 1;
+  o.apps[0].np = 3;
+  o.map_by = o.cl.map_by = "node";
+  assert_int_equal(make(&o, h, 3, &p, why, sizeof(why)), 0);
+  for (int r = 0; r < 3; r++)
+    assert_string_equal(p->hosts[p->ranks[r].host].host->name, h[r].name);
+  wr_plan_destroy(p);
+  o.apps[0].np = -1;
+  o.map_by = o.cl.map_by = "ppr:1:node";
+  assert_int_equal(make(&o, h, 3, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->np, 3);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(p->hosts[i].count, 1);
+  wr_plan_destroy(p);
+}
+
+/* mpirun's own host is Open MPI's first, whatever the order given */
+static void
+test_ompi_local_first(void **state)
+{
+  wr_opts o;
+  wr_plan *p;
+  char why[512];
+  wr_host h[2] = { host("far", 0, 2, n2), host("here", 1, 2, n2) };
+  (void)state;
+  h[1].local = 1;
+  wr_opts_init(&o);
+  o.napps = 1;
+  o.apps[0].np = 4;
+  assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), 0);
+  assert_string_equal(p->hosts[p->ranks[0].host].host->name, "here");
+  assert_string_equal(p->hosts[p->ranks[2].host].host->name, "far");
+  wr_plan_destroy(p);
+}
+
+/* Open MPI's defaults from MCA parameters: binding none, oversubscription allowed (as
+ * weft-vcluster sets them) */
+static void
+test_ompi_mca_defaults(void **state)
+{
+  wr_opts o;
+  wr_plan *p;
+  char why[512];
+  wr_host h[1] = { host("a", 0, 2, n2) };
+  wr_inventory *inv;
+  (void)state;
+  wr_opts_init(&o);
+  o.napps = 1;
+  o.apps[0].np = 3;
+  inv = (wr_inventory *)inventory(h, 1);
+  inv->mca.m.v[WEFTX_OMPI_MCA_BINDING] = "none";
+  inv->mca.m.v[WEFTX_OMPI_MCA_OVERSUBSCRIBE] = "1";
+  assert_int_equal(wr_plan_make(&o, inv, &here0, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->np, 3);
+  assert_true(p->oversub);
+  for (int r = 0; r < 3; r++)
+    assert_false(p->ranks[r].place.bound);
+  wr_plan_destroy(p);
+  /* without them: 3 ranks on 2 slots is refused, as by mpirun */
+  inv = (wr_inventory *)inventory(h, 1);
+  assert_int_equal(wr_plan_make(&o, inv, &here0, &p, why, sizeof(why)), WR_EXIT_PLACE);
+  wr_plan_destroy(p);
+}
+
+/* A CPU mapping on a GPU host keeps GPUs by locality when the ranks are no more than the
+ * GPUs: --map-by ppr:4:socket on a3-highgpu-8g gives GPU 0-3 to socket 0's ranks */
+static void
+test_ompi_gpus_by_locality(void **state)
+{
+  wr_opts o;
+  wr_plan *p;
+  char why[512];
+  wr_host h[1] = { host("a", 0, 8, a3) };
+  (void)state;
+  wr_opts_init(&o);
+  o.napps = 1;
+  o.map_by = o.cl.map_by = "ppr:4:socket";
+  assert_int_equal(make(&o, h, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->mode, WR_MODE_OMPI);
+  assert_int_equal(p->np, 8);
+  for (int r = 0; r < 8; r++) {
+    const weftx_gpu *g = weftx_topo_gpu(a3, p->ranks[r].place.gpu);
+    assert_non_null(g);
+    /* the rank's cpus are its GPU's */
+    assert_true(hwloc_bitmap_intersects(g->cpuset, p->ranks[r].place.cpuset));
+  }
+  wr_plan_destroy(p);
+  /* more ranks than GPUs: none gets one, and the plan says why */
+  o.map_by = o.cl.map_by = "core";
+  o.apps[0].np = 16;
+  h[0].slots = h[0].ompi_slots = 16;
+  assert_int_equal(make(&o, h, 1, &p, why, sizeof(why)), 0);
+  assert_int_equal(p->ranks[0].place.gpu, -1);
+  assert_non_null(strstr(p->ranks[0].place.note, "no rank gets a GPU"));
+  wr_plan_destroy(p);
+}
+
 int
 main(void)
 {
@@ -364,6 +534,9 @@ main(void)
     cmocka_unit_test(test_per_node),          cmocka_unit_test(test_map_by_node),
     cmocka_unit_test(test_oversubscribe),     cmocka_unit_test(test_gpus_per_node),
     cmocka_unit_test(test_physical_host_order), cmocka_unit_test(test_environment),
+    cmocka_unit_test(test_ompi_dash_host),    cmocka_unit_test(test_ompi_spread),
+    cmocka_unit_test(test_ompi_local_first),  cmocka_unit_test(test_ompi_mca_defaults),
+    cmocka_unit_test(test_ompi_gpus_by_locality),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

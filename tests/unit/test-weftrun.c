@@ -128,15 +128,84 @@ test_pass_through(void **state)
   wr_opts o;
   (void)state;
   const char *a[] = { "--display-map", "-wdir", "/tmp", "--topology", "a=x.xml", "--topology",
-                      "y.xml", "prog", NULL };
+                      "y.xml", "--leave-session-attached", "-prefix", "/opt/ompi", "prog", NULL };
   assert_int_equal(parse(&o, a), 0);
   assert_int_equal(o.npass, 3);
-  assert_string_equal(o.pass[0], "--display-map");
-  assert_string_equal(o.pass[1], "-wdir");
-  assert_string_equal(o.pass[2], "/tmp");
+  assert_string_equal(o.pass[0], "--leave-session-attached");
+  assert_string_equal(o.pass[1], "-prefix");
+  assert_string_equal(o.pass[2], "/opt/ompi");
   assert_int_equal(o.nhost_topology, 1);
   assert_string_equal(o.host_topology[0].value, "x.xml");
   assert_string_equal(o.topology, "y.xml");
+  /* Open MPI's options kept word for word for mpirun; weft's own left out */
+  assert_int_equal(o.apps[0].nwords, 6);
+  assert_string_equal(o.apps[0].words[0], "--display-map");
+  assert_int_equal(o.apps[0].place[0], WR_WORD_PLACE);
+  assert_string_equal(o.apps[0].words[1], "-wdir");
+  assert_int_equal(o.apps[0].place[1], WR_WORD_ANY);
+  assert_string_equal(o.apps[0].words[5], "/opt/ompi");
+  wr_opts_free(&o);
+}
+
+/* Open MPI's options that weftrun refuses: one line naming the option, saying Open MPI
+ * has it and weftrun does not, and what to use instead */
+static void
+test_refused(void **state)
+{
+  static const char *refused[] = { "-rf", "--rankfile", "--app", "--preload-binary", "-s",
+                                   "--index-argv-by-rank", "--do-not-launch", "--tv", "--debug",
+                                   "--enable-recovery", "--tune", "--am", NULL };
+  wr_opts o;
+  (void)state;
+  for (int i = 0; refused[i]; i++) {
+    const char *a[] = { refused[i], "x", "prog", NULL };
+    assert_int_equal(parse(&o, a), WR_EXIT_USAGE);
+    assert_true(o.refused);
+    wr_opts_free(&o);
+  }
+}
+
+/* A suggestion never means the opposite, and Open MPI's options are found as they are */
+static void
+test_suggestions(void **state)
+{
+  char buf[64];
+  (void)state;
+  const char *s = weft_opt_suggest(wr_options, "--no-oversubscribe", buf, sizeof(buf));
+  assert_true(!s || strcmp(s, "--oversubscribe"));
+  s = weft_opt_suggest(wr_options, "--nobind", buf, sizeof(buf));
+  assert_true(!s || strcmp(s, "--bind-to"));
+  /* Open MPI's deprecated spellings are options, not typos */
+  assert_non_null(weft_opt_find(wr_options, "bynode"));
+  assert_non_null(weft_opt_find(wr_options, "nooversubscribe"));
+  assert_non_null(weft_opt_find(wr_options, "d"));
+  assert_non_null(weft_opt_find(wr_options, "app"));
+}
+
+/* Colon-separated programs (MPMD): each its own options and arguments */
+static void
+test_mpmd(void **state)
+{
+  wr_opts o;
+  (void)state;
+  const char *a[] = { "-np", "1", "--map-by", "node", "a", "x", ":", "-np", "2", "-H", "h", "b",
+                      NULL };
+  assert_int_equal(parse(&o, a), 0);
+  assert_int_equal(o.napps, 2);
+  assert_int_equal(o.apps[0].np, 1);
+  assert_int_equal(o.apps[0].nprogram, 2);
+  assert_string_equal(o.apps[1].program[0], "b");
+  assert_int_equal(o.apps[1].np, 2);
+  assert_int_equal(o.apps[1].nhost_args, 1);
+  assert_string_equal(o.map_by, "node");
+  wr_opts_free(&o);
+  /* placement options belong before the first program */
+  const char *b[] = { "-np", "1", "a", ":", "--map-by", "core", "-np", "1", "b", NULL };
+  assert_int_equal(parse(&o, b), WR_EXIT_USAGE);
+  wr_opts_free(&o);
+  const char *c[] = { "-np", "1", "a", ":", NULL };
+  assert_int_equal(parse(&o, c), WR_EXIT_USAGE);
+  wr_opts_free(&o);
 }
 
 /* Every visible option appears in --help and in the man page entries. */
@@ -471,6 +540,9 @@ main(void)
     cmocka_unit_test(test_double_dash_ends_options),
     cmocka_unit_test(test_unknown_and_bad),
     cmocka_unit_test(test_pass_through),
+    cmocka_unit_test(test_refused),
+    cmocka_unit_test(test_suggestions),
+    cmocka_unit_test(test_mpmd),
     cmocka_unit_test(test_help_and_man_cover_table),
     cmocka_unit_test(test_distance),
     cmocka_unit_test(test_layout),
