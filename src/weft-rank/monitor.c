@@ -45,6 +45,7 @@ struct wk_monitor {
   int tx_fd, rx_fd;
   char nic[32];
   int64_t ticks, tx, rx;     /* the last reading, -1 none */
+  int64_t ticks_max;         /* the most ticks read: the total reported */
   int64_t seq;
 };
 
@@ -82,11 +83,12 @@ tree_read(long root, weft_proc_stat *sum)
     weft_proc_stat st;
     snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
     int fd = open_ro(path);
-    int bad = read_text(fd, buf, sizeof(buf)) || weft_sample_parse_stat(buf, &st) || st.state == 'Z';
+    /* a zombie still counts: its time moves to its parent's cutime only when reaped */
+    int bad = read_text(fd, buf, sizeof(buf)) || weft_sample_parse_stat(buf, &st);
     if (fd >= 0)
       close(fd);
     if (bad)
-      continue; /* gone between two reads: its time is in its parent's cutime once reaped */
+      continue; /* gone between two reads: its time is in its parent's cutime */
     n++;
     sum->ticks += st.ticks;
     sum->threads += st.threads;
@@ -358,8 +360,12 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
   int procs = tree_read(m->pid, &st);
   if (procs > 0) {
     s.procs = procs;
+    /* a process that left the tree (an orphan adopted by init) takes its time with it:
+     * the use over such a span is unknown, the total never goes back */
     s.cpu_pm = weft_sample_cpu_pm(m->ticks, st.ticks, m->hz, s.span_ms);
-    s.cpu_ms = m->hz > 0 ? st.ticks * 1000 / m->hz : -1;
+    if (st.ticks > m->ticks_max)
+      m->ticks_max = st.ticks;
+    s.cpu_ms = m->hz > 0 ? m->ticks_max * 1000 / m->hz : -1;
     s.rss = st.rss_pages * m->page;
     s.threads = st.threads;
     m->ticks = st.ticks;
