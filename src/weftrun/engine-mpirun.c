@@ -229,6 +229,10 @@ int
 wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
 {
   int rc = user_words(p, o, app, a) || (p->mode == WR_MODE_GPU && add_env(o, a));
+  /* the control channel's secret reaches every agent whichever places the ranks (when
+   * weft does, add_env forwards it with every WEFT_* variable) */
+  if (!rc && p->mode != WR_MODE_GPU && getenv(WEFT_CTL_SECRET_ENV))
+    rc = wr_argv_add(a, "-x") || wr_argv_add(a, WEFT_CTL_SECRET_ENV);
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);

@@ -142,9 +142,9 @@ const weft_opt wr_options[] = {
     "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
   { O_MONITOR, "monitor", WEFT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
     "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
-    "its rank (CPU, memory, threads, NIC rates) and sends it to weftrun: a live status line on "
-    "a terminal, a line naming a rank whose CPU use stays well below its peers' (a straggler), "
-    "and the summary's figures.", 0 },
+    "its rank (CPU, memory, threads, NIC rates, its GPU's through NVML) and sends it to "
+    "weftrun: a live status line on a terminal, a line naming a rank whose CPU or GPU use stays "
+    "well below its peers' (a straggler), and the closing figures.", 0 },
   { O_MONITOR_OUT, "monitor-out", WEFT_OPT_ARG, "DIR", S_WATCH,
     "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
     "per sample (weftrun(1) MONITORING gives the fields); DIR is made if needed, an existing "
