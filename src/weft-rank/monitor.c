@@ -157,14 +157,16 @@ prom_write(wk_monitor *m, const weft_sample *s)
 }
 
 /* The rank's GPU is read on a thread of its own: a driver that hangs in NVML must not
- * stop the agent's loop (its heartbeats). The thread owns its gpu_watch once started;
- * the loop reads the latest figures under the lock and, to stop it, only sets stop. */
+ * stop the agent's loop (its heartbeats). The loop reads the latest figures under the
+ * lock. Whichever of the two is last frees the gpu_watch: the thread when it sees stop
+ * (it may be stuck in NVML for good, then it is never freed), the loop when the thread
+ * has said done. */
 typedef struct gpu_watch {
   pthread_mutex_t mu;
   double every;
   int gpu;
   char pci[32];
-  int stop;
+  int stop, done;
   int state;                 /* 0 starting, 1 reading, -1 given up (why) */
   char why[160];
   int64_t util, mem, power, temp;
@@ -238,12 +240,16 @@ gpu_thread(void *arg)
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&w->mu);
   }
-  int up = w->state == 1;
+  int up = w->state == 1, mine = w->stop;
+  w->done = 1;
   pthread_mutex_unlock(&w->mu);
+  /* not mine: the loop may free it from here on */
   if (up)
     n.shutdown();
-  pthread_mutex_destroy(&w->mu);
-  free(w);
+  if (mine) {
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+  }
   return NULL;
 }
 
@@ -400,9 +406,15 @@ wk_monitor_free(wk_monitor *m)
     unlink(m->prom_tmp);
   }
   if (m->watch) {
-    pthread_mutex_lock(&m->watch->mu);
-    m->watch->stop = 1; /* the thread frees it */
-    pthread_mutex_unlock(&m->watch->mu);
+    gpu_watch *w = m->watch;
+    pthread_mutex_lock(&w->mu);
+    int done = w->done;
+    w->stop = 1; /* not done: the thread frees it */
+    pthread_mutex_unlock(&w->mu);
+    if (done) {
+      pthread_mutex_destroy(&w->mu);
+      free(w);
+    }
   }
   if (m->tx_fd >= 0)
     close(m->tx_fd);

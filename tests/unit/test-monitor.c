@@ -260,7 +260,11 @@ test_straggler(void **state)
 static int
 parse(wr_opts *o, const char *a, const char *b)
 {
-  char *argv[5] = { (char *)"weftrun", (char *)a, NULL, NULL, NULL };
+  /* static: the options point into it after the call */
+  static char *argv[5];
+  argv[0] = (char *)"weftrun";
+  argv[1] = (char *)a;
+  argv[2] = argv[3] = argv[4] = NULL;
   int argc = 2;
   if (b)
     argv[argc++] = (char *)b;
