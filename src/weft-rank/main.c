@@ -439,6 +439,11 @@ main(int argc, char **argv)
   if (program_vars(program))
     FAIL("out of memory");
   weftx_topo_env_restore();
+  /* mpirun read weftrun's XML of this machine instead of probing it again: that is
+   * weft's doing, so the rank gets the environment plain mpirun would give it */
+  const char *tf = getenv("OMPI_MCA_hwloc_base_topo_file");
+  if (tf && o.host_xml && !strcmp(tf, o.host_xml) && unsetenv("OMPI_MCA_hwloc_base_topo_file"))
+    FAIL("cannot unset OMPI_MCA_hwloc_base_topo_file");
 
   /* the per-rank environment: the user's variables first, weft's only where unset */
   weftx_rank_info ri;

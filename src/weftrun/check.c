@@ -519,8 +519,13 @@ job_options(check *c)
   int given = 0;
   for (int i = 0; i < oc->nxvars; i++)
     given |= !strncmp(oc->xvars[i], "GCE_METADATA_HOST", 17);
-  if (md && *md && !given && oc->nxvars < WR_MAX_LIST)
+  if (md && *md && !given && oc->nxvars < WR_MAX_LIST && oc->apps[0].nwords + 2 <= WR_MAX_WORDS) {
     oc->xvars[oc->nxvars++] = "GCE_METADATA_HOST";
+    c->words[oc->apps[0].nwords] = "-x"; /* mpirun gets the option words */
+    c->place[oc->apps[0].nwords++] = WR_WORD_ANY;
+    c->words[oc->apps[0].nwords] = "GCE_METADATA_HOST";
+    c->place[oc->apps[0].nwords++] = WR_WORD_ANY;
+  }
 }
 
 int

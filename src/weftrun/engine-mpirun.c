@@ -196,21 +196,22 @@ wr_mpirun_hostfile(const wr_plan *p, FILE *out)
   return ferror(out) ? -1 : 0;
 }
 
-/* mpirun, this machine's topology when it may read it, and where the ranks go when
- * weft places them. */
+/* mpirun; when weft places the ranks, where they go and this machine's topology when
+ * mpirun may read it. */
 int
 wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a)
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", p->np);
   int rc = wr_argv_add(a, e->path);
-  /* the live XML of this machine: Open MPI loads it as this system, so its own binding
-   * (when it places the ranks) is as real as with its own probe */
-  if (!rc && reuse_topology(p, o, e))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
-         wr_argv_add(a, e->host_xml);
+  /* When Open MPI places and binds the ranks it probes this machine itself, as plain
+   * mpirun does: its binding and --report-bindings from weftrun's XML were found to
+   * differ (empty "bound to" lines), and the ranks would see the parameter. */
   if (rc || p->mode != WR_MODE_GPU)
     return rc;
+  if (reuse_topology(p, o, e))
+    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
+         wr_argv_add(a, e->host_xml);
   rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
        wr_argv_add(a, e->hostfile);
   if (!rc && need_seq(p))
@@ -229,9 +230,9 @@ int
 wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
 {
   int rc = user_words(p, o, app, a) || (p->mode == WR_MODE_GPU && add_env(o, a));
-  /* the control channel's secret reaches every agent whichever places the ranks (when
-   * weft does, add_env forwards it with every WEFT_* variable) */
-  if (!rc && p->mode != WR_MODE_GPU && getenv(WEFT_CTL_SECRET_ENV))
+  /* the control channel's secret reaches every agent (weft-rank unsets it for the
+   * program), whoever places the ranks: mpirun gives other hosts only -x variables */
+  if (!rc && p->mode != WR_MODE_GPU && getenv(WEFT_CTL_SECRET_ENV)) /* GPU: add_env has WEFT_* */
     rc = wr_argv_add(a, "-x") || wr_argv_add(a, WEFT_CTL_SECRET_ENV);
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))

@@ -169,7 +169,8 @@ resolve(const wr_opts *o, wr_inventory *inv, int gce_here)
       continue;
     }
     snprintf(w->unresolved, sizeof(w->unresolved), "%s", err[i] == EAI_AGAIN ?
-             "no answer from the resolver in time" : gai_strerror(err[i]));
+             "the resolver could not answer (no name server reached, or none answered in "
+             "time)" : gai_strerror(err[i]));
     if (!o->dry_run || probed(o, w, gce_here)) {
       fprintf(stderr, "weftrun: cannot resolve host '%s' (%s): %s; check the name or "
               "/etc/hosts\n", names[i], weftx_hosts_origin_name(inv->origin), w->unresolved);

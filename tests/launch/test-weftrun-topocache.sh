@@ -5,7 +5,8 @@
 # under $XDG_CACHE_HOME), the next ones load it; the ranks are placed and bound
 # the same either way; a damaged cache is probed again and rewritten;
 # WEFT_TOPOLOGY_CACHE=0 reads and writes nothing. mpirun reads weftrun's XML
-# (hwloc_base_topo_file, which it says it loads) when every rank is here, and
+# (hwloc_base_topo_file, which it says it loads) when weft places the ranks and every
+# rank is here (never when Open MPI places them: it probes, as plain mpirun), and
 # not when the user sets hwloc_base_cpu_list (on the command line,
 # in the environment or in a parameter file), or a rank is on another host (a
 # stand-in mpirun shows the command line there). A topology file of the user's own
@@ -31,7 +32,9 @@ hasnt() { ! grep -q -- "$2" "$tmp/err" || { echo "FAIL: $1: '$2' in:"; cat "$tmp
 bindings() { grep -E '^\[weft\]|MCW rank [0-9]+ ' "$tmp/err" | sed 's/^\[\([^]:]*\):[0-9]*\]/[\1]/' | sort; }
 topo_arg='--mca hwloc_base_topo_file [^ ]*/weft-[0-9]*-[^/ ]*/topology.xml '
 
-run "first run" -np 2 --oversubscribe --report-bindings --mca hwloc_base_verbose 1 true
+# --gpus-per-node 2: weft places the ranks (one per GPU, as on a GPU host), the case where
+# mpirun may read weftrun's XML; without it Open MPI places them and probes for itself
+run "first run" -np 2 --gpus-per-node 2 --report-bindings --mca hwloc_base_verbose 1 true
 has "first run" "topology cache: wrote $file"
 has "first run" "running .*$topo_arg"
 has "first run: mpirun reads the file" "hwloc:base loading topology from file .*/topology.xml"
@@ -40,7 +43,7 @@ hasnt "first run: mpirun probes" "hwloc:base discovering topology"
   { echo "FAIL: cache not private: $(ls -ld "$XDG_CACHE_HOME/weft" "$file" 2>&1)"; fail=1; }
 bindings >"$tmp/probed"
 
-run "second run" -np 2 --oversubscribe --report-bindings true
+run "second run" -np 2 --gpus-per-node 2 --report-bindings true
 has "second run" "topology cache: loaded $file"
 hasnt "second run" "topology cache: wrote"
 bindings >"$tmp/cached"
@@ -57,7 +60,7 @@ has "after the damaged cache" "topology cache: loaded $file"
 
 # off: nothing read or written, and mpirun still spared its probe
 mv "$file" "$tmp/mine.xml"
-WEFT_TOPOLOGY_CACHE=0 run "WEFT_TOPOLOGY_CACHE=0" -np 2 --oversubscribe --mca hwloc_base_verbose 1 true
+WEFT_TOPOLOGY_CACHE=0 run "WEFT_TOPOLOGY_CACHE=0" -np 2 --gpus-per-node 2 --mca hwloc_base_verbose 1 true
 has "WEFT_TOPOLOGY_CACHE=0" "topology cache: off (WEFT_TOPOLOGY_CACHE=0)"
 has "WEFT_TOPOLOGY_CACHE=0" "hwloc:base loading topology from file"
 [ ! -e "$file" ] || { echo "FAIL: WEFT_TOPOLOGY_CACHE=0 wrote $file"; fail=1; }
@@ -90,16 +93,17 @@ standin() { # NAME WANT(0|1) VAR=VALUE WEFTRUN-ARGS...
     echo "FAIL: $_name with a stand-in mpirun:"; cat "$tmp/err" "$tmp/args"; fail=1
   fi
 }
-standin "one host" 1 WEFT_T=1 -np 2 --oversubscribe
-standin "OMPI_MCA_hwloc_base_cpu_list" 0 OMPI_MCA_hwloc_base_cpu_list=0 -np 2 --oversubscribe
-standin "-gmca hwloc_base_cpu_list 0" 0 WEFT_T=1 -np 2 --oversubscribe -gmca hwloc_base_cpu_list 0
+standin "one host" 1 WEFT_T=1 -np 2 --gpus-per-node 2
+standin "Open MPI places the ranks" 0 WEFT_T=1 -np 2 --oversubscribe
+standin "OMPI_MCA_hwloc_base_cpu_list" 0 OMPI_MCA_hwloc_base_cpu_list=0 -np 2 --gpus-per-node 2
+standin "-gmca hwloc_base_cpu_list 0" 0 WEFT_T=1 -np 2 --gpus-per-node 2 -gmca hwloc_base_cpu_list 0
 mkdir -p "$tmp/home/.openmpi"
 echo "  hwloc_base_cpu_list = 0" >"$tmp/home/.openmpi/mca-params.conf"
-standin "~/.openmpi/mca-params.conf" 0 HOME="$tmp/home" -np 2 --oversubscribe
+standin "~/.openmpi/mca-params.conf" 0 HOME="$tmp/home" -np 2 --gpus-per-node 2
 echo "# hwloc_base_cpu_list = 0" >"$tmp/params.conf"
-standin "a commented-out parameter" 1 OMPI_MCA_mca_base_param_files="$tmp/params.conf" -np 2
+standin "a commented-out parameter" 1 OMPI_MCA_mca_base_param_files="$tmp/params.conf" -np 2 --gpus-per-node 2
 echo "hwloc_base_cpu_list=0" >>"$tmp/params.conf"
-standin "OMPI_MCA_mca_base_param_files" 0 OMPI_MCA_mca_base_param_files="$tmp/none,$tmp/params.conf" -np 2
+standin "OMPI_MCA_mca_base_param_files" 0 OMPI_MCA_mca_base_param_files="$tmp/none,$tmp/params.conf" -np 2 --gpus-per-node 2
 standin "two hosts" 0 WEFT_T=1 -H "$(hostname):1,198.18.0.99:1" --gpus-per-node 0
 [ $fail = 0 ] && echo "ok topology cache and mpirun's topology file"
 nothing_left || fail=1

@@ -44,7 +44,8 @@ check_failure mpirun
 
 # SIGTERM to weftrun (as a user's kill, or a wrapper's): 143, the job gone.
 rc=0
-on vnode0 salloc -N3 -n6 sh -c "\"$weftrun\" \"$work/$uniq-fail\" & p=\$!; sleep 3; kill -TERM \$p; wait \$p" \
+# (ranks that only sleep: with $uniq-fail rank 3 could fail first on a fast launch)
+on vnode0 salloc -N3 -n6 sh -c "\"$weftrun\" \"$tmp/$uniq-sleep\" 60 & p=\$!; sleep 3; kill -TERM \$p; wait \$p" \
   >"$work/term.out" 2>&1 || rc=$?
 [ $rc -eq 143 ] && grep -q '^weftrun: job ended by signal 15 (exit 143)$' "$work/term.out" ||
   { cat "$work/term.out"; fail "SIGTERM to weftrun: exit $rc, not 143 with its line"; }

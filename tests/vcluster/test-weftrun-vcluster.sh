@@ -100,7 +100,9 @@ fi
 nothing_left || fail=1
 
 # vnode1 dies while the job runs (once every rank runs): 75, naming the host, within seconds
-( i=0; while [ "$(pgrep -f "$uniq-sleep 30" | wc -l)" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+# (the ranks' own command lines start with the program; weftrun's, mpirun's and the agents'
+# hold it too, further on)
+( i=0; while [ "$(pgrep -f "^$tmp/$uniq-sleep 30" | wc -l)" -lt 3 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
   "$vc" --prefix "$prefix" kill vnode1 >/dev/null 2>&1 ) &
 t0=$(date +%s)
 set +e
