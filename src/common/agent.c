@@ -79,8 +79,8 @@ weft_exit_man(FILE *out)
 
 enum {
   A_LAYOUT = 1, A_RANKBY, A_OMPI, A_SLOTS, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS,
-  A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_PROBE, A_CHECK,
-  A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
+  A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM,
+  A_JOB, A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
@@ -114,6 +114,12 @@ const weft_opt weft_agent_options[] = {
   { A_CONTROL, "control", WEFT_OPT_ARG, "ADDR:PORT", S,
     "weftrun's control channel: connect (with $" WEFT_CTL_SECRET_ENV ") before starting the "
     "rank, report to it, end the rank when it is lost.", 0 },
+  { A_MONITOR, "monitor", WEFT_OPT_ARG, "MS", S,
+    "Send weftrun a sample of what the rank uses every MS milliseconds (weftrun --monitor).", 0 },
+  { A_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S,
+    "With --monitor: keep DIR/weft-JOB-rank-R.prom, Prometheus's text format, up to date; "
+    "removed when the rank ends.", 0 },
+  { A_JOB, "job", WEFT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0 },
   { A_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
   { A_CHECK, "check", WEFT_OPT_ARG, "full|reach", S,
     "weftrun --check: report this host's facts as records (full), or only answer (reach); "
@@ -213,6 +219,12 @@ weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char 
     put(&w, A_HOSTXML, a->host_xml);
   if (a->control)
     put(&w, A_CONTROL, a->control);
+  if (a->monitor_ms > 0)
+    put_long(&w, A_MONITOR, a->monitor_ms);
+  if (a->monitor_prom)
+    put(&w, A_PROM, a->monitor_prom);
+  if (a->job)
+    put(&w, A_JOB, a->job);
   if (a->gpus)
     put(&w, A_GPUS, a->gpus);
   if (a->output_filename)
@@ -259,6 +271,9 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     return 0;
   case A_HOSTXML: a->host_xml = a1; return 0;
   case A_CONTROL: a->control = a1; return 0;
+  case A_MONITOR: return weftx_parse_long(a1, 100, 3600000, &a->monitor_ms) ? -1 : 0;
+  case A_PROM: a->monitor_prom = a1; return 0;
+  case A_JOB: a->job = a1; return 0;
   case A_GPUS: a->gpus = a1; return 0;
   case A_OUTFILE: a->output_filename = a1; return 0;
   case A_GRACE: return weftx_parse_long(a1, 0, 3600, &a->preempt_grace) ? -1 : 0;

@@ -153,6 +153,9 @@ typedef struct weft_agent_args {
   const char *output_filename; /* the rank's output into DIR/1/rank.R/{stdout,stderr} */
   long preempt_grace;          /* -1: the agent's default */
   const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
+  long monitor_ms;             /* a SAMPLE (sample.h) every this many ms; 0: none */
+  const char *monitor_prom;    /* and a Prometheus file of it in this directory */
+  const char *job;             /* the job's name for its labels */
   int probe;                   /* print this host's topology and exit */
   const char *check;           /* "full" or "reach": weftrun --check's agent (records, no rank) */
   const char *check_id;        /* the check job's nonce: its agents know each other by it */

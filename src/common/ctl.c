@@ -188,6 +188,7 @@ const char *
 weft_ctl_type_name(int type)
 {
   static const char *const names[] = { "?", "HELLO", "WELCOME", "REFUSE", "PLACED", "STARTED",
-                                       "EXITED", "HEARTBEAT", "PONG", "END", "STACK_REQ", "STACK" };
+                                       "EXITED", "HEARTBEAT", "PONG", "END", "STACK_REQ", "STACK",
+                                       "SAMPLE" };
   return type > 0 && type < WEFT_CTL_TYPE_MAX ? names[type] : "?";
 }

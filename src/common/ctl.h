@@ -47,6 +47,7 @@ enum weft_ctl_type {
   WEFT_CTL_END,         /* W: end the rank now (signal, why) */
   WEFT_CTL_STACK_REQ,   /* W: send the rank's stack */
   WEFT_CTL_STACK,       /* A: text of the rank's stack (or why there is none) */
+  WEFT_CTL_SAMPLE,      /* A: what the rank uses (--monitor; sample.h) */
   WEFT_CTL_TYPE_MAX
 };
 
@@ -79,6 +80,19 @@ enum weft_ctl_tag {
   WEFT_CTL_T_TEXT,       /* text: stack trace */
   WEFT_CTL_T_LAST,       /* number: 1 on the last piece of a text sent in pieces */
   WEFT_CTL_T_RUN_MS,     /* number: ms the rank has run */
+  /* SAMPLE's (sample.h), and EXITED's CPU_MS and RSS: the rank's totals */
+  WEFT_CTL_T_SPAN_MS,    /* number: ms the sample's rates cover */
+  WEFT_CTL_T_CPU_PM,     /* number: CPU use in thousandths of one core */
+  WEFT_CTL_T_CPU_MS,     /* number: CPU time used, ms */
+  WEFT_CTL_T_RSS,        /* number: resident memory, bytes (EXITED: the peak) */
+  WEFT_CTL_T_THREADS,    /* number */
+  WEFT_CTL_T_PROCS,      /* number: processes of the rank */
+  WEFT_CTL_T_GPU_UTIL,   /* number: the rank's GPU's utilisation, percent (NVML) */
+  WEFT_CTL_T_GPU_MEM,    /* number: its memory used, bytes */
+  WEFT_CTL_T_GPU_POWER,  /* number: its power draw, milliwatts */
+  WEFT_CTL_T_GPU_TEMP,   /* number: its temperature, degrees C */
+  WEFT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
+  WEFT_CTL_T_NIC_RX,     /* number: bytes per second received */
   WEFT_CTL_T_MAX
 };
 

@@ -164,7 +164,7 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
                "word ('%s %s')", buf, buf, eq + 1);
       return -1;
     }
-    if (eq && need != 1) {
+    if (eq && need != 1 && o->kind != WEFT_OPT_OPTARG) {
       snprintf(why, whylen, "option '%s' takes %s, not '=%s'", spelled,
                need ? "two arguments" : "no argument", eq + 1);
       return -1;
@@ -207,7 +207,8 @@ weft_opt_spellings(const weft_opt *o, char *buf, size_t len)
     off += (size_t)r;
   }
   if (o->argname) {
-    int r = snprintf(buf + off, len - off, " %s", o->argname);
+    int r = snprintf(buf + off, len - off, "%s%s", o->kind == WEFT_OPT_OPTARG ? "" : " ",
+                     o->argname);
     if (r < 0 || (size_t)r >= len - off)
       return -1;
   }
@@ -296,7 +297,7 @@ weft_opt_man(FILE *out, const weft_opt *tab)
         fputs("\\fR", out);
       }
       if (o->argname) {
-        fputs(" \\fI", out);
+        fputs(o->kind == WEFT_OPT_OPTARG ? "\\fI" : " \\fI", out);
         weft_roff(out, o->argname);
         fputs("\\fR", out);
       }
@@ -320,7 +321,9 @@ arg_kind(const weft_opt *o, char *kind, size_t klen, char *words, size_t wlen)
   words[0] = '\0';
   spelling(o, 0, first, sizeof(first));
   if (o->kind != WEFT_OPT_ARG) {
-    snprintf(kind, klen, "%s", o->kind == WEFT_OPT_FLAG ? "none" : "value2");
+    /* an optional argument comes only as --name=value: completed as a flag */
+    snprintf(kind, klen, "%s", o->kind == WEFT_OPT_FLAG || o->kind == WEFT_OPT_OPTARG ? "none"
+                                                                                    : "value2");
     return;
   }
   for (const char *p = o->argname ? o->argname : ""; *p;) {

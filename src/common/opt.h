@@ -18,6 +18,8 @@ typedef enum weft_opt_kind {
   WEFT_OPT_FLAG = 0, /* no argument */
   WEFT_OPT_ARG,      /* one argument */
   WEFT_OPT_ARG2,     /* two arguments (--mca KEY VALUE) */
+  WEFT_OPT_OPTARG,   /* an optional argument, only as "--name=value" (--monitor[=SECONDS]);
+                        the handler gets NULL without one; argname is written "[=VALUE]" */
 } weft_opt_kind;
 
 /* weft_opt.flags */

@@ -417,6 +417,12 @@ main(int argc, char **argv)
     snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
   }
   placed_msg(ch, t, &pl, who.gpu);
+  /* --monitor's NIC: the rank's own, else the job's interface */
+  const weftx_nic *nic = pl.nic >= 0 ? weftx_topo_nic(t, pl.nic) : NULL;
+  const weftx_gpu *gpu = pl.gpu >= 0 ? weftx_topo_gpu(t, pl.gpu) : NULL;
+  wk_supervise_set_monitor(ch ? (double)o.monitor_ms / 1000.0 : 0, nic ? nic->name : o.ifname,
+                           gpu ? pl.gpu : -1, gpu ? gpu->pci : NULL, o.monitor_prom, o.job);
+
   /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
   if (o.report_bindings && (!o.ompi || pl.gpu >= 0)) {
     char line[600];

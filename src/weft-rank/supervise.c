@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,6 +36,19 @@ static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
 static volatile sig_atomic_t preempting = 0;
 static unsigned preempt_grace = WEFTX_PREEMPT_GRACE_S;
+static wk_monitor_conf monitor = { .gpu = -1 }; /* --monitor: every 0 for none */
+
+void
+wk_supervise_set_monitor(double every, const char *nic, int gpu, const char *pci,
+                         const char *prom_dir, const char *job)
+{
+  monitor.every = every;
+  snprintf(monitor.nic, sizeof(monitor.nic), "%s", nic ? nic : "");
+  monitor.gpu = gpu;
+  snprintf(monitor.pci, sizeof(monitor.pci), "%s", pci ? pci : "");
+  monitor.prom_dir = prom_dir;
+  monitor.job = job;
+}
 
 void
 wk_supervise_set_grace(long seconds)
@@ -104,7 +118,7 @@ exec_program(char **argv)
 
 static void
 exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, const wk_page *page,
-           double ran)
+           double ran, const struct rusage *ru)
 {
   weft_ctl_out m;
   weftx_page snap;
@@ -113,6 +127,12 @@ exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, cons
   weft_ctl_put_int(&m, WEFT_CTL_T_SIGNAL, sig);
   weft_ctl_put_int(&m, WEFT_CTL_T_STOPPED, stopped);
   weft_ctl_put_int(&m, WEFT_CTL_T_RUN_MS, (int64_t)(ran * 1000));
+  if (ru) { /* the rank's totals, from the kernel (with its descendants it waited for) */
+    weft_ctl_put_int(&m, WEFT_CTL_T_CPU_MS,
+                     (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+                     (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000);
+    weft_ctl_put_int(&m, WEFT_CTL_T_RSS, (int64_t)ru->ru_maxrss * 1024);
+  }
   if (why)
     weft_ctl_put_str(&m, WEFT_CTL_T_WHY, why);
   if (page && wk_page_read(page, &snap) == 0)
@@ -124,7 +144,7 @@ int
 wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, int code)
 {
   weft_agent_fail_print(stderr, who, why, code, 0);
-  exited_msg(ch, code, 0, WEFT_CTL_STOP_SETUP, why, NULL, 0);
+  exited_msg(ch, code, 0, WEFT_CTL_STOP_SETUP, why, NULL, 0, NULL);
   return code;
 }
 
@@ -240,12 +260,17 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   }
 
   int pidfd = pidfd_of(pid), status = 0, stopped = 0, orphaned = 0;
+  struct rusage ru;
+  memset(&ru, 0, sizeof(ru));
+  wk_monitor *mon = ch && monitor.every > 0 && n != (ssize_t)sizeof(e)
+                        ? wk_monitor_new((long)pid, &monitor, who, weftx_monotonic())
+                        : NULL;
   double kill_at = 0;
   pid_t w = 0;
   char why[300];
   for (;;) {
     do
-      w = waitpid(pid, &status, WNOHANG);
+      w = wait4(pid, &status, WNOHANG, &ru);
     while (w < 0 && errno == EINTR);
     if (w != 0)
       break;
@@ -280,7 +305,10 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
         continue;
       }
     }
+    wk_monitor_tick(mon, ch, now);
     double next = ch ? wk_channel_next(ch) : 0;
+    if (mon && (!next || wk_monitor_next(mon) < next))
+      next = wk_monitor_next(mon);
     if (kill_at && (!next || kill_at < next))
       next = kill_at;
     int ms = next ? (int)((next - now) * 1000) + 1 : 1000;
@@ -293,6 +321,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   }
   child = 0;
   alarm(0);
+  wk_monitor_free(mon);
   if (pidfd >= 0)
     close(pidfd);
   if (told_to_stop && !stopped)
@@ -301,7 +330,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   if (n == (ssize_t)sizeof(e)) {
     snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
     weft_agent_fail_print(stderr, who, why, WEFTX_PROC_NOEXEC, 0);
-    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WEFT_CTL_STOP_NONE, why, NULL, ran);
+    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WEFT_CTL_STOP_NONE, why, NULL, ran, NULL);
     wk_channel_flush(ch, EXITED_SEND_S);
     return WEFTX_PROC_NOEXEC;
   }
@@ -318,7 +347,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
     if (!stopped)
       weft_agent_fail_print(stderr, who, NULL, code, sig);
   }
-  exited_msg(ch, code, sig, stopped, NULL, page, ran);
+  exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru);
   wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);
   fflush(stderr);
   if (orphaned)

@@ -62,7 +62,67 @@ int wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, 
 /* Grace after a preemption notice (default WEFTX_PREEMPT_GRACE_S); wk_supervise_preempt()
  * sends WEFTX_PREEMPT_SIGNAL to this process so that the program gets that grace. */
 void wk_supervise_set_grace(long seconds);
+/* --monitor: a SAMPLE of the rank every \p every seconds (0: none), with \p nic's rates
+ * and GPU \p gpu's figures (its index on this host, -1 none; \p pci its PCI address), and
+ * its Prometheus file in \p prom_dir (NULL: none) labelled with \p job. */
+void wk_supervise_set_monitor(double every, const char *nic, int gpu, const char *pci,
+                              const char *prom_dir, const char *job);
 void wk_supervise_preempt(void);
+
+/* nvml.c: NVML loaded at run time (dlopen): the part of its C ABI weft-rank calls
+ * (nvml.h's, stable since NVML 2); a function this NVML lacks is NULL. */
+typedef int wk_nvml_ret;
+typedef void *wk_nvml_dev;
+typedef struct wk_nvml_mem { unsigned long long total, free, used; } wk_nvml_mem;
+typedef struct wk_nvml_util { unsigned int gpu, memory; } wk_nvml_util;
+typedef struct wk_nvml_proc1 { unsigned int pid; unsigned long long used; } wk_nvml_proc1;
+typedef struct wk_nvml_proc3 {
+  unsigned int pid;
+  unsigned long long used;
+  unsigned int gpu_instance, compute_instance;
+} wk_nvml_proc3;
+#define WK_NVML_OK 0
+#define WK_NVML_ERROR_INSUFFICIENT_SIZE 7
+#define WK_NVML_UNCORRECTED 1     /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED */
+#define WK_NVML_VOLATILE 0        /* NVML_VOLATILE_ECC: since the driver loaded */
+#define WK_NVML_TEMPERATURE_GPU 0
+typedef struct wk_nvml {
+  wk_nvml_ret (*init)(void);
+  wk_nvml_ret (*shutdown)(void);
+  wk_nvml_ret (*count)(unsigned *);
+  wk_nvml_ret (*handle)(unsigned, wk_nvml_dev *);
+  wk_nvml_ret (*by_pci)(const char *, wk_nvml_dev *);
+  wk_nvml_ret (*name)(wk_nvml_dev, char *, unsigned);
+  wk_nvml_ret (*memory)(wk_nvml_dev, wk_nvml_mem *);
+  wk_nvml_ret (*persistence)(wk_nvml_dev, int *);
+  wk_nvml_ret (*ecc)(wk_nvml_dev, int, int, unsigned long long *);
+  wk_nvml_ret (*retired_pending)(wk_nvml_dev, int *);
+  wk_nvml_ret (*procs3)(wk_nvml_dev, unsigned *, wk_nvml_proc3 *);
+  wk_nvml_ret (*procs1)(wk_nvml_dev, unsigned *, wk_nvml_proc1 *);
+  wk_nvml_ret (*utilization)(wk_nvml_dev, wk_nvml_util *);
+  wk_nvml_ret (*power)(wk_nvml_dev, unsigned *);            /* milliwatts */
+  wk_nvml_ret (*temperature)(wk_nvml_dev, int, unsigned *); /* degrees C */
+  const char *(*error)(wk_nvml_ret);
+} wk_nvml;
+/* 0, or -1 with why (no driver, an NVML too old). init() is the caller's. */
+int wk_nvml_load(wk_nvml *n, char *why, size_t len);
+const char *wk_nvml_why(const wk_nvml *n, wk_nvml_ret rc, char *buf, size_t len);
+
+/* monitor.c: the rank's samples for weftrun --monitor (sample.h): what its process uses
+ * and its NIC's rates, one SAMPLE over the channel when wk_monitor_next() has come. */
+typedef struct wk_monitor wk_monitor;
+typedef struct wk_monitor_conf {
+  double every;
+  char nic[32];
+  int gpu;                   /* -1: none */
+  char pci[32];
+  const char *prom_dir, *job;
+} wk_monitor_conf;
+wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who,
+                           double now); /* NULL: no memory */
+double wk_monitor_next(const wk_monitor *m);                   /* 0 for NULL */
+void wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now); /* sends when due */
+void wk_monitor_free(wk_monitor *m); /* its Prometheus file goes too */
 
 /* ids.c: this rank's numbers, from Open MPI's OMPI_COMM_WORLD_* (mpirun), else from
  * srun's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_TASKS_PER_NODE

@@ -201,6 +201,11 @@ wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_
   }
   ag.gpus = gpus;
   ag.control = e->control;
+  ag.monitor_ms = o->monitor > 0 && e->control ? (long)(o->monitor * 1000 + 0.5) : 0;
+  if (ag.monitor_ms) {
+    ag.monitor_prom = o->monitor_prom;
+    ag.job = o->monitor_prom ? o->job : NULL;
+  }
   if (wr_argv_add(a, e->agent) || weft_agent_args_write(&ag, wr_argv_add_cb, a) ||
       wr_argv_add(a, "--"))
     goto out;

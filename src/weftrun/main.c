@@ -233,6 +233,12 @@ main(int argc, char **argv)
     return WR_EXIT_ENGINE;
   wr_opts o;
   wr_opts_init(&o);
+  o.started = weftx_monotonic();
+  char me[256] = "";
+  if (gethostname(me, sizeof(me)))
+    snprintf(me, sizeof(me), "weftrun");
+  me[sizeof(me) - 1] = '\0';
+  snprintf(o.job, sizeof(o.job), "%s:%ld", me, (long)getpid());
   int rc = wr_opts_parse(&o, argc, argv);
   if (rc || o.help || o.help_man || o.help_man_exit) {
     if (!rc)

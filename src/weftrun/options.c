@@ -30,6 +30,7 @@ enum {
   /* weft's */
   O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_HOSTTIMEOUT,
   O_STACKS, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT, O_HELPCOMP, O_ENGINE,
+  O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
   /* Open MPI's with a meaning weftrun knows */
   O_X, O_MCA, O_GMCA, O_REPORT, O_DISPLAY, O_TAG, O_TIMESTAMP, O_OUTFILE, O_TIMEOUT,
   O_STATE_TIMEOUT, O_ROOT, O_WDIR, O_PATH, O_PASS0, O_PASS1,
@@ -43,6 +44,7 @@ enum {
 #define S_REPORT "Reports"
 #define S_OUT "Output"
 #define S_RUN "Running"
+#define S_WATCH "Watching the job"
 #define S_OMPI "Other Open MPI options, passed to mpirun unchanged"
 #define S_NO "Open MPI options weftrun refuses"
 
@@ -138,6 +140,19 @@ const weft_opt wr_options[] = {
   { O_ENGINE, "engine", WEFT_OPT_ARG, "auto|mpirun|srun", S_RUN,
     "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
     "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
+  { O_MONITOR, "monitor", WEFT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
+    "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
+    "its rank (CPU, memory, threads, NIC rates, its GPU's through NVML) and sends it to "
+    "weftrun: a live status line on a terminal, a line naming a rank whose CPU or GPU use stays "
+    "well below its peers' (a straggler), and the closing figures.", 0 },
+  { O_MONITOR_OUT, "monitor-out", WEFT_OPT_ARG, "DIR", S_WATCH,
+    "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
+    "per sample (weftrun(1) MONITORING gives the fields); DIR is made if needed, an existing "
+    "timeline is never overwritten.", 0 },
+  { O_MONITOR_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S_WATCH,
+    "With --monitor (implied): on every host, each rank's agent keeps DIR/weft-JOB-rank-R.prom "
+    "in Prometheus's text format for node_exporter's textfile collector (its "
+    "--collector.textfile.directory), replaced at each sample, removed when the rank ends.", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
   { O_WDIR, "wdir|wd", WEFT_OPT_ARG, "DIR", S_RUN,
     "The ranks' working directory.", 0 },
@@ -237,6 +252,17 @@ full(const char *spelled, int n, char *why, size_t len)
     return 0;
   snprintf(why, len, "%s given more than %d times", spelled, WR_MAX_LIST);
   return -1;
+}
+
+static int
+directory(const char *spelled, const char *a, const char **out, char *why, size_t len)
+{
+  if (!a[0]) {
+    snprintf(why, len, "%s '': give a directory", spelled);
+    return -1;
+  }
+  *out = a;
+  return 0;
 }
 
 static int
@@ -467,6 +493,23 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   }
   case O_STACKS: o->stack_traces = 1; return 0;
   case O_ENGINE: o->engine = a1; return one_of(sp, a1, engines, why, len);
+  case O_MONITOR: {
+    char *end;
+    if (!a1) {
+      o->monitor = WR_MONITOR_DEFAULT_S;
+      return 0;
+    }
+    double v = strtod(a1, &end);
+    if (end == a1 || *end || !(v >= 0.1 && v <= 3600)) {
+      snprintf(why, len, "%s=%s: expected seconds from 0.1 to 3600 (--monitor alone: every %s s)",
+               sp, a1, WR_MONITOR_DEFAULT_S_TEXT);
+      return -1;
+    }
+    o->monitor = v;
+    return 0;
+  }
+  case O_MONITOR_OUT: return directory(sp, a1, &o->monitor_out, why, len);
+  case O_MONITOR_PROM: return directory(sp, a1, &o->monitor_prom, why, len);
   case O_VERBOSE: o->verbose = 1; return 0;
   case O_VERSION: o->version = 1; return 0;
   case O_HELP: o->help = 1; return 0;
@@ -511,6 +554,9 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     break;
   case O_PASS0:
   case O_PASS1:
+    /* -q is mpirun's and weftrun's: no launch line, no closing figures */
+    if (!strcmp(sp, "-q") || !strcmp(sp, "--quiet") || !strcmp(sp, "-quiet"))
+      o->quiet = 1;
     if (o->npass + 2 >= WR_MAX_LIST)
       return full(sp, WR_MAX_LIST, why, len);
     if (!(o->pass[o->npass++] = own(o, sp, why, len)))
@@ -616,6 +662,8 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
             "preemption notice, so the ranks may be cut short; give %d or less\n",
             o->preempt_grace, WEFTX_PREEMPT_GRACE_MAX_S, WEFTX_PREEMPT_GRACE_MAX_S - 5);
 
+  if ((o->monitor_out || o->monitor_prom) && !o->monitor)
+    o->monitor = WR_MONITOR_DEFAULT_S;
   if (o->json && !o->dry_run && !o->report_bindings && !o->check) {
     fprintf(stderr, "weftrun: --json goes with --dry-run, --report-bindings or --check\n");
     return WR_EXIT_USAGE;

@@ -33,6 +33,8 @@ typedef struct job {
   const wr_opts *o;
   const wr_engine *e;
   double kill_at;           /* when mpirun is killed if it is still there */
+  wr_mon *mon;              /* --monitor */
+  int recap, launched;      /* the launch line and closing figures wanted; the first said */
 } job;
 
 static const char *
@@ -54,7 +56,14 @@ on_watch(void *arg, double now, int exited, int *stop)
 {
   job *j = arg;
   wr_ctl_pump(j->c, j->s, now);
+  if (j->recap && !j->launched && j->s->all_started_at) {
+    wr_mon_wipe(j->mon);
+    wr_recap_launch(j->s, j->o->started, stderr);
+    j->launched = 1;
+  }
   int act = wr_sup_tick(j->s, now);
+  if (act)
+    wr_mon_wipe(j->mon);
   if (act & WR_ACT_STACKS) {
     fprintf(stderr, "weftrun: %s; asking the agents for the stacks of the ranks still running\n",
             reason(j->s));
@@ -82,6 +91,7 @@ static void
 on_event(void *arg, weftx_proc_event ev, int value)
 {
   job *j = arg;
+  wr_mon_wipe(j->mon);
   switch (ev) {
   case WEFTX_PROC_EV_STOP:
     fprintf(stderr, "weftrun: got signal %d; ending the job\n", value);
@@ -106,7 +116,7 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
-  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0 };
+  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0, NULL, wr_recap_wanted(o), 0 };
   char **envp = wr_env_build(env);
 
   if (!j.s || !envp) {
@@ -114,6 +124,17 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
     wr_sup_free(j.s);
     free(envp);
     return WR_EXIT_ENGINE;
+  }
+  if (o->monitor > 0) {
+    int rc = wr_mon_open(o, p->np, j.s->t0, &j.mon, why, sizeof(why));
+    if (rc) {
+      fprintf(stderr, "weftrun: %s\n", why);
+      wr_sup_free(j.s);
+      free(envp);
+      return rc;
+    }
+    j.s->on_sample = wr_mon_sample;
+    j.s->sample_arg = j.mon;
   }
   j.s->engine = e->name;
   weftx_proc_spec_init(&s);
@@ -131,6 +152,7 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
   int rc;
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   free(envp);
+  wr_mon_close(j.mon);
   if (failed) {
     fprintf(stderr, "weftrun: %s\n", why);
     rc = WR_EXIT_ENGINE;
@@ -140,6 +162,8 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
     rc = WR_EXIT_ENGINE;
   } else {
     rc = wr_summary(j.s, o, stderr);
+    if (j.recap)
+      wr_recap_end(j.s, o->started, weftx_monotonic(), stderr);
   }
   wr_sup_free(j.s);
   return rc;

@@ -41,8 +41,11 @@ wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
   s->hb_s = s->lost_s / 5 < 1.0 ? s->lost_s / 5 : 1.0;
   s->timeout_s = (double)o->timeout;
   s->stacks = o->stack_traces;
-  for (int r = 0; r < s->np; r++)
+  for (int r = 0; r < s->np; r++) {
     snprintf(s->r[r].gpu, sizeof(s->r[r].gpu), "none");
+    weft_sample_init(&s->r[r].last);
+    s->r[r].cpu_ms = s->r[r].peak_rss = -1;
+  }
   return s;
 }
 
@@ -148,6 +151,12 @@ exited(wr_sup *s, int rank, const weft_ctl_msg *m, double now)
   r->sig = (int)weft_ctl_int_or(m, WEFT_CTL_T_SIGNAL, 0);
   r->stopped = (int)weft_ctl_int_or(m, WEFT_CTL_T_STOPPED, 0);
   take_call(r, m, now);
+  /* the kernel's totals for the rank (wait4) replace what the samples saw */
+  int64_t v;
+  if (!weft_ctl_get_int(m, WEFT_CTL_T_CPU_MS, &v) && v >= 0)
+    r->cpu_ms = v;
+  if (!weft_ctl_get_int(m, WEFT_CTL_T_RSS, &v) && v > r->peak_rss)
+    r->peak_rss = v;
   if (weft_ctl_get_str(m, WEFT_CTL_T_WHY, r->why, sizeof(r->why)))
     r->why[0] = '\0';
   if (r->wstate == WEFTX_PAGE_DEADLINE &&
@@ -197,9 +206,28 @@ wr_sup_msg(wr_sup *s, int rank, const weft_ctl_msg *m, double now)
     break;
   case WEFT_CTL_STARTED:
     r->pid = (long)weft_ctl_int_or(m, WEFT_CTL_T_PID, 0);
+    if (!r->started_at && ++s->started == s->np)
+      s->all_started_at = now;
     r->started_at = now;
     if (r->state == WR_RANK_CONNECTED)
       r->state = WR_RANK_RUNNING;
+    break;
+  case WEFT_CTL_SAMPLE:
+    if (r->state != WR_RANK_RUNNING || weft_sample_get(m, &r->last))
+      break;
+    r->nsamples++;
+    if (r->last.cpu_ms > r->cpu_ms)
+      r->cpu_ms = r->last.cpu_ms;
+    if (r->last.rss > r->peak_rss)
+      r->peak_rss = r->last.rss;
+    if (r->last.gpu_util >= 0) {
+      r->gpu_util_sum += r->last.gpu_util;
+      r->gpu_n++;
+    }
+    if (r->last.gpu_mem > r->gpu_mem_peak)
+      r->gpu_mem_peak = r->last.gpu_mem;
+    if (s->on_sample)
+      s->on_sample(s->sample_arg, s, rank, now);
     break;
   case WEFT_CTL_HEARTBEAT:
     take_call(r, m, now);

@@ -38,6 +38,7 @@
 #include "agent.h"
 #include "check.h"
 #include "opt.h"
+#include "sample.h"
 
 /* Exit codes of weftrun itself, from the one table in agent.h (the man page's EXIT
  * STATUS is generated from it); a failed rank's own code is passed through instead.
@@ -51,6 +52,10 @@ enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
 /* After "end the job": an agent's SIGTERM to SIGKILL, and mpirun's SIGTERM to SIGKILL. */
 #define WR_END_GRACE_S 2.0
 #define WR_ENGINE_GRACE_S 4.0
+
+/* --monitor without a value */
+#define WR_MONITOR_DEFAULT_S 5.0
+#define WR_MONITOR_DEFAULT_S_TEXT "5"
 
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
@@ -118,6 +123,12 @@ typedef struct wr_opts {
   int stack_traces;             /* --get-stack-traces */
   int timeout_report;           /* --report-state-on-timeout, --get-stack-traces */
   long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
+  double monitor;               /* --monitor: seconds between samples; 0: off */
+  const char *monitor_out;      /* --monitor-out DIR */
+  const char *monitor_prom;     /* --monitor-prom DIR */
+  char job[300];                /* the job's name in Prometheus labels: "HOST:PID" of weftrun */
+  int quiet;                    /* -q: no launch line, no closing figures */
+  double started;               /* weftrun's start (weftx_monotonic()), for the launch line */
   const char *pass[WR_MAX_LIST]; /* other Open MPI options passed through, with their arguments */
   int npass;
   int version, help, help_man, help_man_exit, verbose, refused;
@@ -450,6 +461,12 @@ typedef struct wr_rank {
   char *stack;                  /* --get-stack-traces */
   size_t stack_len;
   int stack_asked, stack_done;
+  /* what it used: its last SAMPLE (--monitor), and its totals (EXITED's, else the samples') */
+  weft_sample last;
+  int nsamples;
+  long long cpu_ms, peak_rss;   /* -1: not known */
+  long long gpu_util_sum, gpu_mem_peak; /* its GPU's, over gpu_n samples (NVML) */
+  int gpu_n;
 } wr_rank;
 
 typedef enum wr_end {
@@ -471,7 +488,8 @@ typedef enum wr_lost_how { WR_LOST_SILENT = 0, WR_LOST_CLOSED, WR_LOST_AGENT,
 #define WR_ACT_END 1                     /* END to every agent, stop the engine */
 #define WR_ACT_STACKS 2                  /* STACK_REQ to the agents with stack_asked */
 
-typedef struct wr_sup {
+typedef struct wr_sup wr_sup;
+struct wr_sup {
   const wr_plan *p;
   int np;
   wr_rank *r;
@@ -489,7 +507,12 @@ typedef struct wr_sup {
   int engine_status;            /* the engine's exit status, -N when killed by signal N */
   const char *engine;           /* its name for the summaries: "mpirun" (default), "srun" */
   double engine_at;
-} wr_sup;
+  int started;                  /* ranks whose STARTED came */
+  double all_started_at;        /* when the last of them came; 0 before */
+  /* called for every SAMPLE once it is stored (monitor.c's), when set */
+  void (*on_sample)(void *arg, const wr_sup *s, int rank, double now);
+  void *sample_arg;
+};
 
 wr_sup *wr_sup_new(const wr_plan *p, const wr_opts *o, double now);
 void wr_sup_free(wr_sup *s);
@@ -505,6 +528,49 @@ int wr_sup_tick(wr_sup *s, double now);                   /* WR_ACT_* to do now 
 double wr_sup_next(const wr_sup *s, double now);          /* when to tick at the latest */
 int wr_sup_done(const wr_sup *s);                         /* no agent left connected */
 int wr_sup_settled(const wr_sup *s);                      /* done, and mpirun's end judged */
+
+/* straggle.c: the straggler rule (pure). Use is CPU in thousandths of a core. */
+#define WR_STRAGGLE_RATIO 0.5    /* below half the median of every rank's latest use */
+#define WR_STRAGGLE_FLOOR_PM 200 /* and that median at least a fifth of a core */
+#define WR_STRAGGLE_SAMPLES 3    /* for this many samples in a row */
+typedef struct wr_straggle {
+  int n;
+  int *low;                     /* low samples in a row, per rank */
+  char *flagged;                /* named already */
+} wr_straggle;
+int wr_straggle_init(wr_straggle *st, int n); /* 0, -1 out of memory */
+void wr_straggle_free(wr_straggle *st);
+/* The median of the values of v that are not negative (scratch: n of them); -1 when
+ * fewer than two are. */
+int64_t wr_median(const int64_t *v, int n, int64_t *scratch);
+/* Rank's new sample \p use against \p median (wr_median of every rank's latest): 1 when
+ * it makes the rank a straggler (once per rank), 0 otherwise. */
+int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median);
+
+/* monitor.c: --monitor's timeline, stragglers and live line, fed by the supervisor's
+ * on_sample (wr_mon_sample, with the wr_mon as arg). open: WR_EXIT_* with why. */
+typedef struct wr_mon wr_mon;
+int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
+void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
+void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
+void wr_mon_close(wr_mon *m); /* NULL is fine */
+
+/* picture.c: DIR/timeline.html (inline SVG: CPU and memory over time, one line per
+ * rank) from DIR/timeline.jsonl at the end of a --monitor-out job. */
+typedef struct wr_point { double t, cpu, rss; int rank; } wr_point; /* cpu, rss -1: absent */
+typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
+/* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
+int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
+/* The page for \p n ranks' series; \p what is its first paragraph. */
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what);
+int wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
+                     size_t len); /* 0, or -1 with why */
+
+/* recap.c: the launch line and the closing figures (wall time, each host's exit, CPU
+ * time, peak memory), wanted on a terminal or with --monitor, never with -q. */
+int wr_recap_wanted(const wr_opts *o);
+void wr_recap_launch(const wr_sup *s, double started, FILE *out);
+void wr_recap_end(const wr_sup *s, double started, double now, FILE *out);
 
 /* summary.c: why the job ended, on stderr; the exit status. */
 int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out);

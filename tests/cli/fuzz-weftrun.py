@@ -42,7 +42,8 @@ OPTS = ["-np", "-n", "-c", "--np", "-N", "--npernode", "--pernode", "-H", "--hos
         "--report-bindings", "--json", "--tag-output", "--timestamp-output", "--output-filename",
         "--timeout", "--host-timeout", "--get-stack-traces", "--preempt-grace",
         "--allow-run-as-root", "-v", "--display-map", "--wdir", "--path", "--prefix", "--bogus",
-        "-np=2", "--map-by=core", "-H=localhost", "--nolocal", "--xml"]
+        "-np=2", "--map-by=core", "-H=localhost", "--nolocal", "--xml", "--monitor", "--monitor=0.5",
+        "--monitor-out", "--monitor-prom", "-q"]
 
 
 def word():

@@ -9,7 +9,10 @@
  * NVML_ERROR_INVALID_ARGUMENT, and a buffer too small with
  * NVML_ERROR_INSUFFICIENT_SIZE and the size needed. WEFT_STANDIN_NO_DRIVER=1
  * plays a machine without a driver (nvmlInit_v2 fails), and
- * WEFT_STANDIN_NVML_FAULT lists what the devices report (README).
+ * WEFT_STANDIN_NVML_FAULT lists what the devices report (README). For
+ * weftrun --monitor every device is busy (90% utilisation, 250 W, 60 C, a
+ * quarter of its memory used) unless WEFT_STANDIN_NVML_UTIL scripts it:
+ * "I:PCT,..." sets device I's utilisation.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -42,7 +45,9 @@ typedef struct device {
   unsigned long long ecc;      /* uncorrected, volatile */
   int retired_pending;
   unsigned int busy_pid;       /* 0: no process */
+  unsigned int util;           /* percent (--monitor) */
 } device;
+typedef struct nvmlUtilization { unsigned int gpu, memory; } nvmlUtilization_t;
 
 /* nvml.h's declarations of what is here */
 EXPORT int nvmlInit_v2(void);
@@ -55,6 +60,9 @@ EXPORT int nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m);
 EXPORT int nvmlDeviceGetPersistenceMode(void *h, int *mode);
 EXPORT int nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *count);
 EXPORT int nvmlDeviceGetRetiredPagesPendingStatus(void *h, int *pending);
+EXPORT int nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *u);
+EXPORT int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw);
+EXPORT int nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c);
 EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *count,
                                                    nvmlProcessInfo_t *infos);
 
@@ -84,8 +92,24 @@ setup(void)
   if (ndev >= 0)
     return;
   ndev = (int)env_long("WEFT_STANDIN_DEVICES", 8, 0, MAX_DEVICES);
-  for (int i = 0; i < MAX_DEVICES; i++)
+  for (int i = 0; i < MAX_DEVICES; i++) {
     devs[i].index = i;
+    devs[i].util = 90;
+  }
+  const char *u = getenv("WEFT_STANDIN_NVML_UTIL");
+  for (const char *p = u; p && *p;) {
+    size_t n = strcspn(p, ",");
+    int i;
+    unsigned pct;
+    char item[64];
+    snprintf(item, sizeof(item), "%.*s", (int)(n < sizeof(item) ? n : sizeof(item) - 1), p);
+    if (sscanf(item, "%d:%u", &i, &pct) != 2 || i < 0 || i >= MAX_DEVICES || pct > 100) {
+      fprintf(stderr, "weft-standin: WEFT_STANDIN_NVML_UTIL: '%s' is not I:PERCENT\n", item);
+      abort();
+    }
+    devs[i].util = pct;
+    p += n + (p[n] == ',');
+  }
   const char *f = getenv("WEFT_STANDIN_NVML_FAULT");
   for (const char *p = f; p && *p;) {
     size_t n = strcspn(p, ",");
@@ -205,8 +229,39 @@ nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m)
   if (!m)
     return NVML_ERROR_INVALID_ARGUMENT;
   m->total = (unsigned long long)env_long("WEFT_STANDIN_MEMORY_MB", 16384, 1, 1L << 24) << 20;
-  m->used = d->busy_pid ? m->total / 4 : 0;
+  m->used = d->busy_pid || d->util ? m->total / 4 : 0;
   m->free = m->total - m->used;
+  return NVML_SUCCESS;
+}
+
+EXPORT int
+nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *u)
+{
+  DEVICE(h);
+  if (!u)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  u->gpu = d->util;
+  u->memory = d->util / 2;
+  return NVML_SUCCESS;
+}
+
+EXPORT int
+nvmlDeviceGetPowerUsage(void *h, unsigned int *mw)
+{
+  DEVICE(h);
+  if (!mw)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *mw = 100000 + 1667 * d->util; /* 100 W idle, 250 W at 90% */
+  return NVML_SUCCESS;
+}
+
+EXPORT int
+nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c)
+{
+  DEVICE(h);
+  if (!c || sensor != 0) /* NVML_TEMPERATURE_GPU */
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *c = 30 + d->util / 3;
   return NVML_SUCCESS;
 }
 

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A sample of what one rank uses (weftrun --monitor): the agent reads the
+ * /proc/PID/stat of its rank's processes (the program and every process it
+ * started, found through /proc/PID/task/TID/children) and its NIC's counters
+ * in /sys/class/net/IF/statistics every interval and sends the result to weftrun as a SAMPLE message on the
+ * control channel (ctl.h), never through the program's output. Here are the
+ * pure parts: parsing what those files say, turning two readings into rates,
+ * and the message written and read back. The reading itself is the agent's
+ * (src/weft-rank/monitor.c).
+ *
+ * A field that was not measured is -1 (and is left out of the message).
+ */
+#ifndef WEFT_TOOL_SAMPLE_H
+#define WEFT_TOOL_SAMPLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctl.h"
+
+typedef struct weft_sample {
+  int64_t seq;               /* 1, 2, ... per rank */
+  int64_t span_ms;           /* the time the rates cover */
+  int64_t cpu_pm;            /* CPU use over span: thousandths of one core (2500: 2.5 cores) */
+  int64_t cpu_ms;            /* CPU time the rank's processes have used since it started */
+  int64_t rss;               /* resident memory, bytes: the sum over its processes */
+  int64_t threads;           /* the sum over its processes */
+  int64_t procs;             /* its processes (the program and its descendants) */
+  char nic[32];              /* the interface the NIC rates are of, "" none */
+  int64_t nic_tx, nic_rx;    /* bytes per second through it (all its traffic, not the rank's alone) */
+  /* the rank's GPU through NVML (the whole GPU's figures, whoever uses it) */
+  int64_t gpu_util;          /* percent of the time a kernel ran, over NVML's last period */
+  int64_t gpu_mem;           /* memory used, bytes */
+  int64_t gpu_power;         /* milliwatts */
+  int64_t gpu_temp;          /* degrees C */
+  char why[160];             /* why the GPU figures are absent, "" when they are not (or no GPU);
+                                sent once, in the first sample */
+} weft_sample;
+
+/* The fields of /proc/PID/stat a sample needs. */
+typedef struct weft_proc_stat {
+  char state;                /* 'R', 'S', 'Z', ... */
+  int64_t ticks;             /* utime + stime, and cutime + cstime (its children it
+                                waited for, theirs included): clock ticks */
+  int64_t threads;
+  int64_t rss_pages;
+} weft_proc_stat;
+
+void weft_sample_init(weft_sample *s);  /* every field -1, nic "" */
+
+/** \brief Parse the text of /proc/PID/stat (the command name may hold spaces and
+ * parentheses: the fields are counted after its last ')'). 0, or -1 when it is not
+ * such a line. */
+int weft_sample_parse_stat(const char *text, weft_proc_stat *st);
+
+/** \brief Parse /proc/PID/task/TID/children ("12 345 "): up to \p max pids into
+ * \p pids (the rest are left out). How many were stored, or -1 when damaged. */
+int weft_sample_parse_pids(const char *text, long *pids, int max);
+
+/** \brief Parse a counter file's text ("123\n"). 0, or -1. */
+int weft_sample_parse_counter(const char *text, int64_t *v);
+
+/** \brief Per second from two readings of a counter \p span_ms apart; -1 when a
+ * reading is missing (-1), the span is not positive or the counter went back (reset). */
+int64_t weft_sample_rate(int64_t before, int64_t after, int64_t span_ms);
+
+/** \brief CPU use in thousandths of a core from two tick counts (\p hz ticks a second). */
+int64_t weft_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms);
+
+/* Who a Prometheus file is of: its labels. */
+typedef struct weft_sample_who {
+  const char *job;           /* weftrun's job: "HOST:PID" of weftrun */
+  int rank;
+  const char *host;
+  const char *gpu;           /* the rank's GPU's index on its host, for the GPU figures; NULL none */
+} weft_sample_who;
+
+/** \brief Write \p s in Prometheus's text format (node_exporter's textfile collector
+ * reads it): one # HELP, # TYPE and value per measured figure, labels job, rank and
+ * host escaped as the format wants. */
+void weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who);
+
+/** \brief \p m becomes a SAMPLE message with \p s's measured fields. */
+void weft_sample_put(weft_ctl_out *m, const weft_sample *s);
+
+/** \brief Read a SAMPLE message. 0, or -1 when it is not one (or has no SEQ). */
+int weft_sample_get(const weft_ctl_msg *m, weft_sample *s);
+
+#endif /* WEFT_TOOL_SAMPLE_H */

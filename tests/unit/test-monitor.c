@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weftrun --monitor's pure parts: /proc/PID/stat and counter files parsed
+ * (a command name with spaces and parentheses, damaged lines refused), rates
+ * and CPU use from two readings, the SAMPLE message written and read back
+ * (absent fields stay absent, negative ones are refused), the Prometheus
+ * text (measured figures only, label values escaped), the timeline read back
+ * and drawn (one line per rank in each chart), the straggler rule
+ * (three low samples in a row below half the median; an idle job has none;
+ * named once), and --monitor[=SECONDS] on weftrun's command line.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sample.h"
+#include "weftrun.h"
+
+/* a real line of proc(5)'s format: 52 fields; utime 14 = 250, stime 15 = 50,
+ * threads 20 = 7, rss 24 = 1000 pages; the name holds ") (" and spaces */
+static const char stat_line[] =
+  "4242 (my ) (prog x) R 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 7 0 12345 "
+  "123456789 1000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+
+static void
+test_stat(void **state)
+{
+  weft_proc_stat st;
+  (void)state;
+  assert_int_equal(weft_sample_parse_stat(stat_line, &st), 0);
+  assert_int_equal(st.state, 'R');
+  assert_int_equal(st.ticks, 300);
+  assert_int_equal(st.threads, 7);
+  assert_int_equal(st.rss_pages, 1000);
+  /* damaged: no ')', cut short, a word where a number goes, empty */
+  assert_int_equal(weft_sample_parse_stat("4242 prog R 1 2 3", &st), -1);
+  assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194304 100 0", &st), -1);
+  assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 x 0 -1 4194304 100 0 0 0 250 50 0 0 "
+                                          "20 0 7 0 1 2 3\n", &st), -1);
+  assert_int_equal(weft_sample_parse_stat("", &st), -1);
+  assert_int_equal(weft_sample_parse_stat(NULL, &st), -1);
+}
+
+static void
+test_counter_rates(void **state)
+{
+  int64_t v;
+  (void)state;
+  assert_int_equal(weft_sample_parse_counter("123456789012\n", &v), 0);
+  assert_true(v == 123456789012LL);
+  assert_int_equal(weft_sample_parse_counter("12x\n", &v), -1);
+  assert_int_equal(weft_sample_parse_counter("-5\n", &v), -1);
+  assert_int_equal(weft_sample_parse_counter("", &v), -1);
+  assert_int_equal(weft_sample_parse_counter("1 2\n", &v), -1);
+  /* 5,000 bytes in 500 ms: 10,000 per second; a reset counter or no reading: unknown */
+  assert_int_equal(weft_sample_rate(1000, 6000, 500), 10000);
+  assert_int_equal(weft_sample_rate(6000, 1000, 500), -1);
+  assert_int_equal(weft_sample_rate(-1, 1000, 500), -1);
+  assert_int_equal(weft_sample_rate(1000, 2000, 0), -1);
+  /* 150 ticks of 100 Hz (1.5 s of CPU) in 1 s: 1.5 cores; 50 in 2 s: a quarter */
+  assert_int_equal(weft_sample_cpu_pm(100, 250, 100, 1000), 1500);
+  assert_int_equal(weft_sample_cpu_pm(0, 50, 100, 2000), 250);
+  assert_int_equal(weft_sample_cpu_pm(250, 100, 100, 1000), -1);
+  assert_int_equal(weft_sample_cpu_pm(0, 1, 0, 1000), -1);
+}
+
+static void
+decode(const weft_ctl_out *o, weft_ctl_msg *m)
+{
+  char why[200];
+  assert_false(o->full);
+  assert_int_equal(weft_ctl_frame(o->buf, o->len, why, sizeof(why)), (long)o->len);
+  assert_int_equal(weft_ctl_decode(o->buf, o->len, m, why, sizeof(why)), 0);
+}
+
+static void
+test_message(void **state)
+{
+  weft_sample s, r;
+  weft_ctl_out o;
+  weft_ctl_msg m;
+  (void)state;
+  weft_sample_init(&s);
+  s.seq = 3;
+  s.span_ms = 1000;
+  s.cpu_pm = 987;
+  s.cpu_ms = 2950;
+  s.rss = 123456789;
+  s.threads = 4;
+  snprintf(s.nic, sizeof(s.nic), "eth0");
+  s.nic_tx = 1000;
+  s.nic_rx = 0;
+  s.gpu_util = 93;
+  s.gpu_mem = 1LL << 34;
+  s.gpu_power = 312500;
+  s.gpu_temp = 71;
+  snprintf(s.why, sizeof(s.why), "why not");
+  weft_sample_put(&o, &s);
+  assert_true(o.len < 300); /* small: thousands of agents each second */
+  decode(&o, &m);
+  assert_string_equal(weft_ctl_type_name(m.type), "SAMPLE");
+  assert_int_equal(weft_sample_get(&m, &r), 0);
+  assert_int_equal(r.seq, 3);
+  assert_int_equal(r.span_ms, 1000);
+  assert_int_equal(r.cpu_pm, 987);
+  assert_int_equal(r.cpu_ms, 2950);
+  assert_int_equal(r.rss, 123456789);
+  assert_int_equal(r.threads, 4);
+  assert_string_equal(r.nic, "eth0");
+  assert_int_equal(r.nic_tx, 1000);
+  assert_int_equal(r.nic_rx, 0);
+  assert_int_equal(r.gpu_util, 93);
+  assert_true(r.gpu_mem == 1LL << 34);
+  assert_int_equal(r.gpu_power, 312500);
+  assert_int_equal(r.gpu_temp, 71);
+  assert_string_equal(r.why, "why not");
+
+  /* what was not measured is not sent, and reads back as -1 */
+  weft_sample_init(&s);
+  s.seq = 1;
+  weft_sample_put(&o, &s);
+  decode(&o, &m);
+  assert_int_equal(m.nfields, 1);
+  assert_int_equal(weft_sample_get(&m, &r), 0);
+  assert_int_equal(r.cpu_pm, -1);
+  assert_int_equal(r.rss, -1);
+  assert_int_equal(r.nic_tx, -1);
+  assert_int_equal(r.gpu_util, -1);
+  assert_string_equal(r.nic, "");
+  assert_string_equal(r.why, "");
+
+  /* a negative figure from a damaged or hostile agent is no figure */
+  weft_ctl_begin(&o, WEFT_CTL_SAMPLE);
+  weft_ctl_put_int(&o, WEFT_CTL_T_SEQ, 2);
+  weft_ctl_put_int(&o, WEFT_CTL_T_CPU_PM, -50);
+  weft_ctl_put_str(&o, WEFT_CTL_T_RSS, "lots");
+  decode(&o, &m);
+  assert_int_equal(weft_sample_get(&m, &r), 0);
+  assert_int_equal(r.cpu_pm, -1);
+  assert_int_equal(r.rss, -1);
+  /* no SEQ, or another message: not a sample */
+  weft_ctl_begin(&o, WEFT_CTL_SAMPLE);
+  weft_ctl_put_int(&o, WEFT_CTL_T_CPU_PM, 5);
+  decode(&o, &m);
+  assert_int_equal(weft_sample_get(&m, &r), -1);
+  weft_ctl_begin(&o, WEFT_CTL_HEARTBEAT);
+  weft_ctl_put_int(&o, WEFT_CTL_T_SEQ, 2);
+  decode(&o, &m);
+  assert_int_equal(weft_sample_get(&m, &r), -1);
+}
+
+static void
+test_prom(void **state)
+{
+  weft_sample s;
+  weft_sample_who who = { "vm:12", 3, "a\"b\\c\nd" };
+  char *text = NULL;
+  size_t len = 0;
+  (void)state;
+  weft_sample_init(&s);
+  s.seq = 1;
+  s.cpu_ms = 1500;
+  s.rss = 4096;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  weft_sample_prom(f, &s, &who);
+  assert_int_equal(fclose(f), 0);
+  /* measured figures only, each with HELP and TYPE; label values escaped */
+  assert_non_null(strstr(text, "# TYPE weft_rank_cpu_seconds_total counter\n"
+                               "weft_rank_cpu_seconds_total{job=\"vm:12\",rank=\"3\","
+                               "host=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
+  assert_non_null(strstr(text, "# TYPE weft_rank_resident_memory_bytes gauge\n"));
+  assert_null(strstr(text, "threads"));
+  assert_null(strstr(text, "utilization"));
+  free(text);
+}
+
+static void
+test_picture(void **state)
+{
+  wr_point pt, a[3] = { { 0.5, 0.9, 1 << 20, 0 }, { 1.0, -1, -1, 0 }, { 1.5, 1.0, 2 << 20, 0 } };
+  wr_series v[2] = { { a, 3, 3, "vm-a" }, { NULL, 0, 0, "" } };
+  char host[64], *text = NULL;
+  size_t len = 0;
+  (void)state;
+  assert_int_equal(wr_timeline_parse("{\"t\":1.250,\"rank\":7,\"host\":\"vm-b\",\"seq\":3,"
+                                     "\"cpu\":0.125,\"rss\":4096}\n", &pt, host, sizeof(host)), 0);
+  assert_true(pt.t == 1.25 && pt.rank == 7 && pt.cpu == 0.125 && pt.rss == 4096);
+  assert_string_equal(host, "vm-b");
+  /* absent figures are -1; what is not a record is refused */
+  assert_int_equal(wr_timeline_parse("{\"t\":2,\"rank\":0}", &pt, host, sizeof(host)), 0);
+  assert_true(pt.cpu == -1 && pt.rss == -1);
+  assert_string_equal(host, "");
+  assert_int_equal(wr_timeline_parse("not json", &pt, host, sizeof(host)), -1);
+  assert_int_equal(wr_timeline_parse("{\"t\":1,\"rank\":-3}", &pt, host, sizeof(host)), -1);
+  /* one line per rank with points in each chart, its title naming it; a rank without
+   * points draws none; the caption escaped */
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  wr_picture_draw(f, v, 2, "job <x>");
+  assert_int_equal(fclose(f), 0);
+  assert_non_null(strstr(text, "<p>job &lt;x&gt;</p>"));
+  int lines = 0;
+  for (const char *p = text; (p = strstr(p, "<polyline")); p++)
+    lines++;
+  assert_int_equal(lines, 2);
+  assert_non_null(strstr(text, "<title>rank 0 (vm-a)</title>"));
+  assert_null(strstr(text, "rank 1 ("));
+  free(text);
+}
+
+static void
+test_median(void **state)
+{
+  int64_t v[] = { 900, -1, 100, 1000, 950 }, scratch[5];
+  (void)state;
+  assert_int_equal(wr_median(v, 5, scratch), 925);
+  assert_int_equal(wr_median(v, 3, scratch), 500);
+  assert_int_equal(wr_median(v, 2, scratch), -1); /* one value: no peers */
+}
+
+static void
+test_straggler(void **state)
+{
+  wr_straggle st;
+  (void)state;
+  assert_int_equal(wr_straggle_init(&st, 3), 0);
+  /* rank 2 at 10% while the median is 95%: the third low sample names it, once */
+  assert_int_equal(wr_straggle_step(&st, 2, 100, 950), 0);
+  assert_int_equal(wr_straggle_step(&st, 2, 100, 950), 0);
+  assert_int_equal(wr_straggle_step(&st, 2, 100, 950), 1);
+  assert_int_equal(wr_straggle_step(&st, 2, 100, 950), 0);
+  /* rank 1: two low samples, then one at 60% of the median, then two low: not yet */
+  assert_int_equal(wr_straggle_step(&st, 1, 100, 1000), 0);
+  assert_int_equal(wr_straggle_step(&st, 1, 100, 1000), 0);
+  assert_int_equal(wr_straggle_step(&st, 1, 600, 1000), 0);
+  assert_int_equal(wr_straggle_step(&st, 1, 100, 1000), 0);
+  assert_int_equal(wr_straggle_step(&st, 1, 100, 1000), 0);
+  assert_int_equal(wr_straggle_step(&st, 1, 100, 1000), 1);
+  /* an idle job (median under a fifth of a core), an unknown median or use: no verdict */
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(wr_straggle_step(&st, 0, 0, 150), 0);
+    assert_int_equal(wr_straggle_step(&st, 0, 0, -1), 0);
+    assert_int_equal(wr_straggle_step(&st, 0, -1, 1000), 0);
+  }
+  /* ranks outside the job are ignored */
+  assert_int_equal(wr_straggle_step(&st, 3, 0, 1000), 0);
+  assert_int_equal(wr_straggle_step(&st, -1, 0, 1000), 0);
+  wr_straggle_free(&st);
+}
+
+static int
+parse(wr_opts *o, const char *a, const char *b)
+{
+  /* static: the options point into it after the call */
+  static char *argv[5];
+  argv[0] = (char *)"weftrun";
+  argv[1] = (char *)a;
+  argv[2] = argv[3] = argv[4] = NULL;
+  int argc = 2;
+  if (b)
+    argv[argc++] = (char *)b;
+  argv[argc++] = (char *)"prog";
+  wr_opts_init(o);
+  return wr_opts_parse(o, argc, argv);
+}
+
+static void
+test_options(void **state)
+{
+  wr_opts o;
+  (void)state;
+  assert_int_equal(parse(&o, "--monitor", NULL), 0);
+  assert_true(o.monitor == WR_MONITOR_DEFAULT_S);
+  assert_string_equal(o.program[0], "prog"); /* the optional value is never the next word */
+  assert_int_equal(parse(&o, "--monitor=0.5", NULL), 0);
+  assert_true(o.monitor == 0.5);
+  assert_int_equal(parse(&o, "--monitor=0", NULL), WR_EXIT_USAGE);
+  assert_int_equal(parse(&o, "--monitor=5x", NULL), WR_EXIT_USAGE);
+  assert_int_equal(parse(&o, "--monitor=", NULL), WR_EXIT_USAGE);
+  assert_int_equal(parse(&o, "--monitor=3601", NULL), WR_EXIT_USAGE);
+  /* --monitor-out alone turns sampling on */
+  assert_int_equal(parse(&o, "--monitor-out", "/tmp/x"), 0);
+  assert_true(o.monitor == WR_MONITOR_DEFAULT_S);
+  assert_string_equal(o.monitor_out, "/tmp/x");
+  /* -q is weftrun's too, and still goes to mpirun */
+  assert_int_equal(parse(&o, "-q", NULL), 0);
+  assert_int_equal(o.quiet, 1);
+  assert_int_equal(o.npass, 1);
+  assert_int_equal(parse(&o, "-v", NULL), 0);
+  assert_int_equal(o.quiet, 0);
+  assert_true(o.monitor == 0);
+}
+
+int
+main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_stat),         cmocka_unit_test(test_counter_rates),
+    cmocka_unit_test(test_message),      cmocka_unit_test(test_prom),
+    cmocka_unit_test(test_picture),      cmocka_unit_test(test_median),
+    cmocka_unit_test(test_straggler),    cmocka_unit_test(test_options),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
