@@ -475,17 +475,15 @@ run_full(check *c, const int *idx, int k, wr_check_job *j)
 
 /* The options of the check jobs: the user's, but output the check can read (tagged,
  * not to files, nothing merged into it, no stdin, no reports). The option words go to
- * mpirun as the user typed them (engine-mpirun.c): those are filtered, by name and
- * with as many arguments as each takes. */
+ * mpirun as the user typed them (engine-mpirun.c): those are filtered by name, each
+ * with as many arguments as weftrun's option table gives it. */
 static void
 job_options(check *c)
 {
-  static const struct { const char *name; int args; } drop[] = {
-    { "xml", 0 }, { "merge-stderr-to-stdout", 0 }, { "stdin", 1 }, { "report-pid", 1 },
-    { "report-uri", 1 }, { "tag-output", 0 }, { "timestamp-output", 0 },
-    { "output-filename", 1 }, { "report-bindings", 0 }, { "display-map", 0 },
-    { "display-allocation", 0 }, { "display-devel-map", 0 }, { "display-topo", 0 },
-    { NULL, 0 } };
+  static const char *const drop[] = {
+    "xml", "merge-stderr-to-stdout", "stdin", "report-pid", "report-uri", "tag-output",
+    "timestamp-output", "output-filename", "report-bindings", "display-map",
+    "display-allocation", "display-devel-map", "display-topo", NULL };
   wr_opts *oc = &c->oc;
   const wr_app *a = &c->o->apps[0];
   int n = 0;
@@ -499,16 +497,18 @@ job_options(check *c)
   c->place[n++] = WR_WORD_ANY;
   for (int i = 0; i < a->nwords && n < WR_MAX_WORDS; i++) {
     const char *w = a->words[i], *bare = w + strspn(w, "-");
-    int skip = -1;
-    for (int d = 0; w[0] == '-' && drop[d].name; d++)
-      if (!strcmp(bare, drop[d].name))
-        skip = drop[d].args;
-    if (skip >= 0) {
-      i += skip;
-      continue;
-    }
-    c->words[n] = w;
-    c->place[n++] = a->place[i];
+    const weft_opt *row = w[0] == '-' ? weft_opt_find(wr_options, bare) : NULL;
+    int nargs = !row ? 0 : row->kind == WEFT_OPT_ARG ? 1 : row->kind == WEFT_OPT_ARG2 ? 2 : 0;
+    int dropped = 0;
+    for (int d = 0; row && drop[d]; d++)
+      dropped |= !strcmp(bare, drop[d]);
+    /* an option's words go or stay together */
+    for (int k = 0; k <= nargs && i + k < a->nwords; k++)
+      if (!dropped && n < WR_MAX_WORDS) {
+        c->words[n] = a->words[i + k];
+        c->place[n++] = a->place[i + k];
+      }
+    i += nargs;
   }
   oc->apps[0].words = c->words;
   oc->apps[0].place = c->place;
