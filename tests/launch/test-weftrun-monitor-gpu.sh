@@ -5,7 +5,8 @@
 # 0, 2 and 4, the stand-in reporting GPU 2 at 5% and the others at 90%. The
 # timeline carries gpu, gpu_mem, gpu_power and gpu_temp; rank 1 (GPU 2) is
 # named a straggler by its GPU; the closing figures give each GPU's average
-# and peak; the Prometheus file has the GPU metrics with a gpu label. Without
+# and peak; the host's Prometheus file has every rank's GPU metrics with a gpu
+# label. Without
 # NVML the GPU fields are absent and one line says why, once; an NVML that
 # hangs stops nothing (it is read on a thread of the agent's own).
 set -eu
@@ -20,7 +21,7 @@ mkdir "$tmp/prom"
 rc=0
 LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} WEFT_STANDIN_NVML_UTIL=2:5 \
   timeout 60 "$weftrun" -np 3 --monitor=0.3 --monitor-out "$tmp/mon" --monitor-prom "$tmp/prom" \
-  sh -c "$s 2; [ \$RANK != 1 ] || cp $tmp/prom/weft-*-rank-1.prom $tmp/rank1.prom; $s 1" \
+  sh -c "$s 2; [ \$RANK != 1 ] || cp $tmp/prom/weft-*.prom $tmp/host.prom; $s 1" \
   >"$tmp/out" 2>"$tmp/out.err" || rc=$?
 [ $rc = 0 ] || fail_run "weftrun exited $rc" "$tmp/out"
 cat "$tmp/out.err"
@@ -41,9 +42,13 @@ for line in open(sys.argv[1]):
 assert n >= 9, n
 print("ok %d records with GPU figures" % n)
 EOP
-grep -q '^weft_rank_gpu_utilization_ratio{job="[^"]*",rank="1",host="[^"]*",gpu="2"} 0.05$' "$tmp/rank1.prom" &&
-  grep -q '^# TYPE weft_rank_gpu_power_watts gauge$' "$tmp/rank1.prom" ||
-  fail_run "rank 1's Prometheus GPU metrics" "$tmp/rank1.prom"
+# the host's one file: every rank's GPU line, each labelled with its own GPU
+grep -q '^weft_rank_gpu_utilization_ratio{job="[^"]*",rank="0",host="[^"]*",gpu="0"} 0.9$' "$tmp/host.prom" &&
+  grep -q '^weft_rank_gpu_utilization_ratio{job="[^"]*",rank="1",host="[^"]*",gpu="2"} 0.05$' "$tmp/host.prom" &&
+  grep -q '^weft_rank_gpu_utilization_ratio{job="[^"]*",rank="2",host="[^"]*",gpu="4"} 0.9$' "$tmp/host.prom" &&
+  [ "$(grep -c '^# TYPE weft_rank_gpu_power_watts gauge$' "$tmp/host.prom")" = 1 ] ||
+  fail_run "the host's Prometheus GPU metrics" "$tmp/host.prom"
+[ -z "$(ls -A "$tmp/prom")" ] || fail "Prometheus files left after the job"
 echo "ok GPU straggler, closing figures, timeline and Prometheus GPU metrics"
 
 # without NVML (no driver): no GPU field, one line saying why

@@ -160,26 +160,47 @@ test_message(void **state)
 static void
 test_prom(void **state)
 {
-  weft_sample s;
-  weft_sample_who who = { "vm:12", 3, "a\"b\\c\nd" };
+  weft_sample s[2];
+  weft_sample_who who[2] = { { "vm:12", 3, "a\"b\\c\nd", NULL }, { "vm:12", 5, "h", "2" } };
   char *text = NULL;
   size_t len = 0;
   (void)state;
-  weft_sample_init(&s);
-  s.seq = 1;
-  s.cpu_ms = 1500;
-  s.rss = 4096;
+  weft_sample_init(&s[0]);
+  weft_sample_init(&s[1]);
+  s[0].seq = s[1].seq = 1;
+  s[0].cpu_ms = 1500;
+  s[0].rss = 4096;
+  s[1].cpu_ms = 250;
+  s[1].gpu_util = 5;
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  weft_sample_prom(f, &s, &who);
+  weft_sample_prom(f, s, who, 2);
   assert_int_equal(fclose(f), 0);
-  /* measured figures only, each with HELP and TYPE; label values escaped */
+  /* a family's HELP and TYPE once, then every rank's line of it; label values escaped */
   assert_non_null(strstr(text, "# TYPE weft_rank_cpu_seconds_total counter\n"
                                "weft_rank_cpu_seconds_total{job=\"vm:12\",rank=\"3\","
-                               "host=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
-  assert_non_null(strstr(text, "# TYPE weft_rank_resident_memory_bytes gauge\n"));
+                               "host=\"a\\\"b\\\\c\\nd\"} 1.5\n"
+                               "weft_rank_cpu_seconds_total{job=\"vm:12\",rank=\"5\","
+                               "host=\"h\"} 0.25\n# HELP "));
+  const char *once = strstr(text, "# TYPE weft_rank_cpu_seconds_total");
+  assert_null(strstr(once + 1, "# TYPE weft_rank_cpu_seconds_total"));
+  /* measured figures only: rank 5 has no memory line, nobody a threads family */
+  assert_non_null(strstr(text, "# TYPE weft_rank_resident_memory_bytes gauge\n"
+                               "weft_rank_resident_memory_bytes{job=\"vm:12\",rank=\"3\","));
+  assert_null(strstr(text, "weft_rank_resident_memory_bytes{job=\"vm:12\",rank=\"5\""));
   assert_null(strstr(text, "threads"));
-  assert_null(strstr(text, "utilization"));
+  /* the gpu label on the GPU figures only */
+  assert_non_null(strstr(text, "weft_rank_gpu_utilization_ratio{job=\"vm:12\",rank=\"5\","
+                               "host=\"h\",gpu=\"2\"} 0.05\n"));
+  assert_null(strstr(text, "weft_rank_gpu_utilization_ratio{job=\"vm:12\",rank=\"3\""));
+  free(text);
+  /* no rank: nothing */
+  text = NULL;
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  weft_sample_prom(f, s, who, 0);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(len, 0);
   free(text);
 }
 
