@@ -9,9 +9,9 @@
  * memory, summed. The NIC's byte counters (/sys/class/net/IF/statistics) are
  * kept open and read at offset 0. The rank's GPU (the one it was placed on)
  * is asked through NVML (nvml.c, loaded once, the device found by its PCI
- * address, else its index) on a thread of its own: utilisation, memory used,
- * power, temperature; without NVML (or with one that hangs) a sample says
- * why, once. Each sample goes to the host's Prometheus file too (prom.c).
+ * address; by index only with an NVML that cannot look one up) on a thread
+ * of its own: utilisation, memory used, power, temperature; without NVML (or
+ * with one that hangs) a sample says why, once. Each sample goes to the host's Prometheus file too (prom.c).
  * Parsing and rates are sample.c's; here are only the reads.
  */
 #include "config.h"
@@ -156,10 +156,18 @@ gpu_open(gpu_watch *w, wk_nvml *n, wk_nvml_dev *dev)
     snprintf(w->why, sizeof(w->why), "nvmlInit: %s", wk_nvml_why(n, rc, buf, sizeof(buf)));
     return;
   }
-  if (!(w->pci[0] && n->by_pci && n->by_pci(w->pci, dev) == WK_NVML_OK) &&
-      (rc = n->handle((unsigned)w->gpu, dev)) != WK_NVML_OK) {
-    snprintf(w->why, sizeof(w->why), "NVML has no GPU %d (%s): %s", w->gpu, w->pci,
-             wk_nvml_why(n, rc, buf, sizeof(buf)));
+  /* By its PCI address: NVML's indexes need not be the topology's (PCI order). Only an
+   * NVML without that lookup (older than driver 270) is asked by index; one that has it
+   * and does not know the address gives no figures rather than another GPU's. */
+  int by_pci = w->pci[0] && n->by_pci;
+  rc = by_pci ? n->by_pci(w->pci, dev) : n->handle((unsigned)w->gpu, dev);
+  if (rc != WK_NVML_OK) {
+    if (by_pci)
+      snprintf(w->why, sizeof(w->why), "NVML has no GPU at %s (the rank's GPU %d): %s", w->pci,
+               w->gpu, wk_nvml_why(n, rc, buf, sizeof(buf)));
+    else
+      snprintf(w->why, sizeof(w->why), "NVML has no GPU %d: %s", w->gpu,
+               wk_nvml_why(n, rc, buf, sizeof(buf)));
     n->shutdown();
     return;
   }
