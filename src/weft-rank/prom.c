@@ -168,6 +168,7 @@ read_frag(const wk_prom *p, const char *path, frag *fr)
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
+  memset(&st, 0, sizeof(st));
   ssize_t n = fstat(fd, &st) ? -1 : read(fd, buf, sizeof(buf));
   close(fd);
   clock_gettime(CLOCK_REALTIME, &now);
