@@ -280,6 +280,11 @@ int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname)
   return wait_one(sh, k, counter, deadline(sh), opname);
 }
 
+int weft__shm_reached(const struct weft__shm *sh, int k, int counter)
+{
+  return reached(atomic_load(&sh->ctl[k]->count[counter]), sh->seq);
+}
+
 void weft__shm_ready(struct weft__shm *sh)
 {
   struct weft__shm_ctl *me = sh->ctl[sh->rank];
@@ -508,12 +513,13 @@ static void arena(struct weft__shm *sh, int *ok)
   sh->ctl = calloc((size_t)sh->size, sizeof(*sh->ctl));
   sh->peer_s = calloc((size_t)sh->size, sizeof(*sh->peer_s));
   sh->peer_r = calloc((size_t)sh->size, sizeof(*sh->peer_r));
+  sh->got = calloc((size_t)sh->size, 1);
   sh->iov_l = calloc(2 * WEFT__SHM_MAXIOV, sizeof(*sh->iov_l));
   sh->iov_r = sh->iov_l ? sh->iov_l + WEFT__SHM_MAXIOV : NULL;
   sh->pc = calloc(WEFT__SHM_MAXPIECES, sizeof(*sh->pc));
   if (posix_memalign((void **)&sh->tmp, 64, 3 * WEFT__SHM_CHUNK + WEFT__SHM_GAP) != 0)
     sh->tmp = NULL;
-  if (!sh->ctl || !sh->peer_s || !sh->peer_r || !sh->iov_l || !sh->pc || !sh->tmp) {
+  if (!sh->ctl || !sh->peer_s || !sh->peer_r || !sh->got || !sh->iov_l || !sh->pc || !sh->tmp) {
     weft__snprintf(sh->why, sizeof(sh->why), "out of memory");
     *ok = 0;
   }
@@ -676,5 +682,6 @@ void weft__shm_free(struct weft__shm *sh)
   free(sh->pc);
   free(sh->peer_s);
   free(sh->peer_r);
+  free(sh->got);
   free(sh);
 }

@@ -111,6 +111,7 @@ struct weft__shm {
   struct iovec *iov_l, *iov_r; /* WEFT__SHM_MAXIOV each */
   struct weft__piece *pc;   /* WEFT__SHM_MAXPIECES */
   uint64_t *peer_s, *peer_r; /* peers' addresses for the current call */
+  unsigned char *got;       /* members whose slice this rank has (shm-coll.c) */
   volatile uint64_t token;  /* what peers read in the probe */
 };
 
@@ -152,8 +153,10 @@ int weft__shm_meet(struct weft__shm *sh, const void *s, const void *r, const cha
 char *weft__shm_slot(const struct weft__shm *sh, int k);
 /* Our part of the result is final (READY). */
 void weft__shm_ready(struct weft__shm *sh);
-/* Wait until member k's counter (WEFT__SHM_READY, ...) reaches this call. */
+/* Wait until member k's counter (WEFT__SHM_READY, ...) reaches this call;
+ * or only say whether it has (reached: 1 or 0, never waits). */
 int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname);
+int weft__shm_reached(const struct weft__shm *sh, int k, int counter);
 /* Finish it: say so, and wait until every peer is done with our memory. */
 int weft__shm_end(struct weft__shm *sh, const char *opname);
 /* Read (write == 0) or write a peer's memory: nl local and nr remote
