@@ -81,7 +81,6 @@ int weft__shm_settings(weft_ctx *ctx)
   if (s && *s && weftx_parse_size(s, &ctx->shm_staged) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL,
                          "WEFT_HOST_SHM_STAGED=%s is not a size in bytes (e.g. 16M, or 0)", s);
-  ctx->shm_staged_given = s && *s;
   return 0;
 }
 
@@ -452,14 +451,6 @@ static int agree(struct weft__shm *sh, const char *opname)
   mine.on = ctx->host_shm;
   mine.threshold = clamp64(ctx->shm_threshold);
   mine.staged = clamp64(ctx->shm_staged);
-  {
-    /* more ranks here than processors this rank may run on: the oversubscribed limit
-     * (every rank of the group is on this host, and sees the same count) */
-    cpu_set_t set;
-    if (!ctx->shm_staged_given && sched_getaffinity(0, sizeof(set), &set) == 0 &&
-        sh->size > CPU_COUNT(&set) && mine.staged > (int64_t)WEFT__SHM_STAGED_OVERSUB)
-      mine.staged = (int64_t)WEFT__SHM_STAGED_OVERSUB;
-  }
   /* With WEFT_BACKEND=mpi nobody asks CUDA where a buffer lives, and
    * cross-memory attach cannot read device memory. */
   if (ctx->backend == WEFT__BACKEND_MPI && access("/dev/nvidiactl", F_OK) == 0)

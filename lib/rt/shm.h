@@ -129,12 +129,10 @@ struct weft__shm {
 /* Default of WEFT_HOST_SHM_STAGED (bytes): measured against cross-memory
  * attach (libweft(3)), copying through the slots won up to 16 MiB on 2 and 4
  * ranks (the extra copy stays in this host's 32 MiB of cache) and lost at
- * 64 MiB. */
+ * 64 MiB; since the owner of a slice folds its own part from its input, also
+ * with 4 ranks on 2 processors (it lost from 4 MiB before, with a 1 MiB limit
+ * there). */
 #define WEFT__SHM_STAGED ((size_t)16 << 20)
-/* ... and on a host with more ranks of the group than processors it may run on, where
- * every round's two meetings wait for descheduled ranks: measured with 4 ranks on 2
- * cores, the window beat cross-memory attach at 1 MiB and lost from 4 MiB. */
-#define WEFT__SHM_STAGED_OVERSUB ((size_t)1 << 20)
 #define WEFT__SHM_MAXIOV 1024
 #define WEFT__SHM_MAXPIECES 512
 #define WEFT__SHM_GAP 4096
