@@ -91,7 +91,6 @@ struct weft_ctx {
   int host_shm;        /* WEFT_HOST_SHM: 0 off */
   size_t shm_threshold; /* WEFT_HOST_SHM_THRESHOLD, bytes */
   size_t shm_staged;   /* WEFT_HOST_SHM_STAGED, bytes */
-  int shm_staged_given; /* set by the user (else lowered on an oversubscribed host) */
   int cuda_state;      /* 1 once weft__nccl_check passed */
   void *nccl_world;    /* ncclComm_t of the world group */
   weft_group *world;

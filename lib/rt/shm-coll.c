@@ -185,27 +185,56 @@ static int reduce_slice(struct weft__shm *sh, const struct view *v, size_t lo, s
   return 0;
 }
 
+/* The next member whose slice of the result is final (READY) and not yet
+ * ours, in the order they finish: first those already done, looking from
+ * the member after ourselves on (so that members do not all read from
+ * one); a wait only when none is, for the first not done. *k is -1 when
+ * every slice is ours. Where ranks outnumber processors, a rank descheduled
+ * before it finished its slice then holds nobody up while others' are
+ * there to copy. Clear sh->got before the first. */
+static int next_ready(struct weft__shm *sh, int *k, const char *opname)
+{
+  int i, j, first, rc;
+
+  for (;;) {
+    for (i = 1, first = -1; i < sh->size; i++) {
+      j = (sh->rank + i) % sh->size;
+      if (sh->got[j])
+        continue;
+      if (weft__shm_reached(sh, j, WEFT__SHM_READY)) {
+        sh->got[j] = 1;
+        *k = j;
+        return 0;
+      }
+      if (first < 0)
+        first = j;
+    }
+    *k = -1;
+    if (first < 0)
+      return 0;
+    if ((rc = weft__shm_wait(sh, first, WEFT__SHM_READY, opname)) != 0)
+      return rc;
+  }
+}
+
 /* Every other member's slice of the result, read from its output into ours
- * as soon as it is final (READY), starting after ourselves so that members
- * do not all read from one. */
+ * as soon as it is final. */
 static int gather(struct weft__shm *sh, const struct view *v, size_t n, size_t es,
                   const char *opname)
 {
-  int i, rc;
+  int k, rc;
 
-  for (i = 1; i < sh->size; i++) {
-    int k = (sh->rank + i) % sh->size;
+  memset(sh->got, 0, (size_t)sh->size);
+  while ((rc = next_ready(sh, &k, opname)) == 0 && k >= 0) {
     size_t a, hi, npc, got;
     slice(n, sh->size, k, &a, &hi);
-    if ((rc = weft__shm_wait(sh, k, WEFT__SHM_READY, opname)) != 0)
-      return rc;
     for (; a < hi; a += got) {
       got = pieces(v, a, hi, (size_t)-1 / es, sh->pc, &npc);
       if ((rc = pull(sh, v, k, 1, sh->pc, npc, es, NULL, opname)) != 0)
         return rc;
     }
   }
-  return 0;
+  return rc;
 }
 
 /* ---- small messages ----
@@ -217,28 +246,28 @@ static int gather(struct weft__shm *sh, const struct view *v, size_t n, size_t e
  * is done reading our slot of call seq, so one meeting per call is enough. */
 
 /* Our input elements [a, b) into buf, contiguous (out 0), or buf into our
- * output elements [a, b) (out 1). */
-static void copy_pieces(const struct view *v, size_t a, size_t b, size_t es, char *buf, int out,
-                        struct weft__piece *pc)
+ * output elements [a, b) (out 1). A walk over the segments, copying as it
+ * goes: a bucket's tensors cost one memcpy each and nothing more. */
+static void copy_pieces(const struct view *v, size_t a, size_t b, size_t es, char *buf, int out)
 {
-  size_t npc, j, got;
+  size_t i = find(v, a);
 
-  for (; a < b; a += got) {
-    got = pieces(v, a, b, (size_t)-1 / es, pc, &npc);
-    for (j = 0; j < npc; j++) {
-      if (out)
-        memcpy(out_at(v, &pc[j], es), buf, pc[j].len * es);
-      else
-        memcpy(buf, in_at(v, &pc[j], es), pc[j].len * es);
-      buf += pc[j].len * es;
-    }
+  for (; a < b; i++) {
+    size_t off = a - v->start[i], len = v->start[i + 1] - a;
+    if (len > b - a)
+      len = b - a;
+    if (out)
+      memcpy(v->r[i].p + (off - v->rshift) * es, buf, len * es);
+    else
+      memcpy(buf, v->s[i].p + off * es, len * es);
+    buf += len * es;
+    a += len;
   }
 }
 
-static void copy_in(const struct view *v, size_t a, size_t b, size_t es, char *dst,
-                    struct weft__piece *pc)
+static void copy_in(const struct view *v, size_t a, size_t b, size_t es, char *dst)
 {
-  copy_pieces(v, a, b, es, dst, 0, pc);
+  copy_pieces(v, a, b, es, dst, 0);
 }
 
 /* Our output elements [a, b): the reduction of every slot, whose first
@@ -272,7 +301,7 @@ static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, si
 
   if ((rc = weft__shm_next(sh, opname)) != 0)
     return rc;
-  copy_in(v, 0, n, weft_dtype_size(dt), weft__shm_slot(sh, sh->rank), sh->pc);
+  copy_in(v, 0, n, weft_dtype_size(dt), weft__shm_slot(sh, sh->rank));
   if ((rc = weft__shm_meet(sh, NULL, NULL, opname)) != 0)
     return rc;
   fold_slots(sh, v, lo, hi, dt, op);
@@ -282,11 +311,13 @@ static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, si
 /* ---- medium messages ----
  * All-reduces and buckets of up to WEFT__SHM_STAGED bytes are copied through
  * the slots too, a slot at a time (a round, one call number each), but each
- * rank folds only its slice of the round: from every slot, in rank order as
- * above, into a small buffer that stays in cache, then into its own slot,
- * where the slice's input is no longer needed (only its owner reads that
- * part of any slot). READY says so, and every rank copies each finished
- * slice from its owner's slot into its own output. No system call and no
+ * rank copies in all of its input except its own slice (only the owner of a
+ * slice reads that part of any slot) and folds only its slice: every slot's
+ * part of it in rank order as above, its own input in its turn, the last
+ * step into its own slot, from where it copies the result into its own
+ * output at once, while it is in cache. READY says so, and every rank copies
+ * each other finished slice from its owner's slot into its own output, in
+ * the order they finish. No system call and no
  * page pinning: below a few MiB that costs more than the copy in (measured,
  * libweft(3)), and a bucket's tensors are copied once each way, with one
  * meeting per round instead of one per tensor. The slots alternate with the
@@ -295,20 +326,30 @@ static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, si
 #define STEP ((size_t)16 << 10) /* bytes folded at a time */
 
 
-static void fold_slice(struct weft__shm *sh, size_t lo, size_t hi, weft_dtype dt, weft_op op)
+/* Our slice [lo, hi) of the round that starts at element a: every slot
+ * folded in rank order, except that our own operand comes straight from
+ * our input (our slot does not hold it) through a buffer that stays in
+ * cache; the last fold writes into our slot, where peers read the result,
+ * and we copy it from there into our own output while it is in cache. */
+static void fold_slice(struct weft__shm *sh, const struct view *v, size_t a, size_t lo,
+                       size_t hi, weft_dtype dt, weft_op op)
 {
   size_t es = weft_dtype_size(dt), max = STEP / es, x, m;
-  char *t = sh->tmp, *mine = weft__shm_slot(sh, sh->rank);
-  int k;
+  char *t = sh->tmp, *own = t + STEP, *d = t;
+  int k, me = sh->rank, p = sh->size;
 
   for (x = lo; x < hi; x += m) {
     m = hi - x < max ? hi - x : max;
-    weft__reduce(dt, op, t, weft__shm_slot(sh, 0) + x * es, weft__shm_slot(sh, 1) + x * es, m);
-    for (k = 2; k < sh->size; k++)
-      weft__reduce(dt, op, t, t, weft__shm_slot(sh, k) + x * es, m);
+    copy_in(v, a + x, a + x + m, es, own);
+#define OPERAND(k) ((k) == me ? own : weft__shm_slot(sh, (k)) + x * es)
+    for (k = 1; k < p; k++) {
+      d = k == p - 1 ? weft__shm_slot(sh, me) + x * es : t;
+      weft__reduce(dt, op, d, k == 1 ? OPERAND(0) : t, OPERAND(k), m);
+    }
+#undef OPERAND
     if (op == WEFT_AVG)
-      weft__divide(t, m, dt, sh->size);
-    memcpy(mine + x * es, t, m * es);
+      weft__divide(d, m, dt, p);
+    copy_pieces(v, a + x, a + x + m, es, d, 1);
   }
 }
 
@@ -316,25 +357,27 @@ static int staged_reduce(struct weft__shm *sh, const struct view *v, size_t n, w
                          weft_op op, const char *opname)
 {
   size_t es = weft_dtype_size(dt), per = WEFT__SHM_SLOT / es, a, m, lo, hi;
-  int i, k, rc;
+  int k, rc;
 
   for (a = 0; a < n; a += m) {
     m = n - a < per ? n - a : per;
     if ((rc = weft__shm_next(sh, opname)) != 0)
       return rc;
-    copy_in(v, a, a + m, es, weft__shm_slot(sh, sh->rank), sh->pc);
+    slice(m, sh->size, sh->rank, &lo, &hi);
+    /* all but our own slice: fold_slice reads that from our input */
+    copy_in(v, a, a + lo, es, weft__shm_slot(sh, sh->rank));
+    copy_in(v, a + hi, a + m, es, weft__shm_slot(sh, sh->rank) + hi * es);
     if ((rc = weft__shm_meet(sh, NULL, NULL, opname)) != 0)
       return rc;
-    slice(m, sh->size, sh->rank, &lo, &hi);
-    fold_slice(sh, lo, hi, dt, op);
+    fold_slice(sh, v, a, lo, hi, dt, op);
     weft__shm_ready(sh);
-    for (i = 0; i < sh->size; i++) {
-      k = (sh->rank + i) % sh->size;
+    memset(sh->got, 0, (size_t)sh->size);
+    while ((rc = next_ready(sh, &k, opname)) == 0 && k >= 0) {
       slice(m, sh->size, k, &lo, &hi);
-      if (k != sh->rank && (rc = weft__shm_wait(sh, k, WEFT__SHM_READY, opname)) != 0)
-        return rc;
-      copy_pieces(v, a + lo, a + hi, es, weft__shm_slot(sh, k) + lo * es, 1, sh->pc);
+      copy_pieces(v, a + lo, a + hi, es, weft__shm_slot(sh, k) + lo * es, 1);
     }
+    if (rc != 0)
+      return rc;
   }
   return 0;
 }

@@ -81,7 +81,6 @@ int weft__shm_settings(weft_ctx *ctx)
   if (s && *s && weftx_parse_size(s, &ctx->shm_staged) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL,
                          "WEFT_HOST_SHM_STAGED=%s is not a size in bytes (e.g. 16M, or 0)", s);
-  ctx->shm_staged_given = s && *s;
   return 0;
 }
 
@@ -280,6 +279,11 @@ int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname)
   return wait_one(sh, k, counter, deadline(sh), opname);
 }
 
+int weft__shm_reached(const struct weft__shm *sh, int k, int counter)
+{
+  return reached(atomic_load(&sh->ctl[k]->count[counter]), sh->seq);
+}
+
 void weft__shm_ready(struct weft__shm *sh)
 {
   struct weft__shm_ctl *me = sh->ctl[sh->rank];
@@ -447,14 +451,6 @@ static int agree(struct weft__shm *sh, const char *opname)
   mine.on = ctx->host_shm;
   mine.threshold = clamp64(ctx->shm_threshold);
   mine.staged = clamp64(ctx->shm_staged);
-  {
-    /* more ranks here than processors this rank may run on: the oversubscribed limit
-     * (every rank of the group is on this host, and sees the same count) */
-    cpu_set_t set;
-    if (!ctx->shm_staged_given && sched_getaffinity(0, sizeof(set), &set) == 0 &&
-        sh->size > CPU_COUNT(&set) && mine.staged > (int64_t)WEFT__SHM_STAGED_OVERSUB)
-      mine.staged = (int64_t)WEFT__SHM_STAGED_OVERSUB;
-  }
   /* With WEFT_BACKEND=mpi nobody asks CUDA where a buffer lives, and
    * cross-memory attach cannot read device memory. */
   if (ctx->backend == WEFT__BACKEND_MPI && access("/dev/nvidiactl", F_OK) == 0)
@@ -508,12 +504,13 @@ static void arena(struct weft__shm *sh, int *ok)
   sh->ctl = calloc((size_t)sh->size, sizeof(*sh->ctl));
   sh->peer_s = calloc((size_t)sh->size, sizeof(*sh->peer_s));
   sh->peer_r = calloc((size_t)sh->size, sizeof(*sh->peer_r));
+  sh->got = calloc((size_t)sh->size, 1);
   sh->iov_l = calloc(2 * WEFT__SHM_MAXIOV, sizeof(*sh->iov_l));
   sh->iov_r = sh->iov_l ? sh->iov_l + WEFT__SHM_MAXIOV : NULL;
   sh->pc = calloc(WEFT__SHM_MAXPIECES, sizeof(*sh->pc));
   if (posix_memalign((void **)&sh->tmp, 64, 3 * WEFT__SHM_CHUNK + WEFT__SHM_GAP) != 0)
     sh->tmp = NULL;
-  if (!sh->ctl || !sh->peer_s || !sh->peer_r || !sh->iov_l || !sh->pc || !sh->tmp) {
+  if (!sh->ctl || !sh->peer_s || !sh->peer_r || !sh->got || !sh->iov_l || !sh->pc || !sh->tmp) {
     weft__snprintf(sh->why, sizeof(sh->why), "out of memory");
     *ok = 0;
   }
@@ -676,5 +673,6 @@ void weft__shm_free(struct weft__shm *sh)
   free(sh->pc);
   free(sh->peer_s);
   free(sh->peer_r);
+  free(sh->got);
   free(sh);
 }

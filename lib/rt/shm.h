@@ -111,6 +111,7 @@ struct weft__shm {
   struct iovec *iov_l, *iov_r; /* WEFT__SHM_MAXIOV each */
   struct weft__piece *pc;   /* WEFT__SHM_MAXPIECES */
   uint64_t *peer_s, *peer_r; /* peers' addresses for the current call */
+  unsigned char *got;       /* members whose slice this rank has (shm-coll.c) */
   volatile uint64_t token;  /* what peers read in the probe */
 };
 
@@ -128,12 +129,10 @@ struct weft__shm {
 /* Default of WEFT_HOST_SHM_STAGED (bytes): measured against cross-memory
  * attach (libweft(3)), copying through the slots won up to 16 MiB on 2 and 4
  * ranks (the extra copy stays in this host's 32 MiB of cache) and lost at
- * 64 MiB. */
+ * 64 MiB; since the owner of a slice folds its own part from its input, also
+ * with 4 ranks on 2 processors (it lost from 4 MiB before, with a 1 MiB limit
+ * there). */
 #define WEFT__SHM_STAGED ((size_t)16 << 20)
-/* ... and on a host with more ranks of the group than processors it may run on, where
- * every round's two meetings wait for descheduled ranks: measured with 4 ranks on 2
- * cores, the window beat cross-memory attach at 1 MiB and lost from 4 MiB. */
-#define WEFT__SHM_STAGED_OVERSUB ((size_t)1 << 20)
 #define WEFT__SHM_MAXIOV 1024
 #define WEFT__SHM_MAXPIECES 512
 #define WEFT__SHM_GAP 4096
@@ -152,8 +151,10 @@ int weft__shm_meet(struct weft__shm *sh, const void *s, const void *r, const cha
 char *weft__shm_slot(const struct weft__shm *sh, int k);
 /* Our part of the result is final (READY). */
 void weft__shm_ready(struct weft__shm *sh);
-/* Wait until member k's counter (WEFT__SHM_READY, ...) reaches this call. */
+/* Wait until member k's counter (WEFT__SHM_READY, ...) reaches this call;
+ * or only say whether it has (reached: 1 or 0, never waits). */
 int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname);
+int weft__shm_reached(const struct weft__shm *sh, int k, int counter);
 /* Finish it: say so, and wait until every peer is done with our memory. */
 int weft__shm_end(struct weft__shm *sh, const char *opname);
 /* Read (write == 0) or write a peer's memory: nl local and nr remote
