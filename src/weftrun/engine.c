@@ -40,6 +40,15 @@ wr_engine_forwarded(const char *name, size_t n)
   return yes;
 }
 
+int
+wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
+{
+  /* When Open MPI places the ranks, everything else is as mpirun passes it */
+  if (p->mode == WR_MODE_OMPI && (n <= 5 || strncmp(name, "WEFT_", 5) != 0))
+    return 0;
+  return wr_engine_forwarded(name, n);
+}
+
 static int
 engine_of(const char *name, wr_engine *e)
 {

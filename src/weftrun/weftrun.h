@@ -411,6 +411,9 @@ int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or
 /* Variables forwarded to every rank by default (weftx_env_forward_default() less those
  * that describe one host). */
 int wr_engine_forwarded(const char *name, size_t n);
+/* Those that plan p's engine passes to every host: all of them when weft places the
+ * ranks; when Open MPI does, only WEFT_* (mpirun passes the rest as it would alone). */
+int wr_engine_forwards(const wr_plan *p, const char *name, size_t n);
 /* weft-rank, its arguments for a plan, "--" and program \p app's words (engine.c, for
  * both engines). */
 int wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,

@@ -195,9 +195,10 @@ run_case no-finalize - 1 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: e
 # deadlines
 ff="WEFT_TEST_FAULT_FILE=$fault"
 # (the waiting ranks sleep 1 s after their timeout before MPI_Abort: 6 s)
+# (plain mpirun gives other hosts only -x variables; weftrun forwards its WEFT_* itself,
+# also when Open MPI places the ranks: no -x on its side)
 envs="$ff WEFT_COLL_TIMEOUT=3" mpi_args="-N 1 -x WEFT_COLL_TIMEOUT=3 $rtto allreduce"
-# (-x as with mpirun: when Open MPI places the ranks, other hosts get only -x variables)
-run_case coll-timeout - 3 6 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' fault+3 -- $N1 -x WEFT_COLL_TIMEOUT=3 "$rtto" allreduce
+run_case coll-timeout - 3 6 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' fault+3 -- $N1 "$rtto" allreduce
 envs="$ff WEFT_COLL_WATCHDOG=3"
 run_case coll-watchdog q 124 5 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (4 bytes) has not finished after 3 s' fault+3 -- $N1 "$rtto" watchdog
 envs="$ff WEFT_INIT_TIMEOUT=3"
