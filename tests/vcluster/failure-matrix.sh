@@ -85,7 +85,7 @@ left()
 }
 
 # A fault done from outside the job after $1 seconds: kill-vnode N, silent N,
-# link N, weftrun SIG, mpirun SIG.
+# link N, stop N, weftrun SIG, mpirun SIG.
 inject()
 {
   sleep "$1"
@@ -93,6 +93,17 @@ inject()
     kill-vnode) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill "vnode$3" >/dev/null 2>&1 ;;
     silent) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill --silent "vnode$3" >/dev/null 2>&1 ;;
     link) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" link "vnode$3" down >/dev/null 2>&1 ;;
+    stop) # the agents of vnode N stop (SIGSTOP), as a starved agent would look, once
+      # its rank runs (an agent stopped before it reached weftrun is another case)
+      _i=0
+      while [ $_i -lt 100 ] && ! ip netns pids "$prefix-vnode$3" | while read -r _p; do
+              grep -q "$uniq-sleep" "/proc/$_p/cmdline" 2>/dev/null && echo y; done | grep -q y; do
+        sleep 0.1; _i=$((_i + 1))
+      done
+      date +%s.%N >"$fault"
+      for _p in $(ip netns pids "$prefix-vnode$3"); do
+        [ "$(cat "/proc/$_p/comm" 2>/dev/null)" = weft-rank ] && kill -STOP "$_p"
+      done ;;
     weftrun|mpirun)
       # under plain mpirun (--mpirun), the signal meant for weftrun goes to mpirun
       _who=$2
@@ -229,7 +240,12 @@ mpi_args="-N 1 $s 30"
 run_case vnode-silent - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:silent:2:+3" -- $N1 --host-timeout 3 "$s" 30
 mpi_args="-N 1 $s 30"
 run_case link-cut q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+3" -- $N1 --host-timeout 3 "$s" 30
-run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+5" -- $N1 "$s" 30
+# without --host-timeout a cut link is found by TCP keepalive: 5 s without an acknowledgement
+run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): the machine acknowledged nothing for 5 s' "3:link:1:+5" -- $N1 "$s" 30
+# a stopped (or starved) agent: its kernel still answers, so only --host-timeout finds it
+mpi_args="-N 1 $s 30"
+run_case agent-stopped - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:stop:2:+3" -- $N1 --host-timeout 3 "$s" 30
+run_case agent-stopped-default - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:stop:2:+30" -- $N1 "$s" 60
 # what is run, where, how many
 mpi_args="-N 1 $tmp/$uniq-nosuch"
 run_case program-missing q 127 5 "^weftrun: job failed: rank [012] host vnode[012] gpu none: cannot run '$tmp/$uniq-nosuch': No such file or directory; exited with status 127 (exit 127)\$" - -- $N1 "$tmp/$uniq-nosuch"
