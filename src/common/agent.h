@@ -200,6 +200,15 @@ typedef struct weft_agent_who {
 void weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code,
                            int sig);
 
+/* ---- This machine's topology for mpirun ---------------------------------- */
+
+/* When every rank is on weftrun's host, mpirun's environment names weftrun's XML of
+ * it (--host-xml) through hwloc's own variables, so that Open MPI and its PMIx
+ * server load it instead of probing the machine again. weft-rank finds
+ * WEFT_HWLOC_XMLFILE equal to its --host-xml and removes both before anything else. */
+#define WEFT_HWLOC_XMLFILE "HWLOC_XMLFILE"
+#define WEFT_HWLOC_THISSYSTEM "HWLOC_THISSYSTEM"
+
 /* ---- The probe ------------------------------------------------------------ */
 
 /* "weft-rank --probe" prints its host's hwloc XML, then on Google Cloud one line

@@ -275,6 +275,12 @@ main(int argc, char **argv)
     who.rank = ids.rank;
   if (weft_agent_args_parse(&o, argc, argv, &first, why, sizeof(why)))
     FAIL("%s", why);
+  /* weftrun's XML of this host, handed to mpirun (agent.h): gone before hwloc is used
+   * here, and from the program's environment */
+  const char *xf = getenv(WEFT_HWLOC_XMLFILE);
+  if (xf && o.host_xml && !strcmp(xf, o.host_xml) &&
+      (unsetenv(WEFT_HWLOC_XMLFILE) || unsetenv(WEFT_HWLOC_THISSYSTEM)))
+    FAIL("cannot unset " WEFT_HWLOC_XMLFILE);
   if (o.help) {
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
     weft_opt_help(stdout, weft_agent_options);
@@ -439,11 +445,6 @@ main(int argc, char **argv)
   if (program_vars(program))
     FAIL("out of memory");
   weftx_topo_env_restore();
-  /* mpirun read weftrun's XML of this machine instead of probing it again: that is
-   * weft's doing, so the rank gets the environment plain mpirun would give it */
-  const char *tf = getenv("OMPI_MCA_hwloc_base_topo_file");
-  if (tf && o.host_xml && !strcmp(tf, o.host_xml) && unsetenv("OMPI_MCA_hwloc_base_topo_file"))
-    FAIL("cannot unset OMPI_MCA_hwloc_base_topo_file");
 
   /* the per-rank environment: the user's variables first, weft's only where unset */
   weftx_rank_info ri;

@@ -10,9 +10,9 @@
  * per rank for Open MPI's sequential mapper), Open MPI's own binding is off
  * (--bind-to none), the user's options that do not place ranks follow as
  * typed, and weft-rank places and binds each rank. Inside a Slurm allocation
- * mpirun starts its daemons with srun by itself. When weft places them and all
- * ranks are here, mpirun reads weftrun's probe of this machine instead of
- * probing it again. Arguments go to mpirun as an
+ * mpirun starts its daemons with srun by itself. When every rank is here,
+ * mpirun reads weftrun's probe of this machine instead of probing it again
+ * (wr_mpirun_env). Arguments go to mpirun as an
  * argv (execve): no shell sees them. Open MPI 5.x spells a few of these
  * differently (--display bind, plm_ssh_*); only 4.1's spelling is produced
  * here. The probe of remote hosts runs through mpirun too, one weft-rank
@@ -136,27 +136,50 @@ param_files_set(const char *mpirun, const char *const *keys)
   return 0;
 }
 
-/* 1 when mpirun may read weftrun's XML of this machine (hwloc_base_topo_file) instead
- * of probing it again: every rank is here, since an MCA parameter reaches every Open
- * MPI daemon and a remote one would take this machine's topology for its own, and
- * the user neither sets that file nor filters the processors (the file skips
- * hwloc_base_cpu_list): on the command line, in the environment, in Open MPI's
- * parameter files (-am and --tune, which name more, are refused). */
+/* 1 when mpirun may read weftrun's XML of this machine instead of probing it again.
+ * Every rank must be here: a remote daemon would take this machine's topology for
+ * its own (when Open MPI places the ranks, every host of the job must be this one,
+ * since it may start daemons on any host it was given). The user must have set none
+ * of hwloc's variables (they are how this is done, and they choose what a probe sees)
+ * and no topology file of Open MPI's own: on the command line, in the environment, or
+ * in Open MPI's parameter files (-am and --tune, which name more, are refused). */
 static int
 reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
 {
-  static const char *const keys[] = { "hwloc_base_topo_file", "hwloc_base_cpu_list",
-                                      "hwloc_base_cpu_set", NULL };
+  static const char *const keys[] = { "hwloc_base_topo_file", NULL };
   if (!e->host_xml)
     return 0;
   for (int h = 0; h < p->nhosts; h++)
-    if (p->hosts[h].count > 0 && !p->hosts[h].host->local)
+    if ((p->hosts[h].count > 0 || p->mode != WR_MODE_GPU) && !p->hosts[h].host->local)
       return 0;
-  for (int i = 0; keys[i]; i++)
-    if (has_mca(o, keys[i]))
+  for (char **v = environ; *v; v++)
+    if (!strncmp(*v, "HWLOC_", 6))
       return 0;
-  /* -gmca is an --mca (has_mca); -am and --tune files are refused (options.c) */
-  return !param_files_set(e->path, keys);
+  /* -gmca is an --mca (has_mca) */
+  return !has_mca(o, keys[0]) && !param_files_set(e->path, keys);
+}
+
+/* mpirun's environment: this machine's topology from weftrun's XML, through hwloc's
+ * own variables rather than Open MPI's hwloc_base_topo_file. Open MPI 4.1 then takes
+ * its usual path (its probe's "available" processors, which --cpu-set and
+ * --report-bindings need, are computed; from hwloc_base_topo_file they are not, and
+ * its binding report came out empty), and so does the PMIx server inside mpirun,
+ * which probes again on its own. weft-rank removes both variables before anything
+ * else, so the program sees the environment plain mpirun gives it. */
+int
+wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env)
+{
+  if (!reuse_topology(p, o, e))
+    return 0;
+  size_t n = strlen(e->host_xml) + sizeof(WEFT_HWLOC_XMLFILE "=");
+  char *v = malloc(n);
+  int rc = !v;
+  if (v) {
+    snprintf(v, n, "%s=%s", WEFT_HWLOC_XMLFILE, e->host_xml);
+    rc = wr_argv_add(env, v) || wr_argv_add(env, WEFT_HWLOC_THISSYSTEM "=1");
+  }
+  free(v);
+  return rc;
 }
 
 /* 1 when mpirun must be told the host of every rank (its sequential mapper):
@@ -204,14 +227,8 @@ wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *
   char np[16];
   snprintf(np, sizeof(np), "%d", p->np);
   int rc = wr_argv_add(a, e->path);
-  /* When Open MPI places and binds the ranks it probes this machine itself, as plain
-   * mpirun does: its binding and --report-bindings from weftrun's XML were found to
-   * differ (empty "bound to" lines), and the ranks would see the parameter. */
   if (rc || p->mode != WR_MODE_GPU)
     return rc;
-  if (reuse_topology(p, o, e))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "hwloc_base_topo_file") ||
-         wr_argv_add(a, e->host_xml);
   rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
        wr_argv_add(a, e->hostfile);
   if (!rc && need_seq(p))

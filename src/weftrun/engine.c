@@ -248,7 +248,7 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
     return wr_engine_agent(p, o, net, e, o->output_filename, 0, a, why, whylen);
   }
   /* mpirun: its own options, then each program's (Open MPI's colon syntax) */
-  if (wr_mpirun_argv(p, o, e, a)) {
+  if (wr_mpirun_argv(p, o, e, a) || wr_mpirun_env(p, o, e, env)) {
     snprintf(why, whylen, "out of memory");
     return WR_EXIT_ENGINE;
   }

@@ -151,10 +151,12 @@ print_lines(const char *prefix, const char *text)
 static int
 print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir *dir)
 {
-  char jobdir[4096], hostfile[4200], why[600];
+  char jobdir[4096], hostfile[4200], xml[4200], why[600];
   wr_jobdir_name(dir, jobdir, sizeof(jobdir));
   snprintf(hostfile, sizeof(hostfile), "%s/hostfile", jobdir);
+  snprintf(xml, sizeof(xml), "%s/topology.xml", jobdir);
   e->hostfile = hostfile;
+  e->host_xml = here_live(p) ? xml : NULL; /* as launch() writes it */
   wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
   int rc = wr_engine_argv(p, o, NULL, e, &a, &env, why, sizeof(why));
   if (rc)

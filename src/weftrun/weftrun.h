@@ -424,6 +424,7 @@ int wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const
 /* engine-mpirun.c and engine-srun.c: each engine's command line, environment, hostfile
  * and probe. */
 int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a);
+int wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env);
 int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app,
                        wr_argv *a);
 int wr_mpirun_hostfile(const wr_plan *p, FILE *out);

@@ -5,12 +5,11 @@
 # under $XDG_CACHE_HOME), the next ones load it; the ranks are placed and bound
 # the same either way; a damaged cache is probed again and rewritten;
 # WEFT_TOPOLOGY_CACHE=0 reads and writes nothing. mpirun reads weftrun's XML
-# (hwloc_base_topo_file, which it says it loads) when weft places the ranks and every
-# rank is here (never when Open MPI places them: it probes, as plain mpirun), and
-# not when the user sets hwloc_base_cpu_list (on the command line,
-# in the environment or in a parameter file), or a rank is on another host (a
-# stand-in mpirun shows the command line there). A topology file of the user's own
-# is refused (Open MPI would map by it).
+# (HWLOC_XMLFILE in its environment, never in the program's) whenever every rank is
+# here, whoever places the ranks, and Open MPI's binding report stays whole; not when
+# the user sets one of hwloc's variables or a topology file in Open MPI's parameter
+# files, or a host of the job is another (a stand-in mpirun shows what it got there).
+# A topology file of the user's own is refused (Open MPI would map by it).
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs
@@ -30,15 +29,13 @@ has() { grep -q -- "$2" "$tmp/err" || { echo "FAIL: $1: no '$2' in:"; cat "$tmp/
 hasnt() { ! grep -q -- "$2" "$tmp/err" || { echo "FAIL: $1: '$2' in:"; cat "$tmp/err"; fail=1; }; }
 # weft's binding lines, or Open MPI's when it places the ranks (less the pid)
 bindings() { grep -E '^\[weft\]|MCW rank [0-9]+ ' "$tmp/err" | sed 's/^\[\([^]:]*\):[0-9]*\]/[\1]/' | sort; }
-topo_arg='--mca hwloc_base_topo_file [^ ]*/weft-[0-9]*-[^/ ]*/topology.xml '
+topo_env='environment HWLOC_XMLFILE=[^ ]*/weft-[0-9]*-[^/ ]*/topology.xml'
 
 # --gpus-per-node 2: weft places the ranks (one per GPU, as on a GPU host), the case where
 # mpirun may read weftrun's XML; without it Open MPI places them and probes for itself
-run "first run" -np 2 --gpus-per-node 2 --report-bindings --mca hwloc_base_verbose 1 true
+run "first run" -np 2 --gpus-per-node 2 --report-bindings true
 has "first run" "topology cache: wrote $file"
-has "first run" "running .*$topo_arg"
-has "first run: mpirun reads the file" "hwloc:base loading topology from file .*/topology.xml"
-hasnt "first run: mpirun probes" "hwloc:base discovering topology"
+has "first run: mpirun reads the file" "$topo_env"
 [ "$(stat -c %a "$file" 2>/dev/null)" = 600 ] && [ "$(stat -c %a "$XDG_CACHE_HOME/weft")" = 700 ] ||
   { echo "FAIL: cache not private: $(ls -ld "$XDG_CACHE_HOME/weft" "$file" 2>&1)"; fail=1; }
 bindings >"$tmp/probed"
@@ -50,6 +47,14 @@ bindings >"$tmp/cached"
 [ -s "$tmp/cached" ] && cmp -s "$tmp/probed" "$tmp/cached" ||
   { echo "FAIL: placement from the cache differs from the probe's:"; diff "$tmp/probed" "$tmp/cached"; fail=1; }
 
+# Open MPI places and binds the ranks from the file: its report is whole (from
+# hwloc_base_topo_file it printed "bound to :"), the program sees no HWLOC_*
+run "Open MPI places" -np 2 --report-bindings sh -c 'env | grep "^HWLOC_" || :'
+has "Open MPI places: mpirun reads the file" "$topo_env"
+has "Open MPI places: report" "MCW rank 1 bound to [^:]*[a-z][^:]*: \\["
+hasnt "Open MPI places: empty report" "bound to : *$"
+[ ! -s "$tmp/out" ] || { echo "FAIL: the program saw hwloc's variables:"; cat "$tmp/out"; fail=1; }
+
 # damaged: half a file under its own key is not trusted
 head -c 2000 "$file" >"$tmp/half" && tail -n 1 "$file" >>"$tmp/half" && cat "$tmp/half" >"$file"
 run "damaged cache" -np 2 --oversubscribe true
@@ -60,9 +65,9 @@ has "after the damaged cache" "topology cache: loaded $file"
 
 # off: nothing read or written, and mpirun still spared its probe
 mv "$file" "$tmp/mine.xml"
-WEFT_TOPOLOGY_CACHE=0 run "WEFT_TOPOLOGY_CACHE=0" -np 2 --gpus-per-node 2 --mca hwloc_base_verbose 1 true
+WEFT_TOPOLOGY_CACHE=0 run "WEFT_TOPOLOGY_CACHE=0" -np 2 --gpus-per-node 2 true
 has "WEFT_TOPOLOGY_CACHE=0" "topology cache: off (WEFT_TOPOLOGY_CACHE=0)"
-has "WEFT_TOPOLOGY_CACHE=0" "hwloc:base loading topology from file"
+has "WEFT_TOPOLOGY_CACHE=0" "$topo_env"
 [ ! -e "$file" ] || { echo "FAIL: WEFT_TOPOLOGY_CACHE=0 wrote $file"; fail=1; }
 
 # the user's own topology file: Open MPI would map by it, which weftrun cannot
@@ -72,39 +77,43 @@ rc=0
 [ $rc = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q 'topology file' "$tmp/err" ||
   { echo "FAIL: the user's hwloc_base_topo_file: exit $rc, expected 2 and one line:"; cat "$tmp/err"; fail=1; }
 
-# with a stand-in mpirun that keeps its command line: a processor list of the user's
-# (which the file would skip), a rank on another host (whose daemon must probe its own
-# machine), and the plain case
+# with a stand-in mpirun that keeps its command line and hwloc's variables: a variable
+# of hwloc's set by the user, a topology file in Open MPI's parameter files, a rank on
+# another host (whose daemon must probe its own machine), a job that names another
+# host (Open MPI may start a daemon there), and the cases that read the file
 cat >"$tmp/mpirun" <<EOS
 #!/bin/sh
 echo "\$*" >"$tmp/args"
+env | grep "^HWLOC_" >"$tmp/env" || :
 EOS
 chmod +x "$tmp/mpirun"
 standin() { # NAME WANT(0|1) VAR=VALUE WEFTRUN-ARGS...
   _name=$1 _want=$2 _var=$3
   shift 3
-  rm -f "$tmp/args"
-  # the stand-in starts no rank: weftrun then says so and exits 70; only its arguments count
+  rm -f "$tmp/args" "$tmp/env"
+  # the stand-in starts no rank: weftrun then says so and exits 70; only what it got counts
   env "$_var" WEFT_MPIRUN="$tmp/mpirun" timeout 60 "$weftrun" "$@" true >"$tmp/out" 2>"$tmp/err" || :
   if [ -f "$tmp/args" ] && grep -q -- "--host-xml" "$tmp/args"; then
-    [ "$(grep -c hwloc_base_topo_file "$tmp/args")" = "$_want" ] ||
-      { echo "FAIL: $_name: hwloc_base_topo_file given $_want times? mpirun got:"; cat "$tmp/args"; fail=1; }
+    [ "$(grep -c '^HWLOC_XMLFILE=.*/topology.xml$' "$tmp/env")" = "$_want" ] &&
+      [ "$(grep -c '^HWLOC_THISSYSTEM=1$' "$tmp/env")" = "$_want" ] ||
+      { echo "FAIL: $_name: HWLOC_XMLFILE given $_want times? mpirun got:"; cat "$tmp/env"; fail=1; }
   else
     echo "FAIL: $_name with a stand-in mpirun:"; cat "$tmp/err" "$tmp/args"; fail=1
   fi
 }
-standin "one host" 1 WEFT_T=1 -np 2 --gpus-per-node 2
-standin "Open MPI places the ranks" 0 WEFT_T=1 -np 2 --oversubscribe
-standin "OMPI_MCA_hwloc_base_cpu_list" 0 OMPI_MCA_hwloc_base_cpu_list=0 -np 2 --gpus-per-node 2
-standin "-gmca hwloc_base_cpu_list 0" 0 WEFT_T=1 -np 2 --gpus-per-node 2 -gmca hwloc_base_cpu_list 0
+standin "weft places the ranks" 1 WEFT_T=1 -np 2 --gpus-per-node 2
+standin "Open MPI places the ranks" 1 WEFT_T=1 -np 2 --oversubscribe
+standin "a processor list" 1 OMPI_MCA_hwloc_base_cpu_list=0 -np 2 --gpus-per-node 2
+standin "a variable of hwloc's" 0 HWLOC_HIDE_ERRORS=1 -np 2 --gpus-per-node 2
 mkdir -p "$tmp/home/.openmpi"
-echo "  hwloc_base_cpu_list = 0" >"$tmp/home/.openmpi/mca-params.conf"
+echo "  hwloc_base_topo_file = $tmp/mine.xml" >"$tmp/home/.openmpi/mca-params.conf"
 standin "~/.openmpi/mca-params.conf" 0 HOME="$tmp/home" -np 2 --gpus-per-node 2
-echo "# hwloc_base_cpu_list = 0" >"$tmp/params.conf"
+echo "# hwloc_base_topo_file = $tmp/mine.xml" >"$tmp/params.conf"
 standin "a commented-out parameter" 1 OMPI_MCA_mca_base_param_files="$tmp/params.conf" -np 2 --gpus-per-node 2
-echo "hwloc_base_cpu_list=0" >>"$tmp/params.conf"
+echo "hwloc_base_topo_file=$tmp/mine.xml" >>"$tmp/params.conf"
 standin "OMPI_MCA_mca_base_param_files" 0 OMPI_MCA_mca_base_param_files="$tmp/none,$tmp/params.conf" -np 2 --gpus-per-node 2
 standin "two hosts" 0 WEFT_T=1 -H "$(hostname):1,198.18.0.99:1" --gpus-per-node 0
+standin "another host named" 0 WEFT_T=1 -np 2 -H "$(hostname):2,198.18.0.99:1"
 [ $fail = 0 ] && echo "ok topology cache and mpirun's topology file"
 nothing_left || fail=1
 exit $fail
