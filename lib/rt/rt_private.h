@@ -104,7 +104,7 @@ struct weft_ctx {
 int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...) WEFT_PRINTF(3, 4);
 
 /* ---- settings (settings.c): the WEFT_* variables, and that all ranks agree ---- */
-#define WEFT__SETTINGS_MAX 16 /* slots of a record: "could not read", then the agreed */
+#define WEFT__SETTINGS_MAX 32 /* slots of a record: "could not read", then the agreed */
 /* Read every WEFT_* setting into ctx; WEFT_EINVAL naming the first bad one. */
 int weft__settings_read(weft_ctx *ctx);
 /* With every rank of comm: 0 when all read the same values; otherwise the same

@@ -6,18 +6,19 @@
  * each agreed value's maximum and minimum, that all ranks read the same
  * (weft__settings_agree): a timeout, a threshold or an algorithm that differs
  * between ranks sends them down different paths, to hang or time out at
- * different moments. Where any value differs, every rank gathers the
- * differing variable's values and hosts once, so that all return the same
- * error and rank 0 prints one line naming the variable, its values, their
- * ranks and hosts. A setting is added with one row here.
+ * different moments. Every rank sees the same reduced values, so where any
+ * differs all return the same error; rank 0 then gathers that variable's
+ * values and hosts and prints one line naming them. A rank that cannot read
+ * a value takes part all the same, so that all fail instead of waiting for
+ * it. A setting is added with one row here.
  */
 #include "rt_private.h"
 #include "shm.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,7 @@ static const struct setting table[] = {
 };
 
 #define NROWS (sizeof(table) / sizeof(table[0]))
+_Static_assert(NROWS + 1 <= WEFT__SETTINGS_MAX, "a record has a slot per agreed row, and one");
 
 /* Agreed row k (0-based among the agreed ones), NULL past the last. */
 static const struct setting *agreed(int k)

@@ -24,9 +24,10 @@
 int
 wr_engine_forwarded(const char *name, size_t n)
 {
-  /* WEFT_TOPOLOGY describes one host, so it stays with the host it was set on. */
-  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_RANK_PATH", "WEFT_MPIRUN",
-                                      "WEFT_SRUN", NULL };
+  /* WEFT_TOPOLOGY and weft-vcluster's node name describe one host, so they stay with
+   * the host they were set on (each host has its own). */
+  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_VCLUSTER_NODE", "WEFT_RANK_PATH",
+                                      "WEFT_MPIRUN", "WEFT_SRUN", NULL };
   char *copy = strndup(name, n);
   int yes = copy != NULL;
   for (int i = 0; yes && kept[i]; i++)

@@ -311,29 +311,28 @@ test_host_closed_and_agent(void **state)
   assert_non_null(strstr(out, "host vnode2 lost (ranks 4-5): its agents' connections closed"));
   free(out);
   wr_sup_free(s);
-  /* one agent of a host that lives on */
-  s = sup(0);
-  started_all(s, 0.2);
-  wr_sup_gone(s, 1, 0, 1.0);
-  wr_sup_tick(s, 1.4);
-  out = summary(s, &code);
-  assert_int_equal(code, WR_EXIT_HOSTLOST);
-  assert_non_null(strstr(out, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended "
-                              "without a word"));
-  free(out);
-  wr_sup_free(s);
-  /* connections that failed because the machine stopped acknowledging (keepalive) */
-  s = sup(0);
-  started_all(s, 0.2);
-  wr_sup_gone(s, 2, 1, 1.0);
-  wr_sup_gone(s, 3, 1, 1.0);
-  wr_sup_tick(s, 1.4);
-  out = summary(s, &code);
-  assert_int_equal(code, WR_EXIT_HOSTLOST);
-  assert_non_null(strstr(out, "host vnode1 lost (ranks 2-3): the machine acknowledged nothing for "
-                              "5 s (machine down or network cut)"));
-  free(out);
-  wr_sup_free(s);
+  /* one agent of a host that lives on; connections that failed because the machine
+   * stopped acknowledging (keepalive) */
+  static const struct {
+    int first, last, unanswered;
+    const char *says;
+  } cases[] = {
+    { 1, 1, 0, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended without a word" },
+    { 2, 3, 1, "host vnode1 lost (ranks 2-3): the machine acknowledged nothing for 5 s (machine "
+               "down or network cut)" },
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    s = sup(0);
+    started_all(s, 0.2);
+    for (int r = cases[i].first; r <= cases[i].last; r++)
+      wr_sup_gone(s, r, cases[i].unanswered, 1.0);
+    wr_sup_tick(s, 1.4);
+    out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_HOSTLOST);
+    assert_non_null(strstr(out, cases[i].says));
+    free(out);
+    wr_sup_free(s);
+  }
 }
 
 /* Without --host-timeout an agent may be starved for 6 s (an overloaded machine: 5.7 s
