@@ -3,7 +3,7 @@
 # The failure matrix: faults injected into jobs on a 3-vnode virtual cluster,
 # each case asserting weftrun's exit status, the time from the fault (or its
 # deadline) to weftrun's exit (at most 5 s), its summary line, and that no
-# process of the job is left on any vnode. Run by hand (about 4 minutes;
+# process of the job is left on any vnode. Run by hand (about 5 minutes;
 # --mpirun runs the same cases under plain mpirun beside, for the figure):
 #
 #   tests/run-test.sh --build _build tests/vcluster/failure-matrix.sh [--mpirun] [--quick] [CASE...]
@@ -96,10 +96,12 @@ inject()
     stop) # the agents of vnode N stop (SIGSTOP), as a starved agent would look, once
       # its rank runs (an agent stopped before it reached weftrun is another case)
       _i=0
-      while [ $_i -lt 100 ] && ! ip netns pids "$prefix-vnode$3" | while read -r _p; do
+      while [ $_i -lt 300 ] && ! ip netns pids "$prefix-vnode$3" | while read -r _p; do
               grep -q "$uniq-sleep" "/proc/$_p/cmdline" 2>/dev/null && echo y; done | grep -q y; do
         sleep 0.1; _i=$((_i + 1))
       done
+      [ $_i -lt 300 ] || { echo "inject: no rank running on vnode$3 after 30 s" >&2; return; }
+      echo "inject: vnode$3's rank runs after $_i tenths of a second" >&2
       date +%s.%N >"$fault"
       for _p in $(ip netns pids "$prefix-vnode$3"); do
         [ "$(cat "/proc/$_p/comm" 2>/dev/null)" = weft-rank ] && kill -STOP "$_p"
