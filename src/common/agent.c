@@ -117,8 +117,8 @@ const weft_opt weft_agent_options[] = {
   { A_MONITOR, "monitor", WEFT_OPT_ARG, "MS", S,
     "Send weftrun a sample of what the rank uses every MS milliseconds (weftrun --monitor).", 0 },
   { A_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S,
-    "With --monitor: keep DIR/weft-JOB-rank-R.prom, Prometheus's text format, up to date; "
-    "removed when the rank ends.", 0 },
+    "With --monitor: keep the rank in DIR/weft-JOB-HOST.prom, Prometheus's text format, "
+    "shared with the host's other ranks; the last to end removes it.", 0 },
   { A_JOB, "job", WEFT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0 },
   { A_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
   { A_CHECK, "check", WEFT_OPT_ARG, "full|reach", S,

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,53 +140,54 @@ label(FILE *out, const char *name, const char *v)
   fputc('"', out);
 }
 
+/* One metric family: HELP and TYPE once, then a line for each rank that measured it
+ * (the format wants a family's lines together); nothing when none did. The figure is
+ * read at byte offset \p off of a weft_sample and divided by \p scale. */
 static void
-metric(FILE *out, const weft_sample_who *who, const char *name, const char *type,
-       const char *help, double v)
+family(FILE *out, const weft_sample *s, const weft_sample_who *who, int n, const char *name,
+       const char *type, const char *help, size_t off, double scale)
 {
-  fprintf(out, "# HELP %s %s\n# TYPE %s %s\n%s{", name, help, name, type, name);
-  label(out, "job", who->job);
-  fprintf(out, ",rank=\"%d\",", who->rank);
-  label(out, "host", who->host);
-  if (!strncmp(name, "weft_rank_gpu_", 14) && who->gpu) {
-    fputc(',', out);
-    label(out, "gpu", who->gpu);
+  int said = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t v;
+    memcpy(&v, (const char *)&s[i] + off, sizeof(v));
+    if (v < 0)
+      continue;
+    if (!said++)
+      fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    fprintf(out, "%s{", name);
+    label(out, "job", who[i].job);
+    fprintf(out, ",rank=\"%d\",", who[i].rank);
+    label(out, "host", who[i].host);
+    if (!strncmp(name, "weft_rank_gpu_", 14) && who[i].gpu) {
+      fputc(',', out);
+      label(out, "gpu", who[i].gpu);
+    }
+    fprintf(out, "} %.15g\n", (double)v / scale);
   }
-  fprintf(out, "} %.15g\n", v);
 }
 
+#define FAMILY(field, scale, name, type, help) \
+  family(out, s, who, n, name, type, help, offsetof(weft_sample, field), scale)
+
 void
-weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who)
+weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who, int n)
 {
-  if (s->cpu_ms >= 0)
-    metric(out, who, "weft_rank_cpu_seconds_total", "counter",
-           "CPU time used by the rank's processes.", (double)s->cpu_ms / 1000);
-  if (s->cpu_pm >= 0)
-    metric(out, who, "weft_rank_cpu_utilization_ratio", "gauge",
-           "CPU use of the rank's processes over the last sample, in cores (1 is one core busy).",
-           (double)s->cpu_pm / 1000);
-  if (s->rss >= 0)
-    metric(out, who, "weft_rank_resident_memory_bytes", "gauge",
-           "Resident memory of the rank's processes (their sum).", (double)s->rss);
-  if (s->threads >= 0)
-    metric(out, who, "weft_rank_threads", "gauge", "Threads of the rank's processes.",
-           (double)s->threads);
-  if (s->procs >= 0)
-    metric(out, who, "weft_rank_processes", "gauge",
-           "Processes of the rank (its program and those it started).", (double)s->procs);
-  if (s->gpu_util >= 0)
-    metric(out, who, "weft_rank_gpu_utilization_ratio", "gauge",
-           "Utilisation of the rank's GPU (NVML: the time a kernel ran), 0 to 1.",
-           (double)s->gpu_util / 100);
-  if (s->gpu_mem >= 0)
-    metric(out, who, "weft_rank_gpu_memory_used_bytes", "gauge", "Memory used on the rank's GPU.",
-           (double)s->gpu_mem);
-  if (s->gpu_power >= 0)
-    metric(out, who, "weft_rank_gpu_power_watts", "gauge", "Power drawn by the rank's GPU.",
-           (double)s->gpu_power / 1000);
-  if (s->gpu_temp >= 0)
-    metric(out, who, "weft_rank_gpu_temperature_celsius", "gauge",
-           "Temperature of the rank's GPU.", (double)s->gpu_temp);
+  FAMILY(cpu_ms, 1000, "weft_rank_cpu_seconds_total", "counter",
+         "CPU time used by the rank's processes.");
+  FAMILY(cpu_pm, 1000, "weft_rank_cpu_utilization_ratio", "gauge",
+         "CPU use of the rank's processes over the last sample, in cores (1 is one core busy).");
+  FAMILY(rss, 1, "weft_rank_resident_memory_bytes", "gauge",
+         "Resident memory of the rank's processes (their sum).");
+  FAMILY(threads, 1, "weft_rank_threads", "gauge", "Threads of the rank's processes.");
+  FAMILY(procs, 1, "weft_rank_processes", "gauge",
+         "Processes of the rank (its program and those it started).");
+  FAMILY(gpu_util, 100, "weft_rank_gpu_utilization_ratio", "gauge",
+         "Utilisation of the rank's GPU (NVML: the time a kernel ran), 0 to 1.");
+  FAMILY(gpu_mem, 1, "weft_rank_gpu_memory_used_bytes", "gauge", "Memory used on the rank's GPU.");
+  FAMILY(gpu_power, 1000, "weft_rank_gpu_power_watts", "gauge", "Power drawn by the rank's GPU.");
+  FAMILY(gpu_temp, 1, "weft_rank_gpu_temperature_celsius", "gauge",
+         "Temperature of the rank's GPU.");
 }
 
 static void

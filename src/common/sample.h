@@ -68,7 +68,7 @@ int64_t weft_sample_rate(int64_t before, int64_t after, int64_t span_ms);
 /** \brief CPU use in thousandths of a core from two tick counts (\p hz ticks a second). */
 int64_t weft_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms);
 
-/* Who a Prometheus file is of: its labels. */
+/* Whose figures a sample is: its labels in the Prometheus file. */
 typedef struct weft_sample_who {
   const char *job;           /* weftrun's job: "HOST:PID" of weftrun */
   int rank;
@@ -76,10 +76,11 @@ typedef struct weft_sample_who {
   const char *gpu;           /* the rank's GPU's index on its host, for the GPU figures; NULL none */
 } weft_sample_who;
 
-/** \brief Write \p s in Prometheus's text format (node_exporter's textfile collector
- * reads it): one # HELP, # TYPE and value per measured figure, labels job, rank and
- * host escaped as the format wants. */
-void weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who);
+/** \brief Write the samples \p s of \p n ranks (one host's) in Prometheus's text
+ * format (node_exporter's textfile collector reads it): for each figure some rank
+ * measured, # HELP and # TYPE once, then one line per rank that measured it, labels
+ * job, rank and host (and gpu on the GPU figures) escaped as the format wants. */
+void weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who, int n);
 
 /** \brief \p m becomes a SAMPLE message with \p s's measured fields. */
 void weft_sample_put(weft_ctl_out *m, const weft_sample *s);

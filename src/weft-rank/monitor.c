@@ -9,10 +9,10 @@
  * memory, summed. The NIC's byte counters (/sys/class/net/IF/statistics) are
  * kept open and read at offset 0. The rank's GPU (the one it was placed on)
  * is asked through NVML (nvml.c, loaded once, the device found by its PCI
- * address, else its index) on a thread of its own: utilisation, memory used,
- * power, temperature; without NVML (or with one that hangs) a sample says
- * why, once. Parsing and rates are
- * sample.c's; here are only the reads.
+ * address; by index only with an NVML that cannot look one up) on a thread
+ * of its own: utilisation, memory used, power, temperature; without NVML (or
+ * with one that hangs) a sample says why, once. Each sample goes to the host's Prometheus file too (prom.c).
+ * Parsing and rates are sample.c's; here are only the reads.
  */
 #include "config.h"
 
@@ -40,8 +40,7 @@ struct wk_monitor {
   double gpu_since;
   char gpu_why[160];         /* why there are no GPU figures, sent once */
   int said_why;
-  char prom[4200], prom_tmp[4200]; /* "" none */
-  int prom_warned;
+  wk_prom *prom;             /* the host's Prometheus file's share (prom.c), NULL none */
   int tx_fd, rx_fd;
   char nic[32];
   int64_t ticks, tx, rx;     /* the last reading, -1 none */
@@ -125,37 +124,6 @@ counter(int fd)
   return read_text(fd, buf, sizeof(buf)) || weft_sample_parse_counter(buf, &v) ? -1 : v;
 }
 
-/* A job name as part of a file name: what is not a letter, digit, '.' or '-' becomes '_'. */
-static void
-file_word(const char *s, char *buf, size_t len)
-{
-  size_t i = 0;
-  for (; s && s[i] && i + 1 < len && i < 64; i++)
-    buf[i] = (char)((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                    (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-' ? s[i] : '_');
-  buf[i] = '\0';
-}
-
-/* The Prometheus file replaced by rename, so that a reader never sees half of one. */
-static void
-prom_write(wk_monitor *m, const weft_sample *s)
-{
-  FILE *f = fopen(m->prom_tmp, "w");
-  int bad = !f;
-  if (f) {
-    weft_sample_prom(f, s, &m->who);
-    bad = ferror(f) | fclose(f);
-  }
-  if (bad || rename(m->prom_tmp, m->prom)) {
-    if (!m->prom_warned)
-      fprintf(stderr, "weft-rank: rank %d host %s: warning: --monitor-prom: cannot write %s: %s; "
-              "no Prometheus file for this rank\n", m->who.rank, m->host, m->prom,
-              strerror(errno));
-    m->prom_warned = 1;
-    unlink(m->prom_tmp);
-  }
-}
-
 /* The rank's GPU is read on a thread of its own: a driver that hangs in NVML must not
  * stop the agent's loop (its heartbeats). The loop reads the latest figures under the
  * lock. Whichever of the two is last frees the gpu_watch: the thread when it sees stop
@@ -188,10 +156,18 @@ gpu_open(gpu_watch *w, wk_nvml *n, wk_nvml_dev *dev)
     snprintf(w->why, sizeof(w->why), "nvmlInit: %s", wk_nvml_why(n, rc, buf, sizeof(buf)));
     return;
   }
-  if (!(w->pci[0] && n->by_pci && n->by_pci(w->pci, dev) == WK_NVML_OK) &&
-      (rc = n->handle((unsigned)w->gpu, dev)) != WK_NVML_OK) {
-    snprintf(w->why, sizeof(w->why), "NVML has no GPU %d (%s): %s", w->gpu, w->pci,
-             wk_nvml_why(n, rc, buf, sizeof(buf)));
+  /* By its PCI address: NVML's indexes need not be the topology's (PCI order). Only an
+   * NVML without that lookup (older than driver 270) is asked by index; one that has it
+   * and does not know the address gives no figures rather than another GPU's. */
+  int by_pci = w->pci[0] && n->by_pci;
+  rc = by_pci ? n->by_pci(w->pci, dev) : n->handle((unsigned)w->gpu, dev);
+  if (rc != WK_NVML_OK) {
+    if (by_pci)
+      snprintf(w->why, sizeof(w->why), "NVML has no GPU at %s (the rank's GPU %d): %s", w->pci,
+               w->gpu, wk_nvml_why(n, rc, buf, sizeof(buf)));
+    else
+      snprintf(w->why, sizeof(w->why), "NVML has no GPU %d: %s", w->gpu,
+               wk_nvml_why(n, rc, buf, sizeof(buf)));
     n->shutdown();
     return;
   }
@@ -317,13 +293,6 @@ wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, do
   m->who.rank = who->rank;
   m->who.host = m->host;
   m->who.job = c->job ? c->job : "";
-  if (c->prom_dir && c->prom_dir[0]) {
-    char job[80];
-    file_word(m->who.job, job, sizeof(job));
-    snprintf(m->prom, sizeof(m->prom), "%s/weft-%s-rank-%d.prom", c->prom_dir, job, who->rank);
-    snprintf(m->prom_tmp, sizeof(m->prom_tmp), "%s/.weft-%s-rank-%d.prom.tmp", c->prom_dir, job,
-             who->rank);
-  }
   m->last_at = now;
   m->hz = sysconf(_SC_CLK_TCK);
   m->page = sysconf(_SC_PAGESIZE);
@@ -344,6 +313,11 @@ wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, do
   m->rx = counter(m->rx_fd);
   if (c->gpu >= 0)
     gpu_start(m, c, now);
+  if (c->prom_dir && c->prom_dir[0] && !(m->prom = wk_prom_open(c->prom_dir, m->who.job, &m->who,
+                                                                c->every))) {
+    wk_monitor_free(m);
+    return NULL;
+  }
   return m;
 }
 
@@ -388,8 +362,7 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
   weft_ctl_out out;
   weft_sample_put(&out, &s);
   wk_channel_send(ch, &out);
-  if (m->prom[0] && !m->prom_warned)
-    prom_write(m, &s);
+  wk_prom_put(m->prom, &s);
   m->last_at = now;
   /* the next one on the grid, not drifting by how late this one was */
   while (m->next <= now)
@@ -401,10 +374,7 @@ wk_monitor_free(wk_monitor *m)
 {
   if (!m)
     return;
-  if (m->prom[0]) {
-    unlink(m->prom);
-    unlink(m->prom_tmp);
-  }
+  wk_prom_close(m->prom);
   if (m->watch) {
     gpu_watch *w = m->watch;
     pthread_mutex_lock(&w->mu);

@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "ctl-io.h"
+#include "sample.h"
 
 #include <pthread.h>
 
@@ -122,7 +123,14 @@ wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_
                            double now); /* NULL: no memory */
 double wk_monitor_next(const wk_monitor *m);                   /* 0 for NULL */
 void wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now); /* sends when due */
-void wk_monitor_free(wk_monitor *m); /* its Prometheus file goes too */
+void wk_monitor_free(wk_monitor *m); /* its rank leaves the host's Prometheus file */
+
+/* prom.c: --monitor-prom DIR, the host's DIR/weft-JOB-HOST.prom shared by its agents. */
+typedef struct wk_prom wk_prom;
+wk_prom *wk_prom_open(const char *dir, const char *job, const weft_sample_who *who,
+                      double every); /* NULL: no memory */
+void wk_prom_put(wk_prom *p, const weft_sample *s);  /* each sample; NULL p: nothing */
+void wk_prom_close(wk_prom *p); /* the rank ended: out of the file, the last one removes it */
 
 /* ids.c: this rank's numbers, from Open MPI's OMPI_COMM_WORLD_* (mpirun), else from
  * srun's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_STEP_TASKS_PER_NODE

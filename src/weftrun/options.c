@@ -148,12 +148,13 @@ const weft_opt wr_options[] = {
     "well below its peers' (a straggler), and the closing figures.", 0 },
   { O_MONITOR_OUT, "monitor-out", WEFT_OPT_ARG, "DIR", S_WATCH,
     "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
-    "per sample (weftrun(1) MONITORING gives the fields); DIR is made if needed, an existing "
-    "timeline is never overwritten.", 0 },
+    "per sample (weftrun(1) MONITORING gives the fields), and at the end its picture "
+    "DIR/timeline.html; DIR is made if needed, an existing timeline is never overwritten.", 0 },
   { O_MONITOR_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S_WATCH,
-    "With --monitor (implied): on every host, each rank's agent keeps DIR/weft-JOB-rank-R.prom "
+    "With --monitor (implied): on every host, DIR/weft-JOB-HOST.prom holds that host's ranks "
     "in Prometheus's text format for node_exporter's textfile collector (its "
-    "--collector.textfile.directory), replaced at each sample, removed when the rank ends.", 0 },
+    "--collector.textfile.directory), replaced at each sample, removed when the host's last "
+    "rank ends (weftrun(1) MONITORING).", 0 },
   { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
   { O_WDIR, "wdir|wd", WEFT_OPT_ARG, "DIR", S_RUN,
     "The ranks' working directory.", 0 },

@@ -70,7 +70,7 @@ int
 wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, size_t whylen)
 {
   int n = inv->nhosts, rc, *order = calloc((size_t)n, sizeof(*order)),
-      *planpos = calloc((size_t)n, sizeof(*planpos));
+      *planpos = calloc((size_t)n, sizeof(*planpos)), *first = NULL, *next = NULL;
   weftx_ompi_host *oh = calloc((size_t)n, sizeof(*oh));
   weftx_ompi_app *apps = calloc((size_t)p->napps, sizeof(*apps));
   int **app_pool = calloc((size_t)p->napps, sizeof(*app_pool));
@@ -173,6 +173,18 @@ wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, s
     p->ranks[r].node_rank = p->ranks[r].host;
     p->ranks[r].local_rank = job.ranks[r].local_rank;
   }
+  /* each host's ranks in rank order (first[h], then next[r]): one pass, not one per host */
+  if (!(first = malloc((size_t)p->nhosts * sizeof(int))) ||
+      !(next = malloc((size_t)p->np * sizeof(int)))) {
+    rc = nomem(why, whylen);
+    goto out;
+  }
+  for (int h = 0; h < p->nhosts; h++)
+    first[h] = -1;
+  for (int r = p->np - 1; r >= 0; r--) {
+    next[r] = first[p->ranks[r].host];
+    first[p->ranks[r].host] = r;
+  }
   /* each host's bindings, as its Open MPI daemon will compute them, and weft's view */
   for (int h = 0; h < p->nhosts && !rc; h++) {
     wr_plan_host *ph = &p->hosts[h];
@@ -190,15 +202,16 @@ wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, s
       rc = rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
       break;
     }
-    for (int r = 0; r < p->np && !rc; r++)
-      if (p->ranks[r].host == h &&
-          weftx_ompi_place(ph->host->topo, &p->ompi, b, ph->count, p->ranks[r].local_rank, NULL,
+    for (int r = first[h]; r >= 0 && !rc; r = next[r])
+      if (weftx_ompi_place(ph->host->topo, &p->ompi, b, ph->count, p->ranks[r].local_rank, NULL,
                            ph->host->gpus_allowed, &p->ranks[r].place))
         rc = nomem(why, whylen);
     weftx_ompi_bound_clear(b, ph->count);
     free(b);
   }
 out:
+  free(first);
+  free(next);
   for (int a = 0; app_pool && a < p->napps; a++)
     free(app_pool[a]);
   free(app_pool);

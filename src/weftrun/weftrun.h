@@ -563,9 +563,13 @@ void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
 void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
 void wr_mon_close(wr_mon *m); /* NULL is fine */
 
-/* picture.c: DIR/timeline.html (inline SVG: CPU and memory over time, one line per
+/* picture.c: DIR/timeline.html (inline SVG: CPU, GPU and memory over time, one line per
  * rank) from DIR/timeline.jsonl at the end of a --monitor-out job. */
-typedef struct wr_point { double t, cpu, rss; int rank; } wr_point; /* cpu, rss -1: absent */
+typedef struct wr_point {
+  double t, cpu, rss;        /* cpu in cores, rss in bytes; -1 absent */
+  int rank;
+  double gpu;                /* 0 to 1; -1 absent */
+} wr_point;
 typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
 /* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
 int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);

@@ -15,6 +15,7 @@
  * cudaPointerGetAttributes); never cudaGetDeviceCount, cudaGetDeviceProperties
  * or cudaDeviceGetPCIBusId.
  */
+#include "pci.h"
 #include "standin.h"
 
 #include <cuda_runtime_api.h>
@@ -111,7 +112,7 @@ EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
   prop->major = 9;
   prop->minor = 0;
   prop->multiProcessorCount = 4;
-  prop->pciBusID = 0x10 + p;
+  prop->pciBusID = (int)standin_pci_bus(p);
   prop->unifiedAddressing = 1;
   return cudaSuccess;
 }
@@ -126,7 +127,7 @@ EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int device)
   p = wsi_physical(device);
   if (p < 0)
     return ret(cudaErrorInvalidDevice);
-  snprintf(buf, (size_t)len, "0000:%02x:00.0", 0x10 + p);
+  snprintf(buf, (size_t)len, "0000:%02x:00.0", standin_pci_bus(p));
   return cudaSuccess;
 }
 

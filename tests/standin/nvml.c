@@ -12,13 +12,19 @@
  * WEFT_STANDIN_NVML_FAULT lists what the devices report (README). For
  * weftrun --monitor every device is busy (90% utilisation, 250 W, 60 C, a
  * quarter of its memory used) unless WEFT_STANDIN_NVML_UTIL scripts it:
- * "I:PCT,..." sets device I's utilisation.
+ * "I:PCT,..." sets the utilisation of device I (CUDA's index, PCI order). A
+ * device is found by index or by its PCI address (pci.h, the address the
+ * stand-in's CUDA gives it); WEFT_STANDIN_NVML_ORDER=reverse numbers NVML's
+ * indexes in reverse PCI order, as NVML and CUDA disagree on some machines,
+ * so that a GPU looked up by CUDA's index is the wrong one.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "pci.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -28,6 +34,7 @@ enum {
   NVML_ERROR_UNINITIALIZED = 1,
   NVML_ERROR_INVALID_ARGUMENT = 2,
   NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
 };
@@ -55,6 +62,7 @@ EXPORT int nvmlShutdown(void);
 EXPORT const char *nvmlErrorString(int rc);
 EXPORT int nvmlDeviceGetCount_v2(unsigned int *count);
 EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **handle);
+EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle);
 EXPORT int nvmlDeviceGetName(void *h, char *name, unsigned int length);
 EXPORT int nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m);
 EXPORT int nvmlDeviceGetPersistenceMode(void *h, int *mode);
@@ -70,6 +78,7 @@ static int inits;
 static int ndev = -1;
 static int persistence = 1;
 static int hang;
+static int reverse;            /* NVML's index i is device ndev - 1 - i */
 static device devs[MAX_DEVICES];
 
 static long
@@ -96,6 +105,12 @@ setup(void)
     devs[i].index = i;
     devs[i].util = 90;
   }
+  const char *o = getenv("WEFT_STANDIN_NVML_ORDER");
+  if (o && *o && strcmp(o, "pci") && strcmp(o, "reverse")) {
+    fprintf(stderr, "weft-standin: WEFT_STANDIN_NVML_ORDER='%s': expected pci or reverse\n", o);
+    abort();
+  }
+  reverse = o && !strcmp(o, "reverse");
   const char *u = getenv("WEFT_STANDIN_NVML_UTIL");
   for (const char *p = u; p && *p;) {
     size_t n = strcspn(p, ",");
@@ -174,6 +189,7 @@ nvmlErrorString(int rc)
   case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
   case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
   case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+  case NVML_ERROR_NOT_FOUND: return "Not Found";
   case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
   case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
   }
@@ -198,8 +214,28 @@ nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **handle)
     return NVML_ERROR_UNINITIALIZED;
   if (!handle || index >= (unsigned)ndev)
     return NVML_ERROR_INVALID_ARGUMENT;
-  *handle = &devs[index];
+  *handle = &devs[reverse ? (unsigned)ndev - 1 - index : index];
   return NVML_SUCCESS;
+}
+
+/* "DOMAIN:BUS:DEVICE.FUNCTION" (NVML's own form has an 8-digit domain, lspci's 4)
+ * or "BUS:DEVICE.FUNCTION", hexadecimal, either case. */
+EXPORT int
+nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle)
+{
+  unsigned dom = 0, bus, dev, fn;
+  char end;
+  if (!inits)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!pci || !handle || (sscanf(pci, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &end) != 4 &&
+                          (dom = 0, sscanf(pci, "%x:%x.%x%c", &bus, &dev, &fn, &end) != 3)))
+    return NVML_ERROR_INVALID_ARGUMENT;
+  for (int p = 0; p < ndev; p++)
+    if (dom == 0 && dev == 0 && fn == 0 && bus == standin_pci_bus(p)) {
+      *handle = &devs[p];
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_FOUND;
 }
 
 #define DEVICE(h)                                   \

@@ -160,41 +160,66 @@ test_message(void **state)
 static void
 test_prom(void **state)
 {
-  weft_sample s;
-  weft_sample_who who = { "vm:12", 3, "a\"b\\c\nd" };
+  weft_sample s[2];
+  weft_sample_who who[2] = { { "vm:12", 3, "a\"b\\c\nd", NULL }, { "vm:12", 5, "h", "2" } };
   char *text = NULL;
   size_t len = 0;
   (void)state;
-  weft_sample_init(&s);
-  s.seq = 1;
-  s.cpu_ms = 1500;
-  s.rss = 4096;
+  weft_sample_init(&s[0]);
+  weft_sample_init(&s[1]);
+  s[0].seq = s[1].seq = 1;
+  s[0].cpu_ms = 1500;
+  s[0].rss = 4096;
+  s[1].cpu_ms = 250;
+  s[1].gpu_util = 5;
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  weft_sample_prom(f, &s, &who);
+  weft_sample_prom(f, s, who, 2);
   assert_int_equal(fclose(f), 0);
-  /* measured figures only, each with HELP and TYPE; label values escaped */
+  /* a family's HELP and TYPE once, then every rank's line of it; label values escaped */
   assert_non_null(strstr(text, "# TYPE weft_rank_cpu_seconds_total counter\n"
                                "weft_rank_cpu_seconds_total{job=\"vm:12\",rank=\"3\","
-                               "host=\"a\\\"b\\\\c\\nd\"} 1.5\n"));
-  assert_non_null(strstr(text, "# TYPE weft_rank_resident_memory_bytes gauge\n"));
+                               "host=\"a\\\"b\\\\c\\nd\"} 1.5\n"
+                               "weft_rank_cpu_seconds_total{job=\"vm:12\",rank=\"5\","
+                               "host=\"h\"} 0.25\n# HELP "));
+  const char *once = strstr(text, "# TYPE weft_rank_cpu_seconds_total");
+  assert_null(strstr(once + 1, "# TYPE weft_rank_cpu_seconds_total"));
+  /* measured figures only: rank 5 has no memory line, nobody a threads family */
+  assert_non_null(strstr(text, "# TYPE weft_rank_resident_memory_bytes gauge\n"
+                               "weft_rank_resident_memory_bytes{job=\"vm:12\",rank=\"3\","));
+  assert_null(strstr(text, "weft_rank_resident_memory_bytes{job=\"vm:12\",rank=\"5\""));
   assert_null(strstr(text, "threads"));
-  assert_null(strstr(text, "utilization"));
+  /* the gpu label on the GPU figures only */
+  assert_non_null(strstr(text, "weft_rank_gpu_utilization_ratio{job=\"vm:12\",rank=\"5\","
+                               "host=\"h\",gpu=\"2\"} 0.05\n"));
+  assert_null(strstr(text, "weft_rank_gpu_utilization_ratio{job=\"vm:12\",rank=\"3\""));
+  free(text);
+  /* no rank: nothing */
+  text = NULL;
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  weft_sample_prom(f, s, who, 0);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(len, 0);
   free(text);
 }
 
 static void
 test_picture(void **state)
 {
-  wr_point pt, a[3] = { { 0.5, 0.9, 1 << 20, 0 }, { 1.0, -1, -1, 0 }, { 1.5, 1.0, 2 << 20, 0 } };
+  wr_point pt, a[3] = { { 0.5, 0.9, 1 << 20, 0, -1 }, { 1.0, -1, -1, 0, -1 },
+                        { 1.5, 1.0, 2 << 20, 0, -1 } };
   wr_series v[2] = { { a, 3, 3, "vm-a" }, { NULL, 0, 0, "" } };
   char host[64], *text = NULL;
   size_t len = 0;
   (void)state;
   assert_int_equal(wr_timeline_parse("{\"t\":1.250,\"rank\":7,\"host\":\"vm-b\",\"seq\":3,"
                                      "\"cpu\":0.125,\"rss\":4096}\n", &pt, host, sizeof(host)), 0);
-  assert_true(pt.t == 1.25 && pt.rank == 7 && pt.cpu == 0.125 && pt.rss == 4096);
+  assert_true(pt.t == 1.25 && pt.rank == 7 && pt.cpu == 0.125 && pt.rss == 4096 && pt.gpu == -1);
   assert_string_equal(host, "vm-b");
+  assert_int_equal(wr_timeline_parse("{\"t\":1,\"rank\":1,\"gpu_mem\":7,\"gpu\":0.35}", &pt, host,
+                                     sizeof(host)), 0);
+  assert_true(pt.gpu == 0.35);
   /* absent figures are -1; what is not a record is refused */
   assert_int_equal(wr_timeline_parse("{\"t\":2,\"rank\":0}", &pt, host, sizeof(host)), 0);
   assert_true(pt.cpu == -1 && pt.rss == -1);
@@ -214,6 +239,36 @@ test_picture(void **state)
   assert_int_equal(lines, 2);
   assert_non_null(strstr(text, "<title>rank 0 (vm-a)</title>"));
   assert_null(strstr(text, "rank 1 ("));
+  /* one picture; no GPU chart without GPU figures; no rank below half the median */
+  assert_null(strstr(strstr(text, "<svg") + 1, "<svg"));
+  assert_null(strstr(text, "GPU utilisation"));
+  assert_null(strstr(text, "Below half"));
+  free(text);
+
+  /* four ranks with GPU figures, rank 2 at a quarter of the others: a GPU chart, rank 2
+   * drawn thick and named under the legend, which is inside the picture */
+  wr_point b[4][2];
+  wr_series w[4];
+  for (int r = 0; r < 4; r++) {
+    for (int i = 0; i < 2; i++)
+      b[r][i] = (wr_point){ i, r == 2 ? 0.2 : 0.8, 1 << 20, r, r == 2 ? 0.1 : 0.9 };
+    w[r] = (wr_series){ b[r], 2, 2, "vm" };
+  }
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  wr_picture_draw(f, w, 4, "job");
+  assert_int_equal(fclose(f), 0);
+  lines = 0;
+  for (const char *p = text; (p = strstr(p, "<polyline")); p++)
+    lines++;
+  assert_int_equal(lines, 12);
+  assert_non_null(strstr(text, "GPU utilisation, %"));
+  assert_non_null(strstr(text, "stroke-width=\"3\" stroke=\"#2ca02c\""));
+  assert_non_null(strstr(text, "rank 2 (vm) CPU 20% GPU 10%"));
+  assert_non_null(strstr(text, "Below half the median: rank 2 (vm), CPU 20% on average, the "
+                               "ranks' median 80%"));
+  assert_non_null(strstr(text, "Below half the median: rank 2 (vm), GPU 10% on average"));
+  assert_true(strstr(text, "Below half") < strstr(text, "</svg>"));
   free(text);
 }
 

@@ -4,9 +4,11 @@
 # (on vnode1) sleeping while the others spin: the straggler line names rank 1
 # and vnode1; the timeline has one record per rank per sample (seq 1, 2, ...
 # without a gap or a repeat) with the documented fields, on the rank's host;
-# the picture (timeline.html) has a line per rank; the Prometheus files (one per rank, on its host) parse as the text format
-# with the documented metrics and labels while the job runs, and are gone
-# after it; the launch line and the closing figures come on success and on failure
+# the picture (timeline.html) has a line per rank; the Prometheus files (one
+# per host, weft-JOB-HOST.prom, each with exactly that host's ranks) parse as
+# the text format with the documented metrics and labels while the job runs,
+# a rank that ends first leaves its host's file to the others, and all are gone
+# after the job, failed or not; the launch line and the closing figures come on success and on failure
 # (rank 2 exits 3: exit 3, vnode2's exit named); -q silences them; an
 # existing timeline is never overwritten. Exit 77 when namespaces cannot be
 # made here.
@@ -23,28 +25,28 @@ exit 0
 EOS
 chmod +x "$tmp/$uniq-job"
 
-# success: 6 s at 0.5 s a sample; the Prometheus files read while it runs
-mkdir "$tmp/prom"
-rc=0
-vrun -N 1 --bind-to none --monitor=0.5 --monitor-out "$tmp/mon" --monitor-prom "$tmp/prom" \
-  "$tmp/$uniq-job" 6 >"$tmp/out" 2>"$tmp/out.err" &
-job=$!
-i=0
-while [ "$(ls "$tmp/prom" | grep -c '\.prom$')" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1
-/usr/bin/python3 - "$tmp/prom" >"$tmp/prom-check" 2>&1 <<'EOP' || prom_bad=1
-# A small parser of Prometheus's text format (0.0.4): comments, names, labels, values.
+# A small parser of Prometheus's text format (0.0.4): comments, names, labels,
+# values. Arguments: the directory, then HOST=RANK,RANK... for every host: the
+# directory must hold exactly one weft-JOB-HOST.prom per host, each with every
+# documented metric of exactly that host's ranks, host label its own.
+cat >"$tmp/prom.py" <<'EOP'
 import os, re, sys
 name_re = re.compile(r'[a-zA-Z_:][a-zA-Z0-9_:]*$')
 sample_re = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)( -?\d+)?$')
 label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
+file_re = re.compile(r'weft-(.+)-(vnode[0-9]+)\.prom$')
 want = {"weft_rank_cpu_seconds_total": "counter", "weft_rank_cpu_utilization_ratio": "gauge",
         "weft_rank_resident_memory_bytes": "gauge", "weft_rank_threads": "gauge",
         "weft_rank_processes": "gauge"}
+hosts = {h: set(r.split(",")) for h, r in (a.split("=") for a in sys.argv[2:])}
 files = sorted(f for f in os.listdir(sys.argv[1]) if f.endswith(".prom"))
-ranks = set()
+got = {}
 for f in files:
-    types, seen = {}, set()
+    fm = file_re.match(f)
+    if not fm:
+        sys.exit("%s: not weft-JOB-HOST.prom" % f)
+    host = fm.group(2)
+    types, seen = {}, {}
     for n, line in enumerate(open(os.path.join(sys.argv[1], f)), 1):
         line = line.rstrip("\n")
         where = "%s:%d: " % (f, n)
@@ -53,6 +55,8 @@ for f in files:
             if w[1] == "TYPE":
                 if not name_re.match(w[2]) or w[3] not in ("counter", "gauge", "untyped"):
                     sys.exit(where + "bad TYPE: " + line)
+                if w[2] in types:
+                    sys.exit(where + "a second TYPE of " + w[2])
                 types[w[2]] = w[3]
             elif w[1] != "HELP" or not name_re.match(w[2]):
                 sys.exit(where + "bad comment: " + line)
@@ -70,22 +74,46 @@ for f in files:
             rest = rest[l.end():]
         if types.get(name) != want.get(name):
             sys.exit(where + "%s: type %s" % (name, types.get(name)))
-        if set(lab) != {"job", "rank", "host"} or lab["host"] != "vnode" + lab["rank"]:
+        if set(lab) != {"job", "rank", "host"} or lab["host"] != host:
             sys.exit(where + "labels: %s" % lab)
-        if value < 0 or (name.endswith("_total") and value != value):
+        if value < 0 or value != value:
             sys.exit(where + "value: " + line)
-        seen.add(name)
-        ranks.add(lab["rank"])
-    if seen != set(want):
-        sys.exit("%s: metrics %s" % (f, sorted(seen)))
-if ranks != {"0", "1", "2"} or len(files) != 3:
-    sys.exit("files %s, ranks %s" % (files, sorted(ranks)))
-print("ok %d Prometheus files parse" % len(files))
+        if lab["rank"] in seen.setdefault(name, set()):
+            sys.exit(where + "rank %s twice" % lab["rank"])
+        seen[name].add(lab["rank"])
+    ranks = set().union(*seen.values()) if seen else set()
+    for name in want:
+        if seen.get(name) != ranks:
+            sys.exit("%s: %s of ranks %s, not %s" % (f, name, sorted(seen.get(name, [])), sorted(ranks)))
+    got[host] = ranks
+if got != hosts or len(files) != len(hosts):
+    sys.exit("files %s: ranks by host %s, not %s" % (files, got, hosts))
+print("ok %d Prometheus files parse: %s" % (len(files), " ".join(
+    "%s=%s" % (h, ",".join(sorted(r))) for h, r in sorted(got.items()))))
 EOP
+# The parser's verdict on $1 with hosts and ranks $2...: tried for up to 5 s
+# (every rank must have sent a sample, the file rewritten since).
+prom_check()
+{
+  i=0
+  until /usr/bin/python3 "$tmp/prom.py" "$@" >"$tmp/prom-check" 2>&1; do
+    i=$((i + 1))
+    [ $i -lt 25 ] || { cat "$tmp/prom-check"; ls -la "$1"; return 1; }
+    sleep 0.2
+  done
+  cat "$tmp/prom-check"
+}
+
+# success: 6 s at 0.5 s a sample; the Prometheus files read while it runs
+mkdir "$tmp/prom"
+rc=0
+vrun -N 1 --bind-to none --monitor=0.5 --monitor-out "$tmp/mon" --monitor-prom "$tmp/prom" \
+  "$tmp/$uniq-job" 6 >"$tmp/out" 2>"$tmp/out.err" &
+job=$!
+prom_check "$tmp/prom" vnode0=0 vnode1=1 vnode2=2 || prom_bad=1
 wait $job || rc=$?
 [ $rc = 0 ] || fail_run "weftrun --monitor exited $rc" "$tmp/out"
-[ -z "${prom_bad:-}" ] || { cat "$tmp/prom-check"; ls -la "$tmp/prom"; fail "Prometheus files"; }
-cat "$tmp/prom-check"
+[ -z "${prom_bad:-}" ] || fail "Prometheus files"
 [ -z "$(ls -A "$tmp/prom")" ] || { ls -la "$tmp/prom"; fail "Prometheus files left after the job"; }
 echo "ok Prometheus files gone after the job"
 /usr/bin/python3 - "$tmp/mon/timeline.jsonl" >"$tmp/check" 2>&1 <<'EOP' || { cat "$tmp/check" "$tmp/out.err"; fail "timeline"; }
@@ -134,12 +162,46 @@ n=$(grep -c '^weftrun: straggler: ' "$tmp/out.err" || true)
 if grep -q '^weftrun: straggler: rank 1 on vnode1: CPU 0% for the last 3 samples' "$tmp/out.err" &&
    [ "$n" = 1 ]; then
   echo "ok straggler rank 1 on vnode1 named"
+  grep -q "Below half the median: rank 1 (vnode1), CPU 0% on average" "$tmp/mon/timeline.html" ||
+    fail_run "the picture does not name rank 1" "$tmp/mon/timeline.html"
+  echo "ok the picture names rank 1"
 elif [ "$n" = 0 ] && grep -q "median CPU 0\.[01]" "$tmp/check"; then
   echo "# no straggler verdict: the spinners got under a fifth of a core (machine loaded)"
 else
   fail_run "straggler lines: $n" "$tmp/out"
 fi
 echo "ok timeline, launch line, closing figures"
+
+# one file per host with two ranks each; rank 0 (its host's lowest, the file's
+# writer) ends first: vnode0's file stays, with rank 1 alone; all go at the end
+cat >"$tmp/$uniq-wait" <<'EOS'
+#!/bin/sh
+# rank 0 ends when $1/stop0 appears, the others when $1/stop does (30 s at most)
+f=$1/stop; [ "$RANK" != 0 ] || f=$1/stop0
+i=0; while [ ! -e "$f" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+EOS
+chmod +x "$tmp/$uniq-wait"
+mkdir "$tmp/prom2"
+rc=0
+vrun -N 2 --bind-to none --monitor=0.3 --monitor-prom "$tmp/prom2" "$tmp/$uniq-wait" "$tmp" \
+  >"$tmp/out" 2>"$tmp/out.err" &
+job=$!
+prom_check "$tmp/prom2" vnode0=0,1 vnode1=2,3 vnode2=4,5 || prom_bad=1
+touch "$tmp/stop0"
+# while rank 0 ends, vnode0's file never goes away, not even for a moment
+i=0
+while [ -z "${prom_bad:-}" ] && [ $i -lt 60 ]; do
+  ls "$tmp/prom2" | grep -q '^weft-.*-vnode0\.prom$' || prom_bad=gone
+  sleep 0.03
+  i=$((i + 1))
+done
+[ -n "${prom_bad:-}" ] || prom_check "$tmp/prom2" vnode0=1 vnode1=2,3 vnode2=4,5 || prom_bad=2
+touch "$tmp/stop"
+wait $job || rc=$?
+[ $rc = 0 ] || fail_run "weftrun -N 2 --monitor-prom exited $rc" "$tmp/out"
+[ -z "${prom_bad:-}" ] || fail "Prometheus files of 2 ranks a host (check ${prom_bad:-})"
+[ -z "$(ls -A "$tmp/prom2")" ] || { ls -la "$tmp/prom2"; fail "Prometheus files left after the job"; }
+echo "ok a rank that ended first left its host's file to the other; all gone after the job"
 
 # an existing timeline is never overwritten: refused before anything starts
 rc=0
@@ -150,8 +212,11 @@ echo "ok existing timeline refused (66)"
 
 # failure: rank 2 exits 3; the closing figures still come, vnode2's exit named
 rc=0
-vrun -N 1 --bind-to none --monitor=0.5 "$tmp/$uniq-job" 1 2 >"$tmp/out" 2>"$tmp/out.err" || rc=$?
+mkdir "$tmp/prom3"
+vrun -N 1 --bind-to none --monitor=0.5 --monitor-prom "$tmp/prom3" "$tmp/$uniq-job" 1 2 \
+  >"$tmp/out" 2>"$tmp/out.err" || rc=$?
 [ $rc = 3 ] || fail_run "failing job exited $rc" "$tmp/out"
+[ -z "$(ls -A "$tmp/prom3")" ] || { ls -la "$tmp/prom3"; fail "Prometheus files left after a failed job"; }
 grep -q '^weftrun: job failed: rank 2 host vnode2 ' "$tmp/out.err" || fail_run "no summary line" "$tmp/out"
 grep -q '^weftrun: ran [0-9.]* s; exit by host: .*vnode2 3 (rank 2)' "$tmp/out.err" ||
   fail_run "closing line on failure" "$tmp/out"
