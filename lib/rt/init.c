@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * weft_init and weft_finalize: MPI (when the program has not started it),
- * local and node ranks, the device index, the settings read from the
- * environment, and the per-context "last error" line. Both run under the
+ * the settings read from the environment (settings.c) and checked alike on
+ * every rank, local and node ranks, the device index, and the per-context
+ * "last error" line. Both run under the
  * watchdog (watch.c): weft_init within WEFT_INIT_TIMEOUT. Nothing here touches
  * CUDA unless WEFT_BACKEND=nccl asks for it.
  */
 #include "rt_private.h"
-#include "shm.h"
 
 #include <weftx/page.h>
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,26 +39,6 @@ int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...)
     fprintf(stderr, "weft: %s (%s)\n", line, weft_err_name(code));
   }
   return code;
-}
-
-/* Seconds from environment variable var (a non-negative number), def if unset. */
-static int env_seconds(weft_ctx *ctx, const char *var, double def, double *out)
-{
-  const char *s = getenv(var);
-  char *end;
-  double v;
-
-  *out = def;
-  if (!s || !*s)
-    return 0;
-  errno = 0;
-  v = strtod(s, &end);
-  if (errno || *end || v < 0 || v > 1e9)
-    return weft__rt_fail(ctx, WEFT_EINVAL,
-                         "%s=%s is not a number of seconds; set it to e.g. 30, or 0 for none", var,
-                         s);
-  *out = v;
-  return 0;
 }
 
 /* Entries of CUDA_VISIBLE_DEVICES (0 when unset or empty). */
@@ -136,70 +115,15 @@ static int device_from_env(weft_ctx *ctx)
                        "weftrun", s, getenv("CUDA_VISIBLE_DEVICES"));
 }
 
-static int env_settings(weft_ctx *ctx)
-{
-  const char *s;
-  int rc;
-
-  s = getenv("WEFT_BACKEND");
-  if (!s || !*s || !strcmp(s, "auto"))
-    ctx->backend = WEFT__BACKEND_AUTO;
-  else if (!strcmp(s, "mpi"))
-    ctx->backend = WEFT__BACKEND_MPI;
-  else if (!strcmp(s, "nccl"))
-    ctx->backend = WEFT__BACKEND_NCCL;
-  else
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_BACKEND=%s: use auto, mpi or nccl", s);
-
-  s = getenv("WEFT_ALLREDUCE");
-  if (!s || !*s || !strcmp(s, "auto"))
-    ctx->ar_algo = WEFT__AR_AUTO;
-  else if (!strcmp(s, "flat"))
-    ctx->ar_algo = WEFT__AR_FLAT;
-  else if (!strcmp(s, "hier"))
-    ctx->ar_algo = WEFT__AR_HIER;
-  else
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_ALLREDUCE=%s: use auto, flat or hier", s);
-
-  ctx->hier_threshold = (size_t)1 << 20;
-  s = getenv("WEFT_HIER_THRESHOLD");
-  if (s && *s && weftx_parse_size(s, &ctx->hier_threshold) != 0)
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_HIER_THRESHOLD=%s is not a size (e.g. 1M)", s);
-
-  ctx->chunk = INT_MAX;
-  s = getenv("WEFT_MPI_CHUNK");
-  if (s && *s) {
-    long v;
-    if (weftx_parse_long(s, 1, INT_MAX, &v) != 0)
-      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_MPI_CHUNK=%s: elements, 1 to INT_MAX", s);
-    ctx->chunk = (size_t)v;
-  }
-
-  if ((rc = env_seconds(ctx, "WEFT_COLL_TIMEOUT", 0, &ctx->coll_timeout)) != 0)
-    return rc;
-  if ((rc = env_seconds(ctx, "WEFT_INIT_TIMEOUT", WEFT__INIT_TIMEOUT_S, &ctx->init_timeout)) != 0)
-    return rc;
-  if (ctx->init_timeout == 0) /* off: NCCL's start is not bounded either */
-    ctx->init_timeout = 1e9;
-  if ((rc = weft__shm_settings(ctx)) != 0)
-    return rc;
-
-  return device_from_env(ctx);
-}
-
 /* Local rank/size and host index of every rank. WEFT_RANKS_PER_NODE=K (for
  * tests) pretends that each K consecutive ranks share a host. */
 static int find_hosts(weft_ctx *ctx, MPI_Comm world)
 {
   MPI_Comm local = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
-  const char *s = getenv("WEFT_RANKS_PER_NODE");
   int rc, i, node = 0;
 
-  if (s && *s) {
-    long k;
-    if (weftx_parse_long(s, 1, 1 << 30, &k) != 0)
-      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_RANKS_PER_NODE=%s is not a positive number", s);
-    rc = MPI_Comm_split(world, ctx->rank / (int)k, ctx->rank, &local);
+  if (ctx->ranks_per_node) {
+    rc = MPI_Comm_split(world, ctx->rank / (int)ctx->ranks_per_node, ctx->rank, &local);
   } else {
     rc = MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &local);
   }
@@ -266,7 +190,13 @@ int weft_init(int *argc, char ***argv, weft_ctx **out)
   }
   /* Errors come back as codes, so that we can name them and clean up. */
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
-  if ((rc = find_hosts(ctx, world)) != 0 || (rc = env_settings(ctx)) != 0)
+  /* Every rank reads its settings, then all check that they read the same:
+   * a rank that could not, or values that differ, fail weft_init everywhere. */
+  rc = weft__settings_read(ctx);
+  if (ctx->init_timeout == 0) /* off: NCCL's start is not bounded either */
+    ctx->init_timeout = 1e9;
+  if ((rc = weft__settings_agree(ctx, world, rc)) != 0 || (rc = find_hosts(ctx, world)) != 0 ||
+      (rc = device_from_env(ctx)) != 0)
     goto fail;
   if ((rc = weft__group_new(ctx, world, "world", &ctx->world)) != 0)
     goto fail;

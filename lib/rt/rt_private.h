@@ -82,12 +82,13 @@ struct weft_ctx {
   int *node_of;        /* host index of each world rank */
   int device;
   int own_mpi;         /* we called MPI_Init_thread, so we finalize */
-  weft__backend_pref backend;
-  weft__allreduce_algo ar_algo;
+  int backend;         /* weft__backend_pref */
+  int ar_algo;         /* weft__allreduce_algo */
   size_t hier_threshold;
   double coll_timeout; /* seconds, 0 = none */
   double init_timeout;
   size_t chunk;        /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
+  size_t ranks_per_node; /* WEFT_RANKS_PER_NODE (tests), 0 unset */
   int host_shm;        /* WEFT_HOST_SHM: 0 off */
   size_t shm_threshold; /* WEFT_HOST_SHM_THRESHOLD, bytes */
   size_t shm_staged;   /* WEFT_HOST_SHM_STAGED, bytes */
@@ -100,6 +101,34 @@ struct weft_ctx {
 
 /* Record a failure on ctx (and print it on stderr); returns code. */
 int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...) WEFT_PRINTF(3, 4);
+
+/* ---- settings (settings.c): the WEFT_* variables, and that all ranks agree ---- */
+#define WEFT__SETTINGS_MAX 32 /* slots of a record: "could not read", then the agreed */
+/* Read every WEFT_* setting into ctx; WEFT_EINVAL naming the first bad one. */
+int weft__settings_read(weft_ctx *ctx);
+/* With every rank of comm: 0 when all read the same values; otherwise the same
+ * code on every rank (WEFT_EDISAGREE, rank 0 printing the line, or WEFT_EINVAL
+ * when a rank could not read its own, whose read_rc says why). */
+int weft__settings_agree(weft_ctx *ctx, MPI_Comm comm, int read_rc);
+/* The pure parts: slots in a record, the variable of a slot, the record of
+ * ctx (slot 0: read_rc != 0), and the first slot from `from` whose values
+ * differ (-1 for none) in red: each slot's maximum over the ranks, then the
+ * maximum of its negation. */
+int weft__settings_count(void);
+const char *weft__settings_name(int slot);
+void weft__settings_record(const weft_ctx *ctx, int read_rc, int64_t *v);
+int weft__settings_differs(const int64_t *red, int n, int from);
+/* What one rank read for the variable that differs: its value, what it was
+ * set to ("" unset) and its host. */
+struct weft__setting_seen {
+  int64_t value;
+  char raw[48];
+  char host[64];
+};
+/* The line naming var's values on the n ranks of all, with their hosts;
+ * also: other variables that differ ("" none). */
+void weft__settings_line(const char *var, const struct weft__setting_seen *all, int n,
+                         const char *also, char *buf, size_t size);
 
 /* ---- groups (group.c) ---- */
 /* A group over comm (taken over: freed with the group). */

@@ -60,30 +60,6 @@ static void relax(void)
 #endif
 }
 
-int weft__shm_settings(weft_ctx *ctx)
-{
-  const char *s = getenv("WEFT_HOST_SHM");
-
-  ctx->host_shm = 1;
-  if (s && *s) {
-    if (!strcmp(s, "0"))
-      ctx->host_shm = 0;
-    else if (strcmp(s, "1") != 0)
-      return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_HOST_SHM=%s: use 1 (the default) or 0", s);
-  }
-  ctx->shm_threshold = WEFT__SHM_THRESHOLD_DEFAULT;
-  s = getenv("WEFT_HOST_SHM_THRESHOLD");
-  if (s && *s && weftx_parse_size(s, &ctx->shm_threshold) != 0)
-    return weft__rt_fail(ctx, WEFT_EINVAL,
-                         "WEFT_HOST_SHM_THRESHOLD=%s is not a size in bytes (e.g. 64K, or 0)", s);
-  ctx->shm_staged = WEFT__SHM_STAGED;
-  s = getenv("WEFT_HOST_SHM_STAGED");
-  if (s && *s && weftx_parse_size(s, &ctx->shm_staged) != 0)
-    return weft__rt_fail(ctx, WEFT_EINVAL,
-                         "WEFT_HOST_SHM_STAGED=%s is not a size in bytes (e.g. 16M, or 0)", s);
-  return 0;
-}
-
 /* ---- waiting ---- */
 
 static long futex(_Atomic uint32_t *word, int cmd, uint32_t val, const struct timespec *ts)

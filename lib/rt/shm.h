@@ -54,9 +54,7 @@ int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
                                weft_dtype dt, weft_op op);
 void weft__shm_bucket_free(struct weft__shm_bucket *state);
 
-/* ---- settings and lifetime (shm.c) ---- */
-/* WEFT_HOST_SHM and WEFT_HOST_SHM_THRESHOLD into ctx (weft_init). */
-int weft__shm_settings(weft_ctx *ctx);
+/* ---- lifetime (shm.c; its settings are read in settings.c) ---- */
 /* Free a group's arena (collective over the group's ranks, like MPI_Comm_free). */
 void weft__shm_free(struct weft__shm *sh);
 

@@ -77,9 +77,10 @@
     "without running every rank. weft-rank exits 70 when it cannot set its rank up or reach "  \
     "weftrun's control channel.", NULL)                                                       \
   X(HOSTLOST, 75, "75", "host lost",                                                         \
-    "A host was lost while the job ran: none of its agents said anything for --host-timeout " \
-    "seconds (default 5; the machine went down or its network was cut), or their connections " \
-    "closed without a word; or a single agent was killed or stopped answering. The summary "  \
+    "A host was lost while the job ran: its agents' connections closed without a word, or "  \
+    "its machine acknowledged nothing for 5 s (it went down or its network was cut), or none " \
+    "of its agents said anything for --host-timeout seconds (default 30: stopped or starved " \
+    "agents); or a single agent was killed or stopped answering. The summary "                \
     "line names the host and its ranks; the job is ended on every host, the lost one "        \
     "included (its agents end their ranks when they lose weftrun).", NULL)                    \
   X(PREEMPTED, 79, "79", "preempted (Google Cloud)",                                          \

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -102,7 +104,11 @@ weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why, s
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)
         return 0;
-      snprintf(why, whylen, "%s", strerror(errno));
+      c->err = errno;
+      if (c->err == ETIMEDOUT)
+        snprintf(why, whylen, "its machine acknowledged nothing for %d s", WEFT_CTL_UNANSWERED_S);
+      else
+        snprintf(why, whylen, "%s", strerror(c->err));
       return -1;
     }
     c->in_len += (size_t)n;
@@ -128,8 +134,12 @@ weft_ctl_conn_flush(weft_ctl_conn *c)
     ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0)
-      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return 0;
+    if (n < 0) {
+      c->err = errno;
+      return -1;
+    }
     memmove(c->out, c->out + n, c->out_len - (size_t)n);
     c->out_len -= (size_t)n;
   }
@@ -172,6 +182,22 @@ weft_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port,
   memcpy(host, h, hn);
   host[hn] = '\0';
   snprintf(port, portlen, "%s", colon + 1);
+  return 0;
+}
+
+int
+weft_ctl_keepalive(int fd)
+{
+  int one = 1, idle = 1, intvl = 1, cnt = WEFT_CTL_UNANSWERED_S;
+  unsigned int user_ms = WEFT_CTL_UNANSWERED_S * 1000;
+  /* TCP_USER_TIMEOUT also bounds data sent and never acknowledged, and overrides the
+   * probe count */
+  if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+      setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms)))
+    return -1;
   return 0;
 }
 

@@ -20,6 +20,7 @@ typedef struct weft_ctl_conn {
   unsigned char *out;
   size_t out_len, out_max;  /* out_max: the outbox's bound */
   unsigned long frames;     /* frames read so far */
+  int err;                  /* the errno that ended reading (0: closed, or none) */
 } weft_ctl_conn;
 
 /* A whole message read; non-zero when the connection must not be read on. */
@@ -44,6 +45,11 @@ int weft_ctl_conn_drain(weft_ctl_conn *c, double deadline);
 /** \brief "ADDR:PORT" or "[V6]:PORT" into its parts; -1 when it is neither. */
 int weft_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port,
                            size_t portlen);
+/** \brief TCP keepalive on \p fd: a probe a second while the peer is quiet, the
+ * connection failing with ETIMEDOUT (weft_ctl_conn's err) once its machine has
+ * acknowledged nothing for WEFT_CTL_UNANSWERED_S. A starved or stopped process
+ * does not count: its kernel answers. 0, or -1 with errno. */
+int weft_ctl_keepalive(int fd);
 /** \brief Connect to \p addr (numeric) by \p deadline; a non-blocking socket, or
  * -1 with the reason (strerror) in \p why. */
 int weft_ctl_connect(const char *addr, double deadline, char *why, size_t whylen);

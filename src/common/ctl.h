@@ -33,6 +33,9 @@
 #define WEFT_CTL_SECRET_ENV "WEFT_CONTROL_SECRET"
 #define WEFT_CTL_SECRET_LEN 32     /* hex digits: 16 bytes from getrandom() */
 #define WEFT_CTL_CONNECT_S 10.0    /* an agent's bound to reach weftrun and be welcomed */
+/* A peer machine whose kernel has acknowledged nothing for this long is gone (a machine
+ * down, a network cut), however long its agent or weftrun may be starved (keepalive). */
+#define WEFT_CTL_UNANSWERED_S 5
 
 /* Message types. A = agent to weftrun, W = weftrun to agent. */
 enum weft_ctl_type {

@@ -9,7 +9,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,6 +94,11 @@ wk_channel_open(wk_channel **out, const char *addr, const weft_agent_who *who, c
     return -1;
   }
   weft_ctl_conn_init(&c->conn, fd, 4 * WEFT_CTL_FRAME_MAX);
+  /* weftrun's machine gone or cut off is noticed in WEFT_CTL_UNANSWERED_S, before
+   * the silence of --host-timeout (without keepalive, only that) */
+  if (weft_ctl_keepalive(fd))
+    fprintf(stderr, "weft-rank: warning: no TCP keepalive on the control channel (%s): a cut "
+            "network is noticed after --host-timeout only\n", strerror(errno));
   weft_ctl_out m;
   weft_ctl_begin(&m, WEFT_CTL_HELLO);
   weft_ctl_put_str(&m, WEFT_CTL_T_SECRET, secret);

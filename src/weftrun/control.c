@@ -236,6 +236,8 @@ accept_all(wr_ctl *c, double now)
       continue;
     }
     weft_ctl_conn_init(&sl->conn, fd, OUTBOX);
+    if (weft_ctl_keepalive(fd)) /* then only --host-timeout notices a machine gone */
+      weft_log(WEFT_LOG_RUN, "no TCP keepalive on an agent's connection: %s", strerror(errno));
     sl->rank = -1;
     sl->opened = now;
     c->slots[i] = sl;
@@ -308,7 +310,7 @@ static void
 serve(wr_ctl *c, wr_sup *s, int i, unsigned events, double now)
 {
   slot *sl = c->slots[i];
-  char why[300];
+  char why[300] = "the connection broke";
   reading rd = { c, s, i, now, 0 };
   if ((events & EPOLLOUT) && flush(c, i))
     goto gone;
@@ -329,7 +331,7 @@ serve(wr_ctl *c, wr_sup *s, int i, unsigned events, double now)
 gone:
   if (sl->rank >= 0) {
     weft_log(WEFT_LOG_RUN, "rank %d's agent: %s", sl->rank, why);
-    wr_sup_gone(s, sl->rank, now);
+    wr_sup_gone(s, sl->rank, sl->conn.err == ETIMEDOUT, now);
   }
   drop(c, i);
 }

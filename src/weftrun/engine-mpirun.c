@@ -27,14 +27,14 @@
 
 extern char **environ;
 
-/* -x for the variables weft forwards by default that the user did not name. */
+/* -x for the variables weft forwards to every host that the user did not name. */
 static int
-add_env(const wr_opts *o, wr_argv *a)
+add_env(const wr_plan *p, const wr_opts *o, wr_argv *a)
 {
   int rc = 0;
   for (char **e = environ; *e && !rc; e++) {
     size_t n = strcspn(*e, "=");
-    if (n == 0 || (*e)[n] != '=' || !wr_engine_forwarded(*e, n))
+    if (n == 0 || (*e)[n] != '=' || !wr_engine_forwards(p, *e, n))
       continue;
     int explicit = 0;
     for (int i = 0; i < o->nxvars; i++)
@@ -241,16 +241,15 @@ wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *
 }
 
 /* Program \p app's options: the user's words, the variables weft forwards (when it
- * places the ranks; when Open MPI does, the ranks get the environment mpirun gives them,
- * -x as the user wrote it), the network weft chose. */
+ * places the ranks, its default patterns; when Open MPI does, the ranks get the
+ * environment mpirun gives them, -x as the user wrote it, and weft's own WEFT_*: mpirun
+ * gives other hosts only -x variables, and libweft's ranks must agree on those, while
+ * the control channel's secret must reach every agent, which unsets it for the
+ * program), the network weft chose. */
 int
 wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
 {
-  int rc = user_words(p, o, app, a) || (p->mode == WR_MODE_GPU && add_env(o, a));
-  /* the control channel's secret reaches every agent (weft-rank unsets it for the
-   * program), whoever places the ranks: mpirun gives other hosts only -x variables */
-  if (!rc && p->mode != WR_MODE_GPU && getenv(WEFT_CTL_SECRET_ENV)) /* GPU: add_env has WEFT_* */
-    rc = wr_argv_add(a, "-x") || wr_argv_add(a, WEFT_CTL_SECRET_ENV);
+  int rc = user_words(p, o, app, a) || add_env(p, o, a);
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
     rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "btl_tcp_if_include") || wr_argv_add(a, ifname);

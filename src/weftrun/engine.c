@@ -24,9 +24,10 @@
 int
 wr_engine_forwarded(const char *name, size_t n)
 {
-  /* WEFT_TOPOLOGY describes one host, so it stays with the host it was set on. */
-  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_RANK_PATH", "WEFT_MPIRUN",
-                                      "WEFT_SRUN", NULL };
+  /* WEFT_TOPOLOGY and weft-vcluster's node name describe one host, so they stay with
+   * the host they were set on (each host has its own). */
+  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_VCLUSTER_NODE", "WEFT_RANK_PATH",
+                                      "WEFT_MPIRUN", "WEFT_SRUN", NULL };
   char *copy = strndup(name, n);
   int yes = copy != NULL;
   for (int i = 0; yes && kept[i]; i++)
@@ -38,6 +39,15 @@ wr_engine_forwarded(const char *name, size_t n)
   yes = yes && weftx_env_forward_default(copy);
   free(copy);
   return yes;
+}
+
+int
+wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
+{
+  /* When Open MPI places the ranks, everything else is as mpirun passes it */
+  if (p->mode == WR_MODE_OMPI && (n <= 5 || strncmp(name, "WEFT_", 5) != 0))
+    return 0;
+  return wr_engine_forwarded(name, n);
 }
 
 static int

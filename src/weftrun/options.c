@@ -128,7 +128,8 @@ const weft_opt wr_options[] = {
     "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
     "the whole check's deadline (default 60).", 0 },
   { O_HOSTTIMEOUT, "host-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
-    "A host whose agents say nothing for SECONDS (default 5) is lost: the job ends with 75.", 0 },
+    "A host whose agents say nothing for SECONDS (default 30) is lost: the job ends with 75. "
+    "A host whose machine acknowledges nothing for 5 s (down, cut off) is lost sooner.", 0 },
   { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
     "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
     "still running (eu-stack or gdb).", 0 },

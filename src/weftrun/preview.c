@@ -36,9 +36,16 @@ rank_env(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_
     return rc;
   *out = e;
   /* when Open MPI places the ranks, they get the environment mpirun passes (all of it
-   * to the ranks on this host, -x variables to others), as with mpirun alone */
+   * to the ranks on this host, -x variables to others), as with mpirun alone, and
+   * weft's own WEFT_* variables (the engine's -x) */
   if (p->mode != WR_MODE_OMPI && (rc = weftx_env_forward(e, environ)))
     return rc;
+  for (char **v = environ; p->mode == WR_MODE_OMPI && *v; v++) {
+    size_t n = strcspn(*v, "=");
+    if ((*v)[n] == '=' && wr_engine_forwards(p, *v, n) &&
+        (rc = weftx_env_put(e, *v, WEFTX_ENV_USER, NULL)) == WEFT_ENOMEM)
+      return rc;
+  }
   for (int i = 0; i < o->nxvars; i++)
     if ((rc = weftx_env_add_x(e, o->xvars[i], environ, why, len)) && rc != WEFT_ENOENT)
       return rc;
@@ -249,7 +256,7 @@ wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out)
             pv->unresolved[i] ? ", each host fills it in" : "");
   if (p->mode == WR_MODE_OMPI)
     fprintf(out, "# env and mpirun's environment, as mpirun passes it: all of it to the ranks on "
-            "this host, the -x variables to the others\n");
+            "this host, the -x variables and weftrun's WEFT_* ones to the others\n");
   if (pv->nforwarded) {
     fprintf(out, "# env forwarded as you have them:");
     for (int i = 0; i < pv->nforwarded; i++)

@@ -241,11 +241,15 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
       fprintf(out, "weftrun: job failed: host %s lost%s: its agents lost weftrun (network cut?) "
               "(exit %d)\n", wr_sup_host(s, s->end_rank), ranks, s->code);
     } else {
+      char unanswered[96];
+      snprintf(unanswered, sizeof(unanswered), "the machine acknowledged nothing for %d s "
+               "(machine down or network cut)", WEFT_CTL_UNANSWERED_S);
       fprintf(out, "weftrun: job failed: host %s lost%s: %s (exit %d)\n",
               s->p->hosts[h].host->name, ranks,
-              s->lost_how == WR_LOST_CLOSED ? "its agents' connections closed at once (machine "
-              "down?)" : "no word from its agents for longer than --host-timeout (machine down "
-              "or network cut)", s->code);
+              s->lost_how == WR_LOST_UNANSWERED ? unanswered
+              : s->lost_how == WR_LOST_CLOSED ? "its agents' connections closed at once (machine "
+              "down?)" : "no word from its agents for longer than --host-timeout (machine down, "
+              "network cut or agents stopped)", s->code);
       list(s, now, out, on_host, &h, "");
     }
     break;

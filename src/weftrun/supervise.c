@@ -5,7 +5,8 @@
  * the job ends. The first verdict wins, with one exception: a rank that a
  * weft deadline ended (its call page says so) is not the root cause, the
  * ranks that never joined are. A host is lost when its agents stop talking
- * for --host-timeout seconds, or their connections close without a word;
+ * for --host-timeout seconds, or their connections close without a word, or
+ * fail because the machine stopped acknowledging (TCP keepalive);
  * mpirun's own end decides only what the channel left open (a rank that
  * exited 0 without finalizing, ranks that never started). Pure: every time
  * is passed in; nothing here reads or writes anything but the wr_sup.
@@ -244,12 +245,13 @@ wr_sup_msg(wr_sup *s, int rank, const weft_ctl_msg *m, double now)
 }
 
 void
-wr_sup_gone(wr_sup *s, int rank, double now)
+wr_sup_gone(wr_sup *s, int rank, int unanswered, double now)
 {
   wr_rank *r = &s->r[rank];
   if (r->state == WR_RANK_EXITED || r->state == WR_RANK_GONE)
     return;
   r->state = WR_RANK_GONE;
+  r->unanswered = unanswered;
   r->gone_at = now;
   if (!s->first_gone_at)
     s->first_gone_at = now;
@@ -291,7 +293,7 @@ vanished(wr_sup *s, double now)
   for (int r = 0; r < s->np; r++)
     if (s->p->ranks[r].host == h && live(&s->r[r]))
       whole = 0;
-  s->lost_how = whole ? WR_LOST_CLOSED : WR_LOST_AGENT;
+  s->lost_how = s->r[first].unanswered ? WR_LOST_UNANSWERED : whole ? WR_LOST_CLOSED : WR_LOST_AGENT;
   decide(s, WR_END_LOST, first, h, WR_EXIT_HOSTLOST, now);
 }
 

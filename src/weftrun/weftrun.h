@@ -47,8 +47,10 @@
 enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
 #undef WR_EXIT_ENUM
 
-/* A host whose agents say nothing for this long is lost (--host-timeout). */
-#define WR_HOST_TIMEOUT_S 5.0
+/* A host whose agents say nothing for this long is lost (--host-timeout): long enough
+ * for an agent starved on an overloaded machine; a machine down or cut off is found
+ * sooner, its kernel no longer acknowledging (WEFT_CTL_UNANSWERED_S, keepalive). */
+#define WR_HOST_TIMEOUT_S 30.0
 /* After "end the job": an agent's SIGTERM to SIGKILL, and mpirun's SIGTERM to SIGKILL. */
 #define WR_END_GRACE_S 2.0
 #define WR_ENGINE_GRACE_S 4.0
@@ -411,6 +413,9 @@ int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or
 /* Variables forwarded to every rank by default (weftx_env_forward_default() less those
  * that describe one host). */
 int wr_engine_forwarded(const char *name, size_t n);
+/* Those that plan p's engine passes to every host: all of them when weft places the
+ * ranks; when Open MPI does, only WEFT_* (mpirun passes the rest as it would alone). */
+int wr_engine_forwards(const wr_plan *p, const char *name, size_t n);
 /* weft-rank, its arguments for a plan, "--" and program \p app's words (engine.c, for
  * both engines). */
 int wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
@@ -446,6 +451,7 @@ typedef enum wr_rank_state {
 typedef struct wr_rank {
   wr_rank_state state;
   int lost;                     /* its host (or agent) was declared lost: not waited for */
+  int unanswered;               /* its connection failed: the machine stopped acknowledging */
   int running_at_end;           /* running when the verdict came (summaries) */
   double hello_at, seen, started_at, exited_at, gone_at;
   long agent_pid, pid;
@@ -484,7 +490,7 @@ typedef enum wr_end {
 } wr_end;
 
 typedef enum wr_lost_how { WR_LOST_SILENT = 0, WR_LOST_CLOSED, WR_LOST_AGENT,
-                           WR_LOST_AGENT_SILENT } wr_lost_how;
+                           WR_LOST_AGENT_SILENT, WR_LOST_UNANSWERED } wr_lost_how;
 
 #define WR_ACT_END 1                     /* END to every agent, stop the engine */
 #define WR_ACT_STACKS 2                  /* STACK_REQ to the agents with stack_asked */
@@ -522,7 +528,8 @@ const char *wr_sup_host(const wr_sup *s, int rank);       /* the plan's name */
 int wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, char *why,
                  size_t len);
 void wr_sup_msg(wr_sup *s, int rank, const weft_ctl_msg *m, double now);
-void wr_sup_gone(wr_sup *s, int rank, double now);        /* its connection closed */
+/* rank's connection closed; unanswered: its machine stopped acknowledging (keepalive) */
+void wr_sup_gone(wr_sup *s, int rank, int unanswered, double now);
 void wr_sup_signal(wr_sup *s, int sig, double now);       /* weftrun got signal sig */
 void wr_sup_engine_exit(wr_sup *s, int status, double now);
 int wr_sup_tick(wr_sup *s, double now);                   /* WR_ACT_* to do now */

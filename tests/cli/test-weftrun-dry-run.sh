@@ -133,4 +133,35 @@ else
   echo "FAIL: --dry-run with --nccl-preset a3-megagpu-8g off GCE:"; cat "$tmp/preset.txt" "$tmp/preset.err"; fail=1
 fi
 
+# When Open MPI places the ranks (no GPU here) mpirun gives other hosts only -x variables:
+# weftrun forwards its own WEFT_* as -x NAME, not those that describe one host, not other
+# variables (as mpirun), and the user's -x WEFT_FOO=bar wins (no second -x, no override)
+unset WEFT_AGREE_UNSET 2>/dev/null || true
+if WEFT_AGREE_SET=3 WEFT_AGREE_MINE=env WEFT_TOPOLOGY=x NCCL_AGREE=1 timeout 30 "$weftrun" --dry-run \
+     -H a,b --topology "$topos/n2-standard-16.xml" -x WEFT_AGREE_MINE=bar ./prog >"$tmp/ompi.txt" 2>"$tmp/ompi.err" &&
+   cmd=$(grep '^# command: ' "$tmp/ompi.txt") &&
+   grep -q '^# weftrun plan: .*Open MPI places and binds them' "$tmp/ompi.txt" &&
+   grep -q '^# env forwarded as you have them: .*WEFT_AGREE_SET' "$tmp/ompi.txt"; then
+  ok=1
+  case $cmd in *" -x WEFT_AGREE_SET "*) ;; *) ok=0 ;; esac
+  case $cmd in *" -x WEFT_AGREE_MINE=bar "*) ;; *) ok=0 ;; esac
+  case $cmd in *"-x WEFT_AGREE_MINE "*|*WEFT_AGREE_UNSET*|*WEFT_TOPOLOGY*|*NCCL_AGREE*) ok=0 ;; esac
+  [ "$(printf '%s\n' "$cmd" | grep -o 'WEFT_AGREE_MINE' | wc -l)" -eq 1 ] || ok=0
+  if [ $ok = 1 ]; then
+    echo "ok WEFT_* forwarded with -x when Open MPI places the ranks"
+  else
+    echo "FAIL: OMPI mode forwarding: $cmd"; fail=1
+  fi
+else
+  echo "FAIL: --dry-run without GPUs:"; cat "$tmp/ompi.txt" "$tmp/ompi.err"; fail=1
+fi
+if WEFT_AGREE_SET=3 timeout 30 "$weftrun" --dry-run --json -H a,b --topology "$topos/n2-standard-16.xml" \
+     ./prog >"$tmp/ompi.json" 2>"$tmp/ompi.err" &&
+   /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); f=d["env_forwarded"]; assert "WEFT_AGREE_SET" in f and "PATH" not in f, f' \
+     "$tmp/ompi.json"; then
+  echo "ok the plan JSON shows WEFT_* forwarded when Open MPI places the ranks"
+else
+  echo "FAIL: --dry-run --json without GPUs: env_forwarded"; cat "$tmp/ompi.err"; fail=1
+fi
+
 exit $fail

@@ -301,8 +301,8 @@ test_host_closed_and_agent(void **state)
   (void)state;
   wr_sup *s = sup(0);
   started_all(s, 0.2);
-  wr_sup_gone(s, 4, 1.0);
-  wr_sup_gone(s, 5, 1.05);
+  wr_sup_gone(s, 4, 0, 1.0);
+  wr_sup_gone(s, 5, 0, 1.05);
   wr_sup_tick(s, 1.1);
   assert_int_equal(s->end, WR_END_NONE);             /* settling */
   wr_sup_tick(s, 1.4);
@@ -311,16 +311,56 @@ test_host_closed_and_agent(void **state)
   assert_non_null(strstr(out, "host vnode2 lost (ranks 4-5): its agents' connections closed"));
   free(out);
   wr_sup_free(s);
-  /* one agent of a host that lives on */
-  s = sup(0);
+  /* one agent of a host that lives on; connections that failed because the machine
+   * stopped acknowledging (keepalive) */
+  static const struct {
+    int first, last, unanswered;
+    const char *says;
+  } cases[] = {
+    { 1, 1, 0, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended without a word" },
+    { 2, 3, 1, "host vnode1 lost (ranks 2-3): the machine acknowledged nothing for 5 s (machine "
+               "down or network cut)" },
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    s = sup(0);
+    started_all(s, 0.2);
+    for (int r = cases[i].first; r <= cases[i].last; r++)
+      wr_sup_gone(s, r, cases[i].unanswered, 1.0);
+    wr_sup_tick(s, 1.4);
+    out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_HOSTLOST);
+    assert_non_null(strstr(out, cases[i].says));
+    free(out);
+    wr_sup_free(s);
+  }
+}
+
+/* Without --host-timeout an agent may be starved for 6 s (an overloaded machine: 5.7 s
+ * was seen) without its host being lost; 30 s of silence is. */
+static void
+test_host_timeout_default(void **state)
+{
+  char why[200];
+  (void)state;
+  wr_sup_free(sup(0)); /* the plan */
+  wr_opts_init(&opts);
+  wr_sup *s = wr_sup_new(&plan, &opts, 0);
+  assert_non_null(s);
+  for (int r = 0; r < 6; r++)
+    assert_int_equal(wr_sup_hello(s, r, 100 + r, plan.hosts[r / 2].host->name, 0.1, why,
+                                  sizeof(why)), 0);
   started_all(s, 0.2);
-  wr_sup_gone(s, 1, 1.0);
-  wr_sup_tick(s, 1.4);
-  out = summary(s, &code);
-  assert_int_equal(code, WR_EXIT_HOSTLOST);
-  assert_non_null(strstr(out, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended "
-                              "without a word"));
-  free(out);
+  for (double t = 0.5; t < 40 && !s->end; t += 0.5) {
+    for (int r = 0; r < 6; r++)
+      if (r / 2 != 1 || t < 2 || (t > 8 && t < 9)) /* host 1: 6 s starved, then gone */
+        heartbeat(s, r, WEFTX_OP_NONE, NULL, t);
+    wr_sup_tick(s, t);
+    if (t < 38)
+      assert_int_equal(s->end, WR_END_NONE);
+  }
+  assert_int_equal(s->end, WR_END_LOST);
+  assert_int_equal(s->end_host, 1);
+  assert_true(s->end_at > 38.4 && s->end_at < 39.1); /* 30 s after its last word */
   wr_sup_free(s);
 }
 
@@ -415,6 +455,7 @@ main(void)
     cmocka_unit_test(test_deadline_blames_absent),
     cmocka_unit_test(test_host_silent),
     cmocka_unit_test(test_host_closed_and_agent),
+    cmocka_unit_test(test_host_timeout_default),
     cmocka_unit_test(test_timeout_names_running),
     cmocka_unit_test(test_engine_end),
   };

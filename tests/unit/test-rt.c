@@ -4,11 +4,14 @@
  * mesh coordinates and group membership (golden text in rt-mesh.golden,
  * regenerated with WEFT_UPDATE_GOLDEN=1), fp16/bf16 conversion (round to
  * nearest even, subnormals, NaN and infinities), element sizes and names,
- * the reduction kernels of the host shared-memory collectives.
+ * the reduction kernels of the host shared-memory collectives, the WEFT_*
+ * settings: how they are read, the comparison of the ranks' records and the
+ * line that names a difference.
  */
 #include "rt_private.h"
 #include "shm.h"
 
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -410,6 +413,119 @@ static void test_reduce_rules(void **state)
   assert_int_equal(hd, 0x8000); /* -0 below +0, whichever side it is on */
 }
 
+/* The ranks' records, reduced as weft_init does: each slot's maximum, then
+ * the maximum of its negation. */
+static void reduce_records(const int64_t (*rec)[WEFT__SETTINGS_MAX], int nranks, int n,
+                           int64_t *red)
+{
+  for (int k = 0; k < n; k++) {
+    red[k] = INT64_MIN;
+    red[n + k] = INT64_MIN;
+    for (int r = 0; r < nranks; r++) {
+      if (rec[r][k] > red[k])
+        red[k] = rec[r][k];
+      if (-rec[r][k] > red[n + k])
+        red[n + k] = -rec[r][k];
+    }
+  }
+}
+
+static int slot_of(const char *var)
+{
+  for (int k = 1; k < weft__settings_count(); k++)
+    if (!strcmp(weft__settings_name(k), var))
+      return k;
+  fail_msg("%s is not an agreed setting", var);
+  return -1;
+}
+
+static void test_settings_agree(void **state)
+{
+  static const char *const vars[] = {"WEFT_BACKEND", "WEFT_ALLREDUCE", "WEFT_HIER_THRESHOLD",
+                                     "WEFT_MPI_CHUNK", "WEFT_COLL_TIMEOUT", "WEFT_INIT_TIMEOUT",
+                                     "WEFT_HOST_SHM", "WEFT_HOST_SHM_THRESHOLD",
+                                     "WEFT_HOST_SHM_STAGED", "WEFT_RANKS_PER_NODE"};
+  static const char *const set[3][2] = {
+    {"WEFT_COLL_TIMEOUT", "3"},  /* rank 0 */
+    {"WEFT_COLL_TIMEOUT", "3.0"}, /* rank 1: the same value */
+    {"WEFT_HOST_SHM", "1"},      /* rank 2: the default written out, and no timeout */
+  };
+  int64_t rec[3][WEFT__SETTINGS_MAX], red[2 * WEFT__SETTINGS_MAX];
+  int n = weft__settings_count();
+  weft_ctx ctx;
+  (void)state;
+
+  assert_true(n <= WEFT__SETTINGS_MAX);
+  assert_int_equal(n, (int)(sizeof(vars) / sizeof(vars[0])) + 1);
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+    unsetenv(vars[i]);
+  for (int r = 0; r < 3; r++) {
+    memset(&ctx, 0, sizeof(ctx));
+    setenv(set[r][0], set[r][1], 1);
+    assert_int_equal(weft__settings_read(&ctx), 0);
+    weft__settings_record(&ctx, 0, rec[r]);
+    unsetenv(set[r][0]);
+  }
+  assert_int_equal(rec[0][slot_of("WEFT_COLL_TIMEOUT")], 3000000);
+  assert_int_equal(rec[0][slot_of("WEFT_HOST_SHM")], 1);
+  assert_int_equal(rec[0][slot_of("WEFT_MPI_CHUNK")], INT_MAX);
+  reduce_records(rec, 2, n, red);
+  assert_int_equal(weft__settings_differs(red, n, 0), -1); /* 3 and 3.0 */
+  reduce_records(rec, 3, n, red);
+  assert_int_equal(weft__settings_differs(red, n, 0), slot_of("WEFT_COLL_TIMEOUT"));
+  assert_int_equal(weft__settings_differs(red, n, slot_of("WEFT_COLL_TIMEOUT") + 1), -1);
+
+  /* A rank that could not read its settings: slot 0, and no values. */
+  memset(&ctx, 0, sizeof(ctx));
+  setenv("WEFT_ALLREDUCE", "ring", 1);
+  assert_int_equal(weft__settings_read(&ctx), WEFT_EINVAL);
+  assert_non_null(strstr(ctx.err, "WEFT_ALLREDUCE=ring: use one of auto,flat,hier"));
+  weft__settings_record(&ctx, WEFT_EINVAL, rec[1]);
+  assert_int_equal(rec[1][0], 1);
+  reduce_records(rec, 2, n, red);
+  assert_int_equal(weft__settings_differs(red, n, 0), 0);
+  unsetenv("WEFT_ALLREDUCE");
+
+  /* Each kind refuses what it cannot read, naming the variable. */
+  static const char *const bad[][2] = {
+    {"WEFT_BACKEND", "gloo"},        {"WEFT_HIER_THRESHOLD", "lots"},
+    {"WEFT_MPI_CHUNK", "0"},         {"WEFT_COLL_TIMEOUT", "-1"},
+    {"WEFT_INIT_TIMEOUT", "nan"},    {"WEFT_HOST_SHM", "2"},
+    {"WEFT_RANKS_PER_NODE", "1.5"},  {"WEFT_HOST_SHM_STAGED", "16Q"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    memset(&ctx, 0, sizeof(ctx));
+    setenv(bad[i][0], bad[i][1], 1);
+    assert_int_equal(weft__settings_read(&ctx), WEFT_EINVAL);
+    assert_non_null(strstr(ctx.err, bad[i][0]));
+    unsetenv(bad[i][0]);
+  }
+}
+
+static void test_settings_line(void **state)
+{
+  struct weft__setting_seen all[12];
+  char line[1024];
+  (void)state;
+
+  memset(all, 0, sizeof(all));
+  for (int r = 0; r < 12; r++) {
+    /* ranks 0-1 on a, 3 s; 2-9 on b..i, unset; 10 on j, 5 s; 11 on k, 7 s */
+    all[r].value = r < 2 ? 3000000 : r < 10 ? 0 : r == 10 ? 5000000 : 7000000;
+    snprintf(all[r].raw, sizeof(all[r].raw), "%s", r < 2 ? "3" : r < 10 ? "" : r == 10 ? "5" : "7");
+    snprintf(all[r].host, sizeof(all[r].host), "%c", r < 2 ? 'a' : 'a' + r - 1);
+  }
+  weft__settings_line("WEFT_COLL_TIMEOUT", all, 12, "WEFT_HOST_SHM", line, sizeof(line));
+  assert_string_equal(line,
+                      "ranks disagree on WEFT_COLL_TIMEOUT: 3 on ranks 0, 1 (host a); unset on "
+                      "ranks 2, 3, 4, 5 and 4 more (host b, c, d and 5 more hosts); 5 on rank 10 "
+                      "(host j); and 1 more value (WEFT_HOST_SHM differs too); set it on every "
+                      "host, or pass -x WEFT_COLL_TIMEOUT to mpirun or weftrun");
+  /* A short buffer: cut, terminated. */
+  weft__settings_line("WEFT_COLL_TIMEOUT", all, 12, "", line, 40);
+  assert_int_equal(strlen(line), 39);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -418,7 +534,8 @@ int main(void)
     cmocka_unit_test(test_mesh_golden), cmocka_unit_test(test_half),
     cmocka_unit_test(test_bf16),        cmocka_unit_test(test_dtypes),
     cmocka_unit_test(test_divide),      cmocka_unit_test(test_reduce_kernels),
-    cmocka_unit_test(test_reduce_rules),
+    cmocka_unit_test(test_reduce_rules), cmocka_unit_test(test_settings_agree),
+    cmocka_unit_test(test_settings_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

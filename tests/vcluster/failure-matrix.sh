@@ -3,7 +3,7 @@
 # The failure matrix: faults injected into jobs on a 3-vnode virtual cluster,
 # each case asserting weftrun's exit status, the time from the fault (or its
 # deadline) to weftrun's exit (at most 5 s), its summary line, and that no
-# process of the job is left on any vnode. Run by hand (about 4 minutes;
+# process of the job is left on any vnode. Run by hand (about 5 minutes;
 # --mpirun runs the same cases under plain mpirun beside, for the figure):
 #
 #   tests/run-test.sh --build _build tests/vcluster/failure-matrix.sh [--mpirun] [--quick] [CASE...]
@@ -85,7 +85,7 @@ left()
 }
 
 # A fault done from outside the job after $1 seconds: kill-vnode N, silent N,
-# link N, weftrun SIG, mpirun SIG.
+# link N, stop N, weftrun SIG, mpirun SIG.
 inject()
 {
   sleep "$1"
@@ -93,6 +93,19 @@ inject()
     kill-vnode) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill "vnode$3" >/dev/null 2>&1 ;;
     silent) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill --silent "vnode$3" >/dev/null 2>&1 ;;
     link) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" link "vnode$3" down >/dev/null 2>&1 ;;
+    stop) # the agents of vnode N stop (SIGSTOP), as a starved agent would look, once
+      # its rank runs (an agent stopped before it reached weftrun is another case)
+      _i=0
+      while [ $_i -lt 300 ] && ! ip netns pids "$prefix-vnode$3" | while read -r _p; do
+              grep -q "$uniq-sleep" "/proc/$_p/cmdline" 2>/dev/null && echo y; done | grep -q y; do
+        sleep 0.1; _i=$((_i + 1))
+      done
+      [ $_i -lt 300 ] || { echo "inject: no rank running on vnode$3 after 30 s" >&2; return; }
+      echo "inject: vnode$3's rank runs after $_i tenths of a second" >&2
+      date +%s.%N >"$fault"
+      for _p in $(ip netns pids "$prefix-vnode$3"); do
+        [ "$(cat "/proc/$_p/comm" 2>/dev/null)" = weft-rank ] && kill -STOP "$_p"
+      done ;;
     weftrun|mpirun)
       # under plain mpirun (--mpirun), the signal meant for weftrun goes to mpirun
       _who=$2
@@ -195,9 +208,10 @@ run_case no-finalize - 1 5 '^weftrun: job failed: rank 2 host vnode2 gpu none: e
 # deadlines
 ff="WEFT_TEST_FAULT_FILE=$fault"
 # (the waiting ranks sleep 1 s after their timeout before MPI_Abort: 6 s)
+# (plain mpirun gives other hosts only -x variables; weftrun forwards its WEFT_* itself,
+# also when Open MPI places the ranks: no -x on its side)
 envs="$ff WEFT_COLL_TIMEOUT=3" mpi_args="-N 1 -x WEFT_COLL_TIMEOUT=3 $rtto allreduce"
-# (-x as with mpirun: when Open MPI places the ranks, other hosts get only -x variables)
-run_case coll-timeout - 3 6 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' fault+3 -- $N1 -x WEFT_COLL_TIMEOUT=3 "$rtto" allreduce
+run_case coll-timeout - 3 6 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (size 3, call 2) timed out after 3s; world rank(s) 2 had not joined' fault+3 -- $N1 "$rtto" allreduce
 envs="$ff WEFT_COLL_WATCHDOG=3"
 run_case coll-watchdog q 124 5 '^weftrun: job failed: rank [01] host vnode[01] gpu none: allreduce on group world (4 bytes) has not finished after 3 s' fault+3 -- $N1 "$rtto" watchdog
 envs="$ff WEFT_INIT_TIMEOUT=3"
@@ -228,7 +242,12 @@ mpi_args="-N 1 $s 30"
 run_case vnode-silent - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:silent:2:+3" -- $N1 --host-timeout 3 "$s" 30
 mpi_args="-N 1 $s 30"
 run_case link-cut q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+3" -- $N1 --host-timeout 3 "$s" 30
-run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+5" -- $N1 "$s" 30
+# without --host-timeout a cut link is found by TCP keepalive: 5 s without an acknowledgement
+run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): the machine acknowledged nothing for 5 s' "3:link:1:+5" -- $N1 "$s" 30
+# a stopped (or starved) agent: its kernel still answers, so only --host-timeout finds it
+mpi_args="-N 1 $s 30"
+run_case agent-stopped - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:stop:2:+3" -- $N1 --host-timeout 3 "$s" 30
+run_case agent-stopped-default - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:stop:2:+30" -- $N1 "$s" 60
 # what is run, where, how many
 mpi_args="-N 1 $tmp/$uniq-nosuch"
 run_case program-missing q 127 5 "^weftrun: job failed: rank [012] host vnode[012] gpu none: cannot run '$tmp/$uniq-nosuch': No such file or directory; exited with status 127 (exit 127)\$" - -- $N1 "$tmp/$uniq-nosuch"

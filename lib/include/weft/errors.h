@@ -39,13 +39,14 @@
   XX(NAME, -24, "invalid or unknown name")                                    \
   XX(EXIST, -25, "already exists")                                            \
   XX(SYS, -26, "system call failed")                                          \
-  XX(NOCURL, -27, "built without libcurl")
+  XX(NOCURL, -27, "built without libcurl")                                    \
+  XX(DISAGREE, -28, "ranks disagree on a setting")
 
 typedef enum weft_errno {
 #define WEFT__XX(name, value, msg) WEFT_E##name = (value),
   WEFT_ERRNO_MAP(WEFT__XX)
 #undef WEFT__XX
-  WEFT_ERRNO_LAST = -28
+  WEFT_ERRNO_LAST = -29
 } weft_errno;
 
 WEFT_BEGIN_DECLS
