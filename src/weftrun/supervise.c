@@ -353,8 +353,15 @@ wr_sup_tick(wr_sup *s, double now)
     if (!s->end)
       silence(s, now);
   }
+  /* A dead host's daemon can end mpirun before weftrun has heard its agents' connections
+   * close (whoever killed it killed them in turn): when mpirun failed, agents that vanish
+   * before the judgement still name the host, SETTLE_S after the first as above. */
+  int settling = !s->end && s->engine_exited && s->engine_status != 0 && s->first_gone_at;
+  if (settling && !s->engine_judged && now >= s->first_gone_at + SETTLE_S)
+    vanished(s, now);
   if (s->engine_exited && !s->engine_judged &&
-      (wr_sup_done(s) || now >= s->engine_at + ENGINE_SETTLE_S))
+      (wr_sup_done(s) || now >= s->engine_at + ENGINE_SETTLE_S) &&
+      !(settling && !s->end && now < s->first_gone_at + SETTLE_S))
     judge_engine(s, now);
   if (s->want_stacks == 1) {
     s->want_stacks = 2;

@@ -430,6 +430,31 @@ test_engine_end(void **state)
     free(out);
     wr_sup_free(s);
   }
+  /* a host dies and mpirun, seeing its daemon go, ends first: the host's agents'
+   * connections close just after, before the judgement, and name it; the others were
+   * stopped by mpirun */
+  for (int k = 0; k < 2; k++) {
+    s = sup(0);
+    started_all(s, 0.2);
+    for (int r = 0; r < 6; r++)
+      if (r / 2 != 1)
+        exited(s, r, 143, 15, WEFT_CTL_STOP_ENGINE, 0, 1.0);
+    wr_sup_engine_exit(s, 205, 1.1);
+    wr_sup_tick(s, 1.1);
+    wr_sup_gone(s, 2, 0, k ? 1.2 : 1.05); /* after mpirun's end, or before it */
+    wr_sup_gone(s, 3, 0, 1.25);
+    wr_sup_tick(s, 1.3); /* every rank done, but settling */
+    assert_int_equal(s->end, WR_END_NONE);
+    assert_false(wr_sup_settled(s));
+    assert_true(wr_sup_next(s, 1.3) <= (k ? 1.5 : 1.35) + 1e-9);
+    wr_sup_tick(s, k ? 1.5 : 1.35);
+    assert_true(wr_sup_settled(s));
+    out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_HOSTLOST);
+    assert_non_null(strstr(out, "host vnode1 lost (ranks 2-3): its agents' connections closed"));
+    free(out);
+    wr_sup_free(s);
+  }
   /* all well */
   s = sup(0);
   started_all(s, 0.2);
