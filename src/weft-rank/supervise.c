@@ -217,7 +217,8 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   signal(SIGPIPE, SIG_IGN);
   /* Open MPI's daemon going away without a word must not leave the program behind. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() == 1)
+  pid_t daemon = getppid();
+  if (daemon == 1)
     return wk_setup_failed(ch, who, "the engine (mpirun's daemon) went away", WK_EXIT_SETUP);
 
   pid_t agent = getpid();
@@ -347,6 +348,12 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
     if (!stopped)
       weft_agent_fail_print(stderr, who, NULL, code, sig);
   }
+  /* The stop came from the daemon that started this agent going away (the SIGTERM of
+   * PR_SET_PDEATHSIG), not from the engine ending the job: its host dropped out of the
+   * job (a dead machine kills the agent a moment later anyway), which weftrun must not
+   * take for a rank the engine stopped. No word, then: the closed connection says it. */
+  if (stopped == WEFT_CTL_STOP_ENGINE && getppid() != daemon)
+    return code;
   exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru);
   wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);
   fflush(stderr);

@@ -354,9 +354,10 @@ wr_sup_tick(wr_sup *s, double now)
       silence(s, now);
   }
   /* A dead host's daemon can end mpirun before weftrun has heard its agents' connections
-   * close (whoever killed it killed them in turn): when mpirun failed, agents that vanish
+   * close (whoever killed it killed them in turn): when mpirun failed (exited non-zero;
+   * not killed by a signal, which ends its own host's agents too), agents that vanish
    * before the judgement still name the host, SETTLE_S after the first as above. */
-  int settling = !s->end && s->engine_exited && s->engine_status != 0 && s->first_gone_at;
+  int settling = !s->end && s->engine_exited && s->engine_status > 0 && s->first_gone_at;
   if (settling && !s->engine_judged && now >= s->first_gone_at + SETTLE_S)
     vanished(s, now);
   if (s->engine_exited && !s->engine_judged &&
