@@ -171,15 +171,8 @@ wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *e
 {
   if (!reuse_topology(p, o, e))
     return 0;
-  size_t n = strlen(e->host_xml) + sizeof(WEFT_HWLOC_XMLFILE "=");
-  char *v = malloc(n);
-  int rc = !v;
-  if (v) {
-    snprintf(v, n, "%s=%s", WEFT_HWLOC_XMLFILE, e->host_xml);
-    rc = wr_argv_add(env, v) || wr_argv_add(env, WEFT_HWLOC_THISSYSTEM "=1");
-  }
-  free(v);
-  return rc;
+  return wr_argv_put(env, WEFT_HWLOC_XMLFILE, e->host_xml) ||
+         wr_argv_add(env, WEFT_HWLOC_THISSYSTEM "=1");
 }
 
 /* 1 when mpirun must be told the host of every rank (its sequential mapper):

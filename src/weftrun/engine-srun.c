@@ -104,20 +104,6 @@ wr_srun_hostfile(const wr_plan *p, FILE *out)
 }
 
 /* "KEY=VALUE" into env. */
-static int
-put(wr_argv *env, const char *key, const char *value)
-{
-  size_t n = strlen(key) + strlen(value) + 2;
-  char *kv = malloc(n);
-  int rc = !kv;
-  if (kv) {
-    snprintf(kv, n, "%s=%s", key, value);
-    rc = wr_argv_add(env, kv);
-  }
-  free(kv);
-  return rc;
-}
-
 /* An MCA parameter the user set, with --mca or as OMPI_MCA_KEY. */
 static int
 has_mca(const wr_opts *o, const char *key)
@@ -151,7 +137,7 @@ static int
 common_env(const char *hostfile, wr_argv *env)
 {
   /* the layout is the hostfile's; an salloc --ntasks-per-node would contradict it */
-  return put(env, "SLURM_HOSTFILE", hostfile) || wr_argv_add(env, "SLURM_NTASKS_PER_NODE") ||
+  return wr_argv_put(env, "SLURM_HOSTFILE", hostfile) || wr_argv_add(env, "SLURM_NTASKS_PER_NODE") ||
          wr_argv_add(env, "WEFT_TOPOLOGY");
 }
 
@@ -174,13 +160,13 @@ wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_eng
   for (int i = 0; i < o->nmca && !rc; i++) {
     char key[300];
     snprintf(key, sizeof(key), "OMPI_MCA_%s", o->mca[i].key);
-    rc = put(env, key, o->mca[i].value);
+    rc = wr_argv_put(env, key, o->mca[i].value);
   }
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (!rc && ifname && !has_mca(o, "btl_tcp_if_include") && !has_mca(o, "btl_tcp_if_exclude"))
-    rc = put(env, "OMPI_MCA_btl_tcp_if_include", ifname);
+    rc = wr_argv_put(env, "OMPI_MCA_btl_tcp_if_include", ifname);
   if (!rc && p->oversub && !has_mca(o, "mpi_yield_when_idle"))
-    rc = put(env, "OMPI_MCA_mpi_yield_when_idle", "1");
+    rc = wr_argv_put(env, "OMPI_MCA_mpi_yield_when_idle", "1");
   return rc;
 }
 

@@ -30,6 +30,20 @@ wr_argv_add(wr_argv *a, const char *s)
 }
 
 int
+wr_argv_put(wr_argv *a, const char *key, const char *value)
+{
+  size_t n = strlen(key) + strlen(value) + 2;
+  char *kv = malloc(n);
+  int rc = kv ? 0 : WEFT_ENOMEM;
+  if (kv) {
+    snprintf(kv, n, "%s=%s", key, value);
+    rc = wr_argv_add(a, kv);
+  }
+  free(kv);
+  return rc;
+}
+
+int
 wr_argv_add_cb(void *a, const char *s)
 {
   return wr_argv_add(a, s);

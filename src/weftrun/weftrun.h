@@ -177,6 +177,7 @@ void wr_jobdir_remove(wr_jobdir *d);
 /* exec.c: the programs weftrun starts and their argument vectors. */
 typedef struct wr_argv { char **v; int n, cap; } wr_argv;
 int wr_argv_add(wr_argv *a, const char *s);   /* 0 or WEFT_ENOMEM */
+int wr_argv_put(wr_argv *a, const char *key, const char *value); /* "KEY=VALUE" */
 int wr_argv_add_cb(void *a, const char *s);   /* the same, as weft_agent_args_write() calls it */
 void wr_argv_free(wr_argv *a);
 void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
