@@ -22,11 +22,23 @@ pci_bus=04,05,0a,0b,84,85,8a,8b
 export WEFT_STANDIN_PCI_BUS=$pci_bus
 s="$tmp/$uniq-sleep"
 mkdir "$tmp/prom"
+# copies the host's Prometheus file once it has all 3 ranks' GPU lines (the
+# first sample may come late on a loaded machine), within 30 s
+cat >"$tmp/takeprom" <<EOS
+#!/bin/sh
+i=0
+until [ "\$(cat $tmp/prom/weft-*.prom 2>/dev/null | grep -c '^weft_rank_gpu_utilization_ratio{')" = 3 ]; do
+  i=\$((i + 1)); [ \$i -lt 300 ] || { echo "no Prometheus file with 3 GPU lines within 30 s" >&2; exit 1; }
+  $s 0.1
+done
+cp $tmp/prom/weft-*.prom "\$1"
+EOS
+chmod +x "$tmp/takeprom"
 
 rc=0
 LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} WEFT_STANDIN_NVML_UTIL=2:5 \
   timeout 60 "$weftrun" -np 3 --monitor=0.3 --monitor-out "$tmp/mon" --monitor-prom "$tmp/prom" \
-  sh -c "$s 2; [ \$RANK != 1 ] || cp $tmp/prom/weft-*.prom $tmp/host.prom; $s 1" \
+  sh -c "$s 2; [ \$RANK != 1 ] || $tmp/takeprom $tmp/host.prom; $s 1" \
   >"$tmp/out" 2>"$tmp/out.err" || rc=$?
 [ $rc = 0 ] || fail_run "weftrun exited $rc" "$tmp/out"
 cat "$tmp/out.err"
@@ -63,7 +75,7 @@ rc=0
 LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} WEFT_STANDIN_NVML_ORDER=reverse \
   WEFT_STANDIN_NVML_UTIL=0:10,1:11,2:12,3:13,4:14,5:15,6:16,7:17 \
   timeout 60 "$weftrun" -np 3 --monitor=0.3 --monitor-prom "$tmp/prom" \
-  sh -c "$s 1.5; [ \$RANK != 0 ] || cp $tmp/prom/weft-*.prom $tmp/host2.prom; $s 0.5" \
+  sh -c "$s 1.5; [ \$RANK != 0 ] || $tmp/takeprom $tmp/host2.prom; $s 0.5" \
   >"$tmp/out" 2>"$tmp/out.err" || rc=$?
 [ $rc = 0 ] || fail_run "weftrun with NVML in reverse order exited $rc" "$tmp/out"
 grep '^weftrun: GPUs: ' "$tmp/out.err" || :
