@@ -261,10 +261,20 @@ int weftx_env_to_envp(const weftx_env *e, char ***envp)
   return 0;
 }
 
+/* One array for the whole list, not a setenv() each: glibc's setenv() searches
+ * environ and a tree of the strings it allocated on every call, O(n^2) over a
+ * rank's hundred-odd variables, on every agent's way to exec. The array lives
+ * as long as the process (environ points into it). */
 int weftx_env_apply(const weftx_env *e)
 {
-  for (int i = 0; e && i < e->n; i++)
-    if (setenv(e->v[i].key, e->v[i].value, 1) != 0)
-      return WEFT_ESYS;
+  extern char **environ;
+  char **envp;
+  int rc;
+
+  if (!e)
+    return 0;
+  if ((rc = weftx_env_to_envp(e, &envp)))
+    return rc;
+  environ = envp;
   return 0;
 }

@@ -78,8 +78,8 @@ int weftx_env_import(weftx_env *e, char *const *envp, weftx_env_origin origin);
 /** \brief A NULL-terminated "KEY=VALUE" array of \p e, allocated by the callee (one
  * block), for execve(); free with free(). \return 0 or WEFT_ENOMEM. */
 int weftx_env_to_envp(const weftx_env *e, char ***envp);
-/** \brief setenv() every variable of \p e into this process (for weft-rank before exec).
- * \return 0 or WEFT_ESYS. */
+/** \brief Make \p e this process's whole environment (for weft-rank before exec): a
+ * variable of environ that \p e does not hold is gone. \return 0 or WEFT_ENOMEM. */
 int weftx_env_apply(const weftx_env *e);
 
 /* --- Forwarding (weftrun) --------------------------------------------------- */

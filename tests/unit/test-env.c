@@ -578,6 +578,36 @@ static void test_port(void **state)
   assert_true(q >= WEFTX_PORT_BASE && q < WEFTX_PORT_BASE + WEFTX_PORT_SPAN);
 }
 
+/* apply: the list becomes the whole environment, its values exactly */
+static void
+test_apply(void **state)
+{
+  extern char **environ;
+  char **saved = environ;
+  char *fake[] = { "WEFT_T_KEEP=1", "WEFT_T_GONE=2", "WEFT_T_CHANGE=3", NULL };
+  weftx_env *e;
+
+  (void)state;
+  assert_int_equal(weftx_env_create(&e), 0);
+  assert_int_equal(weftx_env_import(e, fake, WEFTX_ENV_USER), 0);
+  assert_int_equal(weftx_env_unset(e, "WEFT_T_GONE"), 0);
+  assert_int_equal(weftx_env_set(e, "WEFT_T_CHANGE", "a=b c", WEFTX_ENV_WEFT, NULL), 0);
+  assert_int_equal(weftx_env_set(e, "WEFT_T_NEW", "", WEFTX_ENV_WEFT, NULL), 0);
+  assert_int_equal(weftx_env_apply(e), 0);
+  char **mine = environ;
+  assert_string_equal(getenv("WEFT_T_KEEP"), "1");
+  assert_null(getenv("WEFT_T_GONE"));
+  assert_string_equal(getenv("WEFT_T_CHANGE"), "a=b c");
+  assert_string_equal(getenv("WEFT_T_NEW"), "");
+  int n = 0;
+  while (environ[n])
+    n++;
+  assert_int_equal(n, 3);
+  environ = saved;
+  free(mine);
+  weftx_env_destroy(e);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -586,7 +616,7 @@ int main(void)
     cmocka_unit_test(test_rank_info_set_place), cmocka_unit_test(test_rank_env_precedence),
     cmocka_unit_test(test_rank_env_gloo),       cmocka_unit_test(test_rank_env_invalid),
     cmocka_unit_test(test_netif_choose),   cmocka_unit_test(test_netif_probe),
-    cmocka_unit_test(test_port),
+    cmocka_unit_test(test_port),           cmocka_unit_test(test_apply),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
