@@ -4,7 +4,7 @@
  *
  * A group whose ranks all live on this host gets, at its first host
  * collective, an MPI shared window with one control block and two slots of
- * 1 MiB per rank for small and medium messages (MPI creates and removes the
+ * 512 KiB per rank for small and medium messages (MPI creates and removes the
  * memory, so nothing is left behind; pages are touched only when used),
  * after every
  * rank has checked once that it may read its peers' memory with

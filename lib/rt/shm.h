@@ -121,8 +121,12 @@ struct weft__shm {
 /* Each rank's two slots in the arena (one per call parity). Inputs of up to
  * WEFT__SHM_SMALL bytes are copied through them and every rank folds all of
  * them; all-reduces and buckets of up to WEFT__SHM_STAGED bytes are copied
- * through them a slot at a time, each rank folding its slice (shm-coll.c). */
-#define WEFT__SHM_SLOT ((size_t)1 << 20)
+ * through them a slot at a time, each rank folding its slice (shm-coll.c).
+ * 512 KiB: against 1 MiB, 4 ranks on 2 processors went from 2.2 to 2.7 times
+ * MPI at 16 MiB and from 1.7-1.9 to 2.1 at 4 MiB (medians of 4 alternating
+ * runs); 2 ranks and buckets of 1 KB tensors the same within the noise; 256
+ * KiB no better; 4 MiB worse everywhere (the arena leaves the cache). */
+#define WEFT__SHM_SLOT ((size_t)512 << 10)
 #define WEFT__SHM_SMALL ((size_t)64 << 10)
 /* Default of WEFT_HOST_SHM_STAGED (bytes): measured against cross-memory
  * attach (libweft(3)), copying through the slots won up to 16 MiB on 2 and 4
