@@ -28,7 +28,7 @@ enum {
   O_RANKBY, O_BINDTO, O_OVERSUB, O_NOOVERSUB, O_NOLOCAL, O_HWT, O_CPR, O_CPUSET, O_PPR,
   O_BYNODE, O_BYSLOT, O_BYCORE, O_BINDCORE, O_BINDSOCKET,
   /* weft's */
-  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_HOSTTIMEOUT,
+  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_HOSTTIMEOUT, O_LAUNCHTIMEOUT,
   O_STACKS, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT, O_HELPCOMP, O_ENGINE,
   O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
   /* Open MPI's with a meaning weftrun knows */
@@ -130,6 +130,10 @@ const weft_opt wr_options[] = {
   { O_HOSTTIMEOUT, "host-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
     "A host whose agents say nothing for SECONDS (default 30) is lost: the job ends with 75. "
     "A host whose machine acknowledges nothing for 5 s (down, cut off) is lost sooner.", 0 },
+  { O_LAUNCHTIMEOUT, "launch-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+    "Ranks that have not started SECONDS (default 60) after the last one that did: their hosts "
+    "are lost, the job ends with 75 (a daemon that cannot reach mpirun). 0: wait, as mpirun "
+    "does.", 0 },
   { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
     "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
     "still running (eu-stack or gdb).", 0 },
@@ -491,6 +495,13 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     if (count(sp, a1, 1, 3600, &v, why, len))
       return -1;
     o->host_timeout = (double)v;
+    return 0;
+  }
+  case O_LAUNCHTIMEOUT: {
+    long v;
+    if (count(sp, a1, 0, 86400, &v, why, len))
+      return -1;
+    o->launch_timeout = v == 0 ? -1.0 : (double)v;
     return 0;
   }
   case O_STACKS: o->stack_traces = 1; return 0;

@@ -130,6 +130,13 @@ running(const wr_sup *s, int r, const void *arg)
 }
 
 static int
+waiting(const wr_sup *s, int r, const void *arg)
+{
+  (void)arg;
+  return s->r[r].state == WR_RANK_WAITING;
+}
+
+static int
 on_host(const wr_sup *s, int r, const void *arg)
 {
   return s->p->ranks[r].host == *(const int *)arg;
@@ -237,6 +244,20 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
       fprintf(out, "weftrun: job failed: %s: its agent (weft-rank, pid %ld) %s (exit %d)\n", w,
               x->agent_pid, s->lost_how == WR_LOST_AGENT ? "ended without a word (killed?)" :
               "stopped answering", s->code);
+    } else if (s->lost_how == WR_LOST_NEVER) {
+      int more = 0;
+      for (int g = 0; g < s->p->nhosts; g++)
+        for (int r = 0; r < s->np; r++)
+          if (g != h && s->p->ranks[r].host == g && s->r[r].state == WR_RANK_WAITING) {
+            more++;
+            break;
+          }
+      fprintf(out, "weftrun: job failed: host %s lost%s%s: its ranks had not started %.0f s after "
+              "the last rank that did (--launch-timeout): mpirun could not start its daemon "
+              "there, or the daemon cannot reach mpirun (exit %d)\n", s->p->hosts[h].host->name,
+              ranks, more ? more == 1 ? " and 1 more host" : " and more hosts" : "", s->launch_s,
+              s->code);
+      list(s, now, out, waiting, NULL, "");
     } else if (x && x->state == WR_RANK_EXITED && x->stopped == WEFT_CTL_STOP_LOST) {
       fprintf(out, "weftrun: job failed: host %s lost%s: its agents lost weftrun (network cut?) "
               "(exit %d)\n", wr_sup_host(s, s->end_rank), ranks, s->code);

@@ -41,6 +41,8 @@ wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
   s->lost_s = o->host_timeout > 0 ? o->host_timeout : WR_HOST_TIMEOUT_S;
   s->hb_s = s->lost_s / 5 < 1.0 ? s->lost_s / 5 : 1.0;
   s->timeout_s = (double)o->timeout;
+  s->launch_s = o->launch_timeout < 0 ? 0 : o->launch_timeout > 0 ? o->launch_timeout
+                                                                   : WR_LAUNCH_TIMEOUT_S;
   s->stacks = o->stack_traces;
   for (int r = 0; r < s->np; r++) {
     snprintf(s->r[r].gpu, sizeof(s->r[r].gpu), "none");
@@ -115,6 +117,7 @@ wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, 
   r->agent_pid = agent_pid;
   snprintf(r->host, sizeof(r->host), "%s", host);
   r->hello_at = r->seen = now;
+  s->last_hello_at = now;
   s->connected++;
   return 0;
 }
@@ -297,6 +300,28 @@ vanished(wr_sup *s, double now)
   decide(s, WR_END_LOST, first, h, WR_EXIT_HOSTLOST, now);
 }
 
+/* Ranks whose agents have not come launch_s after the last that did: the host of the
+ * lowest of them is lost, and every host with such a rank is given up on (mpirun would
+ * wait for their daemons for ever). */
+static void
+never_started(wr_sup *s, double now)
+{
+  int first = -1;
+  if (s->launch_s <= 0 || !s->last_hello_at || s->connected >= s->np ||
+      now < s->last_hello_at + s->launch_s)
+    return;
+  for (int r = 0; r < s->np; r++)
+    if (s->r[r].state == WR_RANK_WAITING) {
+      if (first < 0)
+        first = r;
+      give_up(s, s->p->ranks[r].host, r);
+    }
+  if (first < 0)
+    return;
+  s->lost_how = WR_LOST_NEVER;
+  decide(s, WR_END_LOST, first, s->p->ranks[first].host, WR_EXIT_HOSTLOST, now);
+}
+
 /* A host none of whose agents has said anything for lost_s; or one silent agent. */
 static void
 silence(wr_sup *s, double now)
@@ -352,6 +377,8 @@ wr_sup_tick(wr_sup *s, double now)
       vanished(s, now);
     if (!s->end)
       silence(s, now);
+    if (!s->end)
+      never_started(s, now);
   }
   /* A dead host's daemon can end mpirun before weftrun has heard its agents' connections
    * close (whoever killed it killed them in turn): when mpirun failed (exited non-zero;
@@ -392,6 +419,9 @@ wr_sup_next(const wr_sup *s, double now)
     next = s->t0 + s->timeout_s;
   if (s->first_gone_at && !s->end && s->first_gone_at + SETTLE_S < next)
     next = s->first_gone_at + SETTLE_S;
+  if (s->launch_s > 0 && s->last_hello_at && s->connected < s->np && !s->end &&
+      s->last_hello_at + s->launch_s < next)
+    next = s->last_hello_at + s->launch_s;
   if (s->want_stacks == 2 && s->stacks_until < next)
     next = s->stacks_until;
   if (s->end_after && !s->want_end && s->end_after < next)

@@ -51,6 +51,11 @@ enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
  * for an agent starved on an overloaded machine; a machine down or cut off is found
  * sooner, its kernel no longer acknowledging (WEFT_CTL_UNANSWERED_S, keepalive). */
 #define WR_HOST_TIMEOUT_S 30.0
+/* Ranks not started this long after the last agent that connected are given up on
+ * (--launch-timeout): their daemon could not be started or cannot reach mpirun, which
+ * would wait for ever. Measured from the last arrival, not the first, so that a launch
+ * across thousands of hosts that keeps making progress is never cut short. */
+#define WR_LAUNCH_TIMEOUT_S 60.0
 /* After "end the job": an agent's SIGTERM to SIGKILL, and mpirun's SIGTERM to SIGKILL. */
 #define WR_END_GRACE_S 2.0
 #define WR_ENGINE_GRACE_S 4.0
@@ -122,6 +127,7 @@ typedef struct wr_opts {
   const char *output_filename;
   long timeout;                 /* seconds; 0: none */
   double host_timeout;          /* --host-timeout seconds; 0: WR_HOST_TIMEOUT_S */
+  double launch_timeout;        /* --launch-timeout seconds; 0: WR_LAUNCH_TIMEOUT_S, -1: none */
   int stack_traces;             /* --get-stack-traces */
   int timeout_report;           /* --report-state-on-timeout, --get-stack-traces */
   long preempt_grace;           /* --preempt-grace seconds; -1: weft-rank's default */
@@ -491,7 +497,9 @@ typedef enum wr_end {
 } wr_end;
 
 typedef enum wr_lost_how { WR_LOST_SILENT = 0, WR_LOST_CLOSED, WR_LOST_AGENT,
-                           WR_LOST_AGENT_SILENT, WR_LOST_UNANSWERED } wr_lost_how;
+                           WR_LOST_AGENT_SILENT, WR_LOST_UNANSWERED,
+                           WR_LOST_NEVER /* its ranks never started (--launch-timeout) */
+} wr_lost_how;
 
 #define WR_ACT_END 1                     /* END to every agent, stop the engine */
 #define WR_ACT_STACKS 2                  /* STACK_REQ to the agents with stack_asked */
@@ -502,6 +510,8 @@ struct wr_sup {
   int np;
   wr_rank *r;
   double t0, loop_at, lost_s, hb_s, timeout_s;
+  double launch_s;              /* --launch-timeout; 0: none */
+  double last_hello_at;         /* the last agent's arrival; 0 before the first */
   int stacks;
   int connected, exited;
   double first_gone_at, first_stopped_at;

@@ -364,6 +364,58 @@ test_host_timeout_default(void **state)
   wr_sup_free(s);
 }
 
+/* --launch-timeout: ranks whose agents have not come that long after the last one
+ * that did are given up on (their daemon never started, or cannot reach mpirun);
+ * a launch that keeps making progress is never cut; 0 waits, as mpirun does */
+static void
+test_launch_timeout(void **state)
+{
+  char why[200];
+  int code;
+  (void)state;
+  for (int mode = 0; mode < 3; mode++) {
+    wr_sup_free(sup(0)); /* the plan */
+    wr_opts_init(&opts);
+    if (mode == 2)
+      opts.launch_timeout = -1; /* --launch-timeout 0 */
+    wr_sup *s = wr_sup_new(&plan, &opts, 0);
+    assert_non_null(s);
+    /* hosts 0 and 2 come, host 1 never; in mode 1 they come slowly, 50 s apart */
+    const int order[4] = { 0, 1, 4, 5 };
+    double last = 0;
+    for (int i = 0; i < 4; i++) {
+      last = mode == 1 ? 0.1 + 50.0 * i : 0.1 + 0.5 * i;
+      assert_int_equal(wr_sup_hello(s, order[i], 100 + i, "x", last, why, sizeof(why)), 0);
+    }
+    for (double t = 0.5; t < 300 && !s->end; t += 0.5) {
+      for (int i = 0; i < 4; i++)
+        heartbeat(s, order[i], WEFTX_OP_NONE, NULL, t);
+      wr_sup_tick(s, t);
+      if (t < last + 59.9)
+        assert_int_equal(s->end, WR_END_NONE);
+      assert_true(wr_sup_next(s, t) <= t + 1.0);
+    }
+    if (mode == 2) {
+      assert_int_equal(s->end, WR_END_NONE);
+      wr_sup_free(s);
+      continue;
+    }
+    assert_int_equal(s->end, WR_END_LOST);
+    assert_int_equal(s->end_host, 1);
+    assert_int_equal(s->end_rank, 2);
+    assert_true(s->end_at > last + 59.9 && s->end_at < last + 60.6);
+    char *out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_HOSTLOST);
+    assert_non_null(strstr(out, "weftrun: job failed: host vnode1 lost (ranks 2-3): its ranks had "
+                                "not started 60 s after the last rank that did (--launch-timeout): "
+                                "mpirun could not start its daemon there, or the daemon cannot "
+                                "reach mpirun (exit 75)\n"));
+    assert_non_null(strstr(out, "its agent never connected"));
+    free(out);
+    wr_sup_free(s);
+  }
+}
+
 static void
 test_timeout_names_running(void **state)
 {
@@ -481,6 +533,7 @@ main(void)
     cmocka_unit_test(test_host_silent),
     cmocka_unit_test(test_host_closed_and_agent),
     cmocka_unit_test(test_host_timeout_default),
+    cmocka_unit_test(test_launch_timeout),
     cmocka_unit_test(test_timeout_names_running),
     cmocka_unit_test(test_engine_end),
   };
