@@ -37,6 +37,19 @@ slack=${slack:-1}
 vc_up 3 --slots 2
 s=$tmp/$uniq-sleep                # the job's sleeps, all named $uniq
 fault=$tmp/fault                  # a rank writes the time of its fault here
+# weft-rank, except on vnode1, where the agent never comes (a daemon or a launch stuck
+# there; Open MPI itself fails fast when the host's network is cut before the job),
+# until its parent, Open MPI's daemon, is gone
+cat >"$tmp/$uniq-stall" <<EOF
+#!/bin/sh
+if [ "\$(hostname)" = vnode1 ]; then
+  p=\$PPID
+  while kill -0 "\$p" 2>/dev/null; do $s 0.2; done
+  exit 1
+fi
+exec "$WEFT_BUILDDIR/src/weft-rank/weft-rank" "\$@"
+EOF
+chmod +x "$tmp/$uniq-stall"
 cat >"$tmp/$uniq-fail" <<EOF
 #!/bin/sh
 # \$1: the rank that fails, \$2: how (exit:N, signal:SIG, forged, flood-out, flood-err, ignore-term)
@@ -161,6 +174,10 @@ run_case()
     lo=ok; leftover=$(left) || lo=left
     clean=$(echo "$ref $(now)" | awk '{ printf "%.1f", $2 - $1 }')
     "$vc" --prefix "$prefix" link vnode1 up >/dev/null 2>&1 || true
+    # after a cut link (or a vnode killed) the next launch sometimes hung before any
+    # daemon called back (no rank anywhere, with the last stop's weft too): the next
+    # case gets new vnodes
+    case $how in *:link:*|*:kill-vnode:*|*:silent:*) "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true ;; esac
     if [ "$engine" = weftrun ]; then
       total=$((total + 1))
       if [ -n "$pattern" ]; then
@@ -248,6 +265,10 @@ run_case vnode-silent - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): n
 mpi_args="-N 1 $s 30"
 run_case link-cut q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): no word from its agents' "3:link:1:+3" -- $N1 --host-timeout 3 "$s" 30
 # without --host-timeout a cut link is found by TCP keepalive: 5 s without an acknowledgement
+# ranks whose agents never come: mpirun would wait for ever; weftrun gives up on them
+# --launch-timeout after the last agent that came
+envs="WEFT_RANK_PATH=$tmp/$uniq-stall"
+run_case launch-stalled q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): its ranks had not started 3 s after the last rank that did (--launch-timeout)' "deadline:3" -- $N1 --launch-timeout 3 "$s" 30
 run_case link-cut-default - 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): the machine acknowledged nothing for 5 s' "3:link:1:+5" -- $N1 "$s" 30
 # a stopped (or starved) agent: its kernel still answers, so only --host-timeout finds it
 mpi_args="-N 1 $s 30"
