@@ -3,8 +3,9 @@
  * The agent's end of the control channel (ctl.h): connect to weftrun before
  * the rank starts, prove the job's secret, take weftrun's bounds from its
  * WELCOME (waited for only when the rank is about to start: the rank's setup
- * overlaps weftrun's answer); then send what happens to the rank, heartbeats with the rank's
- * current weft call, and read weftrun's answers (PONG, END, STACK_REQ). The
+ * overlaps weftrun's answer); then send what happens to the rank, heartbeats
+ * with the rank's current weft call, and read weftrun's answers (PONG, END,
+ * STACK_REQ). The
  * secret comes from the environment and is wiped from it (and from this
  * process's memory image, /proc/PID/environ) before anything else runs.
  */
@@ -26,7 +27,7 @@ struct wk_channel {
   double heard;            /* last message from weftrun */
   double welcome_by;       /* the open's deadline, for the WELCOME */
   int welcomed;
-  char addr[256];          /* weftrun's, for the reasons */
+  const char *addr;        /* weftrun's (the caller's string), for the reasons */
   double next_hb;
   long seq;
   int lost;                /* the connection is gone */
@@ -116,7 +117,7 @@ wk_channel_open(wk_channel **out, const char *addr, const weft_agent_who *who, c
     free(c);
     return -1;
   }
-  snprintf(c->addr, sizeof(c->addr), "%s", addr);
+  c->addr = addr;
   c->welcome_by = deadline;
   /* until the WELCOME: no heartbeat due, no silence judged */
   c->heard = c->next_hb = deadline;

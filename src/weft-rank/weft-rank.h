@@ -28,7 +28,8 @@ typedef struct wk_channel_event {
   char why[256];
 } wk_channel_event;
 /* Connect and send HELLO with the secret (taken out of the environment), within
- * WEFT_CTL_CONNECT_S. 0, or -1 with the reason. */
+ * WEFT_CTL_CONNECT_S; \p addr is kept (it must outlive the channel). 0, or -1 with
+ * the reason. */
 int wk_channel_open(wk_channel **c, const char *addr, const weft_agent_who *who, char *why,
                     size_t len);
 /* weftrun's WELCOME (its bounds), within WEFT_CTL_CONNECT_S of the open; the rank may

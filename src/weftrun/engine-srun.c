@@ -103,7 +103,6 @@ wr_srun_hostfile(const wr_plan *p, FILE *out)
   return ferror(out) ? -1 : 0;
 }
 
-/* "KEY=VALUE" into env. */
 /* An MCA parameter the user set, with --mca or as OMPI_MCA_KEY. */
 static int
 has_mca(const wr_opts *o, const char *key)
@@ -137,8 +136,8 @@ static int
 common_env(const char *hostfile, wr_argv *env)
 {
   /* the layout is the hostfile's; an salloc --ntasks-per-node would contradict it */
-  return wr_argv_put(env, "SLURM_HOSTFILE", hostfile) || wr_argv_add(env, "SLURM_NTASKS_PER_NODE") ||
-         wr_argv_add(env, "WEFT_TOPOLOGY");
+  return wr_argv_put(env, "SLURM_HOSTFILE", hostfile) ||
+         wr_argv_add(env, "SLURM_NTASKS_PER_NODE") || wr_argv_add(env, "WEFT_TOPOLOGY");
 }
 
 int

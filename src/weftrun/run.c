@@ -9,8 +9,8 @@
  * failed rank, a lost host, --timeout, a weft deadline); then every agent
  * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank); mpirun normally
  * ends by itself when its ranks have, and if it has not half a second after
- * the agents' grace (ABORT_S after a failed rank, which mpirun is aborting
- * the job for) it is killed with its process group (a signal while it
+ * the agents' grace (ABORT_S when a rank failed: mpirun is aborting the
+ * job itself) it is killed with its process group (a signal while it
  * aborts a job makes Open MPI 4.1 crash, and it can wait long for a lost
  * daemon; its daemons elsewhere end when they lose it). A stop request
  * (SIGINT, SIGTERM, SIGHUP to weftrun) is forwarded to the engine and ends
@@ -28,8 +28,8 @@
 
 #define AFTER_S (WR_END_GRACE_S + 3.0) /* after mpirun ended: the agents' last words */
 /* After END for a failed rank: mpirun is aborting the job itself and prints its own
- * account when done; on a loaded host (ranks still starting elsewhere) that can take
- * seconds, and killing it sooner loses the account a user of mpirun expects. */
+ * account when done; on 3 vnodes that takes 4 s, and killing it sooner loses the account
+ * a user of mpirun expects. */
 #define ABORT_S 8.0
 
 typedef struct job {

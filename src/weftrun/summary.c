@@ -245,18 +245,24 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
               x->agent_pid, s->lost_how == WR_LOST_AGENT ? "ended without a word (killed?)" :
               "stopped answering", s->code);
     } else if (s->lost_how == WR_LOST_NEVER) {
+      /* the other hosts with ranks missing, one pass over the ranks */
+      unsigned char *seen = calloc((size_t)s->p->nhosts, 1);
       int more = 0;
-      for (int g = 0; g < s->p->nhosts; g++)
-        for (int r = 0; r < s->np; r++)
-          if (g != h && s->p->ranks[r].host == g && s->r[r].state == WR_RANK_WAITING) {
-            more++;
-            break;
-          }
+      char also[48] = "";
+      for (int r = 0; seen && r < s->np; r++) {
+        int g = s->p->ranks[r].host;
+        if (g != h && !seen[g] && s->r[r].state == WR_RANK_WAITING) {
+          seen[g] = 1;
+          more++;
+        }
+      }
+      free(seen);
+      if (more)
+        snprintf(also, sizeof(also), " and %d more host%s", more, more == 1 ? "" : "s");
       fprintf(out, "weftrun: job failed: host %s lost%s%s: its ranks had not started %.0f s after "
               "the last rank that did (--launch-timeout): mpirun could not start its daemon "
               "there, or the daemon cannot reach mpirun (exit %d)\n", s->p->hosts[h].host->name,
-              ranks, more ? more == 1 ? " and 1 more host" : " and more hosts" : "", s->launch_s,
-              s->code);
+              ranks, also, s->launch_s, s->code);
       list(s, now, out, waiting, NULL, "");
     } else if (x && x->state == WR_RANK_EXITED && x->stopped == WEFT_CTL_STOP_LOST) {
       fprintf(out, "weftrun: job failed: host %s lost%s: its agents lost weftrun (network cut?) "

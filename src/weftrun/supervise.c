@@ -300,21 +300,30 @@ vanished(wr_sup *s, double now)
   decide(s, WR_END_LOST, first, h, WR_EXIT_HOSTLOST, now);
 }
 
-/* Ranks whose agents have not come launch_s after the last that did: the host of the
- * lowest of them is lost, and every host with such a rank is given up on (mpirun would
- * wait for their daemons for ever). */
+/* When ranks still missing are given up on (--launch-timeout): launch_s after the last
+ * agent that came, while some have not; 0 when there is no such time. */
+static double
+launch_deadline(const wr_sup *s)
+{
+  if (s->launch_s <= 0 || !s->last_hello_at || s->connected >= s->np || s->end)
+    return 0;
+  return s->last_hello_at + s->launch_s;
+}
+
+/* Ranks whose agents have not come by launch_deadline(): each is given up on, and the
+ * host of the lowest is lost (mpirun would wait for their daemons for ever). */
 static void
 never_started(wr_sup *s, double now)
 {
+  double due = launch_deadline(s);
   int first = -1;
-  if (s->launch_s <= 0 || !s->last_hello_at || s->connected >= s->np ||
-      now < s->last_hello_at + s->launch_s)
+  if (!due || now < due)
     return;
   for (int r = 0; r < s->np; r++)
     if (s->r[r].state == WR_RANK_WAITING) {
       if (first < 0)
         first = r;
-      give_up(s, s->p->ranks[r].host, r);
+      s->r[r].lost = 1;
     }
   if (first < 0)
     return;
@@ -419,9 +428,9 @@ wr_sup_next(const wr_sup *s, double now)
     next = s->t0 + s->timeout_s;
   if (s->first_gone_at && !s->end && s->first_gone_at + SETTLE_S < next)
     next = s->first_gone_at + SETTLE_S;
-  if (s->launch_s > 0 && s->last_hello_at && s->connected < s->np && !s->end &&
-      s->last_hello_at + s->launch_s < next)
-    next = s->last_hello_at + s->launch_s;
+  double due = launch_deadline(s);
+  if (due && due < next)
+    next = due;
   if (s->want_stacks == 2 && s->stacks_until < next)
     next = s->stacks_until;
   if (s->end_after && !s->want_end && s->end_after < next)

@@ -40,7 +40,7 @@ OPTS = ["-np", "-n", "-c", "--np", "-N", "--npernode", "--pernode", "-H", "--hos
         "--machinefile", "--map-by", "--bind-to", "--rank-by", "--oversubscribe",
         "--gpus-per-node", "--topology", "--gpu-visibility", "--nccl-preset", "-x", "--mca",
         "--report-bindings", "--json", "--tag-output", "--timestamp-output", "--output-filename",
-        "--timeout", "--host-timeout", "--get-stack-traces", "--preempt-grace",
+        "--timeout", "--host-timeout", "--launch-timeout", "--get-stack-traces", "--preempt-grace",
         "--allow-run-as-root", "-v", "--display-map", "--wdir", "--path", "--prefix", "--bogus",
         "-np=2", "--map-by=core", "-H=localhost", "--nolocal", "--xml", "--monitor", "--monitor=0.5",
         "--monitor-out", "--monitor-prom", "-q"]

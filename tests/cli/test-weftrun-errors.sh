@@ -34,6 +34,10 @@ expect 2 "unknown option '-hostfil'; did you mean '--hostfile'" -hostfil h ./a.o
 expect 2 "no program to run" -np 2
 expect 2 "'-np' needs an argument" -np
 expect 2 "expected a whole number" -np two ./a.out
+expect 2 "'abc': expected a whole number from 0 to 86400" --launch-timeout abc ./a.out
+expect 2 "'-1': expected a whole number from 0 to 86400" --launch-timeout -1 ./a.out
+expect 2 "'90000': expected a whole number from 0 to 86400" --launch-timeout 90000 ./a.out
+expect 2 "'--launch-timeout' needs an argument" --launch-timeout
 expect 2 "map" --dry-run --map-by gpux --topology "$a3"
 printf 'a slots=2\nb slots=x\n' >"$tmp/hosts"
 expect 65 "hosts:2" --dry-run --hostfile "$tmp/hosts" --topology "$a3"

@@ -414,6 +414,28 @@ test_launch_timeout(void **state)
     free(out);
     wr_sup_free(s);
   }
+  /* two hosts missing: the first named, the other counted */
+  wr_sup_free(sup(0));
+  wr_opts_init(&opts);
+  wr_sup *s = wr_sup_new(&plan, &opts, 0);
+  assert_non_null(s);
+  assert_int_equal(wr_sup_hello(s, 0, 100, "x", 0.1, why, sizeof(why)), 0);
+  assert_int_equal(wr_sup_hello(s, 1, 101, "x", 0.2, why, sizeof(why)), 0);
+  for (double t = 0.5; t < 60.2; t += 0.5) {
+    heartbeat(s, 0, WEFTX_OP_NONE, NULL, t);
+    heartbeat(s, 1, WEFTX_OP_NONE, NULL, t);
+    wr_sup_tick(s, t);
+    assert_int_equal(s->end, WR_END_NONE);
+  }
+  wr_sup_tick(s, 60.2);
+  assert_int_equal(s->end, WR_END_LOST);
+  for (int r = 2; r < 6; r++)
+    assert_true(s->r[r].lost);
+  char *out = summary(s, &code);
+  assert_non_null(strstr(out, "weftrun: job failed: host vnode1 lost (ranks 2-3) and 1 more host: "
+                              "its ranks had not started 60 s after the last rank that did"));
+  free(out);
+  wr_sup_free(s);
 }
 
 static void
