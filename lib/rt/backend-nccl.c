@@ -16,7 +16,9 @@
  * A communicator that fails (an asynchronous error, a call NCCL did not take
  * in time, a collective past WEFT_COLL_TIMEOUT) is aborted, as NCCL requires,
  * and every other member is told over MPI so that each aborts its own (NCCL
- * 2.28 wants every active rank to call ncclCommAbort); from then on device
+ * 2.28 wants every active rank to call ncclCommAbort); the notice says how
+ * many collectives the sender had finished, so that a member still in one of
+ * those lets it complete before aborting. From then on device
  * calls on that group fail at once with the reason. The deadline of a
  * collective is counted from when the stream reaches it (an event recorded
  * before the call), so that the caller's own kernels queued before it do not
@@ -53,6 +55,20 @@ struct ncgroup {
   ncclComm_t *pair;          /* two-rank communicators by peer, for send/recv */
   struct boot *pair_boot;
   MPI_Request *pair_req;
+  int64_t queued;            /* collectives queued on comm */
+  int64_t completed;         /* how many of them finish() saw the stream finish */
+  struct tell *tell;         /* our abort notice to the others, while it is in flight */
+  int noticed;               /* a member's abort notice came (taken, not yet acted on) */
+  int notice_from;           /* its world rank */
+  int64_t notice_done;       /* the collectives it had finished; -1 unknown */
+};
+
+/* An abort notice: the collectives the sender had finished, which tells a
+ * member still in one of them whether that call can still complete. The
+ * buffer outlives the requests (MPI may read it until they complete). */
+struct tell {
+  int64_t completed;
+  MPI_Request req[];
 };
 
 static int cuda_fail(weft_ctx *ctx, const char *what, cudaError_t e)
@@ -152,36 +168,48 @@ static void abort_group(weft_group *g, int code, int tell, const char *why)
     ns->failed = code;
     weft__snprintf(ns->why, sizeof(ns->why), "%s", why);
   }
-  for (i = 0; tell && i < g->size; i++) {
-    MPI_Request req;
-    if (i != g->rank && MPI_Isend(NULL, 0, MPI_BYTE, i, TAG_ABORTED, g->comm, &req) == MPI_SUCCESS)
-      MPI_Request_free(&req);
+  if (tell && !ns->tell &&
+      (ns->tell = malloc(sizeof(*ns->tell) + (size_t)g->size * sizeof(MPI_Request)))) {
+    ns->tell->completed = ns->completed;
+    for (i = 0; i < g->size; i++)
+      if (i == g->rank || MPI_Isend(&ns->tell->completed, 1, MPI_INT64_T, i, TAG_ABORTED, g->comm,
+                                    &ns->tell->req[i]) != MPI_SUCCESS)
+        ns->tell->req[i] = MPI_REQUEST_NULL;
   }
   WEFT__LOG(RT, "group %s: NCCL communicators aborted: %s", g->name, why);
 }
 
-/* 1 when a member that aborted its communicator told us so (the notice is
- * left for told()). */
-static int notice(weft_group *g, MPI_Status *st)
+/* 1 when a member that aborted its communicator told us so; the notice is
+ * taken into ns (noticed, notice_from, notice_done) for told() to act on. */
+static int notice(weft_group *g)
 {
+  struct ncgroup *ns = g->nccl;
+  MPI_Status st;
   int flag = 0, fin = 0;
 
+  if (ns->noticed)
+    return 1;
   MPI_Finalized(&fin);
-  return !fin && MPI_Iprobe(MPI_ANY_SOURCE, TAG_ABORTED, g->comm, &flag, st) == MPI_SUCCESS &&
-         flag;
+  if (fin || MPI_Iprobe(MPI_ANY_SOURCE, TAG_ABORTED, g->comm, &flag, &st) != MPI_SUCCESS || !flag)
+    return 0;
+  ns->notice_done = -1; /* stays so if the notice carries no count */
+  MPI_Recv(&ns->notice_done, 1, MPI_INT64_T, st.MPI_SOURCE, TAG_ABORTED, g->comm,
+           MPI_STATUS_IGNORE);
+  ns->notice_from = g->world_ranks[st.MPI_SOURCE];
+  ns->noticed = 1;
+  return 1;
 }
 
 /* A member that aborted its communicator told us: abort ours. 1 if so. */
 static int told(weft_group *g)
 {
-  MPI_Status st;
+  struct ncgroup *ns = g->nccl;
   char why[200];
 
-  if (!notice(g, &st))
+  if (!notice(g))
     return 0;
-  MPI_Recv(NULL, 0, MPI_BYTE, st.MPI_SOURCE, TAG_ABORTED, g->comm, MPI_STATUS_IGNORE);
   weft__snprintf(why, sizeof(why), "world rank %d aborted the group's NCCL communicator after "
-                 "a failure there", g->world_ranks[st.MPI_SOURCE]);
+                 "a failure there", ns->notice_from);
   abort_group(g, WEFT_ENCCL, 0, why);
   return 1;
 }
@@ -537,6 +565,18 @@ static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
                        g->name, why);
 }
 
+/* The stream finished the latest collective: counted as finished unless
+ * the communicator reported an error (comm; NULL: none to ask). */
+static int done(weft_group *g, ncclComm_t comm, const char *fn)
+{
+  struct ncgroup *ns = g->nccl;
+  int rc = usable(g, comm, fn);
+
+  if (rc == 0)
+    ns->completed = ns->queued;
+  return rc;
+}
+
 /* After a collective: with WEFT_COLL_TIMEOUT, wait for it (bounded). The
  * clock starts when the stream reaches the call; until then it is the
  * caller's work that runs, bounded by the same time but never a reason to
@@ -551,6 +591,7 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
 
   if (rc != 0)
     return rc;
+  ns->queued++;
   if ((e = cudaEventRecord(ns->done, (cudaStream_t)stream)) != cudaSuccess)
     return cuda_fail(g->ctx, "cudaEventRecord", e);
   if (limit <= 0)
@@ -570,21 +611,23 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
   end = weftx_monotonic() + limit;
   for (;;) {
     ncclResult_t st = ncclSuccess;
-    MPI_Status ms;
     e = cudaEventQuery(ns->done);
     if (e == cudaSuccess) /* done, but an asynchronous error still spoils it */
-      return usable(g, comm, fn);
+      return done(g, comm, fn);
     if (e != cudaErrorNotReady)
       return cuda_fail(g->ctx, fn, e);
-    /* A member aborted: this call may still have had all it needed from it
-     * (the abort came after), so it gets a moment to finish; then the group
-     * goes, at this call or the next. */
-    if (notice(g, &ms)) {
-      double grace = weftx_monotonic() + 0.2;
+    /* A member aborted. If it had finished this call, this call has all it
+     * needs from it and is waited for (to the deadline); if not, it gets a
+     * moment, in case the abort came after all. Then the group goes, at this
+     * call or the next. */
+    if (notice(g)) {
+      double grace = ns->notice_done >= ns->queued ? end : weftx_monotonic() + 0.2;
       while ((e = cudaEventQuery(ns->done)) == cudaErrorNotReady && weftx_monotonic() < grace)
         sched_yield();
-      if (e == cudaSuccess)
+      if (e == cudaSuccess) {
+        ns->completed = ns->queued;
         return 0;
+      }
       told(g);
       return usable(g, NULL, fn);
     }
@@ -844,10 +887,10 @@ void weft__nccl_group_free(weft_group *g)
 
   if (!ns)
     return;
-  g->nccl = NULL;
   MPI_Finalized(&fin);
   if (!fin && !ns->failed)
     told(g);
+  g->nccl = NULL;
   /* A communicator is finalised (polled, bounded) before it is destroyed;
    * anything wrong and it is aborted instead. */
   end = weftx_monotonic() + (g->ctx->init_timeout < 30 ? g->ctx->init_timeout : 30);
@@ -877,6 +920,11 @@ void weft__nccl_group_free(weft_group *g)
       break;
   if (!ns->pair_req || i == g->size)
     free(ns->pair_boot);
+  for (i = 0; ns->tell && i < g->size; i++)
+    if (ns->tell->req[i] != MPI_REQUEST_NULL && (fin || poll_until(&ns->tell->req[i], 0)))
+      break;
+  if (!ns->tell || i == g->size)
+    free(ns->tell);
   free(ns->pair_req);
   free(ns->pair);
   free(ns);

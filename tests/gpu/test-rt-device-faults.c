@@ -15,6 +15,8 @@
  *                 rank 1 gives up, then checks that the late unique id did not
  *                 land in its stack, and that the group now fails at once
  *   async-error   an asynchronous NCCL error on rank 1 (the script injects it)
+ *   async-late    the same, with rank 1's notice reaching rank 0 while rank 0's
+ *                 first call, done with rank 1, has not finished yet
  *   abort-all     rank 1 times out alone; rank 0 must abort too
  *   deadline      work queued before a collective does not count against
  *                 WEFT_COLL_TIMEOUT
@@ -344,7 +346,7 @@ static const struct {
 } scenarios[] = {
   {"cpu", cpu}, {"contexts", contexts}, {"one-visible", one_visible},
   {"split-drain", split_drain}, {"pair", pair}, {"late-root", late_root},
-  {"async-error", async_error}, {"abort-all", abort_all}, {"deadline", deadline},
+  {"async-error", async_error}, {"async-late", async_error}, {"abort-all", abort_all}, {"deadline", deadline},
   {"nonccl", nonccl},
 };
 

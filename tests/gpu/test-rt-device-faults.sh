@@ -58,6 +58,10 @@ scenario 4 split-drain
 WEFT_INIT_TIMEOUT=30 scenario 3 pair
 WEFT_INIT_TIMEOUT=1 scenario 2 late-root
 WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2 scenario 2 async-error
+# Rank 0's first all-reduce ends a second after rank 1's; by then rank 1 has
+# failed its second and told rank 0, whose first call has all it needs from
+# rank 1 and must still succeed (a loaded machine does this by itself).
+WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2,late:0:1 scenario 2 async-late
 WEFT_COLL_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=hang:1:2 scenario 2 abort-all
 WEFT_COLL_TIMEOUT=5 scenario 2 deadline
 scenario 2 nonccl "$WEFT_BUILDDIR/tests/gpu/test-rt-device-nonccl"

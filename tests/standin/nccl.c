@@ -25,6 +25,8 @@
  *   init-absent:R   R never joins any communicator's init or split
  *   hang:R:N        R's operation N never completes (until an abort)
  *   async-error:R:N R's operation N fails with an asynchronous error
+ *   late:R:N        R's operation N completes a second after its exchange
+ *                   with the other ranks (which are done with it by then)
  */
 #include "nccl-standin.h"
 
@@ -43,7 +45,7 @@ static const char *const coll_names[] = {"ncclAllReduce", "ncclBroadcast", "nccl
                                          "ncclAllGather", "ncclReduceScatter", "ncclSend",
                                          "ncclRecv"};
 
-enum { FAULT_NONE, FAULT_HANG, FAULT_ERROR };
+enum { FAULT_NONE, FAULT_HANG, FAULT_ERROR, FAULT_LATE };
 
 struct wsn_op {
   struct ncclComm *c;
@@ -74,7 +76,7 @@ static __thread size_t group_n, group_cap;
 
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 static int fault_init_absent;
-static uint64_t fault_hang_at, fault_error_at, ops_count;
+static uint64_t fault_hang_at, fault_error_at, fault_late_at, ops_count;
 
 static void parse_faults(void)
 {
@@ -101,6 +103,9 @@ static void parse_faults(void)
     } else if (!strcmp(kind, "async-error") && n > 0) {
       if (rank == me)
         fault_error_at = n;
+    } else if (!strcmp(kind, "late") && n > 0) {
+      if (rank == me)
+        fault_late_at = n;
     } else {
       goto bad;
     }
@@ -111,7 +116,8 @@ static void parse_faults(void)
   return;
 bad:
   fprintf(stderr, "weft-standin: WEFT_STANDIN_NCCL_FAULT=%s: use init-absent:RANK, "
-          "hang:RANK:N or async-error:RANK:N, separated by commas\n", getenv("WEFT_STANDIN_NCCL_FAULT"));
+          "hang:RANK:N, async-error:RANK:N or late:RANK:N, separated by commas\n",
+          getenv("WEFT_STANDIN_NCCL_FAULT"));
   exit(2);
 }
 
@@ -393,6 +399,10 @@ static void op_run(void *arg)
   wsi_unlock();
   if (!skip)
     execute(o);
+  if (!skip && o->fault == FAULT_LATE) {
+    wsi_log("nccl fault late in %s on %s", coll_names[o->coll], c->name);
+    sleep(1);
+  }
   wsi_lock();
   c->exec_next++;
   c->done++;
@@ -428,7 +438,8 @@ static void launch(struct wsn_op *o, cudaStream_t stream)
     o->seq = ++c->coll_seq;
   ops_count++;
   o->fault = ops_count == fault_hang_at ? FAULT_HANG
-             : ops_count == fault_error_at ? FAULT_ERROR : FAULT_NONE;
+             : ops_count == fault_error_at ? FAULT_ERROR
+             : ops_count == fault_late_at  ? FAULT_LATE : FAULT_NONE;
   wsi_unlock();
   wsi_enqueue(s, fn, r, nr, op_run, o);
 }
