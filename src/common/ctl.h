@@ -108,6 +108,7 @@ enum weft_ctl_stop {
   WEFT_CTL_STOP_LOST,      /* the dead man's switch: weftrun lost */
   WEFT_CTL_STOP_PREEMPT,   /* a Google Cloud preemption notice */
   WEFT_CTL_STOP_SETUP,     /* never started: the agent could not set the rank up */
+  WEFT_CTL_STOP_DAEMON,    /* its host's engine daemon (orted, slurmstepd) died under it */
 };
 
 /* A message being written: the whole frame in buf. */

@@ -31,6 +31,7 @@
 
 #define GRACE_S 5
 #define EXITED_SEND_S 3.0 /* the last message's bound */
+#define DAEMON_DEATH_MS 100 /* a stop: is the daemon dying (daemon_dead)? */
 
 static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
@@ -167,6 +168,23 @@ pidfd_of(pid_t pid)
 #endif
 }
 
+/* The command name of process pid (/proc/PID/comm) in buf; "" when unknown. */
+static const char *
+proc_comm(pid_t pid, char *buf, size_t len)
+{
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
+  FILE *f = fopen(path, "r");
+  buf[0] = '\0';
+  if (!f)
+    return buf;
+  if (!fgets(buf, (int)len, f))
+    buf[0] = '\0';
+  fclose(f);
+  buf[strcspn(buf, "\n")] = '\0';
+  return buf;
+}
+
 /* After the dead man's switch for a silent weftrun (a cut network), once the rank
  * has ended: Open MPI's daemon here would wait for its launcher for as long as TCP
  * takes to give up (minutes), so it is ended too. Only the daemon of Open MPI
@@ -174,17 +192,42 @@ pidfd_of(pid_t pid)
 static void
 end_orphaned_daemon(void)
 {
-  char path[64], comm[32] = "";
+  char comm[32];
   pid_t pp = getppid();
-  snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pp);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return;
-  if (!fgets(comm, sizeof(comm), f))
-    comm[0] = '\0';
-  fclose(f);
-  if (!strcmp(comm, "orted\n") && pp > 1)
+  if (pp > 1 && !strcmp(proc_comm(pp, comm, sizeof(comm)), "orted"))
     kill(pp, SIGTERM);
+}
+
+/* Whether process pid is a host's engine daemon, whose death means its host is lost
+ * to the job: Open MPI's orted (prted from 5.0 on) or Slurm's slurmstepd; not mpirun,
+ * whose death is the engine's own end. */
+static int
+host_daemon(pid_t pid)
+{
+  char comm[32];
+  proc_comm(pid, comm, sizeof(comm));
+  return !strcmp(comm, "orted") || !strcmp(comm, "prted") || !strcmp(comm, "slurmstepd");
+}
+
+/* Why the rank is being stopped, once a signal told the agent to stop it. */
+static int
+stop_reason(void)
+{
+  return preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+}
+
+/* Whether the host's daemon (dfd: its pidfd; -1: none watched) has died, waiting up
+ * to ms for it. A daemon killed outright sends its children the parent death signal
+ * (SIGTERM) as soon as the thread that started them dies, while its other threads may
+ * still be going: the stop can come before the daemon is gone. One that stops its
+ * ranks itself (the engine's teardown) lives on until they are gone. */
+static int
+daemon_dead(int dfd, pid_t daemon, int ms)
+{
+  struct pollfd pf = { dfd, POLLIN, 0 };
+  if (getppid() != daemon)
+    return 1;
+  return dfd >= 0 && poll(&pf, 1, ms) == 1;
 }
 
 /* Start ending the child: SIGTERM now, SIGKILL at *kill_at. */
@@ -261,6 +304,9 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   }
 
   int pidfd = pidfd_of(pid), status = 0, stopped = 0, orphaned = 0;
+  /* the daemon's death says that this host dropped out of the job; mpirun's is the
+   * engine's own end, not watched */
+  int dfd = host_daemon(daemon) ? pidfd_of(daemon) : -1;
   struct rusage ru;
   memset(&ru, 0, sizeof(ru));
   wk_monitor *mon = ch && monitor.every > 0 && n != (ssize_t)sizeof(e)
@@ -277,7 +323,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
       break;
     double now = weftx_monotonic();
     if (told_to_stop && !stopped)
-      stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+      stopped = stop_reason();
     if (kill_at && now >= kill_at) {
       kill(pid, SIGKILL);
       kill_at = now + 3600; /* once */
@@ -326,7 +372,14 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   if (pidfd >= 0)
     close(pidfd);
   if (told_to_stop && !stopped)
-    stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+    stopped = stop_reason();
+  /* A stop that came from the host's daemon dying (the SIGTERM of PR_SET_PDEATHSIG),
+   * not from the engine ending the job: the host dropped out of the job, which weftrun
+   * must not take for a rank the engine stopped. */
+  if (stopped == WEFT_CTL_STOP_ENGINE && dfd >= 0 && daemon_dead(dfd, daemon, DAEMON_DEATH_MS))
+    stopped = WEFT_CTL_STOP_DAEMON;
+  if (dfd >= 0)
+    close(dfd);
   double ran = weftx_monotonic() - t0;
   if (n == (ssize_t)sizeof(e)) {
     snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
@@ -348,10 +401,9 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
     if (!stopped)
       weft_agent_fail_print(stderr, who, NULL, code, sig);
   }
-  /* The stop came from the daemon that started this agent going away (the SIGTERM of
-   * PR_SET_PDEATHSIG), not from the engine ending the job: its host dropped out of the
-   * job (a dead machine kills the agent a moment later anyway), which weftrun must not
-   * take for a rank the engine stopped. No word, then: the closed connection says it. */
+  /* The same from mpirun itself (its host's ranks are its children), or from a daemon
+   * whose death could not be watched: no word, mpirun's end or the closed connection
+   * says it. */
   if (stopped == WEFT_CTL_STOP_ENGINE && getppid() != daemon)
     return code;
   exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru);

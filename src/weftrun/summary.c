@@ -264,6 +264,12 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
               "there, or the daemon cannot reach mpirun (exit %d)\n", s->p->hosts[h].host->name,
               ranks, also, s->launch_s, s->code);
       list(s, now, out, waiting, NULL, "");
+    } else if (s->lost_how == WR_LOST_DAEMON) {
+      fprintf(out, "weftrun: job failed: host %s lost%s: %s there died (killed? out of memory? "
+              "machine going down?), and its agents stopped its ranks (exit %d)\n",
+              s->p->hosts[h].host->name, ranks,
+              strcmp(s->engine, "srun") ? "mpirun's daemon (orted)" : "Slurm's step daemon "
+              "(slurmstepd)", s->code);
     } else if (x && x->state == WR_RANK_EXITED && x->stopped == WEFT_CTL_STOP_LOST) {
       fprintf(out, "weftrun: job failed: host %s lost%s: its agents lost weftrun (network cut?) "
               "(exit %d)\n", wr_sup_host(s, s->end_rank), ranks, s->code);

@@ -172,6 +172,11 @@ exited(wr_sup *s, int rank, const weft_ctl_msg *m, double now)
     decide(s, WR_END_PREEMPTED, rank, -1, WR_EXIT_PREEMPTED, now);
   else if (r->stopped == WEFT_CTL_STOP_LOST)
     decide(s, WR_END_LOST, rank, s->p->ranks[rank].host, WR_EXIT_HOSTLOST, now);
+  else if (r->stopped == WEFT_CTL_STOP_DAEMON) {
+    if (!s->end)
+      s->lost_how = WR_LOST_DAEMON;
+    decide(s, WR_END_LOST, rank, s->p->ranks[rank].host, WR_EXIT_HOSTLOST, now);
+  }
   else if (r->stopped == WEFT_CTL_STOP_SETUP || (!r->stopped && r->code))
     decide(s, r->wstate == WEFTX_PAGE_DEADLINE ? WR_END_DEADLINE : WR_END_RANK, rank, -1,
            r->code, now);

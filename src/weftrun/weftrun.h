@@ -498,7 +498,8 @@ typedef enum wr_end {
 
 typedef enum wr_lost_how { WR_LOST_SILENT = 0, WR_LOST_CLOSED, WR_LOST_AGENT,
                            WR_LOST_AGENT_SILENT, WR_LOST_UNANSWERED,
-                           WR_LOST_NEVER /* its ranks never started (--launch-timeout) */
+                           WR_LOST_NEVER, /* its ranks never started (--launch-timeout) */
+                           WR_LOST_DAEMON /* the engine's daemon there died (an agent saw it) */
 } wr_lost_how;
 
 #define WR_ACT_END 1                     /* END to every agent, stop the engine */

@@ -335,6 +335,41 @@ test_host_closed_and_agent(void **state)
   }
 }
 
+/* An agent whose host's daemon died under it (the parent death signal) says so; the
+ * host is lost, whatever mpirun's end says after; after another verdict it is not. */
+static void
+test_daemon_died(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  exited(s, 2, 143, 0, WEFT_CTL_STOP_DAEMON, 0, 1.0);
+  assert_int_equal(s->end, WR_END_LOST);
+  assert_int_equal(s->end_host, 1);
+  exited(s, 0, 143, 0, WEFT_CTL_STOP_ENGINE, 0, 1.5);
+  wr_sup_engine_exit(s, 205, 2.0);
+  wr_sup_tick(s, 4.0);
+  char *out = summary(s, &code);
+  assert_int_equal(code, WR_EXIT_HOSTLOST);
+  assert_non_null(strstr(out, "weftrun: job failed: host vnode1 lost (ranks 2-3): mpirun's daemon "
+                              "(orted) there died (killed? out of memory? machine going down?), "
+                              "and its agents stopped its ranks (exit 75)\n"));
+  free(out);
+  wr_sup_free(s);
+
+  s = sup(0);
+  started_all(s, 0.2);
+  exited(s, 4, 3, 0, WEFT_CTL_STOP_NONE, 0, 1.0);
+  exited(s, 2, 143, 0, WEFT_CTL_STOP_DAEMON, 0, 1.1);
+  assert_int_equal(s->end, WR_END_RANK);
+  out = summary(s, &code);
+  assert_int_equal(code, 3);
+  assert_null(strstr(out, "daemon"));
+  free(out);
+  wr_sup_free(s);
+}
+
 /* Without --host-timeout an agent may be starved for 6 s (an overloaded machine: 5.7 s
  * was seen) without its host being lost; 30 s of silence is. */
 static void
@@ -554,6 +589,7 @@ main(void)
     cmocka_unit_test(test_deadline_blames_absent),
     cmocka_unit_test(test_host_silent),
     cmocka_unit_test(test_host_closed_and_agent),
+    cmocka_unit_test(test_daemon_died),
     cmocka_unit_test(test_host_timeout_default),
     cmocka_unit_test(test_launch_timeout),
     cmocka_unit_test(test_timeout_names_running),

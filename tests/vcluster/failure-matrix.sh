@@ -98,12 +98,16 @@ left()
 }
 
 # A fault done from outside the job after $1 seconds: kill-vnode N, silent N,
-# link N, stop N, weftrun SIG, mpirun SIG.
+# link N, stop N, daemon N (SIGKILL to Open MPI's orted there), weftrun SIG, mpirun SIG.
 inject()
 {
   sleep "$1"
   case $2 in
     kill-vnode) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill "vnode$3" >/dev/null 2>&1 ;;
+    daemon)
+      for _p in $(ip netns pids "$prefix-vnode$3"); do
+        [ "$(cat "/proc/$_p/comm" 2>/dev/null)" = orted ] && date +%s.%N >"$fault" && kill -KILL "$_p"
+      done ;;
     silent) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" kill --silent "vnode$3" >/dev/null 2>&1 ;;
     link) date +%s.%N >"$fault"; "$vc" --prefix "$prefix" link "vnode$3" down >/dev/null 2>&1 ;;
     stop) # the agents of vnode N stop (SIGSTOP), as a starved agent would look, once
@@ -177,7 +181,7 @@ run_case()
     # after a cut link (or a vnode killed) the next launch sometimes hung before any
     # daemon called back (no rank anywhere, with the last stop's weft too): the next
     # case gets new vnodes
-    case $how in *:link:*|*:kill-vnode:*|*:silent:*) "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true ;; esac
+    case $how in *:link:*|*:kill-vnode:*|*:silent:*|*:daemon:*) "$vc" --prefix "$prefix" down >/dev/null 2>&1 || true ;; esac
     if [ "$engine" = weftrun ]; then
       total=$((total + 1))
       if [ -n "$pattern" ]; then
@@ -259,7 +263,11 @@ for sig in INT TERM KILL; do
 done
 # hosts lost
 mpi_args="-N 1 $s 30"
-run_case vnode-killed q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): its agents. connections closed' "3:kill-vnode:1" -- $N1 "$s" 30
+# (the vcluster kills a vnode's processes one by one: its agents may outlive its
+# orted long enough to see it die, and to say so)
+run_case vnode-killed q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): \(its agents. connections closed\|mpirun.s daemon (orted) there died\)' "3:kill-vnode:1" -- $N1 "$s" 30
+mpi_args="-N 1 $s 30"
+run_case daemon-killed q 75 5 '^weftrun: job failed: host vnode1 lost (rank 1): mpirun.s daemon (orted) there died' "3:daemon:1" -- $N1 "$s" 30
 mpi_args="-N 1 $s 30"
 run_case vnode-silent - 75 5 '^weftrun: job failed: host vnode2 lost (rank 2): no word from its agents' "3:silent:2:+3" -- $N1 --host-timeout 3 "$s" 30
 mpi_args="-N 1 $s 30"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The quick cases of the failure matrix (failure-matrix.sh --quick): rank exit
 # and signal, MPI_Abort, the collective watchdog, --timeout, SIGINT and SIGKILL
-# of weftrun, SIGKILL of mpirun, a vnode killed, a link cut, an agent that never
+# of weftrun, SIGKILL of mpirun, a vnode killed, its Open MPI daemon killed, a link cut, an agent that never
 # comes (--launch-timeout), a missing program,
 # an unknown host, forged failure lines; each with its exit status, its time
 # from the fault, its summary line and nothing left on any vnode.
