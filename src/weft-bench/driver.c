@@ -556,11 +556,10 @@ int main(int argc, char **argv)
   if (argc < 2 || argv[1][0] == '-') {
     rc = bench_parse(argc, argv, &o);   /* --help, --version, or a usage error */
     if (rc == BENCH_EXIT_OK) {
+      char what[600];
       bench_coll_names(why, sizeof(why));
-      if (bench_is_first_rank())
-        fprintf(stderr, "weft-bench: which collective? %s, or scale; see weft-bench --help\n",
-                why);
-      return BENCH_EXIT_USAGE;
+      snprintf(what, sizeof(what), "which collective? %s, or scale; see weft-bench --help", why);
+      return bench_usage_fail(what);
     }
     return rc < 0 ? BENCH_EXIT_OK : rc;
   }
@@ -569,9 +568,7 @@ int main(int argc, char **argv)
   coll = bench_coll_find(argv[1]);
   if (!coll) {
     bench_coll_unknown(argv[1], "or scale", why, sizeof(why));
-    if (bench_is_first_rank())
-      fprintf(stderr, "weft-bench: %s\n", why);
-    return BENCH_EXIT_USAGE;
+    return bench_usage_fail(why);
   }
   rc = bench_parse(argc - 1, argv + 1, &o);
   if (rc)

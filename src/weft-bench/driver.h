@@ -146,6 +146,9 @@ void bench_usage(FILE *f);
 int bench_parse_sizes(const char *v, size_t *sizes, int *n, char *why, size_t whylen);
 /* 1 when this process should print (rank 0, or no MPI launcher around it). */
 int bench_is_first_rank(void);
+/* A usage error that every rank finds before MPI starts: the first rank says why on
+ * stderr; the others give it time to, then all return BENCH_EXIT_USAGE. */
+int bench_usage_fail(const char *why);
 
 /* data.c: element access for every dtype, and the expected values. */
 void bench_put(void *buf, weft_dtype dt, size_t i, double v);

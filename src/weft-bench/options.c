@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "opt.h"
 #include "scale.h"
@@ -450,12 +451,25 @@ int bench_is_first_rank(void)
   return 1;
 }
 
+int bench_usage_fail(const char *why)
+{
+  if (bench_is_first_rank()) {
+    fprintf(stderr, "weft-bench: %s\n", why);
+    return BENCH_EXIT_USAGE;
+  }
+  /* mpirun aborts the job at the first rank that fails, and may kill the first rank
+   * before its line is out: the others wait for that abort (at most 2 s) */
+  for (int i = 0; i < 40; i++) {
+    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+  }
+  return BENCH_EXIT_USAGE;
+}
+
 /* One line about a usage error (on the first rank only). */
 static int usage_error(const char *why)
 {
-  if (bench_is_first_rank())
-    fprintf(stderr, "weft-bench: %s\n", why);
-  return BENCH_EXIT_USAGE;
+  return bench_usage_fail(why);
 }
 
 int bench_parse(int argc, char **argv, struct bench_opts *o)
