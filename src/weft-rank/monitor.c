@@ -68,7 +68,8 @@ read_text(int fd, char *buf, size_t len)
 }
 
 /* The rank's tree: its processes' stat fields summed into \p sum (ticks, threads,
- * rss_pages); the number of processes, 0 when the program itself is gone. */
+ * rss_pages); the number of live processes, 0 when the program itself is gone (or
+ * has ended and not been reaped yet). */
 static int
 tree_read(long root, weft_proc_stat *sum)
 {
@@ -88,8 +89,10 @@ tree_read(long root, weft_proc_stat *sum)
       close(fd);
     if (bad)
       continue; /* gone between two reads: its time is in its parent's cutime */
-    n++;
     sum->ticks += st.ticks;
+    if (st.state == 'Z')
+      continue; /* ended: no memory, no threads, no children of its own */
+    n++;
     sum->threads += st.threads;
     sum->rss_pages += st.rss_pages;
     /* children of every thread of it */
@@ -334,22 +337,25 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
     return;
   weft_sample s;
   weft_proc_stat st;
+  int procs = tree_read(m->pid, &st);
+  if (procs == 0) { /* the program has ended: its exit, not a sample, comes next */
+    while (m->next <= now)
+      m->next += m->every;
+    return;
+  }
   weft_sample_init(&s);
   s.seq = ++m->seq;
   s.span_ms = (int64_t)((now - m->last_at) * 1000 + 0.5);
-  int procs = tree_read(m->pid, &st);
-  if (procs > 0) {
-    s.procs = procs;
-    /* a process that left the tree (an orphan adopted by init) takes its time with it:
-     * the use over such a span is unknown, the total never goes back */
-    s.cpu_pm = weft_sample_cpu_pm(m->ticks, st.ticks, m->hz, s.span_ms);
-    if (st.ticks > m->ticks_max)
-      m->ticks_max = st.ticks;
-    s.cpu_ms = m->hz > 0 ? m->ticks_max * 1000 / m->hz : -1;
-    s.rss = st.rss_pages * m->page;
-    s.threads = st.threads;
-    m->ticks = st.ticks;
-  }
+  s.procs = procs;
+  /* a process that left the tree (an orphan adopted by init) takes its time with it:
+   * the use over such a span is unknown, the total never goes back */
+  s.cpu_pm = weft_sample_cpu_pm(m->ticks, st.ticks, m->hz, s.span_ms);
+  if (st.ticks > m->ticks_max)
+    m->ticks_max = st.ticks;
+  s.cpu_ms = m->hz > 0 ? m->ticks_max * 1000 / m->hz : -1;
+  s.rss = st.rss_pages * m->page;
+  s.threads = st.threads;
+  m->ticks = st.ticks;
   if (m->nic[0]) {
     int64_t tx = counter(m->tx_fd), rx = counter(m->rx_fd);
     snprintf(s.nic, sizeof(s.nic), "%s", m->nic);
