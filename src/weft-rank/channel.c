@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "weft-rank.h"
@@ -240,8 +241,23 @@ wk_channel_close(wk_channel *c, double deadline)
 {
   if (!c)
     return;
-  if (!c->lost)
-    weft_ctl_conn_drain(&c->conn, deadline);
+  /* The last messages out, then our end shut and weftrun's answers read until it
+   * closes its end (it does on our end-of-file): a close with unread data (a PONG
+   * on its way) resets the connection, and the reset can overtake the EXITED still
+   * in flight, which weftrun then never reads. */
+  if (!c->lost && !weft_ctl_conn_drain(&c->conn, deadline) &&
+      shutdown(c->conn.fd, SHUT_WR) == 0) {
+    char junk[512];
+    for (;;) {
+      double left = deadline - weftx_monotonic();
+      struct pollfd pf = { c->conn.fd, POLLIN, 0 };
+      if (left <= 0 || (poll(&pf, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR))
+        break;
+      ssize_t n = read(c->conn.fd, junk, sizeof(junk));
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+        break;
+    }
+  }
   weft_ctl_conn_close(&c->conn);
   free(c);
 }

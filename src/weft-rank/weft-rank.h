@@ -42,6 +42,8 @@ const wk_channel_event *wk_channel_pump(wk_channel *c, double now, const weftx_p
                                         char *why, size_t len);
 void wk_channel_heard(wk_channel *c, double now); /* after a wait of the agent's own */
 double wk_channel_next(const wk_channel *c);      /* when pump is due at the latest */
+/* The last messages out, then the connection closed in order (weftrun closes its end
+ * first), by deadline. */
 void wk_channel_close(wk_channel *c, double deadline);
 
 /* page.c: the rank's call page (weftx/page.h), named in the environment. */
