@@ -2,8 +2,10 @@
 /*
  * The agent's end of the control channel (ctl.h): connect to weftrun before
  * the rank starts, prove the job's secret, take weftrun's bounds from its
- * WELCOME; then send what happens to the rank, heartbeats with the rank's
- * current weft call, and read weftrun's answers (PONG, END, STACK_REQ). The
+ * WELCOME (waited for only when the rank is about to start: the rank's setup
+ * overlaps weftrun's answer); then send what happens to the rank, heartbeats
+ * with the rank's current weft call, and read weftrun's answers (PONG, END,
+ * STACK_REQ). The
  * secret comes from the environment and is wiped from it (and from this
  * process's memory image, /proc/PID/environ) before anything else runs.
  */
@@ -24,6 +26,9 @@ struct wk_channel {
   const weft_agent_who *who;
   double hb_s, lost_s, grace_s;
   double heard;            /* last message from weftrun */
+  double welcome_by;       /* the open's deadline, for the WELCOME */
+  int welcomed;
+  const char *addr;        /* weftrun's (the caller's string), for the reasons */
   double next_hb;
   long seq;
   int lost;                /* the connection is gone */
@@ -109,35 +114,47 @@ wk_channel_open(wk_channel **out, const char *addr, const weft_agent_who *who, c
   memset(secret, 0, sizeof(secret));
   if (weft_ctl_conn_queue(&c->conn, &m) || weft_ctl_conn_drain(&c->conn, deadline)) {
     snprintf(why, len, "cannot talk to weftrun at %s", addr);
-    goto fail;
+    weft_ctl_conn_close(&c->conn);
+    free(c);
+    return -1;
   }
-  /* its WELCOME (or REFUSE) */
+  c->addr = addr;
+  c->welcome_by = deadline;
+  /* until the WELCOME: no heartbeat due, no silence judged */
+  c->heard = c->next_hb = deadline;
+  *out = c;
+  return 0;
+}
+
+int
+wk_channel_welcomed(wk_channel *c, char *why, size_t len)
+{
+  char w[300];
+  if (c->welcomed)
+    return 0;
   while (c->ev.type != WEFT_CTL_WELCOME) {
-    double left = deadline - weftx_monotonic();
-    struct pollfd pf = { fd, POLLIN, 0 };
+    double left = c->welcome_by - weftx_monotonic();
+    struct pollfd pf = { c->conn.fd, POLLIN, 0 };
     if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
-      snprintf(why, len, "weftrun at %s did not answer within %.0f s", addr, WEFT_CTL_CONNECT_S);
-      goto fail;
+      snprintf(why, len, "weftrun at %s did not answer within %.0f s", c->addr,
+               WEFT_CTL_CONNECT_S);
+      return -1;
     }
     int rc = weft_ctl_conn_read(&c->conn, on_welcome, c, w, sizeof(w));
     if (c->ev.type == WEFT_CTL_REFUSE) {
-      snprintf(why, len, "weftrun at %s refused this agent: %s", addr, c->ev.why);
-      goto fail;
+      snprintf(why, len, "weftrun at %s refused this agent: %s", c->addr, c->ev.why);
+      return -1;
     }
     if (rc < 0) {
-      snprintf(why, len, "weftrun at %s: %s before welcoming this agent", addr, w);
-      goto fail;
+      snprintf(why, len, "weftrun at %s: %s before welcoming this agent", c->addr, w);
+      return -1;
     }
   }
   c->ev.type = 0;
+  c->welcomed = 1;
   c->heard = weftx_monotonic();
   c->next_hb = c->heard + c->hb_s;
-  *out = c;
   return 0;
-fail:
-  weft_ctl_conn_close(&c->conn);
-  free(c);
-  return -1;
 }
 
 int

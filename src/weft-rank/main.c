@@ -242,6 +242,19 @@ probe(void)
   return bad ? WK_EXIT_SETUP : 0;
 }
 
+/* weftrun's WELCOME, if there is a channel: 0, or -1 said on stderr (the rank is not
+ * to start) */
+static int
+welcomed(wk_channel *ch, const weft_agent_who *who)
+{
+  char why[600];
+  if (!ch || wk_channel_welcomed(ch, why, sizeof(why)) == 0)
+    return 0;
+  fprintf(stderr, "weft-rank: rank %d host %s: %s; the rank was not started\n", who->rank,
+          who->host, why);
+  return -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -289,7 +302,7 @@ main(int argc, char **argv)
   if (o.probe)
     return probe();
   /* weftrun's control channel before anything else: no rank runs unsupervised when
-   * supervision was asked for */
+   * supervision was asked for (its WELCOME is waited for just before the rank starts) */
   if (o.control) {
     if (wk_channel_open(&ch, o.control, &who, why, sizeof(why))) {
       fprintf(stderr, "weft-rank: rank %d host %s: %s; the rank was not started\n", who.rank,
@@ -303,7 +316,7 @@ main(int argc, char **argv)
   }
   char **program = argv + first;
   if (o.check)
-    return wk_check(&o, program);
+    return welcomed(ch, &who) ? WK_EXIT_SETUP : wk_check(&o, program);
   if (!program[0])
     FAIL("no program after '--'");
 
@@ -480,6 +493,10 @@ main(int argc, char **argv)
   weftx_topo_destroy(t);
   t = NULL;
 
+  if (welcomed(ch, &who)) {
+    rc = WK_EXIT_SETUP;
+    goto out;
+  }
   if (o.output_filename && wk_output_start(o.output_filename, rank, &output, why, sizeof(why)))
     FAIL("%s", why);
   wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);

@@ -27,10 +27,15 @@ typedef struct wk_channel_event {
   int signal;               /* END's */
   char why[256];
 } wk_channel_event;
-/* Connect, HELLO with the secret (taken out of the environment), wait for WELCOME;
- * within WEFT_CTL_CONNECT_S. 0, or -1 with the reason. */
+/* Connect and send HELLO with the secret (taken out of the environment), within
+ * WEFT_CTL_CONNECT_S; \p addr is kept (it must outlive the channel). 0, or -1 with
+ * the reason. */
 int wk_channel_open(wk_channel **c, const char *addr, const weft_agent_who *who, char *why,
                     size_t len);
+/* weftrun's WELCOME (its bounds), within WEFT_CTL_CONNECT_S of the open; the rank may
+ * start only after it. The wait is apart from the open so that the agent sets the rank
+ * up meanwhile. 0, or -1 with the reason (a REFUSE says why). */
+int wk_channel_welcomed(wk_channel *c, char *why, size_t len);
 void wk_channel_scrub(void);           /* the secret out of the environment, no channel */
 int wk_channel_fd(const wk_channel *c); /* -1 once lost */
 double wk_channel_grace(const wk_channel *c);
