@@ -209,13 +209,6 @@ host_daemon(pid_t pid)
   return !strcmp(comm, "orted") || !strcmp(comm, "prted") || !strcmp(comm, "slurmstepd");
 }
 
-/* Why the rank is being stopped, once a signal told the agent to stop it. */
-static int
-stop_reason(void)
-{
-  return preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
-}
-
 /* Whether the host's daemon (dfd: its pidfd; -1: none watched) has died, waiting up
  * to ms for it. A daemon killed outright sends its children the parent death signal
  * (SIGTERM) as soon as the thread that started them dies, while its other threads may
@@ -323,7 +316,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
       break;
     double now = weftx_monotonic();
     if (told_to_stop && !stopped)
-      stopped = stop_reason();
+      stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
     if (kill_at && now >= kill_at) {
       kill(pid, SIGKILL);
       kill_at = now + 3600; /* once */
@@ -372,7 +365,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   if (pidfd >= 0)
     close(pidfd);
   if (told_to_stop && !stopped)
-    stopped = stop_reason();
+    stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
   /* A stop that came from the host's daemon dying (the SIGTERM of PR_SET_PDEATHSIG),
    * not from the engine ending the job: the host dropped out of the job, which weftrun
    * must not take for a rank the engine stopped. */
