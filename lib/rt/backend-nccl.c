@@ -175,6 +175,13 @@ static void abort_group(weft_group *g, int code, int tell, const char *why)
       if (i == g->rank || MPI_Isend(&ns->tell->completed, 1, MPI_INT64_T, i, TAG_ABORTED, g->comm,
                                     &ns->tell->req[i]) != MPI_SUCCESS)
         ns->tell->req[i] = MPI_REQUEST_NULL;
+  } else if (tell && !ns->tell) { /* no memory for the count: an empty notice still tells */
+    for (i = 0; i < g->size; i++) {
+      MPI_Request req;
+      if (i != g->rank &&
+          MPI_Isend(NULL, 0, MPI_BYTE, i, TAG_ABORTED, g->comm, &req) == MPI_SUCCESS)
+        MPI_Request_free(&req);
+    }
   }
   WEFT__LOG(RT, "group %s: NCCL communicators aborted: %s", g->name, why);
 }

@@ -466,12 +466,6 @@ int bench_usage_fail(const char *why)
   return BENCH_EXIT_USAGE;
 }
 
-/* One line about a usage error (on the first rank only). */
-static int usage_error(const char *why)
-{
-  return bench_usage_fail(why);
-}
-
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
   const char *env = getenv("WEFT_BENCH_INJECT_ERROR");
@@ -496,7 +490,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   o->inject = env && !strcmp(env, "1");
   if (weft_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
                      sizeof(why)) != 0)
-    return usage_error(why);
+    return bench_usage_fail(why);
   if (cli.asked.help || cli.asked.help_man || cli.asked.version || cli.asked.completion) {
     if (cli.asked.help)
       bench_usage(stdout);
@@ -511,7 +505,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   if (first < argc) {
     snprintf(why, sizeof(why), "unexpected argument '%s' (weft-bench takes options only; "
              "--help lists them)", argv[first]);
-    return usage_error(why);
+    return bench_usage_fail(why);
   }
   if (o->nsizes) {
     o->min_bytes = o->max_bytes = o->sizes[0];
@@ -523,7 +517,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   if (o->min_bytes > o->max_bytes) {
     snprintf(why, sizeof(why), "--minbytes %zu is larger than --maxbytes %zu", o->min_bytes,
              o->max_bytes);
-    return usage_error(why);
+    return bench_usage_fail(why);
   }
   return BENCH_EXIT_OK;
 }

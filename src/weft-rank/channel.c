@@ -5,9 +5,9 @@
  * WELCOME (waited for only when the rank is about to start: the rank's setup
  * overlaps weftrun's answer); then send what happens to the rank, heartbeats
  * with the rank's current weft call, and read weftrun's answers (PONG, END,
- * STACK_REQ). The
- * secret comes from the environment and is wiped from it (and from this
- * process's memory image, /proc/PID/environ) before anything else runs.
+ * STACK_REQ). The secret comes from the environment and is wiped from it (and
+ * from this process's memory image, /proc/PID/environ) before anything else
+ * runs.
  */
 #include "config.h"
 
