@@ -46,7 +46,7 @@ weft_sample_parse_stat(const char *text, weft_proc_stat *st)
 {
   /* "pid (comm) state ppid ..." : fields numbered from 1 as proc(5) does */
   const char *rp = text ? strrchr(text, ')') : NULL;
-  int64_t v, utime = -1, stime = -1, cutime = -1, cstime = -1, threads = -1, rss = -1;
+  int64_t v, flags = -1, utime = -1, stime = -1, cutime = -1, cstime = -1, threads = -1, rss = -1;
   if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ')
     return -1;
   st->state = rp[2];
@@ -54,7 +54,9 @@ weft_sample_parse_stat(const char *text, weft_proc_stat *st)
   for (int field = 4; field <= 24; field++) {
     if (next_num(&p, &v))
       return -1;
-    if (field == 14)
+    if (field == 9)
+      flags = v;
+    else if (field == 14)
       utime = v;
     else if (field == 15)
       stime = v;
@@ -67,8 +69,11 @@ weft_sample_parse_stat(const char *text, weft_proc_stat *st)
     else if (field == 24)
       rss = v;
   }
-  if (utime < 0 || stime < 0 || cutime < 0 || cstime < 0 || threads < 0)
+  if (flags < 0 || utime < 0 || stime < 0 || cutime < 0 || cstime < 0 || threads < 0)
     return -1;
+  /* PF_EXITING (linux/sched.h): in exit, its memory perhaps already gone (rss 0)
+   * while the state still says R or D */
+  st->exiting = st->state == 'Z' || st->state == 'X' || (flags & 0x4);
   st->ticks = utime + stime + cutime + cstime;
   st->threads = threads;
   st->rss_pages = rss < 0 ? 0 : rss;

@@ -41,6 +41,8 @@ typedef struct weft_sample {
 /* The fields of /proc/PID/stat a sample needs. */
 typedef struct weft_proc_stat {
   char state;                /* 'R', 'S', 'Z', ... */
+  int exiting;               /* ended or ending (a zombie, or PF_EXITING): no
+                                memory, threads or children worth counting */
   int64_t ticks;             /* utime + stime, and cutime + cstime (its children it
                                 waited for, theirs included): clock ticks */
   int64_t threads;

@@ -90,8 +90,8 @@ tree_read(long root, weft_proc_stat *sum)
     if (bad)
       continue; /* gone between two reads: its time is in its parent's cutime */
     sum->ticks += st.ticks;
-    if (st.state == 'Z')
-      continue; /* ended: no memory, no threads, no children of its own */
+    if (st.exiting)
+      continue; /* ended or ending: its memory may already read 0 */
     n++;
     sum->threads += st.threads;
     sum->rss_pages += st.rss_pages;

@@ -40,6 +40,15 @@ test_stat(void **state)
   assert_int_equal(st.ticks, 300);
   assert_int_equal(st.threads, 7);
   assert_int_equal(st.rss_pages, 1000);
+  assert_int_equal(st.exiting, 0);
+  /* in exit: PF_EXITING (0x4) in the flags (field 9), memory gone, state still R */
+  assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194308 100 0 0 0 250 50 0 0 "
+                                          "20 0 1 0 12345 0 0 0\n", &st), 0);
+  assert_int_equal(st.exiting, 1);
+  assert_int_equal(st.rss_pages, 0);
+  assert_int_equal(weft_sample_parse_stat("4242 (prog) Z 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 "
+                                          "20 0 1 0 12345 0 0 0\n", &st), 0);
+  assert_int_equal(st.exiting, 1);
   /* damaged: no ')', cut short, a word where a number goes, empty */
   assert_int_equal(weft_sample_parse_stat("4242 prog R 1 2 3", &st), -1);
   assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194304 100 0", &st), -1);
