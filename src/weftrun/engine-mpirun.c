@@ -219,7 +219,7 @@ wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", p->np);
-  int rc = wr_argv_add(a, e->path);
+  int rc = wr_argv_add(a, e->call);
   if (rc || p->mode != WR_MODE_GPU)
     return rc;
   rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
@@ -263,7 +263,7 @@ wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *ho
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", n);
-  int rc = wr_argv_add(a, e->path);
+  int rc = wr_argv_add(a, e->call);
   if (!rc && o->allow_run_as_root)
     rc = wr_argv_add(a, "--allow-run-as-root");
   const char *const fixed[] = { "-np", np, "--hostfile", hostfile, "--mca", "rmaps", "seq",

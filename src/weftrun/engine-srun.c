@@ -123,7 +123,7 @@ common(const wr_engine *e, int np, int nnodes, wr_argv *a)
   const char *bind = getenv("SLURM_CPU_BIND");
   snprintf(n, sizeof(n), "--ntasks=%d", np);
   snprintf(nodes, sizeof(nodes), "--nodes=%d", nnodes);
-  int rc = wr_argv_add(a, e->path) || wr_argv_add(a, n) || wr_argv_add(a, nodes) ||
+  int rc = wr_argv_add(a, e->call) || wr_argv_add(a, n) || wr_argv_add(a, nodes) ||
            wr_argv_add(a, "--distribution=arbitrary") || wr_argv_add(a, "--kill-on-bad-exit=1") ||
            wr_argv_add(a, "--quit-on-interrupt");
   if (!rc && !(bind && *bind && strcmp(bind, "none")))

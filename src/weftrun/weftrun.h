@@ -275,6 +275,11 @@ typedef struct wr_engine {
   const char *name;             /* "mpirun" or "srun" */
   char why[160];                /* how it was chosen: "--engine srun", "auto: ..." */
   char path[4096];              /* the program; its name alone when not found (dry run) */
+  char call[4096];              /* its argv[0], as the user would type it: $WEFT_MPIRUN
+                                 * ($WEFT_SRUN) as given, else the bare name, looked up on
+                                 * the same PATH at exec; mpirun takes an absolute argv[0]
+                                 * for --prefix and puts its bin/ and lib/ at the front of
+                                 * every rank's PATH and LD_LIBRARY_PATH */
   int found;
   char agent[4096];             /* weft-rank */
   const char *hostfile;         /* where wr_engine_hostfile()'s text will be */

@@ -40,7 +40,9 @@ TOP = os.environ.get("WEFT_TOPDIR", os.path.dirname(os.path.dirname(os.path.dirn
     os.path.abspath(__file__)))))
 BUILD = os.environ.get("WEFT_BUILDDIR", os.path.join(TOP, "_build"))
 WEFTRUN = os.path.join(BUILD, "src/weftrun/weftrun")
-MPIRUN = shutil.which(os.environ.get("MPIRUN", "mpirun")) or "mpirun"
+# as a user types it: an absolute path would be mpirun's --prefix (its bin/ and lib/ at
+# the front of every rank's PATH and LD_LIBRARY_PATH), which weftrun must not add
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
 VC = os.path.join(TOP, "contrib/vcluster/weft-vcluster")
 PROBE = os.path.join(TOP, "tests/vcluster/dropin-probe.sh")
 TIMEOUT = 90
