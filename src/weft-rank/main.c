@@ -29,18 +29,32 @@
 /* This host's topology: its --topology file, else weftrun's XML of weftrun's own host
  * when this is that host (it saves the probe; binding acts as on a live load), else the
  * live machine (through the per-user cache) or $WEFT_TOPOLOGY as weftx_topo_load()
- * does. A rank needs no GPU model, UUID or memory: the driver is not started for them. */
+ * does. A rank needs no GPU model, UUID or memory: the driver is not started for them.
+ * \p handed: this process's environment named that XML to hwloc (agent.h), so mpirun's
+ * daemon here read it too; on another host that is a daemon that took weftrun's
+ * machine for its own, placing and binding from the wrong one: refused. */
 static int
-load_topology(const weft_agent_args *o, int node, weftx_topo **t, char *why, size_t len)
+load_topology(const weft_agent_args *o, int node, int handed, weftx_topo **t, char *why,
+              size_t len)
 {
   const char *file = weft_agent_topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
-  if (!file && o->host_xml && !(env && *env)) {
+  if (o->host_xml && (handed || (!file && !(env && *env)))) {
     char me[256];
     if (gethostname(me, sizeof(me)) == 0 &&
         weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM | WEFTX_TOPO_NO_DETAILS, t, NULL,
                         0) == 0) {
       me[sizeof(me) - 1] = '\0';
-      if (!strcmp(weftx_topo_hostname(*t), me))
+      if (handed && strcmp(weftx_topo_hostname(*t), me)) {
+        snprintf(why, len, "mpirun's daemon on %s read weftrun's topology of %s (HWLOC_XMLFILE "
+                 "reached it: the launcher that started it passed mpirun's environment on), so "
+                 "Open MPI placed this host's ranks on another machine's processors; please "
+                 "report it, and set HWLOC_THISSYSTEM=1 for weftrun to have every daemon probe "
+                 "its own machine", me, weftx_topo_hostname(*t));
+        weftx_topo_destroy(*t);
+        *t = NULL;
+        return WEFT_EINVAL;
+      }
+      if (!file && !(env && *env) && !strcmp(weftx_topo_hostname(*t), me))
         return 0;
       weftx_topo_destroy(*t); /* another host's (a shared $TMPDIR): probe this one */
       *t = NULL;
@@ -291,8 +305,8 @@ main(int argc, char **argv)
   /* weftrun's XML of this host, handed to mpirun (agent.h): gone before hwloc is used
    * here, and from the program's environment */
   const char *xf = getenv(WEFT_HWLOC_XMLFILE);
-  if (xf && o.host_xml && !strcmp(xf, o.host_xml) &&
-      (unsetenv(WEFT_HWLOC_XMLFILE) || unsetenv(WEFT_HWLOC_THISSYSTEM)))
+  int handed = xf && o.host_xml && !strcmp(xf, o.host_xml);
+  if (handed && (unsetenv(WEFT_HWLOC_XMLFILE) || unsetenv(WEFT_HWLOC_THISSYSTEM)))
     FAIL("cannot unset " WEFT_HWLOC_XMLFILE);
   if (o.help) {
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
@@ -342,7 +356,7 @@ main(int argc, char **argv)
   }
 
   /* this host's topology and the rank's place on it */
-  if ((rc = load_topology(&o, node, &t, why, sizeof(why))))
+  if ((rc = load_topology(&o, node, handed, &t, why, sizeof(why))))
     FAIL("%s", why[0] ? why : weft_strerror(rc));
   if (wk_gpus_prepare(&gp, o.gpus, node, why, sizeof(why)))
     FAIL("%s", why);

@@ -64,20 +64,28 @@ user_words(const wr_plan *p, const wr_opts *o, int app, wr_argv *a)
   return rc;
 }
 
+/* The value of an MCA parameter the user set, on the command line (the last one) or as
+ * OMPI_MCA_KEY; NULL when neither sets it. */
+static const char *
+mca_value(const wr_opts *o, const char *key)
+{
+  static const char pre[] = "OMPI_MCA_";
+  size_t n = strlen(key);
+  for (int i = o->nmca - 1; i >= 0; i--)
+    if (!strcmp(o->mca[i].key, key))
+      return o->mca[i].value;
+  for (char **e = environ; *e; e++)
+    if (!strncmp(*e, pre, sizeof(pre) - 1) && !strncmp(*e + sizeof(pre) - 1, key, n) &&
+        (*e)[sizeof(pre) - 1 + n] == '=')
+      return *e + sizeof(pre) - 1 + n + 1;
+  return NULL;
+}
+
 /* An MCA parameter the user set, on the command line or as OMPI_MCA_KEY. */
 static int
 has_mca(const wr_opts *o, const char *key)
 {
-  static const char pre[] = "OMPI_MCA_";
-  size_t n = strlen(key);
-  for (int i = 0; i < o->nmca; i++)
-    if (!strcmp(o->mca[i].key, key))
-      return 1;
-  for (char **e = environ; *e; e++)
-    if (!strncmp(*e, pre, sizeof(pre) - 1) && !strncmp(*e + sizeof(pre) - 1, key, n) &&
-        (*e)[sizeof(pre) - 1 + n] == '=')
-      return 1;
-  return 0;
+  return mca_value(o, key) != NULL;
 }
 
 /* 1 when a line of the parameter file \p path sets one of \p keys. */
@@ -136,22 +144,59 @@ param_files_set(const char *mpirun, const char *const *keys)
   return 0;
 }
 
+/* 1 when Open MPI starts its daemons on the other hosts with a fresh environment, so
+ * that none of them can read mpirun's HWLOC_XMLFILE and take this machine for its own:
+ * its rsh launcher (which it picks outside a resource manager's job, or when told to)
+ * through an agent called ssh or rsh (weft-vcluster's rsh clears the environment as
+ * ssh does). srun, PBS's tm, LSF and Grid Engine's qrsh pass mpirun's environment on,
+ * and so may an agent of another name. A daemon that read it all the same is caught by
+ * weft-rank there, which fails the job (load_topology()). */
+static int
+fresh_remote_env(const wr_opts *o, const wr_engine *e)
+{
+  static const char *const rm[] = { "SLURM_JOB_ID", "SLURM_JOBID", "PBS_JOBID", "PBS_ENVIRONMENT",
+                                    "LSB_JOBID", "PE_HOSTFILE", "SGE_ROOT", "FLUX_URI", NULL };
+  static const char *const agents[] = { "plm_rsh_agent", "orte_rsh_agent", "plm_ssh_agent", NULL };
+  static const char *const plm[] = { "plm", NULL };
+  const char *v = mca_value(o, "plm");
+  for (int i = 0; rm[i]; i++)
+    if (getenv(rm[i]))
+      return 0;
+  if ((v && strcmp(v, "rsh") && strcmp(v, "ssh")) || (!v && param_files_set(e->path, plm)) ||
+      param_files_set(e->path, agents))
+    return 0;
+  for (int i = 0; agents[i]; i++) {
+    const char *a = mca_value(o, agents[i]);
+    if (!a)
+      continue;
+    size_t n = strcspn(a, " \t:");
+    const char *base = a + n;
+    while (base > a && base[-1] != '/')
+      base--;
+    if (a + n - base != 3 || (strncmp(base, "ssh", 3) && strncmp(base, "rsh", 3)))
+      return 0;
+  }
+  return 1;
+}
+
 /* 1 when mpirun may read weftrun's XML of this machine instead of probing it again.
- * Every rank must be here: a remote daemon would take this machine's topology for
- * its own (when Open MPI places the ranks, every host of the job must be this one,
- * since it may start daemons on any host it was given). The user must have set none
- * of hwloc's variables (they are how this is done, and they choose what a probe sees)
+ * A rank on another host needs daemons there that start with a fresh environment
+ * (fresh_remote_env()): each probes its own machine. The user must have set none of
+ * hwloc's variables (they are how this is done, and they choose what a probe sees)
  * and no topology file of Open MPI's own: on the command line, in the environment, or
  * in Open MPI's parameter files (-am and --tune, which name more, are refused). */
 static int
 reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
 {
   static const char *const keys[] = { "hwloc_base_topo_file", NULL };
+  int remote = 0;
   if (!e->host_xml)
     return 0;
   for (int h = 0; h < p->nhosts; h++)
     if ((p->hosts[h].count > 0 || p->mode != WR_MODE_GPU) && !p->hosts[h].host->local)
-      return 0;
+      remote = 1;
+  if (remote && !fresh_remote_env(o, e))
+    return 0;
   for (char **v = environ; *v; v++)
     if (!strncmp(*v, "HWLOC_", 6))
       return 0;

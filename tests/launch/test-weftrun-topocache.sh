@@ -78,9 +78,12 @@ rc=0
   { echo "FAIL: the user's hwloc_base_topo_file: exit $rc, expected 2 and one line:"; cat "$tmp/err"; fail=1; }
 
 # with a stand-in mpirun that keeps its command line and hwloc's variables: a variable
-# of hwloc's set by the user, a topology file in Open MPI's parameter files, a rank on
-# another host (whose daemon must probe its own machine), a job that names another
-# host (Open MPI may start a daemon there), and the cases that read the file
+# of hwloc's set by the user, a topology file in Open MPI's parameter files, and the
+# cases that read the file. With a rank on another host, or a job that names one (Open
+# MPI may start a daemon there), mpirun reads it only when an agent called ssh or rsh
+# (weft-vcluster's is one) starts the daemons there, with a fresh environment: not in a
+# resource manager's job, whose launcher passes mpirun's environment on, nor through
+# an agent of another name
 cat >"$tmp/mpirun" <<EOS
 #!/bin/sh
 echo "\$*" >"$tmp/args"
@@ -92,7 +95,9 @@ standin() { # NAME WANT(0|1) VAR=VALUE WEFTRUN-ARGS...
   shift 3
   rm -f "$tmp/args" "$tmp/env"
   # the stand-in starts no rank: weftrun then says so and exits 70; only what it got counts
-  env "$_var" WEFT_MPIRUN="$tmp/mpirun" timeout 60 "$weftrun" "$@" true >"$tmp/out" 2>"$tmp/err" || :
+  env -u SLURM_JOB_ID -u SLURM_JOBID -u PBS_JOBID -u PBS_ENVIRONMENT -u LSB_JOBID -u PE_HOSTFILE \
+    -u SGE_ROOT -u FLUX_URI -u OMPI_MCA_plm -u OMPI_MCA_plm_rsh_agent -u OMPI_MCA_orte_rsh_agent \
+    "$_var" WEFT_MPIRUN="$tmp/mpirun" timeout 60 "$weftrun" "$@" true >"$tmp/out" 2>"$tmp/err" || :
   if [ -f "$tmp/args" ] && grep -q -- "--host-xml" "$tmp/args"; then
     [ "$(grep -c '^HWLOC_XMLFILE=.*/topology.xml$' "$tmp/env")" = "$_want" ] &&
       [ "$(grep -c '^HWLOC_THISSYSTEM=1$' "$tmp/env")" = "$_want" ] ||
@@ -112,8 +117,19 @@ echo "# hwloc_base_topo_file = $tmp/mine.xml" >"$tmp/params.conf"
 standin "a commented-out parameter" 1 OMPI_MCA_mca_base_param_files="$tmp/params.conf" -np 2 --gpus-per-node 2
 echo "hwloc_base_topo_file=$tmp/mine.xml" >>"$tmp/params.conf"
 standin "OMPI_MCA_mca_base_param_files" 0 OMPI_MCA_mca_base_param_files="$tmp/none,$tmp/params.conf" -np 2 --gpus-per-node 2
-standin "two hosts" 0 WEFT_T=1 -H "$(hostname):1,198.18.0.99:1" --gpus-per-node 0
-standin "another host named" 0 WEFT_T=1 -np 2 -H "$(hostname):2,198.18.0.99:1"
+two="$(hostname):1,198.18.0.99:1"
+standin "two hosts" 1 WEFT_T=1 -H "$two" --gpus-per-node 0
+standin "another host named" 1 WEFT_T=1 -np 2 -H "$(hostname):2,198.18.0.99:1"
+standin "two hosts, ssh with options" 1 "OMPI_MCA_plm_rsh_agent=/usr/bin/ssh -p 2222" -H "$two"
+standin "two hosts, --mca plm rsh" 1 WEFT_T=1 --mca plm rsh -H "$two"
+standin "two hosts in a Slurm job" 0 SLURM_JOB_ID=42 -H "$two"
+standin "two hosts in a PBS job" 0 PBS_JOBID=42.server -H "$two"
+standin "two hosts, --mca plm slurm" 0 WEFT_T=1 --mca plm slurm -H "$two"
+standin "two hosts, an agent of the user's" 0 OMPI_MCA_plm_rsh_agent=/opt/site/launch -H "$two"
+standin "two hosts, weft-vcluster's rsh" 1 OMPI_MCA_plm_rsh_agent=/run/weft-vcluster/x/rsh -H "$two"
+standin "two hosts, ssh : rsh" 1 "OMPI_MCA_orte_rsh_agent=ssh : rsh" -H "$two"
+echo "plm_rsh_agent = /opt/site/launch" >"$tmp/home/.openmpi/mca-params.conf"
+standin "an agent in ~/.openmpi/mca-params.conf" 0 HOME="$tmp/home" -H "$two"
 [ $fail = 0 ] && echo "ok topology cache and mpirun's topology file"
 nothing_left || fail=1
 exit $fail
