@@ -3,11 +3,13 @@
  * weftx_env: a small ordered KEY=VALUE list that remembers where each value
  * came from (the user, -x, weft, a preset), so that --dry-run can say why a
  * rank sees what it sees. Lookups are linear: a rank's environment holds a
- * few hundred variables at most.
+ * few hundred variables at most; each key's hash is kept, so that a lookup
+ * compares strings about once (a --dry-run builds every rank's variables).
  */
 #include "weft_private.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@
 struct var {
   char *key, *value, *detail;
   weftx_env_origin origin;
+  uint32_t hash;
 };
 
 struct weftx_env {
@@ -61,10 +64,22 @@ int weftx_env_key_valid(const char *key)
   return i <= KEY_MAX;
 }
 
+/* FNV-1a */
+static uint32_t key_hash(const char *key)
+{
+  uint32_t h = 2166136261u;
+
+  for (; *key; key++)
+    h = (h ^ (unsigned char)*key) * 16777619u;
+  return h;
+}
+
 static int find(const weftx_env *e, const char *key)
 {
+  uint32_t h = key_hash(key);
+
   for (int i = 0; e && i < e->n; i++)
-    if (strcmp(e->v[i].key, key) == 0)
+    if (e->v[i].hash == h && strcmp(e->v[i].key, key) == 0)
       return i;
   return -1;
 }
@@ -104,6 +119,7 @@ static int append(weftx_env *e, const char *key, const char *value, weftx_env_or
   v = &e->v[e->n];
   memset(v, 0, sizeof(*v));
   v->key = strdup(key);
+  v->hash = key_hash(key);
   if (!v->key || var_assign(v, value, origin, detail)) {
     var_free(v);
     return WEFT_ENOMEM;
@@ -174,6 +190,12 @@ int weftx_env_unset(weftx_env *e, const char *key)
 int weftx_env_count(const weftx_env *e)
 {
   return e ? e->n : 0;
+}
+
+void weftx_env_truncate(weftx_env *e, int n)
+{
+  while (e && n >= 0 && e->n > n)
+    var_free(&e->v[--e->n]);
 }
 
 int weftx_env_entry(const weftx_env *e, int i, const char **key, const char **value,

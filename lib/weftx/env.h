@@ -59,6 +59,8 @@ const char *weftx_env_get(const weftx_env *e, const char *key);
 int weftx_env_unset(weftx_env *e, const char *key);
 /** \brief Number of variables. */
 int weftx_env_count(const weftx_env *e);
+/** \brief Keep the first \p n variables (insertion order), remove the others. */
+void weftx_env_truncate(weftx_env *e, int n);
 /** \brief Variable \p i in insertion order; any out pointer may be NULL. Strings belong to \p e.
  * \return 0, or WEFT_EINVAL when \p i is out of range. */
 int weftx_env_entry(const weftx_env *e, int i, const char **key, const char **value,

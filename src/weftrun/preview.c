@@ -20,17 +20,15 @@
 
 extern char **environ;
 
-/* The environment of rank r, as weft-rank will build it. */
+/* What every rank gets before its own variables, as weft-rank builds it: the variables
+ * weftrun forwards (its patterns and -x), then the NCCL preset's. */
 static int
-rank_env(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o, int r,
-         weftx_env **out, char *why, size_t len)
+shared_env(const wr_plan *p, const wr_inventory *inv, const wr_opts *o, weftx_env **out,
+           char *why, size_t len)
 {
-  const weftx_plan_rank *pr = &p->ranks[r];
-  const wr_plan_host *ph = &p->hosts[pr->host];
   const weftx_env *preset = wr_gcp_preset_env(inv->gcp);
-  int devices[WEFTX_SLURM_GPUS_MAX], rc;
-  weftx_rank_info ri;
   weftx_env *e;
+  int rc;
 
   if ((rc = weftx_env_create(&e)))
     return rc;
@@ -58,6 +56,21 @@ rank_env(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_
     if ((rc = weftx_env_set(e, k, v, WEFTX_ENV_PRESET, d)))
       return rc;
   }
+  return 0;
+}
+
+/* Rank r's own variables (weftx_rank_env()) after the shared ones in \p e. They only
+ * fill what is unset, so the shared entries stay as they are, and what rank r adds is
+ * the entries from the shared count on (weftx_env_truncate() takes them away). */
+static int
+rank_vars(const wr_plan *p, const wr_net *net, const wr_opts *o, int r, weftx_env *e, char *why,
+          size_t len)
+{
+  const weftx_plan_rank *pr = &p->ranks[r];
+  const wr_plan_host *ph = &p->hosts[pr->host];
+  int devices[WEFTX_SLURM_GPUS_MAX], rc;
+  weftx_rank_info ri;
+
   weftx_rank_info_init(&ri);
   ri.rank = r;
   ri.size = p->np;
@@ -79,25 +92,17 @@ rank_env(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_
   return weftx_rank_env(e, &ri, why, len);
 }
 
+/* The index of \p key among entries [from, to) of \p e, or -1. */
 static int
-same(const weftx_env *a, const weftx_env *b, const char *key)
+index_of(const weftx_env *e, int from, int to, const char *key)
 {
-  const char *x = weftx_env_get(a, key), *y = weftx_env_get(b, key);
-  return x && y && !strcmp(x, y);
-}
-
-/* Is key's value the same for every rank? Checked against rank 0's env. */
-static int
-mark_differing(const weftx_env *ref, const weftx_env *e, char *differs)
-{
-  for (int i = 0; i < weftx_env_count(ref); i++) {
+  for (int i = from; i < to; i++) {
     const char *k;
-    weftx_env_entry(ref, i, &k, NULL, NULL, NULL);
-    if (!differs[i] && !same(ref, e, k))
-      differs[i] = 1;
+    weftx_env_entry(e, i, &k, NULL, NULL, NULL);
+    if (!strcmp(k, key))
+      return i;
   }
-  /* a variable rank 0 lacks differs too: found in pass 2, kept per rank */
-  return 0;
+  return -1;
 }
 
 static char *
@@ -128,25 +133,48 @@ int
 wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
                 wr_preview *pv, char *why, size_t len)
 {
-  weftx_env *ref = NULL, *e = NULL;
+  weftx_env *e = NULL, *ref = NULL;
   char *differs = NULL;
-  int rc, n;
+  int rc, nb, n;
 
   memset(pv, 0, sizeof(*pv));
   why[0] = '\0';
   if (p->np < 1)
     return 0;
-  if ((rc = rank_env(p, inv, net, o, 0, &ref, why, len)))
+  /* the shared entries once; each rank's own after them, taken away again: rank 0's
+   * kept in ref (entry nb + j of rank 0's environment is entry j of ref) */
+  if ((rc = shared_env(p, inv, o, &e, why, len)) || (rc = weftx_env_create(&ref)))
     goto out;
-  n = weftx_env_count(ref);
+  nb = weftx_env_count(e);
+  if ((rc = rank_vars(p, net, o, 0, e, why, len)))
+    goto out;
+  n = weftx_env_count(e);
+  for (int i = nb; i < n; i++) {
+    const char *k, *v, *d;
+    weftx_env_origin og;
+    weftx_env_entry(e, i, &k, &v, &og, &d);
+    if ((rc = weftx_env_set(ref, k, v, og, d)))
+      goto out;
+  }
+  weftx_env_truncate(e, nb);
   if (!(differs = calloc((size_t)n + 1, 1)))
     goto nomem;
+  /* a variable of rank 0's own that another rank has otherwise, or lacks; one rank 0
+   * lacks differs too: found in pass 2, kept per rank */
   for (int r = 1; r < p->np; r++) {
-    if ((rc = rank_env(p, inv, net, o, r, &e, why, len)))
+    if ((rc = rank_vars(p, net, o, r, e, why, len)))
       goto out;
-    mark_differing(ref, e, differs);
-    weftx_env_destroy(e);
-    e = NULL;
+    int m = weftx_env_count(e);
+    for (int j = 0; j < n - nb; j++) {
+      const char *k, *v, *x;
+      if (differs[nb + j])
+        continue;
+      weftx_env_entry(ref, j, &k, &v, NULL, NULL);
+      int i = index_of(e, nb, m, k);
+      if (i < 0 || (weftx_env_entry(e, i, NULL, &x, NULL, NULL), strcmp(x, v)))
+        differs[nb + j] = 1;
+    }
+    weftx_env_truncate(e, nb);
   }
   /* what every rank shares, in rank 0's order */
   if (!(pv->all = calloc((size_t)n, sizeof(*pv->all))) ||
@@ -156,11 +184,13 @@ wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, co
       !(pv->forwarded = calloc((size_t)n, sizeof(*pv->forwarded))))
     goto nomem;
   for (int i = 0; i < n; i++) {
+    const weftx_env *src = i < nb ? e : ref;
+    int at = i < nb ? i : i - nb;
     const char *k, *v;
     weftx_env_origin og;
     if (differs[i])
       continue;
-    weftx_env_entry(ref, i, &k, &v, &og, NULL);
+    weftx_env_entry(src, at, &k, &v, &og, NULL);
     if (og == WEFTX_ENV_USER && !wr_gcp_overrides(inv->gcp, k)) {
       if (!(pv->forwarded[pv->nforwarded++] = strdup(k)))
         goto nomem;
@@ -174,39 +204,32 @@ wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, co
                         ? "a free port on the first host" : NULL;
     pv->origin[pv->nall] = og;
     if (!(pv->all[pv->nall] = kv_dup(k, v)) ||
-        !(pv->source[pv->nall] = source_dup(ref, i, wr_gcp_overrides(inv->gcp, k), again)) ||
+        !(pv->source[pv->nall] = source_dup(src, at, wr_gcp_overrides(inv->gcp, k), again)) ||
         (unres && !(pv->unresolved[pv->nall] = strdup(unres))))
       goto nomem;
     pv->nall++;
   }
-  /* what differs, per rank */
+  /* what differs, per rank: of its own variables, those not shared by all */
   if (!(pv->rank = calloc((size_t)p->np, sizeof(*pv->rank))) ||
       !(pv->nrank = calloc((size_t)p->np, sizeof(*pv->nrank))))
     goto nomem;
   for (int r = 0; r < p->np; r++) {
-    if ((rc = rank_env(p, inv, net, o, r, &e, why, len)))
+    if ((rc = rank_vars(p, net, o, r, e, why, len)))
       goto out;
     int m = weftx_env_count(e), k = 0;
-    if (!(pv->rank[r] = calloc((size_t)m + 1, sizeof(**pv->rank))))
+    if (!(pv->rank[r] = calloc((size_t)(m - nb) + 1, sizeof(**pv->rank))))
       goto nomem;
-    for (int i = 0; i < m; i++) {
+    for (int i = nb; i < m; i++) {
       const char *key, *v;
-      int j;
       weftx_env_entry(e, i, &key, &v, NULL, NULL);
-      for (j = 0; j < n; j++) {
-        const char *rk;
-        weftx_env_entry(ref, j, &rk, NULL, NULL, NULL);
-        if (!strcmp(rk, key))
-          break;
-      }
-      if (j < n && !differs[j])
+      int j = index_of(ref, 0, n - nb, key);
+      if (j >= 0 && !differs[nb + j])
         continue;
       if (!(pv->rank[r][k++] = kv_dup(key, v)))
         goto nomem;
       pv->nrank[r] = k;
     }
-    weftx_env_destroy(e);
-    e = NULL;
+    weftx_env_truncate(e, nb);
   }
   rc = 0;
   goto out;
