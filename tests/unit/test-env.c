@@ -77,6 +77,20 @@ static void test_list(void **state)
   assert_string_equal(envp[3], "E=");
   assert_null(envp[4]);
   free(envp);
+  /* truncate keeps the first n in order; a key taken away is found no more, and
+   * can come back */
+  weftx_env_truncate(e, 2);
+  assert_int_equal(weftx_env_count(e), 2);
+  assert_string_equal(weftx_env_get(e, "C"), "3");
+  assert_null(weftx_env_get(e, "D"));
+  assert_int_equal(weftx_env_set_default(e, "D", "again", WEFTX_ENV_WEFT, NULL), 0);
+  assert_string_equal(weftx_env_get(e, "D"), "again");
+  assert_int_equal(weftx_env_set_default(e, "A", "no", WEFTX_ENV_WEFT, NULL), 1);
+  weftx_env_truncate(e, 5);
+  assert_int_equal(weftx_env_count(e), 3);
+  weftx_env_truncate(e, 0);
+  assert_int_equal(weftx_env_count(e), 0);
+  assert_null(weftx_env_get(e, "A"));
   assert_string_equal(weftx_env_origin_name(WEFTX_ENV_WEFT), "weft");
   weftx_env_destroy(e);
 }
