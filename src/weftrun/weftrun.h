@@ -515,6 +515,8 @@ struct wr_sup {
   const wr_plan *p;
   int np;
   wr_rank *r;
+  double *host_last;            /* silence()'s scratch, one per host of the plan */
+  int *host_live, *host_quiet;
   double t0, loop_at, lost_s, hb_s, timeout_s;
   double launch_s;              /* --launch-timeout; 0: none */
   double last_hello_at;         /* the last agent's arrival; 0 before the first */
