@@ -61,7 +61,8 @@ check 81 20 "$tmp/$uniq-nosuch"
 expect "^FAIL \[program\] [^ ]*: $tmp/$uniq-nosuch is not there (not found at that path)" "the missing program"
 
 # MASTER_PORT taken by another process
-port=$((30000 + $$ % 20000))
+# below Linux's ephemeral ports (32768-60999), which outgoing connections take
+port=$((20000 + $$ % 12000))
 hold_port $port
 check 81 20 -x "MASTER_PORT=$port" "$s"
 expect "^FAIL \[net\] [^ ]*: MASTER_PORT $port is taken there, by pid $holder (python3)" "the taken port"

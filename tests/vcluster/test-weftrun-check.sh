@@ -73,7 +73,8 @@ addr2=$(on vnode2 ip -4 -o addr show eth0 | awk '{ sub(/\/.*/, "", $4); print $4
 on vnode1 ip route add blackhole "$addr2/32"
 on vnode3 ip link set eth0 mtu 1400
 on vnode1 mount -t tmpfs "$uniq" "$tmp/bin"
-port=$((30000 + $$ % 20000))
+# below Linux's ephemeral ports (32768-60999), which outgoing connections take
+port=$((20000 + $$ % 12000))
 hold_port $port vnode0
 WEFT_CHECK_INJECT="vnode2:ver.nccl=2.27.3;vnode3:clock.skew=120" check -x "MASTER_PORT=$port" "$prog"
 [ $rc -eq 81 ] || { echo "FAIL: the faulty cluster's check exited $rc, not 81"; cat "$tmp/err"; fail=1; }
