@@ -64,8 +64,7 @@ engine_of(const char *name, wr_engine *e)
   }
   if (!e->found)
     snprintf(e->path, sizeof(e->path), "%s", e->name);
-  const char *env = getenv(e->kind == WR_ENGINE_MPIRUN ? "WEFT_MPIRUN" : "WEFT_SRUN");
-  snprintf(e->call, sizeof(e->call), "%s", env && *env ? env : e->name);
+  snprintf(e->call, sizeof(e->call), "%s", wr_engine_given(e->kind));
   return 0;
 }
 

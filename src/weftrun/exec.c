@@ -111,12 +111,18 @@ wr_engine_ready(const wr_opts *o, const wr_engine *e)
   return 0;
 }
 
+const char *
+wr_engine_given(wr_engine_kind kind)
+{
+  const char *env = getenv(kind == WR_ENGINE_MPIRUN ? "WEFT_MPIRUN" : "WEFT_SRUN");
+  return env && *env ? env : kind == WR_ENGINE_MPIRUN ? "mpirun" : "srun";
+}
+
 /* mpirun: $WEFT_MPIRUN, else the first one on $PATH. */
 const char *
 wr_find_mpirun(char *buf, size_t len)
 {
-  const char *env = getenv("WEFT_MPIRUN");
-  const char *look[] = { env && *env ? env : "mpirun", NULL };
+  const char *look[] = { wr_engine_given(WR_ENGINE_MPIRUN), NULL };
   return weftx_find_exe(look, buf, len);
 }
 
@@ -124,8 +130,7 @@ wr_find_mpirun(char *buf, size_t len)
 const char *
 wr_find_srun(char *buf, size_t len)
 {
-  const char *env = getenv("WEFT_SRUN");
-  const char *look[] = { env && *env ? env : "srun", NULL };
+  const char *look[] = { wr_engine_given(WR_ENGINE_SRUN), NULL };
   return weftx_find_exe(look, buf, len);
 }
 

@@ -270,6 +270,9 @@ void wr_inventory_free(wr_inventory *inv);
  * it): --engine, or auto (mpirun; srun inside a Slurm allocation without mpirun). What
  * the engine cannot do is refused here in one line. WR_EXIT_*. */
 typedef enum wr_engine_kind { WR_ENGINE_MPIRUN = 1, WR_ENGINE_SRUN } wr_engine_kind;
+/* The engine as the user names it: $WEFT_MPIRUN ($WEFT_SRUN) as given, else the bare name
+ * (exec.c) */
+const char *wr_engine_given(wr_engine_kind kind);
 typedef struct wr_engine {
   wr_engine_kind kind;
   const char *name;             /* "mpirun" or "srun" */
