@@ -25,20 +25,21 @@
 
 static void judge_engine(wr_sup *s, double now);
 
+/* A host as silence() sees it: its agents' latest word, how many are live, the first
+ * quiet one (-1: none). */
+struct wr_sup_host {
+  double last;
+  int live, quiet;
+};
+
 wr_sup *
 wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
 {
   wr_sup *s = calloc(1, sizeof(*s));
-  size_t nh = (size_t)(p->nhosts ? p->nhosts : 1);
   if (!s || !(s->r = calloc((size_t)(p->np ? p->np : 1), sizeof(*s->r))) ||
-      !(s->host_last = calloc(nh, sizeof(*s->host_last))) ||
-      !(s->host_live = calloc(nh, sizeof(*s->host_live))) ||
-      !(s->host_quiet = calloc(nh, sizeof(*s->host_quiet)))) {
-    if (s) {
+      !(s->hosts = calloc((size_t)(p->nhosts ? p->nhosts : 1), sizeof(*s->hosts)))) {
+    if (s)
       free(s->r);
-      free(s->host_last);
-      free(s->host_live);
-    }
     free(s);
     return NULL;
   }
@@ -71,9 +72,7 @@ wr_sup_free(wr_sup *s)
     free(s->r[r].stack);
   }
   free(s->r);
-  free(s->host_last);
-  free(s->host_live);
-  free(s->host_quiet);
+  free(s->hosts);
   free(s);
 }
 
@@ -356,25 +355,22 @@ static void
 silence(wr_sup *s, double now)
 {
   int nh = s->p->nhosts;
-  for (int h = 0; h < nh; h++) {
-    s->host_last[h] = 0;
-    s->host_live[h] = 0;
-    s->host_quiet[h] = -1;
-  }
+  for (int h = 0; h < nh; h++)
+    s->hosts[h] = (struct wr_sup_host){ 0, 0, -1 };
   for (int r = 0; r < s->np; r++) {
     const wr_rank *x = &s->r[r];
-    int h = s->p->ranks[r].host;
+    struct wr_sup_host *y = &s->hosts[s->p->ranks[r].host];
     if (!live(x))
       continue;
-    s->host_live[h]++;
-    if (x->seen > s->host_last[h])
-      s->host_last[h] = x->seen;
-    if (now - x->seen > s->lost_s && s->host_quiet[h] < 0)
-      s->host_quiet[h] = r;
+    y->live++;
+    if (x->seen > y->last)
+      y->last = x->seen;
+    if (now - x->seen > s->lost_s && y->quiet < 0)
+      y->quiet = r;
   }
   for (int h = 0; h < nh && !s->end; h++) {
-    int quiet = s->host_quiet[h];
-    if (s->host_live[h] && now - s->host_last[h] > s->lost_s) {
+    int quiet = s->hosts[h].quiet;
+    if (s->hosts[h].live && now - s->hosts[h].last > s->lost_s) {
       s->lost_how = WR_LOST_SILENT;
       decide(s, WR_END_LOST, quiet, h, WR_EXIT_HOSTLOST, now);
       give_up(s, h, -1);

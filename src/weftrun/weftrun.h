@@ -518,8 +518,7 @@ struct wr_sup {
   const wr_plan *p;
   int np;
   wr_rank *r;
-  double *host_last;            /* silence()'s scratch, one per host of the plan */
-  int *host_live, *host_quiet;
+  struct wr_sup_host *hosts;    /* silence()'s scratch, one per host of the plan */
   double t0, loop_at, lost_s, hb_s, timeout_s;
   double launch_s;              /* --launch-timeout; 0: none */
   double last_hello_at;         /* the last agent's arrival; 0 before the first */
