@@ -192,6 +192,11 @@ int weftx_env_count(const weftx_env *e)
   return e ? e->n : 0;
 }
 
+int weftx_env_index(const weftx_env *e, const char *key)
+{
+  return key ? find(e, key) : -1;
+}
+
 void weftx_env_truncate(weftx_env *e, int n)
 {
   while (e && n >= 0 && e->n > n)

@@ -59,6 +59,8 @@ const char *weftx_env_get(const weftx_env *e, const char *key);
 int weftx_env_unset(weftx_env *e, const char *key);
 /** \brief Number of variables. */
 int weftx_env_count(const weftx_env *e);
+/** \brief The index of \p key in insertion order (for weftx_env_entry()), or -1. */
+int weftx_env_index(const weftx_env *e, const char *key);
 /** \brief Keep the first \p n variables (insertion order), remove the others. */
 void weftx_env_truncate(weftx_env *e, int n);
 /** \brief Variable \p i in insertion order; any out pointer may be NULL. Strings belong to \p e.

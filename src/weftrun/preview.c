@@ -92,19 +92,6 @@ rank_vars(const wr_plan *p, const wr_net *net, const wr_opts *o, int r, weftx_en
   return weftx_rank_env(e, &ri, why, len);
 }
 
-/* The index of \p key among entries [from, to) of \p e, or -1. */
-static int
-index_of(const weftx_env *e, int from, int to, const char *key)
-{
-  for (int i = from; i < to; i++) {
-    const char *k;
-    weftx_env_entry(e, i, &k, NULL, NULL, NULL);
-    if (!strcmp(k, key))
-      return i;
-  }
-  return -1;
-}
-
 static char *
 kv_dup(const char *k, const char *v)
 {
@@ -164,14 +151,13 @@ wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, co
   for (int r = 1; r < p->np; r++) {
     if ((rc = rank_vars(p, net, o, r, e, why, len)))
       goto out;
-    int m = weftx_env_count(e);
+    /* rank 0's own keys are not among the shared ones: found in e, they are rank r's */
     for (int j = 0; j < n - nb; j++) {
       const char *k, *v, *x;
       if (differs[nb + j])
         continue;
       weftx_env_entry(ref, j, &k, &v, NULL, NULL);
-      int i = index_of(e, nb, m, k);
-      if (i < 0 || (weftx_env_entry(e, i, NULL, &x, NULL, NULL), strcmp(x, v)))
+      if (!(x = weftx_env_get(e, k)) || strcmp(x, v))
         differs[nb + j] = 1;
     }
     weftx_env_truncate(e, nb);
@@ -222,7 +208,7 @@ wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, co
     for (int i = nb; i < m; i++) {
       const char *key, *v;
       weftx_env_entry(e, i, &key, &v, NULL, NULL);
-      int j = index_of(ref, 0, n - nb, key);
+      int j = weftx_env_index(ref, key);
       if (j >= 0 && !differs[nb + j])
         continue;
       if (!(pv->rank[r][k++] = kv_dup(key, v)))

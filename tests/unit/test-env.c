@@ -79,6 +79,10 @@ static void test_list(void **state)
   free(envp);
   /* truncate keeps the first n in order; a key taken away is found no more, and
    * can come back */
+  assert_int_equal(weftx_env_index(e, "C"), 1);
+  assert_int_equal(weftx_env_index(e, "B"), -1);
+  assert_int_equal(weftx_env_index(e, NULL), -1);
+  assert_int_equal(weftx_env_index(NULL, "A"), -1);
   weftx_env_truncate(e, 2);
   assert_int_equal(weftx_env_count(e), 2);
   assert_string_equal(weftx_env_get(e, "C"), "3");
