@@ -38,7 +38,8 @@ load_topology(const weft_agent_args *o, int node, int handed, weftx_topo **t, ch
               size_t len)
 {
   const char *file = weft_agent_topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
-  if (o->host_xml && (handed || (!file && !(env && *env)))) {
+  int usable = !file && !(env && *env); /* nothing names another file for this host */
+  if (o->host_xml && (handed || usable)) {
     char me[256];
     if (gethostname(me, sizeof(me)) == 0 &&
         weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM | WEFTX_TOPO_NO_DETAILS, t, NULL,
@@ -54,7 +55,7 @@ load_topology(const weft_agent_args *o, int node, int handed, weftx_topo **t, ch
         *t = NULL;
         return WEFT_EINVAL;
       }
-      if (!file && !(env && *env) && !strcmp(weftx_topo_hostname(*t), me))
+      if (usable && !strcmp(weftx_topo_hostname(*t), me))
         return 0;
       weftx_topo_destroy(*t); /* another host's (a shared $TMPDIR): probe this one */
       *t = NULL;
