@@ -92,6 +92,9 @@ static void test_list(void **state)
   assert_int_equal(weftx_env_set_default(e, "A", "no", WEFTX_ENV_WEFT, NULL), 1);
   weftx_env_truncate(e, 5);
   assert_int_equal(weftx_env_count(e), 3);
+  weftx_env_truncate(e, -1); /* garbage: nothing taken */
+  assert_int_equal(weftx_env_count(e), 3);
+  weftx_env_truncate(NULL, 0);
   weftx_env_truncate(e, 0);
   assert_int_equal(weftx_env_count(e), 0);
   assert_null(weftx_env_get(e, "A"));
