@@ -70,7 +70,10 @@ static ncclComm_t one(int blocking)
 }
 
 /* Two ranks in two processes (this one rank 0, a fork rank 1), on devices
- * d0 and d1; fn runs in both with the communicator. */
+ * d0 and d1; fn runs in both with the communicator. The fork comes before the
+ * unique id, whose bootstrap root is a thread: a fork while it holds the
+ * allocator's lock leaves the child stuck in its first malloc (seen under
+ * AddressSanitizer); the id reaches the child through a pipe. */
 static int two(int d0, int d1, const char *host1, int (*fn)(ncclComm_t c, int rank))
 {
   int fds[2], status, rc;
@@ -79,16 +82,19 @@ static int two(int d0, int d1, const char *host1, int (*fn)(ncclComm_t c, int ra
   pid_t pid;
 
   CK(pipe(fds) == 0);
-  NC(ncclGetUniqueId(&id));
   pid = fork();
   CK(pid >= 0);
   if (pid == 0) {
+    close(fds[1]);
+    CK(read(fds[0], &id, sizeof(id)) == (ssize_t)sizeof(id));
     setenv("NCCL_HOSTID", host1 ? host1 : "this-host", 1);
     CU(cudaSetDevice(d1));
     NC(ncclCommInitRank(&c, 2, id, 1));
     rc = fn(c, 1);
     _exit(rc);
   }
+  NC(ncclGetUniqueId(&id));
+  CK(write(fds[1], &id, sizeof(id)) == (ssize_t)sizeof(id));
   setenv("NCCL_HOSTID", "this-host", 1);
   CU(cudaSetDevice(d0));
   NC(ncclCommInitRank(&c, 2, id, 0));
