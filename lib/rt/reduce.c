@@ -20,6 +20,9 @@
 #include "shm.h"
 #include "half.h"
 
+#include <stdint.h>
+#include <string.h>
+
 /* Sum and product are computed in U: for integers the unsigned type of the
  * same width (wrapping is defined there), for floats the type itself. */
 #define KERNELS(T, U)                                                                          \
@@ -96,3 +99,49 @@ void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const voi
     return;
   }
 }
+
+/* Streaming copies: an output written with ordinary stores is first read
+ * into the cache (the write allocates the line), which for a buffer larger
+ * than the cache is one more pass over memory than the copy itself. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+void weft__copy_stream(void *dst, const void *src, size_t n)
+{
+  char *d = dst;
+  const char *s = src;
+  size_t head = (64 - ((uintptr_t)d & 63)) & 63;
+
+  if (n < 4 * 64) {
+    memcpy(d, s, n);
+    return;
+  }
+  memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  for (; n >= 64; n -= 64, d += 64, s += 64) {
+    __m128i x0 = _mm_loadu_si128((const __m128i *)s);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(s + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(s + 48));
+    _mm_stream_si128((__m128i *)d, x0);
+    _mm_stream_si128((__m128i *)(d + 16), x1);
+    _mm_stream_si128((__m128i *)(d + 32), x2);
+    _mm_stream_si128((__m128i *)(d + 48), x3);
+  }
+  memcpy(d, s, n);
+}
+
+void weft__stream_fence(void)
+{
+  _mm_sfence();
+}
+#else
+void weft__copy_stream(void *dst, const void *src, size_t n)
+{
+  memcpy(dst, src, n);
+}
+
+void weft__stream_fence(void)
+{
+}
+#endif

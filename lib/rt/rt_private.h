@@ -160,6 +160,12 @@ void weft__divide(void *buf, size_t count, weft_dtype dt, int n);
  * and float64 are Open MPI's (a < b ? a : b: b when either is NaN); 16-bit
  * floats follow weft's rule (dtype.c). */
 void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const void *b, size_t n);
+/* memcpy, but the bytes go to memory without passing through the cache
+ * (non-temporal stores) where the processor has them; call
+ * weft__stream_fence() before anything that tells another process or
+ * device that they are there. */
+void weft__copy_stream(void *dst, const void *src, size_t n);
+void weft__stream_fence(void);
 void weft__dtype_fini(void);
 /* The MPI user function that reduces float16 or bfloat16 with op (AVG: its
  * SUM); NULL for other types. Tests compare it with weft-bench's baseline. */

@@ -40,6 +40,7 @@ struct view {
   size_t rshift;                    /* one segment only: element x's output is at
                                      * r + (x - rshift) (reduce-scatter); else 0 */
   int inplace;                      /* each output piece is the input piece itself */
+  int stream;                       /* copies into the output bypass the cache */
 };
 
 /* Member k's slice of n elements: the first n % p members get one more. */
@@ -256,7 +257,9 @@ static void copy_pieces(const struct view *v, size_t a, size_t b, size_t es, cha
     size_t off = a - v->start[i], len = v->start[i + 1] - a;
     if (len > b - a)
       len = b - a;
-    if (out)
+    if (out && v->stream)
+      weft__copy_stream(v->r[i].p + (off - v->rshift) * es, buf, len * es);
+    else if (out)
       memcpy(v->r[i].p + (off - v->rshift) * es, buf, len * es);
     else
       memcpy(buf, v->s[i].p + off * es, len * es);
@@ -358,6 +361,10 @@ static int staged_reduce(struct weft__shm *sh, const struct view *v, size_t n, w
 {
   size_t es = weft_dtype_size(dt), per = WEFT__SHM_SLOT / es, a, m, lo, hi;
   int k, rc;
+  struct view sv = *v;
+
+  sv.stream = !v->inplace && n * es >= WEFT__SHM_STREAM;
+  v = &sv;
 
   for (a = 0; a < n; a += m) {
     m = n - a < per ? n - a : per;
@@ -376,6 +383,8 @@ static int staged_reduce(struct weft__shm *sh, const struct view *v, size_t n, w
       slice(m, sh->size, k, &lo, &hi);
       copy_pieces(v, a + lo, a + hi, es, weft__shm_slot(sh, k) + lo * es, 1);
     }
+    if (v->stream)
+      weft__stream_fence();
     if (rc != 0)
       return rc;
   }
@@ -414,6 +423,7 @@ static void plain(struct weft__shm *sh, struct view *v, size_t start[2], struct 
   v->peer_r = sh->peer_r;
   v->rshift = 0;
   v->inplace = s == r;
+  v->stream = 0;
 }
 
 /* begin, the work, end; after a failure the peers are told (shm.c). */
@@ -694,6 +704,7 @@ int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
   v.peer_s = v.peer_r = b->peer;
   v.rshift = 0;
   v.inplace = 1;
+  v.stream = 0;
   if (total * weft_dtype_size(dt) <= WEFT__SHM_SMALL)
     return small_reduce(sh, &v, total, 0, total, dt, op, fn);
   if (total * weft_dtype_size(dt) <= sh->staged)

@@ -251,6 +251,15 @@ static int rounds(weft_group *w)
             n * es, sh->seq - seq0, calls(sh, n * es), sh->staged);
     }
   }
+  /* Outputs apart from the input from WEFT__SHM_STREAM on are written
+   * around the cache: a count past it that no rank count divides. */
+  n = WEFT__SHM_STREAM / 4 + 7;
+  for (c = 0; c < 2; c++) {
+    seq0 = sh->seq;
+    checks += compare(w, 0, c ? WEFT_INT32 : WEFT_FLOAT32, c ? WEFT_MAX : WEFT_SUM, n, 0);
+    CHECK(sh->seq - seq0 == calls(sh, n * 4), "allreduce of %zu bytes took %u call numbers, not %u",
+          n * 4, sh->seq - seq0, calls(sh, n * 4));
+  }
   /* Tensors of up to 32 KB across the slots' edges: as buckets() makes them. */
   seq0 = sh->seq;
   checks += buckets(w, WEFT_FLOAT64, WEFT_SUM, 150, 4001);
