@@ -135,14 +135,17 @@ struct weft__shm {
  * with 4 ranks on 2 processors (it lost from 4 MiB before, with a 1 MiB limit
  * there). */
 #define WEFT__SHM_STAGED ((size_t)16 << 20)
-/* From this size an output apart from the input is written around the cache
- * (weft__copy_stream): its lines are not read in first. Measured out of
- * place (all-reduces through the slots) against ordinary stores, alternating in one run (medians of 20-30):
- * 1.10-1.37 times faster from 1 MiB to 16 MiB on 2 ranks, 1.08-1.22 on 3
- * and 4; in place it lost (0.87-0.92: the input's lines are in the cache
- * already). Not below 4 MiB, larger than a core's own cache (1 MiB there):
- * a smaller result may still be in the cache when the program reads it
- * next, and streaming it would send it to memory first. */
+/* From this size, an all-reduce through the slots writes an output apart
+ * from its input around the cache (weft__copy_stream), so that the output's
+ * lines are not read from memory first. Against ordinary stores, alternating
+ * in one run (medians of 20-30): 1.10-1.37 times as fast from 1 to 16 MiB on
+ * 2 ranks, 1.08-1.22 on 3 and 4. In place it lost (0.87-0.92: the input's
+ * lines are in the cache already), so it is not used there. With the
+ * program reading the whole result after each call, ordinary stores were
+ * 0.86-1.02 times as fast at 4, 8 and 16 MiB: the next read does not pay
+ * back what streaming saved. Not below 4 MiB, more than a core's own cache
+ * (1 MiB there): a smaller result may still be in the cache when the
+ * program reads it next. */
 #define WEFT__SHM_STREAM ((size_t)4 << 20)
 #define WEFT__SHM_MAXIOV 1024
 #define WEFT__SHM_MAXPIECES 512
