@@ -573,15 +573,20 @@ static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
 }
 
 /* The stream finished the latest collective: counted as finished unless
- * the communicator reported an error (comm; NULL: none to ask). */
+ * our communicator reported an error (comm; NULL: none to ask). A member's
+ * notice that it aborted since does not spoil it: the stream could not have
+ * finished without all it needed from that member (as finish() decides while
+ * it waits). The group goes at its next call. */
 static int done(weft_group *g, ncclComm_t comm, const char *fn)
 {
   struct ncgroup *ns = g->nccl;
-  int rc = usable(g, comm, fn);
+  ncclResult_t st = ncclSuccess;
 
-  if (rc == 0)
-    ns->completed = ns->queued;
-  return rc;
+  if (ns->failed || (comm && ncclCommGetAsyncError(comm, &st) == ncclSuccess &&
+                     st != ncclSuccess && st != ncclInProgress))
+    return usable(g, comm, fn);
+  ns->completed = ns->queued;
+  return 0;
 }
 
 /* After a collective: with WEFT_COLL_TIMEOUT, wait for it (bounded). The

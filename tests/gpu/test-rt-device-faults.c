@@ -17,6 +17,8 @@
  *   async-error   an asynchronous NCCL error on rank 1 (the script injects it)
  *   async-late    the same, with rank 1's notice reaching rank 0 while rank 0's
  *                 first call, done with rank 1, has not finished yet
+ *   async-held    the same, with rank 1's notice already there when rank 0's
+ *                 first call, finished, comes back to weft
  *   abort-all     rank 1 times out alone; rank 0 must abort too
  *   deadline      work queued before a collective does not count against
  *                 WEFT_COLL_TIMEOUT
@@ -346,7 +348,8 @@ static const struct {
 } scenarios[] = {
   {"cpu", cpu}, {"contexts", contexts}, {"one-visible", one_visible},
   {"split-drain", split_drain}, {"pair", pair}, {"late-root", late_root},
-  {"async-error", async_error}, {"async-late", async_error}, {"abort-all", abort_all}, {"deadline", deadline},
+  {"async-error", async_error}, {"async-late", async_error}, {"async-held", async_error},
+  {"abort-all", abort_all}, {"deadline", deadline},
   {"nonccl", nonccl},
 };
 

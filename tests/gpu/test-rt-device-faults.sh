@@ -62,6 +62,10 @@ WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2 scenario 2 async-er
 # failed its second and told rank 0, whose first call has all it needs from
 # rank 1 and must still succeed (a loaded machine does this by itself).
 WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2,late:0:1 scenario 2 async-late
+# The same race the other way round: rank 0's first call has finished, but
+# its thread comes back to weft only after rank 1's notice (a loaded machine
+# did this in CI); that call must succeed too.
+WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2,held:0:1 scenario 2 async-held
 WEFT_COLL_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=hang:1:2 scenario 2 abort-all
 WEFT_COLL_TIMEOUT=5 scenario 2 deadline
 scenario 2 nonccl "$WEFT_BUILDDIR/tests/gpu/test-rt-device-nonccl"

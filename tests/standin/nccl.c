@@ -27,6 +27,9 @@
  *   async-error:R:N R's operation N fails with an asynchronous error
  *   late:R:N        R's operation N completes a second after its exchange
  *                   with the other ranks (which are done with it by then)
+ *   held:R:N        R's call N returns to its caller only a second after
+ *                   the operation completed (a thread descheduled after it
+ *                   queued the call)
  */
 #include "nccl-standin.h"
 
@@ -76,7 +79,7 @@ static __thread size_t group_n, group_cap;
 
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 static int fault_init_absent;
-static uint64_t fault_hang_at, fault_error_at, fault_late_at, ops_count;
+static uint64_t fault_hang_at, fault_error_at, fault_late_at, fault_held_at, ops_count;
 
 static void parse_faults(void)
 {
@@ -106,6 +109,9 @@ static void parse_faults(void)
     } else if (!strcmp(kind, "late") && n > 0) {
       if (rank == me)
         fault_late_at = n;
+    } else if (!strcmp(kind, "held") && n > 0) {
+      if (rank == me)
+        fault_held_at = n;
     } else {
       goto bad;
     }
@@ -116,7 +122,7 @@ static void parse_faults(void)
   return;
 bad:
   fprintf(stderr, "weft-standin: WEFT_STANDIN_NCCL_FAULT=%s: use init-absent:RANK, "
-          "hang:RANK:N, async-error:RANK:N or late:RANK:N, separated by commas\n",
+          "hang:RANK:N, async-error:RANK:N, late:RANK:N or held:RANK:N, separated by commas\n",
           getenv("WEFT_STANDIN_NCCL_FAULT"));
   exit(2);
 }
@@ -411,7 +417,9 @@ static void op_run(void *arg)
   free(o);
 }
 
-static void launch(struct wsn_op *o, cudaStream_t stream)
+/* Queue o on stream; returns its place in the communicator's order when the
+ * held fault is on it (the caller then waits for it), else 0. */
+static uint64_t launch(struct wsn_op *o, cudaStream_t stream)
 {
   const char *fn = coll_names[o->coll];
   struct ncclComm *c = o->c;
@@ -419,6 +427,7 @@ static void launch(struct wsn_op *o, cudaStream_t stream)
   wsi_stream *s = wsi_stream_get(stream, fn);
   char sname[96];
   int nr = 0;
+  uint64_t held;
 
   if (wsi_stream_physical(s) != c->physical)
     wsi_violation("stream of another device",
@@ -440,8 +449,22 @@ static void launch(struct wsn_op *o, cudaStream_t stream)
   o->fault = ops_count == fault_hang_at ? FAULT_HANG
              : ops_count == fault_error_at ? FAULT_ERROR
              : ops_count == fault_late_at  ? FAULT_LATE : FAULT_NONE;
+  held = ops_count == fault_held_at ? o->exec : 0;
   wsi_unlock();
-  wsi_enqueue(s, fn, r, nr, op_run, o);
+  wsi_enqueue(s, fn, r, nr, op_run, o); /* o is the stream's from here */
+  return held;
+}
+
+/* The held fault: the call returns a second after its operation completed
+ * (or this rank aborted). */
+static void hold(struct ncclComm *c, const char *fn, uint64_t exec)
+{
+  wsi_lock();
+  while (c->done < exec && !c->local_abort)
+    wsi_wait();
+  wsi_unlock();
+  wsi_log("nccl fault held in %s on %s", fn, c->name);
+  sleep(1);
 }
 
 static ncclResult_t queued(struct ncclComm *c)
@@ -461,6 +484,7 @@ static ncclResult_t operation(int coll, const void *send, void *recv, size_t cou
   const char *fn = coll_names[coll];
   struct wsn_op *o;
   size_t es, n;
+  uint64_t exec;
   int reduces = coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_REDUCESCATTER;
 
   wsi_api(fn);
@@ -522,7 +546,8 @@ static ncclResult_t operation(int coll, const void *send, void *recv, size_t cou
     group_n++;
     return ncclSuccess;
   }
-  launch(o, stream);
+  if ((exec = launch(o, stream)) != 0)
+    hold(c, fn, exec);
   return queued(c);
 }
 
