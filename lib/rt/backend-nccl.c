@@ -221,16 +221,26 @@ static int told(weft_group *g)
   return 1;
 }
 
+/* The asynchronous error comm reports, or ncclSuccess (also for none to ask, a
+ * call still in progress, or a query that failed). */
+static ncclResult_t async_error(ncclComm_t comm)
+{
+  ncclResult_t st = ncclSuccess;
+
+  if (!comm || ncclCommGetAsyncError(comm, &st) != ncclSuccess || st == ncclInProgress)
+    return ncclSuccess;
+  return st;
+}
+
 /* Before a device call on g (comm: the communicator it will use, or NULL). */
 static int usable(weft_group *g, ncclComm_t comm, const char *fn)
 {
   struct ncgroup *ns = g->nccl;
-  ncclResult_t st = ncclSuccess;
+  ncclResult_t st;
 
   if (ns && !ns->failed && told(g))
     ns = g->nccl;
-  if (ns && !ns->failed && comm && ncclCommGetAsyncError(comm, &st) == ncclSuccess &&
-      st != ncclSuccess && st != ncclInProgress) {
+  if (ns && !ns->failed && (st = async_error(comm)) != ncclSuccess) {
     char why[400];
     weft__snprintf(why, sizeof(why), "NCCL reported an asynchronous error: %s (%s)",
                    ncclGetErrorString(st), ncclGetLastError(comm));
@@ -580,10 +590,8 @@ static int settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
 static int done(weft_group *g, ncclComm_t comm, const char *fn)
 {
   struct ncgroup *ns = g->nccl;
-  ncclResult_t st = ncclSuccess;
 
-  if (ns->failed || (comm && ncclCommGetAsyncError(comm, &st) == ncclSuccess &&
-                     st != ncclSuccess && st != ncclInProgress))
+  if (ns->failed || async_error(comm) != ncclSuccess)
     return usable(g, comm, fn);
   ns->completed = ns->queued;
   return 0;
@@ -622,7 +630,6 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
     return cuda_fail(g->ctx, fn, e);
   end = weftx_monotonic() + limit;
   for (;;) {
-    ncclResult_t st = ncclSuccess;
     e = cudaEventQuery(ns->done);
     if (e == cudaSuccess) /* done, but an asynchronous error still spoils it */
       return done(g, comm, fn);
@@ -643,8 +650,7 @@ static int finish(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn
       told(g);
       return usable(g, NULL, fn);
     }
-    if (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st != ncclSuccess &&
-        st != ncclInProgress)
+    if (async_error(comm) != ncclSuccess)
       return usable(g, comm, fn);
     if (weftx_monotonic() > end)
       break;
