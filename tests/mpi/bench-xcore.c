@@ -101,6 +101,12 @@ static int run(const int cpu[2])
   }
   memset(mine, 1, BYTES);
   memset(buf, 1, BYTES);
+  if (pin(cpu[0]) != 0) { /* before the fork: the other side re-pins itself */
+    perror("bench-xcore: sched_setaffinity");
+    free(mine);
+    munmap(shared, BYTES + 4096);
+    return -1;
+  }
   pid = fork();
   if (pid < 0) {
     perror("bench-xcore: fork");
@@ -114,8 +120,6 @@ static int run(const int cpu[2])
     answer(flag, copy, buf);
     _exit(0);
   }
-  if (pin(cpu[0]) != 0)
-    perror("bench-xcore: sched_setaffinity");
   t0 = now();
   for (i = 0; i < TRIPS; i++) {
     atomic_store(flag, 2 * i + 1);

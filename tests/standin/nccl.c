@@ -29,7 +29,8 @@
  *                   with the other ranks (which are done with it by then)
  *   held:R:N        R's call N returns to its caller only a second after
  *                   the operation completed (a thread descheduled after it
- *                   queued the call)
+ *                   queued the call); outside ncclGroupStart/End only: in a
+ *                   group it is ignored, ncclGroupEnd never waits
  */
 #include "nccl-standin.h"
 
