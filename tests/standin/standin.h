@@ -150,6 +150,26 @@ void wsi_event_sync(wsi_event *e);
 double wsi_event_elapsed(wsi_event *a, wsi_event *b);
 void wsi_stream_wait_event(wsi_stream *s, wsi_event *e);
 
+/* ---- CUDA graphs: stream capture and replay (stream.c) ---- */
+
+/* Work that a captured graph can replay. At each cudaGraphLaunch, make(tmpl)
+ * is called on the launching thread, in launch order, and returns the
+ * argument of that replay's run (which frees it as usual, so make copies the
+ * template and can take fresh sequence numbers then); drop(tmpl) frees the
+ * template when the graph is destroyed. */
+struct wsi_replay {
+  void *(*make)(void *tmpl);
+  void (*drop)(void *tmpl);
+};
+/* wsi_enqueue for work a graph can replay: when s is capturing
+ * (cudaStreamBeginCapture), the work becomes a node of the capture (arg is
+ * its template, run(make(arg)) at each launch, the ranges checked then) and
+ * 0 is returned; otherwise it is wsi_enqueue(s, what, r, nr, run, arg). */
+uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct wsi_range *r,
+                                int nr, wsi_fn run, void *arg, const struct wsi_replay *rp);
+/* 1 while s is capturing (cudaStreamBeginCapture to cudaStreamEndCapture). */
+int wsi_stream_capturing(const wsi_stream *s);
+
 /* The worker thread of a stream marks itself: CUDA calls from a host
  * function running there are refused. */
 int wsi_in_host_fn(void);
