@@ -200,7 +200,7 @@ static int set_gloo(weftx_env *env)
 static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen)
 {
   char cvd[WEFTX_RANK_CPUS_MAX];
-  int rc = 0, vis;
+  int rc = 0, vis, gpu;
 
   if (ri->devices)
     vis = weftx_cuda_visible_list(ri->gpu_visibility, ri->devices, ri->ndevices, ri->gpu,
@@ -224,7 +224,13 @@ static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_
   if (ri->ifname && *ri->ifname)
     rc |= set_str(env, "NCCL_SOCKET_IFNAME", ri->ifname) < 0;
   rc |= set_gloo(env) < 0;
-  rc |= set_int(env, "WEFT_GPU", ri->gpu < 0 ? -1 : ri->gpu) < 0;
+  gpu = set_int(env, "WEFT_GPU", ri->gpu < 0 ? -1 : ri->gpu);
+  rc |= gpu < 0;
+  /* WEFT_GPU_PCI says which GPU weft's WEFT_GPU is (libweft asks CUDA for it where
+   * CUDA numbers GPUs otherwise): beside a WEFT_GPU the user set it could name another
+   * GPU, so it comes only with weft's own */
+  if (gpu == 0 && ri->gpu >= 0 && ri->gpu_pci[0])
+    rc |= set_str(env, "WEFT_GPU_PCI", ri->gpu_pci) < 0;
   if (ri->cpus[0])
     rc |= set_str(env, "WEFT_CPUS", ri->cpus) < 0;
   if (ri->nic[0])

@@ -10,6 +10,7 @@
 int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t, const weftx_place *pl)
 {
   const weftx_nic *nic;
+  const weftx_gpu *gpu;
   int rc;
 
   if (!ri || !t || !pl)
@@ -19,6 +20,7 @@ int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t, const we
   ri->ncores = pl->ncores;
   ri->cpus[0] = '\0';
   ri->nic[0] = '\0';
+  ri->gpu_pci[0] = '\0';
   if (pl->cpuset) {
     rc = weftx_cpuset_format(pl->cpuset, ri->cpus, sizeof(ri->cpus));
     if (rc)
@@ -27,5 +29,10 @@ int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t, const we
   nic = pl->nic >= 0 ? weftx_topo_nic(t, pl->nic) : NULL;
   if (nic && nic->name[0])
     weft__snprintf(ri->nic, sizeof(ri->nic), "%s", nic->name);
+  /* the address names the GPU in any numbering: gpu may be renumbered later (a Slurm
+   * step's devices), the address stays */
+  gpu = pl->gpu >= 0 ? weftx_topo_gpu(t, pl->gpu) : NULL;
+  if (gpu && gpu->pci[0])
+    weft__snprintf(ri->gpu_pci, sizeof(ri->gpu_pci), "%s", gpu->pci);
   return 0;
 }

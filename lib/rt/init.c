@@ -5,7 +5,9 @@
  * every rank, local and node ranks, the device index, and the per-context
  * "last error" line. Both run under the
  * watchdog (watch.c): weft_init within WEFT_INIT_TIMEOUT. Nothing here touches
- * CUDA unless WEFT_BACKEND=nccl asks for it.
+ * CUDA unless WEFT_BACKEND=nccl asks for it, but for the driver's answer to
+ * which device is the rank's GPU where CUDA's numbering is not PCI order
+ * (device_from_env: no context, no CUDA runtime).
  */
 #include "rt_private.h"
 
@@ -13,6 +15,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,66 +56,203 @@ static int visible_count(const char *vis)
   return n;
 }
 
-/* The CUDA device of this rank. weftrun sets WEFT_GPU to the GPU's index in
- * PCI order (the topology's numbering; -1 for a rank without a GPU, a list for
- * several), while CUDA numbers only the devices it can see, in the order of
- * CUDA_VISIBLE_DEVICES: the device to use is WEFT_GPU's position in that list.
- * Without WEFT_GPU, the local rank; but where only one device is visible
- * (Slurm's --gpus-per-task=1, a wrapper that sets CUDA_VISIBLE_DEVICES to the
- * local rank) it is device 0 whatever the local rank. -1 means "no GPU",
- * which only the NCCL path checks. Nothing here asks CUDA. */
-static int device_from_env(weft_ctx *ctx)
+enum weft__vis_kind weft__vis_entry(const char *s, size_t len, long *index)
 {
-  const char *s = getenv("WEFT_GPU");
-  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-  int nvis = visible_count(vis);
-  char first[32];
-  size_t n;
-  long v;
+  char item[32];
 
-  ctx->device = nvis == 1 ? 0 : ctx->local_rank;
-  if (!s || !*s)
+  *index = -1;
+  if (len >= 4 && !strncmp(s, "GPU-", 4))
+    return WEFT__VIS_UUID;
+  if (len >= 4 && !strncmp(s, "MIG-", 4))
+    return WEFT__VIS_MIG;
+  /* digits only: weftx_parse_long would take a sign, CUDA may not */
+  if (len == 0 || len >= sizeof(item) || strspn(s, "0123456789") < len)
+    return WEFT__VIS_OTHER;
+  memcpy(item, s, len);
+  item[len] = '\0';
+  if (weftx_parse_long(item, 0, 1 << 20, index) != 0) {
+    *index = -1;
+    return WEFT__VIS_OTHER;
+  }
+  return WEFT__VIS_INDEX;
+}
+
+int weft__gpu_index_trusted(const char *vis, const char *order, char *why, size_t size)
+{
+  static const char *const kind[] = {"an index", "a GPU by UUID", "a MIG instance",
+                                     "an entry that is no index"};
+
+  if (!order || strcmp(order, "PCI_BUS_ID") != 0) {
+    if (!order)
+      weft__snprintf(why, size, "CUDA_DEVICE_ORDER is unset: CUDA's default, FASTEST_FIRST");
+    else
+      weft__snprintf(why, size, "CUDA_DEVICE_ORDER=%.60s", order);
     return 0;
-  n = strcspn(s, ",");
-  if (n >= sizeof(first))
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index", s);
-  memcpy(first, s, n);
-  first[n] = '\0';
-  if (weftx_parse_long(first, -1, 1 << 20, &v) != 0)
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
-                         s);
-  ctx->device = (int)v;
-  if (v < 0 || !nvis)
-    return 0;
-  /* Position of the GPU in CUDA_VISIBLE_DEVICES; entries that are not plain
-   * indexes (UUIDs, MIG names) cannot be matched: one such entry is the
-   * device (0), several leave WEFT_GPU as it is. */
-  for (int pos = 0; *vis; pos++) {
+  }
+  while (vis && *vis) {
     size_t len = strcspn(vis, ",");
-    char item[32];
-    long idx = -1;
-    if (len < sizeof(item)) {
-      memcpy(item, vis, len);
-      item[len] = '\0';
-      if (weftx_parse_long(item, 0, 1 << 20, &idx) != 0)
-        idx = -1;
-    }
-    if (idx < 0) {
-      if (nvis == 1)
-        ctx->device = 0;
-      return 0;
-    }
-    if (idx == v) {
-      ctx->device = pos;
+    long idx;
+    enum weft__vis_kind k = weft__vis_entry(vis, len, &idx);
+    if (k != WEFT__VIS_INDEX) {
+      weft__snprintf(why, size, "CUDA_VISIBLE_DEVICES names %s: %.*s", kind[k],
+                     (int)(len < 60 ? len : 60), vis);
       return 0;
     }
     vis += len;
     if (*vis == ',')
       vis++;
   }
-  return weft__rt_fail(ctx, WEFT_EINVAL,
-                       "WEFT_GPU=%s is not among CUDA_VISIBLE_DEVICES=%s; leave one of them to "
-                       "weftrun", s, getenv("CUDA_VISIBLE_DEVICES"));
+  return 1;
+}
+
+int weft__gpu_ordinal(long v, const char *vis)
+{
+  if (!vis || !*vis)
+    return (int)v;
+  for (int pos = 0; *vis; pos++) {
+    size_t len = strcspn(vis, ",");
+    long idx;
+    if (weft__vis_entry(vis, len, &idx) == WEFT__VIS_INDEX && idx == v)
+      return pos;
+    vis += len;
+    if (*vis == ',')
+      vis++;
+  }
+  return -1;
+}
+
+static int hexfield(const char **s, const char *end, int maxdigits, unsigned long max,
+                    unsigned long *out)
+{
+  const char *p = *s;
+  unsigned long v = 0;
+
+  while (p < end && p - *s < maxdigits && *p && strchr("0123456789abcdefABCDEF", *p)) {
+    v = v * 16 + (unsigned long)(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
+    p++;
+  }
+  if (p == *s || v > max)
+    return -1;
+  *s = p;
+  *out = v;
+  return 0;
+}
+
+int weft__pci_parse(const char *s, size_t len, uint64_t *key)
+{
+  const char *end = s + len;
+  unsigned long dom, bus, dev, fn;
+
+  if (hexfield(&s, end, 8, 0xffffffffUL, &dom) || s >= end || *s++ != ':' ||
+      hexfield(&s, end, 2, 0xff, &bus) || s >= end || *s++ != ':' ||
+      hexfield(&s, end, 2, 0x1f, &dev) || s >= end || *s++ != '.' ||
+      hexfield(&s, end, 1, 7, &fn) || s != end)
+    return -1;
+  *key = (uint64_t)dom << 16 | (uint64_t)bus << 8 | (uint64_t)dev << 3 | (uint64_t)fn;
+  return 0;
+}
+
+/* The first entry of a list ("a,b": "a") into buf; -1 when it does not fit. */
+static int first_of(const char *s, char *buf, size_t size)
+{
+  size_t n = strcspn(s, ",");
+
+  if (n >= size)
+    return -1;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  return 0;
+}
+
+/* The CUDA device of this rank. weftrun sets WEFT_GPU to the GPU's index in
+ * PCI order (the topology's numbering; -1 for a rank without a GPU; a list
+ * would be for several, of which the first is the rank's), and WEFT_GPU_PCI
+ * to that GPU's PCI address, while CUDA numbers only the devices it can see,
+ * in the order of CUDA_VISIBLE_DEVICES, whose indexes count in the order of
+ * CUDA_DEVICE_ORDER. Where that order is PCI_BUS_ID and the list holds
+ * indexes only (weftrun's own, or a user's of indexes), the device is
+ * WEFT_GPU's place in the list, and nothing asks CUDA. Otherwise (UUIDs or
+ * MIG instances in the list, or CUDA's default order, FASTEST_FIRST, which
+ * need not follow PCI order) the index says nothing about CUDA's numbering:
+ * the driver is asked which device sits at WEFT_GPU_PCI
+ * (cuDeviceGetByPCIBusId, no context, not the CUDA runtime); a GPU CUDA
+ * cannot see, or an index without its address (WEFT_GPU set by hand), fails
+ * weft_init, because any device taken then could be another GPU. Where there
+ * is no usable driver the rank has no device CUDA could use at all: -1, and
+ * device calls fail on the driver. Without WEFT_GPU, the local rank; but
+ * where only one device is visible (Slurm's --gpus-per-task=1, a wrapper that
+ * sets CUDA_VISIBLE_DEVICES to the local rank) it is device 0 whatever the
+ * local rank (*by_local: 1 for the local rank, not known yet). -1 means "no
+ * GPU", which only the NCCL path checks. Runs before the ranks compare their
+ * settings, so that a rank that fails here fails them all. */
+static int device_from_env(weft_ctx *ctx, int *by_local)
+{
+  const char *s = getenv("WEFT_GPU"), *pci = getenv("WEFT_GPU_PCI");
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES"), *order = getenv("CUDA_DEVICE_ORDER");
+  char first[32], bus[32], why[160], seen[512];
+  uint64_t key;
+  long v;
+  int ordinal, found;
+
+  ctx->device = 0;
+  *by_local = 0;
+  if (!s || !*s) {
+    *by_local = visible_count(vis) != 1; /* known after find_hosts */
+    return 0;
+  }
+  if (first_of(s, first, sizeof(first)) != 0)
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%.100s is not a device index", s);
+  if (weftx_parse_long(first, -1, 1 << 20, &v) != 0)
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
+                         s);
+  ctx->device = (int)v;
+  if (v < 0)
+    return 0;
+  if (pci && !*pci)
+    pci = NULL;
+  if (pci && (first_of(pci, bus, sizeof(bus)) != 0 || weft__pci_parse(bus, strlen(bus), &key)))
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU_PCI=%.100s is not a PCI address "
+                         "(DOMAIN:BUS:DEVICE.FUNCTION, as 0000:04:00.0); unset it, or let "
+                         "weftrun set it", pci);
+  if (weft__gpu_index_trusted(vis, order, why, sizeof(why))) {
+    ordinal = weft__gpu_ordinal(v, vis);
+    if (ordinal < 0)
+      return weft__rt_fail(ctx, WEFT_EINVAL,
+                           "WEFT_GPU=%s is not among CUDA_VISIBLE_DEVICES=%s; leave one of them "
+                           "to weftrun", s, vis);
+    ctx->device = ordinal;
+    return 0;
+  }
+  if (!pci)
+    return weft__rt_fail(ctx, WEFT_EINVAL,
+                         "WEFT_GPU=%s is a GPU's index in PCI order, but CUDA may number the "
+                         "GPUs otherwise here (%s), and without WEFT_GPU_PCI, the GPU's PCI "
+                         "address, which device it is cannot be known; set WEFT_GPU_PCI (as "
+                         "0000:04:00.0), or CUDA_DEVICE_ORDER=PCI_BUS_ID with indexes in "
+                         "CUDA_VISIBLE_DEVICES, or launch with weftrun", s, why);
+  found = weft__cuda_ordinal_of_pci(bus, &ordinal, seen, sizeof(seen));
+  switch (found) {
+  case WEFT__BUS_FOUND:
+    WEFT__LOG(RT, "rank %d: WEFT_GPU=%s is %s, CUDA device %d (asked of the driver, as %s)",
+              ctx->rank, s, bus, ordinal, why);
+    ctx->device = ordinal;
+    return 0;
+  case WEFT__BUS_NODRIVER:
+    WEFT__LOG(RT, "rank %d: WEFT_GPU=%s (%s) not looked up (%s): %s; no device", ctx->rank, s,
+              bus, why, seen);
+    ctx->device = -1;
+    return 0;
+  case WEFT__BUS_UNSEEN:
+    return weft__rt_fail(ctx, WEFT_ENOGPU,
+                         "this rank's GPU %s at %s (WEFT_GPU, WEFT_GPU_PCI) is not one CUDA sees "
+                         "with CUDA_VISIBLE_DEVICES=%.200s CUDA_DEVICE_ORDER=%.40s (%s); list it "
+                         "in CUDA_VISIBLE_DEVICES, or give that list as indexes (weftrun places "
+                         "ranks on those only) and leave CUDA_DEVICE_ORDER to weftrun", first,
+                         bus, vis ? vis : "(unset)", order ? order : "(unset)", seen);
+  default:
+    return weft__rt_fail(ctx, WEFT_ECUDA, "cannot tell which CUDA device is this rank's GPU %s "
+                         "at %s (WEFT_GPU, WEFT_GPU_PCI): %s", first, bus, seen);
+  }
 }
 
 /* Local rank/size and host index of every rank. WEFT_RANKS_PER_NODE=K (for
@@ -160,7 +300,7 @@ int weft_init(int *argc, char ***argv, weft_ctx **out)
 {
   weft_ctx *ctx;
   MPI_Comm world = MPI_COMM_NULL;
-  int inited = 0, rc;
+  int inited = 0, rc, by_local = 0;
 
   if (!out)
     return WEFT_EINVAL;
@@ -190,14 +330,19 @@ int weft_init(int *argc, char ***argv, weft_ctx **out)
   }
   /* Errors come back as codes, so that we can name them and clean up. */
   MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
-  /* Every rank reads its settings, then all check that they read the same:
-   * a rank that could not, or values that differ, fail weft_init everywhere. */
+  /* Every rank reads its settings and finds its device, then all check that
+   * they read the same: a rank that could not (its line says why), or values
+   * that differ, fail weft_init everywhere, instead of leaving the others to
+   * wait for it in the collectives below. */
   rc = weft__settings_read(ctx);
+  if (rc == 0)
+    rc = device_from_env(ctx, &by_local);
   if (ctx->init_timeout == 0) /* off: NCCL's start is not bounded either */
     ctx->init_timeout = 1e9;
-  if ((rc = weft__settings_agree(ctx, world, rc)) != 0 || (rc = find_hosts(ctx, world)) != 0 ||
-      (rc = device_from_env(ctx)) != 0)
+  if ((rc = weft__settings_agree(ctx, world, rc)) != 0 || (rc = find_hosts(ctx, world)) != 0)
     goto fail;
+  if (by_local)
+    ctx->device = ctx->local_rank;
   if ((rc = weft__group_new(ctx, world, "world", &ctx->world)) != 0)
     goto fail;
   world = MPI_COMM_NULL;

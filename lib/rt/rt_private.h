@@ -232,6 +232,41 @@ int weft__device_of(const void *p);
 /* 1 when p is device memory. */
 int weft__is_device_ptr(weft_ctx *ctx, const void *p);
 
+/* What weft__cuda_ordinal_of_pci() found. */
+enum weft__bus_found {
+  WEFT__BUS_FOUND = 0, /* *ordinal is the device */
+  WEFT__BUS_NODRIVER,  /* no usable driver (why: as weft__cuda_driver's reason) */
+  WEFT__BUS_UNSEEN,    /* CUDA sees no device there (why: the devices it sees) */
+  WEFT__BUS_ERROR      /* a driver call failed, or CUDA sees several devices there */
+};
+/* The CUDA ordinal of the device at PCI address pci ("0000:04:00.0"), asked of the
+ * driver: cuDeviceGetByPCIBusId, which honours CUDA_VISIBLE_DEVICES and
+ * CUDA_DEVICE_ORDER as the runtime does and makes no context. */
+int weft__cuda_ordinal_of_pci(const char *pci, int *ordinal, char *why, size_t size);
+
+/* ---- the rank's device (init.c): the pure parts, for unit tests ---- */
+/* What an entry of CUDA_VISIBLE_DEVICES is. */
+enum weft__vis_kind {
+  WEFT__VIS_INDEX, /* a plain decimal index: "3" */
+  WEFT__VIS_UUID,  /* a GPU's UUID, or the start of one: "GPU-8932f937-..." */
+  WEFT__VIS_MIG,   /* a MIG instance: "MIG-..." */
+  WEFT__VIS_OTHER  /* anything else ("-1", "", " 3"): where CUDA ends the list */
+};
+/* The kind of the len bytes at s; *index gets an index's value, else -1. */
+enum weft__vis_kind weft__vis_entry(const char *s, size_t len, long *index);
+/* 1 when WEFT_GPU, an index in PCI order, becomes the CUDA ordinal by its place in
+ * CUDA_VISIBLE_DEVICES (vis; NULL when unset) without asking CUDA: CUDA_DEVICE_ORDER
+ * (order; NULL when unset) is PCI_BUS_ID and every entry of vis a plain index. Else 0,
+ * and why says what stands in the way ("CUDA_DEVICE_ORDER=FASTEST_FIRST"), for a line. */
+int weft__gpu_index_trusted(const char *vis, const char *order, char *why, size_t size);
+/* Where the index is trusted: the ordinal of GPU v, its place in vis (v itself where
+ * vis is unset or empty); -1 when vis does not list it. */
+int weft__gpu_ordinal(long v, const char *vis);
+/* Parse the PCI address of len bytes at s, DOMAIN:BUS:DEVICE.FUNCTION in hexadecimal
+ * of either case, as hwloc and CUDA write it ("0000:04:00.0", "00000000:3B:00.0"):
+ * *key is the same for the same function. 0, or -1 when it is not one. */
+int weft__pci_parse(const char *s, size_t len, uint64_t *key);
+
 /* ---- NCCL (backend-nccl.c, or backend-nccl-none.c) ---- */
 /* Check that NCCL can be used here (driver, CUDA, NCCL, a GPU for this
  * rank); 0 or WEFT_E*. Loads the CUDA runtime and NCCL the first time. */

@@ -64,6 +64,7 @@ static const struct setting table[] = {
    "which ranks share a host (tests)"},
   /* Settings that may differ between ranks. */
   {"WEFT_GPU", K_ELSEWHERE, 0, NULL, 0, 0, 0, "each rank's own GPU (init.c)"},
+  {"WEFT_GPU_PCI", K_ELSEWHERE, 0, NULL, 0, 0, 0, "each rank's own GPU's address (init.c)"},
   {"WEFT_BUCKET_COPY", K_ELSEWHERE, 0, NULL, 0, 0, 0,
    "how a rank copies into its own bucket (backend-nccl.c)"},
   {"WEFT_COLL_WATCHDOG", K_ELSEWHERE, 0, NULL, 0, 0, 0,

@@ -136,11 +136,13 @@ typedef struct weftx_rank_info {
   int ncores;                 /* cores bound: OMP_NUM_THREADS; 0: not set */
   char cpus[WEFTX_RANK_CPUS_MAX]; /* WEFT_CPUS "0-12,26"; "": not set */
   char nic[32];               /* WEFT_NIC "enp6s0"; "": the rank has no NIC */
+  char gpu_pci[32];           /* WEFT_GPU_PCI "0000:04:00.0": the topology's PCI address of
+                               * the rank's GPU (whatever numbering gpu is in); "": none */
 } weftx_rank_info;
 
 /** \brief Zero \p ri, with gpu -1 and visibility all. */
 void weftx_rank_info_init(weftx_rank_info *ri);
-/** \brief Fill ngpus, gpu, ncores, cpus, nic of \p ri from a placement on \p t.
+/** \brief Fill ngpus, gpu, gpu_pci, ncores, cpus, nic of \p ri from a placement on \p t.
  * \return 0, or WEFT_ERANGE when the cpuset does not fit WEFTX_RANK_CPUS_MAX. */
 int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t,
                                          const weftx_place *pl);
@@ -171,8 +173,10 @@ int weftx_cuda_visible_list(weftx_gpu_visibility mode, const int *ids, int n, in
  * ri->devices),
  * OMP_NUM_THREADS, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME (PyTorch's gloo: the value
  * NCCL_SOCKET_IFNAME ends up with, whoever set it, less NCCL's leading '='; not for an
- * exclusion list "^..."), WEFT_GPU (index or -1), WEFT_CPUS, WEFT_NIC (when the rank
- * has one), WEFT_LOCAL_RANK, WEFT_LOCAL_SIZE, WEFT_NODE_RANK, WEFT_NNODES.
+ * exclusion list "^..."), WEFT_GPU (index or -1), WEFT_GPU_PCI (ri->gpu_pci, when the
+ * rank has a GPU and WEFT_GPU is weft's own: beside a WEFT_GPU the user set it could name
+ * another GPU), WEFT_CPUS, WEFT_NIC (when the rank has one), WEFT_LOCAL_RANK,
+ * WEFT_LOCAL_SIZE, WEFT_NODE_RANK, WEFT_NNODES.
  * All with origin WEFTX_ENV_WEFT.
  * \return 0; WEFT_EINVAL (inconsistent ranks/sizes) with a reason; WEFT_ENOMEM. */
 int weftx_rank_env(weftx_env *env, const weftx_rank_info *ri, char *why, size_t whylen);

@@ -242,6 +242,7 @@ static weftx_rank_info sample_info(void)
   ri.ncores = 13;
   snprintf(ri.cpus, sizeof(ri.cpus), "%s", "52-64");
   snprintf(ri.nic, sizeof(ri.nic), "%s", "enp6s0");
+  snprintf(ri.gpu_pci, sizeof(ri.gpu_pci), "%s", "0000:8a:00.0");
   return ri;
 }
 
@@ -253,7 +254,7 @@ static void test_rank_env(void **state)
     { "MASTER_ADDR", "10.0.0.2" }, { "MASTER_PORT", "29500" },
     { "CUDA_DEVICE_ORDER", "PCI_BUS_ID" }, { "CUDA_VISIBLE_DEVICES", "0,1,2,5,3,4,6,7" },
     { "OMP_NUM_THREADS", "13" }, { "NCCL_SOCKET_IFNAME", "ens4" },
-    { "GLOO_SOCKET_IFNAME", "ens4" }, { "WEFT_GPU", "5" },
+    { "GLOO_SOCKET_IFNAME", "ens4" }, { "WEFT_GPU", "5" }, { "WEFT_GPU_PCI", "0000:8a:00.0" },
     { "WEFT_CPUS", "52-64" }, { "WEFT_NIC", "enp6s0" }, { "WEFT_LOCAL_RANK", "3" },
     { "WEFT_LOCAL_SIZE", "8" }, { "WEFT_NODE_RANK", "1" }, { "WEFT_NNODES", "2" },
   };
@@ -277,6 +278,7 @@ static void test_rank_env(void **state)
   assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
   assert_string_equal(weftx_env_get(e, "RANK"), "0");
   assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "-1");
+  assert_null(weftx_env_get(e, "WEFT_GPU_PCI"));
   assert_null(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"));
   assert_string_equal(weftx_env_get(e, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   assert_null(weftx_env_get(e, "MASTER_ADDR"));
@@ -299,6 +301,8 @@ static void test_rank_env(void **state)
     assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
     assert_string_equal(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"), "3,4");
     assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "4");
+    /* the address is the GPU's, whatever numbering WEFT_GPU is in */
+    assert_string_equal(weftx_env_get(e, "WEFT_GPU_PCI"), "0000:8a:00.0");
     weftx_env_destroy(e);
     ri.gpu = 5;
     e = new_env();
@@ -350,9 +354,13 @@ static void test_rank_info_set_place(void **state)
   assert_string_equal(ri.cpus, cpus);
   if (pl.nic >= 0)
     assert_string_equal(ri.nic, weftx_topo_nic(t, 0)->name);
+  assert_string_equal(ri.gpu_pci, g->pci);
+  assert_int_equal(strlen(ri.gpu_pci), 12); /* "0000:8a:00.0" */
   pl.nic = -1;
+  pl.gpu = -1;
   assert_int_equal(weftx_rank_info_set_place(&ri, t, &pl), 0);
   assert_string_equal(ri.nic, "");
+  assert_string_equal(ri.gpu_pci, "");
   hwloc_bitmap_free(pl.cpuset);
   weftx_topo_destroy(t);
 }
@@ -381,7 +389,29 @@ static void test_rank_env_precedence(void **state)
   assert_origin(e, "RANK", WEFTX_ENV_XARG);
   assert_string_equal(weftx_env_get(e, "MASTER_ADDR"), "10.0.0.2");
   assert_origin(e, "MASTER_ADDR", WEFTX_ENV_WEFT);
+  assert_string_equal(weftx_env_get(e, "WEFT_GPU_PCI"), "0000:8a:00.0");
+  assert_origin(e, "WEFT_GPU_PCI", WEFTX_ENV_WEFT);
   weftx_env_destroy(e);
+
+  /* WEFT_GPU_PCI only beside weft's own WEFT_GPU: a WEFT_GPU of the user's may be another
+   * GPU than the placement's, whose address would then contradict it */
+  {
+    char *gpu[] = { "WEFT_GPU=2", NULL }, *pci[] = { "WEFT_GPU_PCI=0000:04:00.0", NULL };
+    e = new_env();
+    assert_int_equal(weftx_env_import(e, gpu, WEFTX_ENV_USER), 0);
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+    assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "2");
+    assert_null(weftx_env_get(e, "WEFT_GPU_PCI"));
+    weftx_env_destroy(e);
+    /* and the user's WEFT_GPU_PCI is never overwritten */
+    e = new_env();
+    assert_int_equal(weftx_env_add_x(e, pci[0], pci, why, sizeof(why)), 0);
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
+    assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "5");
+    assert_string_equal(weftx_env_get(e, "WEFT_GPU_PCI"), "0000:04:00.0");
+    assert_origin(e, "WEFT_GPU_PCI", WEFTX_ENV_XARG);
+    weftx_env_destroy(e);
+  }
 }
 
 /* GLOO_SOCKET_IFNAME: the user's own value wins; otherwise NCCL's interfaces (from the

@@ -6,7 +6,9 @@
  * nearest even, subnormals, NaN and infinities), element sizes and names,
  * the reduction kernels of the host shared-memory collectives, the WEFT_*
  * settings: how they are read, the comparison of the ranks' records and the
- * line that names a difference.
+ * line that names a difference; how weft_init reads CUDA_VISIBLE_DEVICES,
+ * decides whether WEFT_GPU can be trusted as CUDA's numbering, and parses
+ * PCI addresses (init.c).
  */
 #include "rt_private.h"
 #include "shm.h"
@@ -526,6 +528,121 @@ static void test_settings_line(void **state)
   assert_int_equal(strlen(line), 39);
 }
 
+/* CUDA_VISIBLE_DEVICES entries as CUDA reads them: indexes, UUIDs (or their
+ * start), MIG instances, and what ends CUDA's list. */
+static void test_vis_entry(void **state)
+{
+  static const struct {
+    const char *s;
+    enum weft__vis_kind kind;
+    long index;
+  } cases[] = {
+    {"0", WEFT__VIS_INDEX, 0},
+    {"7", WEFT__VIS_INDEX, 7},
+    {"12", WEFT__VIS_INDEX, 12},
+    {"GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", WEFT__VIS_UUID, -1},
+    {"GPU-8932f937", WEFT__VIS_UUID, -1},
+    {"MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0", WEFT__VIS_MIG, -1},
+    {"MIG-c6e9f2ad-3b1b-5e0b-9f0e-1b2c3d4e5f60", WEFT__VIS_MIG, -1},
+    {"-1", WEFT__VIS_OTHER, -1},
+    {"+1", WEFT__VIS_OTHER, -1},
+    {" 1", WEFT__VIS_OTHER, -1},
+    {"1a", WEFT__VIS_OTHER, -1},
+    {"", WEFT__VIS_OTHER, -1},
+    {"gpu-1", WEFT__VIS_OTHER, -1},
+    {"99999999999999999999", WEFT__VIS_OTHER, -1},
+  };
+  (void)state;
+
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    long idx = 42;
+    enum weft__vis_kind k = weft__vis_entry(cases[i].s, strlen(cases[i].s), &idx);
+    if (k != cases[i].kind || idx != cases[i].index)
+      fail_msg("'%s': kind %d index %ld, want %d %ld", cases[i].s, (int)k, idx,
+               (int)cases[i].kind, cases[i].index);
+  }
+  /* an entry is its len bytes, not the rest of the list */
+  {
+    long idx;
+    assert_int_equal(weft__vis_entry("3,GPU-1", 1, &idx), WEFT__VIS_INDEX);
+    assert_int_equal(idx, 3);
+  }
+}
+
+/* When WEFT_GPU (PCI order) is CUDA's numbering once looked up in the list,
+ * and what stands in the way otherwise. */
+static void test_gpu_index_trusted(void **state)
+{
+  static const struct {
+    const char *vis, *order;
+    int trusted;
+    const char *says;
+  } cases[] = {
+    {NULL, "PCI_BUS_ID", 1, ""},
+    {"", "PCI_BUS_ID", 1, ""},
+    {"0,1,2,3", "PCI_BUS_ID", 1, ""},
+    {"5", "PCI_BUS_ID", 1, ""},
+    {NULL, NULL, 0, "CUDA_DEVICE_ORDER is unset: CUDA's default, FASTEST_FIRST"},
+    {"0,1", NULL, 0, "CUDA_DEVICE_ORDER is unset"},
+    {NULL, "FASTEST_FIRST", 0, "CUDA_DEVICE_ORDER=FASTEST_FIRST"},
+    {NULL, "pci_bus_id", 0, "CUDA_DEVICE_ORDER=pci_bus_id"},
+    {"GPU-8932f937-d72c", "PCI_BUS_ID", 0,
+     "CUDA_VISIBLE_DEVICES names a GPU by UUID: GPU-8932f937-d72c"},
+    {"0,MIG-1234", "PCI_BUS_ID", 0, "names a MIG instance: MIG-1234"},
+    {"0,-1,2", "PCI_BUS_ID", 0, "names an entry that is no index: -1"},
+    {"0,,1", "PCI_BUS_ID", 0, "names an entry that is no index: "},
+  };
+  char why[160];
+  (void)state;
+
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    why[0] = '\0';
+    int t = weft__gpu_index_trusted(cases[i].vis, cases[i].order, why, sizeof(why));
+    if (t != cases[i].trusted || !strstr(why, cases[i].says))
+      fail_msg("vis %s order %s: trusted %d (%s), want %d (%s)",
+               cases[i].vis ? cases[i].vis : "unset", cases[i].order ? cases[i].order : "unset",
+               t, why, cases[i].trusted, cases[i].says);
+  }
+}
+
+static void test_gpu_ordinal(void **state)
+{
+  (void)state;
+  assert_int_equal(weft__gpu_ordinal(3, NULL), 3);
+  assert_int_equal(weft__gpu_ordinal(3, ""), 3);
+  assert_int_equal(weft__gpu_ordinal(3, "0,1,2,3"), 3);
+  assert_int_equal(weft__gpu_ordinal(5, "5,0,1,2,3,4,6,7"), 0);
+  assert_int_equal(weft__gpu_ordinal(4, "3,4"), 1);
+  assert_int_equal(weft__gpu_ordinal(6, "3,4"), -1);
+  assert_int_equal(weft__gpu_ordinal(1, "11,1"), 1); /* whole entries, not digits */
+}
+
+static void test_pci_parse(void **state)
+{
+  uint64_t a, b;
+  (void)state;
+
+  assert_int_equal(weft__pci_parse("0000:04:00.0", 12, &a), 0);
+  assert_int_equal(weft__pci_parse("00000000:04:00.0", 16, &b), 0); /* nvidia-smi's */
+  assert_true(a == b);
+  assert_int_equal(weft__pci_parse("0000:3b:00.0", 12, &a), 0);
+  assert_int_equal(weft__pci_parse("0000:3B:00.0", 12, &b), 0); /* CUDA's upper case */
+  assert_true(a == b);
+  assert_int_equal(weft__pci_parse("0000:3b:00.1", 12, &b), 0);
+  assert_true(a != b);
+  assert_int_equal(weft__pci_parse("0001:3b:00.0", 12, &b), 0);
+  assert_true(a != b);
+  assert_int_equal(weft__pci_parse("0000:00:1f.7", 12, &b), 0);
+  assert_int_equal(weft__pci_parse("0000:04:00.0,0000:05:00.0", 12, &b), 0); /* len bytes */
+  static const char *const bad[] = {
+    "", "04:00.0", "0000:04:00", "0000:04:00.8", "0000:04:20.0", "0000:104:00.0",
+    "0000:04:00.0x", "000000000:04:00.0", "0000-04:00.0", "zzzz:04:00.0", "0000::00.0",
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    if (weft__pci_parse(bad[i], strlen(bad[i]), &a) == 0)
+      fail_msg("'%s' taken for a PCI address", bad[i]);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -535,7 +652,9 @@ int main(void)
     cmocka_unit_test(test_bf16),        cmocka_unit_test(test_dtypes),
     cmocka_unit_test(test_divide),      cmocka_unit_test(test_reduce_kernels),
     cmocka_unit_test(test_reduce_rules), cmocka_unit_test(test_settings_agree),
-    cmocka_unit_test(test_settings_line),
+    cmocka_unit_test(test_settings_line), cmocka_unit_test(test_vis_entry),
+    cmocka_unit_test(test_gpu_index_trusted), cmocka_unit_test(test_gpu_ordinal),
+    cmocka_unit_test(test_pci_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
