@@ -9,13 +9,18 @@
 #
 # - builds weft in _build-gpu; configure must find CUDA and NCCL (it stops
 #   otherwise), and its summary goes to DIR/configure.txt for run.sh to check;
-# - copies the programs run.sh runs into DIR/bin (they link weft statically and
-#   need only libmpi, libcudart and libnccl at run time);
-# - downloads the runtime packages of Open MPI, PMIx, libevent and hwloc
-#   (apt-get download, so `apt-get update` must have run) and unpacks them
-#   (dpkg -x) into DIR/root, without what mpirun does not use (documentation,
-#   Fortran, Java, OpenSHMEM, and the components whose libraries are not
-#   there: InfiniBand, UCX, libfabric).
+# - copies the programs run.sh runs into DIR/bin: the test programs and
+#   weft-bench (they link weft statically and need only libmpi, libcudart and
+#   libnccl at run time), and the launcher, weftrun, weft-rank and weft-topo
+#   (they need only libhwloc; NVML and libcurl are opened at run time when there);
+# - downloads the runtime packages of Open MPI, PMIx, libevent and hwloc, with
+#   hwloc's plugins (apt-get download, so `apt-get update` must have run) and
+#   unpacks them (dpkg -x) into DIR/root, without what mpirun and weftrun do not
+#   use (documentation, Fortran, Java, OpenSHMEM, and the components whose
+#   libraries are not there: InfiniBand, UCX, libfabric; of hwloc's plugins
+#   only hwloc_pci stays, with libpciaccess: Debian's has none that reads
+#   NVML or CUDA, and gl, opencl and xml_libxml need X11, OpenCL and libxml2;
+#   run.sh points HWLOC_PLUGINS_PATH at the carried folder).
 #
 # DIR is ignored by git: carry it beside the repository (the device tool's
 # carry list: ".gpu-carry"); both must stay under 64 MiB together, which the
@@ -27,7 +32,7 @@ build=$top/_build-gpu
 cuda=${CUDA_DIR:-/usr/local/cuda}
 multi=x86_64-linux-gnu
 pkgs="openmpi-bin libopenmpi3 openmpi-common libpmix2 libevent-core-2.1-7 libevent-pthreads-2.1-7
-      libhwloc15 libmunge2 libudev1"
+      libhwloc15 libhwloc-plugins libpciaccess0 libmunge2 libudev1"
 # Libraries every Linux with glibc has (not carried).
 base='^(libc|libm|libdl|libpthread|librt|libz|libstdc\+\+|libgcc_s|ld-linux-x86-64|libutil|libcrypt)\.so'
 
@@ -48,11 +53,12 @@ say "make in $build"
 make -s -C "$build" -j"$(nproc)" >/dev/null
 make -s -C "$build/lib/rt" libweft-rt-nonccl.la >/dev/null
 make -s -C "$build/tests/gpu" test-rt-gpu test-rt-device-faults bench-bucket-pack >/dev/null
+progs="tests/gpu/test-rt-gpu tests/gpu/test-rt-device-faults tests/gpu/bench-bucket-pack
+       src/weft-bench/weft-bench src/weftrun/weftrun src/weft-rank/weft-rank src/weft-topo/weft-topo"
 
 rm -rf "$carry"
 mkdir -p "$carry/bin" "$carry/root"
-for p in tests/gpu/test-rt-gpu tests/gpu/test-rt-device-faults tests/gpu/bench-bucket-pack \
-         src/weft-bench/weft-bench; do
+for p in $progs; do
   f=$build/$p
   [ -f "$build/$(dirname "$p")/.libs/$(basename "$p")" ] && f=$build/$(dirname "$p")/.libs/$(basename "$p")
   head -c 4 "$f" | grep -q ELF || die "$f is not a program (a libtool wrapper?)"
@@ -86,7 +92,8 @@ find "$r" \( -name '*fort*' -o -name '*usempi*' -o -name '*mpifh*' -o -name '*ja
 
 # Everything carried must find its libraries in the carried tree or the base
 # set; a component that cannot (InfiniBand, UCX, libfabric, CUDA-aware
-# pieces) is left out, so that Open MPI does not even try it.
+# pieces; hwloc's gl, opencl and xml_libxml plugins) is left out, so that Open
+# MPI and hwloc do not even try it.
 have=$tmp/have
 needs()
 {
@@ -105,7 +112,8 @@ dropped=
 while :; do
   find "$r" -name 'lib*.so*' -exec basename {} \; | sort -u >"$have"
   gone=0
-  for f in $(find "$r" -name 'mca_*.so' -o -name 'pmix_mca_*.so' -o -name 'libmca_common_*.so*'); do
+  for f in $(find "$r" -name 'mca_*.so' -o -name 'pmix_mca_*.so' -o -name 'libmca_common_*.so*' \
+             -o -name 'hwloc_*.so'); do
     [ -e "$f" ] || continue
     if [ -n "$(missing "$f")" ]; then
       b=$(basename "$f")
@@ -124,6 +132,7 @@ for f in "$carry/bin/"* "$r/usr/bin/orterun" "$r/usr/bin/orted" $(find "$r" -nam
   [ -z "$m" ] || bad="$bad $(basename "$f"): $m;"
 done
 [ -z "$bad" ] || die "not carried, but needed:$bad"
+[ -e "$r/usr/lib/$multi/hwloc/hwloc_pci.so" ] || die "hwloc's pci plugin is not in $r/usr/lib/$multi/hwloc"
 # Only what run.sh runs stays in bin.
 for f in "$r/usr/bin/"*; do
   case "$(basename "$f")" in orterun|orted|mpirun.openmpi|mpiexec.openmpi|ompi_info) ;; *) rm -f "$f" ;; esac
