@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The stand-in's process state: devices and their visibility
- * (WEFT_STANDIN_DEVICES, CUDA_VISIBLE_DEVICES), each thread's current device,
- * the per-device contexts (counted and logged, so that a test can check that
- * a CPU-only job never made one), device memory, the log and the rule
- * checker. Device memory is an address range reserved PROT_NONE, so that a
+ * The stand-in's process state: devices, their order and visibility
+ * (WEFT_STANDIN_DEVICES, CUDA_DEVICE_ORDER, CUDA_VISIBLE_DEVICES; pci.h has
+ * their buses and UUIDs), each thread's device and current context, the
+ * per-device primary contexts (counted and logged, so that a test can check
+ * that a CPU-only job never made one, and which call made each), device
+ * memory, the log and the rule checker. Device memory is an address range reserved PROT_NONE, so that a
  * host that dereferences a device pointer faults as it would on a GPU; the
  * bytes live in ordinary memory that the stream workers use.
  */
 #include "core.h"
+#include "pci.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,14 +31,20 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int ndev_physical = 8;
-static int visible[WSI_MAX_DEVICES];
+static int order[WSI_MAX_DEVICES];      /* CUDA's index -> physical (CUDA_DEVICE_ORDER) */
+static int visible[WSI_MAX_DEVICES];    /* ordinal -> physical */
+static int visible_mig[WSI_MAX_DEVICES]; /* ordinal is the physical device's MIG instance */
 static int nvisible;
 static int no_driver;
 static size_t memory_per_device = (size_t)16 << 30;
 static size_t used[WSI_MAX_DEVICES];
-static int contexts[WSI_MAX_DEVICES];
+static int active[WSI_MAX_DEVICES];     /* the primary context exists */
+static int retains[WSI_MAX_DEVICES];    /* cuDevicePrimaryCtxRetain not yet released */
+static int runtime_holds[WSI_MAX_DEVICES]; /* the runtime initialised it: held to the end */
+static char handles[WSI_MAX_DEVICES];   /* CUcontext of physical P: &handles[P] */
 static const char *log_path;
-static __thread int current;
+static __thread int selected;           /* cudaSetDevice's device (ordinal), 0 until set */
+static __thread int bound = -1;         /* physical device of the current context, or -1 */
 static __thread int in_host_fn;
 
 static struct wsi_alloc **allocs; /* sorted by address */
@@ -75,8 +83,71 @@ static long env_long(const char *name, long def, long lo, long hi)
   return v;
 }
 
-/* CUDA_VISIBLE_DEVICES as CUDA reads it: indexes or stand-in UUIDs separated
- * by commas; the list ends at the first entry that names no device. */
+/* CUDA's device order (CUDA programming guide, "CUDA Environment Variables":
+ * CUDA_DEVICE_ORDER, FASTEST_FIRST by default, or PCI_BUS_ID "orders devices
+ * by PCI bus ID in ascending order"). The stand-in's physical order is its
+ * FASTEST_FIRST order; any other value is taken as the default. */
+static void device_order(void)
+{
+  const char *o = getenv("CUDA_DEVICE_ORDER");
+  int i, pci[WSI_MAX_DEVICES];
+
+  standin_pci_order(ndev_physical, pci); /* also refuses two devices on one bus */
+  for (i = 0; i < ndev_physical; i++)
+    order[i] = o && !strcmp(o, "PCI_BUS_ID") ? pci[i] : i;
+}
+
+/* The physical device one entry of CUDA_VISIBLE_DEVICES names, or -1 (same
+ * section, "CUDA_VISIBLE_DEVICES"): an index in CUDA_DEVICE_ORDER's numbering;
+ * GPU-<uuid> or enough of its first digits to name one device alone (an
+ * ambiguous or unknown prefix names none); the MIG instance of a device as
+ * MIG-<its uuid> or MIG-GPU-<gpu uuid>/1/0 (*mig set). Exact characters: no
+ * space, sign or upper case. */
+static int entry_device(const char *item, int *mig)
+{
+  unsigned char u[16];
+  char id[48], gpu[48], old[64];
+  size_t len = strlen(item);
+  int p, found = -1, n = 0;
+
+  *mig = 0;
+  if (len > 0 && len <= 4 && strspn(item, "0123456789") == len) {
+    int k = 0;
+    for (; *item; item++)
+      k = k * 10 + (*item - '0');
+    return k < ndev_physical ? order[k] : -1;
+  }
+  if (!strncmp(item, "GPU-", 4) && len > 4) {
+    for (p = 0; p < ndev_physical; p++) {
+      standin_uuid(p, 0, u);
+      standin_uuid_str(u, 0, id, sizeof(id));
+      if (!strncmp(id, item, len))
+        found = p, n++;
+    }
+    return n == 1 ? found : -1;
+  }
+  if (!strncmp(item, "MIG-", 4)) {
+    for (p = 0; p < ndev_physical; p++) {
+      standin_uuid(p, 1, u);
+      standin_uuid_str(u, 1, id, sizeof(id));
+      standin_uuid(p, 0, u);
+      standin_uuid_str(u, 0, gpu, sizeof(gpu));
+      snprintf(old, sizeof(old), "MIG-%s/1/0", gpu);
+      if (!strcmp(item, id) || !strcmp(item, old)) {
+        *mig = 1;
+        return p;
+      }
+    }
+  }
+  return -1;
+}
+
+/* CUDA_VISIBLE_DEVICES as CUDA reads it: unset, every device in CUDA's
+ * order; set, the devices its comma-separated entries name, in its order,
+ * ending at the first entry that names no device or one already listed (so
+ * "" shows none). "Only single MIG instance enumeration is supported": a MIG
+ * entry shows that instance alone when it comes first and ends the list
+ * otherwise. */
 static void parse_visible(void)
 {
   const char *s = getenv("CUDA_VISIBLE_DEVICES");
@@ -85,30 +156,28 @@ static void parse_visible(void)
   nvisible = 0;
   if (!s) {
     for (i = 0; i < ndev_physical; i++)
-      visible[nvisible++] = i;
+      visible[nvisible++] = order[i];
     return;
   }
   while (*s && nvisible < WSI_MAX_DEVICES) {
     size_t len = strcspn(s, ",");
-    char item[64];
-    char *end;
-    long v;
-    int dup = 0;
+    char item[96];
+    int p, mig, dup = 0;
     if (len == 0 || len >= sizeof(item))
       return;
     memcpy(item, s, len);
     item[len] = '\0';
-    if (!strncmp(item, "GPU-57534900-0000-0000-0000-", 28)) /* our UUIDs */
-      v = strtol(item + 28, &end, 16);
-    else
-      v = strtol(item, &end, 10);
-    if (*end || v < 0 || v >= ndev_physical)
+    p = entry_device(item, &mig);
+    if (p < 0 || (mig && nvisible > 0))
       return;
     for (i = 0; i < nvisible; i++)
-      dup |= visible[i] == (int)v;
+      dup |= visible[i] == p;
     if (dup)
       return;
-    visible[nvisible++] = (int)v;
+    visible_mig[nvisible] = mig;
+    visible[nvisible++] = p;
+    if (mig)
+      return;
     s += len;
     if (*s == ',')
       s++;
@@ -123,6 +192,7 @@ static void init_once(void)
   log_path = getenv("WEFT_STANDIN_LOG");
   if (log_path && !*log_path)
     log_path = NULL;
+  device_order();
   parse_visible();
 }
 
@@ -148,8 +218,58 @@ int wsi_ordinal(int physical)
   return -1;
 }
 
-int wsi_current(void) { return current; }
-void wsi_set_current(int ordinal) { current = ordinal; }
+/* The runtime's current device (cudaGetDevice): the device of the context
+ * current to the thread when there is one, else the device cudaSetDevice last
+ * chose on this thread (0 when it never did). */
+int wsi_current(void)
+{
+  return bound >= 0 ? wsi_ordinal(bound) : selected;
+}
+
+/* cudaSetDevice: the thread's device, and its primary context made current
+ * ("by calling cuCtxSetCurrent()"); wsi_context then initialises it. */
+void wsi_set_current(int ordinal)
+{
+  int p = wsi_physical(ordinal);
+
+  selected = ordinal;
+  if (p >= 0)
+    bound = p;
+}
+
+int wsi_is_mig(int ordinal)
+{
+  wsi_init();
+  return ordinal >= 0 && ordinal < nvisible && visible_mig[ordinal];
+}
+
+int wsi_device_uuid(int ordinal, int mig_uuid, unsigned char uuid[16])
+{
+  int p = wsi_physical(ordinal);
+
+  if (p < 0)
+    return -1;
+  standin_uuid(p, mig_uuid && wsi_is_mig(ordinal), uuid);
+  return 0;
+}
+
+unsigned wsi_pci_bus(int physical)
+{
+  return standin_pci_bus(physical);
+}
+
+int wsi_by_bus_id(const char *id)
+{
+  unsigned dom, bus, dev, fn;
+  int i;
+
+  if (standin_parse_bus_id(id, &dom, &bus, &dev, &fn) != 0)
+    return -1;
+  for (i = 0; i < wsi_ndevices(); i++)
+    if (dom == 0 && dev == 0 && fn == 0 && bus == standin_pci_bus(visible[i]))
+      return i;
+  return -2;
+}
 int wsi_in_host_fn(void) { return in_host_fn; }
 void wsi_set_in_host_fn(int on) { in_host_fn = on; }
 
@@ -234,6 +354,15 @@ void wsi_api(const char *fn)
                   fn);
 }
 
+/* Lock held: the primary context of physical p exists (made and logged). */
+static void activate(int p, int ordinal, const char *by)
+{
+  if (!active[p]) {
+    active[p] = 1;
+    wsi_log("context device=%d physical=%d by=%s", ordinal, p, by);
+  }
+}
+
 void wsi_context(int ordinal, const char *by)
 {
   int p = wsi_physical(ordinal);
@@ -241,11 +370,11 @@ void wsi_context(int ordinal, const char *by)
   if (p < 0)
     return;
   wsi_lock();
-  if (!contexts[p]) {
-    contexts[p] = 1;
-    wsi_log("context device=%d physical=%d by=%s", ordinal, p, by);
-  }
+  activate(p, ordinal, by);
+  runtime_holds[p] = 1;
   wsi_unlock();
+  if (bound < 0)
+    bound = p;
 }
 
 int wsi_has_context(int ordinal)
@@ -255,16 +384,76 @@ int wsi_has_context(int ordinal)
   if (p < 0)
     return 0;
   wsi_lock();
-  on = contexts[p];
+  on = active[p];
   wsi_unlock();
   return on;
 }
 
 void *wsi_context_handle(int physical)
 {
-  static char handles[WSI_MAX_DEVICES];
-
   return physical >= 0 && physical < WSI_MAX_DEVICES ? &handles[physical] : NULL;
+}
+
+void *wsi__ctx_current(void)
+{
+  return bound >= 0 ? &handles[bound] : NULL;
+}
+
+int wsi__ctx_physical(const void *ctx)
+{
+  const char *c = ctx;
+
+  if (c < handles || c >= handles + WSI_MAX_DEVICES)
+    return -1;
+  return wsi_ordinal((int)(c - handles)) >= 0 ? (int)(c - handles) : -1;
+}
+
+int wsi__ctx_bind(void *ctx)
+{
+  int p;
+
+  if (!ctx) {
+    bound = -1;
+    return 0;
+  }
+  if ((p = wsi__ctx_physical(ctx)) < 0)
+    return -1;
+  bound = p;
+  return 0;
+}
+
+void *wsi__primary_retain(int ordinal, const char *by)
+{
+  int p = wsi_physical(ordinal);
+
+  if (p < 0)
+    return NULL;
+  wsi_lock();
+  activate(p, ordinal, by);
+  retains[p]++;
+  wsi_unlock();
+  return &handles[p];
+}
+
+int wsi__primary_release(int ordinal, const char *by)
+{
+  int p = wsi_physical(ordinal);
+
+  if (p < 0)
+    return -1;
+  wsi_lock();
+  if (retains[p] == 0) {
+    wsi_unlock();
+    return -1;
+  }
+  if (--retains[p] == 0 && !runtime_holds[p] && active[p]) {
+    /* "The context is automatically reset once the last reference to it is
+     * released": a later use makes it again (and logs that). */
+    active[p] = 0;
+    wsi_log("context-reset device=%d physical=%d by=%s", ordinal, p, by);
+  }
+  wsi_unlock();
+  return 0;
 }
 
 /* ---- memory ---- */

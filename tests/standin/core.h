@@ -46,4 +46,16 @@ struct wsi_alloc *wsi__find(const void *p);
 /* Every allocation, for the stream code's pruning (lock held). */
 extern pthread_mutex_t wsi__mu;
 
+/* Contexts for the driver API (driver.c): the context current to this thread
+ * (a handle, or NULL); bind one (NULL unbinds; -1 when ctx is no context of a
+ * visible device); the physical device of a context, or -1. */
+void *wsi__ctx_current(void);
+int wsi__ctx_bind(void *ctx);
+int wsi__ctx_physical(const void *ctx);
+/* cuDevicePrimaryCtxRetain (creates the context, logged with by) and
+ * cuDevicePrimaryCtxRelease (-1 without a retain to release; the last
+ * reference, when the runtime never used it, resets it). */
+void *wsi__primary_retain(int ordinal, const char *by);
+int wsi__primary_release(int ordinal, const char *by);
+
 #endif /* WEFT_STANDIN_CORE_H */

@@ -12,8 +12,17 @@
  *    memory it waits; cudaMemset is asynchronous.
  * Which calls create a context follows CUDA 12 and later: cudaSetDevice, and
  * any call that needs the device (memory, streams, events, copies,
- * cudaPointerGetAttributes); never cudaGetDeviceCount, cudaGetDeviceProperties
- * or cudaDeviceGetPCIBusId.
+ * cudaPointerGetAttributes, graphs); never cudaGetDeviceCount, cudaGetDevice,
+ * cudaGetDeviceProperties, cudaDeviceGetPCIBusId or cudaDeviceGetByPCIBusId.
+ * A call that needs a context uses the one current to the thread, else the
+ * primary context of the thread's device, made current ("Interactions with
+ * the CUDA Driver API", runtime API reference).
+ *
+ * Stream capture (CUDA programming guide, "CUDA Graphs", "Stream Capture"):
+ * copies, memsets, batched copies and host functions queued on a capturing
+ * stream become graph nodes (wsi_enqueue_replayable, each with a make that
+ * copies it for a launch); event records and waits fork and join streams;
+ * what capture forbids is the error CUDA returns (stream.c).
  */
 #include "pci.h"
 #include "standin.h"
@@ -35,6 +44,19 @@ static cudaError_t ret(cudaError_t e)
   if (e != cudaSuccess)
     last = e;
   return e;
+}
+
+/* A stream capture error of the stand-in as CUDA's. */
+static cudaError_t cap(int e)
+{
+  static const cudaError_t codes[] = {
+    cudaSuccess, cudaErrorStreamCaptureUnsupported, cudaErrorStreamCaptureInvalidated,
+    cudaErrorStreamCaptureImplicit, cudaErrorStreamCaptureIsolation,
+    cudaErrorStreamCaptureMerge, cudaErrorStreamCaptureUnmatched,
+    cudaErrorStreamCaptureUnjoined, cudaErrorStreamCaptureWrongThread, cudaErrorCapturedEvent,
+    cudaErrorIllegalState, cudaErrorInvalidValue};
+
+  return e == 0 ? cudaSuccess : ret(codes[e]);
 }
 
 /* The current device, which must exist (0 has no device at all). */
@@ -79,11 +101,17 @@ EXPORT cudaError_t cudaSetDevice(int device)
   return cudaSuccess;
 }
 
+/* "Returns in *device the current device for the calling host thread": the
+ * device of the context current to the thread (cudaSetDevice or
+ * cuCtxSetCurrent made it so), else the device cudaSetDevice last chose on
+ * this thread, 0 when it never did. Makes no context. */
 EXPORT cudaError_t cudaGetDevice(int *device)
 {
   wsi_api("cudaGetDevice");
   if (!device)
     return ret(cudaErrorInvalidValue);
+  if (wsi_no_driver())
+    return ret(cudaErrorInsufficientDriver);
   if (wsi_ndevices() == 0)
     return ret(cudaErrorNoDevice);
   *device = wsi_current();
@@ -101,22 +129,25 @@ EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int devi
   if (p < 0)
     return ret(wsi_ndevices() ? cudaErrorInvalidDevice : cudaErrorNoDevice);
   memset(prop, 0, sizeof(*prop));
-  snprintf(prop->name, sizeof(prop->name), "%s", WSI_NAME);
-  /* GPU-57534900-0000-0000-0000-<physical>: "WSI" in the first bytes. */
-  prop->uuid.bytes[0] = 0x57;
-  prop->uuid.bytes[1] = 0x53;
-  prop->uuid.bytes[2] = 0x49;
-  prop->uuid.bytes[15] = (char)p;
+  snprintf(prop->name, sizeof(prop->name), "%s%s", WSI_NAME, wsi_is_mig(device) ? " MIG" : "");
+  /* pci.h's UUIDs; a MIG instance's own (as cuDeviceGetUuid_v2). */
+  {
+    unsigned char u[16];
+    wsi_device_uuid(device, 1, u);
+    memcpy(prop->uuid.bytes, u, sizeof(u));
+  }
   prop->totalGlobalMem = wsi_memory();
   prop->warpSize = 32;
   prop->major = 9;
   prop->minor = 0;
   prop->multiProcessorCount = 4;
-  prop->pciBusID = (int)standin_pci_bus(p);
+  prop->pciBusID = (int)wsi_pci_bus(p);
   prop->unifiedAddressing = 1;
   return cudaSuccess;
 }
 
+/* cuda_runtime_api.h: "[domain]:[bus]:[device].[function]", 13 characters
+ * with the NUL, upper-case hexadecimal as the real one writes it. */
 EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int device)
 {
   int p;
@@ -127,7 +158,29 @@ EXPORT cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int device)
   p = wsi_physical(device);
   if (p < 0)
     return ret(cudaErrorInvalidDevice);
-  snprintf(buf, (size_t)len, "0000:%02x:00.0", standin_pci_bus(p));
+  snprintf(buf, (size_t)len, "%04X:%02X:%02X.%X", 0u, wsi_pci_bus(p), 0u, 0u);
+  return cudaSuccess;
+}
+
+/* cuda_runtime_api.h: the forms [domain]:[bus]:[device].[function],
+ * [domain]:[bus]:[device] and [bus]:[device].[function]; a malformed id is
+ * cudaErrorInvalidValue, no visible device there (hidden by
+ * CUDA_VISIBLE_DEVICES, or none) cudaErrorInvalidDevice. No context. */
+EXPORT cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *id)
+{
+  int d;
+
+  wsi_api("cudaDeviceGetByPCIBusId");
+  if (!device || !id)
+    return ret(cudaErrorInvalidValue);
+  if (wsi_no_driver())
+    return ret(cudaErrorInsufficientDriver);
+  d = wsi_by_bus_id(id);
+  if (d == -1)
+    return ret(cudaErrorInvalidValue);
+  if (d < 0)
+    return ret(cudaErrorInvalidDevice);
+  *device = d;
   return cudaSuccess;
 }
 
@@ -152,6 +205,11 @@ EXPORT cudaError_t cudaDeviceSynchronize(void)
   cudaError_t e = need_device("cudaDeviceSynchronize");
 
   if (e != cudaSuccess)
+    return e;
+  /* "invalid to ... synchronize a broader handle which encompasses an active
+   * stream capture, such as a device" (programming guide, "Prohibited and
+   * Unhandled Operations") */
+  if ((e = cap(wsi_capture_device(wsi_physical(wsi_current()), "cudaDeviceSynchronize"))))
     return e;
   wsi_device_sync(wsi_current());
   return cudaSuccess;
@@ -179,6 +237,8 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t bytes)
     return e;
   if (!p)
     return ret(cudaErrorInvalidValue);
+  if ((e = cap(wsi_capture_unsafe("cudaMalloc"))))
+    return e;
   *p = wsi_malloc_device(wsi_current(), bytes);
   return *p ? cudaSuccess : ret(cudaErrorMemoryAllocation);
 }
@@ -186,8 +246,16 @@ EXPORT cudaError_t cudaMalloc(void **p, size_t bytes)
 EXPORT cudaError_t cudaFree(void *p)
 {
   cudaError_t e = need_device("cudaFree");
+  int physical;
 
   if (e != cudaSuccess || !p)
+    return e;
+  /* cudaFree synchronises the device: unsafe, and forbidden on a device that
+   * captures */
+  if ((e = cap(wsi_capture_unsafe("cudaFree"))))
+    return e;
+  if (wsi_kind(p, &physical, NULL) == WSI_DEVICE &&
+      (e = cap(wsi_capture_device(physical, "cudaFree"))))
     return e;
   if (wsi_free(p, WSI_DEVICE) != 0)
     wsi_violation("cudaFree of memory cudaMalloc did not return",
@@ -205,6 +273,8 @@ EXPORT cudaError_t cudaMallocHost(void **p, size_t bytes)
     return e;
   if (!p)
     return ret(cudaErrorInvalidValue);
+  if ((e = cap(wsi_capture_unsafe("cudaMallocHost"))))
+    return e;
   *p = wsi_malloc_pinned(bytes);
   return *p ? cudaSuccess : ret(cudaErrorMemoryAllocation);
 }
@@ -217,9 +287,14 @@ EXPORT cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 EXPORT cudaError_t cudaFreeHost(void *p)
 {
+  cudaError_t e;
+
   wsi_api("cudaFreeHost");
   if (!p)
     return cudaSuccess;
+  if ((e = cap(wsi_capture_unsafe("cudaFreeHost"))) ||
+      (e = cap(wsi_capture_device(-1, "cudaFreeHost"))))
+    return e;
   if (wsi_free(p, WSI_PINNED) != 0)
     wsi_violation("cudaFreeHost of memory cudaMallocHost did not return", "cudaFreeHost(%p)", p);
   return cudaSuccess;
@@ -256,11 +331,39 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, con
 
 /* ---- copies and memset ---- */
 
+/* The host address of bytes [p, p+n) at a launch of a captured graph: the
+ * memory must still be what it was when captured (a graph keeps addresses). */
+static char *replay_bytes(const void *p, size_t n, enum wsi_mem was, const char *what)
+{
+  static const char *const kind_names[] = {"pageable host", "device", "page-locked host"};
+
+  if (wsi_kind(p, NULL, NULL) != was)
+    wsi_violation("graph uses freed memory",
+                  "cudaGraphLaunch: %s (%zu bytes at %p) was %s memory when it was captured "
+                  "and is not any more",
+                  what, n, p, kind_names[was]);
+  return wsi_bytes(p, n, "cudaGraphLaunch", what);
+}
+
+static void *clone(const void *t, size_t size, const char *what)
+{
+  void *c = malloc(size);
+
+  if (!c)
+    wsi_violation("out of memory", "cudaGraphLaunch: %s", what);
+  memcpy(c, t, size);
+  return c;
+}
+
+/* A copy: run in the stream; its user addresses and kinds make a replay. */
 struct copy {
   char *dst;
   const char *src;
   size_t n;
   void *staging;
+  void *udst;
+  const void *usrc;
+  enum wsi_mem dk, sk;
 };
 
 static void copy_run(void *arg)
@@ -272,9 +375,36 @@ static void copy_run(void *arg)
   free(c);
 }
 
+static void *copy_make(void *tmpl)
+{
+  struct copy *c = clone(tmpl, sizeof(*c), "a copy");
+
+  c->staging = NULL;
+  c->dst = replay_bytes(c->udst, c->n, c->dk, "the destination of a copy");
+  c->src = replay_bytes(c->usrc, c->n, c->sk, "the source of a copy");
+  return c;
+}
+
+static void copy_drop(void *tmpl)
+{
+  struct copy *c = tmpl;
+
+  free(c->staging);
+  free(c);
+}
+
+static const struct wsi_replay copy_replay = {copy_make, copy_drop};
+
 static const char *const kinds[] = {"cudaMemcpyHostToHost", "cudaMemcpyHostToDevice",
                                     "cudaMemcpyDeviceToHost", "cudaMemcpyDeviceToDevice",
                                     "cudaMemcpyDefault"};
+
+/* Pageable memory is not captured: the stand-in refuses it as CUDA does
+ * (cudaErrorStreamCaptureUnsupported), its copies being staged or waited
+ * for at the call. */
+#define PAGEABLE_IN_CAPTURE                                                                     \
+  "a copy to or from pageable host memory cannot be captured (device or page-locked "        \
+  "memory only)"
 
 static cudaError_t copy(const char *fn, void *dst, const void *src, size_t n,
                         enum cudaMemcpyKind kind, cudaStream_t stream, int sync_api)
@@ -309,10 +439,22 @@ static cudaError_t copy(const char *fn, void *dst, const void *src, size_t n,
                   "memory",
                   fn, dst, src, n, kinds[kind], ddev ? "device" : "host", sdev ? "device" : "host");
   s = wsi_stream_get(sync_api ? NULL : (void *)stream, fn);
+  if ((e = cap(wsi_capture_use(s, fn, WSI_USE_ENQUEUE))))
+    return e;
+  /* cudaMemcpy waits for the copy: potentially unsafe during a capture */
+  if (sync_api && (e = cap(wsi_capture_unsafe(fn))))
+    return e;
+  if ((dk == WSI_HOST || sk == WSI_HOST) &&
+      (e = cap(wsi_capture_refuse(s, fn, PAGEABLE_IN_CAPTURE))))
+    return e;
   c = calloc(1, sizeof(*c));
   if (!c)
     return ret(cudaErrorMemoryAllocation);
   c->n = n;
+  c->udst = dst;
+  c->usrc = src;
+  c->dk = dk;
+  c->sk = sk;
   c->dst = wsi_bytes(dst, n, fn, "the destination");
   c->src = wsi_bytes(src, n, fn, "the source");
   if (ddev)
@@ -337,8 +479,8 @@ static cudaError_t copy(const char *fn, void *dst, const void *src, size_t n,
     wait = !ddev || (sk == WSI_PINNED); /* to the host, or from pinned memory */
   else
     wait = (!ddev && dk == WSI_HOST) || (!ddev && !sdev); /* to pageable memory */
-  seq = wsi_enqueue(s, fn, r, nr, copy_run, c);
-  if (wait)
+  seq = wsi_enqueue_replayable(s, fn, r, nr, copy_run, c, &copy_replay);
+  if (wait && seq)
     wsi_wait_op(s, seq);
   return cudaSuccess;
 }
@@ -354,29 +496,63 @@ EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cu
   return copy("cudaMemcpyAsync", dst, src, n, kind, stream, 0);
 }
 
+struct batch_item {
+  char *dst;
+  const char *src;
+  size_t n;
+  void *staging;
+  void *udst;
+  const void *usrc;
+  enum wsi_mem dk, sk;
+};
+
 struct batch {
   size_t count;
-  char **dst;
-  const char **src;
-  size_t *n;
-  void **staging;
+  struct batch_item *it;
 };
+
+static void batch_free(struct batch *b)
+{
+  size_t i;
+
+  for (i = 0; i < b->count; i++)
+    free(b->it[i].staging);
+  free(b->it);
+  free(b);
+}
 
 static void batch_run(void *arg)
 {
   struct batch *b = arg;
   size_t i;
 
-  for (i = 0; i < b->count; i++) {
-    memmove(b->dst[i], b->src[i], b->n[i]);
-    free(b->staging[i]);
-  }
-  free(b->dst);
-  free(b->src);
-  free(b->n);
-  free(b->staging);
-  free(b);
+  for (i = 0; i < b->count; i++)
+    memmove(b->it[i].dst, b->it[i].src, b->it[i].n);
+  batch_free(b);
 }
+
+static void *batch_make(void *tmpl)
+{
+  const struct batch *t = tmpl;
+  struct batch *b = clone(t, sizeof(*b), "a batch of copies");
+  size_t i;
+
+  b->it = clone(t->it, t->count * sizeof(*t->it), "a batch of copies");
+  for (i = 0; i < b->count; i++) {
+    struct batch_item *x = &b->it[i];
+    x->staging = NULL;
+    x->dst = replay_bytes(x->udst, x->n, x->dk, "a destination of cudaMemcpyBatchAsync");
+    x->src = replay_bytes(x->usrc, x->n, x->sk, "a source of cudaMemcpyBatchAsync");
+  }
+  return b;
+}
+
+static void batch_drop(void *tmpl)
+{
+  batch_free(tmpl);
+}
+
+static const struct wsi_replay batch_replay = {batch_make, batch_drop};
 
 EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs,
                                         const size_t *sizes, size_t count,
@@ -387,6 +563,7 @@ EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *sr
   struct batch *b;
   wsi_stream *s;
   size_t i, nr = 0;
+  int pageable = 0;
   cudaError_t e = need_device("cudaMemcpyBatchAsync");
 
   if (e != cudaSuccess)
@@ -405,38 +582,46 @@ EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *sr
     if (i > 0 && (attrsIdxs[i] <= attrsIdxs[i - 1] || attrsIdxs[i] >= count))
       return ret(cudaErrorInvalidValue);
   }
+  for (i = 0; i < count; i++) {
+    if (!dsts[i] || !srcs[i])
+      return ret(cudaErrorInvalidValue);
+    pageable |= wsi_kind(dsts[i], NULL, NULL) == WSI_HOST ||
+                wsi_kind(srcs[i], NULL, NULL) == WSI_HOST;
+  }
   s = wsi_stream_get(stream, "cudaMemcpyBatchAsync");
+  if ((e = cap(wsi_capture_use(s, "cudaMemcpyBatchAsync", WSI_USE_ENQUEUE))))
+    return e;
+  if (pageable && (e = cap(wsi_capture_refuse(s, "cudaMemcpyBatchAsync", PAGEABLE_IN_CAPTURE))))
+    return e;
   b = calloc(1, sizeof(*b));
   r = calloc(2 * count, sizeof(*r));
-  if (b) {
-    b->dst = calloc(count, sizeof(*b->dst));
-    b->src = calloc(count, sizeof(*b->src));
-    b->n = calloc(count, sizeof(*b->n));
-    b->staging = calloc(count, sizeof(*b->staging));
-  }
-  if (!b || !r || !b->dst || !b->src || !b->n || !b->staging)
+  if (b)
+    b->it = calloc(count, sizeof(*b->it));
+  if (!b || !r || !b->it)
     wsi_violation("out of memory", "cudaMemcpyBatchAsync of %zu copies", count);
   b->count = count;
   for (i = 0; i < count; i++) {
-    enum wsi_mem dk = wsi_kind(dsts[i], NULL, NULL), sk = wsi_kind(srcs[i], NULL, NULL);
-    if (!dsts[i] || !srcs[i])
-      return ret(cudaErrorInvalidValue);
-    b->n[i] = sizes[i];
-    b->dst[i] = wsi_bytes(dsts[i], sizes[i], "cudaMemcpyBatchAsync", "a destination");
-    b->src[i] = wsi_bytes(srcs[i], sizes[i], "cudaMemcpyBatchAsync", "a source");
-    if (dk == WSI_DEVICE)
+    struct batch_item *x = &b->it[i];
+    x->dk = wsi_kind(dsts[i], NULL, NULL);
+    x->sk = wsi_kind(srcs[i], NULL, NULL);
+    x->udst = dsts[i];
+    x->usrc = srcs[i];
+    x->n = sizes[i];
+    x->dst = wsi_bytes(dsts[i], sizes[i], "cudaMemcpyBatchAsync", "a destination");
+    x->src = wsi_bytes(srcs[i], sizes[i], "cudaMemcpyBatchAsync", "a source");
+    if (x->dk == WSI_DEVICE)
       r[nr++] = (struct wsi_range){dsts[i], sizes[i], 1};
-    if (sk == WSI_DEVICE)
+    if (x->sk == WSI_DEVICE)
       r[nr++] = (struct wsi_range){srcs[i], sizes[i], 0};
     else if (sizes[i]) {
-      b->staging[i] = malloc(sizes[i]);
-      if (!b->staging[i])
+      x->staging = malloc(sizes[i]);
+      if (!x->staging)
         wsi_violation("out of memory", "cudaMemcpyBatchAsync staging");
-      memcpy(b->staging[i], srcs[i], sizes[i]);
-      b->src[i] = b->staging[i];
+      memcpy(x->staging, srcs[i], sizes[i]);
+      x->src = x->staging;
     }
   }
-  wsi_enqueue(s, "cudaMemcpyBatchAsync", r, (int)nr, batch_run, b);
+  wsi_enqueue_replayable(s, "cudaMemcpyBatchAsync", r, (int)nr, batch_run, b, &batch_replay);
   free(r);
   return cudaSuccess;
 }
@@ -445,6 +630,8 @@ struct set {
   char *p;
   int v;
   size_t n;
+  void *up;
+  enum wsi_mem k;
 };
 
 static void set_run(void *arg)
@@ -454,6 +641,21 @@ static void set_run(void *arg)
   memset(m->p, m->v, m->n);
   free(m);
 }
+
+static void *set_make(void *tmpl)
+{
+  struct set *m = clone(tmpl, sizeof(*m), "a memset");
+
+  m->p = replay_bytes(m->up, m->n, m->k, "the buffer of a memset");
+  return m;
+}
+
+static void set_drop(void *tmpl)
+{
+  free(tmpl);
+}
+
+static const struct wsi_replay set_replay = {set_make, set_drop};
 
 static cudaError_t set(const char *fn, void *p, int v, size_t n, cudaStream_t stream, int sync_api)
 {
@@ -473,15 +675,19 @@ static cudaError_t set(const char *fn, void *p, int v, size_t n, cudaStream_t st
     wsi_violation("host pointer passed as device memory", "%s(%p, %d, %zu): not device memory",
                   fn, p, v, n);
   s = wsi_stream_get(sync_api ? NULL : (void *)stream, fn);
+  if ((e = cap(wsi_capture_use(s, fn, WSI_USE_ENQUEUE))))
+    return e;
   m = malloc(sizeof(*m));
   if (!m)
     return ret(cudaErrorMemoryAllocation);
   m->p = wsi_bytes(p, n, fn, "the buffer");
   m->v = v;
   m->n = n;
+  m->up = p;
+  m->k = k;
   r = (struct wsi_range){p, n, 1};
-  seq = wsi_enqueue(s, fn, &r, 1, set_run, m);
-  if (k == WSI_PINNED)
+  seq = wsi_enqueue_replayable(s, fn, &r, 1, set_run, m, &set_replay);
+  if (k == WSI_PINNED && seq)
     wsi_wait_op(s, seq);
   return cudaSuccess;
 }
@@ -533,38 +739,57 @@ EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
   return cudaSuccess;
 }
 
+/* Synchronising or querying a capturing stream (or the legacy stream while a
+ * blocking stream captures) is an error that invalidates the capture
+ * ("Prohibited and Unhandled Operations"). */
 EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
   cudaError_t e = need_device("cudaStreamSynchronize");
+  wsi_stream *s;
 
   if (e != cudaSuccess)
     return e;
-  wsi_stream_sync(wsi_stream_get(stream, "cudaStreamSynchronize"));
+  s = wsi_stream_get(stream, "cudaStreamSynchronize");
+  if ((e = cap(wsi_capture_use(s, "cudaStreamSynchronize", WSI_USE_SYNC))))
+    return e;
+  wsi_stream_sync(s);
   return cudaSuccess;
 }
 
 EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
   cudaError_t e = need_device("cudaStreamQuery");
+  wsi_stream *s;
 
   if (e != cudaSuccess)
     return e;
+  s = wsi_stream_get(stream, "cudaStreamQuery");
+  if ((e = cap(wsi_capture_use(s, "cudaStreamQuery", WSI_USE_SYNC))))
+    return e;
   /* Not ready is not an error: it does not stay as the last error. */
-  return wsi_stream_done(wsi_stream_get(stream, "cudaStreamQuery")) ? cudaSuccess
-                                                                     : cudaErrorNotReady;
+  return wsi_stream_done(s) ? cudaSuccess : cudaErrorNotReady;
 }
 
+/* In a capture: an event recorded in the same capture forks or joins the
+ * stream; one recorded outside is cudaErrorStreamCaptureIsolation unless
+ * cudaEventWaitExternal asks for an external wait node ("Cross-stream
+ * Dependencies and Events", "Prohibited and Unhandled Operations"). */
 EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
   cudaError_t e = need_device("cudaStreamWaitEvent");
+  wsi_stream *s;
+  wsi_event *ev;
 
   if (e != cudaSuccess)
     return e;
-  if (flags != 0)
+  if (flags & ~(unsigned)cudaEventWaitExternal)
     return ret(cudaErrorInvalidValue);
-  wsi_stream_wait_event(wsi_stream_get(stream, "cudaStreamWaitEvent"),
-                        wsi_event_get(event, "cudaStreamWaitEvent"));
-  return cudaSuccess;
+  s = wsi_stream_get(stream, "cudaStreamWaitEvent");
+  ev = wsi_event_get(event, "cudaStreamWaitEvent");
+  if ((e = cap(wsi_capture_use(s, "cudaStreamWaitEvent", WSI_USE_ENQUEUE))))
+    return e;
+  return cap(wsi_stream_wait_event(s, ev, (flags & cudaEventWaitExternal) != 0,
+                                   "cudaStreamWaitEvent"));
 }
 
 struct hostfn {
@@ -582,22 +807,231 @@ static void hostfn_run(void *arg)
   free(h);
 }
 
+static void *hostfn_make(void *tmpl)
+{
+  return clone(tmpl, sizeof(struct hostfn), "a host function");
+}
+
+static void hostfn_drop(void *tmpl)
+{
+  free(tmpl);
+}
+
+static const struct wsi_replay hostfn_replay = {hostfn_make, hostfn_drop};
+
 EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *data)
 {
   struct hostfn *h;
+  wsi_stream *s;
   cudaError_t e = need_device("cudaLaunchHostFunc");
 
   if (e != cudaSuccess)
     return e;
   if (!fn)
     return ret(cudaErrorInvalidValue);
+  s = wsi_stream_get(stream, "cudaLaunchHostFunc");
+  if ((e = cap(wsi_capture_use(s, "cudaLaunchHostFunc", WSI_USE_ENQUEUE))))
+    return e;
   h = malloc(sizeof(*h));
   if (!h)
     return ret(cudaErrorMemoryAllocation);
   h->fn = fn;
   h->data = data;
-  wsi_enqueue(wsi_stream_get(stream, "cudaLaunchHostFunc"), "cudaLaunchHostFunc", NULL, 0,
-              hostfn_run, h);
+  wsi_enqueue_replayable(s, "cudaLaunchHostFunc", NULL, 0, hostfn_run, h, &hostfn_replay);
+  return cudaSuccess;
+}
+
+/* ---- stream capture and graphs ---- */
+
+EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+  cudaError_t e = need_device("cudaStreamBeginCapture");
+
+  if (e != cudaSuccess)
+    return e;
+  return cap(wsi_capture_begin(wsi_stream_get(stream, "cudaStreamBeginCapture"), (int)mode,
+                               "cudaStreamBeginCapture"));
+}
+
+EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+  wsi_graph *g = NULL;
+  cudaError_t e = need_device("cudaStreamEndCapture");
+
+  if (e != cudaSuccess)
+    return e;
+  if (!graph)
+    return ret(cudaErrorInvalidValue);
+  e = cap(wsi_capture_end(wsi_stream_get(stream, "cudaStreamEndCapture"), &g,
+                          "cudaStreamEndCapture"));
+  *graph = (cudaGraph_t)(void *)g;
+  return e;
+}
+
+/* cuda_runtime_api.h: on cudaStreamLegacy while a blocking stream of the
+ * device captures, cudaErrorStreamCaptureImplicit, "The blocking stream
+ * capture is not invalidated." */
+EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
+{
+  wsi_stream *s;
+  int st;
+  cudaError_t e = need_device("cudaStreamIsCapturing");
+
+  if (e != cudaSuccess)
+    return e;
+  if (!status)
+    return ret(cudaErrorInvalidValue);
+  s = wsi_stream_get(stream, "cudaStreamIsCapturing");
+  if ((e = cap(wsi_capture_use(s, "cudaStreamIsCapturing", WSI_USE_INFO))))
+    return e;
+  wsi_capture_info(s, &st, NULL, NULL, NULL, NULL);
+  *status = (enum cudaStreamCaptureStatus)st;
+  return cudaSuccess;
+}
+
+/* CUDA 13's signature. "Valid data (other than capture status) is returned
+ * only if ... the returned capture status is cudaStreamCaptureStatusActive";
+ * every edge is a default one (zero edge data). */
+EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+                                            enum cudaStreamCaptureStatus *status,
+                                            unsigned long long *id, cudaGraph_t *graph,
+                                            const cudaGraphNode_t **deps,
+                                            const cudaGraphEdgeData **edges, size_t *ndeps)
+{
+  static __thread cudaGraphEdgeData *zero;
+  static __thread size_t nzero;
+  wsi_stream *s;
+  wsi_graph *g = NULL;
+  void *const *d = NULL;
+  size_t n = 0;
+  int st;
+  cudaError_t e = need_device("cudaStreamGetCaptureInfo");
+
+  if (e != cudaSuccess)
+    return e;
+  if (!status || (edges && !deps))
+    return ret(cudaErrorInvalidValue);
+  s = wsi_stream_get(stream, "cudaStreamGetCaptureInfo");
+  if ((e = cap(wsi_capture_use(s, "cudaStreamGetCaptureInfo", WSI_USE_INFO))))
+    return e;
+  wsi_capture_info(s, &st, id, &g, &d, &n);
+  *status = (enum cudaStreamCaptureStatus)st;
+  if (st != 1)
+    return cudaSuccess;
+  if (graph)
+    *graph = (cudaGraph_t)(void *)g;
+  if (deps)
+    *deps = (const cudaGraphNode_t *)d;
+  if (edges) {
+    if (nzero < n + 1) {
+      cudaGraphEdgeData *z = calloc(n + 1, sizeof(*z));
+      if (!z)
+        return ret(cudaErrorMemoryAllocation);
+      free(zero);
+      zero = z;
+      nzero = n + 1;
+    }
+    *edges = zero;
+  }
+  if (ndeps)
+    *ndeps = n;
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+  int m;
+  cudaError_t e;
+
+  wsi_api("cudaThreadExchangeStreamCaptureMode");
+  if (!mode)
+    return ret(cudaErrorInvalidValue);
+  m = (int)*mode;
+  if ((e = cap(wsi_capture_exchange_mode(&m))))
+    return e;
+  *mode = (enum cudaStreamCaptureMode)m;
+  return cudaSuccess;
+}
+
+/* CUDA 13: flags, not the old error node and log buffer. */
+EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                        unsigned long long flags)
+{
+  cudaError_t e = need_device("cudaGraphInstantiate");
+
+  if (e != cudaSuccess)
+    return e;
+  if (!exec || !graph)
+    return ret(cudaErrorInvalidValue);
+  if (flags & cudaGraphInstantiateFlagDeviceLaunch)
+    wsi_violation("not modelled by the stand-in",
+                  "cudaGraphInstantiate with cudaGraphInstantiateFlagDeviceLaunch: the stand-in "
+                  "launches graphs from the host only");
+  if (flags & ~(unsigned long long)(cudaGraphInstantiateFlagAutoFreeOnLaunch |
+                                    cudaGraphInstantiateFlagUpload |
+                                    cudaGraphInstantiateFlagUseNodePriority))
+    return ret(cudaErrorInvalidValue);
+  *exec = (cudaGraphExec_t)(void *)wsi_graph_instantiate(
+    wsi_graph_get((void *)graph, "cudaGraphInstantiate"));
+  return cudaSuccess;
+}
+
+/* Every node again on stream, in capture order, each launch after the
+ * previous one of the same executable graph (cuda_runtime_api.h). */
+EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+  wsi_exec *x;
+  wsi_stream *s;
+  cudaError_t e = need_device("cudaGraphLaunch");
+
+  if (e != cudaSuccess)
+    return e;
+  if (!exec)
+    return ret(cudaErrorInvalidValue);
+  x = wsi_exec_get((void *)exec, "cudaGraphLaunch");
+  s = wsi_stream_get(stream, "cudaGraphLaunch");
+  if ((e = cap(wsi_capture_use(s, "cudaGraphLaunch", WSI_USE_ENQUEUE))))
+    return e;
+  return cap(wsi_graph_launch(x, s, "cudaGraphLaunch"));
+}
+
+EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+  wsi_api("cudaGraphExecDestroy");
+  if (!exec)
+    return ret(cudaErrorInvalidValue);
+  wsi_exec_destroy(wsi_exec_get((void *)exec, "cudaGraphExecDestroy"));
+  return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+  wsi_api("cudaGraphDestroy");
+  if (!graph)
+    return ret(cudaErrorInvalidValue);
+  return cap(wsi_graph_destroy(wsi_graph_get((void *)graph, "cudaGraphDestroy"),
+                               "cudaGraphDestroy"));
+}
+
+/* "If numNodes is higher than the actual number of nodes, the remaining
+ * entries in nodes will be set to NULL". */
+EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *num)
+{
+  size_t n, i;
+
+  wsi_api("cudaGraphGetNodes");
+  if (!graph || !num)
+    return ret(cudaErrorInvalidValue);
+  n = wsi_graph_nodes(wsi_graph_get((void *)graph, "cudaGraphGetNodes"), (void **)nodes,
+                      nodes ? *num : 0);
+  if (nodes) {
+    for (i = n; i < *num; i++)
+      nodes[i] = NULL;
+    if (n < *num)
+      *num = n;
+  } else {
+    *num = n;
+  }
   return cudaSuccess;
 }
 
@@ -649,33 +1083,54 @@ EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     return err;
   e = wsi_event_get(event, "cudaEventRecord");
   s = wsi_stream_get(stream, "cudaEventRecord");
-  wsi_event_record(e, s);
-  return cudaSuccess;
+  if ((err = cap(wsi_capture_use(s, "cudaEventRecord", WSI_USE_ENQUEUE))))
+    return err;
+  return cap(wsi_event_record(e, s));
 }
 
+/* An event last recorded in a capturing stream cannot be queried or waited
+ * for: cudaErrorCapturedEvent ("Prohibited and Unhandled Operations"; the
+ * relaxed mode does not lift it, cudaThreadExchangeStreamCaptureMode). */
 EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
 {
+  wsi_event *e;
+  cudaError_t err;
+
   wsi_api("cudaEventQuery");
-  return wsi_event_done(wsi_event_get(event, "cudaEventQuery")) ? cudaSuccess
-                                                                 : cudaErrorNotReady;
+  e = wsi_event_get(event, "cudaEventQuery");
+  if ((err = cap(wsi_event_check(e, "cudaEventQuery"))))
+    return err;
+  return wsi_event_done(e) ? cudaSuccess : cudaErrorNotReady;
 }
 
 EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
+  wsi_event *e;
+  cudaError_t err;
+
   wsi_api("cudaEventSynchronize");
-  wsi_event_sync(wsi_event_get(event, "cudaEventSynchronize"));
+  e = wsi_event_get(event, "cudaEventSynchronize");
+  if ((err = cap(wsi_event_check(e, "cudaEventSynchronize"))))
+    return err;
+  wsi_event_sync(e);
   return cudaSuccess;
 }
 
 EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
+  wsi_event *a, *b;
+  cudaError_t err;
   double v;
 
   wsi_api("cudaEventElapsedTime");
   if (!ms)
     return ret(cudaErrorInvalidValue);
-  v = wsi_event_elapsed(wsi_event_get(start, "cudaEventElapsedTime"),
-                        wsi_event_get(end, "cudaEventElapsedTime"));
+  a = wsi_event_get(start, "cudaEventElapsedTime");
+  b = wsi_event_get(end, "cudaEventElapsedTime");
+  if ((err = cap(wsi_event_check(a, "cudaEventElapsedTime"))) ||
+      (err = cap(wsi_event_check(b, "cudaEventElapsedTime"))))
+    return err;
+  v = wsi_event_elapsed(a, b);
   if (v == -2)
     return ret(cudaErrorInvalidResourceHandle);
   if (v < 0)
@@ -714,6 +1169,26 @@ static const struct {
   {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
   {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
   {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+  {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the "
+   "present state"},
+  {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+   "operation not permitted when stream is capturing"},
+  {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+   "operation failed due to a previous error during capture"},
+  {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge",
+   "operation would result in a merge of separate capture sequences"},
+  {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched",
+   "capture was not ended in the same stream as it began"},
+  {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined",
+   "capturing stream has unjoined work"},
+  {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+   "dependency created on uncaptured work in another stream"},
+  {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+   "operation would make the legacy stream depend on a capturing blocking stream"},
+  {cudaErrorCapturedEvent, "cudaErrorCapturedEvent",
+   "operation not permitted on an event last recorded in a capturing stream"},
+  {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+   "attempt to terminate a thread-local capture sequence from another thread"},
 };
 
 EXPORT const char *cudaGetErrorString(cudaError_t e)

@@ -12,11 +12,17 @@
  * WEFT_STANDIN_NVML_FAULT lists what the devices report (README). For
  * weftrun --monitor every device is busy (90% utilisation, 250 W, 60 C, a
  * quarter of its memory used) unless WEFT_STANDIN_NVML_UTIL scripts it:
- * "I:PCT,..." sets the utilisation of device I (CUDA's index, PCI order). A
- * device is found by index or by its PCI address (pci.h, the address the
- * stand-in's CUDA gives it); WEFT_STANDIN_NVML_ORDER=reverse numbers NVML's
- * indexes in reverse PCI order, as NVML and CUDA disagree on some machines,
- * so that a GPU looked up by CUDA's index is the wrong one.
+ * "I:PCT,..." sets the utilisation of device I (the I-th by PCI bus: NVML's
+ * index, and CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID). A device is found by
+ * index or by its PCI address (pci.h, the address the stand-in's CUDA gives
+ * it); NVML numbers the devices by ascending PCI bus whatever CUDA_DEVICE_ORDER
+ * says (nvml.h: "the order in which NVML enumerates devices has no guarantees
+ * of consistency between reboots. For that reason it is recommended that
+ * devices be looked up by their PCI ids or UUID"), and
+ * WEFT_STANDIN_NVML_ORDER=reverse numbers them in reverse PCI order, as NVML
+ * and CUDA disagree on some machines, so that a GPU looked up by CUDA's index
+ * is the wrong one. nvmlDeviceGetUUID gives the UUID the stand-in's CUDA gives
+ * the device (pci.h).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -48,7 +54,8 @@ typedef struct nvmlProcessInfo {
 } nvmlProcessInfo_t;
 
 typedef struct device {
-  int index;
+  int index;                   /* position by PCI bus */
+  int physical;                /* the stand-in's device (pci.h) */
   unsigned long long ecc;      /* uncorrected, volatile */
   int retired_pending;
   unsigned int busy_pid;       /* 0: no process */
@@ -64,6 +71,7 @@ EXPORT int nvmlDeviceGetCount_v2(unsigned int *count);
 EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **handle);
 EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle);
 EXPORT int nvmlDeviceGetName(void *h, char *name, unsigned int length);
+EXPORT int nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length);
 EXPORT int nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m);
 EXPORT int nvmlDeviceGetPersistenceMode(void *h, int *mode);
 EXPORT int nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *count);
@@ -101,8 +109,11 @@ setup(void)
   if (ndev >= 0)
     return;
   ndev = (int)env_long("WEFT_STANDIN_DEVICES", 8, 0, MAX_DEVICES);
+  int order[MAX_DEVICES];
+  standin_pci_order(ndev, order);
   for (int i = 0; i < MAX_DEVICES; i++) {
     devs[i].index = i;
+    devs[i].physical = i < ndev ? order[i] : i;
     devs[i].util = 90;
   }
   const char *o = getenv("WEFT_STANDIN_NVML_ORDER");
@@ -230,9 +241,9 @@ nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle)
   if (!pci || !handle || (sscanf(pci, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &end) != 4 &&
                           (dom = 0, sscanf(pci, "%x:%x.%x%c", &bus, &dev, &fn, &end) != 3)))
     return NVML_ERROR_INVALID_ARGUMENT;
-  for (int p = 0; p < ndev; p++)
-    if (dom == 0 && dev == 0 && fn == 0 && bus == standin_pci_bus(p)) {
-      *handle = &devs[p];
+  for (int i = 0; i < ndev; i++)
+    if (dom == 0 && dev == 0 && fn == 0 && bus == standin_pci_bus(devs[i].physical)) {
+      *handle = &devs[i];
       return NVML_SUCCESS;
     }
   return NVML_ERROR_NOT_FOUND;
@@ -255,6 +266,24 @@ nvmlDeviceGetName(void *h, char *name, unsigned int length)
   if (length < sizeof(n))
     return NVML_ERROR_INSUFFICIENT_SIZE;
   memcpy(name, n, sizeof(n));
+  return NVML_SUCCESS;
+}
+
+/* "GPU-..." as nvidia-smi -L writes it; NVML_DEVICE_UUID_V2_BUFFER_SIZE is 96,
+ * a smaller buffer that cannot hold it is NVML_ERROR_INSUFFICIENT_SIZE. */
+EXPORT int
+nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length)
+{
+  unsigned char u[16];
+  char s[48];
+  DEVICE(h);
+  if (!uuid)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  standin_uuid(d->physical, 0, u);
+  standin_uuid_str(u, 0, s, sizeof(s));
+  if (length < strlen(s) + 1)
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  memcpy(uuid, s, strlen(s) + 1);
   return NVML_SUCCESS;
 }
 

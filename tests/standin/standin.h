@@ -45,17 +45,35 @@ extern const char weft_standin_marker[];
 void wsi_init(void);
 /* 1 when WEFT_STANDIN_NO_DRIVER asks to play a machine without a driver. */
 int wsi_no_driver(void);
-/* Number of devices this process sees (after CUDA_VISIBLE_DEVICES). */
+/* Number of devices this process sees (after CUDA_DEVICE_ORDER and
+ * CUDA_VISIBLE_DEVICES). */
 int wsi_ndevices(void);
-/* Physical index of visible device ordinal, or -1. */
+/* Physical index of visible device ordinal, or -1. Physical devices are
+ * numbered in the stand-in's own order (CUDA's FASTEST_FIRST order). */
 int wsi_physical(int ordinal);
 /* Visible ordinal of a physical device, or -1 when it is hidden. */
 int wsi_ordinal(int physical);
-/* This thread's current device (ordinal), 0 until set. */
+/* 1 when visible device ordinal is the MIG instance of its physical device
+ * (CUDA_VISIBLE_DEVICES=MIG-...). */
+int wsi_is_mig(int ordinal);
+/* The UUID of visible device ordinal: its MIG instance's when mig_uuid and it
+ * is one, else its GPU's (pci.h); -1 when there is no such device. */
+int wsi_device_uuid(int ordinal, int mig_uuid, unsigned char uuid[16]);
+/* The PCI bus of a physical device (domain 0, device 0, function 0). */
+unsigned wsi_pci_bus(int physical);
+/* The visible ordinal at PCI bus id id (the forms cuDeviceGetByPCIBusId
+ * takes); -1 when id is not a bus id, -2 when no visible device is there. */
+int wsi_by_bus_id(const char *id);
+/* The runtime's current device (ordinal): the device of the context current
+ * to this thread, or when none is, the one cudaSetDevice last chose on this
+ * thread (0 until it does). */
 int wsi_current(void);
+/* cudaSetDevice: ordinal becomes this thread's device and its primary
+ * context the current one (call wsi_context next to initialise it). */
 void wsi_set_current(int ordinal);
-/* The primary context of device ordinal exists after this; its creation is
- * counted and logged (WEFT_STANDIN_LOG) with the name of the call. */
+/* A runtime call needs a context on device ordinal: its primary context
+ * exists after this (its creation counted and logged, WEFT_STANDIN_LOG, with
+ * the name of the call), and is made current when the thread has none. */
 void wsi_context(int ordinal, const char *by);
 int wsi_has_context(int ordinal);
 /* Bytes of memory each device reports (WEFT_STANDIN_MEMORY, default 16 GiB). */
@@ -138,17 +156,42 @@ uint64_t wsi_enqueue(wsi_stream *s, const char *what, const struct wsi_range *r,
 /* Wait until operation seq of s has run; the host then knows it. */
 void wsi_wait_op(wsi_stream *s, uint64_t seq);
 
+/* The errors of stream capture, for libcudart to say as cudaError_t. */
+enum wsi_capture_error {
+  WSI_OK = 0,
+  WSI_E_UNSUPPORTED,      /* cudaErrorStreamCaptureUnsupported */
+  WSI_E_INVALIDATED,      /* cudaErrorStreamCaptureInvalidated */
+  WSI_E_IMPLICIT,         /* cudaErrorStreamCaptureImplicit */
+  WSI_E_ISOLATION,        /* cudaErrorStreamCaptureIsolation */
+  WSI_E_MERGE,            /* cudaErrorStreamCaptureMerge */
+  WSI_E_UNMATCHED,        /* cudaErrorStreamCaptureUnmatched */
+  WSI_E_UNJOINED,         /* cudaErrorStreamCaptureUnjoined */
+  WSI_E_WRONG_THREAD,     /* cudaErrorStreamCaptureWrongThread */
+  WSI_E_CAPTURED_EVENT,   /* cudaErrorCapturedEvent */
+  WSI_E_ILLEGAL_STATE,    /* cudaErrorIllegalState */
+  WSI_E_INVALID_VALUE     /* cudaErrorInvalidValue */
+};
+
 wsi_event *wsi_event_create(int ordinal, int timing);
 wsi_event *wsi_event_get(void *handle, const char *fn);
 void wsi_event_destroy(wsi_event *e);
-void wsi_event_record(wsi_event *e, wsi_stream *s);
+/* In a capturing stream the event becomes a captured event (it stands for the
+ * stream's nodes so far; the graph does not record it). WSI_OK, or
+ * WSI_E_INVALIDATED when the stream's capture was invalidated. */
+int wsi_event_record(wsi_event *e, wsi_stream *s);
+/* WSI_E_CAPTURED_EVENT (and the capture invalidated) when the event was last
+ * recorded in a capturing stream: it cannot be queried or waited for. */
+int wsi_event_check(wsi_event *e, const char *fn);
 /* 1 done (or never recorded), 0 not yet. */
 int wsi_event_done(wsi_event *e);
 void wsi_event_sync(wsi_event *e);
 /* Milliseconds between two completed timing events; -1 when one is not done,
  * -2 when one has no timing. */
 double wsi_event_elapsed(wsi_event *a, wsi_event *b);
-void wsi_stream_wait_event(wsi_stream *s, wsi_event *e);
+/* cudaStreamWaitEvent: a captured event forks s into its capture or joins
+ * it; external (cudaEventWaitExternal) lets a capturing stream wait for an
+ * event recorded outside (an external event wait node). A WSI_E_ code. */
+int wsi_stream_wait_event(wsi_stream *s, wsi_event *e, int external, const char *fn);
 
 /* ---- CUDA graphs: stream capture and replay (stream.c) ---- */
 
@@ -167,8 +210,52 @@ struct wsi_replay {
  * 0 is returned; otherwise it is wsi_enqueue(s, what, r, nr, run, arg). */
 uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct wsi_range *r,
                                 int nr, wsi_fn run, void *arg, const struct wsi_replay *rp);
-/* 1 while s is capturing (cudaStreamBeginCapture to cudaStreamEndCapture). */
+/* 1 while s is capturing (cudaStreamBeginCapture to cudaStreamEndCapture,
+ * including a stream forked into a capture, and a capture that was
+ * invalidated: work queued then is dropped, its template too). It takes no
+ * lock (a caller may hold wsi_lock). Plain wsi_enqueue on a capturing stream
+ * is a violation ("work the stand-in cannot capture"). */
 int wsi_stream_capturing(const wsi_stream *s);
+
+/* How a call uses a stream, for the capture rules below. */
+enum wsi_use { WSI_USE_ENQUEUE, WSI_USE_SYNC, WSI_USE_INFO };
+/* Before a call uses s: the legacy stream while a blocking stream of its
+ * device captures is WSI_E_IMPLICIT (and the capture invalidated, but for
+ * WSI_USE_INFO); synchronising or querying a capturing stream is
+ * WSI_E_UNSUPPORTED (invalidated); queuing on one whose capture was
+ * invalidated is WSI_E_INVALIDATED. Each error is a line in the log. */
+int wsi_capture_use(wsi_stream *s, const char *fn, enum wsi_use use);
+/* s's capture (if any) cannot take this call (why): WSI_E_UNSUPPORTED and
+ * the capture invalidated; WSI_OK when s is not capturing. */
+int wsi_capture_refuse(wsi_stream *s, const char *fn, const char *why);
+/* A potentially unsafe call (cudaMalloc...): WSI_E_UNSUPPORTED, and the
+ * captures that forbid it invalidated, as cudaThreadExchangeStreamCaptureMode
+ * describes the thread's mode. */
+int wsi_capture_unsafe(const char *fn);
+/* A call that synchronises a whole device (physical; -1 every device):
+ * WSI_E_UNSUPPORTED while any stream of it captures (any mode). */
+int wsi_capture_device(int physical, const char *fn);
+/* cudaThreadExchangeStreamCaptureMode (0 global, 1 thread-local, 2 relaxed). */
+int wsi_capture_exchange_mode(int *mode);
+
+typedef struct wsi_graph wsi_graph;
+typedef struct wsi_exec wsi_exec;
+int wsi_capture_begin(wsi_stream *s, int mode, const char *fn);
+/* *g the graph, or NULL with the error. */
+int wsi_capture_end(wsi_stream *s, wsi_graph **g, const char *fn);
+/* *status 0 none, 1 active, 2 invalidated; the rest only when active (deps:
+ * the nodes the next one depends on, valid until the next call on s). */
+int wsi_capture_info(wsi_stream *s, int *status, unsigned long long *id, wsi_graph **graph,
+                     void *const **deps, size_t *ndeps);
+wsi_graph *wsi_graph_get(void *handle, const char *fn);
+int wsi_graph_destroy(wsi_graph *g, const char *fn);
+/* Its number of nodes; the first max of them into out (when not NULL). */
+size_t wsi_graph_nodes(wsi_graph *g, void **out, size_t max);
+wsi_exec *wsi_graph_instantiate(wsi_graph *g);
+wsi_exec *wsi_exec_get(void *handle, const char *fn);
+void wsi_exec_destroy(wsi_exec *x);
+/* Every node on s in capture order, each made (wsi_replay.make) now. */
+int wsi_graph_launch(wsi_exec *x, wsi_stream *s, const char *fn);
 
 /* The worker thread of a stream marks itself: CUDA calls from a host
  * function running there are refused. */
