@@ -6,6 +6,17 @@
  * per communicator, and one progress thread per communicator that reads every
  * message as it comes (so that a writer never waits for a reader that is
  * busy elsewhere) and notes a peer's abort, finalisation or disappearance.
+ *
+ * A peer that disappears (its connection closes without a finalisation or an
+ * abort) is an asynchronous error only over a network transport, where NCCL's
+ * proxy thread progresses the connection (proxy.cc progressOps, which stores
+ * the error of transport/net_socket.cc ncclNetSocketTest in
+ * proxyState->asyncResult; misc/socket.cc socketProgress says "Connection
+ * closed by remote peer"); and only once an operation uses it, as the proxy
+ * touches a connection only for a posted operation. Over P2P and SHM
+ * (transport/p2p.cc, shm.cc) the kernels poll memory that nobody writes any
+ * more: nothing notices, and an operation that needs the dead peer waits
+ * until this rank aborts.
  */
 #define _GNU_SOURCE 1 /* accept4, pipe2 */
 #include "nccl-standin.h"
@@ -24,6 +35,45 @@
 #define HELLO_MAGIC 0x5753484cu /* "WSHL" */
 
 static unsigned long counter;
+
+enum { TRANSPORT_AUTO, TRANSPORT_NET, TRANSPORT_P2P };
+static pthread_once_t transport_once = PTHREAD_ONCE_INIT;
+static int transport_mode;
+
+static void parse_transport(void)
+{
+  const char *s = getenv("WEFT_STANDIN_NCCL_TRANSPORT");
+
+  if (!s || !*s || !strcmp(s, "auto"))
+    transport_mode = TRANSPORT_AUTO;
+  else if (!strcmp(s, "net"))
+    transport_mode = TRANSPORT_NET;
+  else if (!strcmp(s, "p2p"))
+    transport_mode = TRANSPORT_P2P;
+  else {
+    fprintf(stderr, "weft-standin: WEFT_STANDIN_NCCL_TRANSPORT=%s: use auto, net or p2p\n", s);
+    exit(2);
+  }
+}
+
+/* NCCL_P2P_DISABLE=1 (graph/paths.cc ncclGetLevel) and NCCL_SHM_DISABLE=1
+ * (transport/shm.cc) together leave ranks of one host the network. */
+static int env_one(const char *name)
+{
+  const char *s = getenv(name);
+
+  return s && *s && strtol(s, NULL, 0) == 1;
+}
+
+/* Whether two ranks talk over a network transport: by host (auto), unless
+ * WEFT_STANDIN_NCCL_TRANSPORT says. */
+static int pair_is_net(const char *a, const char *b)
+{
+  pthread_once(&transport_once, parse_transport);
+  if (transport_mode != TRANSPORT_AUTO)
+    return transport_mode == TRANSPORT_NET;
+  return strcmp(a, b) != 0 || (env_one("NCCL_P2P_DISABLE") && env_one("NCCL_SHM_DISABLE"));
+}
 
 void wsn_hostid(char *buf, size_t len)
 {
@@ -129,7 +179,7 @@ static int wait_readable(struct ncclComm *c, int fd)
     struct pollfd p = {fd, POLLIN, 0};
     int aborted;
     wsi_lock();
-    aborted = c ? c->local_abort : 0;
+    aborted = c ? wsn_aborted(c) : 0;
     wsi_unlock();
     if (aborted)
       return 0;
@@ -283,6 +333,41 @@ static void deliver(struct ncclComm *c, int j, struct wsn_msg *m)
   }
 }
 
+int wsn_aborted(const struct ncclComm *c)
+{
+  return c->local_abort || (c->abort_with && c->abort_with->local_abort);
+}
+
+void wsn_remote_error(struct ncclComm *c, int peer)
+{
+  if (c->error != ncclSuccess || c->local_abort)
+    return;
+  c->error = ncclRemoteError;
+  snprintf(c->why, sizeof(c->why),
+           "socketProgress: Connection closed by remote peer: rank %d (pid %d, host %.40s) "
+           "of communicator %.40s, which neither finalised nor aborted (the process exited or "
+           "the network failed)",
+           peer, c->peers[peer].pid, c->peers[peer].hostid, c->name);
+  wsn_last_error("%s", c->why);
+  wsi_log("nccl comm %s rank %d remote error: rank %d is gone", c->name, c->rank, peer);
+}
+
+/* Peer j's connection closed (lock held). A peer that neither finalised nor
+ * aborted is dead; over a network transport an operation in flight sees it
+ * now, a later one when it starts (wsn_remote_error); over P2P and SHM
+ * nothing does. */
+static void peer_closed(struct ncclComm *c, int j)
+{
+  struct wsn_peer *p = &c->peers[j];
+
+  p->closed = 1;
+  if (p->fin || p->aborted)
+    return;
+  p->dead = 1;
+  if (p->net && c->issued > c->done)
+    wsn_remote_error(c, j);
+}
+
 static void *progress_run(void *arg)
 {
   struct ncclComm *c = arg;
@@ -332,15 +417,7 @@ static void *progress_run(void *arg)
           (m->h.bytes && read_all(c->peers[j].fd, m->data, m->h.bytes) != 0)) {
         wsn_msg_free(m);
         wsi_lock();
-        c->peers[j].closed = 1;
-        if (!c->peers[j].fin && !c->peers[j].aborted && !c->local_abort &&
-            c->error == ncclSuccess) {
-          c->error = ncclRemoteError;
-          snprintf(c->why, sizeof(c->why),
-                   "rank %d (pid %d) of communicator %s closed its connection without "
-                   "finalising or aborting: remote process exited or there was a network error",
-                   j, c->peers[j].pid, c->name);
-        }
+        peer_closed(c, j);
         wsi_broadcast();
         wsi_unlock();
         continue;
@@ -360,9 +437,9 @@ ncclResult_t wsn_mesh(struct ncclComm *c, const struct wsn_hello *table)
 {
   int i;
 
+  pthread_once(&transport_once, parse_transport);
   if (c->nranks < 1)
     return ncclInternalError;
-
   for (i = 0; i < c->nranks; i++)
     for (int j = i + 1; j < c->nranks; j++)
       if (table[i].physical == table[j].physical && !strcmp(table[i].hostid, table[j].hostid))
@@ -382,6 +459,8 @@ ncclResult_t wsn_mesh(struct ncclComm *c, const struct wsn_hello *table)
   for (i = 0; i < c->nranks; i++) {
     c->peers[i].fd = -1;
     c->peers[i].pid = table[i].pid;
+    snprintf(c->peers[i].hostid, sizeof(c->peers[i].hostid), "%s", table[i].hostid);
+    c->peers[i].net = i != c->rank && pair_is_net(table[c->rank].hostid, table[i].hostid);
     pthread_mutex_init(&c->peers[i].wmu, NULL);
   }
   /* Lower ranks listen, higher ones connect and say who they are. */
@@ -429,6 +508,23 @@ ncclResult_t wsn_mesh(struct ncclComm *c, const struct wsn_hello *table)
   return ncclSuccess;
 }
 
+/* A message to this rank itself lands in its own queue (self send/recv, a
+ * one-rank communicator). */
+static void send_self(struct ncclComm *c, const struct wsn_hdr *h, const void *data, size_t bytes)
+{
+  struct wsn_msg *m = calloc(1, sizeof(*m));
+
+  if (!m || (bytes && !(m->data = malloc(bytes))))
+    wsi_violation("out of memory", "a message of the NCCL stand-in");
+  m->h = *h;
+  if (bytes)
+    memcpy(m->data, data, bytes);
+  wsi_lock();
+  deliver(c, c->rank, m);
+  wsi_broadcast();
+  wsi_unlock();
+}
+
 void wsn_send(struct ncclComm *c, int peer, struct wsn_hdr *h, const void *data, size_t bytes)
 {
   struct wsn_peer *p = &c->peers[peer];
@@ -436,6 +532,10 @@ void wsn_send(struct ncclComm *c, int peer, struct wsn_hdr *h, const void *data,
   h->magic = MSG_MAGIC;
   h->from = c->rank;
   h->bytes = bytes;
+  if (peer == c->rank) {
+    send_self(c, h, data, bytes);
+    return;
+  }
   pthread_mutex_lock(&p->wmu);
   /* A peer that is gone is noticed by the progress thread; nothing here. */
   if (p->fd >= 0 && write_all(p->fd, h, sizeof(*h)) == 0 && bytes)
@@ -443,37 +543,42 @@ void wsn_send(struct ncclComm *c, int peer, struct wsn_hdr *h, const void *data,
   pthread_mutex_unlock(&p->wmu);
 }
 
-struct wsn_msg *wsn_take(struct ncclComm *c, int peer, int kind, uint64_t seq,
-                         const struct ncclComm *also)
+struct wsn_msg *wsn_try_take(struct ncclComm *c, int peer, int kind, uint64_t seq)
 {
   struct wsn_peer *p = &c->peers[peer];
-  struct wsn_msg *m = NULL;
+  struct wsn_msg **pp, *m;
 
-  wsi_lock();
-  for (;;) {
-    struct wsn_msg **pp;
-    for (pp = &p->head; *pp; pp = &(*pp)->next)
-      if ((*pp)->h.kind == (uint32_t)kind && (*pp)->h.seq == seq) {
-        m = *pp;
-        *pp = m->next;
-        if (p->tail == m) {
-          struct wsn_msg *t = p->head;
-          while (t && t->next)
-            t = t->next;
-          p->tail = t;
-        }
-        break;
+  for (pp = &p->head; *pp; pp = &(*pp)->next)
+    if ((*pp)->h.kind == (uint32_t)kind && (*pp)->h.seq == seq) {
+      m = *pp;
+      *pp = m->next;
+      if (p->tail == m) {
+        struct wsn_msg *t = p->head;
+        while (t && t->next)
+          t = t->next;
+        p->tail = t;
       }
-    /* A message that cannot come any more (the peer aborted, or is gone)
-     * leaves the operation hanging until this rank aborts, as on a GPU:
-     * NCCL's kernels wait; only the asynchronous error tells. */
-    if (m || c->local_abort || (also && also->local_abort))
+      m->next = NULL;
+      return m;
+    }
+  return NULL;
+}
+
+struct wsn_msg *wsn_take_bootstrap(struct ncclComm *c, int peer, int kind, uint64_t seq,
+                                   int *closed)
+{
+  struct wsn_msg *m;
+
+  *closed = 0;
+  wsi_lock();
+  while (!(m = wsn_try_take(c, peer, kind, seq)) && !wsn_aborted(c)) {
+    if (c->peers[peer].closed) {
+      *closed = 1;
       break;
+    }
     wsi_wait();
   }
   wsi_unlock();
-  if (m)
-    m->next = NULL;
   return m;
 }
 

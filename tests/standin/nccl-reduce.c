@@ -1,13 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The reductions of the NCCL stand-in, for every type and operation NCCL has
- * but fp8: integers as C computes them (sums wrap), floating point in the
- * type itself, fp16 and bf16 through float with one rounding to nearest even
- * per step. Ranks combine in rank order, so every rank gets the same bits.
+ * but fp8, in the order and with the roundings of NCCL's ring algorithm with
+ * one channel and one loop:
+ *  - all-reduce (device/all_reduce.h runRing): the buffer is cut in nranks
+ *    contiguous chunks of alignUp(divUp(count, nranks), 16/sizeof(T))
+ *    elements (the last ones shorter or empty); chunk c is reduced around the
+ *    ring starting at rank c+1 and ending at rank c, which applies the
+ *    post-operation and passes the result on;
+ *  - reduce-scatter (device/reduce_scatter.h runRing): rank r's block is
+ *    reduced from rank r+1 round to rank r;
+ *  - reduce (device/reduce.h runRing): the whole buffer from rank root+1
+ *    round to the root.
+ * The ring is the ranks in order (NCCL's search may order it otherwise on a
+ * real machine). Every step is one operation of device/reduce_kernel.h on
+ * two values, rounded to the element type: integers as the GPU computes them
+ * (sums and products wrap), float and double in their type, fp16 and bf16
+ * correctly rounded to nearest even (__hadd, __hmul on sm_80+), min and max
+ * as fminf/fmaxf and __hmin/__hmax (a NaN loses to a number). ncclAvg is
+ * FuncPreMulSum for floating point (each rank's input times 1/nranks rounded
+ * to the type, then summed: enqueue.cc hostToDevRedOp) and FuncSumPostDiv
+ * for integers (the sum divided once, rounding towards zero).
  */
 #include "nccl-standin.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t wsn_type_size(ncclDataType_t dt)
@@ -107,22 +125,60 @@ static uint16_t float_to_bf16(float f)
   return (uint16_t)(bits >> 16);
 }
 
-#define REDUCE_INT(T)                                                                      \
-  do {                                                                                     \
-    T *a = acc;                                                                            \
-    const T *b = in;                                                                       \
-    for (i = 0; i < n; i++)                                                                \
-      switch (op) {                                                                        \
-      case ncclProd: a[i] = (T)(a[i] * b[i]); break;                                       \
-      case ncclMax: a[i] = a[i] > b[i] ? a[i] : b[i]; break;                               \
-      case ncclMin: a[i] = a[i] < b[i] ? a[i] : b[i]; break;                               \
-      default: a[i] = (T)(a[i] + b[i]); break;                                             \
-      }                                                                                    \
-  } while (0)
+/* x rounded to nearest even with mant significant bits (the implicit one
+ * included), emin the smallest normal exponent and max the largest finite
+ * value of the target type: what a correctly rounded half or bfloat16
+ * operation returns, computed from an exact double. */
+static double round_to(double x, int mant, int emin, double max)
+{
+  double q, r;
+  int e;
 
-/* Unsigned arithmetic for the signed types, so that sums wrap as in C's
- * unsigned types (and as on the GPU), never overflow as signed ones. */
-#define REDUCE_SIGNED(T, U)                                                                \
+  if (x == 0 || isnan(x) || isinf(x))
+    return x;
+  frexp(x, &e);
+  e -= 1; /* the exponent of the leading bit */
+  if (e < emin)
+    e = emin;
+  q = ldexp(1.0, e - (mant - 1));
+  r = nearbyint(x / q) * q;
+  return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+static uint16_t to_half(double x)
+{
+  return float_to_half((float)round_to(x, 11, -14, 65504.0));
+}
+
+static uint16_t to_bf16(double x)
+{
+  return float_to_bf16((float)round_to(x, 8, -126, ldexp(255.0, 120)));
+}
+
+/* One step of FuncSum, FuncProd or FuncMinMax in double (exact for the sums
+ * and products of two halves or bfloat16s that matter), NaN losing in min
+ * and max as with fmin/fmax. */
+static double dop(double x, double y, ncclRedOp_t op)
+{
+  switch (op) {
+  case ncclProd: return x * y;
+  case ncclMax: return fmax(x, y);
+  case ncclMin: return fmin(x, y);
+  default: return x + y;
+  }
+}
+
+static float fop(float x, float y, ncclRedOp_t op)
+{
+  switch (op) {
+  case ncclProd: return x * y;
+  case ncclMax: return fmaxf(x, y);
+  case ncclMin: return fminf(x, y);
+  default: return x + y;
+  }
+}
+
+#define STEP_INT(T, U)                                                                     \
   do {                                                                                     \
     T *a = acc;                                                                            \
     const T *b = in;                                                                       \
@@ -135,37 +191,20 @@ static uint16_t float_to_bf16(float f)
       }                                                                                    \
   } while (0)
 
-static float fop(float x, float y, ncclRedOp_t op)
-{
-  switch (op) {
-  case ncclProd: return x * y;
-  case ncclMax: return isnan(x) || isnan(y) ? NAN : (x > y ? x : y);
-  case ncclMin: return isnan(x) || isnan(y) ? NAN : (x < y ? x : y);
-  default: return x + y;
-  }
-}
-
-static double dop(double x, double y, ncclRedOp_t op)
-{
-  switch (op) {
-  case ncclProd: return x * y;
-  case ncclMax: return isnan(x) || isnan(y) ? NAN : (x > y ? x : y);
-  case ncclMin: return isnan(x) || isnan(y) ? NAN : (x < y ? x : y);
-  default: return x + y;
-  }
-}
-
-void wsn_reduce(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRedOp_t op)
+/* acc[i] = acc[i] op in[i], each result rounded to the type; ncclAvg sums
+ * (its pre- and post-operations are apart). Signed integers go through their
+ * unsigned type, so that sums wrap as on the GPU and never overflow in C. */
+static void step(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRedOp_t op)
 {
   size_t i;
 
   switch (dt) {
-  case ncclInt8: REDUCE_SIGNED(int8_t, uint8_t); break;
-  case ncclUint8: REDUCE_INT(uint8_t); break;
-  case ncclInt32: REDUCE_SIGNED(int32_t, uint32_t); break;
-  case ncclUint32: REDUCE_INT(uint32_t); break;
-  case ncclInt64: REDUCE_SIGNED(int64_t, uint64_t); break;
-  case ncclUint64: REDUCE_INT(uint64_t); break;
+  case ncclInt8: STEP_INT(int8_t, uint8_t); break;
+  case ncclUint8: STEP_INT(uint8_t, uint8_t); break;
+  case ncclInt32: STEP_INT(int32_t, uint32_t); break;
+  case ncclUint32: STEP_INT(uint32_t, uint32_t); break;
+  case ncclInt64: STEP_INT(int64_t, uint64_t); break;
+  case ncclUint64: STEP_INT(uint64_t, uint64_t); break;
   case ncclFloat32: {
     float *a = acc;
     const float *b = in;
@@ -177,21 +216,22 @@ void wsn_reduce(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRedO
     double *a = acc;
     const double *b = in;
     for (i = 0; i < n; i++)
-      a[i] = dop(a[i], b[i], op);
+      a[i] = op == ncclMax ? fmax(a[i], b[i]) : op == ncclMin ? fmin(a[i], b[i])
+             : op == ncclProd ? a[i] * b[i] : a[i] + b[i];
     break;
   }
   case ncclFloat16: {
     uint16_t *a = acc;
     const uint16_t *b = in;
     for (i = 0; i < n; i++)
-      a[i] = float_to_half(fop(half_to_float(a[i]), half_to_float(b[i]), op));
+      a[i] = to_half(dop(half_to_float(a[i]), half_to_float(b[i]), op));
     break;
   }
   case ncclBfloat16: {
     uint16_t *a = acc;
     const uint16_t *b = in;
     for (i = 0; i < n; i++)
-      a[i] = float_to_bf16(fop(bf16_to_float(a[i]), bf16_to_float(b[i]), op));
+      a[i] = to_bf16(dop(bf16_to_float(a[i]), bf16_to_float(b[i]), op));
     break;
   }
   default:
@@ -199,49 +239,150 @@ void wsn_reduce(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRedO
   }
 }
 
-#define DIVIDE_INT(T)                                                                      \
+/* FuncPreMulSum's pre-operation for ncclAvg: x times 1/nranks, the scalar
+ * made as enqueue.cc hostToDevRedOp makes it (__float2half(float(1.0/n)),
+ * __float2bfloat16(float(1.0/n)), float(1.0/n), 1.0/n) and the product
+ * rounded to the type. */
+static void premul(void *acc, size_t n, ncclDataType_t dt, int nranks)
+{
+  size_t i;
+
+  switch (dt) {
+  case ncclFloat32: {
+    float *a = acc, s = (float)(1.0 / nranks);
+    for (i = 0; i < n; i++)
+      a[i] = a[i] * s;
+    break;
+  }
+  case ncclFloat64: {
+    double *a = acc, s = 1.0 / nranks;
+    for (i = 0; i < n; i++)
+      a[i] = a[i] * s;
+    break;
+  }
+  case ncclFloat16: {
+    uint16_t *a = acc;
+    double s = half_to_float(float_to_half((float)(1.0 / nranks)));
+    for (i = 0; i < n; i++)
+      a[i] = to_half(half_to_float(a[i]) * s);
+    break;
+  }
+  case ncclBfloat16: {
+    uint16_t *a = acc;
+    double s = bf16_to_float(float_to_bf16((float)(1.0 / nranks)));
+    for (i = 0; i < n; i++)
+      a[i] = to_bf16(bf16_to_float(a[i]) * s);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* FuncSumPostDiv (device/reduce_kernel.h divide): |x| / nranks with the sign
+ * put back, for the integer types. */
+#define POSTDIV(T, U)                                                                      \
+  do {                                                                                     \
+    T *a = acc;                                                                            \
+    for (i = 0; i < n; i++) {                                                              \
+      int neg = a[i] < 0;                                                                  \
+      U q = (U)(neg ? (U)0 - (U)a[i] : (U)a[i]) / (U)by;                                   \
+      a[i] = (T)(neg ? (U)0 - q : q);                                                      \
+    }                                                                                      \
+  } while (0)
+
+#define POSTDIV_UNSIGNED(T)                                                                \
   do {                                                                                     \
     T *a = acc;                                                                            \
     for (i = 0; i < n; i++)                                                                \
       a[i] = (T)(a[i] / (T)by);                                                            \
   } while (0)
 
-void wsn_divide(void *acc, size_t n, ncclDataType_t dt, int by)
+static void postdiv(void *acc, size_t n, ncclDataType_t dt, int by)
 {
   size_t i;
 
   switch (dt) {
-  case ncclInt8: DIVIDE_INT(int8_t); break;
-  case ncclUint8: DIVIDE_INT(uint8_t); break;
-  case ncclInt32: DIVIDE_INT(int32_t); break;
-  case ncclUint32: DIVIDE_INT(uint32_t); break;
-  case ncclInt64: DIVIDE_INT(int64_t); break;
-  case ncclUint64: DIVIDE_INT(uint64_t); break;
-  case ncclFloat32: {
-    float *a = acc;
-    for (i = 0; i < n; i++)
-      a[i] /= (float)by;
-    break;
+  case ncclInt8: POSTDIV(int8_t, uint8_t); break;
+  case ncclUint8: POSTDIV_UNSIGNED(uint8_t); break;
+  case ncclInt32: POSTDIV(int32_t, uint32_t); break;
+  case ncclUint32: POSTDIV_UNSIGNED(uint32_t); break;
+  case ncclInt64: POSTDIV(int64_t, uint64_t); break;
+  case ncclUint64: POSTDIV_UNSIGNED(uint64_t); break;
+  default: break;
   }
-  case ncclFloat64: {
-    double *a = acc;
-    for (i = 0; i < n; i++)
-      a[i] /= by;
-    break;
+}
+
+static int is_float(ncclDataType_t dt)
+{
+  return dt == ncclFloat16 || dt == ncclFloat32 || dt == ncclFloat64 || dt == ncclBfloat16;
+}
+
+/* Elements [off, off+n) reduced around the ring from rank first (the rank
+ * after the owner) to the owner, into out[0, n): each rank's part loaded with
+ * the pre-operation, the owner's step with the post-operation. */
+static void chain(char *out, const char *const *in, int nranks, int first, size_t off, size_t n,
+                  ncclDataType_t dt, ncclRedOp_t op)
+{
+  size_t es = wsn_type_size(dt), bytes = n * es;
+  char *tmp;
+  int k;
+
+  if (n == 0)
+    return;
+  memcpy(out, in[first] + off * es, bytes);
+  if (op == ncclAvg && is_float(dt))
+    premul(out, n, dt, nranks);
+  if (nranks == 1)
+    return;
+  tmp = malloc(bytes);
+  if (!tmp)
+    wsi_violation("out of memory", "a reduction of %zu bytes", bytes);
+  for (k = 1; k < nranks; k++) {
+    const char *x = in[(first + k) % nranks] + off * es;
+    if (op == ncclAvg && is_float(dt)) {
+      memcpy(tmp, x, bytes);
+      premul(tmp, n, dt, nranks);
+      x = tmp;
+    }
+    step(out, x, n, dt, op);
   }
-  case ncclFloat16: {
-    uint16_t *a = acc;
-    for (i = 0; i < n; i++)
-      a[i] = float_to_half(half_to_float(a[i]) / (float)by);
-    break;
+  free(tmp);
+  if (op == ncclAvg && !is_float(dt))
+    postdiv(out, n, dt, nranks);
+}
+
+void wsn_ring_allreduce(void *out, const char *const *in, int nranks, size_t count,
+                        ncclDataType_t dt, ncclRedOp_t op)
+{
+  size_t es = wsn_type_size(dt), pack = 16 / es;
+  size_t chunk = (count + (size_t)nranks - 1) / (size_t)nranks;
+  int c;
+
+  chunk = (chunk + pack - 1) / pack * pack;
+  for (c = 0; c < nranks; c++) {
+    size_t off = (size_t)c * chunk, n;
+    if (off >= count)
+      break;
+    n = count - off < chunk ? count - off : chunk;
+    chain((char *)out + off * es, in, nranks, (c + 1) % nranks, off, n, dt, op);
   }
-  case ncclBfloat16: {
-    uint16_t *a = acc;
-    for (i = 0; i < n; i++)
-      a[i] = float_to_bf16(bf16_to_float(a[i]) / (float)by);
-    break;
-  }
-  default:
-    break;
-  }
+}
+
+void wsn_ring_reduce(void *out, const char *const *in, int nranks, int root, size_t count,
+                     ncclDataType_t dt, ncclRedOp_t op)
+{
+  chain(out, in, nranks, (root + 1) % nranks, 0, count, dt, op);
+}
+
+void wsn_ring_reduce_scatter(void *out, const char *const *in, int nranks, int rank,
+                             size_t count, ncclDataType_t dt, ncclRedOp_t op)
+{
+  chain(out, in, nranks, (rank + 1) % nranks, 0, count, dt, op);
+}
+
+void wsn_premul_one(void *out, const void *in, size_t count, ncclDataType_t dt)
+{
+  memmove(out, in, count * wsn_type_size(dt));
+  premul(out, count, dt, 1);
 }

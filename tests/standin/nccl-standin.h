@@ -12,6 +12,13 @@
  * back the whole table. A progress thread per communicator reads whatever
  * comes in; operations run in the stream workers and wait for the messages
  * they need.
+ *
+ * Each pair of ranks has a transport, as NCCL picks one: a network transport
+ * between hosts (transport/net_socket.cc, driven by the proxy thread of
+ * proxy.cc, which sees a closed connection and sets the communicator's
+ * asynchronous error), P2P or SHM within a host (transport/p2p.cc, shm.cc:
+ * the kernels poll memory and notice nothing when the peer dies).
+ * WEFT_STANDIN_NCCL_TRANSPORT=auto|net|p2p chooses.
  */
 #ifndef WEFT_STANDIN_NCCL_H
 #define WEFT_STANDIN_NCCL_H
@@ -29,7 +36,9 @@
 #define WSN_DEAD 0xdeadu
 #define WSN_PATH 108
 
-enum wsn_kind { WSN_COLL = 1, WSN_P2P, WSN_SPLIT, WSN_ABORT, WSN_FIN };
+/* WSN_READY: a receive has started and waits for the send of the same
+ * sequence number (the rendezvous of ncclSend). */
+enum wsn_kind { WSN_COLL = 1, WSN_P2P, WSN_SPLIT, WSN_ABORT, WSN_FIN, WSN_READY };
 
 /* What each rank tells the bootstrap root (and, for a split, its peers). */
 struct wsn_hello {
@@ -56,12 +65,16 @@ struct wsn_peer {
   pthread_mutex_t wmu;       /* one writer at a time */
   struct wsn_msg *head, *tail;
   int closed, fin, aborted;
+  int dead;                  /* closed without finalising or aborting */
+  int net;                   /* reached over a network transport */
   int pid;
+  char hostid[64];
 };
 
 struct ncclComm {
   unsigned magic;
   char name[64];
+  char parent[64];           /* the parent's name for a split's child, "" after init */
   int rank, nranks, ordinal, physical, blocking;
   ncclResult_t state;        /* ncclInProgress while init, split or finalize runs */
   int settle;                /* polls until a non-blocking call has settled */
@@ -70,7 +83,13 @@ struct ncclComm {
   int peer_aborted;          /* a rank that called ncclCommAbort, or -1 */
   int local_abort, finalized, destroyed;
   int error_seen;            /* ncclCommGetAsyncError returned the error */
+  int handed;                /* the caller has its handle */
   int busy;                  /* an init, split or finalize thread runs */
+  int split_busy;            /* a non-blocking split of this parent runs */
+  int polled;                /* ncclCommGetAsyncError said ncclInProgress during the
+                                non-blocking init or split that runs */
+  int split_failed;          /* a child whose split failed (NCCL hands it over) */
+  struct ncclComm *abort_with; /* a child being split: its parent's abort ends it too */
   struct wsn_peer *peers;
   int wake[2];
   int progress_on;
@@ -85,6 +104,14 @@ struct ncclComm {
   struct ncclComm *all_next;
 };
 
+/* nccl.c */
+/* The NCCL version the stand-in plays (WEFT_STANDIN_NCCL_VERSION), as
+ * NCCL_VERSION_CODE. */
+int wsn_version(void);
+/* ncclGetLastError's text: one buffer for the process, as debug.cc's
+ * ncclLastError, which every WARN overwrites from whatever thread. */
+void wsn_last_error(const char *fmt, ...) WSI_PRINTF(1, 2);
+
 /* nccl-net.c */
 /* A listening socket with a fresh path; -1 on failure. */
 int wsn_listen(char *path);
@@ -95,28 +122,47 @@ int wsn_root_start(char *path);
 ncclResult_t wsn_root_join(struct ncclComm *c, const char *path, const struct wsn_hello *me,
                            struct wsn_hello *table);
 /* Connect the full mesh from the table (indexed by rank), check that no two
- * ranks share a device, start the progress thread. */
+ * ranks share a device, pick each pair's transport, start the progress
+ * thread. */
 ncclResult_t wsn_mesh(struct ncclComm *c, const struct wsn_hello *table);
+/* Send to peer (to this rank itself too: it lands in its own queue). */
 void wsn_send(struct ncclComm *c, int peer, struct wsn_hdr *h, const void *data, size_t bytes);
-/* The message of kind and seq from peer; NULL when this rank aborts c (or
- * also) while waiting: one that cannot come leaves the wait hanging, as
- * NCCL's kernels do. */
-struct wsn_msg *wsn_take(struct ncclComm *c, int peer, int kind, uint64_t seq,
-                         const struct ncclComm *also);
+/* 1 when c's waits must end: this rank aborted c (or the parent it is split
+ * from). Lock held. */
+int wsn_aborted(const struct ncclComm *c);
+/* The message of kind and seq from peer, if it is there; lock held. */
+struct wsn_msg *wsn_try_take(struct ncclComm *c, int peer, int kind, uint64_t seq);
+/* The bootstrap's receive (split): waits for the message of kind and seq
+ * from peer. NULL, with *closed set, when the peer's connection closed first
+ * (NCCL's bootstrap sockets report it: misc/socket.cc socketProgress), or
+ * NULL when wsn_aborted(c). */
+struct wsn_msg *wsn_take_bootstrap(struct ncclComm *c, int peer, int kind, uint64_t seq,
+                                   int *closed);
 void wsn_msg_free(struct wsn_msg *m);
 /* Let the progress thread read what has already arrived. */
 void wsn_flush(struct ncclComm *c);
 /* Stop the progress thread; close (or, on abort, only shut) the sockets. */
 void wsn_close(struct ncclComm *c, int abort);
 void wsn_hostid(char *buf, size_t len);
+/* The asynchronous error of a peer that died over a network transport, as
+ * NCCL's proxy sets it; lock held. */
+void wsn_remote_error(struct ncclComm *c, int peer);
 
 /* nccl-reduce.c */
 size_t wsn_type_size(ncclDataType_t dt);
 const char *wsn_type_name(ncclDataType_t dt);
 const char *wsn_op_name(ncclRedOp_t op);
-/* acc[i] = acc[i] op in[i] (ncclAvg sums). */
-void wsn_reduce(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRedOp_t op);
-/* acc[i] /= by (the second half of ncclAvg). */
-void wsn_divide(void *acc, size_t n, ncclDataType_t dt, int by);
+/* The reductions in NCCL's ring order (one ring in rank order, one channel,
+ * one loop). in[p] is rank p's buffer (for reduce-scatter: rank p's block
+ * for this rank), each count elements. */
+void wsn_ring_allreduce(void *out, const char *const *in, int nranks, size_t count,
+                        ncclDataType_t dt, ncclRedOp_t op);
+void wsn_ring_reduce(void *out, const char *const *in, int nranks, int root, size_t count,
+                     ncclDataType_t dt, ncclRedOp_t op);
+void wsn_ring_reduce_scatter(void *out, const char *const *in, int nranks, int rank,
+                             size_t count, ncclDataType_t dt, ncclRedOp_t op);
+/* What a one-rank communicator does for ncclAvg on a floating-point type
+ * (device/onerank.cu oneRankReduce with FuncPreMulSum): out = in * (1/1). */
+void wsn_premul_one(void *out, const void *in, size_t count, ncclDataType_t dt);
 
 #endif /* WEFT_STANDIN_NCCL_H */
