@@ -210,3 +210,12 @@ int weft_barrier(weft_group *g)
     return WEFT_EINVAL;
   CALL(g, WEFTX_OP_BARRIER, 0, barrier(g));
 }
+
+int weft_group_wait(weft_group *g)
+{
+  if (!g)
+    return WEFT_EINVAL;
+  if (!g->nccl)
+    return 0;
+  CALL(g, WEFTX_OP_WAIT, 0, weft__nccl_wait(g));
+}

@@ -99,17 +99,22 @@ done:
   return 0;
 }
 
-static int timed_out(weft_group *g, const char *opname);
+static int timed_out(weft_group *g, const char *opname, unsigned long seq);
 
 int weft__timed_out(weft_group *g, const char *opname)
 {
-  int rc = timed_out(g, opname);
+  return weft__timed_out_at(g, opname, g->seq);
+}
+
+int weft__timed_out_at(weft_group *g, const char *opname, unsigned long seq)
+{
+  int rc = timed_out(g, opname, seq);
   /* for weftrun: this rank is not the cause, the ranks that never joined are */
   weft__page_deadline(g, -1, g->ctx->coll_timeout, g->ctx->err);
   return rc;
 }
 
-static int timed_out(weft_group *g, const char *opname)
+static int timed_out(weft_group *g, const char *opname, unsigned long seq)
 {
   weft_ctx *ctx = g->ctx;
   char list[512];
@@ -125,10 +130,10 @@ static int timed_out(weft_group *g, const char *opname)
                          "%s on group %s (size %d, call %lu) timed out after %gs; world rank %d "
                          "(group rank 0) names the ranks that had not joined; abort the job "
                          "(MPI_Abort)",
-                         opname, g->name, g->size, g->seq, ctx->coll_timeout, g->world_ranks[0]);
+                         opname, g->name, g->size, seq, ctx->coll_timeout, g->world_ranks[0]);
   list[0] = '\0';
   for (i = 0; i < g->size; i++)
-    if (g->arrived[i] < g->seq) {
+    if (g->arrived[i] < seq) {
       int n = snprintf(list + len, sizeof(list) - len, "%s%d", missing ? "," : "",
                        g->world_ranks[i]);
       if (n > 0 && (size_t)n < sizeof(list) - len)
@@ -139,9 +144,9 @@ static int timed_out(weft_group *g, const char *opname)
     return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
                          "%s on group %s (size %d, call %lu) timed out after %gs; world rank(s) "
                          "%s had not joined; abort the job (MPI_Abort)",
-                         opname, g->name, g->size, g->seq, ctx->coll_timeout, list);
+                         opname, g->name, g->size, seq, ctx->coll_timeout, list);
   return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
                        "%s on group %s (size %d, call %lu) timed out after %gs; every rank had "
                        "joined, so a rank or link is stuck inside it; abort the job (MPI_Abort)",
-                       opname, g->name, g->size, g->seq, ctx->coll_timeout);
+                       opname, g->name, g->size, seq, ctx->coll_timeout);
 }

@@ -53,6 +53,7 @@ static void *open_lib(const char *soname, const char *dir, char *err, size_t len
 static void load(void)
 {
   char err[256];
+  void *drv;
   void *rt = open_lib(WEFT_CUDART_SONAME, WEFT_CUDA_LIBDIR, err, sizeof(err)), *nc = NULL;
 
   if (!rt) {
@@ -79,6 +80,7 @@ static void load(void)
   SYM(rt, EventRecord, "cudaEventRecord", 1);
   SYM(rt, EventQuery, "cudaEventQuery", 1);
   SYM(rt, EventDestroy, "cudaEventDestroy", 1);
+  SYM(rt, StreamIsCapturing, "cudaStreamIsCapturing", 1);
   SYM(nc, GetVersion, "ncclGetVersion", 1);
   SYM(nc, GetUniqueId, "ncclGetUniqueId", 1);
   SYM(nc, CommInitRankConfig, "ncclCommInitRankConfig", 1);
@@ -103,6 +105,14 @@ static void load(void)
   }
   if (weft__nccl.version < 21800)
     weft__nccl.CommSplit = NULL;
+  /* The driver is loaded already (device.c asked it about pointers). */
+  if ((drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) != NULL) {
+    void *g = dlsym(drv, "cuCtxGetCurrent"), *s = dlsym(drv, "cuCtxSetCurrent");
+    if (g && s) {
+      memcpy(&weft__nccl.CtxGetCurrent, &g, sizeof(g));
+      memcpy(&weft__nccl.CtxSetCurrent, &s, sizeof(s));
+    }
+  }
   WEFT__LOG(RT, "loaded %s and NCCL %d%s%s", WEFT_CUDART_SONAME, weft__nccl.version,
             weft__nccl.CommSplit ? "" : " (no ncclCommSplit)",
             weft__nccl.MemcpyBatchAsync ? "" : " (no cudaMemcpyBatchAsync)");
@@ -114,6 +124,18 @@ fail:
     dlclose(nc);
   dlclose(rt);
   load_rc = WEFT_ENONCCL;
+}
+
+int weft__nccl_ctx_get(void **ctx)
+{
+  *ctx = NULL;
+  return weft__nccl.CtxGetCurrent && weft__nccl.CtxGetCurrent(ctx) == 0 ? 0 : -1;
+}
+
+void weft__nccl_ctx_set(void *ctx)
+{
+  if (weft__nccl.CtxSetCurrent)
+    (void)weft__nccl.CtxSetCurrent(ctx);
 }
 
 int weft__nccl_load(const char **reason)

@@ -36,6 +36,11 @@ struct weft__nccl_api {
   cudaError_t (*EventRecord)(cudaEvent_t e, cudaStream_t st);
   cudaError_t (*EventQuery)(cudaEvent_t e);
   cudaError_t (*EventDestroy)(cudaEvent_t e);
+  cudaError_t (*StreamIsCapturing)(cudaStream_t st, enum cudaStreamCaptureStatus *status);
+  /* The driver's current context of the thread (libcuda.so.1; NULL where
+   * the driver lacks them: the thread's device is then left as weft set it). */
+  int (*CtxGetCurrent)(void **ctx);
+  int (*CtxSetCurrent)(void *ctx);
   /* NCCL */
   ncclResult_t (*GetVersion)(int *v);
   ncclResult_t (*GetUniqueId)(ncclUniqueId *id);
@@ -71,6 +76,14 @@ extern struct weft__nccl_api weft__nccl;
  * WEFT_ENOCUDA with the reason in *why (a static string). */
 int weft__nccl_load(const char **why);
 
+/* The thread's current CUDA context (NULL: none) into *ctx, and making one
+ * current again (NULL: none), through the driver, which makes no context:
+ * weft puts back what a thread had after its own device work. 0, or -1 when
+ * the driver cannot say (then nothing is put back). */
+#define WEFT__CTX_UNKNOWN ((void *)-1)
+int weft__nccl_ctx_get(void **ctx);
+void weft__nccl_ctx_set(void *ctx);
+
 #undef cudaGetDeviceCount
 #define cudaGetDeviceCount weft__nccl.GetDeviceCount
 #undef cudaSetDevice
@@ -95,6 +108,8 @@ int weft__nccl_load(const char **why);
 #define cudaEventQuery weft__nccl.EventQuery
 #undef cudaEventDestroy
 #define cudaEventDestroy weft__nccl.EventDestroy
+#undef cudaStreamIsCapturing
+#define cudaStreamIsCapturing weft__nccl.StreamIsCapturing
 #define ncclGetUniqueId weft__nccl.GetUniqueId
 #define ncclCommInitRankConfig weft__nccl.CommInitRankConfig
 #define ncclCommGetAsyncError weft__nccl.CommGetAsyncError

@@ -179,6 +179,9 @@ int weft__arrive(weft_group *g);
 int weft__wait(weft_group *g, MPI_Request *req, const char *opname, int peer);
 /* The WEFT_ETIMEDOUT failure of a collective on g, naming the absent ranks. */
 int weft__timed_out(weft_group *g, const char *opname);
+/* The same for g's collective number seq (an earlier one, still in flight
+ * on the device): the absent are those whose arrival count is below it. */
+int weft__timed_out_at(weft_group *g, const char *opname, unsigned long seq);
 
 /* ---- the call page and the watchdog (watch.c) ---- */
 #define WEFT__INIT_TIMEOUT_S 300.0   /* WEFT_INIT_TIMEOUT's default */
@@ -231,7 +234,6 @@ int weft__cuda_driver(const char **reason);
 int weft__device_of(const void *p);
 /* 1 when p is device memory. */
 int weft__is_device_ptr(weft_ctx *ctx, const void *p);
-
 /* What weft__cuda_ordinal_of_pci() found. */
 enum weft__bus_found {
   WEFT__BUS_FOUND = 0, /* *ordinal is the device */
@@ -275,6 +277,11 @@ int weft__nccl_check(weft_ctx *ctx);
 int weft__nccl_pack(weft_ctx *ctx, size_t n, void *const *dst, const void *const *src,
                     const size_t *bytes, void *stream);
 void weft__nccl_group_free(weft_group *g);
+/* weft_group_wait's work: every device call queued on g finished (bounded). */
+int weft__nccl_wait(weft_group *g);
+/* For the watchdog: 1 when a device call or a blocking NCCL call is past its
+ * deadline (nccl-flight.c), with why, the group and the limit. */
+int weft__nccl_overdue(char *why, size_t len, const weft_group **g, double *limit);
 /* Give g an NCCL communicator split from the world's, if the world has one
  * (collective over the world, like weft_mesh_group); else it comes lazily. */
 int weft__nccl_split(weft_group *g, int color, int key);

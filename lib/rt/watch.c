@@ -152,14 +152,17 @@ void weft__page_deadline(const weft_group *g, int peer, double limit, const char
   end();
 }
 
-/* The watchdog's verdict: say it, leave it on the page, end the rank. */
+/* The watchdog's verdict: say it, leave it on the page, end the rank.
+ * op WEFTX_OP_COUNT: a device call (nccl-flight.c), whose words are in why. */
 static void
-fire(int op, double limit, double in)
+fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
 {
   char why[sizeof(page->why)];
-  const weft_group *g = current;
+  const weft_group *g = op == WEFTX_OP_COUNT ? dg : current;
   int rank = page->world_rank;
-  if (op == WEFTX_OP_INIT)
+  if (op == WEFTX_OP_COUNT)
+    snprintf(why, sizeof(why), "%s", dwhy);
+  else if (op == WEFTX_OP_INIT)
     snprintf(why, sizeof(why), "weft_init waited %.0f s for every rank to arrive "
              "(WEFT_INIT_TIMEOUT=%g); ending the rank", in, limit);
   else
@@ -194,9 +197,15 @@ watchdog(void *arg)
     int state = __atomic_load_n(&page->state, __ATOMIC_ACQUIRE), op = page->op;
     double in = (double)(now_ns() - page->since_ns) * 1e-9;
     if (state == WEFTX_PAGE_INIT && init_limit > 0 && in > init_limit)
-      fire(WEFTX_OP_INIT, init_limit, in);
+      fire(WEFTX_OP_INIT, init_limit, in, NULL, NULL);
     if (state == WEFTX_PAGE_RUNNING && op != WEFTX_OP_NONE && coll_limit > 0 && in > coll_limit)
-      fire(op, coll_limit, in);
+      fire(op, coll_limit, in, NULL, NULL);
+    /* the device calls in flight, and a blocking NCCL call (nccl-flight.c) */
+    char dwhy[sizeof(page->why)];
+    const weft_group *dg = NULL;
+    double dlimit = 0;
+    if (state == WEFTX_PAGE_RUNNING && weft__nccl_overdue(dwhy, sizeof(dwhy), &dg, &dlimit))
+      fire(WEFTX_OP_COUNT, dlimit, 0, dg, dwhy);
   }
   pthread_mutex_unlock(&dog_lock);
   return NULL;

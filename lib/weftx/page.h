@@ -37,7 +37,7 @@ typedef enum weftx_page_state {
   X(NONE, "none") X(INIT, "weft_init") X(ALLREDUCE, "allreduce") X(BROADCAST, "broadcast") \
   X(ALLGATHER, "allgather") X(REDUCE_SCATTER, "reduce_scatter") X(SEND, "send")      \
   X(RECV, "recv") X(BARRIER, "barrier") X(BUCKET, "bucket allreduce")                \
-  X(FINALIZE, "weft_finalize")
+  X(FINALIZE, "weft_finalize") X(WAIT, "weft_group_wait")
 
 #define WEFTX_PAGE_OP_ENUM(name, text) WEFTX_OP_##name,
 typedef enum weftx_page_op { WEFTX_PAGE_OPS(WEFTX_PAGE_OP_ENUM) WEFTX_OP_COUNT } weftx_page_op;

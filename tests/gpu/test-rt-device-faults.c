@@ -10,18 +10,33 @@
  *   contexts      one device all-reduce (one context per rank, on its device)
  *   one-visible   the only visible device is device 0, whatever the local rank
  *   split-drain   a mesh group split while a world all-reduce is still queued
- *   pair          device send from rank 0 to 1 while rank 2 does nothing
+ *   p2p-up        the world's communicator up, then a device send from rank 0
+ *                 to 1 while rank 2 does nothing more: done without rank 2
+ *   p2p-first     a send from rank 0 to 1 is the world's first device call;
+ *                 it brings up the group's communicator, which rank 2 never
+ *                 joins: both fail within WEFT_INIT_TIMEOUT naming rank 2
  *   late-root     rank 0 comes to the first device call after the deadline;
  *                 rank 1 gives up, then checks that the late unique id did not
  *                 land in its stack, and that the group now fails at once
- *   async-error   an asynchronous NCCL error on rank 1 (the script injects it)
+ *   async-error   an asynchronous NCCL error in rank 1's second call (the
+ *                 script injects it): the call or weft_group_wait() fails on
+ *                 both ranks, and the first call's result is intact
  *   async-late    the same, with rank 1's notice reaching rank 0 while rank 0's
  *                 first call, done with rank 1, has not finished yet
  *   async-held    the same, with rank 1's notice already there when rank 0's
  *                 first call, finished, comes back to weft
- *   abort-all     rank 1 times out alone; rank 0 must abort too
+ *   abort-all     rank 1's broadcast never completes: weft_group_wait() fails
+ *                 on both ranks within WEFT_COLL_TIMEOUT, both abort
  *   deadline      work queued before a collective does not count against
- *                 WEFT_COLL_TIMEOUT
+ *                 WEFT_COLL_TIMEOUT, and the call does not wait for the GPU
+ *   watchdog      rank 1's call never completes while the program waits in
+ *                 cudaStreamSynchronize: the watchdog ends the rank (124)
+ *   device-kept   the thread's current device is the same after weft's calls
+ *                 as before (another device, or none at all)
+ *   blocking      with NCCL_COMM_BLOCKING=1 (the script sets it) the device
+ *                 calls, a mesh split and a send still work
+ *   blocking-absent  the same, rank 1 never joins the world's communicator:
+ *                 the watchdog ends the ranks stuck in NCCL's blocking init
  *   nonccl        (test-rt-device-nonccl, built without NCCL) device buffers
  *                 are refused with WEFT_ENONCCL, host buffers still work
  * Prints "ok: SCENARIO" on rank 0 when everything held.
@@ -30,6 +45,7 @@
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,24 +196,54 @@ static void split_drain(void)
   expect_floats(e, 1024, (float)(rank / 2 * 4 + 1), "group a");
 }
 
-static void pair(void)
+/* A send between two ranks of a group whose communicator is up needs
+ * nothing from the others. */
+static void p2p_up(void)
 {
   double t0;
-  float *d;
+  float *d, *e;
 
   CK(size >= 3, "needs 3 ranks or more");
   device_setup();
   d = device_floats(4096, (float)rank + 10);
+  e = device_floats(1, 1);
+  CK(weft_allreduce(world, e, e, 1, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce: %s",
+     weft_last_error(ctx));
+  CU(cudaStreamSynchronize(st));
+  MPI_Barrier(MPI_COMM_WORLD);
   t0 = now();
   if (rank == 0)
     CK(weft_send(world, d, 4096, WEFT_FLOAT32, 1, st) == 0, "send: %s", weft_last_error(ctx));
   if (rank == 1)
     CK(weft_recv(world, d, 4096, WEFT_FLOAT32, 0, st) == 0, "recv: %s", weft_last_error(ctx));
-  CU(cudaStreamSynchronize(st));
+  CK(weft_group_wait(world) == 0, "wait: %s", weft_last_error(ctx));
   if (rank == 1)
     expect_floats(d, 4096, 10, "received");
   CK(now() - t0 < 10, "a send between two ranks took %.1fs (it waited for the others)",
      now() - t0);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* The group's first device call is a send: its communicator comes up then,
+ * and NCCL's init needs every member. */
+static void p2p_first(void)
+{
+  float *d;
+  int rc;
+
+  CK(size >= 3, "needs 3 ranks or more");
+  device_setup();
+  d = device_floats(4096, (float)rank + 10);
+  if (rank == 0)
+    rc = weft_send(world, d, 4096, WEFT_FLOAT32, 1, st);
+  else if (rank == 1)
+    rc = weft_recv(world, d, 4096, WEFT_FLOAT32, 0, st);
+  else
+    rc = WEFT_ETIMEDOUT;
+  CK(rc == WEFT_ETIMEDOUT, "p2p without rank 2: %s (%s)", weft_strerror(rc), weft_last_error(ctx));
+  if (rank == 0)
+    CK(strstr(weft_last_error(ctx), "2(absent)") != NULL, "rank 0 said: %s",
+       weft_last_error(ctx));
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -269,14 +315,31 @@ static float *world_up(void)
   return d;
 }
 
+/* Rank 1's second call fails with an asynchronous error (the script
+ * injects it). The call itself returns at once or already fails; then
+ * weft_group_wait() fails on both ranks, both abort (the stand-in checks),
+ * and the first call, which both finished, kept its result. */
 static void async_error(void)
 {
-  float *d = world_up();
-  int rc;
+  float *d, *e;
+  int rc, rw;
 
-  rc = weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st); /* fails on rank 1 */
-  CK(rc == WEFT_ENCCL, "allreduce with an asynchronous error: %s (%s)", weft_strerror(rc),
+  device_setup();
+  e = device_floats(256, (float)rank);
+  d = device_floats(256, 1);
+  /* Not synchronised: rank 0's may still run when rank 1's notice comes. */
+  CK(weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "first allreduce: %s",
      weft_last_error(ctx));
+
+  if (rank == 1) /* it counts the first call as finished in its notice */
+    CK(weft_group_wait(world) == 0, "wait: %s", weft_last_error(ctx));
+  rc = weft_allreduce(world, e, e, 256, WEFT_FLOAT32, WEFT_SUM, st); /* fails on rank 1 */
+  CK(rc == 0 || rc == WEFT_ENCCL, "allreduce with an asynchronous error: %s (%s)",
+     weft_strerror(rc), weft_last_error(ctx));
+  rw = weft_group_wait(world);
+  CK(rw == WEFT_ENCCL, "wait after an asynchronous error: %s (%s)", weft_strerror(rw),
+     weft_last_error(ctx));
+  expect_floats(d, 256, (float)size, "the first allreduce, finished before the error");
   fails_at_once(d, "after the error");
   MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -286,22 +349,24 @@ static void abort_all(void)
   float *d = world_up();
   int rc;
 
-  /* Rank 1's broadcast never completes (the script injects it); rank 0, the
-   * root, is done at once. */
+  /* Rank 1's broadcast never completes (the script injects it), so neither
+   * does rank 0's: NCCL's root finishes only with its receivers. */
   rc = weft_broadcast(world, d, 256, WEFT_FLOAT32, 0, st);
-  CK(rank == 0 ? rc == 0 : rc == WEFT_ETIMEDOUT, "broadcast: %s (%s)", weft_strerror(rc),
+  CK(rc == 0, "broadcast: %s (%s)", weft_strerror(rc), weft_last_error(ctx));
+  rc = weft_group_wait(world);
+  CK(rc == WEFT_ETIMEDOUT || rc == WEFT_ENCCL, "wait: %s (%s)", weft_strerror(rc),
      weft_last_error(ctx));
+  CK(strstr(weft_last_error(ctx), "world rank 1") != NULL ||
+     strstr(weft_last_error(ctx), "timed out") != NULL, "said: %s", weft_last_error(ctx));
   MPI_Barrier(MPI_COMM_WORLD);
-  fails_at_once(d, "after rank 1 aborted");
-  if (rank == 0)
-    CK(strstr(weft_last_error(ctx), "world rank 1") != NULL, "rank 0 was told: %s",
-       weft_last_error(ctx));
+  fails_at_once(d, "after the group failed");
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void deadline(void)
 {
   float *d;
+  double t0;
   int rc;
 
   device_setup();
@@ -315,12 +380,93 @@ static void deadline(void)
     usleep(2500000);
   /* 3.5 s of the caller's own work, then the collective, with
    * WEFT_COLL_TIMEOUT=5 (the script): rank 0 waits 6 s in all, 2.5 of them
-   * in the collective, waiting for rank 1. */
+   * in the collective, waiting for rank 1. The call itself returns at once. */
   CU(cudaLaunchHostFunc(st, sleep_ms, (void *)(size_t)3500));
+  t0 = now();
   rc = weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st);
   CK(rc == 0, "allreduce behind 3.5 s of other work: %s (%s)", weft_strerror(rc),
      weft_last_error(ctx));
+  CK(now() - t0 < 1, "the allreduce waited %.1fs for the GPU", now() - t0);
+  rc = weft_group_wait(world);
+  CK(rc == 0, "wait: %s (%s)", weft_strerror(rc), weft_last_error(ctx));
   expect_floats(d, 256, sum_of_ranks() * (float)size, "allreduce");
+}
+
+/* Rank 1's second call never completes (the script injects it) and the
+ * program waits for its stream outside weft: the watchdog ends the rank. */
+static void watchdog(void)
+{
+  float *d = world_up();
+
+  CK(weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce: %s",
+     weft_last_error(ctx));
+  cudaStreamSynchronize(st); /* never returns on rank 1, nor on rank 0 */
+  CK(0, "the stream of a call that never completes finished");
+}
+
+/* weft's calls leave the thread's current device as it was: another device
+ * than weft's, or (a new thread) none, where no context is made. */
+static void *on_fresh_thread(void *arg)
+{
+  float *d = arg;
+
+  CK(weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce: %s",
+     weft_last_error(ctx));
+  return NULL;
+}
+
+static void device_kept(void)
+{
+  int n = 0, cur = -1, other;
+  pthread_t t;
+  float *d;
+
+  CU(cudaGetDeviceCount(&n));
+  CK(n >= 2, "needs two visible devices");
+  device_setup();
+  d = device_floats(256, 1);
+  other = (weft_device(ctx) + 1) % n;
+  CU(cudaSetDevice(other));
+  CK(weft_allreduce(world, d, d, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce: %s",
+     weft_last_error(ctx));
+  CK(weft_group_wait(world) == 0, "wait: %s", weft_last_error(ctx));
+  CU(cudaGetDevice(&cur));
+  CK(cur == other, "the current device is %d after weft's call, was %d", cur, other);
+  /* A thread that never used CUDA (the script checks that no context was
+   * made on any device but weft's). */
+  CK(pthread_create(&t, NULL, on_fresh_thread, d) == 0, "pthread_create");
+  CK(pthread_join(t, NULL) == 0, "pthread_join");
+  CU(cudaSetDevice(weft_device(ctx)));
+  expect_floats(d, 256, (float)(size * size), "allreduce");
+}
+
+/* NCCL_COMM_BLOCKING=1 overrides weft's non-blocking config: everything
+ * still works (NCCL's calls block in the host instead). */
+static void blocking(void)
+{
+  float *d = world_up(), *e = device_floats(256, (float)rank);
+  weft_mesh *m;
+  weft_group *a;
+
+  CK(size % 2 == 0, "needs an even number of ranks");
+  CK(weft_mesh_create(ctx, "a=2,b=*", &m) == 0, "mesh");
+  a = weft_mesh_group(m, "a");
+  CK(a != NULL, "mesh group: %s", weft_last_error(ctx));
+  CK(weft_allreduce(a, e, e, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce on a: %s",
+     weft_last_error(ctx));
+  CK(rank % 2 == 0 ? weft_send(a, d, 256, WEFT_FLOAT32, 1, st) == 0
+                   : weft_recv(a, d, 256, WEFT_FLOAT32, 0, st) == 0, "send/recv: %s",
+     weft_last_error(ctx));
+  CK(weft_group_wait(a) == 0 && weft_group_wait(world) == 0, "wait: %s", weft_last_error(ctx));
+  expect_floats(e, 256, (float)(rank / 2 * 4 + 1), "group a");
+  expect_floats(d, 256, (float)size, "sent");
+}
+
+/* Rank 1 never joins (the script injects it) and NCCL's init blocks. */
+static void blocking_absent(void)
+{
+  world_up();
+  CK(0, "the world's communicator came up without rank 1");
 }
 
 static void nonccl(void)
@@ -347,9 +493,11 @@ static const struct {
   void (*fn)(void);
 } scenarios[] = {
   {"cpu", cpu}, {"contexts", contexts}, {"one-visible", one_visible},
-  {"split-drain", split_drain}, {"pair", pair}, {"late-root", late_root},
-  {"async-error", async_error}, {"async-late", async_error}, {"async-held", async_error},
-  {"abort-all", abort_all}, {"deadline", deadline},
+  {"split-drain", split_drain}, {"p2p-up", p2p_up}, {"p2p-first", p2p_first},
+  {"late-root", late_root}, {"async-error", async_error}, {"async-late", async_error},
+  {"async-held", async_error}, {"abort-all", abort_all}, {"deadline", deadline},
+  {"watchdog", watchdog}, {"device-kept", device_kept}, {"blocking", blocking},
+  {"blocking-absent", blocking_absent},
   {"nonccl", nonccl},
 };
 

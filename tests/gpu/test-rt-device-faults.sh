@@ -1,13 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# Where the runtime's device path used to go wrong (issue 12, part 1), under
-# the CUDA/NCCL stand-in, which ends a rank that breaks a CUDA or NCCL rule:
-# CPU-only jobs make no CUDA context and device jobs one per rank on its own
-# device; one visible GPU is device 0; a split waits for queued calls; a
-# send needs no third rank; a late unique id does not land in a dead stack
-# frame; asynchronous errors and timeouts abort the communicator on every
-# rank; a deadline counts from the collective's start; and a build without
-# NCCL refuses device buffers. test-rt-device-faults.c has the scenarios.
+# Where the runtime's device path can go wrong, under the CUDA/NCCL stand-in,
+# which ends a rank that breaks a CUDA or NCCL rule: CPU-only jobs make no
+# CUDA context and device jobs one per rank on its own device; one visible GPU
+# is device 0; a split waits for queued calls; a send uses the group's
+# communicator (which every member must bring up); a late unique id does not
+# land in a dead stack frame; asynchronous errors and timeouts abort the
+# communicator on every rank; a deadline counts from the call's start and no
+# call waits for the GPU; the watchdog ends a rank whose call never finishes
+# while the program waits outside weft; weft leaves the thread's current
+# device as it was; and a build without NCCL refuses device buffers.
+# test-rt-device-faults.c has the scenarios.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 . "$WEFT_TOPDIR/tests/gpu/standin-lib.sh"
@@ -55,7 +58,8 @@ else
   cat "$tmp/one"; echo "FAIL: scenario one-visible"; bad=1
 fi
 scenario 4 split-drain
-WEFT_INIT_TIMEOUT=30 scenario 3 pair
+WEFT_INIT_TIMEOUT=30 scenario 3 p2p-up
+WEFT_INIT_TIMEOUT=3 scenario 3 p2p-first
 WEFT_INIT_TIMEOUT=1 scenario 2 late-root
 WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2 scenario 2 async-error
 # Rank 0's first all-reduce ends a second after rank 1's; by then rank 1 has
@@ -68,6 +72,47 @@ WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2,late:0:1 scenario 2
 WEFT_COLL_TIMEOUT=10 WEFT_STANDIN_NCCL_FAULT=async-error:1:2,held:0:1 scenario 2 async-held
 WEFT_COLL_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=hang:1:2 scenario 2 abort-all
 WEFT_COLL_TIMEOUT=5 scenario 2 deadline
+# A call that never finishes while the program waits in cudaStreamSynchronize:
+# the watchdog ends the rank (exit 124) a second after WEFT_COLL_TIMEOUT, with
+# one line naming the call.
+t0=$(date +%s)
+if WEFT_COLL_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=hang:1:2 standin_mpirun 2 "$bin" watchdog \
+    >"$tmp/watchdog" 2>&1; then
+  cat "$tmp/watchdog"; echo "FAIL: scenario watchdog: the job ended well"; bad=1
+elif ! grep -q 'device allreduce on group world (device call 2) has not finished' "$tmp/watchdog" ||
+     ! grep -q 'ending the rank' "$tmp/watchdog"; then
+  cat "$tmp/watchdog"; echo "FAIL: scenario watchdog: no watchdog line"; bad=1
+elif [ $(($(date +%s) - t0)) -gt 30 ]; then
+  cat "$tmp/watchdog"; echo "FAIL: scenario watchdog: took $(($(date +%s) - t0))s"; bad=1
+else
+  echo "ok: watchdog on 2 ranks ($(($(date +%s) - t0))s)"
+fi
+# The thread's current device is put back: the only contexts are each rank's
+# own device's and the one the program made itself (device + 1).
+WEFT_STANDIN_LOG=$tmp/kept.log scenario 2 device-kept
+if [ "$(contexts "$tmp/kept.log" | tr '\n' ' ')" != "0 0 0 1 1 1 1 2 " ]; then
+  echo "FAIL: contexts of device-kept (want each rank's and the next device, nothing else):"
+  contexts "$tmp/kept.log"; bad=1
+fi
+# NCCL_COMM_BLOCKING=1: honoured, and said once per host.
+NCCL_COMM_BLOCKING=1 scenario 4 blocking
+if [ "$(grep -c 'NCCL_COMM_BLOCKING=1 (environment) makes NCCL.s calls block' "$tmp/blocking")" != 1 ]; then
+  cat "$tmp/blocking"; echo "FAIL: scenario blocking: not said exactly once"; bad=1
+fi
+# ... and a rank that never comes to a blocking init: the watchdog ends the
+# ranks waiting in it after WEFT_INIT_TIMEOUT.
+t0=$(date +%s)
+if NCCL_COMM_BLOCKING=1 WEFT_INIT_TIMEOUT=3 WEFT_STANDIN_NCCL_FAULT=init-absent:1 \
+    standin_mpirun 2 "$bin" blocking-absent >"$tmp/blocking-absent" 2>&1; then
+  cat "$tmp/blocking-absent"; echo "FAIL: scenario blocking-absent: the job ended well"; bad=1
+elif ! grep -q "NCCL's ncclCommInitRankConfig on group world has not returned after" \
+    "$tmp/blocking-absent"; then
+  cat "$tmp/blocking-absent"; echo "FAIL: scenario blocking-absent: no watchdog line"; bad=1
+elif [ $(($(date +%s) - t0)) -gt 30 ]; then
+  echo "FAIL: scenario blocking-absent: took $(($(date +%s) - t0))s"; bad=1
+else
+  echo "ok: blocking-absent on 2 ranks ($(($(date +%s) - t0))s)"
+fi
 scenario 2 nonccl "$WEFT_BUILDDIR/tests/gpu/test-rt-device-nonccl"
 [ $bad -eq 0 ] || exit 1
 echo "PASS: device faults under the stand-in (not a GPU)"

@@ -3,7 +3,10 @@
  * The runtime on device memory: the NCCL communicator comes up at the first
  * device collective; all-reduce (every dtype and op, in place and not),
  * broadcast, all-gather and reduce-scatter on device buffers against a
- * reference; mesh groups (split from the world's communicator); send and
+ * reference; non-integer 16-, 32- and 64-bit floats within rounding of the
+ * exact sum and the same bits on every rank; an all-reduce captured into a
+ * CUDA graph and replayed; mesh groups (split from the
+ * world's communicator); send and
  * receive around a ring; a bucket of device tensors against per-tensor
  * all-reduces, on a stream and on the default stream; and stream order (copy
  * in, all-reduce, copy out, all queued on one stream before a single
@@ -102,6 +105,96 @@ static int ring(weft_ctx *ctx, weft_group *w, cudaStream_t st)
   cudaFree(ds);
   cudaFree(dr);
   return checks;
+}
+
+/* Non-integer data: NCCL reduces in its ring's order and rounds a 16-bit
+ * type after every step, so the result is not a rank-order sum to the bit;
+ * it must be within rounding of the exact sum, and the same bits on every
+ * rank. (The integer-valued checks above cannot see either.) */
+static int rounding(weft_ctx *ctx, weft_group *w, cudaStream_t st)
+{
+  static const weft_dtype types[] = {WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64};
+  enum { N = 4099 };
+  int rank = weft_group_rank(w), p = weft_group_size(w), checks = 0;
+  size_t t, i;
+
+  for (t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+    weft_dtype dt = types[t];
+    size_t es = weft_dtype_size(dt);
+    /* relative precision of one rounding: 2^-11 (fp16), 2^-8 (bf16) */
+    double eps = dt == WEFT_FLOAT16 ? 1.0 / 2048 : dt == WEFT_BFLOAT16 ? 1.0 / 256
+                 : dt == WEFT_FLOAT32 ? 1e-7 : 1e-15;
+    char *h = malloc(N * es), *all = malloc((size_t)p * N * es), *d;
+    CK(h && all, "malloc");
+    CU(cudaMalloc((void **)&d, N * es));
+    for (i = 0; i < N; i++)
+      put(h, i, dt, 0.1 * (rank + 1) + 0.013 * (double)(i % 97) + 1.0 / 3.0);
+    CU(cudaMemcpyAsync(d, h, N * es, cudaMemcpyHostToDevice, st));
+    CK(weft_allreduce(w, d, d, N, dt, WEFT_SUM, st) == 0, "allreduce %s: %s",
+       weft_dtype_name(dt), weft_last_error(ctx));
+    CU(cudaMemcpyAsync(h, d, N * es, cudaMemcpyDeviceToHost, st));
+    CU(cudaStreamSynchronize(st));
+    for (i = 0; i < N; i++) {
+      double exact = 0;
+      int r;
+      for (r = 0; r < p; r++) {
+        char one[8];
+        put(one, 0, dt, 0.1 * (r + 1) + 0.013 * (double)(i % 97) + 1.0 / 3.0);
+        exact += get(one, 0, dt);
+      }
+      CK(fabs(get(h, i, dt) - exact) <= 2 * p * eps * fabs(exact),
+         "allreduce %s [%zu]: %.9g, exact %.9g", weft_dtype_name(dt), i, get(h, i, dt), exact);
+    }
+    /* the same bits everywhere (host buffers: through MPI) */
+    CK(weft_allgather(w, h, all, N * es, WEFT_UINT8, NULL) == 0, "allgather: %s",
+       weft_last_error(ctx));
+    for (i = 1; i < (size_t)p; i++)
+      CK(!memcmp(all, all + i * N * es, N * es), "allreduce %s: rank %zu got other bits "
+         "than rank 0", weft_dtype_name(dt), i);
+    cudaFree(d);
+    free(h);
+    free(all);
+    checks++;
+  }
+  return checks;
+}
+
+/* An all-reduce captured into a CUDA graph (as PyTorch's CUDA graphs do) and
+ * replayed twice: weft's call must not synchronise or query the capturing
+ * stream (CUDA would invalidate the capture), with or without deadlines. */
+static int graph(weft_ctx *ctx, weft_group *w)
+{
+  int p = weft_group_size(w), i, k;
+  cudaStream_t cs;
+  cudaGraph_t gr;
+  cudaGraphExec_t ge;
+  float h[256], *d;
+
+  CU(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  CU(cudaMalloc((void **)&d, sizeof(h)));
+  for (i = 0; i < 256; i++)
+    h[i] = 1;
+  CU(cudaMemcpyAsync(d, h, sizeof(h), cudaMemcpyHostToDevice, cs));
+  CU(cudaStreamSynchronize(cs));
+  CU(cudaStreamBeginCapture(cs, cudaStreamCaptureModeGlobal));
+  CK(weft_allreduce(w, d, d, 256, WEFT_FLOAT32, WEFT_SUM, cs) == 0, "allreduce in a capture: %s",
+     weft_last_error(ctx));
+  CU(cudaStreamEndCapture(cs, &gr));
+  CU(cudaGraphInstantiate(&ge, gr, 0));
+  for (k = 0; k < 2; k++)
+    CU(cudaGraphLaunch(ge, cs));
+  CU(cudaStreamSynchronize(cs));
+  CU(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+  for (i = 0; i < 256; i++)
+    CK(h[i] == (float)(p * p), "graph replayed twice [%d]: %g, want %d", i, h[i], p * p);
+  /* weft's next call on the group, outside the graph, still works */
+  CK(weft_allreduce(w, d, d, 256, WEFT_FLOAT32, WEFT_SUM, cs) == 0 && weft_group_wait(w) == 0,
+     "allreduce after the graph: %s", weft_last_error(ctx));
+  CU(cudaGraphExecDestroy(ge));
+  CU(cudaGraphDestroy(gr));
+  CU(cudaStreamDestroy(cs));
+  cudaFree(d);
+  return 1;
 }
 
 /* Mesh groups tp=2 x dp=*: all-reduce of the world rank over each group, on
@@ -273,6 +366,8 @@ int main(int argc, char **argv)
     free(hb);
     checks++;
   }
+  checks += rounding(ctx, w, st);
+  checks += graph(ctx, w);
   checks += ring(ctx, w, st);
   checks += mesh(ctx, st);
   /* Host buffers still go through MPI on a GPU machine. */

@@ -10,8 +10,9 @@
  * or a negative WEFT_E* code; weft_last_error() then holds a one-line
  * explanation (which operation, which group, which ranks).
  *
- * Environment: WEFT_BACKEND=auto|mpi|nccl, WEFT_GPU (device index, set by
- * weftrun), WEFT_INIT_TIMEOUT (seconds, NCCL bootstrap, default 120),
+ * Environment: WEFT_BACKEND=auto|mpi|nccl, WEFT_GPU and WEFT_GPU_PCI (the
+ * rank's GPU in PCI order and its PCI address, set by weftrun),
+ * WEFT_INIT_TIMEOUT (seconds, weft_init and NCCL bootstrap, default 300),
  * WEFT_COLL_TIMEOUT (seconds per collective, default 0 = no deadline),
  * WEFT_ALLREDUCE=flat|hier|auto, WEFT_HIER_THRESHOLD (bytes, default 1 MiB),
  * WEFT_HOST_SHM=1|0, WEFT_HOST_SHM_THRESHOLD (bytes, default 0: every size),
@@ -90,7 +91,9 @@ WEFT_EXPORT int weft_local_size(const weft_ctx *ctx);
 WEFT_EXPORT int weft_node_rank(const weft_ctx *ctx);
 WEFT_EXPORT int weft_node_count(const weft_ctx *ctx);
 
-/** \brief CUDA device index this rank uses (WEFT_GPU, else the local rank). */
+/** \brief CUDA device index this rank uses: the GPU weftrun planned (WEFT_GPU,
+ * found by its PCI address WEFT_GPU_PCI where CUDA numbers GPUs otherwise),
+ * else the local rank; -1 for none. */
 WEFT_EXPORT int weft_device(const weft_ctx *ctx);
 
 /** \brief One line about the last failure on \p ctx ("" when none).
@@ -146,9 +149,15 @@ WEFT_EXPORT void weft_mesh_destroy(weft_mesh *mesh);
  * thread's default stream, or a cudaStreamNonBlocking stream and order other
  * streams' work with events. On host memory counts above INT_MAX are refused by
  * all-gather and reduce-scatter (WEFT_EOVERFLOW), on device memory not. With
- * WEFT_COLL_TIMEOUT set, a collective that does not complete in time returns
- * WEFT_ETIMEDOUT and weft_last_error() names the ranks that had not joined;
- * the caller should then abort the job (MPI_Abort). */
+ * WEFT_COLL_TIMEOUT set, a host collective that does not complete in time
+ * returns WEFT_ETIMEDOUT and weft_last_error() names the ranks that had not
+ * joined; the caller should then abort the job (MPI_Abort). A device call
+ * returns once NCCL has queued it on the stream and never waits for the GPU
+ * (so it can be captured into a CUDA graph); its deadline counts from when
+ * the stream reaches it, and one that runs past it fails the group's next
+ * device call or weft_group_wait() with WEFT_ETIMEDOUT, or, while the
+ * program waits for the GPU elsewhere, ends the rank (exit status 124). Calls
+ * captured into a graph are not watched. */
 
 /** \brief Element size of \p dt in bytes, 0 for an unknown type. */
 WEFT_EXPORT size_t weft_dtype_size(weft_dtype dt);
@@ -179,6 +188,14 @@ WEFT_EXPORT int weft_send(weft_group *g, const void *buf, size_t count, weft_dty
 WEFT_EXPORT int weft_recv(weft_group *g, void *buf, size_t count, weft_dtype dt, int peer,
                           void *stream);
 WEFT_EXPORT int weft_barrier(weft_group *g);
+/** \brief Wait until every device call weft queued on \p g has finished on
+ * the GPU (host calls finish before they return), at most WEFT_COLL_TIMEOUT
+ * seconds for each from when its stream reaches it (without it, the
+ * collective watchdog's WEFT_COLL_WATCHDOG). Returns 0, or the failure of
+ * one of those calls (WEFT_ETIMEDOUT naming the ranks that had not joined,
+ * WEFT_ENCCL); then the group's NCCL communicator has been aborted on every
+ * member. Not collective; calls captured into a CUDA graph are not waited for. */
+WEFT_EXPORT int weft_group_wait(weft_group *g);
 
 /* ---- Gradient fusion buckets ---------------------------------------------- */
 

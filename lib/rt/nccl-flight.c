@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The device calls in flight. A device call returns as soon as NCCL has
+ * taken it: weft never waits for the GPU in the call, so the caller's stream
+ * is never stalled and the call can be captured into a CUDA graph. Each call
+ * leaves an event behind it on its stream (and, with WEFT_COLL_TIMEOUT, one
+ * before it); weft looks at them at the group's next device call, in
+ * weft_group_wait(), and the watchdog thread (watch.c) every half second:
+ *  - a call whose stream has reached it (its start event done) and that has
+ *    not finished WEFT_COLL_TIMEOUT seconds later fails the group: the next
+ *    device call or weft_group_wait() returns WEFT_ETIMEDOUT naming the ranks
+ *    that had not joined it (arrival tokens, deadline.c) or the peer, the
+ *    communicator is aborted and the other members are told;
+ *  - while the program waits for the GPU outside weft (cudaStreamSynchronize),
+ *    the watchdog ends the rank a second later instead (exit 124, one line
+ *    naming the call), as it does for a host call that never returns;
+ *  - a member's abort notice (nccl-comm.c) lets the calls that member had
+ *    finished finish here too (until their deadline), then aborts ours.
+ * The clock starts when the stream reaches the call, so the caller's own
+ * work queued before it does not count. Calls queued while the stream is
+ * being captured are not watched: a graph's replays run outside weft. The
+ * events are made once per slot and kept.
+ */
+#include "nccl-private.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Calls in flight per group before a new one waits for the oldest. */
+#define FLIGHTS_MAX 4096
+/* The watchdog acts this long after a deadline, leaving the call that is
+ * looking at the same deadline in the program's thread time to report it. */
+#define DOG_GRACE_S 1.0
+/* Without a deadline, how long the calls a member had finished before it
+ * aborted get to finish here. */
+#define NOTICE_GRACE_S 10.0
+/* How long a call the member had not finished is given (in case its count
+ * was behind: it counts what it saw finished, not what its GPU did). */
+#define NOTICE_LATE_S 0.2
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct weft__ncgroup *all;
+
+/* A blocking NCCL call in progress (weft__nc_blocking_enter). */
+static struct {
+  int on;
+  double since, limit;
+  const weft_group *g;
+  char what[64];
+} blocked;
+
+void weft__flights_lock(void) { pthread_mutex_lock(&lock); }
+void weft__flights_unlock(void) { pthread_mutex_unlock(&lock); }
+
+void weft__flights_register(struct weft__ncgroup *ns)
+{
+  pthread_mutex_lock(&lock);
+  ns->next = all;
+  all = ns;
+  pthread_mutex_unlock(&lock);
+}
+
+void weft__flights_unregister(struct weft__ncgroup *ns)
+{
+  struct weft__ncgroup **pp;
+
+  pthread_mutex_lock(&lock);
+  for (pp = &all; *pp; pp = &(*pp)->next)
+    if (*pp == ns) {
+      *pp = ns->next;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
+}
+
+static struct weft__flight *at(struct weft__ncgroup *ns, size_t i)
+{
+  return &ns->fl[(ns->head + i) % ns->cap];
+}
+
+/* Room for one more call in flight (lock held): the ring grows, oldest
+ * first at 0. 0, or WEFT_ENOMEM. */
+static int room(struct weft__ncgroup *ns)
+{
+  struct weft__flight *fl;
+  size_t cap, i;
+
+  if (ns->n < ns->cap)
+    return 0;
+  cap = ns->cap ? 2 * ns->cap : 16;
+  fl = calloc(cap, sizeof(*fl));
+  if (!fl)
+    return WEFT_ENOMEM;
+  for (i = 0; i < ns->cap; i++)
+    fl[i] = *at(ns, i);
+  free(ns->fl);
+  ns->fl = fl;
+  ns->head = 0;
+  ns->cap = cap;
+  return 0;
+}
+
+/* The events of slot f, made at its first use on the rank's device. */
+static cudaError_t slot_events(struct weft__flight *f)
+{
+  cudaError_t e = cudaSuccess;
+
+  if (!f->done && (e = cudaEventCreateWithFlags(&f->done, cudaEventDisableTiming)) != cudaSuccess)
+    f->done = NULL;
+  if (e == cudaSuccess && !f->start &&
+      (e = cudaEventCreateWithFlags(&f->start, cudaEventDisableTiming)) != cudaSuccess)
+    f->start = NULL;
+  return e;
+}
+
+void weft__fl_clear(struct weft__ncgroup *ns)
+{
+  pthread_mutex_lock(&lock);
+  ns->n = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+/* Look at ns's calls in flight (lock held): retire those finished, in order
+ * (retire: the program's thread only, which alone counts what finished), and
+ * stamp when each was reached. 1 when one is past its deadline (copied into
+ * *late), else 0. */
+static int look(struct weft__ncgroup *ns, double now, double limit, int retire,
+                struct weft__flight *late)
+{
+  size_t i;
+  int over = 0;
+
+  while (retire && ns->n > 0 && cudaEventQuery(at(ns, 0)->done) == cudaSuccess) {
+    ns->completed = at(ns, 0)->seq;
+    ns->head = (ns->head + 1) % ns->cap;
+    ns->n--;
+  }
+  for (i = 0; limit > 0 && i < ns->n; i++) {
+    struct weft__flight *f = at(ns, i);
+    if (f->started == 0 && cudaEventQuery(f->start) == cudaSuccess)
+      f->started = now;
+    if (!over && f->started > 0 && now - f->started > limit &&
+        cudaEventQuery(f->done) != cudaSuccess) {
+      *late = *f;
+      over = 1;
+    }
+  }
+  (void)cudaGetLastError(); /* a query's cudaErrorNotReady is no error of the caller's */
+  return over;
+}
+
+/* The oldest call in flight's seq (lock held), or -1. */
+static int64_t oldest(const struct weft__ncgroup *ns)
+{
+  return ns->n ? ns->fl[ns->head].seq : -1;
+}
+
+/* A call past its deadline: the error names who had not joined it. */
+static int overdue(weft_group *g, const struct weft__flight *f)
+{
+  weft_ctx *ctx = g->ctx;
+  int rc;
+
+  if (f->peer >= 0) {
+    rc = weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                       "device %s with world rank %d on group %s (device call %lld) has not "
+                       "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT): the peer "
+                       "never matched it; abort the job (MPI_Abort)",
+                       f->fn, g->world_ranks[f->peer], g->name, (long long)f->seq,
+                       ctx->coll_timeout);
+    weft__page_deadline(g, g->world_ranks[f->peer], ctx->coll_timeout, ctx->err);
+  } else {
+    rc = weft__timed_out_at(g, f->fn, f->arrival);
+  }
+  weft__nc_abort(g, WEFT_ETIMEDOUT, 1, ctx->err);
+  return rc;
+}
+
+/* A member aborted: the calls it had finished can still finish here, until
+ * their deadline (or NOTICE_GRACE_S without one); a call it had not finished
+ * is given NOTICE_LATE_S. Then our communicator goes, and fn fails. */
+static int after_notice(weft_group *g, const char *fn)
+{
+  struct weft__ncgroup *ns = g->nccl;
+  double limit = g->ctx->coll_timeout, now = weftx_monotonic();
+  double grace = now + (limit > 0 ? limit : NOTICE_GRACE_S), late = now + NOTICE_LATE_S;
+  struct weft__flight f;
+
+  for (;;) {
+    int64_t first;
+    pthread_mutex_lock(&lock);
+    look(ns, weftx_monotonic(), limit, 1, &f);
+    first = oldest(ns);
+    pthread_mutex_unlock(&lock);
+    now = weftx_monotonic();
+    if (first < 0 || now > grace || (first > ns->notice_done && now > late))
+      break;
+    sched_yield();
+  }
+  weft__nc_told(g);
+  return weft__nc_usable(g, NULL, fn);
+}
+
+/* Look at g's calls in flight; with end > 0, until none is left. With a
+ * deadline, each call has it from when its stream reaches it, and time end
+ * bounds only the wait for calls not reached yet (the caller's own work
+ * queued before them); without one, end bounds the whole wait. */
+static int poll(weft_group *g, const char *fn, double end)
+{
+  struct weft__ncgroup *ns = g->nccl;
+  double limit = g->ctx->coll_timeout;
+  struct weft__flight late;
+
+  for (;;) {
+    size_t left, waiting = 0, i;
+    int over;
+    if (!ns || ns->failed)
+      return weft__nc_usable(g, NULL, fn);
+    pthread_mutex_lock(&lock);
+    over = look(ns, weftx_monotonic(), limit, 1, &late);
+    left = ns->n;
+    for (i = 0; limit > 0 && i < ns->n; i++)
+      waiting += at(ns, i)->started == 0;
+    pthread_mutex_unlock(&lock);
+    if (weft__nc_async_error(ns->comm) != ncclSuccess)
+      return weft__nc_usable(g, ns->comm, fn);
+    if (weft__nc_notice(g))
+      return after_notice(g, fn);
+    if (over)
+      return overdue(g, &late);
+    if (left == 0 || end <= 0)
+      return 0;
+    if (weftx_monotonic() > end && limit > 0 && waiting > 0)
+      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
+                           "%s on group %s: %zu device call(s) have not started after %gs "
+                           "(WEFT_COLL_TIMEOUT): the work queued before them on their streams "
+                           "still runs; nothing was aborted; abort the job or raise the timeout",
+                           fn, g->name, waiting, limit);
+    if (weftx_monotonic() > end && limit <= 0)
+      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
+                           "%s on group %s: %zu device call(s) still in flight after %gs "
+                           "(WEFT_COLL_WATCHDOG)", fn, g->name, left, WEFT__COLL_WATCHDOG_S);
+    sched_yield();
+  }
+}
+
+int weft__fl_begin(weft_group *g, void *stream, const char *fn, int *watched)
+{
+  struct weft__ncgroup *ns = g->nccl;
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  struct weft__flight *f;
+  cudaError_t e;
+  int rc;
+
+  *watched = 0;
+  if ((rc = poll(g, fn, 0)) != 0)
+    return rc;
+  if ((e = cudaStreamIsCapturing((cudaStream_t)stream, &cs)) != cudaSuccess)
+    return weft__nc_cuda_fail(g->ctx, "cudaStreamIsCapturing", e);
+  if (cs != cudaStreamCaptureStatusNone)
+    return 0; /* into a graph: its replays run outside weft */
+  /* At most FLIGHTS_MAX in flight: beyond, the oldest is waited for. */
+  for (;;) {
+    size_t n;
+    pthread_mutex_lock(&lock);
+    n = ns->n;
+    pthread_mutex_unlock(&lock);
+    if (n < FLIGHTS_MAX)
+      break;
+    if ((rc = poll(g, fn, 0)) != 0)
+      return rc;
+    sched_yield();
+  }
+  pthread_mutex_lock(&lock);
+  rc = room(ns);
+  f = rc == 0 ? at(ns, ns->n) : NULL;
+  e = f ? slot_events(f) : cudaSuccess;
+  pthread_mutex_unlock(&lock);
+  if (rc != 0)
+    return weft__rt_fail(g->ctx, rc, "%s on group %s: out of memory", fn, g->name);
+  if (e != cudaSuccess)
+    return weft__nc_cuda_fail(g->ctx, "cudaEventCreateWithFlags", e);
+  /* The slot at n is ours alone until weft__fl_end counts it. */
+  if (g->ctx->coll_timeout > 0 &&
+      (e = cudaEventRecord(f->start, (cudaStream_t)stream)) != cudaSuccess)
+    return weft__nc_cuda_fail(g->ctx, "cudaEventRecord", e);
+  *watched = 1;
+  return 0;
+}
+
+int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer, int watched)
+{
+  struct weft__ncgroup *ns = g->nccl;
+  struct weft__flight *f;
+  cudaError_t e;
+
+  ns->queued++;
+  if (!watched)
+    return 0;
+  f = at(ns, ns->n);
+  if ((e = cudaEventRecord(f->done, (cudaStream_t)stream)) != cudaSuccess)
+    return weft__nc_cuda_fail(g->ctx, "cudaEventRecord", e);
+  pthread_mutex_lock(&lock);
+  f->seq = ns->queued;
+  f->arrival = peer < 0 ? g->seq : 0;
+  f->peer = peer;
+  f->fn = fn;
+  f->started = 0;
+  ns->n++;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+int weft__fl_wait(weft_group *g, double end, const char *fn)
+{
+  return poll(g, fn, end);
+}
+
+void weft__nc_blocking_enter(const weft_group *g, const char *what, double limit)
+{
+  pthread_mutex_lock(&lock);
+  blocked.on = limit > 0;
+  blocked.since = weftx_monotonic();
+  blocked.limit = limit;
+  blocked.g = g;
+  weft__snprintf(blocked.what, sizeof(blocked.what), "%s", what);
+  pthread_mutex_unlock(&lock);
+}
+
+void weft__nc_blocking_exit(void)
+{
+  pthread_mutex_lock(&lock);
+  blocked.on = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+/* For the watchdog thread (watch.c), every half second: 1 when a device call
+ * is past its deadline by DOG_GRACE_S, or a blocking NCCL call past its limit,
+ * with why, the group and the limit filled in. The queries go to the rank's
+ * device, made current in this thread first (a thread without a current
+ * device would make a context on device 0). */
+int weft__nccl_overdue(char *why, size_t len, const weft_group **gp, double *limitp)
+{
+  struct weft__ncgroup *ns;
+  double now = weftx_monotonic();
+  int found = 0;
+
+  pthread_mutex_lock(&lock);
+  if (blocked.on && now - blocked.since > blocked.limit) {
+    weft__snprintf(why, len, "NCCL's %s on group %s has not returned after %.0f s "
+                   "(NCCL_COMM_BLOCKING=1 makes NCCL's calls block; limit %gs); ending the rank",
+                   blocked.what, blocked.g ? blocked.g->name : "?", now - blocked.since,
+                   blocked.limit);
+    *gp = blocked.g;
+    *limitp = blocked.limit;
+    found = 1;
+  }
+  for (ns = all; !found && ns; ns = ns->next) {
+    double limit = ns->g->ctx->coll_timeout;
+    struct weft__flight late;
+    if (ns->n == 0 || limit <= 0 || ns->failed)
+      continue;
+    if (cudaSetDevice(ns->g->ctx->device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if (look(ns, now, limit + DOG_GRACE_S, 0, &late)) {
+      weft__snprintf(why, len, "device %s on group %s (device call %lld) has not finished "
+                     "%.0f s after its stream reached it (WEFT_COLL_TIMEOUT=%g), and the "
+                     "program is not in weft to be told; ending the rank",
+                     late.fn, ns->g->name, (long long)late.seq, now - late.started, limit);
+      *gp = ns->g;
+      *limitp = limit;
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
