@@ -26,11 +26,6 @@ int weft__snprintf(char *buf, size_t size, const char *fmt, ...)
   return 0;
 }
 
-char *weft__strdup(const char *s)
-{
-  return s ? strdup(s) : NULL;
-}
-
 int weftx_parse_long(const char *s, long min, long max, long *out)
 {
   char *end;
@@ -110,10 +105,15 @@ int weftx_edit_distance(const char *a, const char *b, int nocase)
   return row[lb];
 }
 
-double weftx_monotonic(void)
+int64_t weftx_monotonic_ns(void)
 {
   struct timespec ts;
 
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+double weftx_monotonic(void)
+{
+  return (double)weftx_monotonic_ns() * 1e-9;
 }

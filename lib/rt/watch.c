@@ -41,14 +41,6 @@ static pthread_mutex_t dog_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t dog_cond;
 static int dog_stop;
 
-static int64_t
-now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void
 begin(void)
 {
@@ -102,7 +94,7 @@ void weft__call_enter(const weft_group *g, int op, size_t bytes)
   page->group_size = g ? g->size : 0;
   if (g)
     memcpy(page->group, g->name, sizeof(page->group) - 1);
-  page->since_ns = now_ns();
+  page->since_ns = weftx_monotonic_ns();
   end();
 }
 
@@ -115,7 +107,7 @@ void weft__call_exit(void)
   if (page->state != WEFTX_PAGE_DEADLINE) {
     page->op = WEFTX_OP_NONE;
     page->calls++;
-    page->since_ns = now_ns();
+    page->since_ns = weftx_monotonic_ns();
   }
   end();
   current = NULL;
@@ -195,7 +187,7 @@ watchdog(void *arg)
     if (dog_stop)
       break;
     int state = __atomic_load_n(&page->state, __ATOMIC_ACQUIRE), op = page->op;
-    double in = (double)(now_ns() - page->since_ns) * 1e-9;
+    double in = (double)(weftx_monotonic_ns() - page->since_ns) * 1e-9;
     if (state == WEFTX_PAGE_INIT && init_limit > 0 && in > init_limit)
       fire(WEFTX_OP_INIT, init_limit, in, NULL, NULL);
     if (state == WEFTX_PAGE_RUNNING && op != WEFTX_OP_NONE && coll_limit > 0 && in > coll_limit)
@@ -235,7 +227,7 @@ void weft__watch_start(void)
   begin();
   page->state = WEFTX_PAGE_INIT;
   page->op = WEFTX_OP_INIT;
-  page->since_ns = now_ns();
+  page->since_ns = weftx_monotonic_ns();
   end();
   if (dog_running || (init_limit <= 0 && coll_limit <= 0))
     return;
@@ -257,7 +249,7 @@ void weft__watch_ready(int world_rank)
   page->world_rank = world_rank;
   page->state = WEFTX_PAGE_RUNNING;
   page->op = WEFTX_OP_NONE;
-  page->since_ns = now_ns();
+  page->since_ns = weftx_monotonic_ns();
   end();
 }
 
@@ -275,6 +267,6 @@ void weft__watch_stop(int finalized)
   begin();
   page->state = finalized ? WEFTX_PAGE_FINALIZED : WEFTX_PAGE_NONE;
   page->op = WEFTX_OP_NONE;
-  page->since_ns = now_ns();
+  page->since_ns = weftx_monotonic_ns();
   end();
 }

@@ -8,6 +8,7 @@
 #ifndef WEFTX_UTIL_H
 #define WEFTX_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <weft.h>
@@ -36,6 +37,14 @@ const char *weftx_datadir(void);
 
 /** \brief Seconds on CLOCK_MONOTONIC: the one clock for deadlines and durations. */
 double weftx_monotonic(void);
+/** \brief The same clock in nanoseconds (the call page's stamps). */
+int64_t weftx_monotonic_ns(void);
+
+/** \brief Element \p i of \p buf, of type \p dt, written from and read as a double
+ * (weft-bench's and the tests' data): integers wrap as two's complement, 16-bit
+ * floats round to nearest even; an unknown type writes nothing and reads NAN. */
+void weftx_dtype_put(void *buf, weft_dtype dt, size_t i, double v);
+double weftx_dtype_get(const void *buf, weft_dtype dt, size_t i);
 
 /** \brief Re-read WEFT_VERBOSE (tests; not thread-safe). */
 void weftx_log_reset(void);

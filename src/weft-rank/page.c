@@ -85,14 +85,6 @@ wk_page_read(const wk_page *g, weftx_page *copy)
   return copy->magic == WEFTX_PAGE_MAGIC && copy->version == WEFTX_PAGE_VERSION ? 0 : -1;
 }
 
-static int64_t
-now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void
 wk_page_put(weft_ctl_out *m, const weftx_page *p, double now)
 {
@@ -105,7 +97,7 @@ wk_page_put(weft_ctl_out *m, const weftx_page *p, double now)
     return;
   weft_ctl_put_int(m, WEFT_CTL_T_OP, p->op);
   if (p->since_ns > 0)
-    weft_ctl_put_int(m, WEFT_CTL_T_IN_MS, (now_ns() - p->since_ns) / 1000000);
+    weft_ctl_put_int(m, WEFT_CTL_T_IN_MS, (weftx_monotonic_ns() - p->since_ns) / 1000000);
   if (p->op != WEFTX_OP_NONE && p->group[0]) {
     weft_ctl_put_str(m, WEFT_CTL_T_GROUP, p->group);
     weft_ctl_put_int(m, WEFT_CTL_T_GROUP_FIRST, p->group_first);
