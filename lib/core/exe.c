@@ -61,6 +61,27 @@ static int on_path(const char *name, char *buf, size_t len)
   return -1;
 }
 
+int weftx_self_exe(char *buf, size_t len)
+{
+  char exe[PATH_MAX], wrapper[PATH_MAX], *slash, *base;
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+  if (n <= 0)
+    return -1;
+  exe[n] = '\0';
+  slash = strrchr(exe, '/');
+  if (slash && slash - exe >= 6 && !strncmp(slash - 6, "/.libs", 6)) {
+    base = slash + 1;
+    if (!strncmp(base, "lt-", 3))
+      base += 3;
+    slash[-6] = '\0';
+    if (!weft__snprintf(wrapper, sizeof(wrapper), "%s/%s", exe, base) && executable(wrapper))
+      return weft__snprintf(buf, len, "%s", wrapper) ? -1 : 0;
+    slash[-6] = '/';
+  }
+  return weft__snprintf(buf, len, "%s", exe) ? -1 : 0;
+}
+
 const char *weftx_find_exe(const char *const *look, char *buf, size_t len)
 {
   for (; look && *look; look++) {

@@ -117,6 +117,11 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
  * canonical (realpath), so that another host can run it by the same path.
  * \return \p buf, or NULL when none is found (or none fits in \p len). */
 const char *weftx_find_exe(const char *const *look, char *buf, size_t len);
+/** \brief This program's path, to start it again (a child job): /proc/self/exe,
+ * and in a libtool build tree, where that is DIR/.libs/lt-NAME or DIR/.libs/NAME,
+ * the wrapper DIR/NAME that sets the library path up. 0, or -1 when unknown or
+ * too long for \p len. */
+int weftx_self_exe(char *buf, size_t len);
 
 WEFT_END_DECLS
 

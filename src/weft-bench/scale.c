@@ -37,35 +37,6 @@ static int fits(int n, size_t len)
   return n >= 0 && (size_t)n < len;
 }
 
-/* This program's path for the child jobs: the libtool wrapper in a build
- * tree (.libs/lt-weft-bench -> ../weft-bench), else /proc/self/exe. */
-static int self_path(char *buf, size_t len)
-{
-  char exe[PATH_MAX], *slash, *base;
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-  if (n <= 0)
-    return -1;
-  exe[n] = '\0';
-  slash = strrchr(exe, '/');
-  base = slash + 1;
-  if (slash && slash - exe >= 6 && !strncmp(slash - 6, "/.libs", 6)) {
-    char wrapper[PATH_MAX];
-
-    slash[-6] = '\0';
-    if (!strncmp(base, "lt-", 3))
-      base += 3;
-    if (fits(snprintf(wrapper, sizeof(wrapper), "%s/%s", exe, base), sizeof(wrapper)) &&
-        access(wrapper, X_OK) == 0) {
-      snprintf(buf, len, "%s", wrapper);
-      return 0;
-    }
-    slash[-6] = '/';
-  }
-  snprintf(buf, len, "%s", exe);
-  return 0;
-}
-
 /* weftrun next to this program (build tree: ../weftrun/weftrun), else on
  * PATH; mpirun otherwise, or what --launcher says. */
 static int find_launcher(struct scale *s)
@@ -374,7 +345,7 @@ int bench_scale_main(int argc, char **argv)
   rc = scale_parse(argc, argv, &s->o);
   if (rc == 0)
     rc = load_hosts(s);
-  if (rc == 0 && self_path(s->self, sizeof(s->self)) != 0) {
+  if (rc == 0 && weftx_self_exe(s->self, sizeof(s->self)) != 0) {
     fprintf(stderr, "weft-bench scale: cannot find this program's path (/proc/self/exe)\n");
     rc = BENCH_EXIT_RUNTIME;
   }
