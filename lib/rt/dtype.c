@@ -164,3 +164,35 @@ void weft__divide(void *buf, size_t count, weft_dtype dt, int n)
     break;
   }
 }
+
+void weftx_dtype_put(void *buf, weft_dtype dt, size_t i, double v)
+{
+  int64_t iv = (int64_t)v;
+
+  switch (dt) {
+  case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(uint8_t)(iv & 0xff); break;
+  case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(iv & 0xff); break;
+  case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)(iv & 0xffffffff); break;
+  case WEFT_INT64: ((int64_t *)buf)[i] = iv; break;
+  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = weft_float_to_half((float)v); break;
+  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = weft_float_to_bf16((float)v); break;
+  case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
+  default: break;
+  }
+}
+
+double weftx_dtype_get(const void *buf, weft_dtype dt, size_t i)
+{
+  switch (dt) {
+  case WEFT_INT8: return ((const int8_t *)buf)[i];
+  case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+  case WEFT_INT32: return ((const int32_t *)buf)[i];
+  case WEFT_INT64: return (double)((const int64_t *)buf)[i];
+  case WEFT_FLOAT16: return weft_half_to_float(((const uint16_t *)buf)[i]);
+  case WEFT_BFLOAT16: return weft_bf16_to_float(((const uint16_t *)buf)[i]);
+  case WEFT_FLOAT32: return ((const float *)buf)[i];
+  case WEFT_FLOAT64: return ((const double *)buf)[i];
+  default: return NAN;
+  }
+}

@@ -25,7 +25,7 @@ static double factor(int n)
 static void fill(struct bench_args *a)
 {
   for (size_t i = 0; i < a->sendcount; i++)
-    bench_put(a->hsend, a->dtype, i, bench_value(a->rank, i));
+    weftx_dtype_put(a->hsend, a->dtype, i, bench_value(a->rank, i));
 }
 
 static size_t check(const struct bench_args *a)
@@ -34,7 +34,7 @@ static size_t check(const struct bench_args *a)
 
   for (int r = 0; r < a->nranks; r++)
     for (size_t i = 0; i < a->sendcount; i++)
-      if (bench_get(a->hrecv, a->dtype, (size_t)r * a->sendcount + i) !=
+      if (weftx_dtype_get(a->hrecv, a->dtype, (size_t)r * a->sendcount + i) !=
           bench_round(a->dtype, bench_value(r, i)))
         wrong++;
   return wrong;

@@ -30,7 +30,7 @@ static void fill(struct bench_args *a)
     return;
   }
   for (size_t i = 0; i < a->count; i++)
-    bench_put(a->hsend, a->dtype, i, bench_value(a->root, i));
+    weftx_dtype_put(a->hsend, a->dtype, i, bench_value(a->root, i));
 }
 
 static size_t check(const struct bench_args *a)
@@ -38,7 +38,7 @@ static size_t check(const struct bench_args *a)
   size_t wrong = 0;
 
   for (size_t i = 0; i < a->count; i++)
-    if (bench_get(a->hrecv, a->dtype, i) != bench_round(a->dtype, bench_value(a->root, i)))
+    if (weftx_dtype_get(a->hrecv, a->dtype, i) != bench_round(a->dtype, bench_value(a->root, i)))
       wrong++;
   return wrong;
 }

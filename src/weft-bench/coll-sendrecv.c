@@ -38,7 +38,7 @@ static int prev(const struct bench_args *a)
 static void fill(struct bench_args *a)
 {
   for (size_t i = 0; i < a->count; i++)
-    bench_put(a->hsend, a->dtype, i, bench_value(a->rank, i));
+    weftx_dtype_put(a->hsend, a->dtype, i, bench_value(a->rank, i));
 }
 
 static size_t check(const struct bench_args *a)
@@ -47,7 +47,7 @@ static size_t check(const struct bench_args *a)
   double from = prev(a);
 
   for (size_t i = 0; i < a->count; i++)
-    if (bench_get(a->hrecv, a->dtype, i) != bench_round(a->dtype, bench_value((int)from, i)))
+    if (weftx_dtype_get(a->hrecv, a->dtype, i) != bench_round(a->dtype, bench_value((int)from, i)))
       wrong++;
   return wrong;
 }

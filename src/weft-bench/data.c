@@ -17,44 +17,12 @@
 
 #include "driver.h"
 
-void bench_put(void *buf, weft_dtype dt, size_t i, double v)
-{
-  int64_t iv = (int64_t)v;
-
-  switch (dt) {
-  case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(uint8_t)(iv & 0xff); break;
-  case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(iv & 0xff); break;
-  case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)(uint32_t)(iv & 0xffffffff); break;
-  case WEFT_INT64: ((int64_t *)buf)[i] = iv; break;
-  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = weft_float_to_half((float)v); break;
-  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = weft_float_to_bf16((float)v); break;
-  case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
-  case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
-  default: break;
-  }
-}
-
-double bench_get(const void *buf, weft_dtype dt, size_t i)
-{
-  switch (dt) {
-  case WEFT_INT8: return ((const int8_t *)buf)[i];
-  case WEFT_UINT8: return ((const uint8_t *)buf)[i];
-  case WEFT_INT32: return ((const int32_t *)buf)[i];
-  case WEFT_INT64: return (double)((const int64_t *)buf)[i];
-  case WEFT_FLOAT16: return weft_half_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_BFLOAT16: return weft_bf16_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_FLOAT32: return ((const float *)buf)[i];
-  case WEFT_FLOAT64: return ((const double *)buf)[i];
-  default: return NAN;
-  }
-}
-
 double bench_round(weft_dtype dt, double v)
 {
   double slot[1];
 
-  bench_put(slot, dt, 0, v);
-  return bench_get(slot, dt, 0);
+  weftx_dtype_put(slot, dt, 0, v);
+  return weftx_dtype_get(slot, dt, 0);
 }
 
 static int is_float(weft_dtype dt)
@@ -113,7 +81,7 @@ double bench_value(int rank, size_t i)
 void bench_poison(void *buf, weft_dtype dt, size_t n)
 {
   for (size_t i = 0; i < n; i++)
-    bench_put(buf, dt, i, -7);
+    weftx_dtype_put(buf, dt, i, -7);
 }
 
 /* weft's name, nccl-tests' (what the table prints: src/common.cu's
@@ -205,7 +173,7 @@ MPI_Op bench_mpi_op(weft_op op, weft_dtype dt)
 void bench_fill_reduction(const struct bench_args *a, void *buf, size_t n, size_t first)
 {
   for (size_t i = 0; i < n; i++)
-    bench_put(buf, a->dtype, i, bench_input(a->op, a->rank, a->nranks, first + i));
+    weftx_dtype_put(buf, a->dtype, i, bench_input(a->op, a->rank, a->nranks, first + i));
 }
 
 /* The expected results repeat with period 33 (3 for sums, 11 for min/max;
@@ -218,7 +186,7 @@ size_t bench_check_reduction(const struct bench_args *a, const void *buf, size_t
   for (size_t k = 0; k < 33; k++)
     want[k] = bench_reduced(a->op, a->dtype, a->nranks, k);
   for (size_t i = 0; i < n; i++)
-    if (!bench_same(a->dtype, bench_get(buf, a->dtype, i), want[(first + i) % 33], a->nranks))
+    if (!bench_same(a->dtype, weftx_dtype_get(buf, a->dtype, i), want[(first + i) % 33], a->nranks))
       wrong++;
   return wrong;
 }
@@ -237,6 +205,6 @@ void bench_avg_fixup(const struct bench_args *a, void *buf, size_t n)
     bench_half_divide(buf, n, a->dtype, a->nranks);
   } else {
     for (size_t i = 0; i < n; i++)
-      bench_put(buf, a->dtype, i, trunc(bench_get(buf, a->dtype, i) / a->nranks));
+      weftx_dtype_put(buf, a->dtype, i, trunc(weftx_dtype_get(buf, a->dtype, i) / a->nranks));
   }
 }

@@ -233,8 +233,8 @@ static long long check_once(struct run *r)
   if (rc)
     fail(r, "checked", a->bytes, rc);
   if (r->o->inject && !r->injected && a->rank == a->nranks - 1 && a->recvcount > 0) {
-    bench_put(a->hrecv, a->dtype, a->recvcount / 2,
-              bench_get(a->hrecv, a->dtype, a->recvcount / 2) + 1);
+    weftx_dtype_put(a->hrecv, a->dtype, a->recvcount / 2,
+              weftx_dtype_get(a->hrecv, a->dtype, a->recvcount / 2) + 1);
     r->injected = 1;
   }
   wrong = (long long)c->check(a);

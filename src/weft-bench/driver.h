@@ -151,8 +151,6 @@ int bench_is_first_rank(void);
 int bench_usage_fail(const char *why);
 
 /* data.c: element access for every dtype, and the expected values. */
-void bench_put(void *buf, weft_dtype dt, size_t i, double v);
-double bench_get(const void *buf, weft_dtype dt, size_t i);
 double bench_round(weft_dtype dt, double v);   /* what storing v gives back */
 int bench_same(weft_dtype dt, double got, double want, int nranks);
 double bench_input(weft_op op, int rank, int nranks, size_t i);  /* reduction input */

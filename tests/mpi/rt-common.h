@@ -25,34 +25,15 @@
     }                                                                                        \
   } while (0)
 
+/* Element i of buf as a double (weftx_dtype_put/get, weft-bench's too). */
 static inline void put(void *buf, size_t i, weft_dtype dt, double v)
 {
-  switch (dt) {
-  case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-  case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-  case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-  case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-  case WEFT_FLOAT16: ((uint16_t *)buf)[i] = weft_float_to_half((float)v); break;
-  case WEFT_BFLOAT16: ((uint16_t *)buf)[i] = weft_float_to_bf16((float)v); break;
-  case WEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
-  case WEFT_FLOAT64: ((double *)buf)[i] = v; break;
-  default: break;
-  }
+  weftx_dtype_put(buf, dt, i, v);
 }
 
 static inline double get(const void *buf, size_t i, weft_dtype dt)
 {
-  switch (dt) {
-  case WEFT_INT8: return ((const int8_t *)buf)[i];
-  case WEFT_UINT8: return ((const uint8_t *)buf)[i];
-  case WEFT_INT32: return ((const int32_t *)buf)[i];
-  case WEFT_INT64: return (double)((const int64_t *)buf)[i];
-  case WEFT_FLOAT16: return weft_half_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_BFLOAT16: return weft_bf16_to_float(((const uint16_t *)buf)[i]);
-  case WEFT_FLOAT32: return ((const float *)buf)[i];
-  case WEFT_FLOAT64: return ((const double *)buf)[i];
-  default: return 0;
-  }
+  return weftx_dtype_get(buf, dt, i);
 }
 
 #endif /* WEFT_TEST_RT_COMMON_H */
