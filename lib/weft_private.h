@@ -23,7 +23,4 @@
 /* snprintf into a fixed buffer; returns 0, or WEFT_ERANGE when it did not fit. */
 int weft__snprintf(char *buf, size_t size, const char *fmt, ...) WEFT_PRINTF(3, 4);
 
-/* strdup that may be given NULL: returns NULL for NULL, and NULL when out of memory. */
-char *weft__strdup(const char *s);
-
 #endif /* WEFT_PRIVATE_H */

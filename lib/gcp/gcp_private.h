@@ -19,7 +19,6 @@ int weft__gcp_read_line(const char *path, char *buf, size_t len);
 int weft__preset_nplugins(const weftx_preset *p);
 const char *weft__preset_plugin(const weftx_preset *p, int i);
 int weft__preset_gvnic_all(const weftx_preset *p);
-const char *weft__preset_script(const weftx_preset *p);
 
 #ifdef WEFT_HAVE_CURL
 #include <string.h>

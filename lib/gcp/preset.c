@@ -193,13 +193,13 @@ static int parse_file(weftx_preset *p, const char *name, int depth, char *why, s
 
   rc = preset_path(name, path, sizeof(path));
   if (rc != 0) {
-    weft__snprintf(why, whylen, "preset name '%s' is not valid: use a family name such as "
+    weft__snprintf(why, whylen, "preset name '%.200s' is not valid: use a family name such as "
                    "a3-highgpu-8g, or a path", name);
     return WEFT_ENAME;
   }
   f = fopen(path, "r");
   if (!f) {
-    weft__snprintf(why, whylen, "no NCCL preset '%s' (%s: %s); known presets are the files "
+    weft__snprintf(why, whylen, "no NCCL preset '%.200s' (%.200s: %s); known presets are the files "
                    "in %s/presets", name, path, strerror(errno), weftx_datadir());
     return WEFT_ENAME;
   }
@@ -312,9 +312,4 @@ const char *weft__preset_plugin(const weftx_preset *p, int i)
 int weft__preset_gvnic_all(const weftx_preset *p)
 {
   return p ? p->gvnic_all : 0;
-}
-
-const char *weft__preset_script(const weftx_preset *p)
-{
-  return p ? p->script : NULL;
 }
