@@ -19,6 +19,10 @@ command -v setsid >/dev/null 2>&1 || skip "no setsid here (util-linux)"
 PATH=$(dirname "$(command -v "$MPIRUN")"):$PATH
 export PATH
 unset WEFT_GPU_BUDGET WEFT_GPU_DRY_TOPOLOGY
+# run.sh line-buffers programs with stdbuf, which preloads libstdbuf.so ahead of
+# AddressSanitizer's runtime in the sanitizer build: tell ASan that is fine.
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+export ASAN_OPTIONS
 
 # This build as run.sh's carried folder: configure.txt and bin/ (the steps
 # killed here need test-rt-device-faults and test-rt-gpu).

@@ -144,8 +144,10 @@ uint64_t wsi__vc_get(const struct wsi_vc *vc, size_t i)
 static void vc_copy(struct wsi_vc *dst, const struct wsi_vc *src)
 {
   vc_grow(dst, src->n);
-  memset(dst->v, 0, dst->n * sizeof(*dst->v));
-  memcpy(dst->v, src->v, src->n * sizeof(*src->v));
+  if (dst->n) /* an empty clock may have no array */
+    memset(dst->v, 0, dst->n * sizeof(*dst->v));
+  if (src->n)
+    memcpy(dst->v, src->v, src->n * sizeof(*src->v));
 }
 
 /* ---- streams ---- */
@@ -1180,7 +1182,8 @@ int wsi_graph_launch(wsi_exec *x, wsi_stream *s, const char *fn)
   if (!args || !v)
     oom();
   wsi_lock();
-  memcpy(v, b->v, x->n * sizeof(*v));
+  if (x->n) /* an empty graph has no nodes at all */
+    memcpy(v, b->v, x->n * sizeof(*v));
   if (s->cap)
     wsi_violation("not modelled by the stand-in",
                   "%s into %s while it captures (a child graph node): the stand-in does not "
