@@ -34,7 +34,7 @@ static int line_error(const struct line *l, char *why, size_t whylen, int rc, co
 static int line_error(const struct line *l, char *why, size_t whylen, int rc, const char *fmt,
                       ...)
 {
-  char what[512];
+  char what[1024];   /* hostname.c quotes a refused name whole (up to 316 bytes) */
   va_list ap;
 
   if (why) {
@@ -102,7 +102,7 @@ static int parse_keyword(struct line *l, char *why, size_t whylen)
     if (*l->p != '=') {
       *end = '\0';
       return line_error(l, why, whylen, WEFT_EPARSE,
-                        "'%s' is not KEY=VALUE; a line is: host [slots=N] [max_slots=M]", key);
+                        "'%.200s' is not KEY=VALUE; a line is: host [slots=N] [max_slots=M]", key);
     }
     *end = '\0';
   } else {
@@ -119,7 +119,7 @@ static int parse_keyword(struct line *l, char *why, size_t whylen)
   if (*l->p)
     *l->p++ = '\0';
   if (!*val)
-    return line_error(l, why, whylen, WEFT_EPARSE, "'%s=' has no value; write %s=N", key, key);
+    return line_error(l, why, whylen, WEFT_EPARSE, "'%.200s=' has no value; write %.200s=N", key, key);
   if (is_key(key, slots_keys))
     return parse_number(l, key, val, &l->slots, why, whylen);
   if (is_key(key, max_keys))
@@ -129,7 +129,7 @@ static int parse_keyword(struct line *l, char *why, size_t whylen)
     return 0;
   }
   return line_error(l, why, whylen, WEFT_EPARSE,
-                    "unknown keyword '%s'; weft understands slots=, max_slots= and username=",
+                    "unknown keyword '%.200s'; weft understands slots=, max_slots= and username=",
                     key);
 }
 
@@ -140,14 +140,14 @@ static int check_host_form(const struct line *l, const char *host, char *why, si
 
   if (host[0] == '+')
     return line_error(l, why, whylen, WEFT_EPARSE,
-                      "relative host '%s' is not supported; name the host", host);
+                      "relative host '%.200s' is not supported; name the host", host);
   if (host[0] == '^')
     return line_error(l, why, whylen, WEFT_EPARSE,
-                      "excluding a host ('%s') is not supported; delete its line", host);
+                      "excluding a host ('%.200s') is not supported; delete its line", host);
   if (colon && colon == strrchr(host, ':') && colon[1] &&
       strspn(colon + 1, "0123456789") == strlen(colon + 1))
     return line_error(l, why, whylen, WEFT_EPARSE,
-                      "'%s' is MPICH's host:N; write 'host slots=N' in an Open MPI hostfile",
+                      "'%.200s' is MPICH's host:N; write 'host slots=N' in an Open MPI hostfile",
                       host);
   return 0;
 }
@@ -170,7 +170,7 @@ static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whyl
     *l->p++ = '\0';
   if (strchr(host, '='))
     return line_error(l, why, whylen, WEFT_EPARSE,
-                      "'%s' where a host name should come first; a line is: host [slots=N]", host);
+                      "'%.200s' where a host name should come first; a line is: host [slots=N]", host);
   rc = check_host_form(l, host, why, whylen);
   if (rc)
     return rc;
@@ -181,7 +181,7 @@ static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whyl
   }
   if (l->user && strchr(host, '@'))
     return line_error(l, why, whylen, WEFT_EPARSE,
-                      "'%s' has a user and username= too; keep one", host);
+                      "'%.200s' has a user and username= too; keep one", host);
   if (weft__snprintf(name, sizeof(name), "%s%s%s", l->user ? l->user : "", l->user ? "@" : "",
                      host))
     return line_error(l, why, whylen, WEFT_ENAME, "host name too long");
@@ -275,7 +275,7 @@ int weftx_hostfile_load(weftx_hostlist *hl, const char *path, char *why, size_t 
   if (!f) {
     int e = errno;
     if (why)
-      weft__snprintf(why, whylen, "%s: cannot open hostfile: %s; check the --hostfile path",
+      weft__snprintf(why, whylen, "%.200s: cannot open hostfile: %s; check the --hostfile path",
                      path, strerror(e));
     return e == ENOENT ? WEFT_ENOENT : WEFT_EIO;
   }

@@ -39,7 +39,7 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
 
   f = fopen(path, "rb");
   if (!f) {
-    weft__topo_why(why, whylen, "cannot open %s: %s; " TOPO_HINT, path, strerror(errno));
+    weft__topo_why(why, whylen, "cannot open %.200s: %s; " TOPO_HINT, path, strerror(errno));
     return WEFT_ENOENT;
   }
   if (fstat(fileno(f), &st) != 0) {

@@ -7,7 +7,7 @@
  * the job's plan, into a table of cells (OK / WARN / FAIL with a value) and
  * one line per problem saying what to change. No I/O: weft-rank gathers the
  * facts (src/weft-rank/check*.c), weftrun runs the check job and prints the
- * result (src/weftrun/check*.c), tests/unit/test-check.c tests this.
+ * result (src/weftrun/check*.c), tests/unit/test-weftrun-check.c tests this.
  */
 #ifndef WEFT_TOOL_CHECK_H
 #define WEFT_TOOL_CHECK_H

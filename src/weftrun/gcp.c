@@ -90,7 +90,8 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
     return WR_EXIT_ENGINE;
   rc = weftx_gcp_job_preset(o->nccl_preset, nhosts > 1, &g->info, &g->preset, why, sizeof(why));
   if (rc) {
-    fprintf(stderr, "weftrun: --nccl-preset %s: %s\n", o->nccl_preset, why[0] ? why : weft_strerror(rc));
+    /* why names the preset (or its file) */
+    fprintf(stderr, "weftrun: --nccl-preset: %s\n", why[0] ? why : weft_strerror(rc));
     return rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_USAGE;
   }
   if (why[0])

@@ -63,7 +63,7 @@ static int
 gather(const wr_opts *o, wr_inventory *inv)
 {
   weftx_hosts_input in;
-  char why[512] = "";
+  char why[1024] = "";   /* -H's message quotes 400 bytes of it before what is wrong */
   int keep_fqdn = 0, rc;
   const char *dflt;
 
@@ -140,7 +140,7 @@ gather(const wr_opts *o, wr_inventory *inv)
 static int
 app_hosts(const wr_opts *o, wr_inventory *inv)
 {
-  char why[512];
+  char why[1024];
 
   for (int a = 0; a < o->napps; a++) {
     const wr_app *ap = &o->apps[a];

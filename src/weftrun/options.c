@@ -234,6 +234,13 @@ wr_opts_init(wr_opts *o)
   o->npersocket = -1;
 }
 
+/* A word of the command line as a message quotes it ("'%.*s%s'"): its first 64
+ * bytes, and "..." when it is longer, so that what is wrong still follows it
+ * within the message's buffer. */
+#define SHOWN_MAX 64
+#define SHOWN(w) (int)(strlen(w) > SHOWN_MAX ? SHOWN_MAX : strlen(w)), (w), \
+  (strlen(w) > SHOWN_MAX ? "..." : "")
+
 /* The context being parsed, for the handler. */
 typedef struct parse_ctx {
   wr_opts *o;
@@ -245,7 +252,8 @@ static int
 count(const char *spelled, const char *a, long min, long max, long *out, char *why, size_t len)
 {
   if (weftx_parse_long(a, min, max, out)) {
-    snprintf(why, len, "%s '%s': expected a whole number from %ld to %ld", spelled, a, min, max);
+    snprintf(why, len, "%s '%.*s%s': expected a whole number from %ld to %ld", spelled, SHOWN(a), min,
+             max);
     return -1;
   }
   return 0;
@@ -281,7 +289,7 @@ one_of(const char *spelled, const char *a, const char *const *ok, char *why, siz
   size_t off = 0;
   for (int i = 0; ok[i] && off < sizeof(list); i++)
     off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", ok[i]);
-  snprintf(why, len, "%s '%s': expected one of %s", spelled, a, list);
+  snprintf(why, len, "%s '%.*s%s': expected one of %s", spelled, SHOWN(a), list);
   return -1;
 }
 
@@ -290,8 +298,8 @@ static int
 keep(wr_app *a, const char *w, int place, char *why, size_t len)
 {
   if (a->nwords + 1 >= WR_MAX_WORDS) {
-    snprintf(why, len, "more than %d option words before '%s'", WR_MAX_WORDS, a->program ?
-             a->program[0] : "the program");
+    snprintf(why, len, "more than %d option words before '%.*s%s'", WR_MAX_WORDS,
+             SHOWN(a->program ? a->program[0] : "the program"));
     return -1;
   }
   a->words[a->nwords] = w;
@@ -438,8 +446,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     break;
   case O_HOSTFILE:
     if (app->hostfile) {
-      snprintf(why, len, "%s given twice ('%s' and '%s'); Open MPI takes one hostfile",
-               sp, app->hostfile, a1);
+      snprintf(why, len, "%s given twice ('%.*s%s' and '%.*s%s'); Open MPI takes one hostfile",
+               sp, SHOWN(app->hostfile), SHOWN(a1));
       return -1;
     }
     app->hostfile = a1;
@@ -474,7 +482,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
       return 0;
     }
     if (eq == a1 || !eq[1]) {
-      snprintf(why, len, "%s '%s': write FILE or HOST=FILE", sp, a1);
+      snprintf(why, len, "%s '%.*s%s': write FILE or HOST=FILE", sp, SHOWN(a1));
       return -1;
     }
     if (full(sp, o->nhost_topology, why, len))
@@ -485,7 +493,14 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     return 0;
   }
   case O_GPUVIS: o->gpu_visibility = a1; return one_of(sp, a1, vis, why, len);
-  case O_NCCL: o->nccl_preset = a1; return 0;
+  case O_NCCL:
+    if (!a1[0]) {
+      snprintf(why, len, "%s '': give auto, none, a family name such as a3-highgpu-8g, or a preset "
+               "file's path", sp);
+      return -1;
+    }
+    o->nccl_preset = a1;
+    return 0;
   case O_DRYRUN: o->dry_run = 1; return 0;
   case O_CHECK: o->check = 1; return 0;
   case O_JSON: o->json = 1; return 0;
@@ -514,8 +529,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     double v = strtod(a1, &end);
     if (end == a1 || *end || !(v >= 0.1 && v <= 3600)) {
-      snprintf(why, len, "%s=%s: expected seconds from 0.1 to 3600 (--monitor alone: every %s s)",
-               sp, a1, WR_MONITOR_DEFAULT_S_TEXT);
+      snprintf(why, len, "%s=%.*s%s: expected seconds from 0.1 to 3600 (--monitor alone: every %s s)",
+               sp, SHOWN(a1), WR_MONITOR_DEFAULT_S_TEXT);
       return -1;
     }
     o->monitor = v;
@@ -533,7 +548,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     if (full(sp, o->nxvars, why, len))
       return -1;
     if (a1[0] == '\0' || a1[0] == '=') {
-      snprintf(why, len, "%s '%s': write VAR or VAR=VALUE", sp, a1);
+      snprintf(why, len, "%s '%.*s%s': write VAR or VAR=VALUE", sp, SHOWN(a1));
       return -1;
     }
     o->xvars[o->nxvars++] = a1;
@@ -694,8 +709,7 @@ wr_opts_cpu_mapping(const wr_opts *o)
 {
   if (o->cpu_placement)
     return o->cpu_placement;
-  if (o->map_by && strncasecmp(o->map_by, "gpu", 3) &&
-      !(strncasecmp(o->map_by, "ppr:", 4) == 0 && strstr(o->map_by, ":gpu")))
+  if (o->map_by && weftx_policy_gpu(o->map_by) == 0)
     return "--map-by";
   return NULL;
 }

@@ -3,17 +3,32 @@
 """Fuzz weftrun's options, hostfiles and -H lists: N random inputs (default
 10,000; FUZZ_N, FUZZ_SEED), each run as "weftrun --dry-run ... true" (nothing
 is ever launched; WEFT_NO_PROBE=1 so that no host is probed) within 10 s.
-An input passes when weftrun exits with a documented status (0, 2, 65-70,
-124 is a hang) and prints no sanitizer report; a crash is a signal or a
-sanitizer line, a hang is the deadline. Prints the figures and the first
-failing inputs (to rerun by hand), exits 1 on any crash or hang.
+An input passes when weftrun exits with a documented status (0, 2, 65-70),
+prints no sanitizer report and says what it has to say clearly. It fails as
+a crash (a signal or a sanitizer line), a hang (the deadline), an odd exit
+status, an input that could not be run, or an unclear message, one of these
+(CONTRIBUTING.md: bad input gets one line that says what is wrong, where and
+what to do):
+  silent     a failure with no "weftrun: " line
+  wordy      a failure in more than one line (notes and warnings aside)
+  foreign    a line that is not weftrun's (another program's; a newline of an
+             input weftrun quotes does not end its line)
+  cut        a line that ends inside an input it echoes: the explanation was
+             cut off with the rest of a long word
+  long       a line of more than 1,000 characters (an input echoed whole)
+  bare       a line that ends in the bare words of an error code ("...:
+             invalid argument"): what failed, not what is wrong or what to do
+Prints the figures and the first failing inputs with their messages (to rerun
+by hand), exits 1 on any of them.
 
-    tests/run-test.sh --build _build tests/cli/fuzz-weftrun.py      # ~3 min on 2 cores
+    tests/run-test.sh --build _build tests/cli/fuzz-weftrun.py      # about 70 s on 2 cores
     FUZZ_N=300 ... (test-weftrun-fuzz.sh, in make check)
 """
 import concurrent.futures
+import errno
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,7 +36,8 @@ import time
 
 build = os.environ["WEFT_BUILDDIR"]
 top = os.environ["WEFT_TOPDIR"]
-weftrun = os.path.join(build, "src", "weftrun", "weftrun")
+# absolute: each input runs in a scratch directory
+weftrun = os.path.abspath(os.path.join(build, "src", "weftrun", "weftrun"))
 n = int(os.environ.get("FUZZ_N", "10000"))
 seed = int(os.environ.get("FUZZ_SEED", "1"))
 rng = random.Random(seed)
@@ -94,16 +110,19 @@ def hostfile(d, i):
     p = os.path.join(d, "hf%d" % i)
     with open(p, "wb") as f:
         f.write(data)
-    return p
+    return p, data
 
 
 def case(d, i):
-    args = []
+    """The arguments, and the hostfiles' contents (what weftrun may echo)."""
+    args, files = [], []
     for _ in range(rng.randrange(0, 7)):
         o = rng.choice(OPTS)
         args.append(o)
         if o in ("--hostfile", "--machinefile") and rng.random() < 0.7:
-            args.append(hostfile(d, i))
+            p, data = hostfile(d, i)
+            args.append(p)
+            files.append(data)
         elif rng.random() < 0.85:
             args.append(word())
         if o == "--mca":
@@ -114,7 +133,7 @@ def case(d, i):
     if rng.random() < 0.5:
         args.append("--")
     args.append("true")
-    return args
+    return args, files
 
 
 env = dict(os.environ, WEFT_NO_PROBE="1")
@@ -123,25 +142,100 @@ for v in ("OMPI_MCA_orte_default_hostfile", "SLURM_JOB_NODELIST", "PRTE_MCA_prte
     env.pop(v, None)
 
 
-def run(args, cwd):
+# The sentences of weft's error codes (one table): a message that ends in one
+# of them says what failed, not what is wrong or what to do.
+with open(os.path.join(top, "lib", "include", "weft", "errors.h")) as f:
+    CODE_WORDS = [m.encode() for m in re.findall(r'XX\(\w+, -\d+, "([^"]*)"\)', f.read())]
+if len(CODE_WORDS) < 20:
+    sys.exit("fuzz-weftrun.py: cannot read the error table in lib/include/weft/errors.h")
+CUT = 12        # a line whose last CUT bytes are inside an input ends inside it
+LONG = 1000
+
+
+def cut(line, x):
+    """Whether line ends with a part of input x but not all of it (its closing
+    quote aside): the rest of x, and whatever came after it, was cut off."""
+    line = line.rstrip(b"'\"")
+    if len(x) < CUT or line[-CUT:] not in x:
+        return False
+    lo, hi = CUT, min(len(line), len(x))     # the longest end of line inside x
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if line[-mid:] in x:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo < len(x)
+
+
+def quoted_newline(line, nxt, words):
+    """Whether line and the next one are the two sides of a newline in one of words."""
+    for w in words:
+        i = w.find(b"\n")
+        while i >= 0:
+            if line.endswith(w[max(0, i - 8):i]) and nxt.startswith(w[i + 1:i + 9].split(b"\n")[0]):
+                return True
+            i = w.find(b"\n", i + 1)
+    return False
+
+
+def unclear(rc, err, args, files):
+    """Why what weftrun printed is unclear, or None."""
+    words = [a.encode("utf-8", "surrogateescape") for a in args]
+    inputs = words + files
+    lines = []
+    for ln in err.split(b"\n"):
+        # a newline of a word that the line quotes continues the line (weftrun prints what
+        # it quotes as it is; the message is still one)
+        if lines and quoted_newline(lines[-1], ln, words):
+            lines[-1] += b"\n" + ln
+        else:
+            lines.append(ln)
+    if lines and not lines[-1]:
+        lines.pop()
+    for ln in lines:
+        if not ln.startswith(b"weftrun: "):
+            return "foreign: a line that is not weftrun's"
+        if len(ln) > LONG:
+            return "long: a line of %d characters" % len(ln)
+        if any(cut(ln, x) for x in inputs):
+            return "cut: the line ends inside an input it echoes"
+        if any(ln.endswith(b": " + w) for w in CODE_WORDS):
+            return "bare: the line ends in an error code's words"
+    errors = [ln for ln in lines if not ln.startswith((b"weftrun: note: ", b"weftrun: warning: "))]
+    if rc and not errors:
+        return "silent: a failure without a message"
+    if rc and len(errors) > 1:
+        return "wordy: %d lines for one failure" % len(errors)
+    return None
+
+
+def run(case, cwd):
+    args, files = case
     t0 = time.time()
     try:
         # in the scratch directory: an --output-filename among the inputs writes there
         p = subprocess.run([weftrun] + args, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=10)
     except subprocess.TimeoutExpired:
-        return "hang", args, 124, b"", time.time() - t0
-    except OSError as e:  # E2BIG: the whole command line over the kernel's bound
-        return "ok", args, -e.errno, b"", time.time() - t0
+        return "hang", case, 124, b"", time.time() - t0
+    except OSError as e:
+        if e.errno == errno.E2BIG:  # the whole command line over the kernel's bound
+            return "ok", case, -e.errno, b"", time.time() - t0
+        return "not run", case, -e.errno, str(e).encode(), time.time() - t0
     err = p.stderr
     if p.returncode < 0 or p.returncode >= 128 or b"Sanitizer" in err or b"runtime error" in err:
-        return "crash", args, p.returncode, err[-400:], time.time() - t0
+        return "crash", case, p.returncode, err, time.time() - t0
     if p.returncode not in DOCUMENTED:
-        return "odd", args, p.returncode, err[-400:], time.time() - t0
-    # one line per error, saying what is wrong: a message longer than 2 lines is suspicious
-    if p.returncode and err.count(b"\n") > 3 and b"probing" not in err:
-        return "wordy", args, p.returncode, err[-400:], time.time() - t0
-    return "ok", args, p.returncode, b"", time.time() - t0
+        return "odd", case, p.returncode, err, time.time() - t0
+    why = unclear(p.returncode, err, args, files)
+    if why:
+        return "unclear " + why.split(":")[0], case, p.returncode, err, time.time() - t0, why
+    return "ok", case, p.returncode, b"", time.time() - t0
+
+
+def shown(w, n=60):
+    return repr(w) if len(w) <= n + 20 else repr(w[:n]) + "...(%d)" % len(w)
 
 
 def main():
@@ -154,22 +248,30 @@ def main():
     with tempfile.TemporaryDirectory(prefix="weft-fuzz.") as d:
         cases = [case(d, i) for i in range(n)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
-            for kind, args, rc, err, dt in ex.map(run, cases, [d] * len(cases)):
+            for r in ex.map(run, cases, [d] * len(cases)):
+                kind, rc, dt = r[0], r[2], r[4]
                 counts[kind] = counts.get(kind, 0) + 1
                 codes[rc] = codes.get(rc, 0) + 1
                 slowest = max(slowest, dt)
                 if kind != "ok" and len(bad) < 10:
-                    bad.append((kind, rc, args, err))
-    for kind, rc, args, err in bad:
-        shown = " ".join(repr(a) if len(a) < 80 else repr(a[:60]) + "...(%d)" % len(a) for a in args)
-        print("%s (exit %s): weftrun %s\n  %s" % (kind, rc, shown, err.decode("utf-8", "replace").strip()[-300:]))
+                    bad.append(r)
+    for r in bad:
+        kind, (args, files), rc, err = r[:4]
+        print("%s (exit %s): weftrun %s" % (r[5] if len(r) > 5 else kind, rc, " ".join(shown(a) for a in args)))
+        for i, data in enumerate(files):
+            print("  hostfile %d: %s" % (i + 1, shown(data, 300)))
+        text = err.decode("utf-8", "replace").rstrip("\n")
+        print("  stderr: %s" % (shown(text, 600) if text else "(nothing)"))
     print("# %d inputs (seed %d) in %.0f s, slowest %.2f s: %s; exit codes %s" % (
         n, seed, time.time() - t0, slowest, ", ".join("%s %d" % kv for kv in sorted(counts.items())),
         ", ".join("%s: %d" % kv for kv in sorted(codes.items()))))
-    crashes = counts.get("crash", 0) + counts.get("hang", 0) + counts.get("odd", 0)
-    print("%d crashes, %d hangs, %d other exit codes" % (counts.get("crash", 0), counts.get("hang", 0),
-                                                        counts.get("odd", 0)))
-    return 1 if crashes else 0
+    unclear_n = sum(v for k, v in counts.items() if k.startswith("unclear"))
+    print("%d crashes, %d hangs, %d other exit codes, %d unclear messages, %d not run" % (
+        counts.get("crash", 0), counts.get("hang", 0), counts.get("odd", 0), unclear_n,
+        counts.get("not run", 0)))
+    failed = n - counts.get("ok", 0)
+    return 1 if failed else 0
 
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Failures end the whole job quickly, with weftrun's documented exit status,
 # one summary line naming the rank, its host and GPU, and nothing left running:
-# a rank exits 3; a rank is killed by SIGKILL; --timeout; SIGTERM and SIGINT
-# to weftrun; a program that does not exist; output sent to files; a rank
-# printing a failure line of weft-rank's (it changes nothing); weft_init and
-# collective deadlines naming the absent rank; SIGKILL of weftrun (nothing
-# outlives it); WEFT_MPIRUN=/bin/true; --get-stack-traces.
+# a rank exits 3; a rank is killed by SIGKILL, or SIGABRT; --timeout, also with
+# ranks hung in a collective (named in it); SIGTERM, SIGINT and SIGHUP to
+# weftrun; SIGINT to mpirun; a program that does not exist; output sent to
+# files; a rank printing a failure line of weft-rank's (it changes nothing);
+# weft_init and collective deadlines naming the absent rank; SIGKILL of weftrun
+# (nothing outlives it); WEFT_MPIRUN=/bin/true; --get-stack-traces. (Several
+# are the failure matrix's cases that run by hand only on the virtual cluster:
+# tests/vcluster/failure-matrix.sh.)
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs  # this host alone, whatever allocation or default hostfile the machine has
@@ -37,6 +40,8 @@ run 3 15 '^weftrun: job failed: rank 2 host .* gpu none: exited with status 3 (e
   -np 4 --oversubscribe sh -c "if [ \$RANK = 2 ]; then $s 0.5; exit 3; fi; exec $s 30"
 run 137 15 '^weftrun: job failed: rank 1 host .* gpu none: killed by signal 9 (Killed) (exit 137)$' \
   -np 3 --oversubscribe sh -c "if [ \$RANK = 1 ]; then $s 0.5; kill -9 \$\$; fi; exec $s 30"
+run 134 15 '^weftrun: job failed: rank 2 host .* gpu none: killed by signal 6 (Aborted) (exit 134)$' \
+  -np 3 --oversubscribe sh -c "if [ \$RANK = 2 ]; then $s 0.5; kill -ABRT \$\$; fi; exec $s 30"
 run 124 16 '^weftrun: job ended: --timeout 2 s expired; 2 of 2 ranks were still running (exit 124)$' \
   -np 2 --oversubscribe --timeout 2 "$s" 30
 grep -q "^weftrun:   rank 1 host .* gpu none: pid [0-9]*, running for [0-9.]* s, never in a weft call" "$tmp/err" ||
@@ -48,8 +53,8 @@ run 3 15 '^weftrun: job failed: rank 1 host .* gpu [0-9] (0000:[0-9a-f:.]*): exi
   -np 2 --oversubscribe --topology "$WEFT_TOPDIR/share/weft/topologies/a3-highgpu-8g.xml" \
   sh -c "if [ \$RANK = 1 ]; then exit 3; fi; exec $s 30"
 
-# SIGTERM (143) and SIGINT (130) to weftrun end every rank
-for sig in TERM:15 INT:2; do
+# SIGTERM (143), SIGINT (130) and SIGHUP (129) to weftrun end every rank
+for sig in TERM:15 INT:2 HUP:1; do
   num=${sig#*:}
   sig=${sig%:*}
   want=$((128 + num))
@@ -71,6 +76,36 @@ for sig in TERM:15 INT:2; do
   fi
   nothing_left || fail=1
 done
+# SIGINT to mpirun (a user's Ctrl-C meant for it): it ends the job and fails, before any
+# rank did: exit 70, every rank ended
+t0=$(now)
+timeout 60 "$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+i=0
+while [ "$(pgrep -f "$s 30" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+mp=
+for p in $(pgrep -x mpirun); do
+  grep -q "$uniq" "/proc/$p/cmdline" 2>/dev/null && mp=$p
+done
+if [ -z "$mp" ]; then
+  echo "FAIL: SIGINT to mpirun: no mpirun of this job found"; fail=1
+else
+  kill -INT "$mp"
+fi
+set +e
+wait $pid
+rc=$?
+set -e
+dt=$(elapsed "$t0" "$(now)")
+if [ -n "$mp" ]; then
+  if [ "$rc" != 70 ] || [ "$dt" -gt 20 ] ||
+     ! grep -q '^weftrun: mpirun failed with status [0-9]* before any rank reported a failure (exit 70)' "$tmp/err"; then
+    echo "FAIL: SIGINT to mpirun: exit $rc after ${dt}s:"; cat "$tmp/err"; fail=1
+  else
+    echo "ok ($rc, ${dt}s): SIGINT to mpirun"
+  fi
+fi
+nothing_left || fail=1
 # a failing rank's output going to files: the control channel names it all the same
 run 4 15 '^weftrun: job failed: rank 1 .*exited with status 4 (exit 4)$' \
   -np 3 --oversubscribe --output-filename "$tmp/outdir" sh -c "if [ \$RANK = 1 ]; then exit 4; fi; exec $s 30"
@@ -89,6 +124,13 @@ if [ -x "$rtto" ]; then
   run 124 15 '^weftrun:   absent: rank 2 host .* gpu none: pid [0-9]*, running for .* never in a weft call' \
     -np 3 --oversubscribe "$rtto" init
   unset WEFT_INIT_TIMEOUT
+  # no deadline of weft's: --timeout ends ranks hung in a collective, and names it
+  export WEFT_COLL_TIMEOUT=0
+  run 124 15 '^weftrun: job ended: --timeout 2 s expired; 3 of 3 ranks were still running (exit 124)$' \
+    -np 3 --oversubscribe --timeout 2 "$rtto" watchdog
+  [ "$(grep -c '^weftrun:   rank [01] host .* gpu none: pid [0-9]*, in allreduce on group world' "$tmp/err")" = 2 ] ||
+    { echo "FAIL: --timeout does not name the collective ranks 0 and 1 are in:"; cat "$tmp/err"; fail=1; }
+  unset WEFT_COLL_TIMEOUT
 else
   echo "# $rtto not built: deadline cases left out"
 fi

@@ -3,6 +3,7 @@
 # test-rt-errors on 1, 2, 3 and 4 ranks.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 bin=$WEFT_BUILDDIR/tests/mpi
 for np in 1 2 3 4; do
   mpirun_np -v $np "$bin/test-rt-errors"

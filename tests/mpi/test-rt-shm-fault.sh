@@ -7,6 +7,7 @@
 # the job itself, which must not hang either.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 bin=$WEFT_BUILDDIR/tests/mpi
 out=$tmp/out
 export WEFT_COLL_TIMEOUT=2

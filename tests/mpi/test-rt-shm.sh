@@ -8,6 +8,7 @@
 # group over two hosts, and cross-memory attach forbidden by seccomp.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 bin=$WEFT_BUILDDIR/tests/mpi
 out=$tmp/out
 # Open MPI 4.1's AVX reductions saturate 8-bit integer sums instead of

@@ -4,6 +4,7 @@
 # WEFT_ETIMEDOUT naming it, and the job must end in bounded time.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 bin=$WEFT_BUILDDIR/tests/mpi
 out=$tmp/out
 for what in allreduce barrier bcast recv; do

@@ -12,19 +12,59 @@
 
 #include <cmocka.h>
 
+/* The one table of <weft/errors.h>, as written. */
+static const struct {
+  const char *name;   /* "INVAL" */
+  int value;
+  const char *msg;
+} error_table[] = {
+#define XX(name, value, msg) { #name, value, msg },
+  WEFT_ERRNO_MAP(XX)
+#undef XX
+};
+#define NERRORS (sizeof(error_table) / sizeof(error_table[0]))
+
 static void test_errors_table(void **state)
 {
+  char sym[64];
   (void)state;
   assert_string_equal(weft_strerror(0), "success");
   assert_string_equal(weft_strerror(WEFT_EINVAL), "invalid argument");
   assert_string_equal(weft_err_name(WEFT_ETIMEDOUT), "WEFT_ETIMEDOUT");
   assert_string_equal(weft_strerror(12345), "unknown error");
   assert_string_equal(weft_err_name(-999), "WEFT_EUNKNOWN");
-  /* Every code is negative, distinct, and has a message. */
+  /* Every code of the table is negative and distinct, has a name and a message of
+   * its own, and weft_strerror() and weft_err_name() give them. */
+  assert_true(NERRORS > 0);
+  for (size_t i = 0; i < NERRORS; i++) {
+    const char *name = error_table[i].name, *msg = error_table[i].msg;
+    int e = error_table[i].value;
+    assert_true(e < 0);
+    assert_true(e > WEFT_ERRNO_LAST);
+    assert_non_null(name);
+    assert_true(name[0] != '\0');
+    assert_non_null(msg);
+    assert_true(msg[0] != '\0');
+    assert_string_not_equal(msg, "unknown error");
+    assert_string_not_equal(msg, "success");
+    assert_string_equal(weft_strerror(e), msg);
+    assert_true(snprintf(sym, sizeof(sym), "WEFT_E%s", name) < (int)sizeof(sym));
+    assert_string_equal(weft_err_name(e), sym);
+    for (size_t j = 0; j < i; j++) {
+      assert_int_not_equal(error_table[j].value, e);
+      assert_string_not_equal(error_table[j].name, name);
+      assert_string_not_equal(error_table[j].msg, msg);
+    }
+  }
+  /* WEFT_ERRNO_LAST is one past the last: the codes are -1 down to it, none missing
+   * (a new code is appended, never given a gap). */
+  assert_int_equal(NERRORS, -(WEFT_ERRNO_LAST + 1));
   for (int e = -1; e > WEFT_ERRNO_LAST; e--) {
     assert_string_not_equal(weft_strerror(e), "unknown error");
     assert_string_not_equal(weft_err_name(e), "WEFT_EUNKNOWN");
   }
+  assert_string_equal(weft_strerror(WEFT_ERRNO_LAST), "unknown error");
+  assert_string_equal(weft_err_name(WEFT_ERRNO_LAST), "WEFT_EUNKNOWN");
 }
 
 static void test_version(void **state)

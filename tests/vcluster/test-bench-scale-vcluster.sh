@@ -9,6 +9,7 @@
 # made.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
 vc_up 4 --slots 2

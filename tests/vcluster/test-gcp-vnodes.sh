@@ -17,6 +17,7 @@
 # bounded time.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 fake=$WEFT_TOPDIR/tests/cli/gcp-fake-metadata.py
 probe=$WEFT_BUILDDIR/tests/vcluster/gcp-probe
 topo=$topos/a3-highgpu-8g.xml

@@ -6,6 +6,7 @@
 # ranks). Exits 77 where weft-vcluster cannot make namespaces.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
+need_mpirun
 bin=$WEFT_BUILDDIR/tests/mpi/test-rt-coll
 [ -x "$bin" ] || make -C "$WEFT_BUILDDIR/tests/mpi" test-rt-coll >/dev/null
 out=$tmp/out

@@ -7,7 +7,7 @@
 # GPU, persistence off, a GPU NVML does not see, a hung NVML within its
 # deadline), an engine that starts nothing (WEFT_MPIRUN=/bin/true) and one
 # that hangs (ended at --timeout), each with its exit status and one line;
-# nothing left running. (Many hosts: tests/vcluster/test-weftrun-check.sh.)
+# nothing left running. (Many hosts: tests/vcluster/test-weftrun-check-vcluster.sh.)
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs

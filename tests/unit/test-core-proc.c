@@ -144,7 +144,7 @@ test_deadline(void **state)
   l.nevents = 0;
   s.stop_group = 1;
   char script[256];
-  snprintf(script, sizeof(script), "trap '' TERM; sleep 30 & echo $! >%s/weft-test-proc-%ld; wait",
+  snprintf(script, sizeof(script), "trap '' TERM; sleep 30 & echo $! >%s/weft-test-core-proc-%ld; wait",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
   assert_int_equal(sh(script, &s, &r), 0);
   assert_int_equal(r.status, WEFTX_PROC_TIMEOUT);
@@ -153,7 +153,7 @@ test_deadline(void **state)
   assert_int_equal(l.events[1], WEFTX_PROC_EV_KILL);
   assert_int_equal(l.events[2], WEFTX_PROC_EV_EXIT);
   char path[256];
-  snprintf(path, sizeof(path), "%s/weft-test-proc-%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+  snprintf(path, sizeof(path), "%s/weft-test-core-proc-%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
            (long)getpid());
   FILE *f = fopen(path, "r");
   long bg = 0;
@@ -264,7 +264,7 @@ test_noexec_and_find(void **state)
   const char *none[] = { "$ORIGIN/weft-no-such-program", "weft-no-such-program", NULL };
   assert_null(weftx_find_exe(none, buf, sizeof(buf)));
   /* this test program itself, next to itself: made canonical */
-  const char *self[] = { "$ORIGIN/test-proc", "$ORIGIN/lt-test-proc", NULL };
+  const char *self[] = { "$ORIGIN/test-core-proc", "$ORIGIN/lt-test-core-proc", NULL };
   assert_non_null(weftx_find_exe(self, buf, sizeof(buf)));
   assert_true(buf[0] == '/');
   assert_null(strstr(buf, "/./"));
