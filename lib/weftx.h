@@ -8,7 +8,8 @@
  *
  *   weftx/util.h   parsing, edit distance, JSON strings, the data directory, the clock
  *   weftx/topo.h   machine topology (hwloc): GPUs, NICs, NUMA, locality
- *   weftx/map.h    rank placement (the pure weftx_map_rank) and the plan JSON
+ *   weftx/map.h    rank placement (the pure weftx_map_host: the GPU rule or Open MPI's
+ *                  model) and the plan JSON
  *   weftx/ompi.h   Open MPI 4.1's own placement, modelled (what mpirun will do)
  *   weftx/hosts.h  -H lists, hostfiles, Slurm node lists, host names
  *   weftx/env.h    the per-rank environment, interfaces, MASTER_ADDR/PORT

@@ -103,7 +103,7 @@ static void append(char *buf, size_t len, const char *sep, const char *text)
 int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
 {
   const weftx_policy *p = c->p;
-  int g = c->ngpus, per = p->map_by == WEFTX_MAP_PPR ? p->ppr_n : 1;
+  int g = c->ngpus, per = p->ppr_n > 0 ? p->ppr_n : 1;
   int slots, m, *sel, gi, key, share = 0, pos = 0, i, q, cycle, nunits = 0, rc = 0;
   hwloc_bitmap_t local = NULL;
   hwloc_obj_t *units = NULL;

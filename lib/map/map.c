@@ -1,45 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftx_map_rank(): the entry of placement, and the helpers both mappers
- * (map-gpu.c, map-cpu.c) use to turn cores into cpusets and nodesets. It
- * resolves the policy's defaults against the topology, parses the reserved
- * processors, and hands the rank to the mapper of its policy.
+ * The entry of placement: weftx_map_host() and weftx_map_rank() send a host's
+ * ranks to the GPU rule (map-gpu.c) or to Open MPI's model (ompi-*.c), the one
+ * engine of CPU layouts, to which the policy's words go as mpirun's options.
+ * Also the helpers the GPU rule uses to turn cores into cpusets, and the GPU
+ * rule's policy as text.
  */
 #include "weft_private.h"
 #include "map_private.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-weftx_map_by weft__map_effective(int ngpus, const weftx_policy *p)
-{
-  if (p->map_by == WEFTX_MAP_AUTO)
-    return ngpus > 0 ? WEFTX_MAP_GPU : WEFTX_MAP_CORE;
-  return p->map_by;
-}
-
-weftx_bind_to weft__bind_effective(const weftx_policy *p, weftx_map_by map)
-{
-  if (p->bind_to != WEFTX_BIND_DEFAULT)
-    return p->bind_to;
-  switch (map) {
-  case WEFTX_MAP_GPU:
-    return WEFTX_BIND_GPU_LOCAL;
-  case WEFTX_MAP_NUMA:
-    return p->pe > 0 ? WEFTX_BIND_CORE : WEFTX_BIND_NUMA;
-  case WEFTX_MAP_PACKAGE:
-    return p->pe > 0 ? WEFTX_BIND_CORE : WEFTX_BIND_PACKAGE;
-  case WEFTX_MAP_PPR:
-    return p->ppr_obj == WEFTX_OBJ_GPU ? WEFTX_BIND_GPU_LOCAL : WEFTX_BIND_CORE;
-  case WEFTX_MAP_AUTO:
-    return WEFTX_BIND_DEFAULT;
-  case WEFTX_MAP_CORE:
-  case WEFTX_MAP_SLOT:
-  case WEFTX_MAP_NODE:
-    break;
-  }
-  return WEFTX_BIND_CORE;
-}
 
 static hwloc_obj_type_t unit_type(const weft__mapctx *c)
 {
@@ -175,8 +146,10 @@ static int ctx_gpus(weft__mapctx *c, char *why, size_t whylen)
   return 0;
 }
 
-static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p, char *why,
-                    size_t whylen)
+/* The GPU rule's request on \p t, or (*gpu 0) a CPU layout: --map-by gpu, or auto on a
+ * host with GPUs to give, is the GPU rule. */
+static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p, int *gpu,
+                    char *why, size_t whylen)
 {
   int rc;
 
@@ -193,8 +166,16 @@ static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p,
     return WEFT_ENOMEM;
   if ((rc = ctx_gpus(c, why, whylen)) != 0)
     return rc;
-  c->map = weft__map_effective(c->ngpus, p);
-  c->bind = weft__bind_effective(p, c->map);
+  *gpu = p->map_by == WEFTX_MAP_GPU || (p->map_by == WEFTX_MAP_AUTO && c->ngpus > 0);
+  c->bind = p->bind_to == WEFTX_BIND_DEFAULT ? WEFTX_BIND_GPU_LOCAL : p->bind_to;
+  if (!*gpu)
+    return 0;
+  if (c->bind == WEFTX_BIND_OTHER) {
+    weft__snprintf(why, whylen, "--bind-to %s: a rank next to its GPU binds to gpu-local, core, "
+                   "numa, socket or none; for Open MPI's bindings give a CPU mapping "
+                   "(--map-by core, socket, ...)", p->bind_words ? p->bind_words : "?");
+    return WEFT_EINVAL;
+  }
   if (p->reserved_cpus && *p->reserved_cpus &&
       hwloc_bitmap_list_sscanf(c->reserved, p->reserved_cpus) < 0) {
     weft__snprintf(why, whylen, "reserved processors '%s' are not a list like 8-21,112-125",
@@ -217,111 +198,223 @@ static void ctx_free(weft__mapctx *c)
   hwloc_bitmap_free(c->avail);
 }
 
-static int count_objs(const weft__mapctx *c, hwloc_obj_type_t type)
+static const char *bind_name(weftx_bind_to b)
 {
-  hwloc_obj_t o = NULL;
-  int k = 0;
+  switch (b) {
+  case WEFTX_BIND_DEFAULT: return "default";
+  case WEFTX_BIND_GPU_LOCAL: return "gpu-local";
+  case WEFTX_BIND_CORE: return "core";
+  case WEFTX_BIND_NUMA: return "numa";
+  case WEFTX_BIND_PACKAGE: return "socket";
+  case WEFTX_BIND_NONE: return "none";
+  case WEFTX_BIND_OTHER: break;
+  }
+  return "other";
+}
 
-  while ((o = hwloc_get_next_obj_by_type(c->h, type, o)) != NULL)
-    if (o->cpuset && hwloc_bitmap_intersects(o->cpuset, c->avail))
-      k++;
-  return k;
+int weftx_policy_format(const weftx_policy *p, char *buf, size_t len)
+{
+  char map[64], pe[24] = "";
+  weftx_bind_to b;
+
+  if (!p || !buf || !len)
+    return WEFT_EINVAL;
+  if (p->pe > 0)
+    weft__snprintf(pe, sizeof(pe), ":pe=%d", p->pe);
+  if (p->map_by == WEFTX_MAP_CPU)
+    weft__snprintf(map, sizeof(map), "%s", p->map_words ? p->map_words : "?");
+  else if (p->ppr_n > 0)
+    weft__snprintf(map, sizeof(map), "ppr:%d:gpu%s", p->ppr_n, pe);
+  else
+    weft__snprintf(map, sizeof(map), "%s%s", p->map_by == WEFTX_MAP_GPU ? "gpu" : "auto", pe);
+  b = p->bind_to == WEFTX_BIND_DEFAULT && p->map_by == WEFTX_MAP_GPU ? WEFTX_BIND_GPU_LOCAL
+                                                                      : p->bind_to;
+  return weft__snprintf(buf, len, "%s, bind %s%s%s%s%s", map,
+                        b == WEFTX_BIND_OTHER && p->bind_words ? p->bind_words : bind_name(b),
+                        p->oversubscribe ? ", oversubscribe" : "",
+                        p->use_hwthreads ? ", hwthreads" : "",
+                        p->reserved_cpus && *p->reserved_cpus ? ", reserved " : "",
+                        p->reserved_cpus && *p->reserved_cpus ? p->reserved_cpus : "");
 }
 
 int weftx_map_slots(const weftx_topo *t, const weftx_policy *p)
 {
   weft__mapctx c;
-  int slots = 0, pe = p && p->pe > 0 ? p->pe : 1;
+  int slots = 0, gpu = 0;
 
   if (!t || !p)
     return 0;
-  if (ctx_init(&c, t, p, NULL, 0) != 0) {
-    ctx_free(&c);
-    return 0;
-  }
-  switch (c.map) {
-  case WEFTX_MAP_GPU:
-    slots = c.ngpus;
-    break;
-  case WEFTX_MAP_PPR:
-    switch (p->ppr_obj) {
-    case WEFTX_OBJ_GPU: slots = c.ngpus; break;
-    case WEFTX_OBJ_CORE: slots = weft__count_units(&c, c.avail); break;
-    case WEFTX_OBJ_NUMA: slots = count_objs(&c, HWLOC_OBJ_NUMANODE); break;
-    case WEFTX_OBJ_PACKAGE: slots = count_objs(&c, HWLOC_OBJ_PACKAGE); break;
-    case WEFTX_OBJ_NODE: slots = 1; break;
-    case WEFTX_OBJ_NONE: break;
-    }
-    slots *= p->ppr_n;
-    break;
-  default:
-    slots = weft__count_units(&c, c.avail) / pe;
-    break;
-  }
+  if (ctx_init(&c, t, p, &gpu, NULL, 0) == 0)
+    slots = gpu ? c.ngpus * (p->ppr_n > 0 ? p->ppr_n : 1)
+      /* Open MPI's default slots (orte_set_default_slots): cores, or hardware threads */
+      : hwloc_get_nbobjs_by_type(c.h, p->use_hwthreads ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE);
   ctx_free(&c);
   return slots;
 }
 
-int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank, int local_size,
-                  weftx_place *out, char *why, size_t whylen)
+/* The GPU rule for rank \p r of \p n: its place, then what every binding shares. */
+static int gpu_rank(weft__mapctx *c, int r, int n, weftx_place *out)
+{
+  int rc;
+
+  memset(out, 0, sizeof(*out));
+  out->gpu = out->nic = -1;
+  out->local_rank = r;
+  out->cpuset = hwloc_bitmap_alloc();
+  out->nodeset = hwloc_bitmap_alloc();
+  rc = out->cpuset && out->nodeset ? weft__map_gpu(c, r, n, out) : WEFT_ENOMEM;
+  if (rc == 0 && c->bind == WEFTX_BIND_NONE) {
+    hwloc_bitmap_copy(out->cpuset, weftx_topo_cpuset(c->t));
+    weft__nodes_of(c, out->cpuset, out->nodeset);
+  }
+  if (rc != 0) {
+    weftx_place_clear(out);
+    return rc;
+  }
+  out->bound = c->bind != WEFTX_BIND_NONE;
+  out->ncores = weft__count_units(c, out->cpuset);
+  /* An unbound rank may run anywhere, but OMP_NUM_THREADS = every core of the
+   * machine would oversubscribe it n times: its share. */
+  if (!out->bound && n > 1)
+    out->ncores = out->ncores / n > 0 ? out->ncores / n : 1;
+  if (weft_log_enabled(WEFT_LOG_MAP)) {
+    char cpus[512] = "?";
+    weftx_cpuset_format(out->cpuset, cpus, sizeof(cpus));
+    weft_log(WEFT_LOG_MAP, "%s rank %d of %d: gpu bind %s: GPU %d, %d cores %s, NIC %d%s%s",
+             c->label, r, n, bind_name(c->bind), out->gpu, out->ncores, cpus, out->nic,
+             out->note[0] ? "; " : "", out->note);
+  }
+  return 0;
+}
+
+/* A CPU layout: the policy's words as mpirun's options, to Open MPI's model of this host. */
+static int cpu_layout(const weft__mapctx *c, int n, weftx_host_map *out)
+{
+  const weftx_policy *p = c->p;
+  weftx_ompi_mca m;
+  weftx_ompi_cmdline cl;
+  char pe[24], inner[512] = "";
+  int rc;
+
+  if (p->bind_to == WEFTX_BIND_GPU_LOCAL) {
+    weft__snprintf(c->why, c->whylen, "--bind-to gpu-local needs --map-by gpu, and %s has no "
+                   "GPUs%s; use --bind-to core", c->label, p->gpus ? " the ranks may use" : "");
+    return WEFT_ENOGPU;
+  }
+  if (p->reserved_cpus && *p->reserved_cpus) {
+    weft__snprintf(c->why, c->whylen, "reserved processors (%s) are for ranks next to a GPU: "
+                   "Open MPI's CPU layouts, which place these ranks, have none; leave them out",
+                   p->reserved_cpus);
+    return WEFT_EINVAL;
+  }
+  memset(&m, 0, sizeof(m));
+  memset(&cl, 0, sizeof(cl));
+  /* each option sets its MCA parameter and the job's policy, as on mpirun's command line */
+  m.v[WEFTX_OMPI_MCA_MAPPING] = cl.map_by = p->map_by == WEFTX_MAP_CPU ? p->map_words : NULL;
+  m.v[WEFTX_OMPI_MCA_BINDING] = cl.bind_to = p->bind_words;
+  m.from[WEFTX_OMPI_MCA_MAPPING] = "--map-by";
+  m.from[WEFTX_OMPI_MCA_BINDING] = "--bind-to";
+  if (p->pe > 0) {
+    weft__snprintf(pe, sizeof(pe), "%d", p->pe);
+    m.v[WEFTX_OMPI_MCA_CPUS_PER_PROC] = pe;
+    m.from[WEFTX_OMPI_MCA_CPUS_PER_PROC] = "--cpus-per-rank";
+    cl.cpus_per_proc = p->pe;
+  }
+  if (p->oversubscribe) {
+    m.v[WEFTX_OMPI_MCA_OVERSUBSCRIBE] = "1";
+    cl.oversubscribe = 1;
+  }
+  if (p->use_hwthreads)
+    m.v[WEFTX_OMPI_MCA_HWTHREADS] = "1";
+  rc = weft__ompi_one_host(c->t, &m, &cl, n, p->gpus, out, inner, sizeof(inner));
+  if (rc == 0 && n > 0 && out->n != n) {
+    /* the model maps -np N ranks or refuses: anything else is its own mistake */
+    weft__snprintf(inner, sizeof(inner), "Open MPI's model placed %d ranks of %d", out->n, n);
+    rc = WEFT_ENOFIT;
+  }
+  if (rc)
+    weft__snprintf(c->why, c->whylen, "%s: %s", c->label, inner[0] ? inner : weft_strerror(rc));
+  return rc;
+}
+
+int weftx_map_host(const weftx_topo *t, const weftx_policy *p, int n, weftx_host_map *out,
+                   char *why, size_t whylen)
 {
   weft__mapctx c;
-  int rc;
+  int rc, gpu = 0;
 
   if (why && whylen)
     why[0] = '\0';
   if (!out)
     return WEFT_EINVAL;
   memset(out, 0, sizeof(*out));
-  out->gpu = -1;
-  out->nic = -1;
+  if (!t || !p || n < 0)
+    return WEFT_EINVAL;
+  rc = ctx_init(&c, t, p, &gpu, why, whylen);
+  if (rc == 0 && !gpu)
+    rc = cpu_layout(&c, n, out);
+  else if (rc == 0) {
+    out->slots = c.ngpus * (p->ppr_n > 0 ? p->ppr_n : 1);
+    /* no GPU to give: one rank, for map-gpu.c's message */
+    out->n = n > 0 ? n : out->slots > 0 ? out->slots : 1;
+    weftx_policy shown = *p;
+    char pol[sizeof(out->how) - 8];
+    shown.map_by = WEFTX_MAP_GPU;
+    weftx_policy_format(&shown, pol, sizeof(pol));
+    weft__snprintf(out->how, sizeof(out->how), "map-by %s", pol);
+    if (!(out->place = calloc((size_t)out->n, sizeof(*out->place))))
+      rc = WEFT_ENOMEM;
+    for (int r = 0; rc == 0 && r < out->n; r++)
+      rc = gpu_rank(&c, r, out->n, &out->place[r]);
+  }
+  ctx_free(&c);
+  if (rc != 0) {
+    weftx_host_map_clear(out);
+    WEFT__LOG(MAP, "%d ranks: %s", n, why && why[0] ? why : weft_strerror(rc));
+  }
+  return rc;
+}
+
+void weftx_host_map_clear(weftx_host_map *m)
+{
+  if (!m)
+    return;
+  for (int r = 0; m->place && r < m->n; r++)
+    weftx_place_clear(&m->place[r]);
+  free(m->place);
+  memset(m, 0, sizeof(*m));
+}
+
+int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank, int local_size,
+                   weftx_place *out, char *why, size_t whylen)
+{
+  weft__mapctx c;
+  weftx_host_map all;
+  int rc, gpu = 0;
+
+  if (why && whylen)
+    why[0] = '\0';
+  if (!out)
+    return WEFT_EINVAL;
+  memset(out, 0, sizeof(*out));
   if (!t || !p || local_size < 1 || local_rank < 0 || local_rank >= local_size) {
     weft__snprintf(why, whylen, "local rank %d of %d is not a rank of a host", local_rank,
                    local_size);
     return WEFT_EINVAL;
   }
-  out->local_rank = local_rank;
-  out->cpuset = hwloc_bitmap_alloc();
-  out->nodeset = hwloc_bitmap_alloc();
-  rc = ctx_init(&c, t, p, why, whylen);
-  if (rc == 0 && (!out->cpuset || !out->nodeset))
-    rc = WEFT_ENOMEM;
-  if (rc == 0) {
-    if (c.map == WEFTX_MAP_GPU || (c.map == WEFTX_MAP_PPR && p->ppr_obj == WEFTX_OBJ_GPU))
-      rc = weft__map_gpu(&c, local_rank, local_size, out);
-    else if (c.bind == WEFTX_BIND_GPU_LOCAL) {
-      weft__snprintf(why, whylen, "--bind-to gpu-local needs --map-by gpu, and %s has no GPUs; "
-                     "use --bind-to core", c.label);
-      rc = c.ngpus > 0 ? WEFT_EINVAL : WEFT_ENOGPU;
-    } else
-      rc = weft__map_cpu(&c, local_rank, local_size, out);
-  }
-  if (rc == 0 && c.bind == WEFTX_BIND_NONE) {
-    hwloc_bitmap_copy(out->cpuset, weftx_topo_cpuset(t));
-    weft__nodes_of(&c, out->cpuset, out->nodeset);
-    out->bound = 0;
-  } else if (rc == 0)
-    out->bound = 1;
-  if (rc == 0) {
-    out->ncores = weft__count_units(&c, out->cpuset);
-    /* An unbound rank may run anywhere, but OMP_NUM_THREADS = every core of
-     * the machine would oversubscribe it local_size times: its share. */
-    if (!out->bound && local_size > 1)
-      out->ncores = out->ncores / local_size > 0 ? out->ncores / local_size : 1;
-    if (weft_log_enabled(WEFT_LOG_MAP)) {
-      char cpus[512] = "?";
-      weftx_cpuset_format(out->cpuset, cpus, sizeof(cpus));
-      weft_log(WEFT_LOG_MAP, "%s rank %d of %d: map %s bind %s: GPU %d, %d cores %s, NIC %d%s%s",
-               c.label, local_rank, local_size, weft__map_name(c.map), weft__bind_name(c.bind),
-               out->gpu, out->ncores, cpus, out->nic, out->note[0] ? "; " : "", out->note);
-    }
-  }
+  rc = ctx_init(&c, t, p, &gpu, why, whylen);
+  if (rc == 0 && gpu)
+    rc = gpu_rank(&c, local_rank, local_size, out);
   ctx_free(&c);
-  if (rc != 0) {
-    weftx_place_clear(out);
-    WEFT__LOG(MAP, "rank %d of %d: %s", local_rank, local_size, why ? why : weft_strerror(rc));
-  }
-  return rc;
+  if (rc != 0 || gpu)
+    return rc;
+  /* a CPU layout binds the host's ranks together: place them all, keep this one */
+  if ((rc = weftx_map_host(t, p, local_size, &all, why, whylen)) != 0)
+    return rc;
+  *out = all.place[local_rank];
+  memset(&all.place[local_rank], 0, sizeof(*out));
+  weftx_host_map_clear(&all);
+  return 0;
 }
 
 void weftx_place_clear(weftx_place *pl)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internals shared by the files of lib/map: the resolved request of one
- * weftx_map_rank() call and the helpers that turn cores into cpusets.
+ * Internals shared by the files of lib/map: the resolved request of the GPU
+ * rule (map-gpu.c) and the helpers that turn cores into cpusets, the NIC
+ * choice, and the Open MPI model of one host that places every CPU layout.
  *
  * A "unit" is what a rank counts as one core: a Core object, or a PU with
  * use_hwthreads. Units are listed in hwloc's logical order (package, NUMA
@@ -16,7 +17,6 @@ typedef struct weft__mapctx {
   const weftx_topo *t;
   const weftx_policy *p;
   hwloc_topology_t h;
-  weftx_map_by map;          /* resolved: never AUTO */
   weftx_bind_to bind;        /* resolved: never DEFAULT */
   hwloc_bitmap_t reserved;  /* never NULL; empty when nothing is reserved */
   hwloc_bitmap_t avail;     /* the machine's processors minus reserved */
@@ -26,17 +26,6 @@ typedef struct weft__mapctx {
   char *why;
   size_t whylen;
 } weft__mapctx;
-
-const char *weft__map_name(weftx_map_by m);
-const char *weft__bind_name(weftx_bind_to b);
-const char *weft__obj_name(weftx_obj o);
-
-/* The mapping AUTO stands for with \p ngpus GPUs to give (gpu when there are
- * some, core otherwise). */
-weftx_map_by weft__map_effective(int ngpus, const weftx_policy *p);
-/* The binding DEFAULT stands for under mapping \p map (not AUTO): Open MPI's
- * rule, map-by X binds to X, with pe=N meaning cores. */
-weftx_bind_to weft__bind_effective(const weftx_policy *p, weftx_map_by map);
 
 /* Units inside \p within, minus reserved processors. \p *out is allocated by
  * the callee (free()); 0 or WEFT_ENOMEM. */
@@ -54,8 +43,14 @@ void weft__nodes_of(const weft__mapctx *c, hwloc_const_cpuset_t set, hwloc_bitma
 int weft__enclosing(const weft__mapctx *c, hwloc_obj_type_t type, hwloc_const_cpuset_t set,
                     hwloc_bitmap_t out);
 
+/* The GPU rule for one rank: its GPU, NIC and cores (map-gpu.c). */
 int weft__map_gpu(weft__mapctx *c, int local_rank, int local_size, weftx_place *out);
-int weft__map_cpu(weft__mapctx *c, int local_rank, int local_size, weftx_place *out);
+
+/* Open MPI's layout of \p np ranks (0: its count) on \p t alone, mpirun's own host, as
+ * `mpirun -np NP` with \p m and \p cl there makes it, into \p out (ompi-place.c). */
+int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m,
+                        const weftx_ompi_cmdline *cl, int np, const char *gpus,
+                        weftx_host_map *out, char *why, size_t whylen);
 
 /* The NIC for the GPU that the \p k-th of the \p m GPUs \p sel gets when
  * each GPU takes the nearest NIC and equally near NICs are shared out evenly

@@ -7,7 +7,8 @@
  * in local rank order, each rank taking the free GPU whose local cpus overlap
  * its binding most (the lowest index among equals), so that every agent of a
  * host, computing the same from the same predicted bindings, agrees without
- * talking to the others.
+ * talking to the others. weft__ompi_one_host() runs the three steps for one
+ * host alone: the CPU layouts of weftx_map_host().
  */
 #include "weft_private.h"
 #include "map_private.h"
@@ -129,4 +130,48 @@ int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft
                            : weft__nic_for_cpus(t, out->cpuset, local);
   free(gpu);
   return 0;
+}
+
+int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m,
+                        const weftx_ompi_cmdline *cl, int np, const char *gpus,
+                        weftx_host_map *out, char *why, size_t whylen)
+{
+  weftx_ompi_host host = { t, 0, 0, 1 };
+  weftx_ompi_app app = { np, NULL, 0, 0 };
+  weftx_ompi_policy p;
+  weftx_ompi_job j;
+  weftx_ompi_bound *b = NULL;
+  char desc[160];
+  int rc;
+
+  memset(out, 0, sizeof(*out));
+  if ((rc = weftx_ompi_policy_make(m, cl, &p, why, whylen)) ||
+      (rc = weftx_ompi_job_map(&p, &host, 1, &app, 1, t, &j, why, whylen)))
+    return rc;
+  out->slots = j.slots[0];
+  if (!(b = calloc((size_t)j.np, sizeof(*b))) ||
+      !(out->place = calloc((size_t)j.np, sizeof(*out->place)))) {
+    free(b);
+    weftx_ompi_job_clear(&j);
+    return WEFT_ENOMEM;
+  }
+  out->n = j.np;
+  if ((rc = weftx_ompi_node_bind(t, &j.policy, j.slots[0], &j.np, 1, b, why, whylen)) == 0) {
+    for (int r = 0; rc == 0 && r < j.np; r++) {
+      rc = weftx_ompi_place(t, &j.policy, b, j.np, r, NULL, gpus, &out->place[r]);
+      if (rc == 0 && j.oversubscribed) {
+        char *note = out->place[r].note;
+        size_t used = strlen(note);
+        weft__snprintf(note + used, sizeof(out->place[r].note) - used, "%soversubscribed: %d "
+                       "ranks on %d slots, %s", used ? "; " : "", j.np, j.slots[0], b[r].bound
+                       ? "bound as --bind-to says" : "which Open MPI leaves unbound");
+      }
+    }
+    weftx_ompi_bound_clear(b, j.np);
+  }
+  weftx_ompi_describe(&j.policy, desc, sizeof(desc));
+  weft__snprintf(out->how, sizeof(out->how), "%s, as mpirun does", desc);
+  free(b);
+  weftx_ompi_job_clear(&j);
+  return rc;
 }

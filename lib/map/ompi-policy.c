@@ -9,10 +9,13 @@
  * deprecated flags conflict with explicit policies. What Open MPI refuses is
  * WEFT_EINVAL with its reason; what it has and the model leaves out is
  * WEFT_ENOTSUP.
+ *
+ * It is weft's one grammar of --map-by and --bind-to: weftx_policy_parse()
+ * reads the same words through it, with weft's gpu, ppr:N:gpu and gpu-local
+ * besides (whole words, which mpirun refuses and so does the model of it).
  */
 #include "weft_private.h"
-
-#include <weftx/ompi.h>
+#include "ompi_private.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -65,6 +68,9 @@ struct ctx {
   const weftx_ompi_mca *m;
   char *why;
   size_t whylen;
+  int weft;        /* weft's words too (gpu, ppr:N:gpu, gpu-local) */
+  int *bad_pe;     /* set for a PE=n whose n is not a whole number from 1 (Open MPI reads
+                      it as 0), or NULL */
 };
 
 /* "PARAM (from WHERE)" for messages. */
@@ -136,6 +142,26 @@ static int prefix(const char *word, const char *name)
   return strncasecmp(word, name, strlen(word)) == 0;
 }
 
+/* "; did you mean 'core'?" when one of \p n names is within 2 edits of \p word, and fewer
+ * than half its letters (gpu is not ppr), else "". */
+static const char *closest(const char *word, const char *const *names, size_t n, char *buf,
+                           size_t len)
+{
+  int best = strlen(word) < 6 ? (int)(strlen(word) + 1) / 2 : 3;
+
+  buf[0] = '\0';
+  if (!strcasecmp(word, "package"))
+    return "; Open MPI 4.1 calls the package socket";
+  for (size_t i = 0; i < n; i++) {
+    int d = weftx_edit_distance(word, names[i], 1);
+    if (d > 0 && d < best) {
+      best = d;
+      weft__snprintf(buf, len, "; did you mean '%s'?", names[i]);
+    }
+  }
+  return buf;
+}
+
 #define SET_POLICY(t, pol) ((t) = (pol) | ((t) & 0xff00u))
 #define SET_RPOLICY(t, pol) ((t) = (pol) | ((t) & 0xf000u))
 #define SET_BIND(t, pol) ((t) = (pol) | (((t) & 0xf000u) | WEFTX_OMPI_BIND_GIVEN))
@@ -151,14 +177,16 @@ static int binding_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
                           unsigned *out)
 {
   unsigned tmp = 0;
-  char buf[256], *colon, *quals, *q, s[160];
-  static const struct { const char *name; int v; } words[] = {
-    { "hwthread", WEFTX_OMPI_HWTHREAD }, { "core", WEFTX_OMPI_CORE }, { "l1cache", WEFTX_OMPI_L1 },
-    { "l2cache", WEFTX_OMPI_L2 }, { "l3cache", WEFTX_OMPI_L3 }, { "socket", WEFTX_OMPI_SOCKET },
-    { "numa", WEFTX_OMPI_NUMA }, { "board", WEFTX_OMPI_BOARD },
-    { "cpu-list", WEFTX_OMPI_BIND_CPUSET }, { "cpulist", WEFTX_OMPI_BIND_CPUSET },
-  };
-  size_t i;
+  char buf[256], *colon, *quals, *q, s[160], hint[64];
+  static const char *const names[] = { "hwthread", "core", "l1cache", "l2cache", "l3cache",
+                                       "socket", "numa", "board", "cpu-list", "cpulist",
+                                       "none", "gpu-local" };
+  static const int values[] = { WEFTX_OMPI_HWTHREAD, WEFTX_OMPI_CORE, WEFTX_OMPI_L1,
+                                WEFTX_OMPI_L2, WEFTX_OMPI_L3, WEFTX_OMPI_SOCKET, WEFTX_OMPI_NUMA,
+                                WEFTX_OMPI_BOARD, WEFTX_OMPI_BIND_CPUSET,
+                                WEFTX_OMPI_BIND_CPUSET, WEFTX_OMPI_BIND_NONE, WEFTX_OMPI_GPU };
+  /* the words a binding may be: Open MPI's, and weft's gpu-local last */
+  size_t i, nwords = WEFT__ARRAY_SIZE(names) - (c->weft ? 0 : 1);
 
   if (!spec) {
     SET_DEFAULT_BIND(tmp, p->hwthreads ? WEFTX_OMPI_HWTHREAD : WEFTX_OMPI_CORE);
@@ -194,14 +222,17 @@ static int binding_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
     SET_BIND(tmp, WEFTX_OMPI_CORE);
     tmp &= ~WEFTX_OMPI_BIND_GIVEN;
   } else {
-    for (i = 0; i < WEFT__ARRAY_SIZE(words); i++)
-      if (strcasecmp(buf, words[i].name) == 0)
+    /* "none" was taken above by its first 4 letters, as Open MPI does */
+    for (i = 0; i < nwords; i++)
+      if (values[i] != WEFTX_OMPI_BIND_NONE && strcasecmp(buf, names[i]) == 0)
         break;
-    if (i == WEFT__ARRAY_SIZE(words))
+    if (i == nwords)
       return fail(c, WEFT_EINVAL, "%s '%s': Open MPI binds to none, hwthread, core, l1cache, "
-                  "l2cache, l3cache, socket, numa, board or cpu-list",
-                  src(c, WEFTX_OMPI_MCA_BINDING, s, sizeof(s)), spec);
-    SET_BIND(tmp, (unsigned)words[i].v);
+                  "l2cache, l3cache, socket, numa, board or cpu-list%s%s",
+                  src(c, WEFTX_OMPI_MCA_BINDING, s, sizeof(s)), spec,
+                  c->weft ? ", weft also to gpu-local" : "", closest(buf, names, nwords, hint,
+                  sizeof(hint)));
+    SET_BIND(tmp, (unsigned)values[i]);
   }
   *out = tmp;
   return 0;
@@ -266,6 +297,9 @@ static int check_modifiers(const struct ctx *c, weftx_ompi_policy *p, unsigned *
       if (!eq)
         return fail(c, WEFT_EINVAL, "%s '%s': '%s' has no value; write PE=N",
                     src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), spec, w);
+      long pe;
+      if (c->bad_pe && weftx_parse_long(eq + 1, 1, 1 << 20, &pe))
+        *c->bad_pe = 1;
       p->cpus_per_rank = (int)strtol(eq + 1, NULL, 10);
       found = 1;
     } else if (prefix(w, "oversubscribe")) {
@@ -285,12 +319,15 @@ static int check_modifiers(const struct ctx *c, weftx_ompi_policy *p, unsigned *
   return found ? 0 : 1;
 }
 
-static const struct { const char *name; int v; } map_words[] = {
-  { "slot", WEFTX_OMPI_SLOT }, { "node", WEFTX_OMPI_NODE }, { "seq", WEFTX_OMPI_SEQ },
-  { "core", WEFTX_OMPI_CORE }, { "l1cache", WEFTX_OMPI_L1 }, { "l2cache", WEFTX_OMPI_L2 },
-  { "l3cache", WEFTX_OMPI_L3 }, { "socket", WEFTX_OMPI_SOCKET }, { "numa", WEFTX_OMPI_NUMA },
-  { "board", WEFTX_OMPI_BOARD }, { "hwthread", WEFTX_OMPI_HWTHREAD },
-};
+/* Open MPI's mapping words in the order it tries their prefixes; weft's gpu, a whole word,
+ * last (for suggestions). */
+static const char *const map_names[] = { "slot", "node", "seq", "core", "l1cache", "l2cache",
+                                         "l3cache", "socket", "numa", "board", "hwthread",
+                                         "dist", "ppr", "gpu" };
+static const int map_values[] = { WEFTX_OMPI_SLOT, WEFTX_OMPI_NODE, WEFTX_OMPI_SEQ,
+                                  WEFTX_OMPI_CORE, WEFTX_OMPI_L1, WEFTX_OMPI_L2, WEFTX_OMPI_L3,
+                                  WEFTX_OMPI_SOCKET, WEFTX_OMPI_NUMA, WEFTX_OMPI_BOARD,
+                                  WEFTX_OMPI_HWTHREAD };
 
 /* The object of a ppr pattern ("N:obj"), as the ppr mapper reads it. */
 static int ppr_pattern(const struct ctx *c, const char *pat, int *n, int *level, int *count)
@@ -304,18 +341,31 @@ static int ppr_pattern(const struct ctx *c, const char *pat, int *n, int *level,
   const char *colon = strchr(pat, ':');
   char *end;
   size_t i;
+  long v;
 
   if (strchr(pat, ','))
     return fail(c, WEFT_ENOTSUP, "ppr pattern '%s' over several levels", pat);
   if (!colon || strchr(colon + 1, ':'))
     return fail(c, WEFT_EINVAL, "ppr pattern '%s': Open MPI wants N:OBJECT, e.g. 2:socket", pat);
   *n = (int)strtol(pat, &end, 10);
+  if (c->weft && !strcasecmp(colon + 1, "gpu")) {
+    /* weft's ppr:N:gpu, with a count that is one */
+    char num[32];
+    weft__snprintf(num, sizeof(num), "%.*s", (int)(colon - pat), pat);
+    if (weftx_parse_long(num, 1, 1 << 20, &v))
+      return fail(c, WEFT_EINVAL, "ppr pattern '%s': N in N:gpu is a whole number from 1", pat);
+    *n = (int)v;
+    *level = WEFTX_OMPI_GPU;
+    *count = 0;
+    return 0;
+  }
   for (i = 0; i < WEFT__ARRAY_SIZE(objs); i++)
     if (prefix(colon + 1, objs[i].name))
       break;
   if (i == WEFT__ARRAY_SIZE(objs))
     return fail(c, WEFT_EINVAL, "ppr pattern '%s': Open MPI does not know the object '%s' (node, "
-                "socket, numa, l3cache, l2cache, l1cache, core, hwthread)", pat, colon + 1);
+                "socket, numa, l3cache, l2cache, l1cache, core, hwthread%s)", pat, colon + 1,
+                c->weft ? "; weft's gpu" : "");
   *level = objs[i].v;
   *count = strstr(pat, "node") ? WEFTX_OMPI_NODE : strstr(pat, "socket") ? WEFTX_OMPI_SOCKET : 0;
   return 0;
@@ -368,6 +418,9 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
       weft__snprintf(pat, sizeof(pat), "%s", ck);
       if ((rc = ppr_pattern(c, pat, &ppr[0], &ppr[1], &ppr[2])))
         return rc;
+      if (ppr[1] == WEFTX_OMPI_GPU && mods &&
+          check_modifiers(c, p, &tmp, mods, inspec) == BAD_MODIFIER)
+        return WEFT_EINVAL; /* weft's own word: its modifiers are checked */
       SET_POLICY(tmp, WEFTX_OMPI_PPR);
       tmp |= WEFTX_OMPI_MAP_GIVEN;
       *out = tmp;
@@ -379,19 +432,25 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
       return WEFT_EINVAL;
   }
   len = strlen(spec);
-  for (i = 0; i < WEFT__ARRAY_SIZE(map_words); i++)
-    if (strncasecmp(spec, map_words[i].name, len) == 0)
+  for (i = 0; i < WEFT__ARRAY_SIZE(map_values); i++)
+    if (strncasecmp(spec, map_names[i], len) == 0)
       break;
-  if (i == WEFT__ARRAY_SIZE(map_words)) {
+  if (c->weft && !strcasecmp(spec, "gpu")) {
+    SET_POLICY(tmp, WEFTX_OMPI_GPU);
+  } else if (i == WEFT__ARRAY_SIZE(map_values)) {
+    char hint[64];
     if (prefix(spec, "dist"))
       return fail(c, WEFT_ENOTSUP, "%s '%s': the dist mapper",
                   src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), inspec);
     return fail(c, WEFT_EINVAL, "%s '%s': Open MPI 4.1 maps by slot, hwthread, core, l1cache, "
-                "l2cache, l3cache, socket, numa, board, node, seq, dist or ppr:N:OBJECT",
-                src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), inspec);
+                "l2cache, l3cache, socket, numa, board, node, seq, dist or ppr:N:OBJECT%s%s",
+                src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), inspec,
+                c->weft ? ", weft also by gpu" : "", closest(spec, map_names,
+                WEFT__ARRAY_SIZE(map_names) - (c->weft ? 0 : 1), hint, sizeof(hint)));
+  } else {
+    SET_POLICY(tmp, (unsigned)map_values[i]);
   }
-  SET_POLICY(tmp, (unsigned)map_words[i].v);
-  if (map_words[i].v == WEFTX_OMPI_HWTHREAD)
+  if (WEFTX_OMPI_POLICY(tmp) == WEFTX_OMPI_HWTHREAD)
     p->hwthreads = 1;
   tmp |= WEFTX_OMPI_MAP_GIVEN;
   *out = tmp;
@@ -612,7 +671,7 @@ static int job_open(const struct ctx *c, const weftx_ompi_cmdline *cl, weftx_omp
 int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl,
                            weftx_ompi_policy *p, char *why, size_t whylen)
 {
-  struct ctx c = { m, why, whylen };
+  struct ctx c = { m, why, whylen, 0, NULL };
   const char *rmaps = m->v[WEFTX_OMPI_MCA_RMAPS], *slots = m->v[WEFTX_OMPI_MCA_SET_SLOTS];
   char s[160];
   int rc;
@@ -736,6 +795,89 @@ int weftx_ompi_describe(const weftx_ompi_policy *p, char *buf, size_t len)
   return weft__snprintf(buf, len, "map-by %s, rank-by %s%s, bind-to %s%s%s", map,
                         weftx_ompi_level_name((int)WEFTX_OMPI_POLICY(p->ranking)),
                         p->ranking & WEFTX_OMPI_RANK_FILL ? ":fill" : "", bind,
-                        p->binding & WEFTX_OMPI_BIND_OVERLOAD ? ":overload-allowed" : "",
+                        (p->binding & WEFTX_OMPI_BIND_OVERLOAD) && b != WEFTX_OMPI_BIND_NONE
+                        ? ":overload-allowed" : "",
                         p->hwthreads ? ", hardware threads as cpus" : "");
+}
+
+/* ---- weft's tools: the same grammar, with weft's words ----------------------------- */
+
+int weftx_policy_gpu(const char *map_by)
+{
+  weftx_ompi_mca m;
+  weftx_ompi_policy scratch;
+  struct ctx c = { &m, NULL, 0, 1, NULL };
+  unsigned mapping = 0;
+  int ppr[3] = { 0, 0, 0 };
+
+  if (!map_by)
+    return -1;
+  memset(&m, 0, sizeof(m));
+  memset(&scratch, 0, sizeof(scratch));
+  if (mapping_policy(&c, &scratch, map_by, &mapping, ppr) != 0)
+    return 0; /* not weft's: Open MPI refuses it, or its model does */
+  return WEFTX_OMPI_POLICY(mapping) == WEFTX_OMPI_GPU ||
+         (WEFTX_OMPI_POLICY(mapping) == WEFTX_OMPI_PPR && ppr[1] == WEFTX_OMPI_GPU);
+}
+
+int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to, char *why,
+                       size_t whylen)
+{
+  weftx_ompi_mca m;
+  weftx_ompi_policy scratch;
+  unsigned mapping = 0, binding = 0;
+  int ppr[3] = { 0, 0, 0 }, rc, bad_pe = 0;
+  struct ctx c = { &m, why, whylen, 1, &bad_pe };
+
+  if (why && whylen)
+    why[0] = '\0';
+  if (!p)
+    return WEFT_EINVAL;
+  memset(&m, 0, sizeof(m));
+  memset(&scratch, 0, sizeof(scratch));
+  m.from[WEFTX_OMPI_MCA_MAPPING] = "--map-by";
+  m.from[WEFTX_OMPI_MCA_BINDING] = "--bind-to";
+  p->map_by = WEFTX_MAP_AUTO;
+  p->bind_to = WEFTX_BIND_DEFAULT;
+  p->ppr_n = 0;
+  p->pe = 0;
+  p->map_words = map_by;
+  p->bind_words = bind_to;
+  if (map_by && (rc = mapping_policy(&c, &scratch, map_by, &mapping, ppr)))
+    return rc;
+  if (WEFTX_OMPI_POLICY(mapping) == WEFTX_OMPI_GPU ||
+      (WEFTX_OMPI_POLICY(mapping) == WEFTX_OMPI_PPR && ppr[1] == WEFTX_OMPI_GPU)) {
+    if (bad_pe)
+      return fail(&c, WEFT_EINVAL, "--map-by '%s': PE=n wants a whole number from 1", map_by);
+    p->map_by = WEFTX_MAP_GPU;
+    p->ppr_n = ppr[1] == WEFTX_OMPI_GPU ? ppr[0] : 0;
+    p->pe = scratch.cpus_per_rank;
+    if (mapping & WEFTX_OMPI_MAP_SUBSCRIBE)
+      p->oversubscribe = !(mapping & WEFTX_OMPI_MAP_NO_OVERSUB);
+  } else if (map_by) {
+    p->map_by = WEFTX_MAP_CPU;
+  }
+  if (bind_to && (rc = binding_policy(&c, &scratch, bind_to, &binding)))
+    return rc;
+  /* qualifiers alone (":overload-allowed") qualify the default binding */
+  switch (binding & WEFTX_OMPI_BIND_GIVEN ? WEFTX_OMPI_POLICY(binding) : 0) {
+  case 0: break;
+  case WEFTX_OMPI_GPU: p->bind_to = WEFTX_BIND_GPU_LOCAL; break;
+  case WEFTX_OMPI_CORE: p->bind_to = WEFTX_BIND_CORE; break;
+  case WEFTX_OMPI_NUMA: p->bind_to = WEFTX_BIND_NUMA; break;
+  case WEFTX_OMPI_SOCKET: p->bind_to = WEFTX_BIND_PACKAGE; break;
+  case WEFTX_OMPI_BIND_NONE: p->bind_to = WEFTX_BIND_NONE; break;
+  default: p->bind_to = WEFTX_BIND_OTHER; break;
+  }
+  if (p->bind_to == WEFTX_BIND_GPU_LOCAL && p->map_by == WEFTX_MAP_CPU)
+    return fail(&c, WEFT_EINVAL, "--bind-to gpu-local needs --map-by gpu (ranks of --map-by %s "
+                "are Open MPI's and have no GPU of their own); use --bind-to core, numa or socket",
+                map_by);
+  if (p->bind_to == WEFTX_BIND_OTHER && p->map_by == WEFTX_MAP_GPU)
+    return fail(&c, WEFT_EINVAL, "--bind-to %s with --map-by %s: a rank next to its GPU binds to "
+                "gpu-local, core, numa, socket or none", bind_to, map_by);
+  WEFT__LOG(MAP, "policy map-by '%s' bind-to '%s': map %d bind %d ppr %d pe %d",
+            map_by ? map_by : "(default)", bind_to ? bind_to : "(default)", (int)p->map_by,
+            (int)p->bind_to, p->ppr_n, p->pe);
+  return 0;
 }

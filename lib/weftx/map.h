@@ -2,10 +2,13 @@
 /*
  * Placement: which GPU, cores, NUMA memory and NIC each local rank of a host gets.
  *
- * weftx_map_rank() is a pure function of (topology, policy, local rank, local
- * size): the launcher evaluates it for reports and dry runs, and every rank's
- * agent evaluates it again on its own host, so nothing ships a plan around.
- * A request that cannot be met is an error with a reason, never a silent wrap.
+ * One engine decides every layout: Open MPI 4.1's mappers, modelled in
+ * weftx/ompi.h, for CPU layouts (what users' command lines mean), and weft's GPU
+ * rule (--map-by gpu: one rank per GPU, bound next to it) as the one departure.
+ * weftx_map_host() is the pure function of (topology, policy, ranks) that weft-topo
+ * shows and weftrun's plan uses when weft places ranks; every rank's agent evaluates
+ * weftx_map_rank() on its own host, so nothing ships a plan around. A request that
+ * cannot be met is an error with a reason, never a silent wrap.
  */
 #ifndef WEFTX_MAP_H
 #define WEFTX_MAP_H
@@ -17,41 +20,37 @@
 #include <weftx/topo.h>
 
 typedef enum weftx_map_by {
-  WEFTX_MAP_AUTO = 0, /* gpu on hosts with GPUs, core otherwise */
-  WEFTX_MAP_GPU,      /* one rank per GPU */
-  WEFTX_MAP_CORE,     /* ranks over cores in order */
-  WEFTX_MAP_NUMA,     /* ranks round-robin over NUMA nodes */
-  WEFTX_MAP_PACKAGE,  /* ranks round-robin over packages */
-  WEFTX_MAP_PPR,      /* ppr:N:OBJ: N ranks per object */
-  WEFTX_MAP_SLOT,     /* Open MPI's by-slot: as core, for compatibility */
-  WEFTX_MAP_NODE,     /* Open MPI's by-node: spreads over hosts; on one host as core */
+  WEFTX_MAP_AUTO = 0, /* gpu on a host with GPUs to give, else Open MPI's default layout */
+  WEFTX_MAP_GPU,      /* weft's: one rank per GPU (ppr:N:gpu: N) */
+  WEFTX_MAP_CPU,      /* Open MPI's layout of map_words */
 } weftx_map_by;
 
+/* The bindings of the GPU rule; a CPU layout binds as bind_words say. */
 typedef enum weftx_bind_to {
-  WEFTX_BIND_DEFAULT = 0, /* gpu-local under map-by gpu, core otherwise */
+  WEFTX_BIND_DEFAULT = 0, /* gpu-local under the GPU rule, Open MPI's default otherwise */
   WEFTX_BIND_GPU_LOCAL,   /* the rank's share of the cores local to its GPU */
   WEFTX_BIND_CORE,
   WEFTX_BIND_NUMA,
-  WEFTX_BIND_PACKAGE,
+  WEFTX_BIND_PACKAGE,     /* Open MPI's socket */
   WEFTX_BIND_NONE,
+  WEFTX_BIND_OTHER,       /* an Open MPI binding the GPU rule lacks (l3cache, hwthread, ...) */
 } weftx_bind_to;
-
-typedef enum weftx_obj {
-  WEFTX_OBJ_NONE = 0, WEFTX_OBJ_CORE, WEFTX_OBJ_NUMA, WEFTX_OBJ_PACKAGE, WEFTX_OBJ_GPU, WEFTX_OBJ_NODE,
-} weftx_obj;
 
 typedef struct weftx_policy {
   weftx_map_by map_by;
   weftx_bind_to bind_to;
-  int ppr_n;              /* with WEFTX_MAP_PPR: ranks per object */
-  weftx_obj ppr_obj;       /* with WEFTX_MAP_PPR: the object */
-  int pe;                 /* cores per rank; 0: share the cores there are evenly */
-  int oversubscribe;      /* allow more ranks than the policy's slots (cores/GPUs) */
-  int use_hwthreads;      /* count hardware threads as cores */
-  const char *reserved_cpus; /* OS processors never given to ranks ("8-21,112-125"), or NULL */
+  int ppr_n;              /* GPU rule: ranks per GPU (ppr:N:gpu); 0: one */
+  int pe;                 /* GPU rule: cores per rank (:PE=n); CPU layout: cpus per rank
+                           * besides the words (Open MPI's --cpus-per-rank); 0: not given */
+  int oversubscribe;      /* allow more ranks than the host's slots */
+  int use_hwthreads;      /* count hardware threads as cores (--use-hwthread-cpus) */
+  const char *reserved_cpus; /* OS processors the GPU rule never gives ranks ("8-21,112-125"),
+                           * or NULL; a CPU layout refuses them (Open MPI has none) */
   const char *gpus;       /* the GPUs ranks may have, by index ("3-4,6": those a Slurm job
-                           * was given), or NULL for all; "" for none. With a list, map-by
-                           * gpu and its slots count only these, and auto is core without them */
+                           * was given), or NULL for all; "" for none. The GPU rule counts
+                           * and chooses only these; auto is a CPU layout without them */
+  const char *map_words, *bind_words; /* --map-by and --bind-to as given, or NULL: what
+                           * Open MPI's model reads for a CPU layout */
 } weftx_policy;
 
 /* What one local rank gets. Clear with weftx_place_clear(). */
@@ -69,37 +68,63 @@ typedef struct weftx_place {
 
 WEFT_BEGIN_DECLS
 
-/** \brief Fill \p p from --map-by and --bind-to strings as users type them
- * ("gpu", "core", "numa", "package", "slot", "ppr:2:numa", "ppr:1:package:pe=4",
- * "core:pe=2", "gpu:pe=8"; bind "gpu-local", "core", "numa", "package", "none").
- * Either may be NULL for the default. Open MPI modifiers after ':' such as
- * "PE=4", "OVERSUBSCRIBE" and "HWTCPUS" are understood ("socket" is "package",
- * "hwthread" is core with HWTCPUS).
- * Sets map_by, bind_to, ppr_n, ppr_obj and pe; sets oversubscribe and
- * use_hwthreads only when a modifier says so, and leaves reserved_cpus and gpus alone:
- * initialise \p p (e.g. to {0}) before the first call.
- * \return 0, or WEFT_EPARSE (malformed), WEFT_ENAME (unknown word; \p why names
- * the closest known one), WEFT_EINVAL (contradiction, e.g. map-by core with
- * bind-to gpu-local), with a one-line reason in \p why. */
+/** \brief Fill \p p from --map-by and --bind-to as users type them, either NULL for
+ * the default. The one grammar of both is Open MPI 4.1's (lib/map/ompi-policy.c: its
+ * words, prefixes, modifiers PE=n, OVERSUBSCRIBE, NOOVERSUBSCRIBE and its refusals),
+ * with weft's words besides: --map-by gpu[:PE=n,...] and ppr:N:gpu (the GPU rule) and
+ * --bind-to gpu-local. Any other mapping is a CPU layout (WEFTX_MAP_CPU), which keeps
+ * the words for Open MPI's model. Sets map_by, bind_to, ppr_n, pe (the GPU rule's
+ * PE=n, else 0), map_words and bind_words; oversubscribe only when a modifier of the
+ * GPU rule says so; leaves use_hwthreads, reserved_cpus and gpus alone: initialise
+ * \p p (e.g. to {0}) first.
+ * \return 0, WEFT_EINVAL (a word Open MPI does not know, with the closest; a
+ * contradiction such as gpu-local with a CPU mapping) or WEFT_ENOTSUP (Open MPI has
+ * it, the model does not: SPAN, dist), with a one-line reason in \p why. */
 int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
                                   char *why, size_t whylen);
 
-/** \brief The policy as weftrun would spell it ("gpu, bind gpu-local"); static storage per call site is not used: writes into \p buf. */
+/** \brief The GPU rule's policy as weftrun spells it ("gpu, bind gpu-local"). */
 int weftx_policy_format(const weftx_policy *p, char *buf, size_t len);
 
+/** \brief 1 when \p map_by asks for weft's GPU rule (gpu, ppr:N:gpu), 0 for another
+ * mapping (Open MPI's), -1 for none (NULL: the hosts decide). */
+int weftx_policy_gpu(const char *map_by);
+
 /** \brief How many ranks this host can take under \p p without oversubscribing
- * (its slots): GPUs for map-by gpu (those of p->gpus), cores (or threads) otherwise, N x
- * objects for ppr. 0 when \p p does not fit \p t (a GPU of p->gpus it lacks). */
+ * (its slots): GPUs (those of p->gpus) times ppr under the GPU rule, Open MPI's
+ * default slots (cores, or hardware threads) for a CPU layout. 0 when \p p does not
+ * fit \p t (a GPU of p->gpus it lacks). */
 int weftx_map_slots(const weftx_topo *t, const weftx_policy *p);
 
-/** \brief Place local rank \p local_rank of \p local_size on topology \p t.
- * \p out is initialised by the call (its bitmaps are allocated) on success;
- * free them with weftx_place_clear(). The rules: weft-topo(1), PLACEMENT.
- * \return 0; WEFT_ENOFIT with a reason in \p why (more ranks than GPUs, pe larger
- * than the cores there are, no such object, ...); WEFT_ENOGPU (map-by gpu or
- * bind-to gpu-local on a machine without GPUs); WEFT_EINVAL (a rank outside
- * 0..local_size-1, reserved_cpus or gpus that do not parse, a GPU in gpus that
- * the topology does not have, gpu-local without map-by gpu); WEFT_ENOMEM. On failure \p out holds no bitmaps. */
+/* Every rank of one host, placed. */
+typedef struct weftx_host_map {
+  int n;                  /* ranks */
+  weftx_place *place;     /* n of them, by local rank */
+  int slots;              /* the host's slots under the policy */
+  char how[200];          /* "map-by gpu, bind gpu-local", or Open MPI's resolved policy
+                           * ("map-by core, rank-by slot, bind-to core, as mpirun does") */
+} weftx_host_map;
+
+/** \brief The one placement of a host's ranks: \p n ranks (0: as many as the policy
+ * gives this host) on topology \p t. Under the GPU rule (--map-by gpu, or auto on a
+ * host with GPUs to give) each rank by map-gpu.c; otherwise Open MPI 4.1's layout,
+ * as `mpirun -np N [the words]` on this host alone would make it (weftx/ompi.h), with
+ * the GPU nearest each binding where the host has enough (weftx_ompi_place()).
+ * \p out is cleared with weftx_host_map_clear(), also on failure.
+ * \return 0; WEFT_ENOFIT with a reason in \p why (more ranks than GPUs, pe larger than
+ * the cores there are, not enough slots, ...); WEFT_ENOGPU (map-by gpu or bind-to
+ * gpu-local on a host without GPUs); WEFT_EINVAL (a bad gpus or reserved_cpus, gpu-local
+ * with a CPU layout, a binding the GPU rule lacks, what mpirun refuses); WEFT_ENOTSUP;
+ * WEFT_ENOMEM. */
+int weftx_map_host(const weftx_topo *t, const weftx_policy *p, int n, weftx_host_map *out,
+                   char *why, size_t whylen);
+void weftx_host_map_clear(weftx_host_map *m);
+
+/** \brief Local rank \p local_rank of \p local_size as weftx_map_host() places it (what
+ * a rank's agent evaluates on its host). \p out is initialised by the call (its bitmaps
+ * are allocated) on success; free them with weftx_place_clear(). \return as
+ * weftx_map_host(), and WEFT_EINVAL for a rank outside 0..local_size-1. On failure
+ * \p out holds no bitmaps. */
 int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank,
                               int local_size, weftx_place *out, char *why, size_t whylen);
 void weftx_place_clear(weftx_place *pl);

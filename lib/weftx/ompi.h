@@ -6,12 +6,12 @@
  * round_robin/, ppr/, rmaps_base_ranking.c, rmaps_base_binding.c) and OPAL's
  * hwloc base (binding policy, the cpu list, the objects it counts).
  *
- * weftrun does not place ranks this way itself: when weft departs from
- * nothing (hosts without GPUs, or a CPU mapping asked for), mpirun places and
- * binds them, from the user's own options. This model predicts what it will do,
- * so that --dry-run shows it, each rank's agent can check that Open MPI did
- * what weftrun planned (and refuse loudly when not), and ranks on GPU hosts can
- * be given the GPU nearest their binding.
+ * When weft departs from nothing (hosts without GPUs, or a CPU mapping asked
+ * for), mpirun places and binds the ranks from the user's own options. This
+ * model predicts what it will do, so that --dry-run shows it, each rank's agent
+ * can check that Open MPI did what weftrun planned (and refuse loudly when not),
+ * or bind itself so where no mpirun runs (srun), and ranks on GPU hosts can be
+ * given the GPU nearest their binding.
  *
  * It works in three steps, as ORTE does:
  *   1. the policy: MCA parameters (files, environment, command line, already
@@ -24,6 +24,11 @@
  *      agent can evaluate on its own host from O(1) data.
  * What the model does not cover (SPAN modifiers, the dist mapper, rankfiles,
  * ppr patterns over several levels) is refused at step 1 with the reason.
+ *
+ * It is weft's one engine of CPU layouts: weftrun's plan under mpirun (which
+ * places and binds, the agents check) and under srun (each agent binds as the
+ * model says), and weft-topo and hosts weft places without a GPU to give
+ * (weftx_map_host(): one host alone, as mpirun -np N there).
  */
 #ifndef WEFTX_OMPI_H
 #define WEFTX_OMPI_H
@@ -42,6 +47,8 @@ enum {
   WEFTX_OMPI_NODE = 1, WEFTX_OMPI_BOARD, WEFTX_OMPI_NUMA, WEFTX_OMPI_SOCKET, WEFTX_OMPI_L3,
   WEFTX_OMPI_L2, WEFTX_OMPI_L1, WEFTX_OMPI_CORE, WEFTX_OMPI_HWTHREAD, WEFTX_OMPI_SLOT,
   WEFTX_OMPI_SEQ = 20, WEFTX_OMPI_PPR = 23,
+  WEFTX_OMPI_GPU = 30, /* weft's word, never Open MPI's: --map-by gpu, ppr:N:gpu, --bind-to
+                          gpu-local (weftx_policy_parse() reads it; the model refuses it) */
 };
 #define WEFTX_OMPI_BIND_NONE WEFTX_OMPI_NODE      /* binding: 1 is "none" */
 #define WEFTX_OMPI_BIND_CPUSET WEFTX_OMPI_SLOT    /* binding: 10 is the cpu list */

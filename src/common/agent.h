@@ -136,8 +136,9 @@ typedef struct weft_agent_args {
                                   several programs (MPMD) one such list per program, ';'
                                   between them */
   int by_node;                 /* ranks numbered round-robin over the hosts (--rank-by node) */
-  const char *ompi;            /* Open MPI placed and bound the ranks, by this policy
-                                  (weftx_ompi_policy_format()); NULL: weft places them */
+  const char *ompi;            /* the ranks are Open MPI's layout, by this policy
+                                  (weftx_ompi_policy_format()): mpirun bound them, or (srun)
+                                  each agent binds its own so; NULL: weft's GPU rule */
   const char *slots;           /* with ompi: every host's slots, as the layout, for the
                                   prediction of this host's bindings */
   const char *map_by, *bind_to;

@@ -3,12 +3,15 @@
  * weft-rank: the per-rank agent weftrun starts through its engine (mpirun, or
  * srun). It finds its rank and host from the engine's variables (ids.c) and
  * weftrun's layout, and checks that the engine put it where weftrun planned.
- * When weft places the ranks it computes its own placement with
- * weftx_map_rank() on its host's topology, among the GPUs it may have
- * (gpus.c), and binds CPU and memory with hwloc when that topology is this
- * machine (and only says what it would bind otherwise); when Open MPI placed
- * and bound them (--ompi), it binds nothing, reads the binding it was given,
- * checks it against the Open MPI model, and takes the GPU nearest it. Then it
+ * Under weft's GPU rule it computes its own placement with weftx_map_rank()
+ * on its host's topology, among the GPUs it may have (gpus.c); under Open
+ * MPI's layout (--ompi) it predicts its host's bindings with the model of it
+ * (weftx_ompi_node_bind()): started by mpirun, which bound it, it reads the
+ * binding it was given and checks it against the prediction; started by srun,
+ * which has no Open MPI mapper, it takes the prediction as its own. It binds
+ * CPU and memory with hwloc when weft binds and the topology is this machine
+ * (and only says what it would bind otherwise), and takes the GPU nearest its
+ * binding. Then it
  * adds the per-rank environment without overwriting anything the user set,
  * gives the program the OMPI_COMMAND and OMPI_ARGV mpirun would have, and runs
  * it under supervision. With --control it first connects to weftrun's control
@@ -72,8 +75,9 @@ load_topology(const weft_agent_args *o, int node, int handed, weftx_topo **t, ch
     goto out;                                                                          \
   } while (0)
 
+/* The rank's cpus, and its memory unless \p mem is 0 (Open MPI's layouts bind no memory). */
 static int
-bind_here(const weftx_topo *t, const weftx_place *pl, char *note, size_t len)
+bind_here(const weftx_topo *t, const weftx_place *pl, int mem, char *note, size_t len)
 {
   hwloc_topology_t h = weftx_topo_hwloc(t);
   if (hwloc_set_cpubind(h, pl->cpuset, HWLOC_CPUBIND_PROCESS)) {
@@ -81,7 +85,7 @@ bind_here(const weftx_topo *t, const weftx_place *pl, char *note, size_t len)
     return -1;
   }
   hwloc_const_nodeset_t all = hwloc_topology_get_topology_nodeset(h);
-  if (!hwloc_bitmap_iszero(pl->nodeset) && !hwloc_bitmap_isequal(pl->nodeset, all) &&
+  if (mem && !hwloc_bitmap_iszero(pl->nodeset) && !hwloc_bitmap_isequal(pl->nodeset, all) &&
       hwloc_set_membind(h, pl->nodeset, HWLOC_MEMBIND_BIND,
                         HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET)) {
     snprintf(note, len, "memory binding failed (%s)", strerror(errno));
@@ -338,6 +342,8 @@ main(int argc, char **argv)
   if (!have_ids)
     FAIL("%s", idwhy);
   int rank = ids.rank, size = ids.size, lrank = ids.local, lsize = ids.lsize;
+  /* mpirun bound the rank to Open MPI's layout; under srun nobody did: weft binds it */
+  int ompi_bound = o.ompi && strcmp(ids.from, "srun");
 
   /* which host of weftrun's list this is (the torchrun NODE_RANK), and Open MPI's
    * placement checked against weftrun's plan */
@@ -352,8 +358,8 @@ main(int argc, char **argv)
       FAIL("%s placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
            "%d: weftrun's %s; report this with the weftrun command line (mpirun alone runs "
            "it meanwhile)", ids.from, lrank, lsize, local, plsize, node,
-           o.ompi ? "model of Open MPI 4.1's placement is wrong for this job"
-                  : "hostfile was not followed");
+           ompi_bound ? "model of Open MPI 4.1's placement is wrong for this job"
+                      : "hostfile was not followed");
   }
 
   /* this host's topology and the rank's place on it */
@@ -366,8 +372,9 @@ main(int argc, char **argv)
   char note[160] = "";
   int live = weftx_topo_is_live(t);
   if (o.ompi) {
-    /* Open MPI bound the rank (or not): predict what it did on this host, take the
-     * binding it really has, and the GPU nearest by the prediction every rank shares */
+    /* Open MPI's layout: predict its bindings on this host; mpirun's binding (what the
+     * rank really has) is checked against it, srun's rank takes it; the GPU nearest goes
+     * by the prediction every rank shares */
     weftx_ompi_policy op;
     weftx_ompi_bound *b = NULL;
     int *here = calloc((size_t)lay.napps + 1, sizeof(int)), *slots = NULL, mismatch = 0;
@@ -390,7 +397,8 @@ main(int argc, char **argv)
     }
     layout_here(&lay, node, here);
     rc = weftx_ompi_node_bind(t, &op, slots[node], here, lay.napps, b, why, sizeof(why));
-    if (!rc && live && hwloc_get_cpubind(weftx_topo_hwloc(t), real, HWLOC_CPUBIND_PROCESS) == 0)
+    if (!rc && ompi_bound && live &&
+        hwloc_get_cpubind(weftx_topo_hwloc(t), real, HWLOC_CPUBIND_PROCESS) == 0)
       mismatch = !hwloc_bitmap_isequal(real, b[lrank].cpuset) &&
                  !(!b[lrank].bound && hwloc_bitmap_isincluded(weftx_topo_cpuset(t), real));
     else
@@ -418,8 +426,8 @@ main(int argc, char **argv)
               rank, who.host, r1, r2);
     }
     if (!rc)
-      rc = weftx_ompi_place(t, &op, b, lsize, lrank, live ? real : NULL, wk_gpus_policy(&gp),
-                            &pl);
+      rc = weftx_ompi_place(t, &op, b, lsize, lrank, ompi_bound && live ? real : NULL,
+                            wk_gpus_policy(&gp), &pl);
     weftx_ompi_bound_clear(b, lsize);
     free(b);
     free(here);
@@ -440,12 +448,12 @@ main(int argc, char **argv)
     if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
       FAIL("%s", why[0] ? why : weft_strerror(rc));
     placed = 1;
-    /* bind, or say what would be bound */
-    if (pl.bound && live)
-      bind_here(t, &pl, note, sizeof(note));
-    if (o.report_bindings && pl.bound && live && !note[0])
-      report_ompi(t, rank, pl.cpuset);
   }
+  /* weft binds (the GPU rule, or Open MPI's layout under srun), or says what it would */
+  if (!ompi_bound && pl.bound && live)
+    bind_here(t, &pl, !o.ompi, note, sizeof(note));
+  if (!ompi_bound && o.report_bindings && pl.bound && live && !note[0])
+    report_ompi(t, rank, pl.cpuset);
   if (pl.gpu >= 0) {
     const weftx_gpu *g = weftx_topo_gpu(t, pl.gpu);
     snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
@@ -458,14 +466,14 @@ main(int argc, char **argv)
                            gpu ? pl.gpu : -1, gpu ? gpu->pci : NULL, o.monitor_prom, o.job);
 
   /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
-  if (o.report_bindings && (!o.ompi || pl.gpu >= 0)) {
+  if (o.report_bindings && (!ompi_bound || pl.gpu >= 0)) {
     char line[600];
     if (weftx_place_format(t, who.host, rank, &pl, line, sizeof(line)) == 0)
       fprintf(stderr, "[weft] %s%s%s%s\n", line,
-              o.ompi ? " (bound by Open MPI)" : !pl.bound ? " (not bound)" :
+              ompi_bound ? " (bound by Open MPI)" : !pl.bound ? " (not bound)" :
               live ? (note[0] ? " (" : " (bound)") : " (not bound: topology from ",
-              o.ompi || !pl.bound ? "" : live ? note : weftx_topo_source(t),
-              !o.ompi && pl.bound && (!live || note[0]) ? ")" : "");
+              ompi_bound || !pl.bound ? "" : live ? note : weftx_topo_source(t),
+              !ompi_bound && pl.bound && (!live || note[0]) ? ")" : "");
   } else if (note[0]) {
     fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank, who.host,
             note);

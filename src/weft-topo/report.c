@@ -220,19 +220,13 @@ static int policy_of(const struct topo_opts *o, weftx_policy *p)
   return 0;
 }
 
-static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const weftx_policy *p)
+static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const char *how)
 {
-  char pol[256], *list = NULL;
+  char *list = NULL;
   int i;
 
-  weftx_policy shown = *p;
-
-  /* Say what the defaults stand for on this machine. */
-  if (shown.map_by == WEFTX_MAP_AUTO)
-    shown.map_by = weftx_topo_ngpus(t) > 0 ? WEFTX_MAP_GPU : WEFTX_MAP_CORE;
-  weftx_policy_format(&shown, pol, sizeof(pol));
-  fprintf(out, "# %d rank%s on %s: map-by %s\n", plan->np, plan->np == 1 ? "" : "s",
-          plan->hosts[0].name, pol);
+  fprintf(out, "# %d rank%s on %s: %s\n", plan->np, plan->np == 1 ? "" : "s",
+          plan->hosts[0].name, how);
   fprintf(out, "%-5s %-5s %-12s  %-5s %-4s %-16s %s\n", "Rank", "GPU", "PCI", "Cores", "NUMA",
           "NIC", "Processors");
   for (i = 0; i < plan->np; i++) {
@@ -281,45 +275,43 @@ static void notes(FILE *out, const weftx_plan *plan, const char *prefix)
 int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct topo_opts *o)
 {
   weftx_policy p;
+  weftx_host_map m;
   weftx_plan_host h;
   weftx_plan plan;
   weftx_plan_rank *ranks;
   const char *src = weftx_topo_source(t), *slash;
-  char why[512];
-  int np, i, rc, status = TOPO_EXIT_OK;
+  char why[600];
+  int i, rc, status = TOPO_EXIT_OK;
 
   rc = policy_of(o, &p);
   if (rc != 0)
     return rc;
-  np = o->np > 0 ? (int)o->np : weftx_map_slots(t, &p);
-  if (np < 1) {
-    fprintf(stderr, "weft-topo: the policy leaves no slot on %s; give -np N\n", host);
-    return TOPO_EXIT_NOFIT;
+  /* every rank of the host at once: a CPU layout binds them together */
+  rc = weftx_map_host(t, &p, (int)o->np, &m, why, sizeof(why));
+  if (rc != 0) {
+    fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
+    return rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
+         : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT : TOPO_EXIT_USAGE;
   }
-  ranks = calloc((size_t)np, sizeof(*ranks));
+  ranks = calloc((size_t)m.n, sizeof(*ranks));
   if (!ranks) {
-    fprintf(stderr, "weft-topo: out of memory for %d ranks\n", np);
+    fprintf(stderr, "weft-topo: out of memory for %d ranks\n", m.n);
+    weftx_host_map_clear(&m);
     return TOPO_EXIT_INTERNAL;
   }
-  for (i = 0; i < np; i++) {
+  for (i = 0; i < m.n; i++) {
     ranks[i].rank = i;
     ranks[i].local_rank = i;
-    rc = weftx_map_rank(t, &p, i, np, &ranks[i].place, why, sizeof(why));
-    if (rc != 0) {
-      fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
-      status = rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
-             : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT : TOPO_EXIT_USAGE;
-      goto out;
-    }
+    ranks[i].place = m.place[i];
   }
   slash = src ? strrchr(src, '/') : NULL;
   memset(&h, 0, sizeof(h));
   h.name = host;
-  h.slots = weftx_map_slots(t, &p);
+  h.slots = m.slots;
   h.topo = t;
   h.topology = weftx_topo_is_live(t) ? NULL : slash ? slash + 1 : src;
   memset(&plan, 0, sizeof(plan));
-  plan.np = np;
+  plan.np = m.n;
   plan.nhosts = 1;
   plan.hosts = &h;
   plan.ranks = ranks;
@@ -329,13 +321,11 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
     if (weftx_plan_write_json(out, &plan) != 0)
       status = TOPO_EXIT_INTERNAL;
   } else {
-    table(out, t, &plan, &p);
+    table(out, t, &plan, m.how);
     notes(out, &plan, "");
     warnings(out, t, "", 0);
   }
-out:
-  for (i = 0; i < np; i++)
-    weftx_place_clear(&ranks[i].place);
   free(ranks);
+  weftx_host_map_clear(&m);
   return status;
 }

@@ -4,9 +4,10 @@
  * weftrun runs in, as "srun --mpi=pmix" (Debian's Open MPI programs find
  * their peers through Slurm's PMIx plugin; there is no mpirun and no ssh).
  * Ranks go to hosts exactly as planned: --distribution=arbitrary with
- * SLURM_HOSTFILE naming the host of every rank. Slurm's own binding is off
- * (--cpu-bind=none) unless SLURM_CPU_BIND asks for it, and then weft binds
- * nothing (--bind-to none) or refuses. --kill-on-bad-exit ends the whole
+ * SLURM_HOSTFILE naming the host of every rank; a CPU layout is the model of
+ * Open MPI's mappers, to which each agent binds its rank. Slurm's own binding
+ * is off (--cpu-bind=none) unless SLURM_CPU_BIND asks for it, and then weft
+ * binds nothing (--bind-to none) or refuses. --kill-on-bad-exit ends the whole
  * step when a rank fails; --quit-on-interrupt lets one SIGINT end it, as with
  * mpirun. srun hands weftrun's whole environment to every rank, so -x VAR=VALUE
  * and --mca KEY VALUE become variables of srun's environment (OMPI_MCA_KEY),
@@ -65,11 +66,6 @@ wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
   if (o->napps > 1) {
     snprintf(why, len, "%d programs separated by ':': --engine srun runs one program; use "
              "--engine mpirun", o->napps);
-    return -1;
-  }
-  if (o->cpu_placement) {
-    snprintf(why, len, "%s is Open MPI's placement, which --engine srun does not have; use "
-             "--map-by and --bind-to, or --engine mpirun", o->cpu_placement);
     return -1;
   }
   if (o->mpirun_only) {

@@ -45,7 +45,7 @@ int
 wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
 {
   /* When Open MPI places the ranks, everything else is as mpirun passes it */
-  if (p->mode == WR_MODE_OMPI && (n <= 5 || strncmp(name, "WEFT_", 5) != 0))
+  if (p->mpirun_binds && (n <= 5 || strncmp(name, "WEFT_", 5) != 0))
     return 0;
   return wr_engine_forwarded(name, n);
 }
@@ -157,8 +157,8 @@ wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_
   ag.layout = layout;
   ag.by_node = p->by_node;
   if (p->mode == WR_MODE_OMPI) {
-    /* Open MPI places and binds: the agents check it, and the policy and every host's
-     * slots let each predict its host's bindings (the GPUs go by them) */
+    /* Open MPI's layout: the policy and every host's slots let each agent predict its
+     * host's bindings, to check mpirun's (the GPUs go by them) or, under srun, to bind */
     for (int h = 0; h < p->nhosts; h++)
       slots[h] = p->hosts[h].ompi_slots;
     if (!(slotlist = weft_layout_encode(slots, p->nhosts)) ||

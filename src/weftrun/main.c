@@ -263,7 +263,7 @@ main(int argc, char **argv)
   memset(&net, 0, sizeof(net));
   rc = wr_hosts_gather(&o, &inv);
   if (!rc && !(rc = wr_engine_choose(&o, &inv, &e)))
-    inv.weft_places = e.kind == WR_ENGINE_SRUN;
+    inv.no_mapper = e.kind == WR_ENGINE_SRUN;
   if (!rc)
     rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
   /* --check: its own job through the engine, its own report (check.c) */
@@ -287,8 +287,11 @@ main(int argc, char **argv)
   if (!rc && o.verbose && !o.dry_run) {
     if (p->mode == WR_MODE_GPU && p->departure[0])
       fprintf(stderr, "weftrun: %s\n", p->departure);
-    else if (p->mode == WR_MODE_OMPI)
+    else if (p->mpirun_binds)
       fprintf(stderr, "weftrun: Open MPI places and binds the ranks (%s), as mpirun would\n",
+              p->mode_why);
+    else if (p->mode == WR_MODE_OMPI)
+      fprintf(stderr, "weftrun: each rank's agent binds it as Open MPI's mpirun would (%s)\n",
               p->mode_why);
   }
   if (!rc && o.dry_run && !o.json && o.nprogram)

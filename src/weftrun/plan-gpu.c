@@ -4,10 +4,10 @@
  * a pure function of the hosts and their facts, the policy and the options:
  * the hosts in rank order (as given, or sorted by Google Cloud's physical_host
  * when every host has one, so that neighbouring ranks share racks), each
- * host's slots and ranks, every rank's placement from the same
- * weftx_map_rank() that weft-rank evaluates on its host (among the GPUs the
- * host's ranks may have: a Slurm job's). No I/O: errors come
- * back as a code and one line in why.
+ * host's slots and ranks, every host's placement from weftx_map_host(), whose
+ * weftx_map_rank() weft-rank evaluates on its host (among the GPUs the host's
+ * ranks may have: a Slurm job's). No I/O: errors come back as a code and one
+ * line in why.
  */
 #include "config.h"
 
@@ -139,37 +139,28 @@ counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
   return 0;
 }
 
+/* Every host's ranks at once (weftx_map_host()), then each rank its host's place. */
 static int
 place(wr_plan *p, char *why, size_t len)
 {
   size_t n = (size_t)(p->np ? p->np : 1);
   int *cnt = calloc((size_t)p->nhosts, sizeof(*cnt)), *hosts = calloc(n, sizeof(int)),
-      *locals = calloc(n, sizeof(int));
-  if (!cnt || !hosts || !locals || !(p->ranks = calloc(n, sizeof(*p->ranks)))) {
-    free(cnt);
-    free(hosts);
-    free(locals);
-    return nomem(why, len);
+      *locals = calloc(n, sizeof(int)), rc = 0;
+  weftx_host_map *maps = calloc((size_t)p->nhosts, sizeof(*maps));
+  if (!cnt || !hosts || !locals || !maps || !(p->ranks = calloc(n, sizeof(*p->ranks)))) {
+    rc = nomem(why, len);
+    goto out;
   }
   for (int h = 0; h < p->nhosts; h++)
     cnt[h] = p->hosts[h].count;
   /* every rank's host in one linear pass */
   if (weft_layout_assign(cnt, p->nhosts, p->by_node, p->np, hosts, locals)) {
-    free(cnt);
-    free(hosts);
-    free(locals);
-    return nomem(why, len);
+    rc = nomem(why, len);
+    goto out;
   }
-  free(cnt);
-  for (int r = 0; r < p->np; r++) {
-    int local = locals[r], h = hosts[r];
+  for (int h = 0; h < p->nhosts && !rc; h++) {
     const wr_plan_host *ph = &p->hosts[h];
-    weftx_plan_rank *pr = &p->ranks[r];
     char reason[512] = "";
-    pr->rank = r;
-    pr->host = h;
-    pr->node_rank = h;
-    pr->local_rank = local;
     /* Slots the user gave (-H host:N, slots=N) may exceed what the host has, as
      * mpirun allows: the ranks there then share (oversubscribe) */
     weftx_policy pol = p->pol;
@@ -182,21 +173,31 @@ place(wr_plan *p, char *why, size_t len)
        * placement; weft-rank places the rank on the host's own hardware */
       pol.oversubscribe = 1;
     }
-    int rc = weftx_map_rank(ph->host->topo, &pol, local, ph->count, &pr->place, reason,
-                            sizeof(reason));
-    if (rc) {
-      memset(&pr->place, 0, sizeof(pr->place));
-      p->np = r; /* what wr_plan_destroy() clears */
-      free(hosts);
-      free(locals);
-      snprintf(why, len, "rank %d on %s (local rank %d of %d): %s", r, ph->host->name, local,
-               ph->count, reason[0] ? reason : weft_strerror(rc));
-      return rc == WEFT_ENOGPU ? WR_EXIT_NOGPU : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
+    if (ph->count > 0 &&
+        (rc = weftx_map_host(ph->host->topo, &pol, ph->count, &maps[h], reason, sizeof(reason)))) {
+      snprintf(why, len, "host %s (%d ranks): %s", ph->host->name, ph->count,
+               reason[0] ? reason : weft_strerror(rc));
+      rc = rc == WEFT_ENOGPU ? WR_EXIT_NOGPU : rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;
     }
   }
+  for (int r = 0; r < p->np && !rc; r++) {
+    weftx_plan_rank *pr = &p->ranks[r];
+    pr->rank = r;
+    pr->host = pr->node_rank = hosts[r];
+    pr->local_rank = locals[r];
+    pr->place = maps[hosts[r]].place[locals[r]];
+    memset(&maps[hosts[r]].place[locals[r]], 0, sizeof(pr->place));
+  }
+  if (rc)
+    p->np = 0; /* what wr_plan_destroy() clears: no rank has a place yet */
+out:
+  for (int h = 0; maps && h < p->nhosts; h++)
+    weftx_host_map_clear(&maps[h]);
+  free(maps);
+  free(cnt);
   free(hosts);
   free(locals);
-  return 0;
+  return rc;
 }
 
 int
@@ -211,10 +212,16 @@ wr_plan_gpu(wr_plan *p, const wr_opts *o, const wr_host *hosts, int nhosts,
   }
   if ((rc = weftx_policy_parse(&p->pol, o->map_by, o->bind_to, why, whylen)))
     return WR_EXIT_USAGE;
+  if (p->pol.bind_to == WEFTX_BIND_OTHER) {
+    snprintf(why, whylen, "--bind-to %s: a rank next to its GPU binds to gpu-local, core, numa, "
+             "socket or none; for Open MPI's binding give a CPU mapping (--map-by core, ...)",
+             o->bind_to);
+    return WR_EXIT_USAGE;
+  }
   if (o->oversubscribe)
     p->pol.oversubscribe = 1;
   p->pol.reserved_cpus = here->reserved_cpus;
-  p->by_node = (o->rank_by && !strcmp(o->rank_by, "node")) || p->pol.map_by == WEFTX_MAP_NODE;
+  p->by_node = o->rank_by && !strcmp(o->rank_by, "node");
   if (order_hosts(p, hosts, nhosts))
     return nomem(why, whylen);
   if ((rc = slots(p, why, whylen)) || (rc = counts(p, o, why, whylen)) ||

@@ -115,7 +115,11 @@ wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, s
       apps[a].hosts = app_pool[a];
     }
   }
-  if ((rc = weftx_ompi_policy_make(&inv->mca.m, &o->cl, &p->ompi, reason, sizeof(reason)))) {
+  /* the user's words in weft's grammar first (Open MPI's, which names weft's gpu too) */
+  weftx_policy words;
+  memset(&words, 0, sizeof(words));
+  if ((rc = weftx_policy_parse(&words, o->map_by, o->bind_to, reason, sizeof(reason))) ||
+      (rc = weftx_ompi_policy_make(&inv->mca.m, &o->cl, &p->ompi, reason, sizeof(reason)))) {
     rc = model_error(rc, reason, why, whylen);
     goto out;
   }

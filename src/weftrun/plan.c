@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The plan, a pure function of the options, the hosts and their facts. It
- * first decides who places the ranks: weft (one rank per GPU, bound next to
- * it: on GPU hosts by default, or with --map-by gpu) or Open MPI, from the
- * user's own options (hosts without GPUs, a CPU mapping asked for, several
- * programs). Then plan-gpu.c or plan-ompi.c places them (among the GPUs each
- * host's ranks may have: a Slurm job's); this file adds the environment the
- * plan shows and the layout weft-rank is given. No I/O.
+ * first decides which rule places the ranks: weft's GPU rule (one rank per
+ * GPU, bound next to it: on GPU hosts by default, or with --map-by gpu) or
+ * Open MPI's layout of the user's own options (hosts without GPUs, a CPU
+ * mapping asked for, several programs), whichever engine starts them. Then
+ * plan-gpu.c or plan-ompi.c places them (among the GPUs each host's ranks may
+ * have: a Slurm job's); this file adds the environment the plan shows and the
+ * layout weft-rank is given. No I/O.
  */
 #include "config.h"
 
@@ -65,19 +66,14 @@ environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
   return 0;
 }
 
-/* weft places the ranks when asked (--map-by gpu), or by default when every host has
- * GPUs and nothing asks Open MPI for a placement, or when srun starts them; Open MPI
- * does otherwise. */
+/* The GPU rule when asked (--map-by gpu), or by default when every host has GPUs and
+ * nothing asks for Open MPI's placement; Open MPI's layout otherwise. */
 static wr_mode
 choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
 {
   const char *cpu = wr_opts_cpu_mapping(o);
   int gpus = 0;
 
-  if (inv->weft_places) {
-    snprintf(why, len, "--engine srun");
-    return WR_MODE_GPU;
-  }
   if (o->map_by && !cpu) {
     snprintf(why, len, "--map-by %s", o->map_by);
     return WR_MODE_GPU;
@@ -156,6 +152,7 @@ wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here
   p->nhosts = inv->nhosts;
   p->napps = o->napps > 0 ? o->napps : 1;
   p->mode = choose(o, inv, p->mode_why, sizeof(p->mode_why));
+  p->mpirun_binds = p->mode == WR_MODE_OMPI && !inv->no_mapper;
   if (p->mode == WR_MODE_GPU && o->napps > 1) {
     snprintf(why, whylen, "several programs (':') under --map-by gpu: weft places one program; "
              "leave --map-by out (Open MPI then places them) or give --map-by core");

@@ -36,9 +36,9 @@ shared_env(const wr_plan *p, const wr_inventory *inv, const wr_opts *o, weftx_en
   /* when Open MPI places the ranks, they get the environment mpirun passes (all of it
    * to the ranks on this host, -x variables to others), as with mpirun alone, and
    * weft's own WEFT_* variables (the engine's -x) */
-  if (p->mode != WR_MODE_OMPI && (rc = weftx_env_forward(e, environ)))
+  if (!p->mpirun_binds && (rc = weftx_env_forward(e, environ)))
     return rc;
-  for (char **v = environ; p->mode == WR_MODE_OMPI && *v; v++) {
+  for (char **v = environ; p->mpirun_binds && *v; v++) {
     size_t n = strcspn(*v, "=");
     if ((*v)[n] == '=' && wr_engine_forwards(p, *v, n) &&
         (rc = weftx_env_put(e, *v, WEFTX_ENV_USER, NULL)) == WEFT_ENOMEM)
@@ -263,7 +263,7 @@ wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out)
             pv->unresolved[i] ? "; unresolved here: " : "",
             pv->unresolved[i] ? pv->unresolved[i] : "",
             pv->unresolved[i] ? ", each host fills it in" : "");
-  if (p->mode == WR_MODE_OMPI)
+  if (p->mpirun_binds)
     fprintf(out, "# env and mpirun's environment, as mpirun passes it: all of it to the ranks on "
             "this host, the -x variables and weftrun's WEFT_* ones to the others\n");
   if (pv->nforwarded) {

@@ -112,9 +112,10 @@ text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_o
   char pol[256] = "", line[512];
   if (p->mode == WR_MODE_OMPI) {
     weftx_ompi_describe(&p->ompi, pol, sizeof(pol));
-    fprintf(out, "# weftrun plan: %d ranks on %d host%s; Open MPI places and binds them (%s), "
-            "as mpirun would: %s\n", p->np, p->nhosts, p->nhosts == 1 ? "" : "s", p->mode_why,
-            pol);
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s; %s (%s), as mpirun would: %s\n",
+            p->np, p->nhosts, p->nhosts == 1 ? "" : "s", p->mpirun_binds ?
+            "Open MPI places and binds them" : "weft-rank binds them as Open MPI does",
+            p->mode_why, pol);
   } else {
     weftx_policy_format(&p->pol, pol, sizeof(pol));
     fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,

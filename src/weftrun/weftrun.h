@@ -255,7 +255,8 @@ typedef struct wr_inventory {
   int *app_hosts[WR_MAX_APPS];  /* the hosts each program may use (indices); NULL: all */
   int app_nhosts[WR_MAX_APPS];
   const char *slurm_job;        /* SLURM_JOB_ID inside an allocation, else NULL */
-  int weft_places;              /* the engine (srun) has no Open MPI placement: weft places */
+  int no_mapper;                /* the engine (srun) has no Open MPI mapper: the agents bind
+                                   every rank, to Open MPI's layout where it is that */
   const char *default_hostfile; /* the hosts came from Open MPI's default hostfile, this one */
   char gpus_from[64];           /* the wr_host.gpus_from they share */
 } wr_inventory;
@@ -334,7 +335,8 @@ void wr_gcp_destroy(wr_gcp *g);
 /* plan.c: the pure plan. Who places the ranks: */
 typedef enum wr_mode {
   WR_MODE_GPU = 1,              /* weft: one rank per GPU, bound next to it (weft-rank binds) */
-  WR_MODE_OMPI,                 /* Open MPI, from the user's own options (mpirun binds) */
+  WR_MODE_OMPI,                 /* Open MPI's layout of the user's own options: mpirun's
+                                   (it binds), or the model's under srun (weft-rank binds) */
 } wr_mode;
 
 typedef struct wr_plan_host {
@@ -349,6 +351,8 @@ typedef struct wr_plan_host {
 typedef struct wr_plan {
   wr_mode mode;
   char mode_why[256];           /* why this mode: "no host has a GPU", "--map-by core", ... */
+  int mpirun_binds;             /* WR_MODE_OMPI under mpirun: mpirun maps and binds, and the
+                                   ranks get mpirun's environment */
   char departure[512];          /* WR_MODE_GPU: how the layout differs from mpirun's, or "" */
   weftx_policy pol;             /* WR_MODE_GPU */
   weftx_ompi_policy ompi;       /* WR_MODE_OMPI: Open MPI's resolved policy */

@@ -55,9 +55,15 @@ WEFT_TOPOLOGY="$tmp/nosuch.xml" expect 3 "nosuch.xml" -np 2
 expect 1 "9 ranks but a3-highgpu-8g.xml has 8 GPUs; use -np 8 or fewer" --topology "$a3" -np 9
 expect 1 "pe=53" --topology "$a3" -np 1 --map-by gpu:pe=53
 expect 1 "no GPUs" --topology "$n2" -np 1 --map-by gpu
-expect 1 "9 ranks but n2-standard-16.xml has 8 cores; use -np 8 or fewer" --topology "$n2" -np 9 --map-by core
+expect 1 "n2-standard-16.xml: there are not enough slots available in the system to satisfy the 9 slots" \
+  --topology "$n2" -np 9 --map-by core
 expect 0 "oversubscribed" --topology "$a3" -np 9 --oversubscribe
+# CPU layouts are mpirun's: oversubscribed ranks are left unbound, as mpirun leaves them
+expect 0 "oversubscribed: 9 ranks on 8 slots, which Open MPI leaves unbound" --topology "$n2" -np 9 --oversubscribe
+expect 2 "Open MPI 4.1 calls the package socket" --topology "$a3" -np 2 --bind-to package
+expect 2 "reserved processors (0-1)" --topology "$n2" -np 2 --reserved-cpus 0-1
 WEFT_TOPOLOGY="$a3" expect 0 "enp140s0" -np 8
 expect 0 '"name": "vm-a", "slots": 8, "gpus": 8' --topology "$a3" -np 1 --json --host vm-a
-expect 0 "map-by ppr:2:numa:pe=3, bind core" --topology "$a3" -n 4 --map-by ppr:2:numa --pe 3
+expect 0 "map-by ppr:2:numa:PE=3, rank-by slot, bind-to core, as mpirun does" --topology "$a3" -n 4 \
+  --map-by ppr:2:numa --pe 3
 exit $fail

@@ -3,7 +3,8 @@
 # Golden output of weft-topo for every topology file in share/weft/topologies
 # (new files are picked up by themselves) and each policy that applies to it:
 # the report, map-by gpu at full and half size, pe, core, numa, ppr:2:numa,
-# text and --json, and the error for one rank too many. Each expected file
+# text and --json, and the error for one rank too many. The CPU layouts are
+# Open MPI's (ompi-oracle.cases checks the same against mpirun). Each expected file
 # holds stdout, then stderr, then the exit status when it is not 0.
 # WEFT_UPDATE_GOLDEN=1 writes the expected files; a topology without them
 # fails until they are written.
