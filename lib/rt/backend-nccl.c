@@ -39,7 +39,7 @@ static int enter(struct call *c, weft_group *g, const char *fn, void *stream)
   c->fn = fn;
   if ((rc = weft__nc_device(g->ctx, &c->saved)) != 0)
     return rc;
-  if ((rc = weft__nc_comm(g, &c->comm, fn)) != 0 ||
+  if ((rc = weft__nc_comm(g, &c->comm, fn)) != 0 || (rc = weft__nc_poll(g, fn, 0)) != 0 ||
       (rc = weft__fl_begin(g, stream, fn, &c->watched)) != 0) {
     weft__nc_device_put_back(c->saved);
     return rc;
@@ -48,7 +48,7 @@ static int enter(struct call *c, weft_group *g, const char *fn, void *stream)
    * connects to the peers): with a deadline, the watchdog watches it. */
   c->guarded = ((struct weft__ncgroup *)g->nccl)->blocking && g->ctx->coll_timeout > 0;
   if (c->guarded)
-    weft__nc_blocking_enter(g, fn, g->ctx->coll_timeout);
+    weft__fl_blocking_enter(g, fn, g->ctx->coll_timeout);
   return 0;
 }
 
@@ -58,7 +58,7 @@ static int taken(struct call *c, ncclResult_t r, int peer, void *stream)
   int rc;
 
   if (c->guarded)
-    weft__nc_blocking_exit();
+    weft__fl_blocking_exit();
   c->guarded = 0;
   rc = weft__nc_settle(c->g, c->comm, r, c->fn);
   return rc ? rc : weft__fl_end(c->g, stream, c->fn, peer, c->watched);
@@ -68,7 +68,7 @@ static int taken(struct call *c, ncclResult_t r, int peer, void *stream)
 static int leave(struct call *c, int rc)
 {
   if (c->guarded)
-    weft__nc_blocking_exit();
+    weft__fl_blocking_exit();
   weft__nc_device_put_back(c->saved);
   return rc;
 }
@@ -276,7 +276,7 @@ int weft__nccl_wait(weft_group *g)
     return 0;
   if ((rc = weft__nc_device(g->ctx, &saved)) != 0)
     return rc;
-  rc = weft__fl_wait(g, weftx_monotonic() + limit, "wait");
+  rc = weft__nc_poll(g, "wait", weftx_monotonic() + limit);
   weft__nc_device_put_back(saved);
   return rc;
 }

@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *weft__mpi_strerror(int rc, char *buf, size_t size)
-{
-  int len = 0;
-  char s[MPI_MAX_ERROR_STRING];
-
-  if (MPI_Error_string(rc, s, &len) != MPI_SUCCESS)
-    weft__snprintf(buf, size, "MPI error %d", rc);
-  else
-    weft__snprintf(buf, size, "%s", s);
-  return buf;
-}
-
 int weft__group_new(weft_ctx *ctx, MPI_Comm comm, const char *name, weft_group **out)
 {
   weft_group *g;

@@ -20,150 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...)
-{
-  char line[sizeof(ctx->err)];
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof(line), fmt, ap);
-  va_end(ap);
-  if (ctx) {
-    memcpy(ctx->err, line, sizeof(line));
-    /* Bad arguments are the caller's to report; failures of the job (MPI,
-     * NCCL, CUDA, timeouts, peers) also go to stderr, as they may come
-     * right before an abort. */
-    if (code == WEFT_EINVAL || code == WEFT_EDTYPE || code == WEFT_ERANGE ||
-        code == WEFT_EOVERFLOW || code == WEFT_EPARSE || code == WEFT_ENAME)
-      WEFT__LOG(RT, "rank %d: %s (%s)", ctx->rank, line, weft_err_name(code));
-    else
-      fprintf(stderr, "weft: rank %d: %s (%s)\n", ctx->rank, line, weft_err_name(code));
-  } else {
-    fprintf(stderr, "weft: %s (%s)\n", line, weft_err_name(code));
-  }
-  return code;
-}
-
-/* Entries of CUDA_VISIBLE_DEVICES (0 when unset or empty). */
-static int visible_count(const char *vis)
-{
-  int n = 0;
-
-  if (!vis || !*vis)
-    return 0;
-  for (n = 1; *vis; vis++)
-    n += *vis == ',';
-  return n;
-}
-
-enum weft__vis_kind weft__vis_entry(const char *s, size_t len, long *index)
-{
-  char item[32];
-
-  *index = -1;
-  if (len >= 4 && !strncmp(s, "GPU-", 4))
-    return WEFT__VIS_UUID;
-  if (len >= 4 && !strncmp(s, "MIG-", 4))
-    return WEFT__VIS_MIG;
-  /* digits only: weftx_parse_long would take a sign, CUDA may not */
-  if (len == 0 || len >= sizeof(item) || strspn(s, "0123456789") < len)
-    return WEFT__VIS_OTHER;
-  memcpy(item, s, len);
-  item[len] = '\0';
-  if (weftx_parse_long(item, 0, 1 << 20, index) != 0) {
-    *index = -1;
-    return WEFT__VIS_OTHER;
-  }
-  return WEFT__VIS_INDEX;
-}
-
-int weft__gpu_index_trusted(const char *vis, const char *order, char *why, size_t size)
-{
-  static const char *const kind[] = {"an index", "a GPU by UUID", "a MIG instance",
-                                     "an entry that is no index"};
-
-  if (!order || strcmp(order, "PCI_BUS_ID") != 0) {
-    if (!order)
-      weft__snprintf(why, size, "CUDA_DEVICE_ORDER is unset: CUDA's default, FASTEST_FIRST");
-    else
-      weft__snprintf(why, size, "CUDA_DEVICE_ORDER=%.60s", order);
-    return 0;
-  }
-  while (vis && *vis) {
-    size_t len = strcspn(vis, ",");
-    long idx;
-    enum weft__vis_kind k = weft__vis_entry(vis, len, &idx);
-    if (k != WEFT__VIS_INDEX) {
-      weft__snprintf(why, size, "CUDA_VISIBLE_DEVICES names %s: %.*s", kind[k],
-                     (int)(len < 60 ? len : 60), vis);
-      return 0;
-    }
-    vis += len;
-    if (*vis == ',')
-      vis++;
-  }
-  return 1;
-}
-
-int weft__gpu_ordinal(long v, const char *vis)
-{
-  if (!vis || !*vis)
-    return (int)v;
-  for (int pos = 0; *vis; pos++) {
-    size_t len = strcspn(vis, ",");
-    long idx;
-    if (weft__vis_entry(vis, len, &idx) == WEFT__VIS_INDEX && idx == v)
-      return pos;
-    vis += len;
-    if (*vis == ',')
-      vis++;
-  }
-  return -1;
-}
-
-static int hexfield(const char **s, const char *end, int maxdigits, unsigned long max,
-                    unsigned long *out)
-{
-  const char *p = *s;
-  unsigned long v = 0;
-
-  while (p < end && p - *s < maxdigits && *p && strchr("0123456789abcdefABCDEF", *p)) {
-    v = v * 16 + (unsigned long)(*p <= '9' ? *p - '0' : (*p | 0x20) - 'a' + 10);
-    p++;
-  }
-  if (p == *s || v > max)
-    return -1;
-  *s = p;
-  *out = v;
-  return 0;
-}
-
-int weft__pci_parse(const char *s, size_t len, uint64_t *key)
-{
-  const char *end = s + len;
-  unsigned long dom, bus, dev, fn;
-
-  if (hexfield(&s, end, 8, 0xffffffffUL, &dom) || s >= end || *s++ != ':' ||
-      hexfield(&s, end, 2, 0xff, &bus) || s >= end || *s++ != ':' ||
-      hexfield(&s, end, 2, 0x1f, &dev) || s >= end || *s++ != '.' ||
-      hexfield(&s, end, 1, 7, &fn) || s != end)
-    return -1;
-  *key = (uint64_t)dom << 16 | (uint64_t)bus << 8 | (uint64_t)dev << 3 | (uint64_t)fn;
-  return 0;
-}
-
-/* The first entry of a list ("a,b": "a") into buf; -1 when it does not fit. */
-static int first_of(const char *s, char *buf, size_t size)
-{
-  size_t n = strcspn(s, ",");
-
-  if (n >= size)
-    return -1;
-  memcpy(buf, s, n);
-  buf[n] = '\0';
-  return 0;
-}
-
 /* The CUDA device of this rank. weftrun sets WEFT_GPU to the GPU's index in
  * PCI order (the topology's numbering; -1 for a rank without a GPU; a list
  * would be for several, of which the first is the rank's), and WEFT_GPU_PCI
@@ -197,10 +53,10 @@ static int device_from_env(weft_ctx *ctx, int *by_local)
   ctx->device = 0;
   *by_local = 0;
   if (!s || !*s) {
-    *by_local = visible_count(vis) != 1; /* known after find_hosts */
+    *by_local = weft__vis_count(vis) != 1; /* known after find_hosts */
     return 0;
   }
-  if (first_of(s, first, sizeof(first)) != 0)
+  if (weft__first_item(s, first, sizeof(first)) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%.100s is not a device index", s);
   if (weftx_parse_long(first, -1, 1 << 20, &v) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
@@ -210,7 +66,7 @@ static int device_from_env(weft_ctx *ctx, int *by_local)
     return 0;
   if (pci && !*pci)
     pci = NULL;
-  if (pci && (first_of(pci, bus, sizeof(bus)) != 0 || weft__pci_parse(bus, strlen(bus), &key)))
+  if (pci && (weft__first_item(pci, bus, sizeof(bus)) != 0 || weft__pci_parse(bus, strlen(bus), &key)))
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU_PCI=%.100s is not a PCI address "
                          "(DOMAIN:BUS:DEVICE.FUNCTION, as 0000:04:00.0); unset it, or let "
                          "weftrun set it", pci);

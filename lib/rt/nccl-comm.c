@@ -43,12 +43,6 @@ struct weft__tell {
   MPI_Request req[];
 };
 
-int weft__nc_cuda_fail(weft_ctx *ctx, const char *what, cudaError_t e)
-{
-  (void)cudaGetLastError();
-  return weft__rt_fail(ctx, WEFT_ECUDA, "%s: %s", what, cudaGetErrorString(e));
-}
-
 int weft__nccl_check(weft_ctx *ctx)
 {
   const char *why;
@@ -129,10 +123,7 @@ struct weft__ncgroup *weft__nc_state(weft_group *g)
   return ns;
 }
 
-/* The one wait for a non-blocking communicator: poll until the call in
- * progress (r) settles, or until time end. Returns ncclSuccess, NCCL's error,
- * or ncclInProgress when the time ran out. */
-static ncclResult_t wait_comm(ncclComm_t comm, ncclResult_t r, double end)
+ncclResult_t weft__nc_wait_comm(ncclComm_t comm, ncclResult_t r, double end)
 {
   while (r == ncclInProgress) {
     if (ncclCommGetAsyncError(comm, &r) != ncclSuccess)
@@ -215,7 +206,8 @@ void weft__nc_abort(weft_group *g, int code, int tell, const char *why)
   WEFT__LOG(RT, "group %s: NCCL communicator aborted: %s", g->name, why);
 }
 
-int weft__nc_notice(weft_group *g)
+/* 1 when a member's abort notice has come (taken into ns->noticed...). */
+static int notice(weft_group *g)
 {
   struct weft__ncgroup *ns = g->nccl;
   MPI_Status st;
@@ -235,12 +227,13 @@ int weft__nc_notice(weft_group *g)
   return 1;
 }
 
-int weft__nc_told(weft_group *g)
+/* Act on a member's notice: abort ours. 1 if there was one. */
+static int told(weft_group *g)
 {
   struct weft__ncgroup *ns = g->nccl;
   char why[200];
 
-  if (!weft__nc_notice(g))
+  if (!notice(g))
     return 0;
   weft__snprintf(why, sizeof(why), "world rank %d aborted the group's NCCL communicator after "
                  "a failure there", ns->notice_from);
@@ -263,7 +256,7 @@ int weft__nc_usable(weft_group *g, ncclComm_t comm, const char *fn)
   ncclResult_t st;
 
   if (ns && !ns->failed)
-    weft__nc_told(g);
+    told(g);
   if (ns && !ns->failed && (st = weft__nc_async_error(comm)) != ncclSuccess) {
     char why[400];
     /* ncclGetLastError is the process's last NCCL warning, not this
@@ -282,7 +275,7 @@ int weft__nc_usable(weft_group *g, ncclComm_t comm, const char *fn)
 int weft__nc_settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn)
 {
   double limit = g->ctx->coll_timeout > 0 ? g->ctx->coll_timeout : g->ctx->init_timeout;
-  ncclResult_t st = wait_comm(comm, r, weftx_monotonic() + limit);
+  ncclResult_t st = weft__nc_wait_comm(comm, r, weftx_monotonic() + limit);
   char why[400];
 
   if (st == ncclSuccess)
@@ -300,6 +293,90 @@ int weft__nc_settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *
   weft__nc_abort(g, WEFT_ENCCL, 1, why);
   return weft__rt_fail(g->ctx, WEFT_ENCCL, "%s on group %s: NCCL: %s; communicator aborted",
                        fn, g->name, why + strlen(fn) + 2);
+}
+
+/* ---- the calls in flight: what is done about them ---- */
+
+/* How long a call the member had not finished is given (in case its count
+ * was behind: it counts what it saw finished, not what its GPU did). */
+#define NOTICE_LATE_S 0.2
+/* Without a deadline, how long the calls a member had finished before it
+ * aborted get to finish here. */
+#define NOTICE_GRACE_S 10.0
+/* Calls in flight per group before a new one waits for the oldest. */
+#define FLIGHTS_MAX 4096
+/* A call past its deadline: the error names who had not joined it. */
+static int overdue(weft_group *g, const struct weft__flight *f)
+{
+  weft_ctx *ctx = g->ctx;
+  int rc;
+
+  if (f->peer >= 0) {
+    rc = weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                       "device %s with world rank %d on group %s (device call %lld) has not "
+                       "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT): the peer "
+                       "never matched it; abort the job (MPI_Abort)",
+                       f->fn, g->world_ranks[f->peer], g->name, (long long)f->seq,
+                       ctx->coll_timeout);
+    weft__page_deadline(g, g->world_ranks[f->peer], ctx->coll_timeout, ctx->err);
+  } else {
+    rc = weft__timed_out_at(g, f->fn, f->arrival);
+  }
+  weft__nc_abort(g, WEFT_ETIMEDOUT, 1, ctx->err);
+  return rc;
+}
+
+/* A member aborted: the calls it had finished can still finish here, until
+ * their deadline (or NOTICE_GRACE_S without one); a call it had not finished
+ * is given NOTICE_LATE_S. Then our communicator goes, and fn fails. */
+static int after_notice(weft_group *g, const char *fn)
+{
+  struct weft__ncgroup *ns = g->nccl;
+  double limit = g->ctx->coll_timeout, now = weftx_monotonic();
+  double grace = now + (limit > 0 ? limit : NOTICE_GRACE_S), late = now + NOTICE_LATE_S;
+  struct weft__fl_seen seen;
+
+  for (;;) {
+    weft__fl_see(ns, limit, &seen);
+    now = weftx_monotonic();
+    if (seen.oldest < 0 || now > grace || (seen.oldest > ns->notice_done && now > late))
+      break;
+    sched_yield();
+  }
+  told(g);
+  return weft__nc_usable(g, NULL, fn);
+}
+
+int weft__nc_poll(weft_group *g, const char *fn, double end)
+{
+  struct weft__ncgroup *ns = g->nccl;
+  double limit = g->ctx->coll_timeout;
+  struct weft__fl_seen seen;
+
+  for (;;) {
+    if (!ns || ns->failed)
+      return weft__nc_usable(g, NULL, fn);
+    weft__fl_see(ns, limit, &seen);
+    if (weft__nc_async_error(ns->comm) != ncclSuccess)
+      return weft__nc_usable(g, ns->comm, fn);
+    if (notice(g))
+      return after_notice(g, fn);
+    if (seen.over)
+      return overdue(g, &seen.late);
+    if (seen.left == 0 || (end <= 0 && seen.left < FLIGHTS_MAX))
+      return 0;
+    if (end > 0 && weftx_monotonic() > end && limit > 0 && seen.waiting > 0)
+      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
+                           "%s on group %s: %zu device call(s) have not started after %gs "
+                           "(WEFT_COLL_TIMEOUT): the work queued before them on their streams "
+                           "still runs; nothing was aborted; abort the job or raise the timeout",
+                           fn, g->name, seen.waiting, limit);
+    if (end > 0 && weftx_monotonic() > end && limit <= 0)
+      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
+                           "%s on group %s: %zu device call(s) still in flight after %gs "
+                           "(WEFT_COLL_WATCHDOG)", fn, g->name, seen.left, WEFT__COLL_WATCHDOG_S);
+    sched_yield();
+  }
 }
 
 /* ---- bringing a communicator up ---- */
@@ -500,14 +577,14 @@ static int comm_init(weft_group *g)
     return rc;
   cfg.blocking = 0;
   cfg.commName = g->name;
-  weft__nc_blocking_enter(g, "ncclCommInitRankConfig", ctx->init_timeout);
+  weft__fl_blocking_enter(g, "ncclCommInitRankConfig", ctx->init_timeout);
   r = ncclCommInitRankConfig(&comm, g->size, ns->boot->id, g->rank, &cfg);
-  weft__nc_blocking_exit();
+  weft__fl_blocking_exit();
   if (r == ncclSuccess) { /* a blocking init: NCCL_COMM_BLOCKING=1 */
     ns->blocking = 1;
     say_blocking(g);
   }
-  st = r == ncclSuccess || r == ncclInProgress ? wait_comm(comm, r, end) : r;
+  st = r == ncclSuccess || r == ncclInProgress ? weft__nc_wait_comm(comm, r, end) : r;
   if (st == ncclInProgress)
     weft__snprintf(why, sizeof(why), "not up after %gs (WEFT_INIT_TIMEOUT)", ctx->init_timeout);
   else if (st != ncclSuccess)
@@ -539,125 +616,6 @@ int weft__nc_comm(weft_group *g, ncclComm_t *out, const char *fn)
   return weft__nc_usable(g, ns->comm, fn);
 }
 
-/* ---- split ---- */
-
-/* Wait (bounded) until the world's calls queued so far have run. */
-static int world_drained(weft_ctx *ctx)
-{
-  double end = weftx_monotonic() + ctx->init_timeout;
-
-  if (!ctx->world->nccl)
-    return 1;
-  return weft__fl_wait(ctx->world, end, "ncclCommSplit") == 0;
-}
-
-/* ncclCommSplit of the world's communicator for g. NCCL 2.28 (init.cc
- * ncclCommInitChildComm, group.cc ncclAsyncLaunch/ncclGroupEndInternal):
- * on a non-blocking parent the call returns ncclInProgress with the child's
- * handle still NULL; the split runs in NCCL's own thread, which writes the
- * handle when it is done, and until then the PARENT says ncclInProgress (a
- * call on it fails with ncclInvalidArgument); a failed split leaves its
- * error on the parent. So the handle's address must outlive this call (it
- * is ns->child), the parent is waited for, then the handle (PyTorch's
- * NCCLComm::split does the same; NVIDIA/nccl issue 1472). 1 when g has its
- * communicator; 0 when it was not split (it comes up at its first use); a
- * failure that spoils the world's communicator fails the world too. */
-static int split(weft_group *g, struct weft__ncgroup *ns, int color, int key)
-{
-  weft_ctx *ctx = g->ctx;
-  weft_group *w = ctx->world;
-  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  ncclComm_t parent = (ncclComm_t)ctx->nccl_world, child;
-  ncclResult_t st, ps;
-  double end = weftx_monotonic() + ctx->init_timeout;
-  char why[300];
-
-  cfg.blocking = 0;
-  cfg.commName = g->name;
-  __atomic_store_n(&ns->child, NULL, __ATOMIC_RELEASE);
-  weft__nc_blocking_enter(g, "ncclCommSplit", ctx->init_timeout);
-  st = ncclCommSplit(parent, color, key, &ns->child, &cfg);
-  weft__nc_blocking_exit();
-  /* The parent first: the split is done when it settles. */
-  ps = st == ncclSuccess || st == ncclInProgress ? wait_comm(parent, ncclInProgress, end) : st;
-  if (ps == ncclInProgress) {
-    /* Still running: the parent cannot be used, and NCCL's thread would
-     * write ns->child later; aborting the parent joins that thread. */
-    weft__snprintf(why, sizeof(why), "ncclCommSplit for group %s did not finish within %gs "
-                   "(WEFT_INIT_TIMEOUT); a rank did not come to weft_mesh_group", g->name,
-                   ctx->init_timeout);
-    weft__nc_abort(w, WEFT_ETIMEDOUT, 1, why);
-    return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s", why);
-  }
-  if (ps != ncclSuccess) {
-    weft__snprintf(why, sizeof(why), "ncclCommSplit for group %s failed: %s (NCCL's last "
-                   "message in this process: %s)", g->name, ncclGetErrorString(ps),
-                   ncclGetLastError(NULL));
-    weft__nc_abort(w, WEFT_ENCCL, 1, why);
-    child = __atomic_exchange_n(&ns->child, NULL, __ATOMIC_ACQ_REL);
-    if (child)
-      ncclCommAbort(child);
-    return weft__rt_fail(ctx, WEFT_ENCCL, "%s", why);
-  }
-  /* Then the child: written before the parent settled, but waited for
-   * (bounded) in case a later NCCL orders it otherwise. */
-  while (!(child = __atomic_load_n(&ns->child, __ATOMIC_ACQUIRE)) && weftx_monotonic() < end)
-    sched_yield();
-  st = child ? wait_comm(child, ncclInProgress, end) : ncclInProgress;
-  if (st == ncclSuccess && weft__nc_async_error(child) == ncclSuccess) {
-    __atomic_store_n(&ns->child, NULL, __ATOMIC_RELEASE);
-    ns->comm = child;
-    return 1;
-  }
-  __atomic_store_n(&ns->child, NULL, __ATOMIC_RELEASE);
-  if (child)
-    ncclCommAbort(child);
-  WEFT__LOG(RT, "group %s: the split's communicator %s", g->name,
-            child ? ncclGetErrorString(st) : "never came");
-  return 0;
-}
-
-int weft__nccl_split(weft_group *g, int color, int key)
-{
-  weft_ctx *ctx = g->ctx;
-  struct weft__ncgroup *ns;
-  void *saved;
-  int ok, all = 0, mine = 0, rc;
-
-  if (!ctx->nccl_world || !weft__nccl.CommSplit)
-    return 0;
-  /* Every rank splits or none: first the world's queued calls must be done
-   * (NCCL: a split with outstanding operations may deadlock). */
-  ok = world_drained(ctx) && weft__nc_usable(ctx->world, ctx->nccl_world, "ncclCommSplit") == 0;
-  if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->world->comm) != MPI_SUCCESS || !all) {
-    WEFT__LOG(RT, "group %s: the world's NCCL calls did not drain in time; NCCL comes up at "
-              "first use", g->name);
-    return 0;
-  }
-  if (!(ns = weft__nc_state(g)))
-    return weft__rt_fail(ctx, WEFT_ENOMEM, "group %s: out of memory", g->name);
-  if ((rc = weft__nc_device(ctx, &saved)) != 0)
-    return rc;
-  mine = split(g, ns, color, key);
-  weft__nc_device_put_back(saved);
-  if (mine < 0)
-    mine = 0;
-  /* All or none: a group whose members disagree would hang at its first
-   * collective; without a split, the communicator comes up lazily. */
-  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, g->comm) != MPI_SUCCESS)
-    all = 0;
-  if (!all && ns->comm) {
-    ncclCommAbort(ns->comm);
-    ns->comm = NULL;
-  }
-  if (!all) {
-    WEFT__LOG(RT, "group %s: not split on every member; NCCL comes up at first use", g->name);
-    return 0;
-  }
-  WEFT__LOG(RT, "group %s: NCCL communicator split from the world's", g->name);
-  return 0;
-}
-
 /* ---- the end ---- */
 
 void weft__nccl_group_free(weft_group *g)
@@ -671,7 +629,7 @@ void weft__nccl_group_free(weft_group *g)
     return;
   MPI_Finalized(&fin);
   if (!fin && !ns->failed)
-    weft__nc_told(g);
+    told(g);
   weft__flights_unregister(ns);
   g->nccl = NULL;
   if (g->ctx->cuda_state == 1)
@@ -682,10 +640,10 @@ void weft__nccl_group_free(weft_group *g)
   if (ns->comm) {
     ncclResult_t st = ncclSuccess;
     if (ncclCommGetAsyncError(ns->comm, &st) == ncclSuccess && st == ncclSuccess) {
-      weft__nc_blocking_enter(g, "ncclCommFinalize", end - weftx_monotonic());
+      weft__fl_blocking_enter(g, "ncclCommFinalize", end - weftx_monotonic());
       st = ncclCommFinalize(ns->comm);
-      weft__nc_blocking_exit();
-      st = wait_comm(ns->comm, st, end);
+      weft__fl_blocking_exit();
+      st = weft__nc_wait_comm(ns->comm, st, end);
     }
     if (st == ncclSuccess)
       ncclCommDestroy(ns->comm);

@@ -126,6 +126,12 @@ fail:
   load_rc = WEFT_ENONCCL;
 }
 
+int weft__nc_cuda_fail(weft_ctx *ctx, const char *what, cudaError_t e)
+{
+  (void)cudaGetLastError();
+  return weft__rt_fail(ctx, WEFT_ECUDA, "%s: %s", what, cudaGetErrorString(e));
+}
+
 int weft__nccl_ctx_get(void **ctx)
 {
   *ctx = NULL;

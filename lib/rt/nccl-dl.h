@@ -76,6 +76,10 @@ extern struct weft__nccl_api weft__nccl;
  * WEFT_ENOCUDA with the reason in *why (a static string). */
 int weft__nccl_load(const char **why);
 
+/* A CUDA error as the failure of the call: weft__rt_fail's code WEFT_ECUDA,
+ * "what: CUDA's words"; CUDA's last error is cleared. */
+int weft__nc_cuda_fail(weft_ctx *ctx, const char *what, cudaError_t e);
+
 /* The thread's current CUDA context (NULL: none) into *ctx, and making one
  * current again (NULL: none), through the driver, which makes no context:
  * weft puts back what a thread had after its own device work. 0, or -1 when

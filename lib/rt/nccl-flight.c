@@ -5,46 +5,33 @@
  * is never stalled and the call can be captured into a CUDA graph. Each call
  * leaves an event behind it on its stream (and, with WEFT_COLL_TIMEOUT, one
  * before it); weft looks at them at the group's next device call, in
- * weft_group_wait(), and the watchdog thread (watch.c) every half second:
- *  - a call whose stream has reached it (its start event done) and that has
- *    not finished WEFT_COLL_TIMEOUT seconds later fails the group: the next
- *    device call or weft_group_wait() returns WEFT_ETIMEDOUT naming the ranks
- *    that had not joined it (arrival tokens, deadline.c) or the peer, the
- *    communicator is aborted and the other members are told;
- *  - while the program waits for the GPU outside weft (cudaStreamSynchronize),
- *    the watchdog ends the rank a second later instead (exit 124, one line
- *    naming the call), as it does for a host call that never returns;
- *  - a member's abort notice (nccl-comm.c) lets the calls that member had
- *    finished finish here too (until their deadline), then aborts ours.
- * The clock starts when the stream reaches the call, so the caller's own
- * work queued before it does not count. Calls queued while the stream is
- * being captured are not watched: a graph's replays run outside weft. The
- * events are made once per slot and kept.
+ * weft_group_wait() (nccl-comm.c says what is done then: a call past its
+ * deadline fails the group), and the watchdog thread (watch.c) every half
+ * second: while the program waits for the GPU outside weft
+ * (cudaStreamSynchronize), the watchdog ends the rank a second after a
+ * call's deadline (exit 124, one line naming the call), as it does for a host
+ * call that never returns. The clock starts when the stream reaches the call
+ * (its start event done), so the caller's own work queued before it does not
+ * count. Calls queued while the stream is being captured are not watched: a
+ * graph's replays run outside weft. The events are made once per slot and
+ * kept. This file also watches a blocking NCCL call (NCCL_COMM_BLOCKING=1)
+ * for the watchdog.
  */
 #include "nccl-private.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Calls in flight per group before a new one waits for the oldest. */
-#define FLIGHTS_MAX 4096
 /* The watchdog acts this long after a deadline, leaving the call that is
  * looking at the same deadline in the program's thread time to report it. */
 #define DOG_GRACE_S 1.0
-/* Without a deadline, how long the calls a member had finished before it
- * aborted get to finish here. */
-#define NOTICE_GRACE_S 10.0
-/* How long a call the member had not finished is given (in case its count
- * was behind: it counts what it saw finished, not what its GPU did). */
-#define NOTICE_LATE_S 0.2
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct weft__ncgroup *all;
 
-/* A blocking NCCL call in progress (weft__nc_blocking_enter). */
+/* A blocking NCCL call in progress (weft__fl_blocking_enter). */
 static struct {
   int on;
   double since, limit;
@@ -152,99 +139,18 @@ static int look(struct weft__ncgroup *ns, double now, double limit, int retire,
   return over;
 }
 
-/* The oldest call in flight's seq (lock held), or -1. */
-static int64_t oldest(const struct weft__ncgroup *ns)
+void weft__fl_see(struct weft__ncgroup *ns, double limit, struct weft__fl_seen *seen)
 {
-  return ns->n ? ns->fl[ns->head].seq : -1;
-}
+  size_t i;
 
-/* A call past its deadline: the error names who had not joined it. */
-static int overdue(weft_group *g, const struct weft__flight *f)
-{
-  weft_ctx *ctx = g->ctx;
-  int rc;
-
-  if (f->peer >= 0) {
-    rc = weft__rt_fail(ctx, WEFT_ETIMEDOUT,
-                       "device %s with world rank %d on group %s (device call %lld) has not "
-                       "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT): the peer "
-                       "never matched it; abort the job (MPI_Abort)",
-                       f->fn, g->world_ranks[f->peer], g->name, (long long)f->seq,
-                       ctx->coll_timeout);
-    weft__page_deadline(g, g->world_ranks[f->peer], ctx->coll_timeout, ctx->err);
-  } else {
-    rc = weft__timed_out_at(g, f->fn, f->arrival);
-  }
-  weft__nc_abort(g, WEFT_ETIMEDOUT, 1, ctx->err);
-  return rc;
-}
-
-/* A member aborted: the calls it had finished can still finish here, until
- * their deadline (or NOTICE_GRACE_S without one); a call it had not finished
- * is given NOTICE_LATE_S. Then our communicator goes, and fn fails. */
-static int after_notice(weft_group *g, const char *fn)
-{
-  struct weft__ncgroup *ns = g->nccl;
-  double limit = g->ctx->coll_timeout, now = weftx_monotonic();
-  double grace = now + (limit > 0 ? limit : NOTICE_GRACE_S), late = now + NOTICE_LATE_S;
-  struct weft__flight f;
-
-  for (;;) {
-    int64_t first;
-    pthread_mutex_lock(&lock);
-    look(ns, weftx_monotonic(), limit, 1, &f);
-    first = oldest(ns);
-    pthread_mutex_unlock(&lock);
-    now = weftx_monotonic();
-    if (first < 0 || now > grace || (first > ns->notice_done && now > late))
-      break;
-    sched_yield();
-  }
-  weft__nc_told(g);
-  return weft__nc_usable(g, NULL, fn);
-}
-
-/* Look at g's calls in flight; with end > 0, until none is left. With a
- * deadline, each call has it from when its stream reaches it, and time end
- * bounds only the wait for calls not reached yet (the caller's own work
- * queued before them); without one, end bounds the whole wait. */
-static int poll(weft_group *g, const char *fn, double end)
-{
-  struct weft__ncgroup *ns = g->nccl;
-  double limit = g->ctx->coll_timeout;
-  struct weft__flight late;
-
-  for (;;) {
-    size_t left, waiting = 0, i;
-    int over;
-    if (!ns || ns->failed)
-      return weft__nc_usable(g, NULL, fn);
-    pthread_mutex_lock(&lock);
-    over = look(ns, weftx_monotonic(), limit, 1, &late);
-    left = ns->n;
-    for (i = 0; limit > 0 && i < ns->n; i++)
-      waiting += at(ns, i)->started == 0;
-    pthread_mutex_unlock(&lock);
-    if (weft__nc_async_error(ns->comm) != ncclSuccess)
-      return weft__nc_usable(g, ns->comm, fn);
-    if (weft__nc_notice(g))
-      return after_notice(g, fn);
-    if (over)
-      return overdue(g, &late);
-    if (left == 0 || end <= 0)
-      return 0;
-    if (weftx_monotonic() > end && limit > 0 && waiting > 0)
-      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
-                           "%s on group %s: %zu device call(s) have not started after %gs "
-                           "(WEFT_COLL_TIMEOUT): the work queued before them on their streams "
-                           "still runs; nothing was aborted; abort the job or raise the timeout",
-                           fn, g->name, waiting, limit);
-    if (weftx_monotonic() > end && limit <= 0)
-      return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
-                           "%s on group %s: %zu device call(s) still in flight after %gs "
-                           "(WEFT_COLL_WATCHDOG)", fn, g->name, left, WEFT__COLL_WATCHDOG_S);
-    sched_yield();
-  }
+  memset(seen, 0, sizeof(*seen));
+  pthread_mutex_lock(&lock);
+  seen->over = look(ns, weftx_monotonic(), limit, 1, &seen->late);
+  seen->left = ns->n;
+  seen->oldest = ns->n ? at(ns, 0)->seq : -1;
+  for (i = 0; limit > 0 && i < ns->n; i++)
+    seen->waiting += at(ns, i)->started == 0;
+  pthread_mutex_unlock(&lock);
 }
 
 int weft__fl_begin(weft_group *g, void *stream, const char *fn, int *watched)
@@ -256,24 +162,10 @@ int weft__fl_begin(weft_group *g, void *stream, const char *fn, int *watched)
   int rc;
 
   *watched = 0;
-  if ((rc = poll(g, fn, 0)) != 0)
-    return rc;
   if ((e = cudaStreamIsCapturing((cudaStream_t)stream, &cs)) != cudaSuccess)
     return weft__nc_cuda_fail(g->ctx, "cudaStreamIsCapturing", e);
   if (cs != cudaStreamCaptureStatusNone)
     return 0; /* into a graph: its replays run outside weft */
-  /* At most FLIGHTS_MAX in flight: beyond, the oldest is waited for. */
-  for (;;) {
-    size_t n;
-    pthread_mutex_lock(&lock);
-    n = ns->n;
-    pthread_mutex_unlock(&lock);
-    if (n < FLIGHTS_MAX)
-      break;
-    if ((rc = poll(g, fn, 0)) != 0)
-      return rc;
-    sched_yield();
-  }
   pthread_mutex_lock(&lock);
   rc = room(ns);
   f = rc == 0 ? at(ns, ns->n) : NULL;
@@ -314,12 +206,7 @@ int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer, int watc
   return 0;
 }
 
-int weft__fl_wait(weft_group *g, double end, const char *fn)
-{
-  return poll(g, fn, end);
-}
-
-void weft__nc_blocking_enter(const weft_group *g, const char *what, double limit)
+void weft__fl_blocking_enter(const weft_group *g, const char *what, double limit)
 {
   pthread_mutex_lock(&lock);
   blocked.on = limit > 0;
@@ -330,7 +217,7 @@ void weft__nc_blocking_enter(const weft_group *g, const char *what, double limit
   pthread_mutex_unlock(&lock);
 }
 
-void weft__nc_blocking_exit(void)
+void weft__fl_blocking_exit(void)
 {
   pthread_mutex_lock(&lock);
   blocked.on = 0;

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The NCCL side of the runtime, shared by its three files:
- *   nccl-comm.c    a group's communicator: bootstrap, split, failure, abort,
- *                  finalize; the rank's device made current and put back
- *   nccl-flight.c  the device calls in flight: their events, deadlines, the
- *                  watchdog's view of them, weft_group_wait()
- *   backend-nccl.c the calls themselves (the backend's table)
+ * The NCCL side of the runtime, shared by its files, each above the next:
+ *   backend-nccl.c the calls themselves (the backend's table), weft_group_wait
+ *   nccl-split.c   mesh groups' communicators split from the world's
+ *   nccl-comm.c    a group's communicator: bootstrap, failure, abort,
+ *                  finalize; what is done about the calls in flight
+ *                  (deadlines, a member's notice); the rank's device made
+ *                  current and put back
+ *   nccl-flight.c  the device calls in flight: their events, what has
+ *                  finished, the watchdog's view of them
+ *   nccl-dl.c      CUDA's runtime and NCCL, opened when first needed
  * Built only where configure found CUDA and NCCL.
  */
 #ifndef WEFT_RT_NCCL_PRIVATE_H
@@ -70,17 +74,23 @@ int weft__nc_usable(weft_group *g, ncclComm_t comm, const char *fn);
 /* Abort g's communicator, refuse device calls on g from now on with code and
  * why, and (tell) tell the other members to do the same. */
 void weft__nc_abort(weft_group *g, int code, int tell, const char *why);
-/* 1 when a member's abort notice has come (taken into ns->noticed...). */
-int weft__nc_notice(weft_group *g);
-/* Act on a member's notice: abort ours. 1 if there was one. */
-int weft__nc_told(weft_group *g);
 /* The asynchronous error comm reports, or ncclSuccess (also for none to ask,
  * a call still in progress, or a query that failed). */
 ncclResult_t weft__nc_async_error(ncclComm_t comm);
+/* The one wait for a non-blocking communicator: poll until the call in
+ * progress (r) settles, or until time end. ncclSuccess, NCCL's error, or
+ * ncclInProgress when the time ran out. */
+ncclResult_t weft__nc_wait_comm(ncclComm_t comm, ncclResult_t r, double end);
 /* After a call on comm returned r: wait (bounded) until NCCL took it. */
 int weft__nc_settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *fn);
-/* A CUDA error as the call's failure. */
-int weft__nc_cuda_fail(weft_ctx *ctx, const char *what, cudaError_t e);
+/* Look at g's calls in flight and act: one past its deadline fails the
+ * group and fn (naming who had not joined it), as do our communicator's
+ * asynchronous error and a member's abort notice (once the calls that member
+ * had finished have finished here). With end > 0, keep looking until none is
+ * left: with a deadline, end bounds only the wait for calls not reached yet;
+ * without one, the whole wait. Also makes room when FLIGHTS_MAX are in
+ * flight. 0, or the failure. */
+int weft__nc_poll(weft_group *g, const char *fn, double end);
 /* Make the rank's device current for weft's work; *saved keeps what the
  * thread had (its CUDA context, possibly none) for weft__nc_device_put_back. */
 int weft__nc_device(weft_ctx *ctx, void **saved);
@@ -93,22 +103,32 @@ void weft__flights_unlock(void);
 /* Put g's NCCL side on the watchdog's list, and take it off. */
 void weft__flights_register(struct weft__ncgroup *ns);
 void weft__flights_unregister(struct weft__ncgroup *ns);
-/* Before a device call on g, queued on stream: look at the calls in flight
- * (those past their deadline fail the group and this call), then record the
- * start event of this one when a deadline is on. *watched is 0 when the call
- * goes unwatched (the stream is being captured into a CUDA graph). */
+/* What weft__fl_see found. */
+struct weft__fl_seen {
+  size_t left;              /* calls still in flight */
+  size_t waiting;           /* of them, not reached by their stream yet (with a deadline) */
+  int64_t oldest;           /* the oldest one's seq, -1 for none */
+  int over;                 /* 1: late is one past its deadline */
+  struct weft__flight late;
+};
+/* Retire ns's calls that have finished, in order, and say what is left
+ * (limit: the deadline, 0 for none). */
+void weft__fl_see(struct weft__ncgroup *ns, double limit, struct weft__fl_seen *seen);
+/* Before a device call on g, queued on stream: record its start event when a
+ * deadline is on. *watched is 0 when the call goes unwatched (the stream is
+ * being captured into a CUDA graph). */
 int weft__fl_begin(weft_group *g, void *stream, const char *fn, int *watched);
 /* After NCCL took the call: it is in flight (its done event recorded). */
 int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer, int watched);
-/* Wait until every call in flight on g has finished, at most until time end
- * (weftx_monotonic()); deadlines and notices act meanwhile. 0, or the failure. */
-int weft__fl_wait(weft_group *g, double end, const char *fn);
 /* Forget g's calls in flight (after an abort, or when the group goes). */
 void weft__fl_clear(struct weft__ncgroup *ns);
 /* Around an NCCL call that may block in the host (a blocking communicator's
  * init, split, finalize or first connection): the watchdog ends the rank when
  * it has not returned after limit seconds. */
-void weft__nc_blocking_enter(const weft_group *g, const char *what, double limit);
-void weft__nc_blocking_exit(void);
+void weft__fl_blocking_enter(const weft_group *g, const char *what, double limit);
+void weft__fl_blocking_exit(void);
+
+/* ---- nccl-split.c ---- */
+/* (weft__nccl_split, in rt_private.h) */
 
 #endif /* WEFT_RT_NCCL_PRIVATE_H */

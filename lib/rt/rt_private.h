@@ -99,7 +99,7 @@ struct weft_ctx {
   char err[1024];
 };
 
-/* Record a failure on ctx (and print it on stderr); returns code. */
+/* Record a failure on ctx (and print it on stderr); returns code (fail.c). */
 int weft__rt_fail(weft_ctx *ctx, int code, const char *fmt, ...) WEFT_PRINTF(3, 4);
 
 /* ---- settings (settings.c): the WEFT_* variables, and that all ranks agree ---- */
@@ -134,6 +134,7 @@ void weft__settings_line(const char *var, const struct weft__setting_seen *all, 
 /* A group over comm (taken over: freed with the group). */
 int weft__group_new(weft_ctx *ctx, MPI_Comm comm, const char *name, weft_group **out);
 void weft__group_free(weft_group *g);
+/* MPI's words for rc (fail.c). */
 const char *weft__mpi_strerror(int rc, char *buf, size_t size);
 
 /* ---- mesh math (mesh.c, pure) ---- */
@@ -246,7 +247,11 @@ enum weft__bus_found {
  * CUDA_DEVICE_ORDER as the runtime does and makes no context. */
 int weft__cuda_ordinal_of_pci(const char *pci, int *ordinal, char *why, size_t size);
 
-/* ---- the rank's device (init.c): the pure parts, for unit tests ---- */
+/* ---- the rank's device (device-pick.c): the pure parts, for init.c and unit tests ---- */
+/* Entries of CUDA_VISIBLE_DEVICES (0 when unset or empty). */
+int weft__vis_count(const char *vis);
+/* The first entry of a list ("a,b": "a") into buf; -1 when it does not fit. */
+int weft__first_item(const char *s, char *buf, size_t size);
 /* What an entry of CUDA_VISIBLE_DEVICES is. */
 enum weft__vis_kind {
   WEFT__VIS_INDEX, /* a plain decimal index: "3" */
