@@ -11,31 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int weft__gcp_path(char *buf, size_t len, const char *abs)
-{
-  const char *root = getenv("WEFT_GCP_SYSROOT");
-
-  return weft__snprintf(buf, len, "%s%s", root ? root : "", abs);
-}
-
-int weft__gcp_read_line(const char *path, char *buf, size_t len)
-{
-  FILE *f = fopen(path, "r");
-  size_t n;
-
-  if (!f)
-    return WEFT_ENOENT;
-  if (!fgets(buf, (int)len, f)) {
-    fclose(f);
-    return WEFT_ENOENT;
-  }
-  fclose(f);
-  n = strlen(buf);
-  while (n > 0 && isspace((unsigned char)buf[n - 1]))
-    buf[--n] = '\0';
-  return 0;
-}
-
 int weftx_gcp_dmi_is_gce(void)
 {
   char path[4096], name[128];

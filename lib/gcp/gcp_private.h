@@ -9,7 +9,7 @@
 
 #include "weft_private.h"
 
-/* "$WEFT_GCP_SYSROOT" + abs into buf; WEFT_ERANGE when it does not fit. */
+/* "$WEFT_GCP_SYSROOT" + abs into buf; WEFT_ERANGE when it does not fit (sysroot.c). */
 int weft__gcp_path(char *buf, size_t len, const char *abs);
 
 /* Read the first line of a small file (newline stripped). 0, WEFT_ENOENT or WEFT_ERANGE. */

@@ -13,16 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-void weft__preset_clear_resolved(weftx_preset *p)
-{
-  weft__preset_free_strs(p->pool, p->npool);
-  free(p->vars);
-  p->pool = NULL;
-  p->npool = 0;
-  p->vars = NULL;
-  p->nvars = 0;
-}
-
 static int in_list(char *const *list, int n, const char *key, size_t keylen)
 {
   for (int i = 0; i < n; i++)

@@ -219,6 +219,16 @@ static int parse_file(weftx_preset *p, const char *name, int depth, char *why, s
   return rc;
 }
 
+void weft__preset_clear_resolved(weftx_preset *p)
+{
+  weft__preset_free_strs(p->pool, p->npool);
+  free(p->vars);
+  p->pool = NULL;
+  p->npool = 0;
+  p->vars = NULL;
+  p->nvars = 0;
+}
+
 void weftx_preset_free(weftx_preset *p)
 {
   if (!p)

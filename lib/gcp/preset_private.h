@@ -45,7 +45,7 @@ int weft__preset_grow(void *arrp, int n, size_t elem);
 /* Free n strings and their array. */
 void weft__preset_free_strs(char **arr, int n);
 
-/* preset-env.c: forget the last resolve. */
+/* Forget the last resolve (preset.c). */
 void weft__preset_clear_resolved(weftx_preset *p);
 
 /* preset-expand.c: 1 when every @word@ of v is a placeholder it knows. */
