@@ -2,6 +2,9 @@
 /*
  * Internal helpers shared by the files of libweft. Never installed; tools
  * must not include it. Cross-file internal names use the weft__ prefix.
+ * It brings only weft's utilities (weftx/util.h): each area includes the
+ * parts of the internal tier it uses, so that lib/rt, which calls no hwloc
+ * function, never sees hwloc's headers.
  */
 #ifndef WEFT_PRIVATE_H
 #define WEFT_PRIVATE_H
@@ -9,7 +12,7 @@
 #include "config.h"
 
 #include <weft.h>
-#include <weftx.h>
+#include <weftx/util.h>
 
 #define WEFT__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

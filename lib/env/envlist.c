@@ -8,6 +8,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

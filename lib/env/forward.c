@@ -6,6 +6,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+
 #include <string.h>
 
 static const char *const prefixes[] = { "NCCL_", "GLOO_", "CUDA_", "WEFT_", "OMP_", "PYTHON",

@@ -12,6 +12,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <stdlib.h>

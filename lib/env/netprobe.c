@@ -8,6 +8,9 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+#include <weftx/hosts.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>

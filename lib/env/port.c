@@ -8,6 +8,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <string.h>

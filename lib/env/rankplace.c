@@ -5,6 +5,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+
 #include <string.h>
 
 int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t, const weftx_place *pl)

@@ -10,6 +10,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/env.h>
+
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>

@@ -9,6 +9,9 @@
 
 #include "weft_private.h"
 
+#include <weftx/gcp.h>
+#include <weftx/proc.h>
+
 /* "$WEFT_GCP_SYSROOT" + abs into buf; WEFT_ERANGE when it does not fit (sysroot.c). */
 int weft__gcp_path(char *buf, size_t len, const char *abs);
 

@@ -9,6 +9,8 @@
  */
 #include "weft_private.h"
 
+#include <weftx/hosts.h>
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <string.h>

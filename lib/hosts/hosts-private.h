@@ -5,6 +5,8 @@
 
 #include "weft_private.h"
 
+#include <weftx/hosts.h>
+
 /* Record where the list came from (the parsers call it once they succeed). */
 void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o);
 

@@ -10,6 +10,8 @@
 
 #include "weft_private.h"
 
+#include <weftx/topo.h>
+
 struct weftx_topo {
   hwloc_topology_t h;
   char *source;            /* "live" or the XML path */
