@@ -21,15 +21,15 @@
 
 #define ROW(name, code, label, brief, sentence, example) \
   { code, #name, label, brief, sentence, example },
-const weft_exit_row weft_exit_rows[] = { WEFT_EXIT_TABLE(ROW) { 0, NULL, NULL, NULL, NULL, NULL } };
+const wt_exit_row wt_exit_rows[] = { WT_EXIT_TABLE(ROW) { 0, NULL, NULL, NULL, NULL, NULL } };
 #undef ROW
 
 void
-weft_exit_help(FILE *out)
+wt_exit_help(FILE *out)
 {
   /* "CODE what" items, a line broken between items only */
   int col = fprintf(out, "\nExit status:") - 1;
-  for (const weft_exit_row *r = weft_exit_rows; r->name; r++) {
+  for (const wt_exit_row *r = wt_exit_rows; r->name; r++) {
     int n = (int)(strlen(r->label) + 1 + strlen(r->brief) + 1);
     if (col + 1 + n > 78)
       col = fprintf(out, "\n") - 1;
@@ -41,35 +41,35 @@ weft_exit_help(FILE *out)
 }
 
 void
-weft_exit_topic(FILE *out)
+wt_exit_topic(FILE *out)
 {
   fputs("weftrun's exit status (the contract; weftrun(1) EXIT STATUS says the same):\n\n", out);
-  for (const weft_exit_row *r = weft_exit_rows; r->name; r++) {
+  for (const wt_exit_row *r = wt_exit_rows; r->name; r++) {
     fprintf(out, "  %-8s", r->label);
-    weft_help_wrap(out, r->sentence, 10, 11, 78);
+    wt_help_wrap(out, r->sentence, 10, 11, 78);
     if (r->example)
       fprintf(out, "             %s\n", r->example);
   }
 }
 
 void
-weft_exit_man(FILE *out)
+wt_exit_man(FILE *out)
 {
-  for (const weft_exit_row *r = weft_exit_rows; r->name; r++) {
+  for (const wt_exit_row *r = wt_exit_rows; r->name; r++) {
     fputs(".TP\n", out);
     if (r->code < 0) {
       fputs(".I ", out);
-      weft_roff(out, r->label);
+      wt_roff(out, r->label);
     } else {
       fputs(".B ", out);
-      weft_roff(out, r->label);
+      wt_roff(out, r->label);
     }
     fputc('\n', out);
-    weft_roff(out, r->sentence);
+    wt_roff(out, r->sentence);
     fputc('\n', out);
     if (r->example) {
       fputs(".br\n\\fB", out);
-      weft_roff(out, r->example);
+      wt_roff(out, r->example);
       fputs("\\fR\n", out);
     }
   }
@@ -84,56 +84,56 @@ enum {
 };
 
 #define S "weft-rank (internal: started by weftrun)"
-const weft_opt weft_agent_options[] = {
-  { A_LAYOUT, "layout", WEFT_OPT_ARG, "C[xN],...[;...]", S,
+const wt_opt wt_agent_options[] = {
+  { A_LAYOUT, "layout", WT_OPT_ARG, "C[xN],...[;...]", S,
     "Ranks on each host in weftrun's order: C ranks on each of N hosts (per program).", 0 },
-  { A_RANKBY, "rank-by", WEFT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0 },
-  { A_OMPI, "ompi", WEFT_OPT_ARG, "POLICY", S,
+  { A_RANKBY, "rank-by", WT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0 },
+  { A_OMPI, "ompi", WT_OPT_ARG, "POLICY", S,
     "Open MPI placed and bound the ranks by POLICY: check that, do not bind.", 0 },
-  { A_SLOTS, "slots", WEFT_OPT_ARG, "S[xN],...", S, "With --ompi: every host's slots.", 0 },
-  { A_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0 },
-  { A_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0 },
-  { A_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0 },
-  { A_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S, "Print this rank's placement.", 0 },
-  { A_GPUVIS, "gpu-visibility", WEFT_OPT_ARG, "all|own|none", S, "CUDA_VISIBLE_DEVICES mode.", 0 },
-  { A_NCCL, "nccl-preset", WEFT_OPT_ARG, "auto|none|FAMILY", S, "NCCL preset.", 0 },
-  { A_MADDR, "master-addr", WEFT_OPT_ARG, "ADDR", S, "MASTER_ADDR.", 0 },
-  { A_MPORT, "master-port", WEFT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
-  { A_IFNAME, "ifname", WEFT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
-  { A_TOPO, "topology", WEFT_OPT_ARG, "FILE|I=FILE", S,
+  { A_SLOTS, "slots", WT_OPT_ARG, "S[xN],...", S, "With --ompi: every host's slots.", 0 },
+  { A_MAPBY, "map-by", WT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0 },
+  { A_BINDTO, "bind-to", WT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0 },
+  { A_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0 },
+  { A_REPORT, "report-bindings", WT_OPT_FLAG, NULL, S, "Print this rank's placement.", 0 },
+  { A_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S, "CUDA_VISIBLE_DEVICES mode.", 0 },
+  { A_NCCL, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY", S, "NCCL preset.", 0 },
+  { A_MADDR, "master-addr", WT_OPT_ARG, "ADDR", S, "MASTER_ADDR.", 0 },
+  { A_MPORT, "master-port", WT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
+  { A_IFNAME, "ifname", WT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
+  { A_TOPO, "topology", WT_OPT_ARG, "FILE|I=FILE", S,
     "Topology of every host, or of host I of the layout.", 0 },
-  { A_HOSTXML, "host-xml", WEFT_OPT_ARG, "FILE", S,
+  { A_HOSTXML, "host-xml", WT_OPT_ARG, "FILE", S,
     "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
-  { A_GPUS, "gpus", WEFT_OPT_ARG, "SET[*N];...", S,
+  { A_GPUS, "gpus", WT_OPT_ARG, "SET[*N];...", S,
     "The GPUs the ranks of each host may have, in the layout's order (\"3-4*3\", \"all\", \"none\").",
     0 },
-  { A_OUTFILE, "output-filename", WEFT_OPT_ARG, "DIR", S,
+  { A_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S,
     "The program's output into DIR/1/rank.R/stdout and stderr (engines without it).", 0 },
-  { A_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S,
+  { A_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S,
     "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
-  { A_CONTROL, "control", WEFT_OPT_ARG, "ADDR:PORT", S,
-    "weftrun's control channel: connect (with $" WEFT_CTL_SECRET_ENV ") before starting the "
+  { A_CONTROL, "control", WT_OPT_ARG, "ADDR:PORT", S,
+    "weftrun's control channel: connect (with $" WT_CTL_SECRET_ENV ") before starting the "
     "rank, report to it, end the rank when it is lost.", 0 },
-  { A_MONITOR, "monitor", WEFT_OPT_ARG, "MS", S,
+  { A_MONITOR, "monitor", WT_OPT_ARG, "MS", S,
     "Send weftrun a sample of what the rank uses every MS milliseconds (weftrun --monitor).", 0 },
-  { A_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S,
+  { A_PROM, "monitor-prom", WT_OPT_ARG, "DIR", S,
     "With --monitor: keep the rank in DIR/weft-JOB-HOST.prom, Prometheus's text format, "
     "shared with the host's other ranks; the last to end removes it.", 0 },
-  { A_JOB, "job", WEFT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0 },
-  { A_PROBE, "probe", WEFT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
-  { A_CHECK, "check", WEFT_OPT_ARG, "full|reach", S,
+  { A_JOB, "job", WT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0 },
+  { A_PROBE, "probe", WT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
+  { A_CHECK, "check", WT_OPT_ARG, "full|reach", S,
     "weftrun --check: report this host's facts as records (full), or only answer (reach); "
     "the program after '--' is looked for, not run.", 0 },
-  { A_CHECKID, "check-id", WEFT_OPT_ARG, "ID", S, "The check job's nonce.", 0 },
-  { A_CHECKDL, "check-deadline", WEFT_OPT_ARG, "SECONDS", S,
+  { A_CHECKID, "check-id", WT_OPT_ARG, "ID", S, "The check job's nonce.", 0 },
+  { A_CHECKDL, "check-deadline", WT_OPT_ARG, "SECONDS", S,
     "Seconds the check has on this host, all included.", 0 },
-  { A_HELP, "help|h", WEFT_OPT_FLAG, NULL, S, "This help.", 0 },
+  { A_HELP, "help|h", WT_OPT_FLAG, NULL, S, "This help.", 0 },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
 };
 #undef S
 
 void
-weft_agent_args_init(weft_agent_args *a)
+wt_agent_args_init(wt_agent_args *a)
 {
   memset(a, 0, sizeof(*a));
   a->preempt_grace = -1;
@@ -150,7 +150,7 @@ static void
 put(writer *w, int id, const char *value)
 {
   char word[80];
-  const weft_opt *o = weft_agent_options;
+  const wt_opt *o = wt_agent_options;
   while (o->id && o->id != id)
     o++;
   if (w->rc || !o->id)
@@ -169,7 +169,7 @@ put_long(writer *w, int id, long v)
 }
 
 int
-weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char *word), void *ud)
+wt_agent_args_write(const wt_agent_args *a, int (*add)(void *ud, const char *word), void *ud)
 {
   writer w = { add, ud, 0 };
   if (a->probe) {
@@ -233,10 +233,10 @@ weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char 
 }
 
 static int
-handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
+handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
        size_t len)
 {
-  weft_agent_args *a = ud;
+  wt_agent_args *a = ud;
   (void)a2;
   switch (opt->id) {
   case A_LAYOUT: a->layout = a1; return 0;
@@ -263,8 +263,8 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
       a->topology = a1;
       return 0;
     }
-    if (a->nhost_topology >= WEFT_AGENT_MAX_TOPOLOGY) {
-      snprintf(why, len, "%s given more than %d times", sp, WEFT_AGENT_MAX_TOPOLOGY);
+    if (a->nhost_topology >= WT_AGENT_MAX_TOPOLOGY) {
+      snprintf(why, len, "%s given more than %d times", sp, WT_AGENT_MAX_TOPOLOGY);
       return -1;
     }
     a->host_topology[a->nhost_topology++] = a1;
@@ -293,14 +293,14 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
 }
 
 int
-weft_agent_args_parse(weft_agent_args *a, int argc, char **argv, int *first, char *why,
+wt_agent_args_parse(wt_agent_args *a, int argc, char **argv, int *first, char *why,
                       size_t whylen)
 {
-  return weft_opt_parse(weft_agent_options, argc, argv, handle, a, first, why, whylen);
+  return wt_opt_parse(wt_agent_options, argc, argv, handle, a, first, why, whylen);
 }
 
 const char *
-weft_agent_topology_for(const weft_agent_args *a, int index)
+wt_agent_topology_for(const wt_agent_args *a, int index)
 {
   for (int i = 0; i < a->nhost_topology; i++) {
     const char *kv = a->host_topology[i];
@@ -317,7 +317,7 @@ weft_agent_topology_for(const weft_agent_args *a, int index)
 #define FAIL_PREFIX "weft-rank: rank "
 
 void
-weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code, int sig)
+wt_agent_fail_print(FILE *out, const wt_agent_who *who, const char *why, int code, int sig)
 {
   fprintf(out, FAIL_PREFIX "%d host %s gpu %s: %s%s", who->rank, who->host, who->gpu,
           why ? why : "", why ? "; " : "");
@@ -331,16 +331,16 @@ weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int
 /* ---- The probe ------------------------------------------------------------ */
 
 void
-weft_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host)
+wt_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host)
 {
-  fprintf(out, "\n" WEFT_AGENT_GCE_TAG " %s %s\n", machine_type,
+  fprintf(out, "\n" WT_AGENT_GCE_TAG " %s %s\n", machine_type,
           physical_host && physical_host[0] ? physical_host : "-");
 }
 
 size_t
-weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph, size_t phlen)
+wt_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph, size_t phlen)
 {
-  static const char tag[] = "\n" WEFT_AGENT_GCE_TAG " ";
+  static const char tag[] = "\n" WT_AGENT_GCE_TAG " ";
   const char *t = NULL;
   for (size_t i = 0; i + sizeof(tag) - 1 <= len; i++)
     if (buf[i] == '\n' && !memcmp(buf + i, tag, sizeof(tag) - 1)) {
@@ -365,7 +365,7 @@ weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *
 /* ---- The check's records -------------------------------------------------- */
 
 void
-weft_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
+wt_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
 {
   char value[2048];
   va_list ap;
@@ -375,21 +375,21 @@ weft_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ..
   for (char *c = value; *c; c++)
     if (*c == '\n' || *c == '\r')
       *c = ' ';
-  fprintf(out, WEFT_AGENT_CHECK_TAG " %d %s %s\n", host, key, value);
+  fprintf(out, WT_AGENT_CHECK_TAG " %d %s %s\n", host, key, value);
 }
 
 int
-weft_agent_check_parse(const char *line, int *host, char *key, size_t keylen, const char **value,
+wt_agent_check_parse(const char *line, int *host, char *key, size_t keylen, const char **value,
                        size_t *vlen)
 {
-  static const char tag[] = WEFT_AGENT_CHECK_TAG " ";
+  static const char tag[] = WT_AGENT_CHECK_TAG " ";
   const char *p = strstr(line, tag), *k, *v;
   char *end;
   if (!p || keylen < 2)
     return 0;
   p += sizeof(tag) - 1;
   long h = strtol(p, &end, 10);
-  if (end == p || *end != ' ' || h < 0 || h >= WEFT_AGENT_MAX_HOSTS)
+  if (end == p || *end != ' ' || h < 0 || h >= WT_AGENT_MAX_HOSTS)
     return 0;
   k = end + 1;
   size_t kn = strcspn(k, " \r\n");

@@ -3,7 +3,7 @@
  * The contract between weftrun and its per-rank agent, weft-rank, in one place:
  *
  *  - the agent's options: one table, from which weftrun WRITES the agent's
- *    arguments and weft-rank PARSES them (weft_agent_args);
+ *    arguments and weft-rank PARSES them (wt_agent_args);
  *  - the control channel (ctl.h: its wire format; ctl-io.h: its sockets):
  *    every agent connects to weftrun's --control address with the job's
  *    secret before it starts its rank, and weftrun learns what happens to
@@ -11,22 +11,23 @@
  *  - the failure line an agent prints when its rank fails, for the user to
  *    read (weftrun never parses output);
  *  - the line "weft-rank --probe" adds after a Google Cloud host's XML;
- *  - the records "weft-rank --check" prints for weftrun --check, and their
- *    one parser (plain output until the control channel carries them);
+ *  - the records "weft-rank --check" prints for weftrun --check (one key per
+ *    fact), their one parser (plain output until the control channel carries
+ *    them), and the pair rule by which the agents test their connections;
  *  - weftrun's exit status: one table (code, name, sentence) from which the
- *    WEFT_EXIT_* constants (weftrun's WR_EXIT_* too), the exit-status lines
+ *    WT_EXIT_* constants (weftrun's WR_EXIT_* too), the exit-status lines
  *    of --help, "--help exit-status" and the man page's EXIT STATUS come.
  *
  * The agent's arguments do not grow with the number of hosts: the ranks per
  * host go run-length coded (--layout "8x1999,4", layout.h), host names are
  * not sent (weftrun knows where each rank runs from its plan and names the
  * host itself), --topology FILE is one argument and --topology I=FILE one per
- * --topology HOST=FILE the user gave (at most WEFT_AGENT_MAX_TOPOLOGY), and
+ * --topology HOST=FILE the user gave (at most WT_AGENT_MAX_TOPOLOGY), and
  * the GPUs each host's ranks may have (a Slurm job's) go run-length coded too
  * (--gpus "3-4*2000").
  */
-#ifndef WEFT_TOOL_AGENT_H
-#define WEFT_TOOL_AGENT_H
+#ifndef WT_AGENT_H
+#define WT_AGENT_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -36,16 +37,16 @@
 #include "ctl.h"
 #include "opt.h"
 
-#define WEFT_AGENT_MAX_HOSTS 16384   /* hosts of a job (weftrun refuses more) */
-#define WEFT_AGENT_MAX_TOPOLOGY 256  /* --topology I=FILE options */
-#define WEFT_AGENT_ARG_MAX 131072    /* longest word the kernel passes (MAX_ARG_STRLEN) */
+#define WT_AGENT_MAX_HOSTS 16384   /* hosts of a job (weftrun refuses more) */
+#define WT_AGENT_MAX_TOPOLOGY 256  /* --topology I=FILE options */
+#define WT_AGENT_ARG_MAX 131072    /* longest word the kernel passes (MAX_ARG_STRLEN) */
 
 /* ---- Exit status ---------------------------------------------------------- */
 
 /* X(NAME, code, label, brief, sentence, example): brief is --help's word, sentence
  * the contract (--help exit-status and the man page), example a line shown as it
  * is (or NULL). Rows with a negative code stand for a range ("N", "128+N"). */
-#define WEFT_EXIT_TABLE(X)                                                                     \
+#define WT_EXIT_TABLE(X)                                                                     \
   X(OK, 0, "0", "all ranks exited 0", "Every rank exited 0.", NULL)                          \
   X(RANK, -1, "N", "the failed rank's code (128+N: signal N)",                     \
     "A rank failed: weftrun exits with the failed rank's own exit status (the first one its "  \
@@ -108,30 +109,30 @@
     "end their ranks, and mpirun gets SIGTERM.",                                                \
     NULL)
 
-/* WEFT_EXIT_OK, WEFT_EXIT_USAGE, ... WEFT_EXIT_PREEMPTED (79), WEFT_EXIT_TIMEOUT (124);
- * WEFT_EXIT_RANK and WEFT_EXIT_SIGNAL are negative: ranges, not codes. */
-#define WEFT_EXIT_ENUM(name, code, ...) WEFT_EXIT_##name = (code),
-enum weft_exit { WEFT_EXIT_TABLE(WEFT_EXIT_ENUM) };
-#undef WEFT_EXIT_ENUM
+/* WT_EXIT_OK, WT_EXIT_USAGE, ... WT_EXIT_PREEMPTED (79), WT_EXIT_TIMEOUT (124);
+ * WT_EXIT_RANK and WT_EXIT_SIGNAL are negative: ranges, not codes. */
+#define WT_EXIT_ENUM(name, code, ...) WT_EXIT_##name = (code),
+enum wt_exit { WT_EXIT_TABLE(WT_EXIT_ENUM) };
+#undef WT_EXIT_ENUM
 
-typedef struct weft_exit_row {
+typedef struct wt_exit_row {
   int code;                  /* negative for a range: see label */
   const char *name, *label, *brief, *sentence, *example;
-} weft_exit_row;
+} wt_exit_row;
 
 /* The table's rows in order, ending with a row whose name is NULL. */
-extern const weft_exit_row weft_exit_rows[];
+extern const wt_exit_row wt_exit_rows[];
 
 /** \brief --help's exit-status paragraph (ends with "See weftrun(1)."). */
-void weft_exit_help(FILE *out);
+void wt_exit_help(FILE *out);
 /** \brief "weftrun --help exit-status": one row per code, wrapped. */
-void weft_exit_topic(FILE *out);
+void wt_exit_topic(FILE *out);
 /** \brief The man page's EXIT STATUS entries (roff .TP paragraphs, without .SH). */
-void weft_exit_man(FILE *out);
+void wt_exit_man(FILE *out);
 
 /* ---- The agent's arguments ----------------------------------------------- */
 
-typedef struct weft_agent_args {
+typedef struct wt_agent_args {
   const char *layout;          /* ranks per host in weftrun's order, run-length coded; for
                                   several programs (MPMD) one such list per program, ';'
                                   between them */
@@ -148,7 +149,7 @@ typedef struct weft_agent_args {
   long master_port;            /* 0: not set */
   const char *ifname;          /* NCCL_SOCKET_IFNAME and the job's interface */
   const char *topology;        /* hwloc XML of every host without one of its own */
-  const char *host_topology[WEFT_AGENT_MAX_TOPOLOGY]; /* "I=FILE", I a host index of the layout */
+  const char *host_topology[WT_AGENT_MAX_TOPOLOGY]; /* "I=FILE", I a host index of the layout */
   int nhost_topology;
   const char *host_xml;        /* weftrun's own host as XML, for the ranks on that host */
   const char *gpus;            /* the GPUs each host's ranks may have (layout.h's sets) */
@@ -163,42 +164,42 @@ typedef struct weft_agent_args {
   const char *check_id;        /* the check job's nonce: its agents know each other by it */
   long check_deadline;         /* seconds the agent has for everything; 0: its default */
   int help;
-} weft_agent_args;
+} wt_agent_args;
 
 /* The agent's option table (weft-rank --help prints it). */
-extern const weft_opt weft_agent_options[];
+extern const wt_opt wt_agent_options[];
 
-void weft_agent_args_init(weft_agent_args *a);
+void wt_agent_args_init(wt_agent_args *a);
 
 /** \brief Write \p a as the agent's arguments, one word per call of \p add (the
  * table's spellings; nothing for what is unset), without the "--" and the program.
  * \return 0, or the first non-zero \p add returned. */
-int weft_agent_args_write(const weft_agent_args *a, int (*add)(void *ud, const char *word),
+int wt_agent_args_write(const wt_agent_args *a, int (*add)(void *ud, const char *word),
                           void *ud);
 
 /** \brief Parse the agent's argv; \p first: index of the program (after "--").
  * \return 0, or -1 with a one-line reason in \p why. */
-int weft_agent_args_parse(weft_agent_args *a, int argc, char **argv, int *first, char *why,
+int wt_agent_args_parse(wt_agent_args *a, int argc, char **argv, int *first, char *why,
                           size_t whylen);
 
 /** \brief The file of host \p index: its "I=FILE", else a->topology, else NULL. */
-const char *weft_agent_topology_for(const weft_agent_args *a, int index);
+const char *wt_agent_topology_for(const wt_agent_args *a, int index);
 
 /* ---- The failure line (display only) -------------------------------------- */
 
 /* Who a failure line names. */
-typedef struct weft_agent_who {
+typedef struct wt_agent_who {
   int rank;                  /* -1: not known yet */
   char host[256];
   char gpu[64];              /* "2 (0000:0a:00.0)" or "none" */
-} weft_agent_who;
+} wt_agent_who;
 
 /** \brief Print the line a failed rank's agent shows the user (weftrun attributes
  * failures from the control channel, never from this line):
  * "weft-rank: rank R host H gpu G: [WHY; ]exited with status CODE" when \p sig is 0,
  * "weft-rank: rank R host H gpu G: [WHY; ]killed by signal SIG (NAME)" otherwise.
  * \p why may be NULL. */
-void weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why, int code,
+void wt_agent_fail_print(FILE *out, const wt_agent_who *who, const char *why, int code,
                            int sig);
 
 /* ---- This machine's topology for mpirun ---------------------------------- */
@@ -206,41 +207,93 @@ void weft_agent_fail_print(FILE *out, const weft_agent_who *who, const char *why
 /* When every rank is on weftrun's host, mpirun's environment names weftrun's XML of
  * it (--host-xml) through hwloc's own variables, so that Open MPI and its PMIx
  * server load it instead of probing the machine again. weft-rank finds
- * WEFT_HWLOC_XMLFILE equal to its --host-xml and removes both before anything else. */
-#define WEFT_HWLOC_XMLFILE "HWLOC_XMLFILE"
-#define WEFT_HWLOC_THISSYSTEM "HWLOC_THISSYSTEM"
+ * WT_HWLOC_XMLFILE equal to its --host-xml and removes both before anything else. */
+#define WT_HWLOC_XMLFILE "HWLOC_XMLFILE"
+#define WT_HWLOC_THISSYSTEM "HWLOC_THISSYSTEM"
 
 /* ---- The probe ------------------------------------------------------------ */
 
 /* "weft-rank --probe" prints its host's hwloc XML, then on Google Cloud one line
  * "TAG MACHINE_TYPE PHYSICAL_HOST|-". */
-#define WEFT_AGENT_GCE_TAG "#weft-gce"
+#define WT_AGENT_GCE_TAG "#weft-gce"
 
 /** \brief The line after the XML (\p physical_host "" is written "-"). */
-void weft_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host);
+void wt_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host);
 
 /** \brief Split a probed host's output (\p buf NUL-terminated at \p len): the XML's
  * length is returned; when the GCE line is there, \p mt and \p ph get its fields
  * ("" for "-"), else they are left alone. */
-size_t weft_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph,
+size_t wt_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph,
                             size_t phlen);
 
 /* ---- The check's records ------------------------------------------------- */
 
 /* "weft-rank --check" prints what it finds as records, one line each:
  * "#weft-check H KEY VALUE", H the host's index in the check job's layout, KEY a
- * word (check.h lists them), VALUE the rest of the line (may be empty). */
-#define WEFT_AGENT_CHECK_TAG "#weft-check"
+ * word (below), VALUE the rest of the line (may be empty). weftrun evaluates them
+ * (src/weftrun/check/); weft-rank gathers them (src/weft-rank/check/). */
+#define WT_AGENT_CHECK_TAG "#weft-check"
+
+/* The record keys, one per fact (repeated keys are marked): */
+#define WT_CK_HELLO "hello"        /* PID: the agent started (the engine reached the host) */
+#define WT_CK_END "end"            /* the agent reported everything */
+#define WT_CK_TIMEOUT "timeout"    /* COLUMN SECONDS: a check that did not finish (repeated) */
+#define WT_CK_VER_WEFT "ver.weft"  /* versions: a version, or "absent" */
+#define WT_CK_VER_OMPI "ver.ompi"
+#define WT_CK_VER_HWLOC "ver.hwloc"
+#define WT_CK_VER_NCCL "ver.nccl"
+#define WT_CK_VER_CUDART "ver.cudart"  /* the CUDA runtime the loader finds */
+#define WT_CK_VER_CUDA "ver.cuda"      /* the CUDA version of the driver library (libcuda) */
+#define WT_CK_VER_DRIVER "ver.driver"  /* the kernel driver, as NVML says */
+/* program: "elf CLASS MACHINE PATH", "script INTERPRETER PATH", "missing NAME",
+ * "noexec PATH", "nointerp INTERPRETER PATH", "noscript FILE INTERPRETER" */
+#define WT_CK_PROGRAM "program"
+#define WT_CK_GPU_PCI "gpu.pci"    /* NVIDIA GPUs on the PCI bus (hwloc, or WEFT_TOPOLOGY) */
+#define WT_CK_GPU_NVML "gpu.nvml"  /* GPUs NVML counts, or "absent WHY" */
+#define WT_CK_GPU_MODEL "gpu.model"
+#define WT_CK_GPU_MEM "gpu.mem"        /* bytes of the smallest GPU */
+#define WT_CK_GPU_ECC "gpu.ecc"        /* IDX COUNT: uncorrected ECC errors (repeated) */
+#define WT_CK_GPU_RETIRED "gpu.retired" /* IDX: retired pages wait for a reset (repeated) */
+#define WT_CK_GPU_PERSIST "gpu.persist" /* GPUs with persistence mode off */
+#define WT_CK_GPU_BUSY "gpu.busy"      /* IDX PID NAME: a process on a GPU (repeated) */
+#define WT_CK_NET_IF "net.if"      /* "NAME ADDR/PREFIX" or "missing NAME" */
+#define WT_CK_NET_MTU "net.mtu"
+#define WT_CK_NET_GVNIC "net.gvnic" /* yes, no */
+#define WT_CK_NET_ROUTE "net.route" /* the interface this host reaches the master through */
+#define WT_CK_NET_RDMA "net.rdma"  /* RDMA devices (InfiniBand, RoCE, gIB) in the topology */
+#define WT_CK_GCE "gce"            /* MACHINE_TYPE PHYSICAL_HOST|- on a Google Cloud VM */
+#define WT_CK_GCE_WARN "gce.warn"  /* a Google Cloud check's warning (repeated) */
+#define WT_CK_MASTER "master"      /* "ok MS" (connected to the master), "fail WHY" */
+#define WT_CK_PORT "port"          /* the master only: "PORT free", "PORT taken [PID NAME]" */
+#define WT_CK_CLOCK "clock"        /* OFFSET ERROR: seconds ahead of the master's clock */
+#define WT_CK_PAIR "pair"          /* "J ok MS", "J fail WHY", "J skip WHY" (repeated) */
+#define WT_CK_MEM_TOTAL "mem.total" /* bytes */
+#define WT_CK_MEM_AVAIL "mem.avail" /* bytes */
+#define WT_CK_SHM "shm"            /* "SIZE FREE" bytes of /dev/shm, or "absent" */
+#define WT_CK_MEMLOCK "memlock"    /* bytes, or "unlimited" */
+
+/* The pair rule (check-pairs.c): which hosts test a TCP connection to which, evaluated
+ * by every agent for itself (weftrun(1) CHECKS says the numbers). */
+#define WT_CHECK_ALL_PAIRS 32        /* up to this many hosts every host tests every other */
+#define WT_CHECK_MAX_TARGETS 40      /* most hosts one host tests */
+
+/** \brief The hosts host \p me of \p n opens a TCP connection to (the pair rule): every
+ * other host when n <= WT_CHECK_ALL_PAIRS; else its ring neighbours (me-1, me+1),
+ * the master (0), the hosts n/4, n/2 and 3n/4 ahead, and one more picked by a hash of
+ * \p me: at most 7. Every pair is thus tested both ways up to WT_CHECK_ALL_PAIRS
+ * hosts, and above it every host at least 4 times each way. \p out gets them in
+ * increasing order. \return how many (at most \p max). */
+int wt_check_targets(int me, int n, int *out, int max);
 
 /** \brief Print one record; newlines in the value become spaces. One write(2)
  * per record when \p out is line-buffered. */
-void weft_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
+void wt_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
   WEFT_PRINTF(4, 5);
 
 /** \brief Is \p line (a prefix allowed, as the failure line's) a record? 1 with
  * \p host, \p key (a word of at most \p keylen - 1 bytes) and \p value (pointing
  * into \p line, its length in \p vlen, without the line end) filled, else 0. */
-int weft_agent_check_parse(const char *line, int *host, char *key, size_t keylen,
+int wt_agent_check_parse(const char *line, int *host, char *key, size_t keylen,
                            const char **value, size_t *vlen);
 
-#endif /* WEFT_TOOL_AGENT_H */
+#endif /* WT_AGENT_H */

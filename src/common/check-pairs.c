@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The pair rule of weftrun --check (check.h): which hosts one host opens a
+ * The pair rule of weftrun --check (agent.h): which hosts one host opens a
  * TCP connection to. Every agent evaluates it for itself from its index and
  * the number of hosts, and weftrun's man page states it; nothing ships a
  * list of pairs.
  */
 #include "config.h"
 
-#include "check.h"
+#include "agent.h"
 
 static void
 add(int *out, int *k, int max, int me, int n, long j)
@@ -22,12 +22,12 @@ add(int *out, int *k, int max, int me, int n, long j)
 }
 
 int
-weft_check_targets(int me, int n, int *out, int max)
+wt_check_targets(int me, int n, int *out, int max)
 {
   int k = 0;
   if (n < 2 || me < 0 || me >= n || max <= 0)
     return 0;
-  if (n <= WEFT_CHECK_ALL_PAIRS) {
+  if (n <= WT_CHECK_ALL_PAIRS) {
     for (int j = 0; j < n && k < max; j++)
       if (j != me)
         out[k++] = j;

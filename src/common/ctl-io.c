@@ -8,8 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,17 +20,18 @@
 #include <weftx.h>
 
 #include "ctl-io.h"
+#include "tcp.h"
 
 void
-weft_ctl_conn_init(weft_ctl_conn *c, int fd, size_t out_max)
+wt_ctl_conn_init(wt_ctl_conn *c, int fd, size_t out_max)
 {
   memset(c, 0, sizeof(*c));
   c->fd = fd;
-  c->out_max = out_max < WEFT_CTL_FRAME_MAX ? WEFT_CTL_FRAME_MAX : out_max;
+  c->out_max = out_max < WT_CTL_FRAME_MAX ? WT_CTL_FRAME_MAX : out_max;
 }
 
 void
-weft_ctl_conn_close(weft_ctl_conn *c)
+wt_ctl_conn_close(wt_ctl_conn *c)
 {
   if (c->fd >= 0)
     close(c->fd);
@@ -61,18 +60,18 @@ room(unsigned char **buf, size_t *cap, size_t need)
 }
 
 int
-weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why, size_t whylen)
+wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why, size_t whylen)
 {
   for (;;) {
     /* the whole frames already here first: a callback that stopped left some */
     for (;;) {
-      long f = weft_ctl_frame(c->in, c->in_len, why, whylen);
+      long f = wt_ctl_frame(c->in, c->in_len, why, whylen);
       if (f < 0)
         return -1;
       if (f == 0)
         break;
-      weft_ctl_msg m;
-      if (weft_ctl_decode(c->in, (size_t)f, &m, why, whylen))
+      wt_ctl_msg m;
+      if (wt_ctl_decode(c->in, (size_t)f, &m, why, whylen))
         return -1;
       c->frames++;
       int stop = fn(arg, &m);
@@ -83,13 +82,13 @@ weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why, s
     }
     /* a frame's header says how much it needs; otherwise read in steps of 512 */
     size_t need = c->in_len + 512;
-    if (c->in_len >= WEFT_CTL_HEADER) {
-      size_t f = WEFT_CTL_HEADER + (((size_t)c->in[4] << 24) | ((size_t)c->in[5] << 16) |
+    if (c->in_len >= WT_CTL_HEADER) {
+      size_t f = WT_CTL_HEADER + (((size_t)c->in[4] << 24) | ((size_t)c->in[5] << 16) |
                                     ((size_t)c->in[6] << 8) | c->in[7]);
       need = f > c->in_len ? f : need;
     }
-    if (need > WEFT_CTL_FRAME_MAX)
-      need = WEFT_CTL_FRAME_MAX;
+    if (need > WT_CTL_FRAME_MAX)
+      need = WT_CTL_FRAME_MAX;
     if (room(&c->in, &c->in_cap, need)) {
       snprintf(why, whylen, "out of memory");
       return -1;
@@ -106,7 +105,7 @@ weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why, s
         return 0;
       c->err = errno;
       if (c->err == ETIMEDOUT)
-        snprintf(why, whylen, "its machine acknowledged nothing for %d s", WEFT_CTL_UNANSWERED_S);
+        snprintf(why, whylen, "its machine acknowledged nothing for %d s", WT_CTL_UNANSWERED_S);
       else
         snprintf(why, whylen, "%s", strerror(c->err));
       return -1;
@@ -116,7 +115,7 @@ weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why, s
 }
 
 int
-weft_ctl_conn_queue(weft_ctl_conn *c, const weft_ctl_out *m)
+wt_ctl_conn_queue(wt_ctl_conn *c, const wt_ctl_out *m)
 {
   if (c->fd < 0 || c->out_len + m->len > c->out_max)
     return -1;
@@ -128,7 +127,7 @@ weft_ctl_conn_queue(weft_ctl_conn *c, const weft_ctl_out *m)
 }
 
 int
-weft_ctl_conn_flush(weft_ctl_conn *c)
+wt_ctl_conn_flush(wt_ctl_conn *c)
 {
   while (c->out_len && c->fd >= 0) {
     ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
@@ -147,10 +146,10 @@ weft_ctl_conn_flush(weft_ctl_conn *c)
 }
 
 int
-weft_ctl_conn_drain(weft_ctl_conn *c, double deadline)
+wt_ctl_conn_drain(wt_ctl_conn *c, double deadline)
 {
   while (c->out_len) {
-    if (weft_ctl_conn_flush(c))
+    if (wt_ctl_conn_flush(c))
       return -1;
     if (!c->out_len)
       break;
@@ -165,7 +164,7 @@ weft_ctl_conn_drain(weft_ctl_conn *c, double deadline)
 }
 
 int
-weft_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
   const char *colon = strrchr(addr, ':');
   const char *h = addr;
@@ -186,10 +185,10 @@ weft_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port,
 }
 
 int
-weft_ctl_keepalive(int fd)
+wt_ctl_keepalive(int fd)
 {
-  int one = 1, idle = 1, intvl = 1, cnt = WEFT_CTL_UNANSWERED_S;
-  unsigned int user_ms = WEFT_CTL_UNANSWERED_S * 1000;
+  int one = 1, idle = 1, intvl = 1, cnt = WT_CTL_UNANSWERED_S;
+  unsigned int user_ms = WT_CTL_UNANSWERED_S * 1000;
   /* TCP_USER_TIMEOUT also bounds data sent and never acknowledged, and overrides the
    * probe count */
   if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
@@ -202,53 +201,27 @@ weft_ctl_keepalive(int fd)
 }
 
 int
-weft_ctl_connect(const char *addr, double deadline, char *why, size_t whylen)
+wt_ctl_connect(const char *addr, double deadline, char *why, size_t whylen)
 {
   char host[256], port[16];
-  struct addrinfo hints, *ai = NULL;
-  int fd = -1, rc, e = 0;
+  weftx_netaddr a;
+  long p;
+  int fd, e;
 
-  if (weft_ctl_split_address(addr, host, sizeof(host), port, sizeof(port))) {
+  if (wt_ctl_split_address(addr, host, sizeof(host), port, sizeof(port)) ||
+      weftx_netaddr_parse(&a, host) || weftx_parse_long(port, 0, 65535, &p)) {
     snprintf(why, whylen, "'%s' is not ADDRESS:PORT", addr);
-    return -1;
-  }
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  if ((rc = getaddrinfo(host, port, &hints, &ai)) != 0) {
-    snprintf(why, whylen, "'%s': %s", addr, gai_strerror(rc));
     return -1;
   }
   /* refused at once: weftrun may not be listening yet only in theory (it listens
    * before it starts the engine), so retry briefly, then give up */
-  for (;;) {
-    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-      e = errno;
-      break;
-    }
-    rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc == 0)
-      break;
+  while ((fd = wt_tcp_dial(&a, (int)p, NULL, deadline)) < 0) {
     e = errno;
-    if (e == EINPROGRESS) {
-      struct pollfd pf = { fd, POLLOUT, 0 };
-      double left = deadline - weftx_monotonic();
-      int n = left > 0 ? poll(&pf, 1, (int)(left * 1000) + 1) : 0;
-      socklen_t sl = sizeof(e);
-      if (n > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0 && e == 0)
-        break;
-      if (n == 0)
-        e = ETIMEDOUT;
+    if (weftx_monotonic() + 0.2 >= deadline || (e != ECONNREFUSED && e != EINTR && e != EAGAIN)) {
+      snprintf(why, whylen, "%s", strerror(e ? e : ETIMEDOUT));
+      return -1;
     }
-    close(fd);
-    fd = -1;
-    if (weftx_monotonic() + 0.2 >= deadline || (e != ECONNREFUSED && e != EINTR && e != EAGAIN))
-      break;
     usleep(200000);
   }
-  freeaddrinfo(ai);
-  if (fd < 0)
-    snprintf(why, whylen, "%s", strerror(e ? e : ETIMEDOUT));
   return fd;
 }

@@ -4,16 +4,16 @@
  * buffer of one frame and a bounded outbox, read and written without
  * blocking; an agent's connect with a deadline. The wire format is ctl.h.
  */
-#ifndef WEFT_TOOL_CTL_IO_H
-#define WEFT_TOOL_CTL_IO_H
+#ifndef WT_CTL_IO_H
+#define WT_CTL_IO_H
 
 #include "ctl.h"
 
-#define WEFT_CTL_FRAME_MAX (WEFT_CTL_HEADER + WEFT_CTL_MAX_PAYLOAD)
+#define WT_CTL_FRAME_MAX (WT_CTL_HEADER + WT_CTL_MAX_PAYLOAD)
 
 /* Buffers grow to what the frames need (a heartbeat is ~150 bytes), so that
  * thousands of connections cost little. */
-typedef struct weft_ctl_conn {
+typedef struct wt_ctl_conn {
   int fd;
   unsigned char *in;
   size_t in_len, in_cap;
@@ -21,37 +21,37 @@ typedef struct weft_ctl_conn {
   size_t out_len, out_max;  /* out_max: the outbox's bound */
   unsigned long frames;     /* frames read so far */
   int err;                  /* the errno that ended reading (0: closed, or none) */
-} weft_ctl_conn;
+} wt_ctl_conn;
 
 /* A whole message read; non-zero when the connection must not be read on. */
-typedef int (*weft_ctl_on_msg)(void *arg, const weft_ctl_msg *m);
+typedef int (*wt_ctl_on_msg)(void *arg, const wt_ctl_msg *m);
 
 /* \p out_max: most bytes waiting to be sent (at least one frame). */
-void weft_ctl_conn_init(weft_ctl_conn *c, int fd, size_t out_max);
-void weft_ctl_conn_close(weft_ctl_conn *c);
+void wt_ctl_conn_init(wt_ctl_conn *c, int fd, size_t out_max);
+void wt_ctl_conn_close(wt_ctl_conn *c);
 /** \brief The whole frames already read, then what the (non-blocking) socket has,
  * each to \p fn (a frame is consumed whatever \p fn returns).
  * \return 0 (wait for more), 1 when \p fn asked to stop (call again for the rest),
  * -1 on EOF, an error, a bad frame or no memory (\p why says which). */
-int weft_ctl_conn_read(weft_ctl_conn *c, weft_ctl_on_msg fn, void *arg, char *why,
+int wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why,
                        size_t whylen);
 /** \brief Add a message to the outbox; -1 when it is full (the peer reads nothing)
  * or memory is short. */
-int weft_ctl_conn_queue(weft_ctl_conn *c, const weft_ctl_out *m);
+int wt_ctl_conn_queue(wt_ctl_conn *c, const wt_ctl_out *m);
 /** \brief Write what the socket takes now; -1 on an error. */
-int weft_ctl_conn_flush(weft_ctl_conn *c);
+int wt_ctl_conn_flush(wt_ctl_conn *c);
 /** \brief Write the whole outbox, waiting until \p deadline (weftx_monotonic()); -1 if not. */
-int weft_ctl_conn_drain(weft_ctl_conn *c, double deadline);
+int wt_ctl_conn_drain(wt_ctl_conn *c, double deadline);
 /** \brief "ADDR:PORT" or "[V6]:PORT" into its parts; -1 when it is neither. */
-int weft_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port,
+int wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port,
                            size_t portlen);
 /** \brief TCP keepalive on \p fd: a probe a second while the peer is quiet, the
- * connection failing with ETIMEDOUT (weft_ctl_conn's err) once its machine has
- * acknowledged nothing for WEFT_CTL_UNANSWERED_S. A starved or stopped process
+ * connection failing with ETIMEDOUT (wt_ctl_conn's err) once its machine has
+ * acknowledged nothing for WT_CTL_UNANSWERED_S. A starved or stopped process
  * does not count: its kernel answers. 0, or -1 with errno. */
-int weft_ctl_keepalive(int fd);
+int wt_ctl_keepalive(int fd);
 /** \brief Connect to \p addr (numeric) by \p deadline; a non-blocking socket, or
  * -1 with the reason (strerror) in \p why. */
-int weft_ctl_connect(const char *addr, double deadline, char *why, size_t whylen);
+int wt_ctl_connect(const char *addr, double deadline, char *why, size_t whylen);
 
-#endif /* WEFT_TOOL_CTL_IO_H */
+#endif /* WT_CTL_IO_H */

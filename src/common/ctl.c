@@ -29,19 +29,19 @@ get_be(const unsigned char *p, int n)
 }
 
 void
-weft_ctl_begin(weft_ctl_out *m, int type)
+wt_ctl_begin(wt_ctl_out *m, int type)
 {
   m->buf[0] = 'w';
   m->buf[1] = 'f';
-  m->buf[2] = WEFT_CTL_VERSION;
+  m->buf[2] = WT_CTL_VERSION;
   m->buf[3] = (unsigned char)type;
   put_be(m->buf + 4, 0, 4);
-  m->len = WEFT_CTL_HEADER;
+  m->len = WT_CTL_HEADER;
   m->full = 0;
 }
 
 static void
-put_field(weft_ctl_out *m, int tag, const void *v, size_t n)
+put_field(wt_ctl_out *m, int tag, const void *v, size_t n)
 {
   if (m->len + 3 + n > sizeof(m->buf)) {
     m->full = 1;
@@ -51,11 +51,11 @@ put_field(weft_ctl_out *m, int tag, const void *v, size_t n)
   put_be(m->buf + m->len + 1, n, 2);
   memcpy(m->buf + m->len + 3, v, n);
   m->len += 3 + n;
-  put_be(m->buf + 4, m->len - WEFT_CTL_HEADER, 4);
+  put_be(m->buf + 4, m->len - WT_CTL_HEADER, 4);
 }
 
 void
-weft_ctl_put_int(weft_ctl_out *m, int tag, int64_t v)
+wt_ctl_put_int(wt_ctl_out *m, int tag, int64_t v)
 {
   unsigned char b[8];
   put_be(b, (uint64_t)v, 8);
@@ -63,11 +63,11 @@ weft_ctl_put_int(weft_ctl_out *m, int tag, int64_t v)
 }
 
 void
-weft_ctl_put_str(weft_ctl_out *m, int tag, const char *s)
+wt_ctl_put_str(wt_ctl_out *m, int tag, const char *s)
 {
   size_t n = s ? strlen(s) : 0, room = sizeof(m->buf) - m->len;
-  if (n > WEFT_CTL_MAX_TEXT)
-    n = WEFT_CTL_MAX_TEXT;
+  if (n > WT_CTL_MAX_TEXT)
+    n = WT_CTL_MAX_TEXT;
   if (room < 3) {
     m->full = 1;
     return;
@@ -80,37 +80,37 @@ weft_ctl_put_str(weft_ctl_out *m, int tag, const char *s)
 }
 
 long
-weft_ctl_frame(const unsigned char *buf, size_t len, char *why, size_t whylen)
+wt_ctl_frame(const unsigned char *buf, size_t len, char *why, size_t whylen)
 {
   if (len >= 1 && buf[0] != 'w')
     goto bad_magic;
   if (len >= 2 && buf[1] != 'f')
     goto bad_magic;
-  if (len >= 3 && buf[2] != WEFT_CTL_VERSION) {
+  if (len >= 3 && buf[2] != WT_CTL_VERSION) {
     snprintf(why, whylen, "control message of version %d; this weft speaks version %d (mixed "
-             "weft installations?)", buf[2], WEFT_CTL_VERSION);
+             "weft installations?)", buf[2], WT_CTL_VERSION);
     return -1;
   }
-  if (len < WEFT_CTL_HEADER)
+  if (len < WT_CTL_HEADER)
     return 0;
   uint64_t n = get_be(buf + 4, 4);
-  if (n > WEFT_CTL_MAX_PAYLOAD) {
+  if (n > WT_CTL_MAX_PAYLOAD) {
     snprintf(why, whylen, "control message of %llu bytes; the most is %d",
-             (unsigned long long)n, WEFT_CTL_MAX_PAYLOAD);
+             (unsigned long long)n, WT_CTL_MAX_PAYLOAD);
     return -1;
   }
-  return len >= WEFT_CTL_HEADER + n ? (long)(WEFT_CTL_HEADER + n) : 0;
+  return len >= WT_CTL_HEADER + n ? (long)(WT_CTL_HEADER + n) : 0;
 bad_magic:
   snprintf(why, whylen, "not a weft control message (a stray connection?)");
   return -1;
 }
 
 int
-weft_ctl_decode(const unsigned char *frame, size_t len, weft_ctl_msg *m, char *why,
+wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *why,
                 size_t whylen)
 {
   char w[160];
-  long n = weft_ctl_frame(frame, len, w, sizeof(w));
+  long n = wt_ctl_frame(frame, len, w, sizeof(w));
   if (n <= 0 || (size_t)n != len) {
     snprintf(why, whylen, "%s", n < 0 ? w : "incomplete control message");
     return -1;
@@ -118,20 +118,20 @@ weft_ctl_decode(const unsigned char *frame, size_t len, weft_ctl_msg *m, char *w
   m->version = frame[2];
   m->type = frame[3];
   m->nfields = 0;
-  for (size_t off = WEFT_CTL_HEADER; off < len;) {
+  for (size_t off = WT_CTL_HEADER; off < len;) {
     if (len - off < 3) {
-      snprintf(why, whylen, "control message %s: a field cut short", weft_ctl_type_name(m->type));
+      snprintf(why, whylen, "control message %s: a field cut short", wt_ctl_type_name(m->type));
       return -1;
     }
     size_t flen = (size_t)get_be(frame + off + 1, 2);
     if (flen > len - off - 3) {
       snprintf(why, whylen, "control message %s: field %d says %zu bytes, %zu are left",
-               weft_ctl_type_name(m->type), frame[off], flen, len - off - 3);
+               wt_ctl_type_name(m->type), frame[off], flen, len - off - 3);
       return -1;
     }
-    if (m->nfields >= WEFT_CTL_MAX_FIELDS) {
-      snprintf(why, whylen, "control message %s: more than %d fields", weft_ctl_type_name(m->type),
-               WEFT_CTL_MAX_FIELDS);
+    if (m->nfields >= WT_CTL_MAX_FIELDS) {
+      snprintf(why, whylen, "control message %s: more than %d fields", wt_ctl_type_name(m->type),
+               WT_CTL_MAX_FIELDS);
       return -1;
     }
     m->f[m->nfields].tag = frame[off];
@@ -142,8 +142,8 @@ weft_ctl_decode(const unsigned char *frame, size_t len, weft_ctl_msg *m, char *w
   return 0;
 }
 
-static const weft_ctl_field *
-find(const weft_ctl_msg *m, int tag)
+static const wt_ctl_field *
+find(const wt_ctl_msg *m, int tag)
 {
   for (int i = 0; i < m->nfields; i++)
     if (m->f[i].tag == tag)
@@ -152,9 +152,9 @@ find(const weft_ctl_msg *m, int tag)
 }
 
 int
-weft_ctl_get_int(const weft_ctl_msg *m, int tag, int64_t *v)
+wt_ctl_get_int(const wt_ctl_msg *m, int tag, int64_t *v)
 {
-  const weft_ctl_field *f = find(m, tag);
+  const wt_ctl_field *f = find(m, tag);
   if (!f || f->len != 8)
     return -1;
   *v = (int64_t)get_be(f->v, 8);
@@ -162,16 +162,16 @@ weft_ctl_get_int(const weft_ctl_msg *m, int tag, int64_t *v)
 }
 
 int64_t
-weft_ctl_int_or(const weft_ctl_msg *m, int tag, int64_t def)
+wt_ctl_int_or(const wt_ctl_msg *m, int tag, int64_t def)
 {
   int64_t v;
-  return weft_ctl_get_int(m, tag, &v) ? def : v;
+  return wt_ctl_get_int(m, tag, &v) ? def : v;
 }
 
 int
-weft_ctl_get_str(const weft_ctl_msg *m, int tag, char *buf, size_t len)
+wt_ctl_get_str(const wt_ctl_msg *m, int tag, char *buf, size_t len)
 {
-  const weft_ctl_field *f = find(m, tag);
+  const wt_ctl_field *f = find(m, tag);
   if (!len)
     return -1;
   buf[0] = '\0';
@@ -185,10 +185,10 @@ weft_ctl_get_str(const weft_ctl_msg *m, int tag, char *buf, size_t len)
 }
 
 const char *
-weft_ctl_type_name(int type)
+wt_ctl_type_name(int type)
 {
   static const char *const names[] = { "?", "HELLO", "WELCOME", "REFUSE", "PLACED", "STARTED",
                                        "EXITED", "HEARTBEAT", "PONG", "END", "STACK_REQ", "STACK",
                                        "SAMPLE" };
-  return type > 0 && type < WEFT_CTL_TYPE_MAX ? names[type] : "?";
+  return type > 0 && type < WT_CTL_TYPE_MAX ? names[type] : "?";
 }

@@ -13,7 +13,7 @@
 #include "help.h"
 
 int
-weft_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics)
+wt_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics)
 {
   int known = 0;
   for (int i = 0; topics[i]; i++)
@@ -48,7 +48,7 @@ weft_help_topic(FILE *out, const char *tool, const char *topic, const char *cons
 }
 
 void
-weft_help_wrap(FILE *out, const char *text, int col, int indent, int width)
+wt_help_wrap(FILE *out, const char *text, int col, int indent, int width)
 {
   const char *p = text;
   while (*p) {

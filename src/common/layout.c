@@ -13,7 +13,7 @@
 #include "layout.h"
 
 int
-weft_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local)
+wt_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local)
 {
   if (rank < 0)
     return -1;
@@ -44,7 +44,7 @@ weft_layout_host(const int *counts, int nhosts, int by_node, int rank, int *loca
 }
 
 int
-weft_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, int *local)
+wt_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, int *local)
 {
   int r = 0;
   if (!by_node) {
@@ -77,7 +77,7 @@ weft_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host
 }
 
 int
-weft_layout_parse(const char *s, int *counts, int max)
+wt_layout_parse(const char *s, int *counts, int max)
 {
   int n = 0;
   while (*s) {
@@ -142,7 +142,7 @@ count_word(const void *items, int i, char *buf, size_t len)
 }
 
 char *
-weft_layout_encode(const int *counts, int n)
+wt_layout_encode(const int *counts, int n)
 {
   return run_length(counts, n, count_word, ",", "x");
 }
@@ -157,13 +157,13 @@ set_word(const void *items, int i, char *buf, size_t len)
 }
 
 char *
-weft_gpusets_encode(const char *const *sets, int n)
+wt_gpusets_encode(const char *const *sets, int n)
 {
   return run_length(sets, n, set_word, ";", "*");
 }
 
 int
-weft_gpusets_host(const char *s, int h, char *buf, size_t len)
+wt_gpusets_host(const char *s, int h, char *buf, size_t len)
 {
   if (h < 0 || !s)
     return -1;

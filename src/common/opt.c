@@ -16,7 +16,7 @@
 
 /* Copy the i-th spelling of o->names into buf; 0 when there is no i-th. */
 static int
-spelling(const weft_opt *o, int i, char *buf, size_t len)
+spelling(const wt_opt *o, int i, char *buf, size_t len)
 {
   const char *p = o->names;
   while (i-- > 0) {
@@ -39,11 +39,11 @@ dashes(const char *name)
   return name[1] ? "--" : "-";
 }
 
-const weft_opt *
-weft_opt_find(const weft_opt *tab, const char *name)
+const wt_opt *
+wt_opt_find(const wt_opt *tab, const char *name)
 {
   char s[NAME_MAX_LEN];
-  for (const weft_opt *o = tab; o->id; o++)
+  for (const wt_opt *o = tab; o->id; o++)
     for (int i = 0; spelling(o, i, s, sizeof(s)); i++)
       if (!strcmp(s, name))
         return o;
@@ -68,7 +68,7 @@ opposite(const char *a, const char *b)
 }
 
 const char *
-weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
+wt_opt_suggest(const wt_opt *tab, const char *word, char *buf, size_t len)
 {
   char s[NAME_MAX_LEN], best[NAME_MAX_LEN] = "";
   int bestd = 1 << 20;
@@ -80,8 +80,8 @@ weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
     n = sizeof(bare) - 1;
   memcpy(bare, word, n);
   bare[n] = '\0';
-  for (const weft_opt *o = tab; o->id; o++) {
-    if (o->flags & WEFT_OPT_HIDDEN)
+  for (const wt_opt *o = tab; o->id; o++) {
+    if (o->flags & WT_OPT_HIDDEN)
       continue;
     for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
       if (opposite(bare, s))
@@ -105,10 +105,10 @@ weft_opt_suggest(const weft_opt *tab, const char *word, char *buf, size_t len)
 }
 
 static int
-unknown(const weft_opt *tab, const char *word, char *why, size_t whylen)
+unknown(const wt_opt *tab, const char *word, char *why, size_t whylen)
 {
   char sug[NAME_MAX_LEN + 2];
-  if (weft_opt_suggest(tab, word, sug, sizeof(sug)))
+  if (wt_opt_suggest(tab, word, sug, sizeof(sug)))
     snprintf(why, whylen, "unknown option '%s'; did you mean '%s'? (--help lists them all)",
              word, sug);
   else
@@ -118,7 +118,7 @@ unknown(const weft_opt *tab, const char *word, char *why, size_t whylen)
 }
 
 int
-weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void *ud,
+wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
                int *first, char *why, size_t whylen)
 {
   int i = 1;
@@ -140,12 +140,12 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
       return unknown(tab, w, why, whylen);
     memcpy(bare, name, n);
     bare[n] = '\0';
-    const weft_opt *o = weft_opt_find(tab, bare);
+    const wt_opt *o = wt_opt_find(tab, bare);
     const char *joined = NULL;
     if (!o && ndash == 1 && n > 1) {
       char letter[2] = { bare[0], '\0' };
-      const weft_opt *j = weft_opt_find(tab, letter);
-      if (j && j->kind == WEFT_OPT_ARG && (j->flags & WEFT_OPT_JOINED)) {
+      const wt_opt *j = wt_opt_find(tab, letter);
+      if (j && j->kind == WT_OPT_ARG && (j->flags & WT_OPT_JOINED)) {
         o = j;
         joined = name + 1;
         bare[1] = '\0';
@@ -158,13 +158,13 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
     snprintf(buf, sizeof(buf), "%.*s%s", ndash, "--", bare);
     const char *spelled = eq || joined ? buf : w;
     const char *a1 = NULL, *a2 = NULL;
-    int need = o->kind == WEFT_OPT_ARG ? 1 : o->kind == WEFT_OPT_ARG2 ? 2 : 0;
-    if (eq && (o->flags & WEFT_OPT_PASS)) {
+    int need = o->kind == WT_OPT_ARG ? 1 : o->kind == WT_OPT_ARG2 ? 2 : 0;
+    if (eq && (o->flags & WT_OPT_PASS)) {
       snprintf(why, whylen, "option '%s' is passed to mpirun: give its argument as a separate "
                "word ('%s %s')", buf, buf, eq + 1);
       return -1;
     }
-    if (eq && need != 1 && o->kind != WEFT_OPT_OPTARG) {
+    if (eq && need != 1 && o->kind != WT_OPT_OPTARG) {
       snprintf(why, whylen, "option '%s' takes %s, not '=%s'", spelled,
                need ? "two arguments" : "no argument", eq + 1);
       return -1;
@@ -195,7 +195,7 @@ weft_opt_parse(const weft_opt *tab, int argc, char **argv, weft_opt_cb cb, void 
 }
 
 int
-weft_opt_spellings(const weft_opt *o, char *buf, size_t len)
+wt_opt_spellings(const wt_opt *o, char *buf, size_t len)
 {
   char s[NAME_MAX_LEN];
   size_t off = 0;
@@ -207,7 +207,7 @@ weft_opt_spellings(const weft_opt *o, char *buf, size_t len)
     off += (size_t)r;
   }
   if (o->argname) {
-    int r = snprintf(buf + off, len - off, "%s%s", o->kind == WEFT_OPT_OPTARG ? "" : " ",
+    int r = snprintf(buf + off, len - off, "%s%s", o->kind == WT_OPT_OPTARG ? "" : " ",
                      o->argname);
     if (r < 0 || (size_t)r >= len - off)
       return -1;
@@ -217,26 +217,26 @@ weft_opt_spellings(const weft_opt *o, char *buf, size_t len)
 
 /* Sections in the order they first appear in the table. */
 static int
-first_of_section(const weft_opt *tab, const weft_opt *o)
+first_of_section(const wt_opt *tab, const wt_opt *o)
 {
-  for (const weft_opt *p = tab; p != o; p++)
-    if (!(p->flags & WEFT_OPT_HIDDEN) && !strcmp(p->section, o->section))
+  for (const wt_opt *p = tab; p != o; p++)
+    if (!(p->flags & WT_OPT_HIDDEN) && !strcmp(p->section, o->section))
       return 0;
   return 1;
 }
 
 void
-weft_opt_help(FILE *out, const weft_opt *tab)
+wt_opt_help(FILE *out, const wt_opt *tab)
 {
   char sp[1024];
-  for (const weft_opt *s = tab; s->id; s++) {
-    if ((s->flags & WEFT_OPT_HIDDEN) || !first_of_section(tab, s))
+  for (const wt_opt *s = tab; s->id; s++) {
+    if ((s->flags & WT_OPT_HIDDEN) || !first_of_section(tab, s))
       continue;
     fprintf(out, "\n%s:\n", s->section);
-    for (const weft_opt *o = s; o->id; o++) {
-      if ((o->flags & WEFT_OPT_HIDDEN) || strcmp(o->section, s->section))
+    for (const wt_opt *o = s; o->id; o++) {
+      if ((o->flags & WT_OPT_HIDDEN) || strcmp(o->section, s->section))
         continue;
-      if (weft_opt_spellings(o, sp, sizeof(sp)))
+      if (wt_opt_spellings(o, sp, sizeof(sp)))
         continue;
       if (strlen(sp) <= 28) {
         fprintf(out, "  %-28s %s\n", sp, o->help);
@@ -261,7 +261,7 @@ weft_opt_help(FILE *out, const weft_opt *tab)
 }
 
 void
-weft_roff(FILE *out, const char *s)
+wt_roff(FILE *out, const char *s)
 {
   if (*s == '.' || *s == '\'')
     fputs("\\&", out);
@@ -276,33 +276,33 @@ weft_roff(FILE *out, const char *s)
 }
 
 void
-weft_opt_man(FILE *out, const weft_opt *tab)
+wt_opt_man(FILE *out, const wt_opt *tab)
 {
   char s[NAME_MAX_LEN];
-  for (const weft_opt *h = tab; h->id; h++) {
-    if ((h->flags & WEFT_OPT_HIDDEN) || !first_of_section(tab, h))
+  for (const wt_opt *h = tab; h->id; h++) {
+    if ((h->flags & WT_OPT_HIDDEN) || !first_of_section(tab, h))
       continue;
     fputs(".SS ", out);
-    weft_roff(out, h->section);
+    wt_roff(out, h->section);
     fputc('\n', out);
-    for (const weft_opt *o = h; o->id; o++) {
-      if ((o->flags & WEFT_OPT_HIDDEN) || strcmp(o->section, h->section))
+    for (const wt_opt *o = h; o->id; o++) {
+      if ((o->flags & WT_OPT_HIDDEN) || strcmp(o->section, h->section))
         continue;
       fputs(".TP\n", out);
       for (int i = 0; spelling(o, i, s, sizeof(s)); i++) {
         fputs(i ? ", " : "", out);
         fputs("\\fB", out);
-        weft_roff(out, dashes(s));
-        weft_roff(out, s);
+        wt_roff(out, dashes(s));
+        wt_roff(out, s);
         fputs("\\fR", out);
       }
       if (o->argname) {
-        fputs(o->kind == WEFT_OPT_OPTARG ? "\\fI" : " \\fI", out);
-        weft_roff(out, o->argname);
+        fputs(o->kind == WT_OPT_OPTARG ? "\\fI" : " \\fI", out);
+        wt_roff(out, o->argname);
         fputs("\\fR", out);
       }
       fputc('\n', out);
-      weft_roff(out, o->help);
+      wt_roff(out, o->help);
       fputc('\n', out);
     }
   }
@@ -312,7 +312,7 @@ weft_opt_man(FILE *out, const weft_opt *tab)
  * words of "all|own|none" are its choices, FILE and PATH a file (a topology
  * for --topology), DIR a directory. */
 static void
-arg_kind(const weft_opt *o, char *kind, size_t klen, char *words, size_t wlen)
+arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
 {
   char tok[NAME_MAX_LEN], first[NAME_MAX_LEN] = "";
   int file = 0, dir = 0, choices = 0;
@@ -320,9 +320,9 @@ arg_kind(const weft_opt *o, char *kind, size_t klen, char *words, size_t wlen)
 
   words[0] = '\0';
   spelling(o, 0, first, sizeof(first));
-  if (o->kind != WEFT_OPT_ARG) {
+  if (o->kind != WT_OPT_ARG) {
     /* an optional argument comes only as --name=value: completed as a flag */
-    snprintf(kind, klen, "%s", o->kind == WEFT_OPT_FLAG || o->kind == WEFT_OPT_OPTARG ? "none"
+    snprintf(kind, klen, "%s", o->kind == WT_OPT_FLAG || o->kind == WT_OPT_OPTARG ? "none"
                                                                                     : "value2");
     return;
   }
@@ -354,12 +354,12 @@ arg_kind(const weft_opt *o, char *kind, size_t klen, char *words, size_t wlen)
 }
 
 void
-weft_opt_completion(FILE *out, const weft_opt *tab, const char *context)
+wt_opt_completion(FILE *out, const wt_opt *tab, const char *context)
 {
   char s[NAME_MAX_LEN], kind[32], words[256];
 
-  for (const weft_opt *o = tab; o->id; o++) {
-    if (o->flags & WEFT_OPT_HIDDEN)
+  for (const wt_opt *o = tab; o->id; o++) {
+    if (o->flags & WT_OPT_HIDDEN)
       continue;
     fprintf(out, "%s\t", context);
     for (int i = 0; spelling(o, i, s, sizeof(s)); i++)

@@ -13,7 +13,7 @@
 #include "sample.h"
 
 void
-weft_sample_init(weft_sample *s)
+wt_sample_init(wt_sample *s)
 {
   s->seq = s->span_ms = s->cpu_pm = s->cpu_ms = s->rss = s->threads = s->procs = -1;
   s->nic_tx = s->nic_rx = -1;
@@ -42,7 +42,7 @@ next_num(const char **p, int64_t *v)
 }
 
 int
-weft_sample_parse_stat(const char *text, weft_proc_stat *st)
+wt_sample_parse_stat(const char *text, wt_proc_stat *st)
 {
   /* "pid (comm) state ppid ..." : fields numbered from 1 as proc(5) does */
   const char *rp = text ? strrchr(text, ')') : NULL;
@@ -81,7 +81,7 @@ weft_sample_parse_stat(const char *text, weft_proc_stat *st)
 }
 
 int
-weft_sample_parse_pids(const char *text, long *pids, int max)
+wt_sample_parse_pids(const char *text, long *pids, int max)
 {
   const char *p = text;
   int64_t v;
@@ -101,7 +101,7 @@ weft_sample_parse_pids(const char *text, long *pids, int max)
 }
 
 int
-weft_sample_parse_counter(const char *text, int64_t *v)
+wt_sample_parse_counter(const char *text, int64_t *v)
 {
   const char *p = text;
   if (!text || next_num(&p, v) || *v < 0)
@@ -112,7 +112,7 @@ weft_sample_parse_counter(const char *text, int64_t *v)
 }
 
 int64_t
-weft_sample_rate(int64_t before, int64_t after, int64_t span_ms)
+wt_sample_rate(int64_t before, int64_t after, int64_t span_ms)
 {
   if (before < 0 || after < before || span_ms <= 0)
     return -1;
@@ -120,7 +120,7 @@ weft_sample_rate(int64_t before, int64_t after, int64_t span_ms)
 }
 
 int64_t
-weft_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms)
+wt_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms)
 {
   if (ticks_before < 0 || ticks_after < ticks_before || hz <= 0 || span_ms <= 0)
     return -1;
@@ -147,9 +147,9 @@ label(FILE *out, const char *name, const char *v)
 
 /* One metric family: HELP and TYPE once, then a line for each rank that measured it
  * (the format wants a family's lines together); nothing when none did. The figure is
- * read at byte offset \p off of a weft_sample and divided by \p scale. */
+ * read at byte offset \p off of a wt_sample and divided by \p scale. */
 static void
-family(FILE *out, const weft_sample *s, const weft_sample_who *who, int n, const char *name,
+family(FILE *out, const wt_sample *s, const wt_sample_who *who, int n, const char *name,
        const char *type, const char *help, size_t off, double scale)
 {
   int said = 0;
@@ -173,10 +173,10 @@ family(FILE *out, const weft_sample *s, const weft_sample_who *who, int n, const
 }
 
 #define FAMILY(field, scale, name, type, help) \
-  family(out, s, who, n, name, type, help, offsetof(weft_sample, field), scale)
+  family(out, s, who, n, name, type, help, offsetof(wt_sample, field), scale)
 
 void
-weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who, int n)
+wt_sample_prom(FILE *out, const wt_sample *s, const wt_sample_who *who, int n)
 {
   FAMILY(cpu_ms, 1000, "weft_rank_cpu_seconds_total", "counter",
          "CPU time used by the rank's processes.");
@@ -196,65 +196,65 @@ weft_sample_prom(FILE *out, const weft_sample *s, const weft_sample_who *who, in
 }
 
 static void
-put(weft_ctl_out *m, int tag, int64_t v)
+put(wt_ctl_out *m, int tag, int64_t v)
 {
   if (v >= 0)
-    weft_ctl_put_int(m, tag, v);
+    wt_ctl_put_int(m, tag, v);
 }
 
 void
-weft_sample_put(weft_ctl_out *m, const weft_sample *s)
+wt_sample_put(wt_ctl_out *m, const wt_sample *s)
 {
-  weft_ctl_begin(m, WEFT_CTL_SAMPLE);
-  put(m, WEFT_CTL_T_SEQ, s->seq);
-  put(m, WEFT_CTL_T_SPAN_MS, s->span_ms);
-  put(m, WEFT_CTL_T_CPU_PM, s->cpu_pm);
-  put(m, WEFT_CTL_T_CPU_MS, s->cpu_ms);
-  put(m, WEFT_CTL_T_RSS, s->rss);
-  put(m, WEFT_CTL_T_THREADS, s->threads);
-  put(m, WEFT_CTL_T_PROCS, s->procs);
-  put(m, WEFT_CTL_T_GPU_UTIL, s->gpu_util);
-  put(m, WEFT_CTL_T_GPU_MEM, s->gpu_mem);
-  put(m, WEFT_CTL_T_GPU_POWER, s->gpu_power);
-  put(m, WEFT_CTL_T_GPU_TEMP, s->gpu_temp);
+  wt_ctl_begin(m, WT_CTL_SAMPLE);
+  put(m, WT_CTL_T_SEQ, s->seq);
+  put(m, WT_CTL_T_SPAN_MS, s->span_ms);
+  put(m, WT_CTL_T_CPU_PM, s->cpu_pm);
+  put(m, WT_CTL_T_CPU_MS, s->cpu_ms);
+  put(m, WT_CTL_T_RSS, s->rss);
+  put(m, WT_CTL_T_THREADS, s->threads);
+  put(m, WT_CTL_T_PROCS, s->procs);
+  put(m, WT_CTL_T_GPU_UTIL, s->gpu_util);
+  put(m, WT_CTL_T_GPU_MEM, s->gpu_mem);
+  put(m, WT_CTL_T_GPU_POWER, s->gpu_power);
+  put(m, WT_CTL_T_GPU_TEMP, s->gpu_temp);
   if (s->why[0])
-    weft_ctl_put_str(m, WEFT_CTL_T_WHY, s->why);
+    wt_ctl_put_str(m, WT_CTL_T_WHY, s->why);
   if (s->nic[0]) {
-    weft_ctl_put_str(m, WEFT_CTL_T_NIC, s->nic);
-    put(m, WEFT_CTL_T_NIC_TX, s->nic_tx);
-    put(m, WEFT_CTL_T_NIC_RX, s->nic_rx);
+    wt_ctl_put_str(m, WT_CTL_T_NIC, s->nic);
+    put(m, WT_CTL_T_NIC_TX, s->nic_tx);
+    put(m, WT_CTL_T_NIC_RX, s->nic_rx);
   }
 }
 
 /* A number field that must not be negative: -1 when absent or negative. */
 static int64_t
-get(const weft_ctl_msg *m, int tag)
+get(const wt_ctl_msg *m, int tag)
 {
   int64_t v;
-  return weft_ctl_get_int(m, tag, &v) || v < 0 ? -1 : v;
+  return wt_ctl_get_int(m, tag, &v) || v < 0 ? -1 : v;
 }
 
 int
-weft_sample_get(const weft_ctl_msg *m, weft_sample *s)
+wt_sample_get(const wt_ctl_msg *m, wt_sample *s)
 {
-  weft_sample_init(s);
-  if (m->type != WEFT_CTL_SAMPLE || (s->seq = get(m, WEFT_CTL_T_SEQ)) < 0)
+  wt_sample_init(s);
+  if (m->type != WT_CTL_SAMPLE || (s->seq = get(m, WT_CTL_T_SEQ)) < 0)
     return -1;
-  s->span_ms = get(m, WEFT_CTL_T_SPAN_MS);
-  s->cpu_pm = get(m, WEFT_CTL_T_CPU_PM);
-  s->cpu_ms = get(m, WEFT_CTL_T_CPU_MS);
-  s->rss = get(m, WEFT_CTL_T_RSS);
-  s->threads = get(m, WEFT_CTL_T_THREADS);
-  s->procs = get(m, WEFT_CTL_T_PROCS);
-  s->gpu_util = get(m, WEFT_CTL_T_GPU_UTIL);
-  s->gpu_mem = get(m, WEFT_CTL_T_GPU_MEM);
-  s->gpu_power = get(m, WEFT_CTL_T_GPU_POWER);
-  s->gpu_temp = get(m, WEFT_CTL_T_GPU_TEMP);
-  if (weft_ctl_get_str(m, WEFT_CTL_T_WHY, s->why, sizeof(s->why)))
+  s->span_ms = get(m, WT_CTL_T_SPAN_MS);
+  s->cpu_pm = get(m, WT_CTL_T_CPU_PM);
+  s->cpu_ms = get(m, WT_CTL_T_CPU_MS);
+  s->rss = get(m, WT_CTL_T_RSS);
+  s->threads = get(m, WT_CTL_T_THREADS);
+  s->procs = get(m, WT_CTL_T_PROCS);
+  s->gpu_util = get(m, WT_CTL_T_GPU_UTIL);
+  s->gpu_mem = get(m, WT_CTL_T_GPU_MEM);
+  s->gpu_power = get(m, WT_CTL_T_GPU_POWER);
+  s->gpu_temp = get(m, WT_CTL_T_GPU_TEMP);
+  if (wt_ctl_get_str(m, WT_CTL_T_WHY, s->why, sizeof(s->why)))
     s->why[0] = '\0';
-  if (weft_ctl_get_str(m, WEFT_CTL_T_NIC, s->nic, sizeof(s->nic)) == 0) {
-    s->nic_tx = get(m, WEFT_CTL_T_NIC_TX);
-    s->nic_rx = get(m, WEFT_CTL_T_NIC_RX);
+  if (wt_ctl_get_str(m, WT_CTL_T_NIC, s->nic, sizeof(s->nic)) == 0) {
+    s->nic_tx = get(m, WT_CTL_T_NIC_TX);
+    s->nic_rx = get(m, WT_CTL_T_NIC_RX);
   } else {
     s->nic[0] = '\0';
   }

@@ -21,8 +21,6 @@
 
 #include "driver.h"
 
-#define INFO_LEN 384
-
 /* One rank's line of the header, gathered on rank 0. */
 struct rank_info {
   int pid;

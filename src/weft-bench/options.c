@@ -176,7 +176,7 @@ struct cli_asked {
   int help, help_man, version, completion;
 };
 
-static int asked(struct cli_asked *a, const weft_opt *opt, const char *sp, char *why,
+static int asked(struct cli_asked *a, const wt_opt *opt, const char *sp, char *why,
                  size_t whylen)
 {
   switch (opt->id) {
@@ -201,59 +201,59 @@ enum {
 #define NCCL_TESTS "nccl-tests options with one meaning here"
 
 
-#define J WEFT_OPT_JOINED
-static const weft_opt bench_options[] = {
-  { B_MINBYTES, "b|minbytes", WEFT_OPT_ARG, "SIZE", "Sizes",
+#define J WT_OPT_JOINED
+static const wt_opt bench_options[] = {
+  { B_MINBYTES, "b|minbytes", WT_OPT_ARG, "SIZE", "Sizes",
     "smallest size, bytes with K/M/G (default 1K)", J },
-  { B_MAXBYTES, "e|maxbytes", WEFT_OPT_ARG, "SIZE", "Sizes", "largest size (default 32M)", J },
-  { B_SIZES, "s|sizes", WEFT_OPT_ARG, "LIST", "Sizes",
+  { B_MAXBYTES, "e|maxbytes", WT_OPT_ARG, "SIZE", "Sizes", "largest size (default 32M)", J },
+  { B_SIZES, "s|sizes", WT_OPT_ARG, "LIST", "Sizes",
     "these sizes (e.g. 1M,16M,64M) instead of -b, -e and -f", J },
-  { B_FACTOR, "f|stepfactor", WEFT_OPT_ARG, "N", "Sizes",
+  { B_FACTOR, "f|stepfactor", WT_OPT_ARG, "N", "Sizes",
     "multiply the size by N from row to row (default 2)", J },
-  { B_ITERS, "n|iters", WEFT_OPT_ARG, "N", "Runs", "timed iterations per size (default 20)", J },
-  { B_WARMUP, "w|warmup_iters", WEFT_OPT_ARG, "N", "Runs",
+  { B_ITERS, "n|iters", WT_OPT_ARG, "N", "Runs", "timed iterations per size (default 20)", J },
+  { B_WARMUP, "w|warmup_iters", WT_OPT_ARG, "N", "Runs",
     "untimed iterations before timing (default 5)", J },
-  { B_CHECK, "c|check", WEFT_OPT_ARG, "0|1", "Runs",
+  { B_CHECK, "c|check", WT_OPT_ARG, "0|1", "Runs",
     "check every result and count wrong elements (default 1)", J },
-  { B_AVERAGE, "a|average", WEFT_OPT_ARG, "0|1|2|3", "Runs",
+  { B_AVERAGE, "a|average", WT_OPT_ARG, "0|1|2|3", "Runs",
     "a row's time over the ranks: rank 0's (0), the mean (1, default), least (2), most (3)", J },
-  { B_BLOCKING, "z|blocking", WEFT_OPT_ARG, "0|1|2|3", "Runs",
+  { B_BLOCKING, "z|blocking", WT_OPT_ARG, "0|1|2|3", "Runs",
     "after each run: nothing (0, default), wait and barrier (1 or 3), wait (2)", J },
-  { B_MEMORY, "memory", WEFT_OPT_ARG, "host|device", "Runs",
+  { B_MEMORY, "memory", WT_OPT_ARG, "host|device", "Runs",
     "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", 0 },
-  { B_BASELINE, "B|baseline", WEFT_OPT_FLAG, NULL, "Runs",
+  { B_BASELINE, "B|baseline", WT_OPT_FLAG, NULL, "Runs",
     "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
     "(raw time / weft time)", 0 },
-  { B_DTYPE, "d|datatype", WEFT_OPT_ARG, "TYPE", "Data",
+  { B_DTYPE, "d|datatype", WT_OPT_ARG, "TYPE", "Data",
     "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
     "or all (default float)", J },
-  { B_OP, "o|op", WEFT_OPT_ARG, "OP", "Data",
+  { B_OP, "o|op", WT_OPT_ARG, "OP", "Data",
     "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J },
-  { B_ROOT, "r|root", WEFT_OPT_ARG, "RANK", "Data",
+  { B_ROOT, "r|root", WT_OPT_ARG, "RANK", "Data",
     "root rank, for the collectives that have one (default 0)", J },
-  { B_TENSORS, "tensors", WEFT_OPT_ARG, "N", "Data",
+  { B_TENSORS, "tensors", WT_OPT_ARG, "N", "Data",
     "tensors per size, for the collectives that fuse them (default 1000)", 0 },
-  { B_JSON, "J|json", WEFT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE",
+  { B_JSON, "J|json", WT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE",
     J },
-  { B_MIN_BUSBW, "min-busbw", WEFT_OPT_ARG, "GB/s", "Results",
+  { B_MIN_BUSBW, "min-busbw", WT_OPT_ARG, "GB/s", "Results",
     "fail (exit 3) when the average busbw is lower", 0 },
-  { B_NTHREADS, "t|nthreads", WEFT_OPT_ARG, "1", NCCL_TESTS,
+  { B_NTHREADS, "t|nthreads", WT_OPT_ARG, "1", NCCL_TESTS,
     "threads per rank: one (start more ranks instead)", J },
-  { B_NGPUS, "g|ngpus", WEFT_OPT_ARG, "1", NCCL_TESTS,
+  { B_NGPUS, "g|ngpus", WT_OPT_ARG, "1", NCCL_TESTS,
     "GPUs per thread: one (one rank per GPU, as weftrun starts them)", J },
-  { B_AGG, "m|agg_iters", WEFT_OPT_ARG, "1", NCCL_TESTS,
+  { B_AGG, "m|agg_iters", WT_OPT_ARG, "1", NCCL_TESTS,
     "collectives per timed iteration: one (weft has no grouped launch)", J },
-  { B_GRAPH, "G|cudagraph", WEFT_OPT_ARG, "0", NCCL_TESTS,
+  { B_GRAPH, "G|cudagraph", WT_OPT_ARG, "0", NCCL_TESTS,
     "CUDA graph launches: none (weft-bench does not capture graphs)", J },
-  { B_PARALLEL, "p|parallel_init", WEFT_OPT_ARG, "0|1", NCCL_TESTS,
+  { B_PARALLEL, "p|parallel_init", WT_OPT_ARG, "0|1", NCCL_TESTS,
     "either: with one thread per rank there is nothing to start in parallel", J },
-  { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Help", "print this help and exit", 0 },
-  { O_VERSION, "V|version", WEFT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
-  { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
-    WEFT_OPT_HIDDEN },
-  { O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Help",
-    "the options and collectives for shell completion", WEFT_OPT_HIDDEN },
-  { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
+  { O_HELP, "h|help", WT_OPT_FLAG, NULL, "Help", "print this help and exit", 0 },
+  { O_VERSION, "V|version", WT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
+  { O_HELP_MAN, "help-man", WT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
+    WT_OPT_HIDDEN },
+  { O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Help",
+    "the options and collectives for shell completion", WT_OPT_HIDDEN },
+  { 0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 #undef J
 
@@ -277,7 +277,7 @@ struct bench_cli {
   struct cli_asked asked;
 };
 
-static int on_bench_option(void *ud, const weft_opt *opt, const char *sp, const char *v,
+static int on_bench_option(void *ud, const wt_opt *opt, const char *sp, const char *v,
                            const char *a2, char *why, size_t whylen)
 {
   struct bench_cli *cli = ud;
@@ -418,7 +418,7 @@ void bench_usage(FILE *f)
         "Collective benchmarks with a data check, nccl-tests style; run it under weftrun or\n"
         "mpirun.\n", f);
   coll_help(f);
-  weft_opt_help(f, bench_options);
+  wt_opt_help(f, bench_options);
   factors(busbw, sizeof(busbw));
   snprintf(text, sizeof(text), "algbw = size / time; %s. Exit status: 0 OK, 1 wrong data, "
            "2 usage, 3 below --min-busbw, 4 no GPU for --memory device, 5 runtime error. "
@@ -429,9 +429,9 @@ void bench_usage(FILE *f)
 
 /* For shell completion: the options after a collective, and the words that
  * may come first (every collective's names, and scale). */
-static void bench_completion(FILE *f, const weft_opt *tab)
+static void bench_completion(FILE *f, const wt_opt *tab)
 {
-  weft_opt_completion(f, tab, "*");
+  wt_opt_completion(f, tab, "*");
   fputs("-\t@\twords\t", f);
   for (int i = 0; bench_colls[i]; i++)
     fprintf(f, "%s %s ", bench_colls[i]->name, bench_colls[i]->alias);
@@ -488,14 +488,14 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   o->average = 1;
   o->min_busbw = -1;
   o->inject = env && !strcmp(env, "1");
-  if (weft_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
+  if (wt_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
                      sizeof(why)) != 0)
     return bench_usage_fail(why);
   if (cli.asked.help || cli.asked.help_man || cli.asked.version || cli.asked.completion) {
     if (cli.asked.help)
       bench_usage(stdout);
     else if (cli.asked.help_man)
-      weft_opt_man(stdout, bench_options);
+      wt_opt_man(stdout, bench_options);
     else if (cli.asked.completion)
       bench_completion(stdout, bench_options);
     else
@@ -529,39 +529,39 @@ enum {
   S_LAUNCHER, S_LARG, S_TIMEOUT, S_OUT,
 };
 
-static const weft_opt scale_options[] = {
-  { S_HOSTFILE, "hostfile", WEFT_OPT_ARG, "FILE", "Hosts",
+static const wt_opt scale_options[] = {
+  { S_HOSTFILE, "hostfile", WT_OPT_ARG, "FILE", "Hosts",
     "hosts, Open MPI syntax (default: the Slurm allocation's, else $WEFT_VCLUSTER_HOSTFILE)", 0 },
-  { S_NODES, "nodes", WEFT_OPT_ARG, "LIST", "Hosts",
+  { S_NODES, "nodes", WT_OPT_ARG, "LIST", "Hosts",
     "increasing node counts (default 1,2,4,... up to the hosts in FILE)", 0 },
-  { S_PPN, "ppn", WEFT_OPT_ARG, "N", "Hosts", "ranks per node (default 1)", 0 },
-  { S_NO_PAIRS, "no-pairs", WEFT_OPT_FLAG, NULL, "Hosts",
+  { S_PPN, "ppn", WT_OPT_ARG, "N", "Hosts", "ranks per node (default 1)", 0 },
+  { S_NO_PAIRS, "no-pairs", WT_OPT_FLAG, NULL, "Hosts",
     "skip the pairwise test of neighbouring hosts", 0 },
-  { S_COLL, "coll", WEFT_OPT_ARG, "NAME", "Benchmark",
+  { S_COLL, "coll", WT_OPT_ARG, "NAME", "Benchmark",
     "the collective (default: the first in the list of collectives)", 0 },
-  { S_SIZES, "sizes", WEFT_OPT_ARG, "LIST", "Benchmark",
+  { S_SIZES, "sizes", WT_OPT_ARG, "LIST", "Benchmark",
     "message sizes (default 1M,16M,64M; 64K,1M,4M on weft-vcluster)", 0 },
-  { S_ITERS, "iters", WEFT_OPT_ARG, "N", "Benchmark", "timed iterations per size (default 10)",
+  { S_ITERS, "iters", WT_OPT_ARG, "N", "Benchmark", "timed iterations per size (default 10)",
     0 },
-  { S_WARMUP, "warmup", WEFT_OPT_ARG, "N", "Benchmark",
+  { S_WARMUP, "warmup", WT_OPT_ARG, "N", "Benchmark",
     "untimed iterations per size (default 2)", 0 },
-  { S_REPEAT, "repeat", WEFT_OPT_ARG, "N", "Benchmark",
+  { S_REPEAT, "repeat", WT_OPT_ARG, "N", "Benchmark",
     "measure everything N times, round after round, and report the median and spread "
     "(default 3)", 0 },
-  { S_LAUNCHER, "launcher", WEFT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
+  { S_LAUNCHER, "launcher", WT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
     "the launcher (default weftrun when found)", 0 },
-  { S_LARG, "launcher-arg", WEFT_OPT_ARG, "ARG", "Launch",
+  { S_LARG, "launcher-arg", WT_OPT_ARG, "ARG", "Launch",
     "one more launcher argument, before the program (repeat for more)", 0 },
-  { S_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", "Launch",
+  { S_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", "Launch",
     "end a run (its whole process group) that takes longer (default 600)", 0 },
-  { S_OUT, "out", WEFT_OPT_ARG, "DIR", "Output", "where the files go (default weft-bench-scale)",
+  { S_OUT, "out", WT_OPT_ARG, "DIR", "Output", "where the files go (default weft-bench-scale)",
     0 },
-  { O_HELP, "h|help", WEFT_OPT_FLAG, NULL, "Output", "print this help and exit", 0 },
-  { O_HELP_MAN, "help-man", WEFT_OPT_FLAG, NULL, "Output", "the man page's scale options",
-    WEFT_OPT_HIDDEN },
-  { O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Output",
-    "the options for shell completion", WEFT_OPT_HIDDEN },
-  { 0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0 },
+  { O_HELP, "h|help", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0 },
+  { O_HELP_MAN, "help-man", WT_OPT_FLAG, NULL, "Output", "the man page's scale options",
+    WT_OPT_HIDDEN },
+  { O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Output",
+    "the options for shell completion", WT_OPT_HIDDEN },
+  { 0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0 },
 };
 
 struct scale_cli {
@@ -593,7 +593,7 @@ static int parse_counts(const char *sp, const char *v, struct scale_opts *o, cha
   return -1;
 }
 
-static int on_scale_option(void *ud, const weft_opt *opt, const char *sp, const char *v,
+static int on_scale_option(void *ud, const wt_opt *opt, const char *sp, const char *v,
                            const char *a2, char *why, size_t whylen)
 {
   struct scale_cli *cli = ud;
@@ -641,7 +641,7 @@ static void scale_usage(FILE *f)
         "larger counts, the links or hosts slower or faster than the others, and with a\n"
         "known machine family whether busbw is in its healthy range. Writes DIR/scale.csv,\n"
         "scale.json, pairs.csv, scale.gp and a plot.\n", f);
-  weft_opt_help(f, scale_options);
+  wt_opt_help(f, scale_options);
   bench_coll_names(names, sizeof(names));
   fprintf(f, "\nCollectives: %s.\n"
           "Options after -- (%d at most) go to every weft-bench run (weft-bench --help).\n"
@@ -671,16 +671,16 @@ int scale_parse(int argc, char **argv, struct scale_opts *o)
   o->pairs = 1;
   o->out = "weft-bench-scale";
   bench_parse_sizes("1M,16M,64M", o->sizes, &o->nsizes, NULL, 0);
-  if (weft_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why,
+  if (wt_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why,
                      sizeof(why)) != 0)
     return scale_usage_error(why);
   if (cli.asked.help || cli.asked.help_man || cli.asked.completion) {
     if (cli.asked.help)
       scale_usage(stdout);
     else if (cli.asked.help_man)
-      weft_opt_man(stdout, scale_options);
+      wt_opt_man(stdout, scale_options);
     else
-      weft_opt_completion(stdout, scale_options, "scale");
+      wt_opt_completion(stdout, scale_options, "scale");
     return -1;
   }
   if (first == argc)

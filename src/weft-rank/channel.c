@@ -22,8 +22,8 @@
 #include "weft-rank.h"
 
 struct wk_channel {
-  weft_ctl_conn conn;
-  const weft_agent_who *who;
+  wt_ctl_conn conn;
+  const wt_agent_who *who;
   double hb_s, lost_s, grace_s;
   double heard;            /* last message from weftrun */
   double welcome_by;       /* the open's deadline, for the WELCOME */
@@ -39,43 +39,43 @@ struct wk_channel {
 static int
 take_secret(char *buf, size_t len)
 {
-  char *s = getenv(WEFT_CTL_SECRET_ENV);
-  if (!s || strlen(s) != WEFT_CTL_SECRET_LEN || strlen(s) >= len)
+  char *s = getenv(WT_CTL_SECRET_ENV);
+  if (!s || strlen(s) != WT_CTL_SECRET_LEN || strlen(s) >= len)
     return -1;
   memcpy(buf, s, strlen(s) + 1);
   memset(s, 'x', strlen(s));  /* the bytes /proc/PID/environ shows */
-  unsetenv(WEFT_CTL_SECRET_ENV);
+  unsetenv(WT_CTL_SECRET_ENV);
   return 0;
 }
 
 void
 wk_channel_scrub(void)
 {
-  char s[WEFT_CTL_SECRET_LEN + 1];
+  char s[WT_CTL_SECRET_LEN + 1];
   take_secret(s, sizeof(s));
 }
 
 static int
-on_welcome(void *arg, const weft_ctl_msg *m)
+on_welcome(void *arg, const wt_ctl_msg *m)
 {
   wk_channel *c = arg;
   c->ev.type = m->type;
-  if (m->type == WEFT_CTL_WELCOME) {
-    c->hb_s = (double)weft_ctl_int_or(m, WEFT_CTL_T_HB_MS, 1000) / 1000.0;
-    c->lost_s = (double)weft_ctl_int_or(m, WEFT_CTL_T_LOST_MS, 5000) / 1000.0;
-    c->grace_s = (double)weft_ctl_int_or(m, WEFT_CTL_T_GRACE_MS, 2000) / 1000.0;
-  } else if (m->type == WEFT_CTL_REFUSE) {
-    weft_ctl_get_str(m, WEFT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
+  if (m->type == WT_CTL_WELCOME) {
+    c->hb_s = (double)wt_ctl_int_or(m, WT_CTL_T_HB_MS, 1000) / 1000.0;
+    c->lost_s = (double)wt_ctl_int_or(m, WT_CTL_T_LOST_MS, 5000) / 1000.0;
+    c->grace_s = (double)wt_ctl_int_or(m, WT_CTL_T_GRACE_MS, 2000) / 1000.0;
+  } else if (m->type == WT_CTL_REFUSE) {
+    wt_ctl_get_str(m, WT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
   }
   return 1;
 }
 
 int
-wk_channel_open(wk_channel **out, const char *addr, const weft_agent_who *who, char *why,
+wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, char *why,
                 size_t len)
 {
-  char secret[WEFT_CTL_SECRET_LEN + 1], w[300];
-  double deadline = weftx_monotonic() + WEFT_CTL_CONNECT_S;
+  char secret[WT_CTL_SECRET_LEN + 1], w[300];
+  double deadline = weftx_monotonic() + WT_CTL_CONNECT_S;
   wk_channel *c = calloc(1, sizeof(*c));
 
   *out = NULL;
@@ -83,38 +83,38 @@ wk_channel_open(wk_channel **out, const char *addr, const weft_agent_who *who, c
     snprintf(why, len, "out of memory");
     return -1;
   }
-  weft_ctl_conn_init(&c->conn, -1, 0);
+  wt_ctl_conn_init(&c->conn, -1, 0);
   c->who = who;
   if (take_secret(secret, sizeof(secret))) {
     snprintf(why, len, "%s is not set (or not %d hex digits): weft-rank --control runs under "
-             "weftrun, which sets it", WEFT_CTL_SECRET_ENV, WEFT_CTL_SECRET_LEN);
+             "weftrun, which sets it", WT_CTL_SECRET_ENV, WT_CTL_SECRET_LEN);
     free(c);
     return -1;
   }
-  int fd = weft_ctl_connect(addr, deadline, w, sizeof(w));
+  int fd = wt_ctl_connect(addr, deadline, w, sizeof(w));
   if (fd < 0) {
     snprintf(why, len, "cannot reach weftrun's control channel at %s within %.0f s: %s; the "
              "hosts must reach weftrun's host on that address (a firewall?)", addr,
-             WEFT_CTL_CONNECT_S, w);
+             WT_CTL_CONNECT_S, w);
     free(c);
     return -1;
   }
-  weft_ctl_conn_init(&c->conn, fd, 4 * WEFT_CTL_FRAME_MAX);
-  /* weftrun's machine gone or cut off is noticed in WEFT_CTL_UNANSWERED_S, before
+  wt_ctl_conn_init(&c->conn, fd, 4 * WT_CTL_FRAME_MAX);
+  /* weftrun's machine gone or cut off is noticed in WT_CTL_UNANSWERED_S, before
    * the silence of --host-timeout (without keepalive, only that) */
-  if (weft_ctl_keepalive(fd))
+  if (wt_ctl_keepalive(fd))
     fprintf(stderr, "weft-rank: warning: no TCP keepalive on the control channel (%s): a cut "
             "network is noticed after --host-timeout only\n", strerror(errno));
-  weft_ctl_out m;
-  weft_ctl_begin(&m, WEFT_CTL_HELLO);
-  weft_ctl_put_str(&m, WEFT_CTL_T_SECRET, secret);
-  weft_ctl_put_int(&m, WEFT_CTL_T_RANK, who->rank);
-  weft_ctl_put_int(&m, WEFT_CTL_T_PID, getpid());
-  weft_ctl_put_str(&m, WEFT_CTL_T_HOST, who->host);
+  wt_ctl_out m;
+  wt_ctl_begin(&m, WT_CTL_HELLO);
+  wt_ctl_put_str(&m, WT_CTL_T_SECRET, secret);
+  wt_ctl_put_int(&m, WT_CTL_T_RANK, who->rank);
+  wt_ctl_put_int(&m, WT_CTL_T_PID, getpid());
+  wt_ctl_put_str(&m, WT_CTL_T_HOST, who->host);
   memset(secret, 0, sizeof(secret));
-  if (weft_ctl_conn_queue(&c->conn, &m) || weft_ctl_conn_drain(&c->conn, deadline)) {
+  if (wt_ctl_conn_queue(&c->conn, &m) || wt_ctl_conn_drain(&c->conn, deadline)) {
     snprintf(why, len, "cannot talk to weftrun at %s", addr);
-    weft_ctl_conn_close(&c->conn);
+    wt_ctl_conn_close(&c->conn);
     free(c);
     return -1;
   }
@@ -132,16 +132,16 @@ wk_channel_welcomed(wk_channel *c, char *why, size_t len)
   char w[300];
   if (c->welcomed)
     return 0;
-  while (c->ev.type != WEFT_CTL_WELCOME) {
+  while (c->ev.type != WT_CTL_WELCOME) {
     double left = c->welcome_by - weftx_monotonic();
     struct pollfd pf = { c->conn.fd, POLLIN, 0 };
     if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
       snprintf(why, len, "weftrun at %s did not answer within %.0f s", c->addr,
-               WEFT_CTL_CONNECT_S);
+               WT_CTL_CONNECT_S);
       return -1;
     }
-    int rc = weft_ctl_conn_read(&c->conn, on_welcome, c, w, sizeof(w));
-    if (c->ev.type == WEFT_CTL_REFUSE) {
+    int rc = wt_ctl_conn_read(&c->conn, on_welcome, c, w, sizeof(w));
+    if (c->ev.type == WT_CTL_REFUSE) {
       snprintf(why, len, "weftrun at %s refused this agent: %s", c->addr, c->ev.why);
       return -1;
     }
@@ -170,26 +170,26 @@ wk_channel_grace(const wk_channel *c)
 }
 
 void
-wk_channel_send(wk_channel *c, const weft_ctl_out *m)
+wk_channel_send(wk_channel *c, const wt_ctl_out *m)
 {
   if (!c || c->lost)
     return;
-  if (weft_ctl_conn_queue(&c->conn, m) || weft_ctl_conn_flush(&c->conn))
+  if (wt_ctl_conn_queue(&c->conn, m) || wt_ctl_conn_flush(&c->conn))
     c->lost = 1;
 }
 
 static int
-on_msg(void *arg, const weft_ctl_msg *m)
+on_msg(void *arg, const wt_ctl_msg *m)
 {
   wk_channel *c = arg;
   switch (m->type) {
-  case WEFT_CTL_END:
-    c->ev.type = WEFT_CTL_END;
-    c->ev.signal = (int)weft_ctl_int_or(m, WEFT_CTL_T_SIGNAL, 15);
-    weft_ctl_get_str(m, WEFT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
+  case WT_CTL_END:
+    c->ev.type = WT_CTL_END;
+    c->ev.signal = (int)wt_ctl_int_or(m, WT_CTL_T_SIGNAL, 15);
+    wt_ctl_get_str(m, WT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
     return 1;
-  case WEFT_CTL_STACK_REQ:
-    c->ev.type = WEFT_CTL_STACK_REQ;
+  case WT_CTL_STACK_REQ:
+    c->ev.type = WT_CTL_STACK_REQ;
     return 1;
   default: /* PONG, and what a newer weftrun may send */
     return 0;
@@ -206,7 +206,7 @@ wk_channel_pump(wk_channel *c, double now, const weftx_page *page, char *why, si
     return &c->ev;
   }
   unsigned long before = c->conn.frames;
-  if (weft_ctl_conn_read(&c->conn, on_msg, c, why, len) < 0) {
+  if (wt_ctl_conn_read(&c->conn, on_msg, c, why, len) < 0) {
     c->lost = 1;
     c->ev.type = -1;
     return &c->ev;
@@ -220,9 +220,9 @@ wk_channel_pump(wk_channel *c, double now, const weftx_page *page, char *why, si
     return &c->ev;
   }
   if (now >= c->next_hb) {
-    weft_ctl_out m;
-    weft_ctl_begin(&m, WEFT_CTL_HEARTBEAT);
-    weft_ctl_put_int(&m, WEFT_CTL_T_SEQ, ++c->seq);
+    wt_ctl_out m;
+    wt_ctl_begin(&m, WT_CTL_HEARTBEAT);
+    wt_ctl_put_int(&m, WT_CTL_T_SEQ, ++c->seq);
     wk_page_put(&m, page, now);
     wk_channel_send(c, &m);
     c->next_hb = now + c->hb_s;
@@ -249,7 +249,7 @@ wk_channel_next(const wk_channel *c)
 void
 wk_channel_flush(wk_channel *c, double seconds)
 {
-  if (c && !c->lost && weft_ctl_conn_drain(&c->conn, weftx_monotonic() + seconds))
+  if (c && !c->lost && wt_ctl_conn_drain(&c->conn, weftx_monotonic() + seconds))
     c->lost = 1;
 }
 
@@ -262,7 +262,7 @@ wk_channel_close(wk_channel *c, double deadline)
    * closes its end (it does on our end-of-file): a close with unread data (a PONG
    * on its way) resets the connection, and the reset can overtake the EXITED still
    * in flight, which weftrun then never reads. */
-  if (!c->lost && !weft_ctl_conn_drain(&c->conn, deadline) &&
+  if (!c->lost && !wt_ctl_conn_drain(&c->conn, deadline) &&
       shutdown(c->conn.fd, SHUT_WR) == 0) {
     char junk[512];
     for (;;) {
@@ -275,6 +275,6 @@ wk_channel_close(wk_channel *c, double deadline)
         break;
     }
   }
-  weft_ctl_conn_close(&c->conn);
+  wt_ctl_conn_close(&c->conn);
   free(c);
 }

@@ -4,7 +4,7 @@
  * reserved cores and its variables, resolved with this VM's NIC names), and
  * the preemption watch. On a preemption notice the agent sends itself
  * WEFTX_PREEMPT_SIGNAL, which the supervisor forwards to the program (SIGKILL
- * after its grace period), and then exits with WEFT_EXIT_PREEMPTED.
+ * after its grace period), and then exits with WT_EXIT_PREEMPTED.
  */
 #include "config.h"
 
@@ -20,7 +20,7 @@ struct wk_gcp {
   weftx_gcp_info info;
   weftx_preset *preset;
   weftx_gcp_watch *watch;
-  const weft_agent_who *who;
+  const wt_agent_who *who;
   atomic_int preempted;
   char what[64], value[64];
 };
@@ -33,7 +33,7 @@ warn(void *arg, const char *msg)
 }
 
 int
-wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const weft_agent_who *who,
+wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const wt_agent_who *who,
                wk_gcp **out, char *why, size_t len)
 {
   wk_gcp *g = calloc(1, sizeof(*g));
@@ -103,8 +103,8 @@ wk_gcp_watch_stop(wk_gcp *g, int rc)
     return rc;
   char why[160];
   snprintf(why, sizeof(why), "preempted (instance/%s = %s)", g->what, g->value);
-  weft_agent_fail_print(stderr, g->who, why, WEFT_EXIT_PREEMPTED, 0);
-  return WEFT_EXIT_PREEMPTED;
+  wt_agent_fail_print(stderr, g->who, why, WT_EXIT_PREEMPTED, 0);
+  return WT_EXIT_PREEMPTED;
 }
 
 void
@@ -127,5 +127,5 @@ wk_gcp_probe_facts(FILE *out)
   if (rc)
     fprintf(stderr, "weft-rank --probe: warning: %s\n", why[0] ? why : weft_strerror(rc));
   else if (info.on_gce)
-    weft_agent_gce_print(out, info.machine_type, info.physical_host);
+    wt_agent_gce_print(out, info.machine_type, info.physical_host);
 }

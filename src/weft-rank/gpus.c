@@ -55,7 +55,7 @@ wk_gpus_prepare(wk_gpus *g, const char *arg, int node, char *why, size_t len)
   const char *c = getenv("CUDA_VISIBLE_DEVICES");
   memset(g, 0, sizeof(*g));
   if (arg) {
-    int r = weft_gpusets_host(arg, node, g->set, sizeof(g->set));
+    int r = wt_gpusets_host(arg, node, g->set, sizeof(g->set));
     if (r < 0 || (r == 0 && weftx_slurm_gpu_indices("--gpus", g->set, set, WEFTX_SLURM_GPUS_MAX,
                                                     &nset, NULL, 0))) {
       snprintf(why, len, "--gpus '%.200s' gives no GPUs for host %d of the layout", arg, node);

@@ -31,13 +31,13 @@ static int
 srun_local_size(int node, int *out, char *why, size_t len)
 {
   const char *tpn = getenv("SLURM_STEP_TASKS_PER_NODE");
-  int *counts = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(*counts)), n = 0, rc = -1;
+  int *counts = calloc(WT_AGENT_MAX_HOSTS, sizeof(*counts)), n = 0, rc = -1;
   char inner[300] = "";
   if (!counts) {
     snprintf(why, len, "out of memory");
     return -1;
   }
-  if (!tpn || weftx_slurm_per_node("SLURM_STEP_TASKS_PER_NODE", tpn, counts, WEFT_AGENT_MAX_HOSTS,
+  if (!tpn || weftx_slurm_per_node("SLURM_STEP_TASKS_PER_NODE", tpn, counts, WT_AGENT_MAX_HOSTS,
                                    &n, inner, sizeof(inner)))
     snprintf(why, len, "SLURM_STEP_TASKS_PER_NODE %s%s", tpn ? "does not parse: " : "is not set",
              inner);

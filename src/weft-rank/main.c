@@ -17,15 +17,22 @@
  * it under supervision. With --control it first connects to weftrun's control
  * channel (channel.c) and refuses to run the rank without it; every setup
  * failure goes there too.
+ *
+ * main() runs these as stages, as weftrun's does: arguments, where (the
+ * rank's host), place, environment, run; a stage that fails gives its reason,
+ * main() says it once (the failure line, EXITED on the channel), and
+ * agent_free() lets go of what the agent holds, whatever stage it reached.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check/check.h"
 #include "layout.h"
 #include "weft-rank.h"
 
@@ -37,10 +44,10 @@
  * daemon here read it too; on another host that is a daemon that took weftrun's
  * machine for its own, placing and binding from the wrong one: refused. */
 static int
-load_topology(const weft_agent_args *o, int node, int handed, weftx_topo **t, char *why,
+load_topology(const wt_agent_args *o, int node, int handed, weftx_topo **t, char *why,
               size_t len)
 {
-  const char *file = weft_agent_topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
+  const char *file = wt_agent_topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
   int usable = !file && !(env && *env); /* nothing names another file for this host */
   if (o->host_xml && (handed || usable)) {
     char me[256];
@@ -67,14 +74,6 @@ load_topology(const weft_agent_args *o, int node, int handed, weftx_topo **t, ch
   return weftx_topo_load(file, WEFTX_TOPO_CACHE | WEFTX_TOPO_NO_DETAILS, t, why, len);
 }
 
-#define FAIL(...)                                                                      \
-  do {                                                                                 \
-    char msg_[1200];                                                                    \
-    snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
-    rc = wk_setup_failed(ch, &who, msg_, WK_EXIT_SETUP);                               \
-    goto out;                                                                          \
-  } while (0)
-
 /* The rank's cpus, and its memory unless \p mem is 0 (Open MPI's layouts bind no memory). */
 static int
 bind_here(const weftx_topo *t, const weftx_place *pl, int mem, char *note, size_t len)
@@ -98,19 +97,19 @@ bind_here(const weftx_topo *t, const weftx_place *pl, int mem, char *note, size_
 static void
 placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const char *gpu)
 {
-  weft_ctl_out m;
+  wt_ctl_out m;
   char *cpus = NULL;
   if (!ch)
     return;
-  weft_ctl_begin(&m, WEFT_CTL_PLACED);
-  weft_ctl_put_str(&m, WEFT_CTL_T_GPU, gpu);
+  wt_ctl_begin(&m, WT_CTL_PLACED);
+  wt_ctl_put_str(&m, WT_CTL_T_GPU, gpu);
   if (pl->cpuset && hwloc_bitmap_list_asprintf(&cpus, pl->cpuset) >= 0 && cpus)
-    weft_ctl_put_str(&m, WEFT_CTL_T_CPUS, cpus);
+    wt_ctl_put_str(&m, WT_CTL_T_CPUS, cpus);
   free(cpus);
   if (pl->nic >= 0) {
     const weftx_nic *n = weftx_topo_nic(t, pl->nic);
     if (n)
-      weft_ctl_put_str(&m, WEFT_CTL_T_NIC, n->name);
+      wt_ctl_put_str(&m, WT_CTL_T_NIC, n->name);
   }
   wk_channel_send(ch, &m);
 }
@@ -124,7 +123,7 @@ typedef struct layout {
 static int
 layout_parse(const char *s, layout *l, char *why, size_t len)
 {
-  int *one = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int));
+  int *one = calloc(WT_AGENT_MAX_HOSTS, sizeof(int));
   char *copy = strdup(s), *seg, *save = NULL;
   int rc = -1;
   memset(l, 0, sizeof(*l));
@@ -133,7 +132,7 @@ layout_parse(const char *s, layout *l, char *why, size_t len)
     goto out;
   }
   for (seg = strtok_r(copy, ";", &save); seg; seg = strtok_r(NULL, ";", &save)) {
-    int n = weft_layout_parse(seg, one, WEFT_AGENT_MAX_HOSTS), *v;
+    int n = wt_layout_parse(seg, one, WT_AGENT_MAX_HOSTS), *v;
     if (n < 1 || (l->napps && n != l->nhosts)) {
       snprintf(why, len, "bad --layout '%.200s'", s);
       goto out;
@@ -170,7 +169,7 @@ layout_find(const layout *l, int by_node, int rank, int *app, int *node, int *lo
       first += total;
       continue;
     }
-    if ((*node = weft_layout_host(c, l->nhosts, by_node, rank - first, &in_app)) < 0)
+    if ((*node = wt_layout_host(c, l->nhosts, by_node, rank - first, &in_app)) < 0)
       return -1;
     *app = a;
     *local = in_app;
@@ -264,7 +263,7 @@ probe(void)
 /* weftrun's WELCOME, if there is a channel: 0, or -1 said on stderr (the rank is not
  * to start) */
 static int
-welcomed(wk_channel *ch, const weft_agent_who *who)
+welcomed(wk_channel *ch, const wt_agent_who *who)
 {
   char why[600];
   if (!ch || wk_channel_welcomed(ch, why, sizeof(why)) == 0)
@@ -274,266 +273,367 @@ welcomed(wk_channel *ch, const weft_agent_who *who)
   return -1;
 }
 
+/* ---- The stages ---------------------------------------------------------- */
+
+/* Everything the agent holds while it sets its rank up; agent_free() is its one way out. */
+typedef struct agent {
+  wt_agent_args o;
+  wt_agent_who who;
+  char **program;               /* after "--" */
+  int handed;                   /* this environment named weftrun's XML of this host (agent.h) */
+  wk_channel *ch;
+  wk_page *page;
+  wk_ids ids;
+  int have_ids;
+  char idwhy[600];
+  layout lay;
+  int nhosts, node, app;        /* weftrun's hosts, this one's index, the rank's program */
+  int ompi_bound;               /* mpirun bound the rank to Open MPI's layout */
+  weftx_topo *t;
+  int live;                     /* t is this machine's */
+  wk_gpus gp;
+  wk_gcp *gcp;
+  weftx_place pl;
+  int placed;
+  char why[1200];               /* a setup failure's reason */
+} agent;
+
+static void
+agent_init(agent *g)
+{
+  memset(g, 0, sizeof(*g));
+  wt_agent_args_init(&g->o);
+  g->who.rank = -1;
+  snprintf(g->who.gpu, sizeof(g->who.gpu), "none");
+  if (gethostname(g->who.host, sizeof(g->who.host)))
+    snprintf(g->who.host, sizeof(g->who.host), "unknown");
+  g->who.host[sizeof(g->who.host) - 1] = '\0';
+}
+
+static void
+agent_free(agent *g)
+{
+  wk_channel_close(g->ch, weftx_monotonic() + 3.0);
+  wk_page_destroy(g->page);
+  if (g->placed)
+    weftx_place_clear(&g->pl);
+  weftx_topo_destroy(g->t);
+  free(g->lay.counts);
+  wk_gcp_destroy(g->gcp);
+}
+
+/* A setup failure: its reason into g->why. -1. */
+static int failed(agent *g, const char *fmt, ...) WEFT_PRINTF(2, 3);
+static int
+failed(agent *g, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g->why, sizeof(g->why), fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* This rank's numbers and the agent's arguments; weftrun's XML of this host, handed to
+ * mpirun (agent.h), gone before hwloc is used here, and from the program's environment. */
+static int
+arguments(agent *g, int argc, char **argv)
+{
+  char why[600];
+  int first = argc;
+  g->have_ids = wk_ids_get(&g->ids, g->idwhy, sizeof(g->idwhy)) == 0;
+  if (g->have_ids)
+    g->who.rank = g->ids.rank;
+  if (wt_agent_args_parse(&g->o, argc, argv, &first, why, sizeof(why)))
+    return failed(g, "%s", why);
+  g->program = argv + first;
+  const char *xf = getenv(WT_HWLOC_XMLFILE);
+  g->handed = xf && g->o.host_xml && !strcmp(xf, g->o.host_xml);
+  if (g->handed && (unsetenv(WT_HWLOC_XMLFILE) || unsetenv(WT_HWLOC_THISSYSTEM)))
+    return failed(g, "cannot unset " WT_HWLOC_XMLFILE);
+  return 0;
+}
+
+/* Which host of weftrun's list this is (the torchrun NODE_RANK), and the engine's
+ * placement of the rank checked against weftrun's plan. */
+static int
+where(agent *g)
+{
+  char why[600];
+  int local, plsize;
+  if (!g->program[0])
+    return failed(g, "no program after '--'");
+  if (!g->have_ids)
+    return failed(g, "%s", g->idwhy);
+  /* mpirun bound the rank to Open MPI's layout; under srun nobody did: weft binds it */
+  g->ompi_bound = g->o.ompi && strcmp(g->ids.from, "srun");
+  g->nhosts = 1;
+  if (!g->o.layout)
+    return 0;
+  if (layout_parse(g->o.layout, &g->lay, why, sizeof(why)))
+    return failed(g, "%s", why);
+  g->nhosts = g->lay.nhosts;
+  if (layout_find(&g->lay, g->o.by_node, g->ids.rank, &g->app, &g->node, &local, &plsize))
+    return failed(g, "rank %d is outside weftrun's layout %s", g->ids.rank, g->o.layout);
+  if (local != g->ids.local || plsize != g->ids.lsize)
+    return failed(g, "%s placed this rank as local rank %d of %d, weftrun planned %d of %d on "
+                  "host %d: weftrun's %s; report this with the weftrun command line (mpirun "
+                  "alone runs it meanwhile)", g->ids.from, g->ids.local, g->ids.lsize, local,
+                  plsize, g->node,
+                  g->ompi_bound ? "model of Open MPI 4.1's placement is wrong for this job"
+                                : "hostfile was not followed");
+  return 0;
+}
+
+/* Open MPI's binding of this rank against the model's prediction \p want: GPUs go by the
+ * prediction every rank shares, so on a host with GPUs a difference is a failure; else a
+ * warning. -1 with g->why, or 0. */
+static int
+ompi_mismatch(agent *g, const weftx_ompi_bound *b, hwloc_const_cpuset_t real,
+              hwloc_const_cpuset_t want)
+{
+  int gpus[1024], anygpu = 0, lsize = g->ids.lsize;
+  char r1[160], r2[160];
+  weftx_cpuset_format(real, r1, sizeof(r1));
+  weftx_cpuset_format(want, r2, sizeof(r2));
+  if (lsize <= 1024 && weftx_ompi_gpus(g->t, b, lsize, gpus) == 0)
+    for (int i = 0; i < lsize; i++)
+      anygpu |= gpus[i] >= 0;
+  if (anygpu)
+    return failed(g, "Open MPI bound this rank to cpus %s, weftrun's model of Open MPI said %s, "
+                  "and the GPUs of this host go by that model; report this with the weftrun "
+                  "command line (--map-by gpu gives every rank its own GPU meanwhile)", r1, r2);
+  fprintf(stderr, "weft-rank: rank %d host %s: warning: Open MPI bound it to cpus %s, "
+          "weftrun's plan (--dry-run) said %s; report this with the weftrun command line\n",
+          g->ids.rank, g->who.host, r1, r2);
+  return 0;
+}
+
+/* Open MPI's layout: its bindings on this host predicted with the model; mpirun's
+ * binding (what the rank really has) is checked against the prediction, srun's rank
+ * takes it; the GPU nearest goes by the prediction every rank shares. */
+static int
+place_ompi(agent *g)
+{
+  weftx_ompi_policy op;
+  weftx_ompi_bound *b = NULL;
+  int lrank = g->ids.local, lsize = g->ids.lsize, rc = 0, mismatch = 0, err;
+  int *here = calloc((size_t)g->lay.napps + 1, sizeof(int));
+  int *slots = calloc(WT_AGENT_MAX_HOSTS, sizeof(int));
+  hwloc_bitmap_t real = hwloc_bitmap_alloc();
+  char why[600] = "";
+
+  if (!here || !slots || !real || !(b = calloc((size_t)lsize, sizeof(*b)))) {
+    rc = failed(g, "out of memory");
+    goto out;
+  }
+  if (weftx_ompi_policy_parse(g->o.ompi, &op) || !g->o.slots ||
+      wt_layout_parse(g->o.slots, slots, WT_AGENT_MAX_HOSTS) != g->nhosts) {
+    rc = failed(g, "bad --ompi '%s' or --slots '%s'", g->o.ompi, g->o.slots ? g->o.slots : "");
+    goto out;
+  }
+  layout_here(&g->lay, g->node, here);
+  err = weftx_ompi_node_bind(g->t, &op, slots[g->node], here, g->lay.napps, b, why, sizeof(why));
+  if (!err && g->ompi_bound && g->live &&
+      hwloc_get_cpubind(weftx_topo_hwloc(g->t), real, HWLOC_CPUBIND_PROCESS) == 0)
+    mismatch = !hwloc_bitmap_isequal(real, b[lrank].cpuset) &&
+               !(!b[lrank].bound && hwloc_bitmap_isincluded(weftx_topo_cpuset(g->t), real));
+  else
+    hwloc_bitmap_copy(real, b[lrank].cpuset);
+  if (!err && mismatch && (rc = ompi_mismatch(g, b, real, b[lrank].cpuset)))
+    goto out;
+  if (!err)
+    err = weftx_ompi_place(g->t, &op, b, lsize, lrank, g->ompi_bound && g->live ? real : NULL,
+                           wk_gpus_policy(&g->gp), &g->pl);
+  if (err)
+    rc = failed(g, "%s", why[0] ? why : weft_strerror(err));
+  else
+    g->placed = 1;
+out:
+  weftx_ompi_bound_clear(b, lsize);
+  free(b);
+  free(here);
+  free(slots);
+  hwloc_bitmap_free(real);
+  return rc;
+}
+
+/* weft's GPU rule: one rank per GPU, bound next to it. */
+static int
+place_gpu(agent *g)
+{
+  weftx_policy pol;
+  char why[600] = "";
+  int err;
+  memset(&pol, 0, sizeof(pol));
+  if ((err = weftx_policy_parse(&pol, g->o.map_by, g->o.bind_to, why, sizeof(why))))
+    return failed(g, "%s", why[0] ? why : weft_strerror(err));
+  if (g->o.oversubscribe)
+    pol.oversubscribe = 1;
+  pol.reserved_cpus = wk_gcp_reserved_cpus(g->gcp);
+  pol.gpus = wk_gpus_policy(&g->gp);
+  if ((err = weftx_map_rank(g->t, &pol, g->ids.local, g->ids.lsize, &g->pl, why, sizeof(why))))
+    return failed(g, "%s", why[0] ? why : weft_strerror(err));
+  g->placed = 1;
+  return 0;
+}
+
+/* This host's topology and the rank's place on it; the rank bound when weft binds it
+ * (the GPU rule, or Open MPI's layout under srun), or what it would bind said; where it
+ * runs told to weftrun and, with --report-bindings, to the user. */
+static int
+place(agent *g)
+{
+  char why[600] = "", note[160] = "";
+  int err, rank = g->ids.rank;
+  if ((err = load_topology(&g->o, g->node, g->handed, &g->t, why, sizeof(why))))
+    return failed(g, "%s", why[0] ? why : weft_strerror(err));
+  if (wk_gpus_prepare(&g->gp, g->o.gpus, g->node, why, sizeof(why)))
+    return failed(g, "%s", why);
+  if ((err = wk_gcp_prepare(g->o.nccl_preset, g->nhosts, g->ids.local, &g->who, &g->gcp, why,
+                            sizeof(why))))
+    return failed(g, "--nccl-preset: %s", why[0] ? why : weft_strerror(err));
+  g->live = weftx_topo_is_live(g->t);
+  if (g->o.ompi ? place_ompi(g) : place_gpu(g))
+    return -1;
+  const weftx_place *pl = &g->pl;
+  int ompi_bound = g->ompi_bound, live = g->live;
+  if (!ompi_bound && pl->bound && live)
+    bind_here(g->t, pl, !g->o.ompi, note, sizeof(note));
+  if (!ompi_bound && g->o.report_bindings && pl->bound && live && !note[0])
+    report_ompi(g->t, rank, pl->cpuset);
+  if (pl->gpu >= 0) {
+    const weftx_gpu *gpu = weftx_topo_gpu(g->t, pl->gpu);
+    snprintf(g->who.gpu, sizeof(g->who.gpu), "%d (%s)", pl->gpu, gpu ? gpu->pci : "?");
+  }
+  placed_msg(g->ch, g->t, pl, g->who.gpu);
+  /* --monitor's NIC: the rank's own, else the job's interface */
+  const weftx_nic *nic = pl->nic >= 0 ? weftx_topo_nic(g->t, pl->nic) : NULL;
+  const weftx_gpu *gpu = pl->gpu >= 0 ? weftx_topo_gpu(g->t, pl->gpu) : NULL;
+  wk_supervise_set_monitor(g->ch ? (double)g->o.monitor_ms / 1000.0 : 0,
+                           nic ? nic->name : g->o.ifname, gpu ? pl->gpu : -1,
+                           gpu ? gpu->pci : NULL, g->o.monitor_prom, g->o.job);
+  /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
+  if (g->o.report_bindings && (!ompi_bound || pl->gpu >= 0)) {
+    char line[600];
+    if (weftx_place_format(g->t, g->who.host, rank, pl, line, sizeof(line)) == 0)
+      fprintf(stderr, "[weft] %s%s%s%s\n", line,
+              ompi_bound ? " (bound by Open MPI)" : !pl->bound ? " (not bound)" :
+              live ? (note[0] ? " (" : " (bound)") : " (not bound: topology from ",
+              ompi_bound || !pl->bound ? "" : live ? note : weftx_topo_source(g->t),
+              !ompi_bound && pl->bound && (!live || note[0]) ? ")" : "");
+  } else if (note[0]) {
+    fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank,
+            g->who.host, note);
+  }
+  return 0;
+}
+
+/* The per-rank environment: the user's variables first, weft's only where unset; then
+ * the topology and the place are let go (the program may run for days). */
+static int
+environment(agent *g)
+{
+  extern char **environ;
+  weftx_rank_info ri;
+  weftx_env *env = NULL;
+  char why[600] = "";
+  int err = 0, rc = 0;
+
+  if (program_vars(g->program))
+    return failed(g, "out of memory");
+  weftx_topo_env_restore();
+  weftx_rank_info_init(&ri);
+  ri.rank = g->ids.rank;
+  ri.size = g->ids.size;
+  ri.local_rank = g->ids.local;
+  ri.local_size = g->ids.lsize;
+  ri.node_rank = g->node;
+  ri.nnodes = g->nhosts;
+  ri.master_addr = g->o.master_addr;
+  ri.master_port = (int)g->o.master_port;
+  ri.ifname = g->o.ifname;
+  if (g->o.gpu_visibility && weftx_gpu_visibility_parse(g->o.gpu_visibility, &ri.gpu_visibility))
+    rc = failed(g, "bad --gpu-visibility '%s'", g->o.gpu_visibility);
+  else if ((err = weftx_rank_info_set_place(&ri, g->t, &g->pl)))
+    rc = failed(g, "placement does not fit the environment: %s", weft_strerror(err));
+  else if (weftx_env_create(&env) || weftx_env_import(env, environ, WEFTX_ENV_USER))
+    rc = failed(g, "out of memory");
+  else if ((err = wk_gcp_apply(g->gcp, env, why, sizeof(why))))
+    rc = failed(g, "%s", why[0] ? why : weft_strerror(err));
+  else if (wk_gpus_apply(&g->gp, &g->pl, &ri, env, ri.gpu_visibility, why, sizeof(why)))
+    rc = failed(g, "%s", why);
+  else if ((err = weftx_rank_env(env, &ri, why, sizeof(why))))
+    rc = failed(g, "%s", why[0] ? why : weft_strerror(err));
+  else if ((err = weftx_env_apply(env)))
+    rc = failed(g, "cannot set the environment: %s", weft_strerror(err));
+  weftx_env_destroy(env);
+  if (rc)
+    return rc;
+  weftx_place_clear(&g->pl);
+  g->placed = 0;
+  weftx_topo_destroy(g->t);
+  g->t = NULL;
+  return 0;
+}
+
+/* The program, once weftrun has welcomed the agent, under supervision: its exit code. */
+static int
+run(agent *g)
+{
+  wk_output *output = NULL;
+  char why[600];
+  if (welcomed(g->ch, &g->who))
+    return WK_EXIT_SETUP;
+  if (g->o.output_filename &&
+      wk_output_start(g->o.output_filename, g->ids.rank, &output, why, sizeof(why)))
+    return wk_setup_failed(g->ch, &g->who, why, WK_EXIT_SETUP);
+  wk_supervise_set_grace(g->o.preempt_grace >= 0 ? g->o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
+  wk_gcp_watch_start(g->gcp);
+  int rc = wk_gcp_watch_stop(g->gcp, wk_supervise(g->program, &g->who, g->ch, g->page));
+  wk_output_finish(output);
+  return rc;
+}
+
 int
 main(int argc, char **argv)
 {
-  weft_agent_args o;
-  weft_agent_who who;
-  weftx_topo *t = NULL;
-  weftx_env *env = NULL;
-  wk_gcp *gcp = NULL;
-  wk_channel *ch = NULL;
-  wk_page *page = NULL;
-  weftx_place pl;
-  wk_ids ids;
-  wk_gpus gp;
-  wk_output *output = NULL;
-  int placed = 0, rc = 0, first = argc;
-  char why[600] = "", idwhy[600] = "";
-  layout lay;
+  agent g;
+  int rc;
 
-  memset(&lay, 0, sizeof(lay));
-  weft_agent_args_init(&o);
-  memset(&pl, 0, sizeof(pl));
-  who.rank = -1;
-  snprintf(who.gpu, sizeof(who.gpu), "none");
-  if (gethostname(who.host, sizeof(who.host)))
-    snprintf(who.host, sizeof(who.host), "unknown");
-  who.host[sizeof(who.host) - 1] = '\0';
+  agent_init(&g);
   if (weft_check_version(stderr, argv[0]))
     return WK_EXIT_SETUP;
-  int have_ids = wk_ids_get(&ids, idwhy, sizeof(idwhy)) == 0;
-  if (have_ids)
-    who.rank = ids.rank;
-  if (weft_agent_args_parse(&o, argc, argv, &first, why, sizeof(why)))
-    FAIL("%s", why);
-  /* weftrun's XML of this host, handed to mpirun (agent.h): gone before hwloc is used
-   * here, and from the program's environment */
-  const char *xf = getenv(WEFT_HWLOC_XMLFILE);
-  int handed = xf && o.host_xml && !strcmp(xf, o.host_xml);
-  if (handed && (unsetenv(WEFT_HWLOC_XMLFILE) || unsetenv(WEFT_HWLOC_THISSYSTEM)))
-    FAIL("cannot unset " WEFT_HWLOC_XMLFILE);
-  if (o.help) {
+  rc = arguments(&g, argc, argv);
+  if (!rc && g.o.help) {
     fputs("Usage: weft-rank [options] -- PROGRAM [ARGS]\n", stdout);
-    weft_opt_help(stdout, weft_agent_options);
+    wt_opt_help(stdout, wt_agent_options);
     return 0;
   }
-  if (o.probe)
+  if (!rc && g.o.probe)
     return probe();
   /* weftrun's control channel before anything else: no rank runs unsupervised when
    * supervision was asked for (its WELCOME is waited for just before the rank starts) */
-  if (o.control) {
-    if (wk_channel_open(&ch, o.control, &who, why, sizeof(why))) {
-      fprintf(stderr, "weft-rank: rank %d host %s: %s; the rank was not started\n", who.rank,
-              who.host, why);
-      return WK_EXIT_SETUP;
-    }
-    if (wk_page_create(&page, why, sizeof(why)))
-      FAIL("%s", why);
-  } else {
+  if (!rc && g.o.control && wk_channel_open(&g.ch, g.o.control, &g.who, g.why, sizeof(g.why))) {
+    fprintf(stderr, "weft-rank: rank %d host %s: %s; the rank was not started\n", g.who.rank,
+            g.who.host, g.why);
+    return WK_EXIT_SETUP;
+  }
+  if (!rc && !g.o.control)
     wk_channel_scrub();
-  }
-  char **program = argv + first;
-  if (o.check)
-    return welcomed(ch, &who) ? WK_EXIT_SETUP : wk_check(&o, program);
-  if (!program[0])
-    FAIL("no program after '--'");
+  if (!rc && g.ch && wk_page_create(&g.page, g.why, sizeof(g.why)))
+    rc = -1;
+  if (!rc && g.o.check)
+    return welcomed(g.ch, &g.who) ? WK_EXIT_SETUP : wk_check(&g.o, g.program);
 
-  if (!have_ids)
-    FAIL("%s", idwhy);
-  int rank = ids.rank, size = ids.size, lrank = ids.local, lsize = ids.lsize;
-  /* mpirun bound the rank to Open MPI's layout; under srun nobody did: weft binds it */
-  int ompi_bound = o.ompi && strcmp(ids.from, "srun");
-
-  /* which host of weftrun's list this is (the torchrun NODE_RANK), and Open MPI's
-   * placement checked against weftrun's plan */
-  int nhosts = 1, node = 0, local = lrank, app = 0, plsize = lsize;
-  if (o.layout) {
-    if (layout_parse(o.layout, &lay, why, sizeof(why)))
-      FAIL("%s", why);
-    nhosts = lay.nhosts;
-    if (layout_find(&lay, o.by_node, rank, &app, &node, &local, &plsize))
-      FAIL("rank %d is outside weftrun's layout %s", rank, o.layout);
-    if (local != lrank || plsize != lsize)
-      FAIL("%s placed this rank as local rank %d of %d, weftrun planned %d of %d on host "
-           "%d: weftrun's %s; report this with the weftrun command line (mpirun alone runs "
-           "it meanwhile)", ids.from, lrank, lsize, local, plsize, node,
-           ompi_bound ? "model of Open MPI 4.1's placement is wrong for this job"
-                      : "hostfile was not followed");
-  }
-
-  /* this host's topology and the rank's place on it */
-  if ((rc = load_topology(&o, node, handed, &t, why, sizeof(why))))
-    FAIL("%s", why[0] ? why : weft_strerror(rc));
-  if (wk_gpus_prepare(&gp, o.gpus, node, why, sizeof(why)))
-    FAIL("%s", why);
-  if ((rc = wk_gcp_prepare(o.nccl_preset, nhosts, lrank, &who, &gcp, why, sizeof(why))))
-    FAIL("--nccl-preset: %s", why[0] ? why : weft_strerror(rc));
-  char note[160] = "";
-  int live = weftx_topo_is_live(t);
-  if (o.ompi) {
-    /* Open MPI's layout: predict its bindings on this host; mpirun's binding (what the
-     * rank really has) is checked against it, srun's rank takes it; the GPU nearest goes
-     * by the prediction every rank shares */
-    weftx_ompi_policy op;
-    weftx_ompi_bound *b = NULL;
-    int *here = calloc((size_t)lay.napps + 1, sizeof(int)), *slots = NULL, mismatch = 0;
-    hwloc_bitmap_t real = hwloc_bitmap_alloc();
-    if (!here || !real || !(slots = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int))) ||
-        !(b = calloc((size_t)lsize, sizeof(*b)))) {
-      free(here);
-      free(slots);
-      free(b);
-      hwloc_bitmap_free(real);
-      FAIL("out of memory");
-    }
-    if (weftx_ompi_policy_parse(o.ompi, &op) || !o.slots ||
-        weft_layout_parse(o.slots, slots, WEFT_AGENT_MAX_HOSTS) != nhosts) {
-      free(here);
-      free(slots);
-      free(b);
-      hwloc_bitmap_free(real);
-      FAIL("bad --ompi '%s' or --slots '%s'", o.ompi, o.slots ? o.slots : "");
-    }
-    layout_here(&lay, node, here);
-    rc = weftx_ompi_node_bind(t, &op, slots[node], here, lay.napps, b, why, sizeof(why));
-    if (!rc && ompi_bound && live &&
-        hwloc_get_cpubind(weftx_topo_hwloc(t), real, HWLOC_CPUBIND_PROCESS) == 0)
-      mismatch = !hwloc_bitmap_isequal(real, b[lrank].cpuset) &&
-                 !(!b[lrank].bound && hwloc_bitmap_isincluded(weftx_topo_cpuset(t), real));
-    else
-      hwloc_bitmap_copy(real, b[lrank].cpuset);
-    if (!rc && mismatch) {
-      int gpus[1024], anygpu = 0;
-      char r1[160], r2[160];
-      weftx_cpuset_format(real, r1, sizeof(r1));
-      weftx_cpuset_format(b[lrank].cpuset, r2, sizeof(r2));
-      if (lsize <= 1024 && weftx_ompi_gpus(t, b, lsize, gpus) == 0)
-        for (int i = 0; i < lsize; i++)
-          anygpu |= gpus[i] >= 0;
-      if (anygpu) {
-        weftx_ompi_bound_clear(b, lsize);
-        free(b);
-        free(here);
-        free(slots);
-        hwloc_bitmap_free(real);
-        FAIL("Open MPI bound this rank to cpus %s, weftrun's model of Open MPI said %s, and the "
-             "GPUs of this host go by that model; report this with the weftrun command line "
-             "(--map-by gpu gives every rank its own GPU meanwhile)", r1, r2);
-      }
-      fprintf(stderr, "weft-rank: rank %d host %s: warning: Open MPI bound it to cpus %s, "
-              "weftrun's plan (--dry-run) said %s; report this with the weftrun command line\n",
-              rank, who.host, r1, r2);
-    }
-    if (!rc)
-      rc = weftx_ompi_place(t, &op, b, lsize, lrank, ompi_bound && live ? real : NULL,
-                            wk_gpus_policy(&gp), &pl);
-    weftx_ompi_bound_clear(b, lsize);
-    free(b);
-    free(here);
-    free(slots);
-    hwloc_bitmap_free(real);
-    if (rc)
-      FAIL("%s", why[0] ? why : weft_strerror(rc));
-    placed = 1;
-  } else {
-    weftx_policy pol;
-    memset(&pol, 0, sizeof(pol));
-    if ((rc = weftx_policy_parse(&pol, o.map_by, o.bind_to, why, sizeof(why))))
-      FAIL("%s", why[0] ? why : weft_strerror(rc));
-    if (o.oversubscribe)
-      pol.oversubscribe = 1;
-    pol.reserved_cpus = wk_gcp_reserved_cpus(gcp);
-    pol.gpus = wk_gpus_policy(&gp);
-    if ((rc = weftx_map_rank(t, &pol, lrank, lsize, &pl, why, sizeof(why))))
-      FAIL("%s", why[0] ? why : weft_strerror(rc));
-    placed = 1;
-  }
-  /* weft binds (the GPU rule, or Open MPI's layout under srun), or says what it would */
-  if (!ompi_bound && pl.bound && live)
-    bind_here(t, &pl, !o.ompi, note, sizeof(note));
-  if (!ompi_bound && o.report_bindings && pl.bound && live && !note[0])
-    report_ompi(t, rank, pl.cpuset);
-  if (pl.gpu >= 0) {
-    const weftx_gpu *g = weftx_topo_gpu(t, pl.gpu);
-    snprintf(who.gpu, sizeof(who.gpu), "%d (%s)", pl.gpu, g ? g->pci : "?");
-  }
-  placed_msg(ch, t, &pl, who.gpu);
-  /* --monitor's NIC: the rank's own, else the job's interface */
-  const weftx_nic *nic = pl.nic >= 0 ? weftx_topo_nic(t, pl.nic) : NULL;
-  const weftx_gpu *gpu = pl.gpu >= 0 ? weftx_topo_gpu(t, pl.gpu) : NULL;
-  wk_supervise_set_monitor(ch ? (double)o.monitor_ms / 1000.0 : 0, nic ? nic->name : o.ifname,
-                           gpu ? pl.gpu : -1, gpu ? gpu->pci : NULL, o.monitor_prom, o.job);
-
-  /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
-  if (o.report_bindings && (!ompi_bound || pl.gpu >= 0)) {
-    char line[600];
-    if (weftx_place_format(t, who.host, rank, &pl, line, sizeof(line)) == 0)
-      fprintf(stderr, "[weft] %s%s%s%s\n", line,
-              ompi_bound ? " (bound by Open MPI)" : !pl.bound ? " (not bound)" :
-              live ? (note[0] ? " (" : " (bound)") : " (not bound: topology from ",
-              ompi_bound || !pl.bound ? "" : live ? note : weftx_topo_source(t),
-              !ompi_bound && pl.bound && (!live || note[0]) ? ")" : "");
-  } else if (note[0]) {
-    fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank, who.host,
-            note);
-  }
-  if (program_vars(program))
-    FAIL("out of memory");
-  weftx_topo_env_restore();
-
-  /* the per-rank environment: the user's variables first, weft's only where unset */
-  weftx_rank_info ri;
-  weftx_rank_info_init(&ri);
-  ri.rank = rank;
-  ri.size = size;
-  ri.local_rank = lrank;
-  ri.local_size = lsize;
-  ri.node_rank = node;
-  ri.nnodes = nhosts;
-  ri.master_addr = o.master_addr;
-  ri.master_port = (int)o.master_port;
-  ri.ifname = o.ifname;
-  if (o.gpu_visibility && weftx_gpu_visibility_parse(o.gpu_visibility, &ri.gpu_visibility))
-    FAIL("bad --gpu-visibility '%s'", o.gpu_visibility);
-  if ((rc = weftx_rank_info_set_place(&ri, t, &pl)))
-    FAIL("placement does not fit the environment: %s", weft_strerror(rc));
-  extern char **environ;
-  if ((rc = weftx_env_create(&env)) || (rc = weftx_env_import(env, environ, WEFTX_ENV_USER)))
-    FAIL("out of memory");
-  if ((rc = wk_gcp_apply(gcp, env, why, sizeof(why))))
-    FAIL("%s", why[0] ? why : weft_strerror(rc));
-  if (wk_gpus_apply(&gp, &pl, &ri, env, ri.gpu_visibility, why, sizeof(why)))
-    FAIL("%s", why);
-  if ((rc = weftx_rank_env(env, &ri, why, sizeof(why))))
-    FAIL("%s", why[0] ? why : weft_strerror(rc));
-  if ((rc = weftx_env_apply(env)))
-    FAIL("cannot set the environment: %s", weft_strerror(rc));
-  weftx_env_destroy(env);
-  env = NULL;
-  weftx_place_clear(&pl);
-  placed = 0;
-  weftx_topo_destroy(t);
-  t = NULL;
-
-  if (welcomed(ch, &who)) {
-    rc = WK_EXIT_SETUP;
-    goto out;
-  }
-  if (o.output_filename && wk_output_start(o.output_filename, rank, &output, why, sizeof(why)))
-    FAIL("%s", why);
-  wk_supervise_set_grace(o.preempt_grace >= 0 ? o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
-  wk_gcp_watch_start(gcp);
-  rc = wk_gcp_watch_stop(gcp, wk_supervise(program, &who, ch, page));
-  wk_output_finish(output);
-out:
-  wk_channel_close(ch, weftx_monotonic() + 3.0);
-  wk_page_destroy(page);
-  if (placed)
-    weftx_place_clear(&pl);
-  weftx_env_destroy(env);
-  weftx_topo_destroy(t);
-  free(lay.counts);
-  wk_gcp_destroy(gcp);
+  /* the rank: where it is, its place on this host, its environment, then the program */
+  if (!rc)
+    rc = where(&g);
+  if (!rc)
+    rc = place(&g);
+  if (!rc)
+    rc = environment(&g);
+  rc = rc ? wk_setup_failed(g.ch, &g.who, g.why, WK_EXIT_SETUP) : run(&g);
+  agent_free(&g);
   return rc;
 }

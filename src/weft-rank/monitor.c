@@ -34,7 +34,7 @@
 struct wk_monitor {
   double every, next, last_at;
   long pid, hz, page;
-  weft_sample_who who;       /* the Prometheus file's labels */
+  wt_sample_who who;       /* the Prometheus file's labels */
   char host[256], gpu[16];
   struct gpu_watch *watch;   /* the rank's GPU's thread (NULL: none) */
   double gpu_since;
@@ -71,7 +71,7 @@ read_text(int fd, char *buf, size_t len)
  * rss_pages); the number of live processes, 0 when the program itself is gone (or
  * has ended and not been reaped yet). */
 static int
-tree_read(long root, weft_proc_stat *sum)
+tree_read(long root, wt_proc_stat *sum)
 {
   static long stack[TREE_MAX];
   char path[96], buf[1024];
@@ -80,11 +80,11 @@ tree_read(long root, weft_proc_stat *sum)
   stack[top++] = root;
   while (top > 0 && n < TREE_MAX) {
     long pid = stack[--top];
-    weft_proc_stat st;
+    wt_proc_stat st;
     snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
     int fd = open_ro(path);
     /* a zombie still counts: its time moves to its parent's cutime only when reaped */
-    int bad = read_text(fd, buf, sizeof(buf)) || weft_sample_parse_stat(buf, &st);
+    int bad = read_text(fd, buf, sizeof(buf)) || wt_sample_parse_stat(buf, &st);
     if (fd >= 0)
       close(fd);
     if (bad)
@@ -106,7 +106,7 @@ tree_read(long root, weft_proc_stat *sum)
       snprintf(path, sizeof(path), "/proc/%ld/task/%.20s/children", pid, de->d_name);
       int cfd = open_ro(path);
       if (read_text(cfd, cbuf, sizeof(cbuf)) == 0) {
-        int k = weft_sample_parse_pids(cbuf, stack + top, TREE_MAX - top);
+        int k = wt_sample_parse_pids(cbuf, stack + top, TREE_MAX - top);
         if (k > 0)
           top += k < TREE_MAX - top ? k : TREE_MAX - top;
       }
@@ -124,7 +124,7 @@ counter(int fd)
 {
   char buf[64];
   int64_t v;
-  return read_text(fd, buf, sizeof(buf)) || weft_sample_parse_counter(buf, &v) ? -1 : v;
+  return read_text(fd, buf, sizeof(buf)) || wt_sample_parse_counter(buf, &v) ? -1 : v;
 }
 
 /* The rank's GPU is read on a thread of its own: a driver that hangs in NVML must not
@@ -260,7 +260,7 @@ gpu_start(wk_monitor *m, const wk_monitor_conf *c, double now)
 
 /* The latest GPU figures into s, or why there are none (said once). */
 static void
-gpu_read(wk_monitor *m, weft_sample *s, double now)
+gpu_read(wk_monitor *m, wt_sample *s, double now)
 {
   gpu_watch *w = m->watch;
   if (w) {
@@ -283,7 +283,7 @@ gpu_read(wk_monitor *m, weft_sample *s, double now)
 }
 
 wk_monitor *
-wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, double now)
+wk_monitor_new(long pid, const wk_monitor_conf *c, const wt_agent_who *who, double now)
 {
   char path[160];
   const char *nic = c->nic;
@@ -310,7 +310,7 @@ wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who, do
     if (m->tx_fd < 0 || m->rx_fd < 0)
       m->nic[0] = '\0';
   }
-  weft_proc_stat st;
+  wt_proc_stat st;
   m->ticks = tree_read(pid, &st) ? st.ticks : -1;
   m->tx = counter(m->tx_fd);
   m->rx = counter(m->rx_fd);
@@ -335,21 +335,21 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
 {
   if (!m || now < m->next)
     return;
-  weft_sample s;
-  weft_proc_stat st;
+  wt_sample s;
+  wt_proc_stat st;
   int procs = tree_read(m->pid, &st);
   if (procs == 0) { /* the program has ended: its exit, not a sample, comes next */
     while (m->next <= now)
       m->next += m->every;
     return;
   }
-  weft_sample_init(&s);
+  wt_sample_init(&s);
   s.seq = ++m->seq;
   s.span_ms = (int64_t)((now - m->last_at) * 1000 + 0.5);
   s.procs = procs;
   /* a process that left the tree (an orphan adopted by init) takes its time with it:
    * the use over such a span is unknown, the total never goes back */
-  s.cpu_pm = weft_sample_cpu_pm(m->ticks, st.ticks, m->hz, s.span_ms);
+  s.cpu_pm = wt_sample_cpu_pm(m->ticks, st.ticks, m->hz, s.span_ms);
   if (st.ticks > m->ticks_max)
     m->ticks_max = st.ticks;
   s.cpu_ms = m->hz > 0 ? m->ticks_max * 1000 / m->hz : -1;
@@ -359,14 +359,14 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
   if (m->nic[0]) {
     int64_t tx = counter(m->tx_fd), rx = counter(m->rx_fd);
     snprintf(s.nic, sizeof(s.nic), "%s", m->nic);
-    s.nic_tx = weft_sample_rate(m->tx, tx, s.span_ms);
-    s.nic_rx = weft_sample_rate(m->rx, rx, s.span_ms);
+    s.nic_tx = wt_sample_rate(m->tx, tx, s.span_ms);
+    s.nic_rx = wt_sample_rate(m->rx, rx, s.span_ms);
     m->tx = tx;
     m->rx = rx;
   }
   gpu_read(m, &s, now);
-  weft_ctl_out out;
-  weft_sample_put(&out, &s);
+  wt_ctl_out out;
+  wt_sample_put(&out, &s);
   wk_channel_send(ch, &out);
   wk_prom_put(m->prom, &s);
   m->last_at = now;

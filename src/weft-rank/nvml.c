@@ -2,7 +2,7 @@
 /*
  * NVML (the NVIDIA driver's management library) loaded at run time with
  * dlopen, so that weft needs no NVML to build and runs where there is no
- * driver: the part of its C ABI that weft-rank --check (check-gpu.c) and
+ * driver: the part of its C ABI that weft-rank --check (check/gpu.c) and
  * --monitor's samples (monitor.c) call, found by name, each function NULL
  * when this driver's NVML lacks it. The tests load NVML's stand-in
  * (tests/standin/nvml.c) through LD_LIBRARY_PATH.

@@ -86,26 +86,26 @@ wk_page_read(const wk_page *g, weftx_page *copy)
 }
 
 void
-wk_page_put(weft_ctl_out *m, const weftx_page *p, double now)
+wk_page_put(wt_ctl_out *m, const weftx_page *p, double now)
 {
   (void)now;
   if (!p)
     return;
-  weft_ctl_put_int(m, WEFT_CTL_T_WSTATE, p->state);
-  weft_ctl_put_int(m, WEFT_CTL_T_CALLS, (int64_t)p->calls);
+  wt_ctl_put_int(m, WT_CTL_T_WSTATE, p->state);
+  wt_ctl_put_int(m, WT_CTL_T_CALLS, (int64_t)p->calls);
   if (p->state == WEFTX_PAGE_NONE)
     return;
-  weft_ctl_put_int(m, WEFT_CTL_T_OP, p->op);
+  wt_ctl_put_int(m, WT_CTL_T_OP, p->op);
   if (p->since_ns > 0)
-    weft_ctl_put_int(m, WEFT_CTL_T_IN_MS, (weftx_monotonic_ns() - p->since_ns) / 1000000);
+    wt_ctl_put_int(m, WT_CTL_T_IN_MS, (weftx_monotonic_ns() - p->since_ns) / 1000000);
   if (p->op != WEFTX_OP_NONE && p->group[0]) {
-    weft_ctl_put_str(m, WEFT_CTL_T_GROUP, p->group);
-    weft_ctl_put_int(m, WEFT_CTL_T_GROUP_FIRST, p->group_first);
-    weft_ctl_put_int(m, WEFT_CTL_T_GROUP_SIZE, p->group_size);
-    weft_ctl_put_int(m, WEFT_CTL_T_BYTES, (int64_t)p->bytes);
+    wt_ctl_put_str(m, WT_CTL_T_GROUP, p->group);
+    wt_ctl_put_int(m, WT_CTL_T_GROUP_FIRST, p->group_first);
+    wt_ctl_put_int(m, WT_CTL_T_GROUP_SIZE, p->group_size);
+    wt_ctl_put_int(m, WT_CTL_T_BYTES, (int64_t)p->bytes);
   }
   if (p->state == WEFTX_PAGE_DEADLINE) {
-    weft_ctl_put_str(m, WEFT_CTL_T_WHY, p->why);
-    weft_ctl_put_str(m, WEFT_CTL_T_MEMBERS, p->members);
+    wt_ctl_put_str(m, WT_CTL_T_WHY, p->why);
+    wt_ctl_put_str(m, WT_CTL_T_MEMBERS, p->members);
   }
 }

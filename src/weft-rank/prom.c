@@ -51,7 +51,7 @@ struct wk_prom {
 
 /* A rank's sample read back. */
 typedef struct frag {
-  weft_sample s;
+  wt_sample s;
   int rank;
   char gpu[16];
 } frag;
@@ -78,7 +78,7 @@ warn(wk_prom *p, const char *what, const char *path)
 }
 
 wk_prom *
-wk_prom_open(const char *dir, const char *job, const weft_sample_who *who, double every)
+wk_prom_open(const char *dir, const char *job, const wt_sample_who *who, double every)
 {
   char j[80], h[80];
   wk_prom *p = calloc(1, sizeof(*p));
@@ -135,14 +135,14 @@ lock_host(const wk_prom *p)
 /* This rank's sample into its own file: the frame weftrun gets, with the rank, the
  * agent's pid and the GPU label. */
 static int
-put_mine(const wk_prom *p, const weft_sample *s)
+put_mine(const wk_prom *p, const wt_sample *s)
 {
-  weft_ctl_out o;
-  weft_sample_put(&o, s);
-  weft_ctl_put_int(&o, WEFT_CTL_T_RANK, p->rank);
-  weft_ctl_put_int(&o, WEFT_CTL_T_PID, (int64_t)getpid());
+  wt_ctl_out o;
+  wt_sample_put(&o, s);
+  wt_ctl_put_int(&o, WT_CTL_T_RANK, p->rank);
+  wt_ctl_put_int(&o, WT_CTL_T_PID, (int64_t)getpid());
   if (p->gpu)
-    weft_ctl_put_str(&o, WEFT_CTL_T_GPU, p->gpu);
+    wt_ctl_put_str(&o, WT_CTL_T_GPU, p->gpu);
   FILE *f = fopen(p->mine_tmp, "w");
   if (!f)
     return -1;
@@ -159,10 +159,10 @@ put_mine(const wk_prom *p, const weft_sample *s)
 static int
 read_frag(const wk_prom *p, const char *path, frag *fr)
 {
-  unsigned char buf[WEFT_CTL_HEADER + WEFT_CTL_MAX_PAYLOAD];
+  unsigned char buf[WT_CTL_HEADER + WT_CTL_MAX_PAYLOAD];
   struct stat st;
   struct timespec now;
-  weft_ctl_msg m;
+  wt_ctl_msg m;
   int64_t rank, pid;
   char why[160];
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -174,13 +174,13 @@ read_frag(const wk_prom *p, const char *path, frag *fr)
   clock_gettime(CLOCK_REALTIME, &now);
   double age = (double)(now.tv_sec - st.st_mtim.tv_sec) +
                (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
-  if (n <= 0 || age > p->stale_s || weft_ctl_frame(buf, (size_t)n, why, sizeof(why)) != n ||
-      weft_ctl_decode(buf, (size_t)n, &m, why, sizeof(why)) || weft_sample_get(&m, &fr->s) ||
-      weft_ctl_get_int(&m, WEFT_CTL_T_RANK, &rank) || weft_ctl_get_int(&m, WEFT_CTL_T_PID, &pid) ||
+  if (n <= 0 || age > p->stale_s || wt_ctl_frame(buf, (size_t)n, why, sizeof(why)) != n ||
+      wt_ctl_decode(buf, (size_t)n, &m, why, sizeof(why)) || wt_sample_get(&m, &fr->s) ||
+      wt_ctl_get_int(&m, WT_CTL_T_RANK, &rank) || wt_ctl_get_int(&m, WT_CTL_T_PID, &pid) ||
       rank < 0 || rank > 1 << 30 || pid <= 0 || (kill((pid_t)pid, 0) && errno == ESRCH))
     return -1;
   fr->rank = (int)rank;
-  if (weft_ctl_get_str(&m, WEFT_CTL_T_GPU, fr->gpu, sizeof(fr->gpu)))
+  if (wt_ctl_get_str(&m, WT_CTL_T_GPU, fr->gpu, sizeof(fr->gpu)))
     fr->gpu[0] = '\0';
   return 0;
 }
@@ -233,8 +233,8 @@ by_rank(const void *a, const void *b)
 static int
 write_host(const wk_prom *p, frag *v, int n)
 {
-  weft_sample_who *who = calloc((size_t)(n > 0 ? n : 1), sizeof(*who));
-  weft_sample *s = calloc((size_t)(n > 0 ? n : 1), sizeof(*s));
+  wt_sample_who *who = calloc((size_t)(n > 0 ? n : 1), sizeof(*who));
+  wt_sample *s = calloc((size_t)(n > 0 ? n : 1), sizeof(*s));
   FILE *f = who && s ? fopen(p->file_tmp, "w") : NULL;
   int bad = !f;
   if (f) {
@@ -246,7 +246,7 @@ write_host(const wk_prom *p, frag *v, int n)
       who[i].host = p->host;
       who[i].gpu = v[i].gpu[0] ? v[i].gpu : NULL;
     }
-    weft_sample_prom(f, s, who, n);
+    wt_sample_prom(f, s, who, n);
     bad = ferror(f) | fclose(f);
     if (bad || rename(p->file_tmp, p->file)) {
       unlink(p->file_tmp);
@@ -259,7 +259,7 @@ write_host(const wk_prom *p, frag *v, int n)
 }
 
 void
-wk_prom_put(wk_prom *p, const weft_sample *s)
+wk_prom_put(wk_prom *p, const wt_sample *s)
 {
   frag *v = NULL;
   if (!p || p->warned)

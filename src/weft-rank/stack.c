@@ -22,17 +22,17 @@ send_text(wk_channel *ch, const char *text, const char *why)
 {
   size_t len = text ? strlen(text) : 0, off = 0;
   do {
-    weft_ctl_out m;
-    char piece[WEFT_CTL_MAX_TEXT + 1];
-    size_t n = len - off < WEFT_CTL_MAX_TEXT ? len - off : WEFT_CTL_MAX_TEXT;
+    wt_ctl_out m;
+    char piece[WT_CTL_MAX_TEXT + 1];
+    size_t n = len - off < WT_CTL_MAX_TEXT ? len - off : WT_CTL_MAX_TEXT;
     memcpy(piece, text ? text + off : "", n);
     piece[n] = '\0';
     off += n;
-    weft_ctl_begin(&m, WEFT_CTL_STACK);
-    weft_ctl_put_str(&m, WEFT_CTL_T_TEXT, piece);
+    wt_ctl_begin(&m, WT_CTL_STACK);
+    wt_ctl_put_str(&m, WT_CTL_T_TEXT, piece);
     if (why)
-      weft_ctl_put_str(&m, WEFT_CTL_T_WHY, why);
-    weft_ctl_put_int(&m, WEFT_CTL_T_LAST, off >= len);
+      wt_ctl_put_str(&m, WT_CTL_T_WHY, why);
+    wt_ctl_put_int(&m, WT_CTL_T_LAST, off >= len);
     wk_channel_send(ch, &m);
     /* pieces go out as the socket takes them: do not overrun the outbox */
     wk_channel_flush(ch, 5.0);
@@ -40,7 +40,7 @@ send_text(wk_channel *ch, const char *text, const char *why)
 }
 
 void
-wk_stack_send(wk_channel *ch, long pid, const weft_agent_who *who)
+wk_stack_send(wk_channel *ch, long pid, const wt_agent_who *who)
 {
   char path[4096], why[600], pidarg[32];
   const char *eu[] = { "eu-stack", NULL }, *gdb[] = { "gdb", NULL };

@@ -121,36 +121,36 @@ static void
 exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, const wk_page *page,
            double ran, const struct rusage *ru)
 {
-  weft_ctl_out m;
+  wt_ctl_out m;
   weftx_page snap;
-  weft_ctl_begin(&m, WEFT_CTL_EXITED);
-  weft_ctl_put_int(&m, WEFT_CTL_T_CODE, code);
-  weft_ctl_put_int(&m, WEFT_CTL_T_SIGNAL, sig);
-  weft_ctl_put_int(&m, WEFT_CTL_T_STOPPED, stopped);
-  weft_ctl_put_int(&m, WEFT_CTL_T_RUN_MS, (int64_t)(ran * 1000));
+  wt_ctl_begin(&m, WT_CTL_EXITED);
+  wt_ctl_put_int(&m, WT_CTL_T_CODE, code);
+  wt_ctl_put_int(&m, WT_CTL_T_SIGNAL, sig);
+  wt_ctl_put_int(&m, WT_CTL_T_STOPPED, stopped);
+  wt_ctl_put_int(&m, WT_CTL_T_RUN_MS, (int64_t)(ran * 1000));
   if (ru) { /* the rank's totals, from the kernel (with its descendants it waited for) */
-    weft_ctl_put_int(&m, WEFT_CTL_T_CPU_MS,
+    wt_ctl_put_int(&m, WT_CTL_T_CPU_MS,
                      (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
                      (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000);
-    weft_ctl_put_int(&m, WEFT_CTL_T_RSS, (int64_t)ru->ru_maxrss * 1024);
+    wt_ctl_put_int(&m, WT_CTL_T_RSS, (int64_t)ru->ru_maxrss * 1024);
   }
   if (why)
-    weft_ctl_put_str(&m, WEFT_CTL_T_WHY, why);
+    wt_ctl_put_str(&m, WT_CTL_T_WHY, why);
   if (page && wk_page_read(page, &snap) == 0)
     wk_page_put(&m, &snap, weftx_monotonic());
   wk_channel_send(ch, &m);
 }
 
 int
-wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, int code)
+wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int code)
 {
-  weft_agent_fail_print(stderr, who, why, code, 0);
-  exited_msg(ch, code, 0, WEFT_CTL_STOP_SETUP, why, NULL, 0, NULL);
+  wt_agent_fail_print(stderr, who, why, code, 0);
+  exited_msg(ch, code, 0, WT_CTL_STOP_SETUP, why, NULL, 0, NULL);
   return code;
 }
 
 static int
-setup_errno(wk_channel *ch, const weft_agent_who *who, const char *what, int e)
+setup_errno(wk_channel *ch, const wt_agent_who *who, const char *what, int e)
 {
   char why[200];
   snprintf(why, sizeof(why), "%s failed: %s", what, strerror(e));
@@ -235,7 +235,7 @@ stop_child(pid_t pid, int sig, double grace, double *kill_at)
 }
 
 int
-wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *page)
+wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page)
 {
   int errp[2];
   if (pipe(errp))
@@ -290,9 +290,9 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   close(errp[0]);
 
   if (n != (ssize_t)sizeof(e)) {
-    weft_ctl_out m;
-    weft_ctl_begin(&m, WEFT_CTL_STARTED);
-    weft_ctl_put_int(&m, WEFT_CTL_T_PID, pid);
+    wt_ctl_out m;
+    wt_ctl_begin(&m, WT_CTL_STARTED);
+    wt_ctl_put_int(&m, WT_CTL_T_PID, pid);
     wk_channel_send(ch, &m);
   }
 
@@ -316,7 +316,7 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
       break;
     double now = weftx_monotonic();
     if (told_to_stop && !stopped)
-      stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+      stopped = preempting ? WT_CTL_STOP_PREEMPT : WT_CTL_STOP_ENGINE;
     if (kill_at && now >= kill_at) {
       kill(pid, SIGKILL);
       kill_at = now + 3600; /* once */
@@ -330,14 +330,14 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
         fprintf(stderr, "weft-rank: rank %d host %s: lost weftrun (%s); ending the rank\n",
                 who->rank, who->host, why);
         if (!stopped)
-          stopped = WEFT_CTL_STOP_LOST;
+          stopped = WT_CTL_STOP_LOST;
         orphaned = !strstr(why, "closed");
         stop_child(pid, SIGTERM, wk_channel_grace(ch), &kill_at);
-      } else if (ev->type == WEFT_CTL_END) {
+      } else if (ev->type == WT_CTL_END) {
         if (!stopped)
-          stopped = WEFT_CTL_STOP_END;
+          stopped = WT_CTL_STOP_END;
         stop_child(pid, ev->signal, wk_channel_grace(ch), &kill_at);
-      } else if (ev->type == WEFT_CTL_STACK_REQ) {
+      } else if (ev->type == WT_CTL_STACK_REQ) {
         wk_stack_send(ch, (long)pid, who);
         wk_channel_heard(ch, weftx_monotonic()); /* the wait was ours, not weftrun's */
         continue;
@@ -365,19 +365,19 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   if (pidfd >= 0)
     close(pidfd);
   if (told_to_stop && !stopped)
-    stopped = preempting ? WEFT_CTL_STOP_PREEMPT : WEFT_CTL_STOP_ENGINE;
+    stopped = preempting ? WT_CTL_STOP_PREEMPT : WT_CTL_STOP_ENGINE;
   /* A stop that came from the host's daemon dying (the SIGTERM of PR_SET_PDEATHSIG),
    * not from the engine ending the job: the host dropped out of the job, which weftrun
    * must not take for a rank the engine stopped. */
-  if (stopped == WEFT_CTL_STOP_ENGINE && dfd >= 0 && daemon_dead(dfd, daemon, DAEMON_DEATH_MS))
-    stopped = WEFT_CTL_STOP_DAEMON;
+  if (stopped == WT_CTL_STOP_ENGINE && dfd >= 0 && daemon_dead(dfd, daemon, DAEMON_DEATH_MS))
+    stopped = WT_CTL_STOP_DAEMON;
   if (dfd >= 0)
     close(dfd);
   double ran = weftx_monotonic() - t0;
   if (n == (ssize_t)sizeof(e)) {
     snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
-    weft_agent_fail_print(stderr, who, why, WEFTX_PROC_NOEXEC, 0);
-    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WEFT_CTL_STOP_NONE, why, NULL, ran, NULL);
+    wt_agent_fail_print(stderr, who, why, WEFTX_PROC_NOEXEC, 0);
+    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WT_CTL_STOP_NONE, why, NULL, ran, NULL);
     wk_channel_flush(ch, EXITED_SEND_S);
     return WEFTX_PROC_NOEXEC;
   }
@@ -387,17 +387,17 @@ wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *pa
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
     if (code && !stopped)
-      weft_agent_fail_print(stderr, who, NULL, code, 0);
+      wt_agent_fail_print(stderr, who, NULL, code, 0);
   } else {
     sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
     code = 128 + sig;
     if (!stopped)
-      weft_agent_fail_print(stderr, who, NULL, code, sig);
+      wt_agent_fail_print(stderr, who, NULL, code, sig);
   }
   /* The same from mpirun itself (its host's ranks are its children), or from a daemon
    * whose death could not be watched: no word, mpirun's end or the closed connection
    * says it. */
-  if (stopped == WEFT_CTL_STOP_ENGINE && getppid() != daemon)
+  if (stopped == WT_CTL_STOP_ENGINE && getppid() != daemon)
     return code;
   exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru);
   wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);

@@ -17,29 +17,29 @@
 
 #include <pthread.h>
 
-/* weft-rank could not set its rank up (agent.h's WEFT_EXIT_ENGINE, "launch failed") */
-#define WK_EXIT_SETUP WEFT_EXIT_ENGINE
+/* weft-rank could not set its rank up (agent.h's WT_EXIT_ENGINE, "launch failed") */
+#define WK_EXIT_SETUP WT_EXIT_ENGINE
 
 /* channel.c: the control channel (NULL when weftrun asked for none). */
 typedef struct wk_channel wk_channel;
 typedef struct wk_channel_event {
-  int type;                 /* 0 nothing, -1 weftrun lost, WEFT_CTL_END, WEFT_CTL_STACK_REQ */
+  int type;                 /* 0 nothing, -1 weftrun lost, WT_CTL_END, WT_CTL_STACK_REQ */
   int signal;               /* END's */
   char why[256];
 } wk_channel_event;
 /* Connect and send HELLO with the secret (taken out of the environment), within
- * WEFT_CTL_CONNECT_S; \p addr is kept (it must outlive the channel). 0, or -1 with
+ * WT_CTL_CONNECT_S; \p addr is kept (it must outlive the channel). 0, or -1 with
  * the reason. */
-int wk_channel_open(wk_channel **c, const char *addr, const weft_agent_who *who, char *why,
+int wk_channel_open(wk_channel **c, const char *addr, const wt_agent_who *who, char *why,
                     size_t len);
-/* weftrun's WELCOME (its bounds), within WEFT_CTL_CONNECT_S of the open; the rank may
+/* weftrun's WELCOME (its bounds), within WT_CTL_CONNECT_S of the open; the rank may
  * start only after it. The wait is apart from the open so that the agent sets the rank
  * up meanwhile. 0, or -1 with the reason (a REFUSE says why). */
 int wk_channel_welcomed(wk_channel *c, char *why, size_t len);
 void wk_channel_scrub(void);           /* the secret out of the environment, no channel */
 int wk_channel_fd(const wk_channel *c); /* -1 once lost */
 double wk_channel_grace(const wk_channel *c);
-void wk_channel_send(wk_channel *c, const weft_ctl_out *m);
+void wk_channel_send(wk_channel *c, const wt_ctl_out *m);
 void wk_channel_flush(wk_channel *c, double seconds);
 /* Read weftrun's messages, send a heartbeat when one is due (with \p page, a snapshot
  * or NULL), check for silence: what came (type -1: weftrun lost, why says how). */
@@ -56,17 +56,17 @@ typedef struct wk_page wk_page;
 int wk_page_create(wk_page **g, char *why, size_t len);
 void wk_page_destroy(wk_page *g);
 int wk_page_read(const wk_page *g, weftx_page *copy); /* 0, -1 when not readable */
-void wk_page_put(weft_ctl_out *m, const weftx_page *p, double now);
+void wk_page_put(wt_ctl_out *m, const weftx_page *p, double now);
 
 /* stack.c: the rank's stack (eu-stack or gdb) to weftrun, or why there is none. */
-void wk_stack_send(wk_channel *c, long pid, const weft_agent_who *who);
+void wk_stack_send(wk_channel *c, long pid, const wt_agent_who *who);
 
 /* supervise.c: fork+exec argv, forward signals, report to weftrun over \p ch (may be
  * NULL), wait; returns the exit code to use (the program's, 128+N for signal N) after
  * printing what happened when it failed. */
-int wk_supervise(char **argv, const weft_agent_who *who, wk_channel *ch, wk_page *page);
+int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page);
 /* A setup failure: the line on stderr (for the user to read) and EXITED over \p ch. */
-int wk_setup_failed(wk_channel *ch, const weft_agent_who *who, const char *why, int code);
+int wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int code);
 /* Grace after a preemption notice (default WEFTX_PREEMPT_GRACE_S); wk_supervise_preempt()
  * sends WEFTX_PREEMPT_SIGNAL to this process so that the program gets that grace. */
 void wk_supervise_set_grace(long seconds);
@@ -126,7 +126,7 @@ typedef struct wk_monitor_conf {
   char pci[32];
   const char *prom_dir, *job;
 } wk_monitor_conf;
-wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const weft_agent_who *who,
+wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const wt_agent_who *who,
                            double now); /* NULL: no memory */
 double wk_monitor_next(const wk_monitor *m);                   /* 0 for NULL */
 void wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now); /* sends when due */
@@ -134,9 +134,9 @@ void wk_monitor_free(wk_monitor *m); /* its rank leaves the host's Prometheus fi
 
 /* prom.c: --monitor-prom DIR, the host's DIR/weft-JOB-HOST.prom shared by its agents. */
 typedef struct wk_prom wk_prom;
-wk_prom *wk_prom_open(const char *dir, const char *job, const weft_sample_who *who,
+wk_prom *wk_prom_open(const char *dir, const char *job, const wt_sample_who *who,
                       double every); /* NULL: no memory */
-void wk_prom_put(wk_prom *p, const weft_sample *s);  /* each sample; NULL p: nothing */
+void wk_prom_put(wk_prom *p, const wt_sample *s);  /* each sample; NULL p: nothing */
 void wk_prom_close(wk_prom *p); /* the rank ended: out of the file, the last one removes it */
 
 /* ids.c: this rank's numbers, from Open MPI's OMPI_COMM_WORLD_* (mpirun), else from
@@ -172,9 +172,9 @@ int wk_output_start(const char *dir, int rank, wk_output **out, char *why, size_
 void wk_output_finish(wk_output *o);
 
 /* gcp.c: --nccl-preset on this host (reserved cores, variables) and the preemption
- * watch; wk_gcp_watch_stop() turns rc into WEFT_EXIT_PREEMPTED after a notice. */
+ * watch; wk_gcp_watch_stop() turns rc into WT_EXIT_PREEMPTED after a notice. */
 typedef struct wk_gcp wk_gcp;
-int wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const weft_agent_who *who,
+int wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const wt_agent_who *who,
                    wk_gcp **g, char *why, size_t len);
 const char *wk_gcp_reserved_cpus(const wk_gcp *g);
 int wk_gcp_apply(wk_gcp *g, weftx_env *env, char *why, size_t len);
@@ -184,41 +184,5 @@ void wk_gcp_destroy(wk_gcp *g);
 /* For weftrun's probe, after the XML: the GCE line (agent.h) when this host is on
  * GCE (or GCE_METADATA_HOST is set), nothing otherwise (no request). */
 void wk_gcp_probe_facts(FILE *out);
-
-/* ---- weftrun --check's agent (--check full|reach) ------------------------ */
-
-/* check.c: this host's facts as records (agent.h, check.h), then exit 0 whatever
- * was found: a failed check is a fact, never an exit status that would make the
- * engine end the other hosts' agents. */
-int wk_check(const weft_agent_args *o, char **program);
-
-/* What one check found: "KEY VALUE" strings, printed as records once it is done. */
-typedef struct wk_facts {
-  char **v;
-  int n, cap;
-} wk_facts;
-void wk_fact(wk_facts *f, const char *key, const char *fmt, ...) WEFT_PRINTF(3, 4);
-/* A fact whose value is text of many lines (the topology's XML, key "xml"): printed
- * as the record "xml BYTES" followed by the text as it is. */
-void wk_fact_raw(wk_facts *f, const char *key, const char *data, size_t len);
-
-/* check-gpu.c: GPUs on the PCI bus (this host's topology, also sent as XML for
- * weftrun's plan) and what NVML says of them (dlopen'ed: "gpu.nvml absent ..."
- * without it). */
-void wk_check_gpus(wk_facts *f);
-
-/* check-net.c: the master port, the connection to the master (the rendezvous every
- * agent makes, as a job's ranks do), the clock offset from the master's, and the TCP
- * connections of the pair rule (check.h) on the job's interface. */
-typedef struct wk_check_net {
-  int me, n;                   /* this host's index, the hosts */
-  const char *id;              /* the check's nonce */
-  const char *master_addr;     /* MASTER_ADDR; NULL for a job on one host here */
-  int master_port;
-  const char *ifname;          /* the job's interface, or NULL */
-  double skew;                 /* seconds added to this host's clock (tests only) */
-  double deadline;             /* weftx_monotonic() by which it has ended */
-} wk_check_net;
-void wk_check_net_run(const wk_check_net *a, wk_facts *f);
 
 #endif /* WEFT_RANK_H */

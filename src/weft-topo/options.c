@@ -16,39 +16,39 @@ enum {
   O_HELP, O_VERSION, O_MAN, O_COMPLETION,
 };
 
-static const weft_opt options[] = {
-  {O_TOPOLOGY, "topology|input|i", WEFT_OPT_ARG, "FILE|NAME", "Topology",
+static const wt_opt options[] = {
+  {O_TOPOLOGY, "topology|input|i", WT_OPT_ARG, "FILE|NAME", "Topology",
    "read this hwloc XML file, or the topology NAME of --list-topologies, not this machine "
    "(default: $WEFT_TOPOLOGY)", 0},
-  {O_LIST, "list-topologies", WEFT_OPT_FLAG, NULL, "Topology",
+  {O_LIST, "list-topologies", WT_OPT_FLAG, NULL, "Topology",
    "list the topology names --topology takes, with their descriptions, and exit", 0},
-  {O_HOST, "host", WEFT_OPT_ARG, "NAME", "Topology",
+  {O_HOST, "host", WT_OPT_ARG, "NAME", "Topology",
    "call the host NAME (default: the topology's host name)", 0},
-  {O_NP, "np|n", WEFT_OPT_ARG, "N", "Placement",
+  {O_NP, "np|n", WT_OPT_ARG, "N", "Placement",
    "place N ranks and print where each goes", 0},
-  {O_MAP_BY, "map-by", WEFT_OPT_ARG, "POLICY", "Placement",
+  {O_MAP_BY, "map-by", WT_OPT_ARG, "POLICY", "Placement",
    "gpu or ppr:N:gpu (weft's), or Open MPI's slot, hwthread, core, l1cache, l2cache, l3cache, "
    "socket, numa, board, node, ppr:N:OBJ, with :PE=N, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE", 0},
-  {O_BIND_TO, "bind-to", WEFT_OPT_ARG, "WHAT", "Placement",
+  {O_BIND_TO, "bind-to", WT_OPT_ARG, "WHAT", "Placement",
    "gpu-local (weft's), or Open MPI's none, hwthread, core, l1cache, l2cache, l3cache, socket, "
    "numa, board", 0},
-  {O_PE, "pe|cpus-per-rank", WEFT_OPT_ARG, "N", "Placement",
+  {O_PE, "pe|cpus-per-rank", WT_OPT_ARG, "N", "Placement",
    "give each rank N cores (as :PE=N; Open MPI's --cpus-per-proc N for a CPU layout)", 0},
-  {O_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, "Placement",
+  {O_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, "Placement",
    "allow more ranks than GPUs or cores (ranks share GPUs; Open MPI leaves its ranks unbound)", 0},
-  {O_HWT, "use-hwthread-cpus", WEFT_OPT_FLAG, NULL, "Placement",
+  {O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, "Placement",
    "count hardware threads as cores", 0},
-  {O_RESERVED, "reserved-cpus", WEFT_OPT_ARG, "LIST", "Placement",
+  {O_RESERVED, "reserved-cpus", WT_OPT_ARG, "LIST", "Placement",
    "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU", 0},
-  {O_JSON, "json", WEFT_OPT_FLAG, NULL, "Output",
+  {O_JSON, "json", WT_OPT_FLAG, NULL, "Output",
    "print the placement as plan JSON (one rank per slot without -np)", 0},
-  {O_HELP, "help|h", WEFT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
-  {O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, "Output", "print the version and exit", 0},
-  {O_MAN, "man-options", WEFT_OPT_FLAG, NULL, "Output", "write the man page's OPTIONS",
-   WEFT_OPT_HIDDEN},
-  {O_COMPLETION, "help-completion", WEFT_OPT_FLAG, NULL, "Output",
-   "write the options for shell completion", WEFT_OPT_HIDDEN},
-  {0, NULL, WEFT_OPT_FLAG, NULL, NULL, NULL, 0},
+  {O_HELP, "help|h", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
+  {O_VERSION, "version|V", WT_OPT_FLAG, NULL, "Output", "print the version and exit", 0},
+  {O_MAN, "man-options", WT_OPT_FLAG, NULL, "Output", "write the man page's OPTIONS",
+   WT_OPT_HIDDEN},
+  {O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Output",
+   "write the options for shell completion", WT_OPT_HIDDEN},
+  {0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0},
 };
 
 static int count(const char *spelled, const char *arg, long *out, char *why, size_t whylen)
@@ -60,7 +60,7 @@ static int count(const char *spelled, const char *arg, long *out, char *why, siz
   return rc;
 }
 
-static int on_option(void *ud, const weft_opt *opt, const char *spelled, const char *a1,
+static int on_option(void *ud, const wt_opt *opt, const char *spelled, const char *a1,
                      const char *a2, char *why, size_t whylen)
 {
   struct topo_opts *o = ud;
@@ -93,7 +93,7 @@ int topo_options(int argc, char **argv, struct topo_opts *o)
   int first = argc;
 
   memset(o, 0, sizeof(*o));
-  if (weft_opt_parse(options, argc, argv, on_option, o, &first, why, sizeof(why)) != 0) {
+  if (wt_opt_parse(options, argc, argv, on_option, o, &first, why, sizeof(why)) != 0) {
     fprintf(stderr, "weft-topo: %s\n", why);
     return TOPO_EXIT_USAGE;
   }
@@ -111,15 +111,15 @@ void topo_usage(FILE *out, const char *prog)
           "       %s --list-topologies\n"
           "Show the GPUs, NICs and NUMA nodes of a machine, how near they are to each other,\n"
           "and where -np N ranks would be placed.\n", prog, prog);
-  weft_opt_help(out, options);
+  wt_opt_help(out, options);
 }
 
 void topo_man_options(FILE *out)
 {
-  weft_opt_man(out, options);
+  wt_opt_man(out, options);
 }
 
 void topo_completion(FILE *out)
 {
-  weft_opt_completion(out, options, "-");
+  wt_opt_completion(out, options, "-");
 }

@@ -3,7 +3,7 @@
  * weftrun: the pipeline (weftrun.h), stage after stage: options, hosts, the
  * engine's choice, facts, plan, network, then either the plan printed
  * (--dry-run) or the engine's command run (mpirun or srun, and weft-rank);
- * with --check, the check job and its table (check.c) instead of plan and
+ * with --check, the check job and its table (check/check.c) instead of plan and
  * launch. Signals are stop requests (signals.c), so that every way out
  * removes the job directory.
  */
@@ -14,7 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check/check.h"
+#include "engine/engine.h"
 #include "help.h"
+#include "hosts/hosts.h"
+#include "plan/plan.h"
 #include "weftrun.h"
 
 extern char **environ;
@@ -64,13 +68,13 @@ help(const wr_opts *o)
 {
   static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
   if (o->help_man)
-    weft_opt_man(stdout, wr_options);
+    wt_opt_man(stdout, wr_options);
   else if (o->help_man_exit)
-    weft_exit_man(stdout);
+    wt_exit_man(stdout);
   else if (o->nprogram == 1 && !strcmp(o->program[0], "exit-status"))
-    weft_exit_topic(stdout); /* made from the exit-status table (agent.h) */
+    wt_exit_topic(stdout); /* made from the exit-status table (agent.h) */
   else if (o->nprogram == 1)
-    return weft_help_topic(stdout, "weftrun", o->program[0], topics) ? WR_EXIT_USAGE : 0;
+    return wt_help_topic(stdout, "weftrun", o->program[0], topics) ? WR_EXIT_USAGE : 0;
   else
     wr_usage(stdout);
   return 0;
@@ -98,43 +102,6 @@ plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
   return rc;
 }
 
-/* This machine's live topology when it has ranks and no --topology file: its ranks
- * load it from the job directory instead of probing the hardware again. */
-static const weftx_topo *
-here_live(const wr_plan *p)
-{
-  for (int h = 0; h < p->nhosts; h++) {
-    const wr_host *w = p->hosts[h].host;
-    if (p->hosts[h].count > 0 && w->local && !w->file && weftx_topo_is_live(w->topo))
-      return w->topo;
-  }
-  return NULL;
-}
-
-/* The hostfile into the job directory; its path in \p path. */
-static int
-write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path, size_t len)
-{
-  char why[600];
-  FILE *f = wr_jobdir_file(dir, "hostfile", path, len, why, sizeof(why));
-  if (!f || wr_engine_hostfile(p, e, f) | fclose(f)) {
-    fprintf(stderr, "weftrun: %s\n", f ? "cannot write the hostfile" : why);
-    return WR_EXIT_ENGINE;
-  }
-  return 0;
-}
-
-static void
-write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
-{
-  char why[600];
-  const weftx_topo *t = here_live(p);
-  FILE *f = t ? wr_jobdir_file(dir, "topology.xml", path, len, why, sizeof(why)) : NULL;
-  /* without it, every rank here probes its host itself */
-  if (!f || (weftx_topo_export_xml(t, f) != 0) | (fclose(f) != 0))
-    path[0] = '\0';
-}
-
 /* Lines "# PREFIX: TEXT" of a text of lines. */
 static void
 print_lines(const char *prefix, const char *text)
@@ -156,7 +123,7 @@ print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir 
   snprintf(hostfile, sizeof(hostfile), "%s/hostfile", jobdir);
   snprintf(xml, sizeof(xml), "%s/topology.xml", jobdir);
   e->hostfile = hostfile;
-  e->host_xml = here_live(p) ? xml : NULL; /* as launch() writes it */
+  e->host_xml = wr_engine_local_topo(p) ? xml : NULL; /* as wr_run() writes it */
   wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
   int rc = wr_engine_argv(p, o, NULL, e, &a, &env, why, sizeof(why));
   if (rc)
@@ -182,50 +149,6 @@ print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir 
   print_lines("hostfile", text);
   free(text);
   return 0;
-}
-
-static int
-launch(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
-       int stop_fd)
-{
-  char hostfile[4096], xml[4096], why[600];
-  int rc = wr_engine_ready(o, e);
-  if (rc)
-    return rc;
-  rc = write_hostfile(p, e, dir, hostfile, sizeof(hostfile));
-  if (rc)
-    return rc;
-  write_host_xml(p, dir, xml, sizeof(xml));
-  /* the control channel listens before anything starts; its secret reaches the agents
-   * in the environment (WEFT_* goes to every host), never on a command line */
-  wr_ctl *ctl = NULL;
-  if (wr_ctl_open(net, p->np, &ctl, why, sizeof(why))) {
-    fprintf(stderr, "weftrun: %s\n", why);
-    return WR_EXIT_ENGINE;
-  }
-  if (setenv(WEFT_CTL_SECRET_ENV, wr_ctl_secret(ctl), 1)) {
-    fprintf(stderr, "weftrun: out of memory\n");
-    wr_ctl_close(ctl);
-    return WR_EXIT_ENGINE;
-  }
-  e->hostfile = hostfile;
-  e->host_xml = xml[0] ? xml : NULL;
-  e->control = wr_ctl_address(ctl);
-  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
-  if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
-    fprintf(stderr, "weftrun: %s\n", why);
-  if (!rc && o->verbose) {
-    for (int i = 0; i < env.n; i++)
-      fprintf(stderr, "weftrun: environment %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
-    wr_argv_print(stderr, "weftrun: running", &a);
-  }
-  if (!rc)
-    rc = wr_run(p, o, e, a.v, &env, stop_fd, ctl);
-  wr_argv_free(&a);
-  wr_argv_free(&env);
-  unsetenv(WEFT_CTL_SECRET_ENV);
-  wr_ctl_close(ctl);
-  return rc;
 }
 
 int
@@ -266,7 +189,7 @@ main(int argc, char **argv)
     inv.no_mapper = e.kind == WR_ENGINE_SRUN;
   if (!rc)
     rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
-  /* --check: its own job through the engine, its own report (check.c) */
+  /* --check: its own job through the engine, its own report (check/check.c) */
   if (!rc && o.check && !(rc = stopped(stop_fd))) {
     rc = wr_check(&o, &e, &inv, &dir, stop_fd);
     wr_inventory_free(&inv);
@@ -298,7 +221,7 @@ main(int argc, char **argv)
     rc = print_command(p, &o, &e, &dir);
   weftx_topo_env_restore(); /* mpirun and the ranks get the user's environment */
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
-    rc = launch(p, &o, &net, &e, &dir, stop_fd);
+    rc = wr_run(p, &o, &net, &e, &dir, stop_fd);
   wr_plan_destroy(p);
   wr_inventory_free(&inv);
   wr_jobdir_remove(&dir);

@@ -48,175 +48,175 @@ enum {
 #define S_OMPI "Other Open MPI options, passed to mpirun unchanged"
 #define S_NO "Open MPI options weftrun refuses"
 
-#define H WEFT_OPT_HIDDEN
-const weft_opt wr_options[] = {
-  { O_NP, "np|n|c", WEFT_OPT_ARG, "N", S_PLACE,
+#define H WT_OPT_HIDDEN
+const wt_opt wr_options[] = {
+  { O_NP, "np|n|c", WT_OPT_ARG, "N", S_PLACE,
     "Start N ranks (default: one per slot of every host).", 0 },
-  { O_PERNODE, "N|npernode", WEFT_OPT_ARG, "K", S_PLACE, "Start K ranks on every host.", 0 },
-  { O_PERNODE1, "pernode", WEFT_OPT_FLAG, NULL, S_PLACE, "One rank on every host.", 0 },
-  { O_NPERSOCKET, "npersocket", WEFT_OPT_ARG, "K", S_PLACE,
+  { O_PERNODE, "N|npernode", WT_OPT_ARG, "K", S_PLACE, "Start K ranks on every host.", 0 },
+  { O_PERNODE1, "pernode", WT_OPT_FLAG, NULL, S_PLACE, "One rank on every host.", 0 },
+  { O_NPERSOCKET, "npersocket", WT_OPT_ARG, "K", S_PLACE,
     "K ranks on every socket (deprecated by Open MPI: --map-by ppr:K:socket).", 0 },
-  { O_HOST, "H|host", WEFT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
+  { O_HOST, "H|host", WT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
     "Run on these hosts; may be repeated. A host without :SLOTS has one slot (on GPU hosts "
     "under --map-by gpu: one per GPU).", 0 },
-  { O_HOSTFILE, "hostfile|machinefile", WEFT_OPT_ARG, "FILE", S_PLACE,
+  { O_HOSTFILE, "hostfile|machinefile", WT_OPT_ARG, "FILE", S_PLACE,
     "Read hosts from FILE (Open MPI grammar: 'host slots=N max_slots=M', '#' comments).", 0 },
-  { O_DEFHOSTFILE, "default-hostfile", WEFT_OPT_ARG, "FILE", S_PLACE,
+  { O_DEFHOSTFILE, "default-hostfile", WT_OPT_ARG, "FILE", S_PLACE,
     "The hosts when neither -H nor --hostfile is given (as MCA orte_default_hostfile).", 0 },
-  { O_MAPBY, "map-by", WEFT_OPT_ARG, "POLICY", S_PLACE,
+  { O_MAPBY, "map-by", WT_OPT_ARG, "POLICY", S_PLACE,
     "gpu (weft's default on GPU hosts) or Open MPI's slot, hwthread, core, l1cache, l2cache, "
     "l3cache, socket, numa, node, ppr:N:OBJ, with :PE=n, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE.", 0 },
-  { O_RANKBY, "rank-by", WEFT_OPT_ARG, "POLICY", S_PLACE,
+  { O_RANKBY, "rank-by", WT_OPT_ARG, "POLICY", S_PLACE,
     "Number ranks by slot, node, hwthread, core, l1cache, l2cache, l3cache, socket or numa "
     "(:fill).", 0 },
-  { O_BINDTO, "bind-to", WEFT_OPT_ARG, "WHAT", S_PLACE,
+  { O_BINDTO, "bind-to", WT_OPT_ARG, "WHAT", S_PLACE,
     "gpu-local (weft's default with --map-by gpu), none, hwthread, core, l1cache, l2cache, "
     "l3cache, socket (package), numa, board or cpu-list (:overload-allowed, :if-supported, "
     ":ordered).", 0 },
-  { O_OVERSUB, "oversubscribe", WEFT_OPT_FLAG, NULL, S_PLACE,
+  { O_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, S_PLACE,
     "Allow more ranks on a host than it has slots.", 0 },
-  { O_NOOVERSUB, "nooversubscribe", WEFT_OPT_FLAG, NULL, S_PLACE,
+  { O_NOOVERSUB, "nooversubscribe", WT_OPT_FLAG, NULL, S_PLACE,
     "Never more ranks on a host than its slots (Open MPI's default).", 0 },
-  { O_NOLOCAL, "nolocal", WEFT_OPT_FLAG, NULL, S_PLACE, "No rank on the host mpirun runs on.", 0 },
-  { O_HWT, "use-hwthread-cpus", WEFT_OPT_FLAG, NULL, S_PLACE,
+  { O_NOLOCAL, "nolocal", WT_OPT_FLAG, NULL, S_PLACE, "No rank on the host mpirun runs on.", 0 },
+  { O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, S_PLACE,
     "Count hardware threads as cpus (slots of hosts without a count, binding).", 0 },
-  { O_CPR, "cpus-per-proc|cpus-per-rank", WEFT_OPT_ARG, "N", S_PLACE,
+  { O_CPR, "cpus-per-proc|cpus-per-rank", WT_OPT_ARG, "N", S_PLACE,
     "N cpus per rank (deprecated by Open MPI: --map-by OBJ:PE=N).", 0 },
-  { O_CPUSET, "cpu-set|cpu-list", WEFT_OPT_ARG, "LIST", S_PLACE,
+  { O_CPUSET, "cpu-set|cpu-list", WT_OPT_ARG, "LIST", S_PLACE,
     "Bind every rank to these logical cpus (with --bind-to cpu-list:ordered, one each).", 0 },
-  { O_PPR, "ppr", WEFT_OPT_ARG, "N:OBJ", S_PLACE, "As --map-by ppr:N:OBJ (deprecated).", H },
-  { O_BYNODE, "bynode", WEFT_OPT_FLAG, NULL, S_PLACE, "As --map-by node (deprecated).", H },
-  { O_BYSLOT, "byslot", WEFT_OPT_FLAG, NULL, S_PLACE, "As --map-by slot (deprecated).", H },
-  { O_BYCORE, "bycore", WEFT_OPT_FLAG, NULL, S_PLACE, "As --map-by core (deprecated).", H },
-  { O_BINDCORE, "bind-to-core", WEFT_OPT_FLAG, NULL, S_PLACE, "As --bind-to core (deprecated).", H },
-  { O_BINDSOCKET, "bind-to-socket", WEFT_OPT_FLAG, NULL, S_PLACE,
+  { O_PPR, "ppr", WT_OPT_ARG, "N:OBJ", S_PLACE, "As --map-by ppr:N:OBJ (deprecated).", H },
+  { O_BYNODE, "bynode", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by node (deprecated).", H },
+  { O_BYSLOT, "byslot", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by slot (deprecated).", H },
+  { O_BYCORE, "bycore", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by core (deprecated).", H },
+  { O_BINDCORE, "bind-to-core", WT_OPT_FLAG, NULL, S_PLACE, "As --bind-to core (deprecated).", H },
+  { O_BINDSOCKET, "bind-to-socket", WT_OPT_FLAG, NULL, S_PLACE,
     "As --bind-to socket (deprecated).", H },
-  { O_GPN, "gpus-per-node", WEFT_OPT_ARG, "N", S_GPU,
+  { O_GPN, "gpus-per-node", WT_OPT_ARG, "N", S_GPU,
     "Trust that every host has N GPUs instead of probing.", 0 },
-  { O_TOPOLOGY, "topology", WEFT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
+  { O_TOPOLOGY, "topology", WT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
     "Use this hwloc XML file instead of probing (all hosts, or one host); may be repeated.", 0 },
-  { O_GPUVIS, "gpu-visibility", WEFT_OPT_ARG, "all|own|none", S_GPU,
+  { O_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S_GPU,
     "CUDA_VISIBLE_DEVICES: all GPUs with the rank's first (all), only its own (own), untouched (none).", 0 },
-  { O_NCCL, "nccl-preset", WEFT_OPT_ARG, "auto|none|FAMILY", S_GPU,
+  { O_NCCL, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY", S_GPU,
     "NCCL environment for the machine family (auto: detected).", 0 },
-  { O_X, "x", WEFT_OPT_ARG, "VAR[=VALUE]", S_ENV,
+  { O_X, "x", WT_OPT_ARG, "VAR[=VALUE]", S_ENV,
     "Export VAR (with this value) to every rank; never overwritten by weft.", 0 },
-  { O_MCA, "mca", WEFT_OPT_ARG2, "KEY VALUE", S_ENV, "Set an Open MPI MCA parameter.", 0 },
-  { O_GMCA, "gmca", WEFT_OPT_ARG2, "KEY VALUE", S_ENV,
+  { O_MCA, "mca", WT_OPT_ARG2, "KEY VALUE", S_ENV, "Set an Open MPI MCA parameter.", 0 },
+  { O_GMCA, "gmca", WT_OPT_ARG2, "KEY VALUE", S_ENV,
     "Set an Open MPI MCA parameter for every program of an MPMD job.", 0 },
-  { O_REPORT, "report-bindings", WEFT_OPT_FLAG, NULL, S_REPORT,
+  { O_REPORT, "report-bindings", WT_OPT_FLAG, NULL, S_REPORT,
     "Print Open MPI's line per rank ('MCW rank N bound to ...') and, for a rank with a GPU, "
     "weft's line: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
   { O_DISPLAY, "display-map|display-devel-map|display-diffable-map|display-allocation|"
-    "display-devel-allocation|display-topo", WEFT_OPT_FLAG, NULL, S_REPORT,
+    "display-devel-allocation|display-topo", WT_OPT_FLAG, NULL, S_REPORT,
     "Open MPI's map and allocation before the launch (under --map-by gpu: weft's plan).", 0 },
-  { O_DRYRUN, "dry-run", WEFT_OPT_FLAG, NULL, S_REPORT,
+  { O_DRYRUN, "dry-run", WT_OPT_FLAG, NULL, S_REPORT,
     "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing (weftrun(1), PLAN).", 0 },
-  { O_CHECK, "check", WEFT_OPT_FLAG, NULL, S_REPORT,
+  { O_CHECK, "check", WT_OPT_FLAG, NULL, S_REPORT,
     "Check every host in one short job through the engine and print a table (weftrun(1) "
     "CHECKS); start nothing else. Exit 0 all OK, 80 warnings, 81 failures.", 0 },
-  { O_JSON, "json", WEFT_OPT_FLAG, NULL, S_REPORT,
+  { O_JSON, "json", WT_OPT_FLAG, NULL, S_REPORT,
     "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout "
     "(schemas: weftrun(1), PLAN and CHECKS).", 0 },
-  { O_TAG, "tag-output", WEFT_OPT_FLAG, NULL, S_OUT,
+  { O_TAG, "tag-output", WT_OPT_FLAG, NULL, S_OUT,
     "Prefix every output line with the job and rank.", 0 },
-  { O_TIMESTAMP, "timestamp-output", WEFT_OPT_FLAG, NULL, S_OUT,
+  { O_TIMESTAMP, "timestamp-output", WT_OPT_FLAG, NULL, S_OUT,
     "Prefix every output line with the time.", 0 },
-  { O_OUTFILE, "output-filename", WEFT_OPT_ARG, "DIR", S_OUT,
+  { O_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S_OUT,
     "Write each rank's output under DIR instead of the terminal.", 0 },
-  { O_TIMEOUT, "timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+  { O_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", S_RUN,
     "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
     "the whole check's deadline (default 60).", 0 },
-  { O_HOSTTIMEOUT, "host-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+  { O_HOSTTIMEOUT, "host-timeout", WT_OPT_ARG, "SECONDS", S_RUN,
     "A host whose agents say nothing for SECONDS (default 30) is lost: the job ends with 75. "
     "A host whose machine acknowledges nothing for 5 s (down, cut off) is lost sooner.", 0 },
-  { O_LAUNCHTIMEOUT, "launch-timeout", WEFT_OPT_ARG, "SECONDS", S_RUN,
+  { O_LAUNCHTIMEOUT, "launch-timeout", WT_OPT_ARG, "SECONDS", S_RUN,
     "Ranks that have not started SECONDS (default 60) after the last one that did: their hosts "
     "are lost, the job ends with 75 (a daemon that cannot reach mpirun). 0: wait, as mpirun "
     "does.", 0 },
-  { O_STACKS, "get-stack-traces", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_STACKS, "get-stack-traces", WT_OPT_FLAG, NULL, S_RUN,
     "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
     "still running (eu-stack or gdb).", 0 },
-  { O_STATE_TIMEOUT, "report-state-on-timeout", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_STATE_TIMEOUT, "report-state-on-timeout", WT_OPT_FLAG, NULL, S_RUN,
     "On --timeout, Open MPI's report of the job's state; mpirun then keeps the deadline.", 0 },
-  { O_GRACE, "preempt-grace", WEFT_OPT_ARG, "SECONDS", S_RUN,
+  { O_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S_RUN,
     "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
     "SIGTERM and SIGKILL.", 0 },
-  { O_ENGINE, "engine", WEFT_OPT_ARG, "auto|mpirun|srun", S_RUN,
+  { O_ENGINE, "engine", WT_OPT_ARG, "auto|mpirun|srun", S_RUN,
     "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
     "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
-  { O_MONITOR, "monitor", WEFT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
+  { O_MONITOR, "monitor", WT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
     "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
     "its rank (CPU, memory, threads, NIC rates, its GPU's through NVML) and sends it to "
     "weftrun: a live status line on a terminal, a line naming a rank whose CPU or GPU use stays "
     "well below its peers' (a straggler), and the closing figures.", 0 },
-  { O_MONITOR_OUT, "monitor-out", WEFT_OPT_ARG, "DIR", S_WATCH,
+  { O_MONITOR_OUT, "monitor-out", WT_OPT_ARG, "DIR", S_WATCH,
     "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
     "per sample (weftrun(1) MONITORING gives the fields), and at the end its picture "
     "DIR/timeline.html; DIR is made if needed, an existing timeline is never overwritten.", 0 },
-  { O_MONITOR_PROM, "monitor-prom", WEFT_OPT_ARG, "DIR", S_WATCH,
+  { O_MONITOR_PROM, "monitor-prom", WT_OPT_ARG, "DIR", S_WATCH,
     "With --monitor (implied): on every host, DIR/weft-JOB-HOST.prom holds that host's ranks "
     "in Prometheus's text format for node_exporter's textfile collector (its "
     "--collector.textfile.directory), replaced at each sample, removed when the host's last "
     "rank ends (weftrun(1) MONITORING).", 0 },
-  { O_ROOT, "allow-run-as-root", WEFT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
-  { O_WDIR, "wdir|wd", WEFT_OPT_ARG, "DIR", S_RUN,
+  { O_ROOT, "allow-run-as-root", WT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
+  { O_WDIR, "wdir|wd", WT_OPT_ARG, "DIR", S_RUN,
     "The ranks' working directory.", 0 },
-  { O_PATH, "path", WEFT_OPT_ARG, "DIRS", S_RUN,
+  { O_PATH, "path", WT_OPT_ARG, "DIRS", S_RUN,
     "Look for PROGRAM in DIRS before $PATH on every host.", 0 },
-  { O_VERBOSE, "verbose|v", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_VERBOSE, "verbose|v", WT_OPT_FLAG, NULL, S_RUN,
     "Print the engine's command and what weftrun decides on stderr (not passed to mpirun).", 0 },
-  { O_VERSION, "version|V", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_VERSION, "version|V", WT_OPT_FLAG, NULL, S_RUN,
     "Print weftrun's and Open MPI's versions.", 0 },
-  { O_HELP, "help|h", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_HELP, "help|h", WT_OPT_FLAG, NULL, S_RUN,
     "Print this help; --help placement, environment or exit-status: more on one topic.", 0 },
-  { O_HELPMAN, "help-man", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_HELPMAN, "help-man", WT_OPT_FLAG, NULL, S_RUN,
     "Print the OPTIONS section of the man page (roff).", H },
-  { O_HELPMANEXIT, "help-man-exit-status", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_HELPMANEXIT, "help-man-exit-status", WT_OPT_FLAG, NULL, S_RUN,
     "Print the EXIT STATUS section of the man page (roff).", H },
-  { O_HELPCOMP, "help-completion", WEFT_OPT_FLAG, NULL, S_RUN,
+  { O_HELPCOMP, "help-completion", WT_OPT_FLAG, NULL, S_RUN,
     "Print the options for shell completion (contrib/completion) and exit.", H },
   /* Open MPI options that change nothing weftrun plans: handed to mpirun */
   { O_PASS0, "merge-stderr-to-stdout|quiet|q|xml|do-not-resolve|debug-devel|d|debug-daemons|"
     "debug-daemons-file|leave-session-attached|noprefix|show-progress|use-regexp|"
     "report-child-jobs-separately|disable-recovery|novm|fwd-mpirun-port|set-cwd-to-session-dir|"
-    "enable-instant-on-support", WEFT_OPT_FLAG, NULL, S_OMPI,
-    "Open MPI flags passed to mpirun as they are.", WEFT_OPT_PASS },
+    "enable-instant-on-support", WT_OPT_FLAG, NULL, S_OMPI,
+    "Open MPI flags passed to mpirun as they are.", WT_OPT_PASS },
   { O_PASS1, "prefix|launch-agent|stdin|xml-file|report-pid|report-uri|ompi-server|cartofile|cf|"
-    "preload-files|personality|report-events", WEFT_OPT_ARG, "ARG", S_OMPI,
-    "Open MPI options with one argument, passed to mpirun.", WEFT_OPT_PASS },
+    "preload-files|personality|report-events", WT_OPT_ARG, "ARG", S_OMPI,
+    "Open MPI options with one argument, passed to mpirun.", WT_OPT_PASS },
   /* Open MPI options weftrun refuses (the message says what to use) */
-  { O_REFUSE1, "rankfile|rf", WEFT_OPT_ARG, "FILE", S_NO,
+  { O_REFUSE1, "rankfile|rf", WT_OPT_ARG, "FILE", S_NO,
     "use --map-by/--rank-by/--bind-to, or --cpu-set with --bind-to cpu-list:ordered", H },
-  { O_REFUSE1, "app", WEFT_OPT_ARG, "FILE", S_NO,
+  { O_REFUSE1, "app", WT_OPT_ARG, "FILE", S_NO,
     "write the programs on the command line, separated by ':' (-np 2 a : -np 2 b)", H },
-  { O_REFUSE0, "preload-binary|s", WEFT_OPT_FLAG, NULL, S_NO,
+  { O_REFUSE0, "preload-binary|s", WT_OPT_FLAG, NULL, S_NO,
     "copy the program to every host (or use a shared file system) before the launch", H },
-  { O_REFUSE0, "index-argv-by-rank", WEFT_OPT_FLAG, NULL, S_NO,
+  { O_REFUSE0, "index-argv-by-rank", WT_OPT_FLAG, NULL, S_NO,
     "read the rank from OMPI_COMM_WORLD_RANK (or RANK) in the program", H },
-  { O_REFUSE1, "xterm", WEFT_OPT_ARG, "RANKS", S_NO,
+  { O_REFUSE1, "xterm", WT_OPT_ARG, "RANKS", S_NO,
     "use --output-filename DIR and follow the ranks' files", H },
-  { O_REFUSE0, "tv|debug", WEFT_OPT_FLAG, NULL, S_NO,
+  { O_REFUSE0, "tv|debug", WT_OPT_FLAG, NULL, S_NO,
     "attach the debugger to the program's process (its pid is in --report-pid's job)", H },
-  { O_REFUSE1, "debugger", WEFT_OPT_ARG, "LIST", S_NO,
+  { O_REFUSE1, "debugger", WT_OPT_ARG, "LIST", S_NO,
     "attach the debugger to the program's process", H },
-  { O_REFUSE0, "output-proctable", WEFT_OPT_FLAG, NULL, S_NO,
+  { O_REFUSE0, "output-proctable", WT_OPT_FLAG, NULL, S_NO,
     "the processes Open MPI starts are weft-rank's; find the programs as its children", H },
-  { O_REFUSE0, "do-not-launch", WEFT_OPT_FLAG, NULL, S_NO,
+  { O_REFUSE0, "do-not-launch", WT_OPT_FLAG, NULL, S_NO,
     "use weftrun --dry-run, which prints the plan and starts nothing", H },
-  { O_REFUSE1, "hnp", WEFT_OPT_ARG, "URI", S_NO,
+  { O_REFUSE1, "hnp", WT_OPT_ARG, "URI", S_NO,
     "start the job with weftrun alone (a persistent Open MPI VM is not supported)", H },
-  { O_REFUSE0, "dvm", WEFT_OPT_FLAG, NULL, S_NO, "run mpirun --dvm directly", H },
-  { O_REFUSE1, "sstore-load", WEFT_OPT_ARG, "SNAPSHOT", S_NO,
+  { O_REFUSE0, "dvm", WT_OPT_FLAG, NULL, S_NO, "run mpirun --dvm directly", H },
+  { O_REFUSE1, "sstore-load", WT_OPT_ARG, "SNAPSHOT", S_NO,
     "restart from your program's own checkpoint", H },
-  { O_REFUSE1, "max-vm-size", WEFT_OPT_ARG, "N", S_NO,
+  { O_REFUSE1, "max-vm-size", WT_OPT_ARG, "N", S_NO,
     "name the hosts to use with -H or --hostfile", H },
-  { O_REFUSE0, "crdebug", WEFT_OPT_FLAG, NULL, S_NO, "checkpoint/restart debugging is gone", H },
-  { O_REFUSE0, "enable-recovery|continuous", WEFT_OPT_FLAG, NULL, S_NO,
+  { O_REFUSE0, "crdebug", WT_OPT_FLAG, NULL, S_NO, "checkpoint/restart debugging is gone", H },
+  { O_REFUSE0, "enable-recovery|continuous", WT_OPT_FLAG, NULL, S_NO,
     "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H },
-  { O_REFUSE1, "max-restarts", WEFT_OPT_ARG, "N", S_NO,
+  { O_REFUSE1, "max-restarts", WT_OPT_ARG, "N", S_NO,
     "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H },
-  { O_REFUSE1, "am|tune", WEFT_OPT_ARG, "FILE", S_NO,
+  { O_REFUSE1, "am|tune", WT_OPT_ARG, "FILE", S_NO,
     "give the file's parameters as --mca KEY VALUE and -x VAR on the command line", H },
   { 0, NULL, 0, NULL, NULL, NULL, 0 },
 };
@@ -307,17 +307,19 @@ keep(wr_app *a, const char *w, int place, char *why, size_t len)
   return 0;
 }
 
-/* A copy of \p s that the options own (the parser's spelling is temporary); NULL, with
- * a reason, when out of memory. */
+/* A copy of \p s that the options own (the parser's spelling is temporary; it goes in
+ * wr_opts_free()); NULL, with a reason, when out of memory. */
 static char *
 own(wr_opts *o, const char *s, char *why, size_t len)
 {
-  char *d = strdup(s);
-  if (!d || wr_strings_own(o, d)) {
+  char *d = strdup(s), **v = d ? realloc(o->owned, (size_t)(o->nowned + 1) * sizeof(*v)) : NULL;
+  if (!v) {
     free(d);
     snprintf(why, len, "out of memory");
     return NULL;
   }
+  o->owned = v;
+  o->owned[o->nowned++] = d;
   return d;
 }
 
@@ -390,7 +392,7 @@ mca_name_of(int id)
 }
 
 static int
-handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
+handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
        size_t len)
 {
   parse_ctx *c = ud;
@@ -487,7 +489,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
     }
     if (full(sp, o->nhost_topology, why, len))
       return -1;
-    /* the host part is split off in hosts.c */
+    /* the host part is split off in hosts/hosts.c */
     o->host_topology[o->nhost_topology].key = a1;
     o->host_topology[o->nhost_topology++].value = eq + 1;
     return 0;
@@ -543,7 +545,7 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_HELP: o->help = 1; return 0;
   case O_HELPMAN: o->help_man = 1; return 0;
   case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
-  case O_HELPCOMP: weft_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
+  case O_HELPCOMP: wt_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
   case O_X:
     if (full(sp, o->nxvars, why, len))
       return -1;
@@ -597,7 +599,6 @@ handle(void *ud, const weft_opt *opt, const char *sp, const char *a1, const char
   case O_REFUSE2:
     snprintf(why, len, "'%s' is an Open MPI option that weftrun does not support; %s", sp,
              opt->help);
-    o->refused = 1;
     return -1;
   default:
     snprintf(why, len, "%s: not handled", sp);
@@ -633,7 +634,7 @@ parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next
     snprintf(why, len, "out of memory");
     return -1;
   }
-  if (weft_opt_parse(wr_options, argc - start + 1, argv + start - 1, handle, &c, &first, why,
+  if (wt_opt_parse(wr_options, argc - start + 1, argv + start - 1, handle, &c, &first, why,
                      len))
     return -1;
   int p = start - 1 + first, end = p;
@@ -664,7 +665,7 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
     }
     if (parse_context(o, o->napps, i, argc, argv, &next, &colon, why, sizeof(why))) {
       fprintf(stderr, "weftrun: %s\n", why);
-      return o->refused ? WR_EXIT_USAGE : WR_EXIT_USAGE;
+      return WR_EXIT_USAGE;
     }
     o->napps++;
     if (!colon)
@@ -714,17 +715,6 @@ wr_opts_cpu_mapping(const wr_opts *o)
   return NULL;
 }
 
-int
-wr_strings_own(wr_opts *o, char *s)
-{
-  char **v = realloc(o->owned, (size_t)(o->nowned + 1) * sizeof(*v));
-  if (!v)
-    return -1;
-  o->owned = v;
-  o->owned[o->nowned++] = s;
-  return 0;
-}
-
 void
 wr_opts_free(wr_opts *o)
 {
@@ -747,6 +737,6 @@ wr_usage(FILE *out)
         "mpirun's options and placement. On GPU hosts one rank per GPU by default, each bound\n"
         "to the cores, NUMA memory and NIC next to its GPU (weftrun(1), DIFFERENCES FROM MPIRUN).\n",
         out);
-  weft_opt_help(out, wr_options);
-  weft_exit_help(out);
+  wt_opt_help(out, wr_options);
+  wt_exit_help(out);
 }

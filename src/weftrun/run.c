@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The run stage: run the engine's command (weftx_proc_run(): its own process
- * group, stop requests, SIGTERM when weftrun dies) with the control channel
- * polled in the same loop, and turn what the agents said into the exit
- * status. The engine (mpirun or srun) is only the transport: its output is
- * not read, it goes where weftrun's goes, as fast as the engine writes it, and
- * nothing a rank or the engine prints can change how the job is judged. The supervisor (supervise.c) decides when the job must end (a
+ * The run stage: the hostfile and this host's XML into the job directory, the
+ * control channel opened before anything starts, then the engine's command
+ * run (weftx_proc_run(): its own process group, stop requests, SIGTERM when
+ * weftrun dies) with the control channel polled in the same loop, and what
+ * the agents said turned into the exit status. The engine (mpirun or srun)
+ * is only the transport: its output is not read, it goes where weftrun's
+ * goes, as fast as the engine writes it, and nothing a rank or the engine
+ * prints can change how the job is judged. The supervisor
+ * (supervise/supervise.c) decides when the job must end (a
  * failed rank, a lost host, --timeout, a weft deadline); then every agent
  * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank); mpirun normally
  * ends by itself when its ranks have, and if it has not half a second after
@@ -24,7 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "weftrun.h"
+#include "engine/engine.h"
+#include "monitor/monitor.h"
+#include "supervise/supervise.h"
 
 #define AFTER_S (WR_END_GRACE_S + 3.0) /* after mpirun ended: the agents' last words */
 /* After END for a failed rank: mpirun is aborting the job itself and prints its own
@@ -114,9 +119,11 @@ on_event(void *arg, weftx_proc_event ev, int value)
   }
 }
 
-int
-wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, const wr_argv *env,
-       int stop_fd, wr_ctl *ctl)
+/* The engine's command (env: variables set for it) run under supervision; the exit
+ * status. */
+static int
+supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
+           const wr_argv *env, int stop_fd, wr_ctl *ctl)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -171,5 +178,73 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv, cons
       wr_recap_end(j.s, o->started, weftx_monotonic(), stderr);
   }
   wr_sup_free(j.s);
+  return rc;
+}
+
+/* The hostfile into the job directory; its path in \p path. */
+static int
+write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path, size_t len)
+{
+  char why[600];
+  FILE *f = wr_jobdir_file(dir, "hostfile", path, len, why, sizeof(why));
+  if (!f || wr_engine_hostfile(p, e, f) | fclose(f)) {
+    fprintf(stderr, "weftrun: %s\n", f ? "cannot write the hostfile" : why);
+    return WR_EXIT_ENGINE;
+  }
+  return 0;
+}
+
+static void
+write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
+{
+  char why[600];
+  const weftx_topo *t = wr_engine_local_topo(p);
+  FILE *f = t ? wr_jobdir_file(dir, "topology.xml", path, len, why, sizeof(why)) : NULL;
+  /* without it, every rank here probes its host itself */
+  if (!f || (weftx_topo_export_xml(t, f) != 0) | (fclose(f) != 0))
+    path[0] = '\0';
+}
+
+int
+wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
+       int stop_fd)
+{
+  char hostfile[4096], xml[4096], why[600];
+  int rc = wr_engine_ready(o, e);
+  if (rc)
+    return rc;
+  rc = write_hostfile(p, e, dir, hostfile, sizeof(hostfile));
+  if (rc)
+    return rc;
+  write_host_xml(p, dir, xml, sizeof(xml));
+  /* the control channel listens before anything starts; its secret reaches the agents
+   * in the environment (WEFT_* goes to every host), never on a command line */
+  wr_ctl *ctl = NULL;
+  if (wr_ctl_open(net, p->np, &ctl, why, sizeof(why))) {
+    fprintf(stderr, "weftrun: %s\n", why);
+    return WR_EXIT_ENGINE;
+  }
+  if (setenv(WT_CTL_SECRET_ENV, wr_ctl_secret(ctl), 1)) {
+    fprintf(stderr, "weftrun: out of memory\n");
+    wr_ctl_close(ctl);
+    return WR_EXIT_ENGINE;
+  }
+  e->hostfile = hostfile;
+  e->host_xml = xml[0] ? xml : NULL;
+  e->control = wr_ctl_address(ctl);
+  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
+    fprintf(stderr, "weftrun: %s\n", why);
+  if (!rc && o->verbose) {
+    for (int i = 0; i < env.n; i++)
+      fprintf(stderr, "weftrun: environment %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
+    wr_argv_print(stderr, "weftrun: running", &a);
+  }
+  if (!rc)
+    rc = supervised(p, o, e, a.v, &env, stop_fd, ctl);
+  wr_argv_free(&a);
+  wr_argv_free(&env);
+  unsetenv(WT_CTL_SECRET_ENV);
+  wr_ctl_close(ctl);
   return rc;
 }

@@ -1,64 +1,44 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * weftrun's internal interface. weftrun is a straight pipeline; each stage
- * reads what the earlier ones made and none calls back into an earlier one:
+ * weftrun's pipeline and what its stages hand each other. weftrun is a straight
+ * pipeline (main.c); each stage reads what the earlier ones made and none calls
+ * back into an earlier one. Each stage or product after the first is a folder
+ * with its own header:
  *
- *   options.c   the command line                              -> wr_opts
- *   hosts.c     the job's hosts as the user gave them          -> wr_inventory, one wr_host each
- *   facts.c     all that is learnt about them (all the I/O: topology files, the
- *               remote probe in probe.c, this machine, Google Cloud in gcp.c)
- *                                                              -> the same wr_host structs
- *   plan.c      pure: hosts + facts + policy + options -> ranks per host, every
- *               rank's placement, the environment to show      -> wr_plan
- *   network.c   the interface, MASTER_ADDR, MASTER_PORT        -> wr_net
- *   engine.c    the engine (chosen right after the hosts, as the probe runs
- *               through it): mpirun (engine-mpirun.c) or Slurm's srun
- *               (engine-srun.c); its command line, environment, hostfile
- *                                                              -> argv, envp
- *   run.c       run it under supervision: the control channel (control.c)
- *               tells what happens to every rank, supervise.c decides when
- *               and why the job ends, summary.c says it      -> the exit status
+ *   options.c   the command line                                   -> wr_opts
+ *   hosts/      the job's hosts as the user gave them, then all that is learnt
+ *               of them (all the I/O: topology files, the remote probe, this
+ *               machine, Google Cloud, a Slurm job's GPUs)          -> wr_inventory
+ *   engine/     the engine (chosen right after the hosts, as the probe runs
+ *               through it): mpirun or Slurm's srun; its command line,
+ *               environment and hostfile for a plan                -> wr_engine
+ *   plan/       pure: hosts + facts + policy + options -> ranks per host, every
+ *               rank's placement; then the network; the plan shown -> wr_plan, wr_net
+ *   run.c       the engine's command run under supervision (supervise/: the
+ *               control channel, the rules that end the job, what its end says;
+ *               monitor/: what --monitor does with the samples)    -> the exit status
  *
- * With --check, check.c takes over after the facts stage: one short job of
- * "weft-rank --check" through the engine (check-run.c), the plan made from what it
- * found, the evaluation (src/common/check.h) and its table (check-report.c).
+ * With --check, check/ takes over after the facts stage: short jobs of
+ * "weft-rank --check" through the engine, the plan made from what they found,
+ * its evaluation and its table.
  *
- * slurm.c is the facts a Slurm job adds (the GPUs it was given on each host);
- * report.c prints a plan (--dry-run, --report-bindings --json); jobdir.c holds
- * every file weftrun writes for a job; exec.c finds mpirun, srun and weft-rank
- * and builds argument vectors; signals.c turns SIGINT/TERM/HUP into stop requests.
+ * signals.c turns SIGINT/TERM/HUP into stop requests; jobdir.c holds every file
+ * weftrun writes for a job.
  */
 #ifndef WEFTRUN_H
 #define WEFTRUN_H
 
-#include <pthread.h>
-
 #include <weftx.h>
 
 #include "agent.h"
-#include "check.h"
 #include "opt.h"
-#include "sample.h"
 
 /* Exit codes of weftrun itself, from the one table in agent.h (the man page's EXIT
  * STATUS is generated from it); a failed rank's own code is passed through instead.
  * WR_EXIT_RANK and WR_EXIT_SIGNAL are negative: they stand for ranges. */
 #define WR_EXIT_ENUM(name, code, ...) WR_EXIT_##name = (code),
-enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
+enum wr_exit { WT_EXIT_TABLE(WR_EXIT_ENUM) };
 #undef WR_EXIT_ENUM
-
-/* A host whose agents say nothing for this long is lost (--host-timeout): long enough
- * for an agent starved on an overloaded machine; a machine down or cut off is found
- * sooner, its kernel no longer acknowledging (WEFT_CTL_UNANSWERED_S, keepalive). */
-#define WR_HOST_TIMEOUT_S 30.0
-/* Ranks not started this long after the last agent that connected are given up on
- * (--launch-timeout): their daemon could not be started or cannot reach mpirun, which
- * would wait for ever. Measured from the last arrival, not the first, so that a launch
- * across thousands of hosts that keeps making progress is never cut short. */
-#define WR_LAUNCH_TIMEOUT_S 60.0
-/* After "end the job": an agent's SIGTERM to SIGKILL, and mpirun's SIGTERM to SIGKILL. */
-#define WR_END_GRACE_S 2.0
-#define WR_ENGINE_GRACE_S 4.0
 
 /* --monitor without a value */
 #define WR_MONITOR_DEFAULT_S 5.0
@@ -66,7 +46,7 @@ enum wr_exit { WEFT_EXIT_TABLE(WR_EXIT_ENUM) };
 
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
-#define WR_MAX_HOSTS WEFT_AGENT_MAX_HOSTS
+#define WR_MAX_HOSTS WT_AGENT_MAX_HOSTS
 #define WR_MAX_APPS 64            /* programs of an MPMD command line */
 #define WR_MAX_WORDS 1024         /* option words of one program */
 
@@ -139,7 +119,7 @@ typedef struct wr_opts {
   double started;               /* weftrun's start (weftx_monotonic()), for the launch line */
   const char *pass[WR_MAX_LIST]; /* other Open MPI options passed through, with their arguments */
   int npass;
-  int version, help, help_man, help_man_exit, verbose, refused;
+  int version, help, help_man, help_man_exit, verbose;
   wr_app apps[WR_MAX_APPS];
   int napps;
   char **program;               /* the first program's argv */
@@ -149,11 +129,10 @@ typedef struct wr_opts {
 } wr_opts;
 
 /* options.c */
-extern const weft_opt wr_options[];
+extern const wt_opt wr_options[];
 void wr_opts_init(wr_opts *o);
 /* Parse argv into o; on error print one line and return WR_EXIT_USAGE. */
 int wr_opts_parse(wr_opts *o, int argc, char **argv);
-int wr_strings_own(wr_opts *o, char *s); /* o frees s in wr_opts_free(); 0 or -1 */
 /* The option that asks Open MPI for a placement of its own (--map-by core, --cpu-set,
  * ...), as typed; NULL when there is none. */
 const char *wr_opts_cpu_mapping(const wr_opts *o);
@@ -180,20 +159,6 @@ FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, cha
 void wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len);
 void wr_jobdir_remove(wr_jobdir *d);
 
-/* exec.c: the programs weftrun starts and their argument vectors. */
-typedef struct wr_argv { char **v; int n, cap; } wr_argv;
-int wr_argv_add(wr_argv *a, const char *s);   /* 0 or WEFT_ENOMEM */
-int wr_argv_put(wr_argv *a, const char *key, const char *value); /* "KEY=VALUE" */
-int wr_argv_add_cb(void *a, const char *s);   /* the same, as weft_agent_args_write() calls it */
-void wr_argv_free(wr_argv *a);
-void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
-const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
-const char *wr_find_mpirun(char *buf, size_t len);     /* $WEFT_MPIRUN, else $PATH */
-const char *wr_find_srun(char *buf, size_t len);       /* $WEFT_SRUN, else $PATH */
-/* weftrun's environment with \p changes ("KEY=VALUE" sets, "KEY" unsets; NULL: none), for
- * execve: a NULL-terminated array of pointers into both (free() the array only). */
-char **wr_env_build(const wr_argv *changes);
-
 /* Where a host's topology came from. */
 typedef enum wr_topo_from {
   WR_TOPO_FILE = 1,             /* --topology (HOST=)FILE */
@@ -202,8 +167,8 @@ typedef enum wr_topo_from {
   WR_TOPO_ASSUMED,              /* this machine's, assumed for a remote host not probed */
 } wr_topo_from;
 
-/* One host of the job: what the user said of it (hosts.c), then what is known of it
- * (facts.c). The plan reads it and never changes it. */
+/* One host of the job: what the user said of it (hosts/hosts.c), then what is known of
+ * it (hosts/facts.c). The plan reads it and never changes it. */
 typedef struct wr_host {
   const char *name;             /* validated, as Open MPI names it; belongs to the inventory */
   const char *typed;            /* the full name when Open MPI shortens it, else NULL */
@@ -214,7 +179,7 @@ typedef struct wr_host {
   int local;                    /* weftrun's own host (mpirun's): by name, or its address */
   char unresolved[128];         /* why the name does not resolve (a dry run goes on), or "" */
   const char *file;             /* its --topology file, or NULL */
-  const weftx_topo *topo;       /* its topology (never NULL after facts.c) */
+  const weftx_topo *topo;       /* its topology (never NULL after hosts/facts.c) */
   wr_topo_from from;
   int gpus;                     /* GPUs: of topo, or --gpus-per-node's N when trusted */
   int gpus_trusted;             /* gpus is --gpus-per-node's */
@@ -224,8 +189,7 @@ typedef struct wr_host {
   const char *gpus_from;        /* who says so: "Slurm job 12", "CUDA_VISIBLE_DEVICES" */
 } wr_host;
 
-/* mca.c: the MCA parameters that decide placement, as mpirun will see them (command
- * line, environment, parameter files). WR_EXIT_*. */
+/* The MCA parameters that decide placement, as mpirun will see them (hosts/mca.c). */
 typedef struct wr_mca {
   weftx_ompi_mca m;
   int fixed[WEFTX_OMPI_MCA_COUNT]; /* set by the override file */
@@ -233,8 +197,6 @@ typedef struct wr_mca {
   char **strings;
   int nstrings;
 } wr_mca;
-int wr_mca_gather(const wr_opts *o, wr_mca *m);
-void wr_mca_free(wr_mca *m);
 
 typedef struct wr_topo_entry wr_topo_entry;
 typedef struct wr_gcp wr_gcp;
@@ -261,19 +223,9 @@ typedef struct wr_inventory {
   char gpus_from[64];           /* the wr_host.gpus_from they share */
 } wr_inventory;
 
-
-/* hosts.c: -H, --hostfile, Open MPI's default hostfile, Slurm or this host; each
- * host's given slots, whether it is this one, its --topology file. WR_EXIT_*. */
-int wr_hosts_gather(const wr_opts *o, wr_inventory *inv);
-void wr_inventory_free(wr_inventory *inv);
-
-/* engine.c: which engine runs the job, chosen after the hosts (the probe runs through
- * it): --engine, or auto (mpirun; srun inside a Slurm allocation without mpirun). What
- * the engine cannot do is refused here in one line. WR_EXIT_*. */
+/* The engine that starts the job (engine/), chosen right after the hosts: the probe, the
+ * check and the job run through it. */
 typedef enum wr_engine_kind { WR_ENGINE_MPIRUN = 1, WR_ENGINE_SRUN } wr_engine_kind;
-/* The engine as the user names it: $WEFT_MPIRUN ($WEFT_SRUN) as given, else the bare name
- * (exec.c) */
-const char *wr_engine_given(wr_engine_kind kind);
 typedef struct wr_engine {
   wr_engine_kind kind;
   const char *name;             /* "mpirun" or "srun" */
@@ -289,50 +241,10 @@ typedef struct wr_engine {
   const char *hostfile;         /* where wr_engine_hostfile()'s text will be */
   const char *host_xml;         /* this host's XML for its ranks, or NULL */
   const char *control;          /* the control channel's ADDR:PORT, or NULL (--dry-run) */
-  const weft_agent_args *agent_args; /* what the agents get besides the plan's, or NULL */
+  const wt_agent_args *agent_args; /* what the agents get besides the plan's, or NULL */
 } wr_engine;
-int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e);
-/* The engine, mpirun allowed to run as root when weftrun is, and weft-rank all there to
- * run a job: 0, or WR_EXIT_ENGINE with one line on stderr that says what to do (exec.c). */
-int wr_engine_ready(const wr_opts *o, const wr_engine *e);
 
-/* facts.c: the hosts' topologies (files, the probe, this machine), Google Cloud facts,
- * this VM's preset and, in a Slurm job, each host's GPUs (slurm.c). WR_EXIT_*, or 128+N
- * when stopped by signal N. */
-int wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
-                    int stop_fd);
-/* Each host's topology: its --topology file, else paths[i] (its probed XML, may be
- * NULL), else this machine's; and its GPUs. WR_EXIT_*. */
-int wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths);
-
-/* probe.c: remote hosts' hwloc XML (files in the job directory, into paths[i]) and
- * their Google Cloud facts (into hosts[i]), through the engine and "weft-rank --probe".
- * WR_EXIT_*, or 128+N when stopped by signal N. */
-int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
-             int stop_fd, char **paths);
-/* One probed host's output (XML, then maybe the GCE line) as "probe-I.xml" in the job
- * directory, its path into *path (allocated); 0 or -1 (said on stderr). */
-int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path);
-
-/* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
- * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
-int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);
-/* A CUDA_VISIBLE_DEVICES that Slurm set (a batch script's, a step's): never forwarded. */
-int wr_slurm_cvd_is_slurms(void);
-
-/* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
- * checks (warnings), this VM's Google Cloud facts. */
-int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out);   /* WR_EXIT_* */
-const char *wr_gcp_reserved_cpus(const wr_gcp *g);
-int wr_gcp_env(const wr_gcp *g, char ***env, int *n);             /* "KEY=VALUE", allocated */
-const weftx_env *wr_gcp_preset_env(const wr_gcp *g);              /* with origins; NULL: none */
-const char *wr_gcp_unresolved(const wr_gcp *g, const char *key);  /* why KEY holds a placeholder */
-const char *wr_gcp_overrides(const wr_gcp *g, const char *key);   /* the preset the user's KEY beats */
-int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen); /* 1 on GCE */
-void wr_gcp_print(const wr_gcp *g, FILE *out);
-void wr_gcp_destroy(wr_gcp *g);
-
-/* plan.c: the pure plan. Who places the ranks: */
+/* The plan (plan/). Who places the ranks: */
 typedef enum wr_mode {
   WR_MODE_GPU = 1,              /* weft: one rank per GPU, bound next to it (weft-rank binds) */
   WR_MODE_OMPI,                 /* Open MPI's layout of the user's own options: mpirun's
@@ -369,320 +281,17 @@ typedef struct wr_plan {
   int nenv;
 } wr_plan;
 
-/* What the plan takes of this machine besides the hosts' facts. */
-typedef struct wr_plan_here {
-  const char *reserved_cpus;    /* the preset's cores no rank gets, or NULL */
-  char *const *preset_env;      /* the preset's "KEY=VALUE" */
-  int npreset_env;
-  char *const *environ;         /* weftrun's environment: the value of -x VAR */
-} wr_plan_here;
-
-/* WR_EXIT_*, with a one-line reason in why on failure. */
-int wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here,
-                 wr_plan **out, char *why, size_t whylen);
-/* plan-gpu.c and plan-ompi.c: the two ways of placing, after plan.c has chosen one. */
-int wr_plan_gpu(wr_plan *p, const wr_opts *o, const wr_host *hosts, int nhosts,
-                const wr_plan_here *here, char *why, size_t whylen);
-int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why,
-                 size_t whylen);
-/* The layout weft-rank gets: each program's ranks per host in plan order, run-length
- * coded, ';' between programs (layout.h). Allocated. */
-char *wr_plan_layout(const wr_plan *p);
-void wr_plan_destroy(wr_plan *p);
-int wr_plan_host_of(const wr_plan *p, const char *name); /* plan index of a host, or -1 */
-
-/* network.c: the job's network, chosen once and handed to every rank. */
+/* The job's network (plan/network.c), chosen once and handed to every rank. */
 typedef struct wr_net {
   char ifname[32];              /* "" for a job on this host alone */
   char ifaddr[64];
   char addr[256];               /* MASTER_ADDR */
   int port;                     /* MASTER_PORT */
 } wr_net;
-int wr_net_choose(const wr_plan *p, wr_net *n); /* WR_EXIT_*, the reason on stderr */
-int wr_net_try(const wr_plan *p, wr_net *n, char *why, size_t len); /* WR_EXIT_*, quiet */
 
-/* preview.c: every variable each rank will get (--dry-run, the plan JSON): what all
- * ranks share once, with its source, and each rank's own; the user's variables that
- * go as they are, by name only. */
-typedef struct wr_preview {
-  int nall;
-  char **all;                   /* "KEY=VALUE" every rank gets */
-  char **source;                /* where each came from ("weft", "-x", "preset a3-highgpu-8g") */
-  char **unresolved;            /* why a value still holds a placeholder, else NULL */
-  weftx_env_origin *origin;
-  int nforwarded;
-  char **forwarded;             /* names of the variables forwarded as the user has them */
-  char ***rank;                 /* np NULL-terminated lists: the variables that differ */
-  int *nrank;
-} wr_preview;
-int wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net,
-                    const wr_opts *o, wr_preview *pv, char *why, size_t len); /* WEFT_E* */
-void wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out);
-void wr_preview_free(wr_preview *pv, int np);
-
-/* report.c: the plan as --dry-run prints it, or as JSON; net may be NULL. */
-int wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
-              FILE *out);
-
-/* engine.c: the engine's command line for a plan, the variables it adds to weftrun's
- * environment for it ("KEY=VALUE", into env), and the hostfile it reads. */
-int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                   wr_argv *out, wr_argv *env, char *why, size_t whylen); /* WR_EXIT_* */
-int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or -1 */
-/* Variables forwarded to every rank by default (weftx_env_forward_default() less those
- * that describe one host). */
-int wr_engine_forwarded(const char *name, size_t n);
-/* Those that plan p's engine passes to every host: all of them when weft places the
- * ranks; when Open MPI does, only WEFT_* (mpirun passes the rest as it would alone). */
-int wr_engine_forwards(const wr_plan *p, const char *name, size_t n);
-/* weft-rank, its arguments for a plan, "--" and program \p app's words (engine.c, for
- * both engines). */
-int wr_engine_agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                    const char *output_filename, int app, wr_argv *a, char *why, size_t whylen);
-
-/* engine-mpirun.c and engine-srun.c: each engine's command line, environment, hostfile
- * and probe. */
-int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a);
-int wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env);
-int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app,
-                       wr_argv *a);
-int wr_mpirun_hostfile(const wr_plan *p, FILE *out);
-int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
-                         wr_argv *a);
-int wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len);
-int wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                 wr_argv *a, wr_argv *env);
-int wr_srun_hostfile(const wr_plan *p, FILE *out);
-int wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
-                       wr_argv *a, wr_argv *env);
-
-
-/* supervise.c: what the control channel told of every rank, and the rules that end
- * the job (pure: times are passed in). */
-typedef enum wr_rank_state {
-  WR_RANK_WAITING = 0,          /* its agent has not connected */
-  WR_RANK_CONNECTED,            /* connected, the rank not started yet */
-  WR_RANK_RUNNING,
-  WR_RANK_EXITED,               /* EXITED came */
-  WR_RANK_GONE,                 /* its connection closed without EXITED */
-} wr_rank_state;
-
-typedef struct wr_rank {
-  wr_rank_state state;
-  int lost;                     /* its host (or agent) was declared lost: not waited for */
-  int unanswered;               /* its connection failed: the machine stopped acknowledging */
-  int running_at_end;           /* running when the verdict came (summaries) */
-  double hello_at, seen, started_at, exited_at, gone_at;
-  long agent_pid, pid;
-  char host[64];                /* the agent's own name for its host */
-  char gpu[64];                 /* "2 (0000:0a:00.0)" or "none" */
-  int code, sig, stopped;       /* EXITED's; stopped: WEFT_CTL_STOP_* */
-  char why[512];
-  /* its last weft call (call page) */
-  int have_call, wstate, op, group_first, group_size;
-  char group[32];
-  long long bytes, calls;
-  double call_since;            /* weftrun's clock */
-  char *members;                /* a deadline's group, "0-3,8" */
-  char *stack;                  /* --get-stack-traces */
-  size_t stack_len;
-  int stack_asked, stack_done;
-  /* what it used: its last SAMPLE (--monitor), and its totals (EXITED's, else the samples') */
-  weft_sample last;
-  int nsamples;
-  long long cpu_ms, peak_rss;   /* -1: not known */
-  long long gpu_util_sum, gpu_mem_peak; /* its GPU's, over gpu_n samples (NVML) */
-  int gpu_n;
-} wr_rank;
-
-typedef enum wr_end {
-  WR_END_NONE = 0,
-  WR_END_RANK,                  /* a rank failed on its own */
-  WR_END_DEADLINE,              /* a weft deadline ended a rank: the absent are the cause */
-  WR_END_LOST,                  /* a host (or an agent) was lost */
-  WR_END_TIMEOUT,               /* --timeout */
-  WR_END_SIGNAL,                /* weftrun got a signal */
-  WR_END_PREEMPTED,
-  WR_END_ENGINE,                /* mpirun failed, nothing else to say */
-  WR_END_NOFINALIZE,            /* a rank exited 0 before the others, unfinalized */
-  WR_END_MISSING,               /* mpirun exited 0 but ranks never ran */
-} wr_end;
-
-typedef enum wr_lost_how { WR_LOST_SILENT = 0, WR_LOST_CLOSED, WR_LOST_AGENT,
-                           WR_LOST_AGENT_SILENT, WR_LOST_UNANSWERED,
-                           WR_LOST_NEVER, /* its ranks never started (--launch-timeout) */
-                           WR_LOST_DAEMON /* the engine's daemon there died (an agent saw it) */
-} wr_lost_how;
-
-#define WR_ACT_END 1                     /* END to every agent, stop the engine */
-#define WR_ACT_STACKS 2                  /* STACK_REQ to the agents with stack_asked */
-
-typedef struct wr_sup wr_sup;
-struct wr_sup {
-  const wr_plan *p;
-  int np;
-  wr_rank *r;
-  struct wr_sup_host *hosts;    /* silence()'s scratch, one per host of the plan */
-  double t0, loop_at, lost_s, hb_s, timeout_s;
-  double launch_s;              /* --launch-timeout; 0: none */
-  double last_hello_at;         /* the last agent's arrival; 0 before the first */
-  int stacks;
-  int connected, exited;
-  double first_gone_at, first_stopped_at;
-  /* the verdict */
-  wr_end end;
-  int end_rank, end_host, code;
-  wr_lost_how lost_how;
-  double end_at, stacks_until, end_after;
-  int want_end, want_stacks;    /* 1: to do, 2: done (stacks: 3 when in) */
-  int engine_exited, engine_judged;
-  int engine_status;            /* the engine's exit status, -N when killed by signal N */
-  const char *engine;           /* its name for the summaries: "mpirun" (default), "srun" */
-  double engine_at;
-  int started;                  /* ranks whose STARTED came */
-  double all_started_at;        /* when the last of them came; 0 before */
-  /* called for every SAMPLE once it is stored (monitor.c's), when set */
-  void (*on_sample)(void *arg, const wr_sup *s, int rank, double now);
-  void *sample_arg;
-};
-
-wr_sup *wr_sup_new(const wr_plan *p, const wr_opts *o, double now);
-void wr_sup_free(wr_sup *s);
-const char *wr_sup_host(const wr_sup *s, int rank);       /* the plan's name */
-/* HELLO of rank's agent: 0, or -1 with why (then it is refused). */
-int wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, char *why,
-                 size_t len);
-void wr_sup_msg(wr_sup *s, int rank, const weft_ctl_msg *m, double now);
-/* rank's connection closed; unanswered: its machine stopped acknowledging (keepalive) */
-void wr_sup_gone(wr_sup *s, int rank, int unanswered, double now);
-void wr_sup_signal(wr_sup *s, int sig, double now);       /* weftrun got signal sig */
-void wr_sup_engine_exit(wr_sup *s, int status, double now);
-int wr_sup_tick(wr_sup *s, double now);                   /* WR_ACT_* to do now */
-double wr_sup_next(const wr_sup *s, double now);          /* when to tick at the latest */
-int wr_sup_done(const wr_sup *s);                         /* no agent left connected */
-int wr_sup_settled(const wr_sup *s);                      /* done, and mpirun's end judged */
-
-/* straggle.c: the straggler rule (pure). Use is CPU in thousandths of a core. */
-#define WR_STRAGGLE_RATIO 0.5    /* below half the median of every rank's latest use */
-#define WR_STRAGGLE_FLOOR_PM 200 /* and that median at least a fifth of a core */
-#define WR_STRAGGLE_SAMPLES 3    /* for this many samples in a row */
-typedef struct wr_straggle {
-  int n;
-  int *low;                     /* low samples in a row, per rank */
-  char *flagged;                /* named already */
-} wr_straggle;
-int wr_straggle_init(wr_straggle *st, int n); /* 0, -1 out of memory */
-void wr_straggle_free(wr_straggle *st);
-/* The median of the values of v that are not negative (scratch: n of them); -1 when
- * fewer than two are. */
-int64_t wr_median(const int64_t *v, int n, int64_t *scratch);
-/* Rank's new sample \p use against \p median (wr_median of every rank's latest): 1 when
- * it makes the rank a straggler (once per rank), 0 otherwise. */
-int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median);
-
-/* monitor.c: --monitor's timeline, stragglers and live line, fed by the supervisor's
- * on_sample (wr_mon_sample, with the wr_mon as arg). open: WR_EXIT_* with why. */
-typedef struct wr_mon wr_mon;
-int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
-void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
-void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
-void wr_mon_close(wr_mon *m); /* NULL is fine */
-
-/* picture.c: DIR/timeline.html (inline SVG: CPU, GPU and memory over time, one line per
- * rank) from DIR/timeline.jsonl at the end of a --monitor-out job. */
-typedef struct wr_point {
-  double t, cpu, rss;        /* cpu in cores, rss in bytes; -1 absent */
-  int rank;
-  double gpu;                /* 0 to 1; -1 absent */
-} wr_point;
-typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
-/* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
-int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
-/* The page for \p n ranks' series; \p what is its first paragraph. */
-void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what);
-int wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
-                     size_t len); /* 0, or -1 with why */
-
-/* recap.c: the launch line and the closing figures (wall time, each host's exit, CPU
- * time, peak memory), wanted on a terminal or with --monitor, never with -q. */
-int wr_recap_wanted(const wr_opts *o);
-void wr_recap_launch(const wr_sup *s, double started, FILE *out);
-void wr_recap_end(const wr_sup *s, double started, double now, FILE *out);
-
-/* summary.c: why the job ended, on stderr; the exit status. */
-int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out);
-
-/* control.c: the control channel's server: a listener on the job's interface
- * (loopback for a job on this host alone), the per-job secret, every agent's
- * connection in one epoll set. */
-typedef struct wr_ctl wr_ctl;
-int wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len);
-const char *wr_ctl_address(const wr_ctl *c);   /* ADDR:PORT for weft-rank --control */
-const char *wr_ctl_secret(const wr_ctl *c);
-int wr_ctl_fd(const wr_ctl *c);                /* poll it: readable when there is work */
-/* Accept, read, answer heartbeats; what the agents say goes to s. */
-void wr_ctl_pump(wr_ctl *c, wr_sup *s, double now);
-void wr_ctl_end(wr_ctl *c, const wr_sup *s, int sig, const char *why); /* END to every agent */
-void wr_ctl_stacks(wr_ctl *c, const wr_sup *s);                        /* STACK_REQ */
-void wr_ctl_close(wr_ctl *c);
-
-/* run.c: run the command (env: variables set for it) under supervision; the exit
- * status. */
-int wr_run(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
-           const wr_argv *env, int stop_fd, wr_ctl *ctl);
-
-/* check.c: --check: the check job, the plan made from what it found, the evaluation
- * (src/common/check.h), the table. WR_EXIT_OK, _CHECKWARN, _CHECKFAIL, or another
- * WR_EXIT_* when the check itself cannot run. */
-int wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
-             int stop_fd);
-
-/* check-run.c: check jobs side by side. What came back from one host: */
-typedef struct wr_check_got {
-  weft_check_fact *facts;       /* its records but hello, end and xml, as they came */
-  int nfacts, cap;
-  char *xml;                    /* its topology, NUL-terminated, or NULL */
-  size_t xmllen;
-  double hello;                 /* seconds from the job's start to its hello; -1: none */
-  int end;                      /* its agent reported to the end */
-} wr_check_got;
-
-#define WR_CHECK_ERR_MAX 16384  /* bytes of the engine's messages kept */
-
-typedef struct wr_check_priv wr_check_priv;
-typedef struct wr_check_job {
-  char **argv;                  /* the engine's command (a wr_argv's, the job's to free);
-                                 * host I of the job is its rank I */
-  wr_argv env;                  /* the variables the engine sets for it (the job's) */
-  int nhosts;
-  double start_s;               /* every hello within this, or the job is stopped */
-  double timeout_s;             /* the whole job */
-  int verbose;                  /* the engine's messages go on to stderr too */
-  int labels;                   /* its stdout is srun's --label lines, not mpirun's tags */
-  wr_check_got *got;            /* out: nhosts of them */
-  char *err;                    /* out: the engine's last messages, NUL-terminated */
-  size_t errlen;
-  int status;                   /* out: the engine's exit status (weftx_proc_result) */
-  int timed_out, start_late, stopped;
-  double seconds;
-  wr_check_priv *priv;
-} wr_check_job;
-
-/* Run \p n jobs side by side until each ends; weftrun's stop requests (stop_fd) are
- * passed on to all. 0, 128+N when stopped by signal N, -1 when nothing could run. */
-int wr_check_run(wr_check_job *jobs, int n, int stop_fd);
-/* What a job holds (its argv too); it may be made again afterwards. */
-void wr_check_job_free(wr_check_job *j);
-
-/* check-report.c: the check as a table with its problems, or as JSON. */
-typedef struct wr_check_report {
-  const weft_check_input *in;
-  const weft_check_result *res;
-  const char *pair_rule;        /* "every pair, both ways", ... */
-  double seconds;
-  int exit_code;
-} wr_check_report;
-void wr_check_print(const wr_check_report *r, FILE *out);
-void wr_check_print_json(const wr_check_report *r, FILE *out);
+/* run.c: the run stage: the hostfile and this host's XML into the job directory, the
+ * control channel opened, the engine's command run under supervision; the exit status. */
+int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
+           int stop_fd);
 
 #endif /* WEFTRUN_H */

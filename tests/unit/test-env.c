@@ -3,6 +3,7 @@
  * environment and its precedence, CUDA_VISIBLE_DEVICES in every mode, the
  * interface choice from fabricated interface lists, and MASTER_PORT. */
 #include "weft_private.h"
+#include <weftx.h> /* weft_private.h brings weftx/util.h alone */
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -7,6 +7,7 @@
  * GCE_METADATA_HOST at the fake one, and the others check that none is made.
  */
 #include "weft_private.h"
+#include <weftx.h> /* weft_private.h brings weftx/util.h alone */
 
 #include <arpa/inet.h>
 #include <errno.h>

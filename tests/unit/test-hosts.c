@@ -3,6 +3,7 @@
  * lists and what Slurm says about GPUs, host name validation, and the order of
  * host sources. */
 #include "weft_private.h"
+#include <weftx.h> /* weft_private.h brings weftx/util.h alone */
 
 #include <setjmp.h>
 #include <stdarg.h>

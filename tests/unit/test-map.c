@@ -7,6 +7,7 @@
  * line.
  */
 #include "weft_private.h"
+#include <weftx.h> /* weft_private.h brings weftx/util.h alone */
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -9,6 +9,7 @@
  * (e.g. under valgrind).
  */
 #include "weft_private.h"
+#include <weftx.h> /* weft_private.h brings weftx/util.h alone */
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -6,6 +6,7 @@
  * error cases (missing, empty, truncated, non-XML, no processors).
  */
 #include "weft_private.h"
+#include <weftx.h> /* weft_private.h brings weftx/util.h alone */
 
 #include <dirent.h>
 #include <setjmp.h>

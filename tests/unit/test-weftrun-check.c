@@ -2,7 +2,7 @@
 /* Unit tests of weftrun --check's pure part: the records of the contract
  * (src/common/agent.c: printed, parsed, with a prefix, broken), the agent's
  * check options written and parsed, the pair rule (src/common/check-pairs.c)
- * and the evaluation (src/common/check-eval.c) of host sets built as the
+ * and the evaluation (src/weftrun/check/eval.c) of host sets built as the
  * agents would report them: all well, a version that differs (and two halves
  * that differ), weft-rank against weftrun, a host not reached, GPUs against
  * the plan and NVML against the PCI bus, an MTU, a cut pair and a cut host,
@@ -23,7 +23,7 @@
 #include <weftx.h>
 
 #include "agent.h"
-#include "check.h"
+#include "check/check.h"
 
 /* ---- Records ------------------------------------------------------------- */
 
@@ -37,32 +37,32 @@ test_records(void **state)
   (void)state;
   FILE *f = fmemopen(buf, sizeof(buf), "w");
   assert_non_null(f);
-  weft_agent_check_print(f, 3, "ver.nccl", "%s", "2.28.9");
-  weft_agent_check_print(f, 12, "gce.warn", "two\nlines");
+  wt_agent_check_print(f, 3, "ver.nccl", "%s", "2.28.9");
+  wt_agent_check_print(f, 12, "gce.warn", "two\nlines");
   fclose(f);
   assert_string_equal(buf, "#weft-check 3 ver.nccl 2.28.9\n#weft-check 12 gce.warn two lines\n");
-  assert_int_equal(weft_agent_check_parse(buf, &host, key, sizeof(key), &v, &vlen), 1);
+  assert_int_equal(wt_agent_check_parse(buf, &host, key, sizeof(key), &v, &vlen), 1);
   assert_int_equal(host, 3);
   assert_string_equal(key, "ver.nccl");
   assert_int_equal(vlen, 6);
   assert_memory_equal(v, "2.28.9", 6);
   /* an engine's prefix is allowed; an empty value is a value */
-  assert_int_equal(weft_agent_check_parse("[1,7]<stdout>:#weft-check 7 end \n", &host, key,
+  assert_int_equal(wt_agent_check_parse("[1,7]<stdout>:#weft-check 7 end \n", &host, key,
                                           sizeof(key), &v, &vlen), 1);
   assert_int_equal(host, 7);
   assert_string_equal(key, "end");
   assert_int_equal(vlen, 0);
-  assert_int_equal(weft_agent_check_parse("#weft-check 0 end", &host, key, sizeof(key), &v, &vlen), 1);
+  assert_int_equal(wt_agent_check_parse("#weft-check 0 end", &host, key, sizeof(key), &v, &vlen), 1);
   /* not records */
-  assert_int_equal(weft_agent_check_parse("weft-check 1 a b", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(weft_agent_check_parse("#weft-check x a b", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(weft_agent_check_parse("#weft-check -1 a b", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(weft_agent_check_parse("#weft-check 1", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(weft_agent_check_parse("#weft-check 1 ", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(weft_agent_check_parse("#weft-check 99999999 a b", &host, key, sizeof(key), &v,
+  assert_int_equal(wt_agent_check_parse("weft-check 1 a b", &host, key, sizeof(key), &v, &vlen), 0);
+  assert_int_equal(wt_agent_check_parse("#weft-check x a b", &host, key, sizeof(key), &v, &vlen), 0);
+  assert_int_equal(wt_agent_check_parse("#weft-check -1 a b", &host, key, sizeof(key), &v, &vlen), 0);
+  assert_int_equal(wt_agent_check_parse("#weft-check 1", &host, key, sizeof(key), &v, &vlen), 0);
+  assert_int_equal(wt_agent_check_parse("#weft-check 1 ", &host, key, sizeof(key), &v, &vlen), 0);
+  assert_int_equal(wt_agent_check_parse("#weft-check 99999999 a b", &host, key, sizeof(key), &v,
                                           &vlen), 0);
   char small[4];
-  assert_int_equal(weft_agent_check_parse("#weft-check 1 longkey v", &host, small, sizeof(small),
+  assert_int_equal(wt_agent_check_parse("#weft-check 1 longkey v", &host, small, sizeof(small),
                                           &v, &vlen), 0);
 }
 
@@ -80,12 +80,12 @@ add_word(void *ud, const char *w)
 static void
 test_agent_check_args(void **state)
 {
-  weft_agent_args a, b;
+  wt_agent_args a, b;
   char *argv[32] = { NULL }, why[200];
   int first = 0;
   (void)state;
   argv[0] = strdup("weft-rank");
-  weft_agent_args_init(&a);
+  wt_agent_args_init(&a);
   a.check = "full";
   a.check_id = "0123abcd";
   a.check_deadline = 9;
@@ -93,14 +93,14 @@ test_agent_check_args(void **state)
   a.master_addr = "10.0.0.1";
   a.master_port = 29500;
   a.ifname = "eth0";
-  assert_int_equal(weft_agent_args_write(&a, add_word, argv), 0);
+  assert_int_equal(wt_agent_args_write(&a, add_word, argv), 0);
   int argc = 0;
   while (argv[argc])
     argc++;
   argv[argc++] = strdup("--");
   argv[argc++] = strdup("prog");
-  weft_agent_args_init(&b);
-  assert_int_equal(weft_agent_args_parse(&b, argc, argv, &first, why, sizeof(why)), 0);
+  wt_agent_args_init(&b);
+  assert_int_equal(wt_agent_args_parse(&b, argc, argv, &first, why, sizeof(why)), 0);
   assert_string_equal(b.check, "full");
   assert_string_equal(b.check_id, "0123abcd");
   assert_int_equal(b.check_deadline, 9);
@@ -111,8 +111,8 @@ test_agent_check_args(void **state)
   for (int i = 0; argv[i]; i++)
     free(argv[i]);
   char *bad[] = { (char *)"weft-rank", (char *)"--check", (char *)"most", NULL };
-  weft_agent_args_init(&b);
-  assert_int_equal(weft_agent_args_parse(&b, 3, bad, &first, why, sizeof(why)), -1);
+  wt_agent_args_init(&b);
+  assert_int_equal(wt_agent_args_parse(&b, 3, bad, &first, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "full or reach"));
 }
 
@@ -121,31 +121,31 @@ test_agent_check_args(void **state)
 static void
 test_pairs_small(void **state)
 {
-  int t[WEFT_CHECK_MAX_TARGETS];
+  int t[WT_CHECK_MAX_TARGETS];
   (void)state;
-  assert_int_equal(weft_check_targets(0, 1, t, WEFT_CHECK_MAX_TARGETS), 0);
-  assert_int_equal(weft_check_targets(1, 2, t, WEFT_CHECK_MAX_TARGETS), 1);
+  assert_int_equal(wt_check_targets(0, 1, t, WT_CHECK_MAX_TARGETS), 0);
+  assert_int_equal(wt_check_targets(1, 2, t, WT_CHECK_MAX_TARGETS), 1);
   assert_int_equal(t[0], 0);
-  /* every other host, in order, up to WEFT_CHECK_ALL_PAIRS hosts */
-  assert_int_equal(weft_check_targets(5, WEFT_CHECK_ALL_PAIRS, t, WEFT_CHECK_MAX_TARGETS),
-                   WEFT_CHECK_ALL_PAIRS - 1);
-  for (int i = 0; i < WEFT_CHECK_ALL_PAIRS - 1; i++)
+  /* every other host, in order, up to WT_CHECK_ALL_PAIRS hosts */
+  assert_int_equal(wt_check_targets(5, WT_CHECK_ALL_PAIRS, t, WT_CHECK_MAX_TARGETS),
+                   WT_CHECK_ALL_PAIRS - 1);
+  for (int i = 0; i < WT_CHECK_ALL_PAIRS - 1; i++)
     assert_int_equal(t[i], i < 5 ? i : i + 1);
-  assert_int_equal(weft_check_targets(7, 4, t, WEFT_CHECK_MAX_TARGETS), 0);
-  assert_int_equal(weft_check_targets(0, 4, t, 2), 2);
+  assert_int_equal(wt_check_targets(7, 4, t, WT_CHECK_MAX_TARGETS), 0);
+  assert_int_equal(wt_check_targets(0, 4, t, 2), 2);
 }
 
 static void
 test_pairs_large(void **state)
 {
   (void)state;
-  static const int sizes[] = { WEFT_CHECK_ALL_PAIRS + 1, 64, 100, 1000, 16384 };
+  static const int sizes[] = { WT_CHECK_ALL_PAIRS + 1, 64, 100, 1000, 16384 };
   for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
     int n = sizes[s];
-    int *in = calloc((size_t)n, sizeof(int)), t[WEFT_CHECK_MAX_TARGETS];
+    int *in = calloc((size_t)n, sizeof(int)), t[WT_CHECK_MAX_TARGETS];
     assert_non_null(in);
     for (int me = 0; me < n; me++) {
-      int k = weft_check_targets(me, n, t, WEFT_CHECK_MAX_TARGETS);
+      int k = wt_check_targets(me, n, t, WT_CHECK_MAX_TARGETS);
       int ring = 0, master = me == 0;
       assert_true(k >= 4 && k <= 7);
       for (int i = 0; i < k; i++) {
@@ -171,8 +171,8 @@ test_pairs_large(void **state)
 #define MAXF 64
 
 typedef struct fhost {
-  weft_check_host h;
-  weft_check_fact f[MAXF];
+  wr_check_host h;
+  wr_check_fact f[MAXF];
   char store[MAXF][2][160];
 } fhost;
 
@@ -215,37 +215,37 @@ healthy(int n)
     h->h.answered = h->h.complete = 1;
     h->h.start_s = 0.4;
     h->h.planned = h->h.planned_gpus = 8;
-    fact(h, WEFT_CK_VER_WEFT, "0.1.0");
-    fact(h, WEFT_CK_VER_OMPI, "4.1.4");
-    fact(h, WEFT_CK_VER_HWLOC, "2.9.0");
-    fact(h, WEFT_CK_VER_NCCL, "2.28.9");
-    fact(h, WEFT_CK_VER_CUDART, "13.0");
-    fact(h, WEFT_CK_VER_CUDA, "absent");
-    fact(h, WEFT_CK_VER_DRIVER, "absent");
-    fact(h, WEFT_CK_PROGRAM, "elf ELF64 x86-64 /opt/job/train");
-    fact(h, WEFT_CK_GPU_PCI, "8");
-    fact(h, WEFT_CK_GPU_NVML, "absent no libnvidia-ml.so.1");
-    fact(h, WEFT_CK_NET_RDMA, "0");
+    fact(h, WT_CK_VER_WEFT, "0.1.0");
+    fact(h, WT_CK_VER_OMPI, "4.1.4");
+    fact(h, WT_CK_VER_HWLOC, "2.9.0");
+    fact(h, WT_CK_VER_NCCL, "2.28.9");
+    fact(h, WT_CK_VER_CUDART, "13.0");
+    fact(h, WT_CK_VER_CUDA, "absent");
+    fact(h, WT_CK_VER_DRIVER, "absent");
+    fact(h, WT_CK_PROGRAM, "elf ELF64 x86-64 /opt/job/train");
+    fact(h, WT_CK_GPU_PCI, "8");
+    fact(h, WT_CK_GPU_NVML, "absent no libnvidia-ml.so.1");
+    fact(h, WT_CK_NET_RDMA, "0");
     snprintf(buf, sizeof(buf), "eth0 10.0.0.%d/24", i + 1);
-    fact(h, WEFT_CK_NET_IF, buf);
-    fact(h, WEFT_CK_NET_MTU, "1500");
-    fact(h, WEFT_CK_NET_GVNIC, "no");
-    fact(h, WEFT_CK_NET_ROUTE, "eth0");
-    fact(h, WEFT_CK_MEM_TOTAL, "68719476736");
-    fact(h, WEFT_CK_MEM_AVAIL, "60000000000");
-    fact(h, WEFT_CK_SHM, "34359738368 34359738368");
-    fact(h, WEFT_CK_MEMLOCK, "8388608");
+    fact(h, WT_CK_NET_IF, buf);
+    fact(h, WT_CK_NET_MTU, "1500");
+    fact(h, WT_CK_NET_GVNIC, "no");
+    fact(h, WT_CK_NET_ROUTE, "eth0");
+    fact(h, WT_CK_MEM_TOTAL, "68719476736");
+    fact(h, WT_CK_MEM_AVAIL, "60000000000");
+    fact(h, WT_CK_SHM, "34359738368 34359738368");
+    fact(h, WT_CK_MEMLOCK, "8388608");
     if (i == 0) {
-      fact(h, WEFT_CK_PORT, "29500 free");
-      fact(h, WEFT_CK_CLOCK, "0 0");
+      fact(h, WT_CK_PORT, "29500 free");
+      fact(h, WT_CK_CLOCK, "0 0");
     } else {
-      fact(h, WEFT_CK_MASTER, "ok 0.3");
-      fact(h, WEFT_CK_CLOCK, "0.0004 0.0001");
+      fact(h, WT_CK_MASTER, "ok 0.3");
+      fact(h, WT_CK_CLOCK, "0.0004 0.0001");
     }
     for (int j = 0; j < n; j++)
       if (j != i) {
         snprintf(buf, sizeof(buf), "%d ok 0.25", j);
-        fact(h, WEFT_CK_PAIR, buf);
+        fact(h, WT_CK_PAIR, buf);
       }
   }
   return v;
@@ -253,20 +253,20 @@ healthy(int n)
 
 /* Evaluate \p n hosts (their facts as they are now). */
 static void
-evaluate(fhost *v, int n, const char *plan_why, weft_check_result *r)
+evaluate(fhost *v, int n, const char *plan_why, wr_check_result *r)
 {
-  weft_check_host hosts[8];
+  wr_check_host hosts[8];
   for (int i = 0; i < n; i++)
     hosts[i] = v[i].h;
-  weft_check_input in = { hosts, n, "mpirun", "0.1.0", "eth0", 0, 29500, plan_why };
-  assert_int_equal(weft_check_evaluate(&in, r), 0);
+  wr_check_input in = { hosts, n, "mpirun", "0.1.0", "eth0", 0, 29500, plan_why };
+  assert_int_equal(wr_check_evaluate(&in, r), 0);
 }
 
 /* The one problem whose text contains \p needle, with \p status; fails otherwise. */
-static const weft_check_problem *
-problem_with(const weft_check_result *r, weft_check_status status, const char *needle)
+static const wr_check_problem *
+problem_with(const wr_check_result *r, wr_check_status status, const char *needle)
 {
-  const weft_check_problem *found = NULL;
+  const wr_check_problem *found = NULL;
   for (int i = 0; i < r->nproblems; i++)
     if (strstr(r->problems[i].text, needle)) {
       if (found)
@@ -282,88 +282,88 @@ problem_with(const weft_check_result *r, weft_check_status status, const char *n
   return found;
 }
 
-static const weft_check_cell *
-cell(const weft_check_result *r, int host, int col)
+static const wr_check_cell *
+cell(const wr_check_result *r, int host, int col)
 {
-  return weft_check_cell_at(r, host, col);
+  return wr_check_cell_at(r, host, col);
 }
 
 static void
 test_all_well(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(4);
   (void)state;
   evaluate(v, 4, NULL, &r);
   for (int i = 0; i < r.nproblems; i++)
     print_message("unexpected: %s\n", r.problems[i].text);
   assert_int_equal(r.nproblems, 0);
-  assert_int_equal(r.worst, WEFT_CHECK_OK);
+  assert_int_equal(r.worst, WR_CHECK_OK);
   for (int h = 0; h < 4; h++)
-    for (int c = 0; c < WEFT_CHECK_NCOLS; c++)
-      assert_int_equal(cell(&r, h, c)->status, WEFT_CHECK_OK);
-  assert_string_equal(cell(&r, 0, WEFT_CHECK_CLOCK)->value, "master");
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_CLOCK)->value, "+0.40 ms");
-  assert_string_equal(cell(&r, 2, WEFT_CHECK_PAIRS)->value, "3/3");
-  assert_string_equal(cell(&r, 3, WEFT_CHECK_GPUS)->value, "8 (no NVML)");
-  assert_string_equal(cell(&r, 3, WEFT_CHECK_NET)->value, "eth0 mtu 1500");
-  assert_string_equal(cell(&r, 3, WEFT_CHECK_PROGRAM)->value, "ELF64 x86-64");
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_VERSIONS)->value, "weft 0.1.0");
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_REACH)->value, "0.40 s");
-  weft_check_result_free(&r);
+    for (int c = 0; c < WR_CHECK_NCOLS; c++)
+      assert_int_equal(cell(&r, h, c)->status, WR_CHECK_OK);
+  assert_string_equal(cell(&r, 0, WR_CHECK_CLOCK)->value, "master");
+  assert_string_equal(cell(&r, 1, WR_CHECK_CLOCK)->value, "+0.40 ms");
+  assert_string_equal(cell(&r, 2, WR_CHECK_PAIRS)->value, "3/3");
+  assert_string_equal(cell(&r, 3, WR_CHECK_GPUS)->value, "8 (no NVML)");
+  assert_string_equal(cell(&r, 3, WR_CHECK_NET)->value, "eth0 mtu 1500");
+  assert_string_equal(cell(&r, 3, WR_CHECK_PROGRAM)->value, "ELF64 x86-64");
+  assert_string_equal(cell(&r, 1, WR_CHECK_VERSIONS)->value, "weft 0.1.0");
+  assert_string_equal(cell(&r, 1, WR_CHECK_REACH)->value, "0.40 s");
+  wr_check_result_free(&r);
   free(v);
 }
 
 static void
 test_versions(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(4);
   (void)state;
-  set(&v[2], WEFT_CK_VER_NCCL, "2.27.3");
+  set(&v[2], WT_CK_VER_NCCL, "2.27.3");
   evaluate(v, 4, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "NCCL 2.27.3");
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_FAIL, "NCCL 2.27.3");
   assert_int_equal(p->host, 2);
-  assert_int_equal(p->col, WEFT_CHECK_VERSIONS);
+  assert_int_equal(p->col, WR_CHECK_VERSIONS);
   assert_non_null(strstr(p->text, "vm-c"));
   assert_non_null(strstr(p->text, "the other 3 hosts have 2.28.9"));
-  assert_int_equal(cell(&r, 2, WEFT_CHECK_VERSIONS)->status, WEFT_CHECK_FAIL);
-  assert_string_equal(cell(&r, 2, WEFT_CHECK_VERSIONS)->value, "NCCL 2.27.3");
-  assert_int_equal(cell(&r, 1, WEFT_CHECK_VERSIONS)->status, WEFT_CHECK_OK);
-  assert_int_equal(r.worst, WEFT_CHECK_FAIL);
-  weft_check_result_free(&r);
+  assert_int_equal(cell(&r, 2, WR_CHECK_VERSIONS)->status, WR_CHECK_FAIL);
+  assert_string_equal(cell(&r, 2, WR_CHECK_VERSIONS)->value, "NCCL 2.27.3");
+  assert_int_equal(cell(&r, 1, WR_CHECK_VERSIONS)->status, WR_CHECK_OK);
+  assert_int_equal(r.worst, WR_CHECK_FAIL);
+  wr_check_result_free(&r);
 
   /* two against two: no majority, both sides named */
-  set(&v[3], WEFT_CK_VER_NCCL, "2.27.3");
+  set(&v[3], WT_CK_VER_NCCL, "2.27.3");
   evaluate(v, 4, NULL, &r);
-  p = problem_with(&r, WEFT_CHECK_FAIL, "NCCL 2.27.3");
+  p = problem_with(&r, WR_CHECK_FAIL, "NCCL 2.27.3");
   assert_non_null(strstr(p->text, "vm-c and vm-d"));
   assert_non_null(strstr(p->text, "2.28.9 on vm-a and vm-b"));
-  weft_check_result_free(&r);
+  wr_check_result_free(&r);
 
   /* absent is a value */
-  set(&v[3], WEFT_CK_VER_NCCL, "2.28.9");
-  set(&v[2], WEFT_CK_VER_NCCL, "absent");
+  set(&v[3], WT_CK_VER_NCCL, "2.28.9");
+  set(&v[2], WT_CK_VER_NCCL, "absent");
   evaluate(v, 4, NULL, &r);
-  problem_with(&r, WEFT_CHECK_FAIL, "NCCL absent");
-  weft_check_result_free(&r);
+  problem_with(&r, WR_CHECK_FAIL, "NCCL absent");
+  wr_check_result_free(&r);
 
   /* every host's weft differs from weftrun's own */
-  set(&v[2], WEFT_CK_VER_NCCL, "2.28.9");
+  set(&v[2], WT_CK_VER_NCCL, "2.28.9");
   for (int i = 0; i < 4; i++)
-    set(&v[i], WEFT_CK_VER_WEFT, "0.0.9");
+    set(&v[i], WT_CK_VER_WEFT, "0.0.9");
   evaluate(v, 4, NULL, &r);
-  p = problem_with(&r, WEFT_CHECK_FAIL, "weftrun here is weft 0.1.0");
+  p = problem_with(&r, WR_CHECK_FAIL, "weftrun here is weft 0.1.0");
   assert_non_null(strstr(p->text, "vm-a, vm-b, vm-c and 1 more"));
-  assert_string_equal(cell(&r, 3, WEFT_CHECK_VERSIONS)->value, "weft 0.0.9");
-  weft_check_result_free(&r);
+  assert_string_equal(cell(&r, 3, WR_CHECK_VERSIONS)->value, "weft 0.0.9");
+  wr_check_result_free(&r);
   free(v);
 }
 
 static void
 test_reach(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(3);
   (void)state;
   v[1].h.answered = v[1].h.complete = 0;
@@ -372,107 +372,107 @@ test_reach(void **state)
   /* the others could not test it */
   for (int i = 0; i < 3; i += 2)
     for (int f = 0; f < v[i].h.nfacts; f++)
-      if (!strcmp(v[i].f[f].key, WEFT_CK_PAIR) && v[i].f[f].value[0] == '1')
+      if (!strcmp(v[i].f[f].key, WT_CK_PAIR) && v[i].f[f].value[0] == '1')
         snprintf(v[i].store[f][1], sizeof(v[i].store[f][1]), "1 skip not registered");
   v[2].h.start_s = 12;
   evaluate(v, 3, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "No route to host");
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_FAIL, "No route to host");
   assert_int_equal(p->host, 1);
-  assert_int_equal(p->col, WEFT_CHECK_REACH);
+  assert_int_equal(p->col, WR_CHECK_REACH);
   assert_non_null(strstr(p->text, "vm-b: not reached through mpirun"));
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_REACH)->value, "no answer");
-  for (int c = 1; c < WEFT_CHECK_NCOLS; c++)
-    assert_int_equal(cell(&r, 1, c)->status, WEFT_CHECK_NONE);
-  assert_string_equal(cell(&r, 0, WEFT_CHECK_PAIRS)->value, "1/1");
-  problem_with(&r, WEFT_CHECK_WARN, "took 12.0 s");
+  assert_string_equal(cell(&r, 1, WR_CHECK_REACH)->value, "no answer");
+  for (int c = 1; c < WR_CHECK_NCOLS; c++)
+    assert_int_equal(cell(&r, 1, c)->status, WR_CHECK_NONE);
+  assert_string_equal(cell(&r, 0, WR_CHECK_PAIRS)->value, "1/1");
+  problem_with(&r, WR_CHECK_WARN, "took 12.0 s");
   /* FAILs come first */
-  assert_int_equal(r.problems[0].status, WEFT_CHECK_FAIL);
-  assert_int_equal(r.problems[r.nproblems - 1].status, WEFT_CHECK_WARN);
-  weft_check_result_free(&r);
+  assert_int_equal(r.problems[0].status, WR_CHECK_FAIL);
+  assert_int_equal(r.problems[r.nproblems - 1].status, WR_CHECK_WARN);
+  wr_check_result_free(&r);
 
   v[1].h.answered = 1;
   v[1].h.engine_why = NULL;
   evaluate(v, 3, NULL, &r);
-  problem_with(&r, WEFT_CHECK_FAIL, "ended there before it had reported everything");
-  weft_check_result_free(&r);
+  problem_with(&r, WR_CHECK_FAIL, "ended there before it had reported everything");
+  wr_check_result_free(&r);
   free(v);
 }
 
 static void
 test_gpus(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(3);
   (void)state;
-  set(&v[1], WEFT_CK_GPU_PCI, "7");
+  set(&v[1], WT_CK_GPU_PCI, "7");
   evaluate(v, 3, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "it has 7 GPUs");
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_FAIL, "it has 7 GPUs");
   assert_int_equal(p->host, 1);
-  problem_with(&r, WEFT_CHECK_WARN, "vm-b: 7 GPUs, the other 2 hosts have 8");
-  assert_int_equal(cell(&r, 1, WEFT_CHECK_GPUS)->status, WEFT_CHECK_FAIL);
-  weft_check_result_free(&r);
+  problem_with(&r, WR_CHECK_WARN, "vm-b: 7 GPUs, the other 2 hosts have 8");
+  assert_int_equal(cell(&r, 1, WR_CHECK_GPUS)->status, WR_CHECK_FAIL);
+  wr_check_result_free(&r);
 
   /* NVML sees fewer than the PCI bus has; models; ECC, retired pages, processes */
-  set(&v[1], WEFT_CK_GPU_PCI, "8");
+  set(&v[1], WT_CK_GPU_PCI, "8");
   for (int i = 0; i < 3; i++) {
-    set(&v[i], WEFT_CK_GPU_NVML, i == 2 ? "7" : "8");
-    set(&v[i], WEFT_CK_GPU_MODEL, i == 1 ? "NVIDIA A100-SXM4-40GB" : "NVIDIA H100 80GB HBM3");
-    set(&v[i], WEFT_CK_GPU_PERSIST, i == 0 ? "8" : "0");
+    set(&v[i], WT_CK_GPU_NVML, i == 2 ? "7" : "8");
+    set(&v[i], WT_CK_GPU_MODEL, i == 1 ? "NVIDIA A100-SXM4-40GB" : "NVIDIA H100 80GB HBM3");
+    set(&v[i], WT_CK_GPU_PERSIST, i == 0 ? "8" : "0");
   }
   v[2].h.planned_gpus = 7;
-  fact(&v[1], WEFT_CK_GPU_ECC, "3 12");
-  fact(&v[1], WEFT_CK_GPU_RETIRED, "5");
-  fact(&v[0], WEFT_CK_GPU_BUSY, "2 4242 python3");
+  fact(&v[1], WT_CK_GPU_ECC, "3 12");
+  fact(&v[1], WT_CK_GPU_RETIRED, "5");
+  fact(&v[0], WT_CK_GPU_BUSY, "2 4242 python3");
   evaluate(v, 3, NULL, &r);
-  problem_with(&r, WEFT_CHECK_FAIL, "NVML sees 7 GPUs, the PCI bus 8");
-  problem_with(&r, WEFT_CHECK_WARN, "GPUs NVIDIA A100-SXM4-40GB");
-  problem_with(&r, WEFT_CHECK_WARN, "GPU 3 has had 12 uncorrected ECC errors");
-  problem_with(&r, WEFT_CHECK_WARN, "GPU 5 has retired memory pages");
-  problem_with(&r, WEFT_CHECK_WARN, "GPU 2 is in use by pid 4242 (python3)");
-  problem_with(&r, WEFT_CHECK_WARN, "persistence mode is off on 8 GPUs");
-  assert_string_equal(cell(&r, 0, WEFT_CHECK_GPUS)->value, "8 H100 80GB HBM3");
-  weft_check_result_free(&r);
+  problem_with(&r, WR_CHECK_FAIL, "NVML sees 7 GPUs, the PCI bus 8");
+  problem_with(&r, WR_CHECK_WARN, "GPUs NVIDIA A100-SXM4-40GB");
+  problem_with(&r, WR_CHECK_WARN, "GPU 3 has had 12 uncorrected ECC errors");
+  problem_with(&r, WR_CHECK_WARN, "GPU 5 has retired memory pages");
+  problem_with(&r, WR_CHECK_WARN, "GPU 2 is in use by pid 4242 (python3)");
+  problem_with(&r, WR_CHECK_WARN, "persistence mode is off on 8 GPUs");
+  assert_string_equal(cell(&r, 0, WR_CHECK_GPUS)->value, "8 H100 80GB HBM3");
+  wr_check_result_free(&r);
 
   /* a plan that cannot be made is a failure of the job */
   evaluate(v, 3, "-N 9 but host 'vm-a' has 8 slots", &r);
-  p = problem_with(&r, WEFT_CHECK_FAIL, "-N 9 but host");
+  p = problem_with(&r, WR_CHECK_FAIL, "-N 9 but host");
   assert_int_equal(p->host, -1);
   /* the job's own FAIL comes after the hosts' FAILs, before any WARN */
   int at = (int)(p - r.problems);
   for (int i = 0; i < r.nproblems; i++)
-    assert_true(i < at ? r.problems[i].status == WEFT_CHECK_FAIL && r.problems[i].host >= 0
-                       : i == at || r.problems[i].status == WEFT_CHECK_WARN);
-  weft_check_result_free(&r);
+    assert_true(i < at ? r.problems[i].status == WR_CHECK_FAIL && r.problems[i].host >= 0
+                       : i == at || r.problems[i].status == WR_CHECK_WARN);
+  wr_check_result_free(&r);
   free(v);
 }
 
 static void
 test_net(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(4);
   (void)state;
-  set(&v[3], WEFT_CK_NET_MTU, "1400");
-  set(&v[2], WEFT_CK_NET_ROUTE, "eth1");
-  set(&v[0], WEFT_CK_PORT, "29500 taken 777 python3");
+  set(&v[3], WT_CK_NET_MTU, "1400");
+  set(&v[2], WT_CK_NET_ROUTE, "eth1");
+  set(&v[0], WT_CK_PORT, "29500 taken 777 python3");
   evaluate(v, 4, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_WARN, "MTU 1400");
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_WARN, "MTU 1400");
   assert_int_equal(p->host, 3);
   assert_non_null(strstr(p->text, "ip link set eth0 mtu 1500"));
-  problem_with(&r, WEFT_CHECK_WARN, "vm-c: reaches the master through eth1, not eth0");
-  p = problem_with(&r, WEFT_CHECK_FAIL, "MASTER_PORT 29500 is taken there, by pid 777 (python3)");
+  problem_with(&r, WR_CHECK_WARN, "vm-c: reaches the master through eth1, not eth0");
+  p = problem_with(&r, WR_CHECK_FAIL, "MASTER_PORT 29500 is taken there, by pid 777 (python3)");
   assert_int_equal(p->host, 0);
-  assert_string_equal(cell(&r, 0, WEFT_CHECK_NET)->value, "port 29500 taken");
-  weft_check_result_free(&r);
+  assert_string_equal(cell(&r, 0, WR_CHECK_NET)->value, "port 29500 taken");
+  wr_check_result_free(&r);
 
-  set(&v[0], WEFT_CK_PORT, "29500 free");
-  set(&v[1], WEFT_CK_NET_IF, "missing eth0");
-  fact(&v[2], WEFT_CK_GCE_WARN, "enp0s12 is not a gVNIC (driver gve)");
+  set(&v[0], WT_CK_PORT, "29500 free");
+  set(&v[1], WT_CK_NET_IF, "missing eth0");
+  fact(&v[2], WT_CK_GCE_WARN, "enp0s12 is not a gVNIC (driver gve)");
   evaluate(v, 4, NULL, &r);
-  problem_with(&r, WEFT_CHECK_FAIL, "vm-b: has no interface eth0");
-  problem_with(&r, WEFT_CHECK_WARN, "vm-c: enp0s12 is not a gVNIC");
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_NET)->value, "no eth0");
-  weft_check_result_free(&r);
+  problem_with(&r, WR_CHECK_FAIL, "vm-b: has no interface eth0");
+  problem_with(&r, WR_CHECK_WARN, "vm-c: enp0s12 is not a gVNIC");
+  assert_string_equal(cell(&r, 1, WR_CHECK_NET)->value, "no eth0");
+  wr_check_result_free(&r);
   free(v);
 }
 
@@ -483,7 +483,7 @@ cut(fhost *v, int a, int b, const char *why)
   char want[16], buf[160];
   snprintf(want, sizeof(want), "%d ok", b);
   for (int f = 0; f < v[a].h.nfacts; f++)
-    if (!strcmp(v[a].f[f].key, WEFT_CK_PAIR) && !strncmp(v[a].f[f].value, want, strlen(want))) {
+    if (!strcmp(v[a].f[f].key, WT_CK_PAIR) && !strncmp(v[a].f[f].value, want, strlen(want))) {
       snprintf(buf, sizeof(buf), "%d fail %s", b, why);
       snprintf(v[a].store[f][1], sizeof(v[a].store[f][1]), "%s", buf);
       return;
@@ -494,28 +494,28 @@ cut(fhost *v, int a, int b, const char *why)
 static void
 test_pairs_eval(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(4);
   (void)state;
   cut(v, 1, 2, "timed out");
   cut(v, 2, 1, "no answer within 2 s");
   evaluate(v, 4, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "vm-b <-> vm-c");
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_FAIL, "vm-b <-> vm-c");
   assert_non_null(strstr(p->text, "either way (timed out; no answer within 2 s)"));
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_PAIRS)->value, "2/3");
-  assert_int_equal(cell(&r, 1, WEFT_CHECK_PAIRS)->status, WEFT_CHECK_FAIL);
-  assert_int_equal(cell(&r, 2, WEFT_CHECK_PAIRS)->status, WEFT_CHECK_FAIL);
-  assert_int_equal(cell(&r, 3, WEFT_CHECK_PAIRS)->status, WEFT_CHECK_OK);
-  weft_check_result_free(&r);
+  assert_string_equal(cell(&r, 1, WR_CHECK_PAIRS)->value, "2/3");
+  assert_int_equal(cell(&r, 1, WR_CHECK_PAIRS)->status, WR_CHECK_FAIL);
+  assert_int_equal(cell(&r, 2, WR_CHECK_PAIRS)->status, WR_CHECK_FAIL);
+  assert_int_equal(cell(&r, 3, WR_CHECK_PAIRS)->status, WR_CHECK_OK);
+  wr_check_result_free(&r);
 
   /* one way only */
   free(v);
   v = healthy(4);
   cut(v, 0, 3, "connection refused");
   evaluate(v, 4, NULL, &r);
-  p = problem_with(&r, WEFT_CHECK_FAIL, "vm-a -> vm-d");
+  p = problem_with(&r, WR_CHECK_FAIL, "vm-a -> vm-d");
   assert_non_null(strstr(p->text, "the other way works"));
-  weft_check_result_free(&r);
+  wr_check_result_free(&r);
   free(v);
 
   /* a host cut from all: one line for it, none per pair */
@@ -526,71 +526,71 @@ test_pairs_eval(void **state)
       cut(v, 3, i, "timed out");
     }
   evaluate(v, 4, NULL, &r);
-  problem_with(&r, WEFT_CHECK_FAIL, "vm-d: no TCP connection to or from any host");
+  problem_with(&r, WR_CHECK_FAIL, "vm-d: no TCP connection to or from any host");
   for (int i = 0; i < r.nproblems; i++)
     assert_null(strstr(r.problems[i].text, "<->"));
-  weft_check_result_free(&r);
+  wr_check_result_free(&r);
   free(v);
 
   /* no way to the master */
   v = healthy(3);
-  set(&v[2], WEFT_CK_MASTER, "fail port 29500: timed out");
+  set(&v[2], WT_CK_MASTER, "fail port 29500: timed out");
   evaluate(v, 3, NULL, &r);
-  p = problem_with(&r, WEFT_CHECK_FAIL, "vm-c: cannot reach the master vm-a on port 29500");
-  assert_string_equal(cell(&r, 2, WEFT_CHECK_PAIRS)->value, "no master");
-  weft_check_result_free(&r);
+  p = problem_with(&r, WR_CHECK_FAIL, "vm-c: cannot reach the master vm-a on port 29500");
+  assert_string_equal(cell(&r, 2, WR_CHECK_PAIRS)->value, "no master");
+  wr_check_result_free(&r);
   free(v);
 }
 
 static void
 test_clock_memory(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(3);
   (void)state;
-  set(&v[2], WEFT_CK_CLOCK, "-120.5 0.001");
-  set(&v[1], WEFT_CK_SHM, "67108864 67108864");
-  set(&v[1], WEFT_CK_NET_RDMA, "4");
-  set(&v[0], WEFT_CK_MEM_AVAIL, "1000000000");
+  set(&v[2], WT_CK_CLOCK, "-120.5 0.001");
+  set(&v[1], WT_CK_SHM, "67108864 67108864");
+  set(&v[1], WT_CK_NET_RDMA, "4");
+  set(&v[0], WT_CK_MEM_AVAIL, "1000000000");
   evaluate(v, 3, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_WARN, "120.5 s behind the master's (vm-a)");
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_WARN, "120.5 s behind the master's (vm-a)");
   assert_int_equal(p->host, 2);
-  assert_string_equal(cell(&r, 2, WEFT_CHECK_CLOCK)->value, "-120.5 s");
-  problem_with(&r, WEFT_CHECK_WARN, "/dev/shm is only 64M");
-  problem_with(&r, WEFT_CHECK_WARN, "ulimit -l is 8.0M and it has 4 RDMA devices");
-  problem_with(&r, WEFT_CHECK_WARN, "only 954M of 64G memory is available");
-  assert_int_equal(r.worst, WEFT_CHECK_WARN);
+  assert_string_equal(cell(&r, 2, WR_CHECK_CLOCK)->value, "-120.5 s");
+  problem_with(&r, WR_CHECK_WARN, "/dev/shm is only 64M");
+  problem_with(&r, WR_CHECK_WARN, "ulimit -l is 8.0M and it has 4 RDMA devices");
+  problem_with(&r, WR_CHECK_WARN, "only 954M of 64G memory is available");
+  assert_int_equal(r.worst, WR_CHECK_WARN);
   /* without RDMA, ulimit -l is left alone */
-  assert_int_equal(cell(&r, 2, WEFT_CHECK_MEMORY)->status, WEFT_CHECK_OK);
-  weft_check_result_free(&r);
+  assert_int_equal(cell(&r, 2, WR_CHECK_MEMORY)->status, WR_CHECK_OK);
+  wr_check_result_free(&r);
   free(v);
 }
 
 static void
 test_timeout_program(void **state)
 {
-  weft_check_result r;
+  wr_check_result r;
   fhost *v = healthy(3);
   (void)state;
-  fact(&v[1], WEFT_CK_TIMEOUT, "gpus 5");
-  set(&v[2], WEFT_CK_PROGRAM, "missing train");
+  fact(&v[1], WT_CK_TIMEOUT, "gpus 5");
+  set(&v[2], WT_CK_PROGRAM, "missing train");
   evaluate(v, 3, NULL, &r);
-  const weft_check_problem *p = problem_with(&r, WEFT_CHECK_FAIL, "the gpus check did not finish within 5 s");
-  assert_int_equal(p->col, WEFT_CHECK_GPUS);
-  assert_string_equal(cell(&r, 1, WEFT_CHECK_GPUS)->value, "no answer");
-  problem_with(&r, WEFT_CHECK_FAIL, "vm-c: train is not there (not found on PATH)");
-  weft_check_result_free(&r);
+  const wr_check_problem *p = problem_with(&r, WR_CHECK_FAIL, "the gpus check did not finish within 5 s");
+  assert_int_equal(p->col, WR_CHECK_GPUS);
+  assert_string_equal(cell(&r, 1, WR_CHECK_GPUS)->value, "no answer");
+  problem_with(&r, WR_CHECK_FAIL, "vm-c: train is not there (not found on PATH)");
+  wr_check_result_free(&r);
 
-  set(&v[2], WEFT_CK_PROGRAM, "elf ELF64 aarch64 /opt/job/train");
+  set(&v[2], WT_CK_PROGRAM, "elf ELF64 aarch64 /opt/job/train");
   evaluate(v, 3, NULL, &r);
-  p = problem_with(&r, WEFT_CHECK_FAIL, "the program is ELF64 aarch64 there");
+  p = problem_with(&r, WR_CHECK_FAIL, "the program is ELF64 aarch64 there");
   assert_int_equal(p->host, 2);
-  weft_check_result_free(&r);
+  wr_check_result_free(&r);
 
-  set(&v[2], WEFT_CK_PROGRAM, "nointerp /usr/bin/python9 /opt/job/train");
+  set(&v[2], WT_CK_PROGRAM, "nointerp /usr/bin/python9 /opt/job/train");
   evaluate(v, 3, NULL, &r);
-  problem_with(&r, WEFT_CHECK_FAIL, "starts with #!/usr/bin/python9");
-  weft_check_result_free(&r);
+  problem_with(&r, WR_CHECK_FAIL, "starts with #!/usr/bin/python9");
+  wr_check_result_free(&r);
   free(v);
 }
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * weftrun's control channel with thousands of agents, in one process: 4,000
- * connections to a real listener (control.c), each sending HELLO with the
- * job's secret, PLACED, STARTED, heartbeats and EXITED, while the server is
- * pumped as weftrun's loop pumps it; plus stray connections (a wrong secret,
- * garbage) that must be dropped without a word. Every rank must end up
+ * connections to a real listener (src/weftrun/supervise/control.c), each
+ * sending HELLO with the job's secret, PLACED, STARTED, heartbeats and
+ * EXITED, while the server is pumped as weftrun's loop pumps it; plus stray
+ * connections (a wrong secret, garbage) that must be dropped without a word. Every rank must end up
  * welcomed, answered and exited, and the supervisor must reach no verdict.
  * Prints how long the pumps took (a figure, not a bound).
  */
@@ -23,12 +23,12 @@
 #include <cmocka.h>
 
 #include "ctl-io.h"
-#include "weftrun.h"
+#include "supervise/supervise.h"
 
 #define NP 4000
 
 static int
-on_any(void *arg, const weft_ctl_msg *m)
+on_any(void *arg, const wt_ctl_msg *m)
 {
   int *seen = arg;
   seen[m->type]++;
@@ -38,7 +38,7 @@ on_any(void *arg, const weft_ctl_msg *m)
 static void
 test_many_agents(void **state)
 {
-  static weft_ctl_conn a[NP];
+  static wt_ctl_conn a[NP];
   static wr_host host;
   static wr_plan_host ph;
   static weftx_plan_rank ranks[NP];
@@ -75,44 +75,44 @@ test_many_agents(void **state)
   /* strays first: never answered, dropped */
   int stray[2];
   for (int k = 0; k < 2; k++) {
-    stray[k] = weft_ctl_connect(wr_ctl_address(c), t0 + 5, why, sizeof(why));
+    stray[k] = wt_ctl_connect(wr_ctl_address(c), t0 + 5, why, sizeof(why));
     assert_true(stray[k] >= 0);
   }
-  weft_ctl_out m;
-  weft_ctl_begin(&m, WEFT_CTL_HELLO);
-  weft_ctl_put_str(&m, WEFT_CTL_T_SECRET, "00000000000000000000000000000000");
-  weft_ctl_put_int(&m, WEFT_CTL_T_RANK, 0);
+  wt_ctl_out m;
+  wt_ctl_begin(&m, WT_CTL_HELLO);
+  wt_ctl_put_str(&m, WT_CTL_T_SECRET, "00000000000000000000000000000000");
+  wt_ctl_put_int(&m, WT_CTL_T_RANK, 0);
   assert_int_equal(write(stray[0], m.buf, m.len), (ssize_t)m.len);
   assert_int_equal(write(stray[1], "GET / HTTP/1.0\r\n\r\n", 18), 18);
 
   for (int r = 0; r < NP; r++) {
-    int fd = weft_ctl_connect(wr_ctl_address(c), weftx_monotonic() + 10, why, sizeof(why));
+    int fd = wt_ctl_connect(wr_ctl_address(c), weftx_monotonic() + 10, why, sizeof(why));
     assert_true(fd >= 0);
-    weft_ctl_conn_init(&a[r], fd, 4 * WEFT_CTL_FRAME_MAX);
-    weft_ctl_begin(&m, WEFT_CTL_HELLO);
-    weft_ctl_put_str(&m, WEFT_CTL_T_SECRET, wr_ctl_secret(c));
-    weft_ctl_put_int(&m, WEFT_CTL_T_RANK, r);
-    weft_ctl_put_int(&m, WEFT_CTL_T_PID, 1000 + r);
-    weft_ctl_put_str(&m, WEFT_CTL_T_HOST, "h");
-    assert_int_equal(weft_ctl_conn_queue(&a[r], &m), 0);
-    weft_ctl_begin(&m, WEFT_CTL_STARTED);
-    weft_ctl_put_int(&m, WEFT_CTL_T_PID, 5000 + r);
-    assert_int_equal(weft_ctl_conn_queue(&a[r], &m), 0);
-    assert_int_equal(weft_ctl_conn_flush(&a[r]), 0);
+    wt_ctl_conn_init(&a[r], fd, 4 * WT_CTL_FRAME_MAX);
+    wt_ctl_begin(&m, WT_CTL_HELLO);
+    wt_ctl_put_str(&m, WT_CTL_T_SECRET, wr_ctl_secret(c));
+    wt_ctl_put_int(&m, WT_CTL_T_RANK, r);
+    wt_ctl_put_int(&m, WT_CTL_T_PID, 1000 + r);
+    wt_ctl_put_str(&m, WT_CTL_T_HOST, "h");
+    assert_int_equal(wt_ctl_conn_queue(&a[r], &m), 0);
+    wt_ctl_begin(&m, WT_CTL_STARTED);
+    wt_ctl_put_int(&m, WT_CTL_T_PID, 5000 + r);
+    assert_int_equal(wt_ctl_conn_queue(&a[r], &m), 0);
+    assert_int_equal(wt_ctl_conn_flush(&a[r]), 0);
     if (r % 256 == 255) { /* the listen backlog is bounded: weftrun's loop keeps up */
       double t = weftx_monotonic();
       wr_ctl_pump(c, s, t);
       pumped += weftx_monotonic() - t;
     }
   }
-  int seen[WEFT_CTL_TYPE_MAX] = { 0 };
+  int seen[WT_CTL_TYPE_MAX] = { 0 };
   for (int round = 0; round < 3; round++) {
     for (int r = 0; r < NP; r++) {
-      weft_ctl_begin(&m, WEFT_CTL_HEARTBEAT);
-      weft_ctl_put_int(&m, WEFT_CTL_T_SEQ, round);
-      weft_ctl_put_int(&m, WEFT_CTL_T_WSTATE, WEFTX_PAGE_RUNNING);
-      assert_int_equal(weft_ctl_conn_queue(&a[r], &m), 0);
-      assert_int_equal(weft_ctl_conn_flush(&a[r]), 0);
+      wt_ctl_begin(&m, WT_CTL_HEARTBEAT);
+      wt_ctl_put_int(&m, WT_CTL_T_SEQ, round);
+      wt_ctl_put_int(&m, WT_CTL_T_WSTATE, WEFTX_PAGE_RUNNING);
+      assert_int_equal(wt_ctl_conn_queue(&a[r], &m), 0);
+      assert_int_equal(wt_ctl_conn_flush(&a[r]), 0);
     }
     for (int k = 0; k < 50 && s->connected < NP; k++) {
       double t = weftx_monotonic();
@@ -124,17 +124,17 @@ test_many_agents(void **state)
     wr_ctl_pump(c, s, t);
     pumped += weftx_monotonic() - t;
     for (int r = 0; r < NP; r++)
-      weft_ctl_conn_read(&a[r], on_any, seen, why, sizeof(why));
+      wt_ctl_conn_read(&a[r], on_any, seen, why, sizeof(why));
   }
   assert_int_equal(s->connected, NP);
-  assert_int_equal(seen[WEFT_CTL_WELCOME], NP);
-  assert_int_equal(seen[WEFT_CTL_PONG], 3 * NP);
+  assert_int_equal(seen[WT_CTL_WELCOME], NP);
+  assert_int_equal(seen[WT_CTL_PONG], 3 * NP);
   for (int r = 0; r < NP; r++) {
-    weft_ctl_begin(&m, WEFT_CTL_EXITED);
-    weft_ctl_put_int(&m, WEFT_CTL_T_CODE, 0);
-    assert_int_equal(weft_ctl_conn_queue(&a[r], &m), 0);
-    assert_int_equal(weft_ctl_conn_flush(&a[r]), 0);
-    weft_ctl_conn_close(&a[r]);
+    wt_ctl_begin(&m, WT_CTL_EXITED);
+    wt_ctl_put_int(&m, WT_CTL_T_CODE, 0);
+    assert_int_equal(wt_ctl_conn_queue(&a[r], &m), 0);
+    assert_int_equal(wt_ctl_conn_flush(&a[r]), 0);
+    wt_ctl_conn_close(&a[r]);
   }
   for (int k = 0; k < 100 && !wr_sup_done(s); k++) {
     double t = weftx_monotonic();

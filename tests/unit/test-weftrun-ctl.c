@@ -21,73 +21,73 @@
 #include <cmocka.h>
 
 #include "ctl.h"
-#include "weftrun.h"
+#include "supervise/supervise.h"
 
 static void
 test_roundtrip(void **state)
 {
-  weft_ctl_out o;
-  weft_ctl_msg m;
+  wt_ctl_out o;
+  wt_ctl_msg m;
   char why[200], s[64];
   int64_t v;
   (void)state;
-  weft_ctl_begin(&o, WEFT_CTL_HELLO);
-  weft_ctl_put_str(&o, WEFT_CTL_T_SECRET, "00112233445566778899aabbccddeeff");
-  weft_ctl_put_int(&o, WEFT_CTL_T_RANK, 12345);
-  weft_ctl_put_int(&o, WEFT_CTL_T_PID, -7);
-  weft_ctl_put_int(&o, 200, 1); /* a field of a newer weft: skipped by the reader */
+  wt_ctl_begin(&o, WT_CTL_HELLO);
+  wt_ctl_put_str(&o, WT_CTL_T_SECRET, "00112233445566778899aabbccddeeff");
+  wt_ctl_put_int(&o, WT_CTL_T_RANK, 12345);
+  wt_ctl_put_int(&o, WT_CTL_T_PID, -7);
+  wt_ctl_put_int(&o, 200, 1); /* a field of a newer weft: skipped by the reader */
   assert_false(o.full);
-  assert_int_equal(weft_ctl_frame(o.buf, o.len - 1, why, sizeof(why)), 0);
-  assert_int_equal(weft_ctl_frame(o.buf, o.len, why, sizeof(why)), (long)o.len);
-  assert_int_equal(weft_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
-  assert_int_equal(m.type, WEFT_CTL_HELLO);
-  assert_int_equal(weft_ctl_get_int(&m, WEFT_CTL_T_RANK, &v), 0);
+  assert_int_equal(wt_ctl_frame(o.buf, o.len - 1, why, sizeof(why)), 0);
+  assert_int_equal(wt_ctl_frame(o.buf, o.len, why, sizeof(why)), (long)o.len);
+  assert_int_equal(wt_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
+  assert_int_equal(m.type, WT_CTL_HELLO);
+  assert_int_equal(wt_ctl_get_int(&m, WT_CTL_T_RANK, &v), 0);
   assert_int_equal(v, 12345);
-  assert_int_equal(weft_ctl_int_or(&m, WEFT_CTL_T_PID, 0), -7);
-  assert_int_equal(weft_ctl_int_or(&m, WEFT_CTL_T_CODE, 99), 99);
-  assert_int_equal(weft_ctl_get_str(&m, WEFT_CTL_T_SECRET, s, sizeof(s)), 0);
+  assert_int_equal(wt_ctl_int_or(&m, WT_CTL_T_PID, 0), -7);
+  assert_int_equal(wt_ctl_int_or(&m, WT_CTL_T_CODE, 99), 99);
+  assert_int_equal(wt_ctl_get_str(&m, WT_CTL_T_SECRET, s, sizeof(s)), 0);
   assert_string_equal(s, "00112233445566778899aabbccddeeff");
   /* a text read into a small buffer is cut, a number is not a text */
-  assert_int_equal(weft_ctl_get_str(&m, WEFT_CTL_T_SECRET, s, 5), 0);
+  assert_int_equal(wt_ctl_get_str(&m, WT_CTL_T_SECRET, s, 5), 0);
   assert_string_equal(s, "0011");
-  assert_int_equal(weft_ctl_get_int(&m, WEFT_CTL_T_SECRET, &v), -1);
-  assert_string_equal(weft_ctl_type_name(WEFT_CTL_EXITED), "EXITED");
-  assert_string_equal(weft_ctl_type_name(99), "?");
+  assert_int_equal(wt_ctl_get_int(&m, WT_CTL_T_SECRET, &v), -1);
+  assert_string_equal(wt_ctl_type_name(WT_CTL_EXITED), "EXITED");
+  assert_string_equal(wt_ctl_type_name(99), "?");
 }
 
 static void
 test_bounds(void **state)
 {
-  static weft_ctl_out o;
-  static char big[WEFT_CTL_MAX_TEXT * 8];
-  weft_ctl_msg m;
+  static wt_ctl_out o;
+  static char big[WT_CTL_MAX_TEXT * 8];
+  wt_ctl_msg m;
   char why[200];
   (void)state;
   memset(big, 'x', sizeof(big) - 1);
-  weft_ctl_begin(&o, WEFT_CTL_STACK);
+  wt_ctl_begin(&o, WT_CTL_STACK);
   for (int i = 0; i < 6; i++)
-    weft_ctl_put_str(&o, WEFT_CTL_T_TEXT, big);
+    wt_ctl_put_str(&o, WT_CTL_T_TEXT, big);
   assert_true(o.full);                                  /* what did not fit was left out */
-  assert_true(o.len <= WEFT_CTL_HEADER + WEFT_CTL_MAX_PAYLOAD);
-  assert_int_equal(weft_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
+  assert_true(o.len <= WT_CTL_HEADER + WT_CTL_MAX_PAYLOAD);
+  assert_int_equal(wt_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
   /* damaged frames */
   unsigned char b[64];
-  weft_ctl_begin(&o, WEFT_CTL_PONG);
-  weft_ctl_put_int(&o, WEFT_CTL_T_SEQ, 1);
+  wt_ctl_begin(&o, WT_CTL_PONG);
+  wt_ctl_put_int(&o, WT_CTL_T_SEQ, 1);
   memcpy(b, o.buf, o.len);
   b[0] = 'G';
-  assert_int_equal(weft_ctl_frame(b, 3, why, sizeof(why)), -1);
+  assert_int_equal(wt_ctl_frame(b, 3, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "not a weft control message"));
   memcpy(b, o.buf, o.len);
   b[2] = 9;
-  assert_int_equal(weft_ctl_frame(b, o.len, why, sizeof(why)), -1);
+  assert_int_equal(wt_ctl_frame(b, o.len, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "version 9"));
   memcpy(b, o.buf, o.len);
   b[4] = 0x7f; /* a length over the bound */
-  assert_int_equal(weft_ctl_frame(b, o.len, why, sizeof(why)), -1);
+  assert_int_equal(wt_ctl_frame(b, o.len, why, sizeof(why)), -1);
   memcpy(b, o.buf, o.len);
-  b[WEFT_CTL_HEADER + 2] = 200; /* a field longer than the frame */
-  assert_int_equal(weft_ctl_decode(b, o.len, &m, why, sizeof(why)), -1);
+  b[WT_CTL_HEADER + 2] = 200; /* a field longer than the frame */
+  assert_int_equal(wt_ctl_decode(b, o.len, &m, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "are left"));
   /* random bytes: refused or read, never past their end */
   unsigned seed = 12345;
@@ -101,16 +101,16 @@ test_bounds(void **state)
       if (n > 1)
         r[1] = 'f';
       if (n > 2)
-        r[2] = WEFT_CTL_VERSION;
+        r[2] = WT_CTL_VERSION;
       if (n > 7) {
         r[4] = r[5] = 0;
         r[6] = 0;
-        r[7] = (unsigned char)(n - WEFT_CTL_HEADER);
+        r[7] = (unsigned char)(n - WT_CTL_HEADER);
       }
     }
-    long f = weft_ctl_frame(r, n, why, sizeof(why));
+    long f = wt_ctl_frame(r, n, why, sizeof(why));
     if (f > 0)
-      weft_ctl_decode(r, (size_t)f, &m, why, sizeof(why));
+      wt_ctl_decode(r, (size_t)f, &m, why, sizeof(why));
   }
 }
 
@@ -159,11 +159,11 @@ sup(double timeout)
 
 /* Feed one message built by the caller. */
 static void
-feed(wr_sup *s, int rank, weft_ctl_out *o, double t)
+feed(wr_sup *s, int rank, wt_ctl_out *o, double t)
 {
-  weft_ctl_msg m;
+  wt_ctl_msg m;
   char why[100];
-  assert_int_equal(weft_ctl_decode(o->buf, o->len, &m, why, sizeof(why)), 0);
+  assert_int_equal(wt_ctl_decode(o->buf, o->len, &m, why, sizeof(why)), 0);
   wr_sup_msg(s, rank, &m, t);
 }
 
@@ -171,9 +171,9 @@ static void
 started_all(wr_sup *s, double t)
 {
   for (int r = 0; r < 6; r++) {
-    weft_ctl_out o;
-    weft_ctl_begin(&o, WEFT_CTL_STARTED);
-    weft_ctl_put_int(&o, WEFT_CTL_T_PID, 1000 + r);
+    wt_ctl_out o;
+    wt_ctl_begin(&o, WT_CTL_STARTED);
+    wt_ctl_put_int(&o, WT_CTL_T_PID, 1000 + r);
     feed(s, r, &o, t);
   }
 }
@@ -181,34 +181,34 @@ started_all(wr_sup *s, double t)
 static void
 heartbeat(wr_sup *s, int rank, int op, const char *group, double t)
 {
-  weft_ctl_out o;
-  weft_ctl_begin(&o, WEFT_CTL_HEARTBEAT);
-  weft_ctl_put_int(&o, WEFT_CTL_T_WSTATE, op == WEFTX_OP_INIT ? WEFTX_PAGE_INIT : WEFTX_PAGE_RUNNING);
-  weft_ctl_put_int(&o, WEFT_CTL_T_OP, op);
+  wt_ctl_out o;
+  wt_ctl_begin(&o, WT_CTL_HEARTBEAT);
+  wt_ctl_put_int(&o, WT_CTL_T_WSTATE, op == WEFTX_OP_INIT ? WEFTX_PAGE_INIT : WEFTX_PAGE_RUNNING);
+  wt_ctl_put_int(&o, WT_CTL_T_OP, op);
   if (group) {
-    weft_ctl_put_str(&o, WEFT_CTL_T_GROUP, group);
-    weft_ctl_put_int(&o, WEFT_CTL_T_GROUP_FIRST, 0);
-    weft_ctl_put_int(&o, WEFT_CTL_T_GROUP_SIZE, 6);
+    wt_ctl_put_str(&o, WT_CTL_T_GROUP, group);
+    wt_ctl_put_int(&o, WT_CTL_T_GROUP_FIRST, 0);
+    wt_ctl_put_int(&o, WT_CTL_T_GROUP_SIZE, 6);
   }
-  weft_ctl_put_int(&o, WEFT_CTL_T_IN_MS, 1500);
+  wt_ctl_put_int(&o, WT_CTL_T_IN_MS, 1500);
   feed(s, rank, &o, t);
 }
 
 static void
 exited(wr_sup *s, int rank, int code, int sig, int stopped, int deadline, double t)
 {
-  weft_ctl_out o;
-  weft_ctl_begin(&o, WEFT_CTL_EXITED);
-  weft_ctl_put_int(&o, WEFT_CTL_T_CODE, code);
-  weft_ctl_put_int(&o, WEFT_CTL_T_SIGNAL, sig);
-  weft_ctl_put_int(&o, WEFT_CTL_T_STOPPED, stopped);
+  wt_ctl_out o;
+  wt_ctl_begin(&o, WT_CTL_EXITED);
+  wt_ctl_put_int(&o, WT_CTL_T_CODE, code);
+  wt_ctl_put_int(&o, WT_CTL_T_SIGNAL, sig);
+  wt_ctl_put_int(&o, WT_CTL_T_STOPPED, stopped);
   if (deadline) {
-    weft_ctl_put_int(&o, WEFT_CTL_T_WSTATE, WEFTX_PAGE_DEADLINE);
-    weft_ctl_put_int(&o, WEFT_CTL_T_OP, WEFTX_OP_ALLREDUCE);
-    weft_ctl_put_str(&o, WEFT_CTL_T_GROUP, "world");
-    weft_ctl_put_int(&o, WEFT_CTL_T_GROUP_FIRST, 0);
-    weft_ctl_put_str(&o, WEFT_CTL_T_WHY, "allreduce on group world timed out after 30 s");
-    weft_ctl_put_str(&o, WEFT_CTL_T_MEMBERS, "0-5");
+    wt_ctl_put_int(&o, WT_CTL_T_WSTATE, WEFTX_PAGE_DEADLINE);
+    wt_ctl_put_int(&o, WT_CTL_T_OP, WEFTX_OP_ALLREDUCE);
+    wt_ctl_put_str(&o, WT_CTL_T_GROUP, "world");
+    wt_ctl_put_int(&o, WT_CTL_T_GROUP_FIRST, 0);
+    wt_ctl_put_str(&o, WT_CTL_T_WHY, "allreduce on group world timed out after 30 s");
+    wt_ctl_put_str(&o, WT_CTL_T_MEMBERS, "0-5");
   }
   feed(s, rank, &o, t);
 }
@@ -231,11 +231,11 @@ test_rank_failure(void **state)
   (void)state;
   wr_sup *s = sup(0);
   started_all(s, 0.2);
-  exited(s, 4, 0, 15, WEFT_CTL_STOP_ENGINE, 0, 1.0); /* stopped by mpirun: not a failure */
+  exited(s, 4, 0, 15, WT_CTL_STOP_ENGINE, 0, 1.0); /* stopped by mpirun: not a failure */
   assert_int_equal(wr_sup_tick(s, 1.0), 0);
   assert_int_equal(s->end, WR_END_NONE);
-  exited(s, 2, 3, 0, WEFT_CTL_STOP_NONE, 0, 1.1);
-  exited(s, 5, 9, 0, WEFT_CTL_STOP_NONE, 0, 1.2); /* second: not the one named */
+  exited(s, 2, 3, 0, WT_CTL_STOP_NONE, 0, 1.1);
+  exited(s, 5, 9, 0, WT_CTL_STOP_NONE, 0, 1.2); /* second: not the one named */
   assert_int_equal(s->end, WR_END_RANK);
   assert_int_equal(wr_sup_tick(s, 1.2), 0);        /* mpirun's teardown first */
   assert_int_equal(wr_sup_tick(s, 2.2), WR_ACT_END);
@@ -258,7 +258,7 @@ test_deadline_blames_absent(void **state)
     if (r != 4)
       heartbeat(s, r, WEFTX_OP_ALLREDUCE, "world", 30.0);
   heartbeat(s, 4, WEFTX_OP_NONE, NULL, 30.0);
-  exited(s, 0, 124, 0, WEFT_CTL_STOP_NONE, 1, 30.5);
+  exited(s, 0, 124, 0, WT_CTL_STOP_NONE, 1, 30.5);
   assert_int_equal(s->end, WR_END_DEADLINE);
   char *out = summary(s, &code);
   assert_int_equal(code, 124);
@@ -344,10 +344,10 @@ test_daemon_died(void **state)
   (void)state;
   wr_sup *s = sup(0);
   started_all(s, 0.2);
-  exited(s, 2, 143, 0, WEFT_CTL_STOP_DAEMON, 0, 1.0);
+  exited(s, 2, 143, 0, WT_CTL_STOP_DAEMON, 0, 1.0);
   assert_int_equal(s->end, WR_END_LOST);
   assert_int_equal(s->end_host, 1);
-  exited(s, 0, 143, 0, WEFT_CTL_STOP_ENGINE, 0, 1.5);
+  exited(s, 0, 143, 0, WT_CTL_STOP_ENGINE, 0, 1.5);
   wr_sup_engine_exit(s, 205, 2.0);
   wr_sup_tick(s, 4.0);
   char *out = summary(s, &code);
@@ -360,8 +360,8 @@ test_daemon_died(void **state)
 
   s = sup(0);
   started_all(s, 0.2);
-  exited(s, 4, 3, 0, WEFT_CTL_STOP_NONE, 0, 1.0);
-  exited(s, 2, 143, 0, WEFT_CTL_STOP_DAEMON, 0, 1.1);
+  exited(s, 4, 3, 0, WT_CTL_STOP_NONE, 0, 1.0);
+  exited(s, 2, 143, 0, WT_CTL_STOP_DAEMON, 0, 1.1);
   assert_int_equal(s->end, WR_END_RANK);
   out = summary(s, &code);
   assert_int_equal(code, 3);
@@ -480,7 +480,7 @@ test_timeout_names_running(void **state)
   (void)state;
   wr_sup *s = sup(10);
   started_all(s, 0.2);
-  exited(s, 0, 0, 0, WEFT_CTL_STOP_NONE, 0, 2.0);
+  exited(s, 0, 0, 0, WT_CTL_STOP_NONE, 0, 2.0);
   heartbeat(s, 3, WEFTX_OP_BARRIER, "dp", 9.5);
   wr_sup_tick(s, 9.9);
   assert_int_equal(s->end, WR_END_NONE);
@@ -504,10 +504,10 @@ test_engine_end(void **state)
   /* a rank exits 0 unfinalized, mpirun stops the others and fails */
   wr_sup *s = sup(0);
   started_all(s, 0.2);
-  exited(s, 2, 0, 0, WEFT_CTL_STOP_NONE, 0, 1.0);
+  exited(s, 2, 0, 0, WT_CTL_STOP_NONE, 0, 1.0);
   for (int r = 0; r < 6; r++)
     if (r != 2)
-      exited(s, r, 143, 15, WEFT_CTL_STOP_ENGINE, 0, 1.5);
+      exited(s, r, 143, 15, WT_CTL_STOP_ENGINE, 0, 1.5);
   wr_sup_engine_exit(s, 1, 1.6);
   wr_sup_tick(s, 1.6);
   char *out = summary(s, &code);
@@ -547,7 +547,7 @@ test_engine_end(void **state)
     started_all(s, 0.2);
     for (int r = 0; r < 6; r++)
       if (r / 2 != 1)
-        exited(s, r, 143, 15, WEFT_CTL_STOP_ENGINE, 0, 1.0);
+        exited(s, r, 143, 15, WT_CTL_STOP_ENGINE, 0, 1.0);
     wr_sup_engine_exit(s, 205, 1.1);
     wr_sup_tick(s, 1.1);
     wr_sup_gone(s, 2, 0, k ? 1.2 : 1.05); /* after mpirun's end, or before it */
@@ -568,7 +568,7 @@ test_engine_end(void **state)
   s = sup(0);
   started_all(s, 0.2);
   for (int r = 0; r < 6; r++)
-    exited(s, r, 0, 0, WEFT_CTL_STOP_NONE, 0, 1.0);
+    exited(s, r, 0, 0, WT_CTL_STOP_NONE, 0, 1.0);
   wr_sup_engine_exit(s, 0, 1.1);
   wr_sup_tick(s, 1.1);
   assert_true(wr_sup_settled(s));

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "sample.h"
-#include "weftrun.h"
+#include "monitor/monitor.h"
 
 /* a real line of proc(5)'s format: 52 fields; utime 14 = 250, stime 15 = 50,
  * threads 20 = 7, rss 24 = 1000 pages; the name holds ") (" and spaces */
@@ -33,29 +33,29 @@ static const char stat_line[] =
 static void
 test_stat(void **state)
 {
-  weft_proc_stat st;
+  wt_proc_stat st;
   (void)state;
-  assert_int_equal(weft_sample_parse_stat(stat_line, &st), 0);
+  assert_int_equal(wt_sample_parse_stat(stat_line, &st), 0);
   assert_int_equal(st.state, 'R');
   assert_int_equal(st.ticks, 300);
   assert_int_equal(st.threads, 7);
   assert_int_equal(st.rss_pages, 1000);
   assert_int_equal(st.exiting, 0);
   /* in exit: PF_EXITING (0x4) in the flags (field 9), memory gone, state still R */
-  assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194308 100 0 0 0 250 50 0 0 "
+  assert_int_equal(wt_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194308 100 0 0 0 250 50 0 0 "
                                           "20 0 1 0 12345 0 0 0\n", &st), 0);
   assert_int_equal(st.exiting, 1);
   assert_int_equal(st.rss_pages, 0);
-  assert_int_equal(weft_sample_parse_stat("4242 (prog) Z 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 "
+  assert_int_equal(wt_sample_parse_stat("4242 (prog) Z 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 "
                                           "20 0 1 0 12345 0 0 0\n", &st), 0);
   assert_int_equal(st.exiting, 1);
   /* damaged: no ')', cut short, a word where a number goes, empty */
-  assert_int_equal(weft_sample_parse_stat("4242 prog R 1 2 3", &st), -1);
-  assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194304 100 0", &st), -1);
-  assert_int_equal(weft_sample_parse_stat("4242 (prog) R 1 4242 x 0 -1 4194304 100 0 0 0 250 50 0 0 "
+  assert_int_equal(wt_sample_parse_stat("4242 prog R 1 2 3", &st), -1);
+  assert_int_equal(wt_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194304 100 0", &st), -1);
+  assert_int_equal(wt_sample_parse_stat("4242 (prog) R 1 4242 x 0 -1 4194304 100 0 0 0 250 50 0 0 "
                                           "20 0 7 0 1 2 3\n", &st), -1);
-  assert_int_equal(weft_sample_parse_stat("", &st), -1);
-  assert_int_equal(weft_sample_parse_stat(NULL, &st), -1);
+  assert_int_equal(wt_sample_parse_stat("", &st), -1);
+  assert_int_equal(wt_sample_parse_stat(NULL, &st), -1);
 }
 
 static void
@@ -63,41 +63,41 @@ test_counter_rates(void **state)
 {
   int64_t v;
   (void)state;
-  assert_int_equal(weft_sample_parse_counter("123456789012\n", &v), 0);
+  assert_int_equal(wt_sample_parse_counter("123456789012\n", &v), 0);
   assert_true(v == 123456789012LL);
-  assert_int_equal(weft_sample_parse_counter("12x\n", &v), -1);
-  assert_int_equal(weft_sample_parse_counter("-5\n", &v), -1);
-  assert_int_equal(weft_sample_parse_counter("", &v), -1);
-  assert_int_equal(weft_sample_parse_counter("1 2\n", &v), -1);
+  assert_int_equal(wt_sample_parse_counter("12x\n", &v), -1);
+  assert_int_equal(wt_sample_parse_counter("-5\n", &v), -1);
+  assert_int_equal(wt_sample_parse_counter("", &v), -1);
+  assert_int_equal(wt_sample_parse_counter("1 2\n", &v), -1);
   /* 5,000 bytes in 500 ms: 10,000 per second; a reset counter or no reading: unknown */
-  assert_int_equal(weft_sample_rate(1000, 6000, 500), 10000);
-  assert_int_equal(weft_sample_rate(6000, 1000, 500), -1);
-  assert_int_equal(weft_sample_rate(-1, 1000, 500), -1);
-  assert_int_equal(weft_sample_rate(1000, 2000, 0), -1);
+  assert_int_equal(wt_sample_rate(1000, 6000, 500), 10000);
+  assert_int_equal(wt_sample_rate(6000, 1000, 500), -1);
+  assert_int_equal(wt_sample_rate(-1, 1000, 500), -1);
+  assert_int_equal(wt_sample_rate(1000, 2000, 0), -1);
   /* 150 ticks of 100 Hz (1.5 s of CPU) in 1 s: 1.5 cores; 50 in 2 s: a quarter */
-  assert_int_equal(weft_sample_cpu_pm(100, 250, 100, 1000), 1500);
-  assert_int_equal(weft_sample_cpu_pm(0, 50, 100, 2000), 250);
-  assert_int_equal(weft_sample_cpu_pm(250, 100, 100, 1000), -1);
-  assert_int_equal(weft_sample_cpu_pm(0, 1, 0, 1000), -1);
+  assert_int_equal(wt_sample_cpu_pm(100, 250, 100, 1000), 1500);
+  assert_int_equal(wt_sample_cpu_pm(0, 50, 100, 2000), 250);
+  assert_int_equal(wt_sample_cpu_pm(250, 100, 100, 1000), -1);
+  assert_int_equal(wt_sample_cpu_pm(0, 1, 0, 1000), -1);
 }
 
 static void
-decode(const weft_ctl_out *o, weft_ctl_msg *m)
+decode(const wt_ctl_out *o, wt_ctl_msg *m)
 {
   char why[200];
   assert_false(o->full);
-  assert_int_equal(weft_ctl_frame(o->buf, o->len, why, sizeof(why)), (long)o->len);
-  assert_int_equal(weft_ctl_decode(o->buf, o->len, m, why, sizeof(why)), 0);
+  assert_int_equal(wt_ctl_frame(o->buf, o->len, why, sizeof(why)), (long)o->len);
+  assert_int_equal(wt_ctl_decode(o->buf, o->len, m, why, sizeof(why)), 0);
 }
 
 static void
 test_message(void **state)
 {
-  weft_sample s, r;
-  weft_ctl_out o;
-  weft_ctl_msg m;
+  wt_sample s, r;
+  wt_ctl_out o;
+  wt_ctl_msg m;
   (void)state;
-  weft_sample_init(&s);
+  wt_sample_init(&s);
   s.seq = 3;
   s.span_ms = 1000;
   s.cpu_pm = 987;
@@ -112,11 +112,11 @@ test_message(void **state)
   s.gpu_power = 312500;
   s.gpu_temp = 71;
   snprintf(s.why, sizeof(s.why), "why not");
-  weft_sample_put(&o, &s);
+  wt_sample_put(&o, &s);
   assert_true(o.len < 300); /* small: thousands of agents each second */
   decode(&o, &m);
-  assert_string_equal(weft_ctl_type_name(m.type), "SAMPLE");
-  assert_int_equal(weft_sample_get(&m, &r), 0);
+  assert_string_equal(wt_ctl_type_name(m.type), "SAMPLE");
+  assert_int_equal(wt_sample_get(&m, &r), 0);
   assert_int_equal(r.seq, 3);
   assert_int_equal(r.span_ms, 1000);
   assert_int_equal(r.cpu_pm, 987);
@@ -133,12 +133,12 @@ test_message(void **state)
   assert_string_equal(r.why, "why not");
 
   /* what was not measured is not sent, and reads back as -1 */
-  weft_sample_init(&s);
+  wt_sample_init(&s);
   s.seq = 1;
-  weft_sample_put(&o, &s);
+  wt_sample_put(&o, &s);
   decode(&o, &m);
   assert_int_equal(m.nfields, 1);
-  assert_int_equal(weft_sample_get(&m, &r), 0);
+  assert_int_equal(wt_sample_get(&m, &r), 0);
   assert_int_equal(r.cpu_pm, -1);
   assert_int_equal(r.rss, -1);
   assert_int_equal(r.nic_tx, -1);
@@ -147,35 +147,35 @@ test_message(void **state)
   assert_string_equal(r.why, "");
 
   /* a negative figure from a damaged or hostile agent is no figure */
-  weft_ctl_begin(&o, WEFT_CTL_SAMPLE);
-  weft_ctl_put_int(&o, WEFT_CTL_T_SEQ, 2);
-  weft_ctl_put_int(&o, WEFT_CTL_T_CPU_PM, -50);
-  weft_ctl_put_str(&o, WEFT_CTL_T_RSS, "lots");
+  wt_ctl_begin(&o, WT_CTL_SAMPLE);
+  wt_ctl_put_int(&o, WT_CTL_T_SEQ, 2);
+  wt_ctl_put_int(&o, WT_CTL_T_CPU_PM, -50);
+  wt_ctl_put_str(&o, WT_CTL_T_RSS, "lots");
   decode(&o, &m);
-  assert_int_equal(weft_sample_get(&m, &r), 0);
+  assert_int_equal(wt_sample_get(&m, &r), 0);
   assert_int_equal(r.cpu_pm, -1);
   assert_int_equal(r.rss, -1);
   /* no SEQ, or another message: not a sample */
-  weft_ctl_begin(&o, WEFT_CTL_SAMPLE);
-  weft_ctl_put_int(&o, WEFT_CTL_T_CPU_PM, 5);
+  wt_ctl_begin(&o, WT_CTL_SAMPLE);
+  wt_ctl_put_int(&o, WT_CTL_T_CPU_PM, 5);
   decode(&o, &m);
-  assert_int_equal(weft_sample_get(&m, &r), -1);
-  weft_ctl_begin(&o, WEFT_CTL_HEARTBEAT);
-  weft_ctl_put_int(&o, WEFT_CTL_T_SEQ, 2);
+  assert_int_equal(wt_sample_get(&m, &r), -1);
+  wt_ctl_begin(&o, WT_CTL_HEARTBEAT);
+  wt_ctl_put_int(&o, WT_CTL_T_SEQ, 2);
   decode(&o, &m);
-  assert_int_equal(weft_sample_get(&m, &r), -1);
+  assert_int_equal(wt_sample_get(&m, &r), -1);
 }
 
 static void
 test_prom(void **state)
 {
-  weft_sample s[2];
-  weft_sample_who who[2] = { { "vm:12", 3, "a\"b\\c\nd", NULL }, { "vm:12", 5, "h", "2" } };
+  wt_sample s[2];
+  wt_sample_who who[2] = { { "vm:12", 3, "a\"b\\c\nd", NULL }, { "vm:12", 5, "h", "2" } };
   char *text = NULL;
   size_t len = 0;
   (void)state;
-  weft_sample_init(&s[0]);
-  weft_sample_init(&s[1]);
+  wt_sample_init(&s[0]);
+  wt_sample_init(&s[1]);
   s[0].seq = s[1].seq = 1;
   s[0].cpu_ms = 1500;
   s[0].rss = 4096;
@@ -183,7 +183,7 @@ test_prom(void **state)
   s[1].gpu_util = 5;
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  weft_sample_prom(f, s, who, 2);
+  wt_sample_prom(f, s, who, 2);
   assert_int_equal(fclose(f), 0);
   /* a family's HELP and TYPE once, then every rank's line of it; label values escaped */
   assert_non_null(strstr(text, "# TYPE weft_rank_cpu_seconds_total counter\n"
@@ -207,7 +207,7 @@ test_prom(void **state)
   text = NULL;
   f = open_memstream(&text, &len);
   assert_non_null(f);
-  weft_sample_prom(f, s, who, 0);
+  wt_sample_prom(f, s, who, 0);
   assert_int_equal(fclose(f), 0);
   assert_int_equal(len, 0);
   free(text);

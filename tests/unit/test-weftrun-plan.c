@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of weftrun's pure plan (src/weftrun/plan*.c): plans built from
+/* Unit tests of weftrun's pure plan (src/weftrun/plan/): plans built from
  * host and fact sets as the facts stage would fill them (topologies from
  * share/weft/topologies), without mpirun or a metadata server. When weft
  * places the ranks (GPU hosts): hosts with different GPU counts, given and
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "weftrun.h"
+#include "plan/plan.h"
 
 static weftx_topo *a3, *g2, *n2;
 

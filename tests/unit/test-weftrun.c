@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -96,13 +97,13 @@ test_unknown_and_bad(void **state)
   (void)state;
   const char *a[] = { "--bind-too", "core", "prog", NULL };
   assert_int_equal(parse(&o, a), WR_EXIT_USAGE);
-  assert_string_equal(weft_opt_suggest(wr_options, "--bind-too", buf, sizeof(buf)), "--bind-to");
-  assert_string_equal(weft_opt_suggest(wr_options, "-hostfil", buf, sizeof(buf)), "--hostfile");
-  assert_string_equal(weft_opt_suggest(wr_options, "--report-binding", buf, sizeof(buf)),
+  assert_string_equal(wt_opt_suggest(wr_options, "--bind-too", buf, sizeof(buf)), "--bind-to");
+  assert_string_equal(wt_opt_suggest(wr_options, "-hostfil", buf, sizeof(buf)), "--hostfile");
+  assert_string_equal(wt_opt_suggest(wr_options, "--report-binding", buf, sizeof(buf)),
                       "--report-bindings");
-  assert_string_equal(weft_opt_suggest(wr_options, "--gpu-per-node", buf, sizeof(buf)),
+  assert_string_equal(wt_opt_suggest(wr_options, "--gpu-per-node", buf, sizeof(buf)),
                       "--gpus-per-node");
-  assert_null(weft_opt_suggest(wr_options, "--completely-different", buf, sizeof(buf)));
+  assert_null(wt_opt_suggest(wr_options, "--completely-different", buf, sizeof(buf)));
   /* one-letter options take one dash only */
   const char *b[] = { "--x", "A", "prog", NULL };
   assert_int_equal(parse(&o, b), WR_EXIT_USAGE);
@@ -147,6 +148,26 @@ test_pass_through(void **state)
   wr_opts_free(&o);
 }
 
+/* parse(), with what weftrun says on stderr into \p msg. */
+static int
+parse_said(wr_opts *o, const char **words, char *msg, size_t len)
+{
+  FILE *t = tmpfile();
+  int saved = dup(2), rc;
+  assert_non_null(t);
+  assert_true(saved >= 0);
+  fflush(stderr);
+  assert_true(dup2(fileno(t), 2) >= 0);
+  rc = parse(o, words);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(t);
+  msg[fread(msg, 1, len - 1, t)] = '\0';
+  fclose(t);
+  return rc;
+}
+
 /* Open MPI's options that weftrun refuses: one line naming the option, saying Open MPI
  * has it and weftrun does not, and what to use instead */
 static void
@@ -159,8 +180,11 @@ test_refused(void **state)
   (void)state;
   for (int i = 0; refused[i]; i++) {
     const char *a[] = { refused[i], "x", "prog", NULL };
-    assert_int_equal(parse(&o, a), WR_EXIT_USAGE);
-    assert_true(o.refused);
+    char msg[1200];
+    assert_int_equal(parse_said(&o, a, msg, sizeof(msg)), WR_EXIT_USAGE);
+    assert_non_null(strstr(msg, refused[i]));
+    assert_non_null(strstr(msg, "is an Open MPI option that weftrun does not support; "));
+    assert_int_equal(strchr(msg, '\n') - msg, (long)strlen(msg) - 1); /* one line */
     wr_opts_free(&o);
   }
 }
@@ -171,15 +195,15 @@ test_suggestions(void **state)
 {
   char buf[64];
   (void)state;
-  const char *s = weft_opt_suggest(wr_options, "--no-oversubscribe", buf, sizeof(buf));
+  const char *s = wt_opt_suggest(wr_options, "--no-oversubscribe", buf, sizeof(buf));
   assert_true(!s || strcmp(s, "--oversubscribe"));
-  s = weft_opt_suggest(wr_options, "--nobind", buf, sizeof(buf));
+  s = wt_opt_suggest(wr_options, "--nobind", buf, sizeof(buf));
   assert_true(!s || strcmp(s, "--bind-to"));
   /* Open MPI's deprecated spellings are options, not typos */
-  assert_non_null(weft_opt_find(wr_options, "bynode"));
-  assert_non_null(weft_opt_find(wr_options, "nooversubscribe"));
-  assert_non_null(weft_opt_find(wr_options, "d"));
-  assert_non_null(weft_opt_find(wr_options, "app"));
+  assert_non_null(wt_opt_find(wr_options, "bynode"));
+  assert_non_null(wt_opt_find(wr_options, "nooversubscribe"));
+  assert_non_null(wt_opt_find(wr_options, "d"));
+  assert_non_null(wt_opt_find(wr_options, "app"));
 }
 
 /* Colon-separated programs (MPMD): each its own options and arguments */
@@ -221,15 +245,15 @@ test_help_and_man_cover_table(void **state)
   fclose(f);
   f = open_memstream(&man, &ml);
   assert_non_null(f);
-  weft_opt_man(f, wr_options);
+  wt_opt_man(f, wr_options);
   fclose(f);
-  for (const weft_opt *o = wr_options; o->id; o++) {
-    if (o->flags & WEFT_OPT_HIDDEN) {
-      assert_int_equal(weft_opt_spellings(o, sp, sizeof(sp)), 0);
+  for (const wt_opt *o = wr_options; o->id; o++) {
+    if (o->flags & WT_OPT_HIDDEN) {
+      assert_int_equal(wt_opt_spellings(o, sp, sizeof(sp)), 0);
       assert_null(strstr(help, sp));
       continue;
     }
-    assert_int_equal(weft_opt_spellings(o, sp, sizeof(sp)), 0);
+    assert_int_equal(wt_opt_spellings(o, sp, sizeof(sp)), 0);
     if (strlen(sp) <= 76)
       assert_non_null(strstr(help, sp));
     assert_non_null(strstr(help, o->help));
@@ -266,19 +290,19 @@ test_layout(void **state)
   int counts[3] = { 2, 1, 3 }, local = -1;
   (void)state;
   /* by slot: 0 1 | 2 | 3 4 5 */
-  assert_int_equal(weft_layout_host(counts, 3, 0, 0, &local), 0);
-  assert_int_equal(weft_layout_host(counts, 3, 0, 2, &local), 1);
+  assert_int_equal(wt_layout_host(counts, 3, 0, 0, &local), 0);
+  assert_int_equal(wt_layout_host(counts, 3, 0, 2, &local), 1);
   assert_int_equal(local, 0);
-  assert_int_equal(weft_layout_host(counts, 3, 0, 5, &local), 2);
+  assert_int_equal(wt_layout_host(counts, 3, 0, 5, &local), 2);
   assert_int_equal(local, 2);
-  assert_int_equal(weft_layout_host(counts, 3, 0, 6, &local), -1);
+  assert_int_equal(wt_layout_host(counts, 3, 0, 6, &local), -1);
   /* by node: round 0: 0->h0 1->h1 2->h2; round 1: 3->h0 4->h2; round 2: 5->h2 */
-  assert_int_equal(weft_layout_host(counts, 3, 1, 1, &local), 1);
-  assert_int_equal(weft_layout_host(counts, 3, 1, 3, &local), 0);
+  assert_int_equal(wt_layout_host(counts, 3, 1, 1, &local), 1);
+  assert_int_equal(wt_layout_host(counts, 3, 1, 3, &local), 0);
   assert_int_equal(local, 1);
-  assert_int_equal(weft_layout_host(counts, 3, 1, 4, &local), 2);
+  assert_int_equal(wt_layout_host(counts, 3, 1, 4, &local), 2);
   assert_int_equal(local, 1);
-  assert_int_equal(weft_layout_host(counts, 3, 1, 5, &local), 2);
+  assert_int_equal(wt_layout_host(counts, 3, 1, 5, &local), 2);
   assert_int_equal(local, 2);
   /* all ranks at once (weftrun's plan) agree with weft-rank's rank-by-rank answer,
    * zero counts and uneven hosts included */
@@ -291,68 +315,68 @@ test_layout(void **state)
       np += cnt[h];
     }
     int host[64], loc[64];
-    assert_int_equal(weft_layout_assign(cnt, n, by_node, np, host, loc), 0);
+    assert_int_equal(wt_layout_assign(cnt, n, by_node, np, host, loc), 0);
     for (int r = 0; r < np; r++) {
-      assert_int_equal(weft_layout_host(cnt, n, by_node, r, &local), host[r]);
+      assert_int_equal(wt_layout_host(cnt, n, by_node, r, &local), host[r]);
       assert_int_equal(local, loc[r]);
     }
   }
   int c[4];
-  assert_int_equal(weft_layout_parse("8,8,0", c, 4), 3);
+  assert_int_equal(wt_layout_parse("8,8,0", c, 4), 3);
   assert_int_equal(c[2], 0);
-  assert_int_equal(weft_layout_parse("8,,8", c, 4), -1);
-  assert_int_equal(weft_layout_parse("1,2,3,4,5", c, 4), -1);
+  assert_int_equal(wt_layout_parse("8,,8", c, 4), -1);
+  assert_int_equal(wt_layout_parse("1,2,3,4,5", c, 4), -1);
   /* run-length: C ranks on each of N hosts */
-  assert_int_equal(weft_layout_parse("8x2,4", c, 4), 3);
+  assert_int_equal(wt_layout_parse("8x2,4", c, 4), 3);
   assert_int_equal(c[0], 8);
   assert_int_equal(c[1], 8);
   assert_int_equal(c[2], 4);
-  assert_int_equal(weft_layout_parse("1x5", c, 4), -1);
-  assert_int_equal(weft_layout_parse("2x3,1x2", c, 4), -1);
+  assert_int_equal(wt_layout_parse("1x5", c, 4), -1);
+  assert_int_equal(wt_layout_parse("2x3,1x2", c, 4), -1);
   const char *bad[] = { "8x0", "x2", "8x", "8x-1", "-1", "8,", "8x2x2", "8;2", "" };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-    assert_true(weft_layout_parse(bad[i], c, 4) <= 0);
-  int *big = calloc(WEFT_AGENT_MAX_HOSTS, sizeof(int));
+    assert_true(wt_layout_parse(bad[i], c, 4) <= 0);
+  int *big = calloc(WT_AGENT_MAX_HOSTS, sizeof(int));
   assert_non_null(big);
-  assert_int_equal(weft_layout_parse("8x16384", big, WEFT_AGENT_MAX_HOSTS), WEFT_AGENT_MAX_HOSTS);
-  assert_int_equal(weft_layout_parse("8x16384,1", big, WEFT_AGENT_MAX_HOSTS), -1);
-  big[WEFT_AGENT_MAX_HOSTS - 1] = 4;
-  char *enc = weft_layout_encode(big, WEFT_AGENT_MAX_HOSTS);
+  assert_int_equal(wt_layout_parse("8x16384", big, WT_AGENT_MAX_HOSTS), WT_AGENT_MAX_HOSTS);
+  assert_int_equal(wt_layout_parse("8x16384,1", big, WT_AGENT_MAX_HOSTS), -1);
+  big[WT_AGENT_MAX_HOSTS - 1] = 4;
+  char *enc = wt_layout_encode(big, WT_AGENT_MAX_HOSTS);
   assert_string_equal(enc, "8x16383,4");
   free(enc);
   free(big);
   int mixed[] = { 9, 9, 8, 7, 7, 7 };
-  enc = weft_layout_encode(mixed, 6);
+  enc = wt_layout_encode(mixed, 6);
   assert_string_equal(enc, "9x2,8,7x3");
-  assert_int_equal(weft_layout_parse(enc, c, 4), -1); /* 6 hosts, room for 4 */
+  assert_int_equal(wt_layout_parse(enc, c, 4), -1); /* 6 hosts, room for 4 */
   free(enc);
 
   /* The GPUs of each host: a set per host, coded the same way. */
   const char *sets[] = { "3-4", "3-4", "3-4", NULL, "", "0,2", "0,2" };
   char set[32];
-  enc = weft_gpusets_encode(sets, 7);
+  enc = wt_gpusets_encode(sets, 7);
   assert_string_equal(enc, "3-4*3;all;none;0,2*2");
-  assert_int_equal(weft_gpusets_host(enc, 0, set, sizeof(set)), 0);
+  assert_int_equal(wt_gpusets_host(enc, 0, set, sizeof(set)), 0);
   assert_string_equal(set, "3-4");
-  assert_int_equal(weft_gpusets_host(enc, 2, set, sizeof(set)), 0);
+  assert_int_equal(wt_gpusets_host(enc, 2, set, sizeof(set)), 0);
   assert_string_equal(set, "3-4");
-  assert_int_equal(weft_gpusets_host(enc, 3, set, sizeof(set)), 1);
-  assert_int_equal(weft_gpusets_host(enc, 4, set, sizeof(set)), 0);
+  assert_int_equal(wt_gpusets_host(enc, 3, set, sizeof(set)), 1);
+  assert_int_equal(wt_gpusets_host(enc, 4, set, sizeof(set)), 0);
   assert_string_equal(set, "");
-  assert_int_equal(weft_gpusets_host(enc, 6, set, sizeof(set)), 0);
+  assert_int_equal(wt_gpusets_host(enc, 6, set, sizeof(set)), 0);
   assert_string_equal(set, "0,2");
-  assert_int_equal(weft_gpusets_host(enc, 7, set, sizeof(set)), -1);
-  assert_int_equal(weft_gpusets_host(enc, -1, set, sizeof(set)), -1);
-  assert_int_equal(weft_gpusets_host(enc, 0, set, 3), -1); /* does not fit */
+  assert_int_equal(wt_gpusets_host(enc, 7, set, sizeof(set)), -1);
+  assert_int_equal(wt_gpusets_host(enc, -1, set, sizeof(set)), -1);
+  assert_int_equal(wt_gpusets_host(enc, 0, set, 3), -1); /* does not fit */
   free(enc);
   const char *same[] = { "0-7", "0-7" };
-  enc = weft_gpusets_encode(same, 2);
+  enc = wt_gpusets_encode(same, 2);
   assert_string_equal(enc, "0-7*2");
   free(enc);
   const char *badsets[] = { "3-4*0", "3-4*", "*2", "3;;4", "a-b", "3-4*2x", "3-4*-1", "", ";" };
   for (size_t i = 0; i < sizeof(badsets) / sizeof(badsets[0]); i++)
-    if (weft_gpusets_host(badsets[i], 0, set, sizeof(set)) != -1 &&
-        weft_gpusets_host(badsets[i], 1, set, sizeof(set)) != -1)
+    if (wt_gpusets_host(badsets[i], 0, set, sizeof(set)) != -1 &&
+        wt_gpusets_host(badsets[i], 1, set, sizeof(set)) != -1)
       fail_msg("'%s' was taken", badsets[i]);
 }
 
@@ -372,12 +396,12 @@ add_word(void *ud, const char *w)
 static void
 test_agent_args(void **state)
 {
-  weft_agent_args a, b;
+  wt_agent_args a, b;
   words ws = { { (char *)"weft-rank" }, 1 };
   char why[256];
   int first = 0;
   (void)state;
-  weft_agent_args_init(&a);
+  wt_agent_args_init(&a);
   a.layout = "8x1999,4";
   a.by_node = 1;
   a.map_by = "gpu:pe=2";
@@ -394,13 +418,13 @@ test_agent_args(void **state)
   a.preempt_grace = 7;
   a.gpus = "3-4*1999;0";
   a.output_filename = "/out";
-  assert_int_equal(weft_agent_args_write(&a, add_word, &ws), 0);
+  assert_int_equal(wt_agent_args_write(&a, add_word, &ws), 0);
   assert_int_equal(add_word(&ws, "--"), 0);
   assert_int_equal(add_word(&ws, "prog"), 0);
   /* the arguments do not depend on the hosts: a few words, whatever the job */
   assert_true(ws.n < 40);
-  weft_agent_args_init(&b);
-  assert_int_equal(weft_agent_args_parse(&b, ws.n, ws.v, &first, why, sizeof(why)), 0);
+  wt_agent_args_init(&b);
+  assert_int_equal(wt_agent_args_parse(&b, ws.n, ws.v, &first, why, sizeof(why)), 0);
   assert_string_equal(ws.v[first], "prog");
   assert_string_equal(b.layout, a.layout);
   assert_int_equal(b.by_node, 1);
@@ -417,37 +441,37 @@ test_agent_args(void **state)
   assert_int_equal(b.preempt_grace, 7);
   assert_string_equal(b.gpus, a.gpus);
   assert_string_equal(b.output_filename, "/out");
-  assert_string_equal(weft_agent_topology_for(&b, 3), "/t/g2.xml");
-  assert_string_equal(weft_agent_topology_for(&b, 2), "/t/a3.xml");
+  assert_string_equal(wt_agent_topology_for(&b, 3), "/t/g2.xml");
+  assert_string_equal(wt_agent_topology_for(&b, 2), "/t/a3.xml");
   for (int i = 1; i < ws.n; i++)
     free(ws.v[i]);
   /* the probe is one word; --gpus-per-node is not part of the contract */
   ws.n = 1;
-  weft_agent_args_init(&a);
+  wt_agent_args_init(&a);
   a.probe = 1;
-  assert_int_equal(weft_agent_args_write(&a, add_word, &ws), 0);
+  assert_int_equal(wt_agent_args_write(&a, add_word, &ws), 0);
   assert_int_equal(ws.n, 2);
   assert_string_equal(ws.v[1], "--probe");
   free(ws.v[1]);
   char *gpn[] = { (char *)"weft-rank", (char *)"--gpus-per-node", (char *)"8", NULL };
-  weft_agent_args_init(&b);
-  assert_int_equal(weft_agent_args_parse(&b, 3, gpn, &first, why, sizeof(why)), -1);
+  wt_agent_args_init(&b);
+  assert_int_equal(wt_agent_args_parse(&b, 3, gpn, &first, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "unknown option '--gpus-per-node'"));
 }
 
 static void
 test_fail_line(void **state)
 {
-  weft_agent_who who = { 3, "vm-b", "2 (0000:0a:00.0)" };
+  wt_agent_who who = { 3, "vm-b", "2 (0000:0a:00.0)" };
   char *buf = NULL;
   size_t len = 0;
   (void)state;
   FILE *out = open_memstream(&buf, &len);
   assert_non_null(out);
   /* display only: weftrun takes failures from the control channel */
-  weft_agent_fail_print(out, &who, NULL, 3, 0);
-  weft_agent_fail_print(out, &who, "cannot run 'x': No such file or directory", 127, 0);
-  weft_agent_fail_print(out, &who, NULL, 137, 9);
+  wt_agent_fail_print(out, &who, NULL, 3, 0);
+  wt_agent_fail_print(out, &who, "cannot run 'x': No such file or directory", 127, 0);
+  wt_agent_fail_print(out, &who, NULL, 137, 9);
   fclose(out);
   assert_string_equal(buf, "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3\n"
                            "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): cannot run 'x': No "
@@ -465,22 +489,22 @@ test_gce_line(void **state)
   (void)state;
   FILE *out = open_memstream(&buf, &len);
   fputs("<topology/>", out);
-  weft_agent_gce_print(out, "a3-highgpu-8g", "/c/r/h");
+  wt_agent_gce_print(out, "a3-highgpu-8g", "/c/r/h");
   fclose(out);
-  assert_int_equal(weft_agent_gce_parse(buf, len, mt, sizeof(mt), ph, sizeof(ph)), 12);
+  assert_int_equal(wt_agent_gce_parse(buf, len, mt, sizeof(mt), ph, sizeof(ph)), 12);
   assert_string_equal(mt, "a3-highgpu-8g");
   assert_string_equal(ph, "/c/r/h");
   free(buf);
   out = open_memstream(&buf, &len);
   fputs("<topology/>", out);
-  weft_agent_gce_print(out, "n2-standard-8", "");
+  wt_agent_gce_print(out, "n2-standard-8", "");
   fclose(out);
-  weft_agent_gce_parse(buf, len, mt, sizeof(mt), ph, sizeof(ph));
+  wt_agent_gce_parse(buf, len, mt, sizeof(mt), ph, sizeof(ph));
   assert_string_equal(mt, "n2-standard-8");
   assert_string_equal(ph, "");
   free(buf);
   /* no line: the whole is XML, the facts are left alone */
-  assert_int_equal(weft_agent_gce_parse("<topology/>\n", 12, mt, sizeof(mt), ph, sizeof(ph)), 12);
+  assert_int_equal(wt_agent_gce_parse("<topology/>\n", 12, mt, sizeof(mt), ph, sizeof(ph)), 12);
   assert_string_equal(mt, "n2-standard-8");
 }
 
@@ -500,9 +524,9 @@ static void
 test_exit_table(void **state)
 {
   (void)state;
-  char *help = render(weft_exit_help), *topic = render(weft_exit_topic), *man = render(weft_exit_man);
+  char *help = render(wt_exit_help), *topic = render(wt_exit_topic), *man = render(wt_exit_man);
   int last = -1, n = 0;
-  for (const weft_exit_row *r = weft_exit_rows; r->name; r++, n++) {
+  for (const wt_exit_row *r = wt_exit_rows; r->name; r++, n++) {
     char want[64];
     /* codes in ascending order, each once (ranges are negative) */
     if (r->code >= 0) {
@@ -525,7 +549,7 @@ test_exit_table(void **state)
   assert_int_equal(WR_EXIT_CHECKWARN, 80);
   assert_int_equal(WR_EXIT_CHECKFAIL, 81);
   assert_int_equal(WR_EXIT_TIMEOUT, 124);
-  assert_int_equal(WEFT_EXIT_ENGINE, WR_EXIT_ENGINE);
+  assert_int_equal(WT_EXIT_ENGINE, WR_EXIT_ENGINE);
   assert_non_null(strstr(man, "\\fBweftrun: job failed: rank 3 host vm\\-b"));
   free(help);
   free(topic);

@@ -6,7 +6,7 @@
  *                                "KEY=VALUE  # origin" line each, then the
  *                                reserve-cpus and the check warnings
  *   gcp-probe watch SECONDS      wait for a preemption notice: exit 79
- *                                (WEFT_EXIT_PREEMPTED, src/common/agent.h) with "notice WHAT VALUE"
+ *                                (WT_EXIT_PREEMPTED, src/common/agent.h) with "notice WHAT VALUE"
  *                                on it, 1 when none came in time
  */
 #include <stdio.h>
@@ -84,7 +84,7 @@ static int watch_cmd(long seconds)
   for (long t = 0; t < seconds * 20 && !noticed; t++)
     usleep(50000);
   weftx_gcp_watch_stop(w);
-  return noticed ? WEFT_EXIT_PREEMPTED : 1;
+  return noticed ? WT_EXIT_PREEMPTED : 1;
 }
 
 int main(int argc, char **argv)

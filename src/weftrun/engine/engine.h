@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The engine stage: which engine starts the ranks (engine.c), Open MPI's
+ * mpirun (mpirun.c) or Slurm's srun (srun.c), and what an engine is given:
+ * its command line for a plan, with weft-rank and its arguments in front of
+ * every program, the variables it adds to weftrun's environment, the
+ * hostfile it reads, the probe's command; which of weftrun's variables go to
+ * every host (forward.c); the engine's output cut into its ranks' streams
+ * (streams.c); the programs weftrun starts and their argument vectors
+ * (exec.c).
+ */
+#ifndef WR_ENGINE_H
+#define WR_ENGINE_H
+
+#include "weftrun.h"
+
+/* exec.c: the programs weftrun starts and their argument vectors. */
+typedef struct wr_argv { char **v; int n, cap; } wr_argv;
+int wr_argv_add(wr_argv *a, const char *s);   /* 0 or WEFT_ENOMEM */
+int wr_argv_put(wr_argv *a, const char *key, const char *value); /* "KEY=VALUE" */
+int wr_argv_add_cb(void *a, const char *s);   /* the same, as wt_agent_args_write() calls it */
+void wr_argv_free(wr_argv *a);
+void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
+const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
+const char *wr_find_mpirun(char *buf, size_t len);     /* $WEFT_MPIRUN, else $PATH */
+const char *wr_find_srun(char *buf, size_t len);       /* $WEFT_SRUN, else $PATH */
+/* weftrun's environment with \p changes ("KEY=VALUE" sets, "KEY" unsets; NULL: none), for
+ * execve: a NULL-terminated array of pointers into both (free() the array only). */
+char **wr_env_build(const wr_argv *changes);
+
+/* engine.c: which engine runs the job, chosen after the hosts (the probe runs through
+ * it): --engine, or auto (mpirun; srun inside a Slurm allocation without mpirun). What
+ * the engine cannot do is refused here in one line. WR_EXIT_*. */
+int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e);
+/* The engine as the user names it: $WEFT_MPIRUN ($WEFT_SRUN) as given, else the bare name
+ * (exec.c) */
+const char *wr_engine_given(wr_engine_kind kind);
+/* The engine, mpirun allowed to run as root when weftrun is, and weft-rank all there to
+ * run a job: 0, or WR_EXIT_ENGINE with one line on stderr that says what to do (exec.c). */
+int wr_engine_ready(const wr_opts *o, const wr_engine *e);
+/* The engine's command line for a plan, the variables it adds to weftrun's environment
+ * for it ("KEY=VALUE", into env), and the hostfile it reads. */
+int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                   wr_argv *out, wr_argv *env, char *why, size_t whylen); /* WR_EXIT_* */
+int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or -1 */
+/* The probe's command: \p n hosts, one "weft-rank --probe" on each, as listed in
+ * \p hostfile (the engine's own words; the agent's are the caller's). 0, or -1 out of
+ * memory. */
+int wr_engine_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                         wr_argv *a, wr_argv *env);
+/* This machine's live topology when it has ranks and no --topology file: its ranks (and
+ * mpirun, when every rank is here) read it from the job directory (e->host_xml) instead
+ * of probing the hardware again. NULL otherwise. */
+const weftx_topo *wr_engine_local_topo(const wr_plan *p);
+
+/* streams.c: the engine's stdout cut into its ranks' streams (mpirun's --tag-output
+ * tags, srun's --label labels), as it is read: each rank's bytes go to \p to, in order. */
+typedef struct wr_streams {
+  int labels;                   /* srun's labels, not mpirun's tags */
+  int n;                        /* ranks */
+  void (*to)(void *arg, int rank, const char *data, size_t len);
+  void *arg;
+  int cur;                      /* the rank the output is of now, -1: none */
+  int in_line;                  /* srun: past the label of the line now */
+  char label[16];               /* srun: the label read so far */
+  int labellen;
+} wr_streams;
+void wr_streams_init(wr_streams *s, int labels, int n,
+                     void (*to)(void *arg, int rank, const char *data, size_t len), void *arg);
+void wr_streams_put(wr_streams *s, const char *data, size_t len);
+
+/* forward.c: the variables plan p's engine passes to every host: those forwarded by
+ * default (weftx_env_forward_default() less those that describe one host, and a
+ * CUDA_VISIBLE_DEVICES of Slurm's) when weft places the ranks; when Open MPI does, only
+ * WEFT_* of them (mpirun passes the rest as it would alone). */
+int wr_engine_forwards(const wr_plan *p, const char *name, size_t n);
+/* A CUDA_VISIBLE_DEVICES that Slurm set (a batch script's, a step's): never forwarded. */
+int wr_slurm_cvd_is_slurms(void);
+
+/* mpirun.c and srun.c, for engine.c: each engine's command line, environment, hostfile
+ * and probe. */
+int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a);
+int wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env);
+int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app,
+                       wr_argv *a);
+int wr_mpirun_hostfile(const wr_plan *p, FILE *out);
+int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                         wr_argv *a);
+int wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len);
+int wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                 wr_argv *a, wr_argv *env);
+int wr_srun_hostfile(const wr_plan *p, FILE *out);
+int wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                       wr_argv *a, wr_argv *env);
+
+#endif /* WR_ENGINE_H */

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The hosts and facts stages: the job's hosts as Open MPI takes them
+ * (hosts.c, with Open MPI's MCA parameters: mca.c), then all that is learnt
+ * of them, the only I/O about hosts weftrun does (facts.c): their
+ * topologies, through the remote probe (probe.c) where needed, this VM's
+ * Google Cloud facts and preset (gcp.c), a Slurm job's GPUs (slurm.c). What
+ * they make is the wr_inventory of weftrun.h.
+ */
+#ifndef WR_HOSTS_H
+#define WR_HOSTS_H
+
+#include "weftrun.h"
+
+/* hosts.c: -H, --hostfile, Open MPI's default hostfile, Slurm or this host; each
+ * host's given slots, whether it is this one, its --topology file. WR_EXIT_*. */
+int wr_hosts_gather(const wr_opts *o, wr_inventory *inv);
+
+/* mca.c: the MCA parameters that decide placement, as mpirun will see them (command
+ * line, environment, parameter files; wr_mca in weftrun.h). WR_EXIT_*. */
+int wr_mca_gather(const wr_opts *o, wr_mca *m);
+void wr_mca_free(wr_mca *m);
+
+/* facts.c: the hosts' topologies (files, the probe, this machine), Google Cloud facts,
+ * this VM's preset and, in a Slurm job, each host's GPUs (slurm.c). WR_EXIT_*, or 128+N
+ * when stopped by signal N. */
+int wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                    int stop_fd);
+/* Each host's topology: its --topology file, else paths[i] (its probed XML, may be
+ * NULL), else this machine's; and its GPUs. WR_EXIT_*. */
+int wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths);
+/* All that the inventory holds (its hosts' topologies, the preset, the MCA parameters). */
+void wr_inventory_free(wr_inventory *inv);
+
+/* probe.c: remote hosts' hwloc XML (files in the job directory, into paths[i]) and
+ * their Google Cloud facts (into hosts[i]), through the engine and "weft-rank --probe".
+ * WR_EXIT_*, or 128+N when stopped by signal N. */
+int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
+             int stop_fd, char **paths);
+/* One probed host's output (XML, then maybe the GCE line) as "probe-I.xml" in the job
+ * directory, its path into *path (allocated); 0 or -1 (said on stderr). */
+int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path);
+
+/* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
+ * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
+int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);
+
+/* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
+ * checks (warnings), this VM's Google Cloud facts. */
+int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out);   /* WR_EXIT_* */
+const char *wr_gcp_reserved_cpus(const wr_gcp *g);
+int wr_gcp_env(const wr_gcp *g, char ***env, int *n);             /* "KEY=VALUE", allocated */
+const weftx_env *wr_gcp_preset_env(const wr_gcp *g);              /* with origins; NULL: none */
+const char *wr_gcp_unresolved(const wr_gcp *g, const char *key);  /* why KEY holds a placeholder */
+const char *wr_gcp_overrides(const wr_gcp *g, const char *key);   /* the preset the user's KEY beats */
+int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen); /* 1 on GCE */
+void wr_gcp_print(const wr_gcp *g, FILE *out);
+void wr_gcp_destroy(wr_gcp *g);
+
+#endif /* WR_HOSTS_H */

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * weftrun --monitor: what happens to the agents' samples once the supervisor
+ * has stored them (monitor.c: the timeline, the straggler lines, the live
+ * line), the straggler rule (straggle.c, pure) and the timeline's picture
+ * (picture.c).
+ */
+#ifndef WR_MONITOR_H
+#define WR_MONITOR_H
+
+#include <stdint.h>
+
+#include "supervise/supervise.h"
+
+/* straggle.c: the straggler rule (pure). Use is CPU in thousandths of a core. */
+#define WR_STRAGGLE_RATIO 0.5    /* below half the median of every rank's latest use */
+#define WR_STRAGGLE_FLOOR_PM 200 /* and that median at least a fifth of a core */
+#define WR_STRAGGLE_SAMPLES 3    /* for this many samples in a row */
+typedef struct wr_straggle {
+  int n;
+  int *low;                     /* low samples in a row, per rank */
+  char *flagged;                /* named already */
+} wr_straggle;
+int wr_straggle_init(wr_straggle *st, int n); /* 0, -1 out of memory */
+void wr_straggle_free(wr_straggle *st);
+/* The median of the values of v that are not negative (scratch: n of them); -1 when
+ * fewer than two are. */
+int64_t wr_median(const int64_t *v, int n, int64_t *scratch);
+/* Rank's new sample \p use against \p median (wr_median of every rank's latest): 1 when
+ * it makes the rank a straggler (once per rank), 0 otherwise. */
+int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median);
+/* The straggler of a whole run: of the ranks' uses \p use (-1: none), the lowest that
+ * is low against their median (wr_median, into *median); -1 when none is. */
+int wr_straggle_lowest(const int64_t *use, int n, int64_t *median, int64_t *scratch);
+
+/* monitor.c: --monitor's timeline, stragglers and live line, fed by the supervisor's
+ * on_sample (wr_mon_sample, with the wr_mon as arg). open: WR_EXIT_* with why. */
+typedef struct wr_mon wr_mon;
+int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
+void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
+void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
+void wr_mon_close(wr_mon *m); /* NULL is fine */
+
+/* picture.c: DIR/timeline.html (inline SVG: CPU, GPU and memory over time, one line per
+ * rank) from DIR/timeline.jsonl at the end of a --monitor-out job. */
+typedef struct wr_point {
+  double t, cpu, rss;        /* cpu in cores, rss in bytes; -1 absent */
+  int rank;
+  double gpu;                /* 0 to 1; -1 absent */
+} wr_point;
+typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
+/* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
+int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
+/* The page for \p n ranks' series; \p what is its first paragraph. */
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what);
+int wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
+                     size_t len); /* 0, or -1 with why */
+
+#endif /* WR_MONITOR_H */

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The timeline as a picture: at the end of a job run with --monitor-out DIR,
+ * DIR/timeline.html is made from DIR/timeline.jsonl, a self-contained page
+ * (no script, no outside file) with one inline SVG: charts of CPU use, GPU
+ * utilisation (when a rank has a GPU figure) and resident memory over time,
+ * one line per rank (its title names rank and host when the pointer rests on
+ * it), and a legend with each rank's averages. The rank whose average is
+ * low against the ranks' median (straggle.c's rule, over the whole run) is
+ * drawn thick and named under the legend, so that a straggler shows at a
+ * glance.
+ * A line is thinned to at most MAX_POINTS points. Reading a timeline line
+ * (wr_timeline_parse) and drawing (wr_picture_draw) are pure; only
+ * wr_picture_write touches files.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "monitor.h"
+
+#define MAX_POINTS 600
+#define W 900              /* the picture's width */
+#define CH 170             /* a chart's plot height */
+#define PADL 64            /* room for the y labels */
+#define PADR 30            /* and for the last x label */
+#define PADT 34            /* a chart's title */
+#define PADB 24            /* its x labels */
+#define LEGEND_MAX 16      /* ranks named in the legend */
+
+/* The three charts: what a point's figure is, scaled to the unit shown. */
+enum { C_CPU, C_GPU, C_MEM, C_N };
+
+static double
+figure(const wr_point *p, int c, double unit)
+{
+  double v = c == C_CPU ? p->cpu : c == C_GPU ? p->gpu : p->rss;
+  return v < 0 ? -1 : v * unit;
+}
+
+/* The number after "KEY": in line; -1 when absent. */
+static int
+num(const char *line, const char *key, double *v)
+{
+  const char *p = strstr(line, key);
+  char *end;
+  if (!p)
+    return -1;
+  p += strlen(key);
+  *v = strtod(p, &end);
+  return end == p ? -1 : 0;
+}
+
+int
+wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen)
+{
+  double rank;
+  if (line[0] != '{' || num(line, "\"t\":", &pt->t) || num(line, "\"rank\":", &rank) ||
+      rank < 0 || rank > 1e7)
+    return -1;
+  pt->rank = (int)rank;
+  if (num(line, "\"cpu\":", &pt->cpu))
+    pt->cpu = -1;
+  if (num(line, "\"rss\":", &pt->rss))
+    pt->rss = -1;
+  if (num(line, "\"gpu\":", &pt->gpu))
+    pt->gpu = -1;
+  const char *h = strstr(line, "\"host\":\"");
+  size_t n = 0;
+  if (h) {
+    h += 8;
+    while (h[n] && h[n] != '"' && h[n] != '\\')
+      n++;
+  }
+  snprintf(host, hostlen, "%.*s", (int)n, h ? h : "");
+  return 0;
+}
+
+static const char *const palette[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
+
+static void
+xml_text(FILE *out, const char *s)
+{
+  for (; *s; s++) {
+    if (*s == '<')
+      fputs("&lt;", out);
+    else if (*s == '>')
+      fputs("&gt;", out);
+    else if (*s == '&')
+      fputs("&amp;", out);
+    else if (*s == '"')
+      fputs("&quot;", out);
+    else
+      fputc(*s, out);
+  }
+}
+
+/* A step of 1, 2, 2.5 or 5 times a power of ten that cuts 0..max in about \p want. */
+static double
+nice_step(double max, int want)
+{
+  double raw = max / want, p = 1;
+  if (raw <= 0)
+    return 1;
+  while (p * 10 <= raw)
+    p *= 10;
+  while (p > raw)
+    p /= 10;
+  double f = raw / p;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
+}
+
+/* The digits a tick label needs to show \p step. */
+static int
+digits(double step)
+{
+  int d = 0;
+  for (double s = step; d < 3 && s - (double)(long)s > 1e-9; s *= 10)
+    d++;
+  return d;
+}
+
+/* Each rank's average of chart c's figure (-1: none). */
+static void
+averages(const wr_series *v, int n, int c, double *avg)
+{
+  for (int r = 0; r < n; r++) {
+    double sum = 0;
+    int k = 0;
+    for (int i = 0; i < v[r].n; i++)
+      if (figure(&v[r].p[i], c, 1) >= 0)
+        sum += figure(&v[r].p[i], c, 1), k++;
+    avg[r] = k ? sum / k : -1;
+  }
+}
+
+/* The rank whose average is low against the median of the ranks' averages (in
+ * percent), the lowest such, by the straggler rule (straggle.c); -1 none. */
+static int
+lowest(const double *avg, int n, double *median)
+{
+  int64_t *pm = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(*pm)), med = -1;
+  int low = -1;
+  *median = -1;
+  if (!pm)
+    return -1;
+  for (int r = 0; r < n; r++)
+    pm[r] = avg[r] >= 0 ? (int64_t)(avg[r] * 10 + 0.5) : -1; /* thousandths */
+  low = wr_straggle_lowest(pm, n, &med, pm + (n > 0 ? n : 1));
+  *median = med >= 0 ? (double)med / 10 : -1;
+  free(pm);
+  return low;
+}
+
+/* One chart at \p top: chart c of every rank's points against t, y from 0 to a
+ * round figure (at least \p floor), light lines at its ticks, x ticks in seconds; the
+ * rank \p low drawn thicker. The height it took. */
+static int
+chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit, const char *title,
+      double floor, int low, int top)
+{
+  double ymax = floor;
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < v[r].n; i++)
+      if (figure(&v[r].p[i], c, unit) > ymax)
+        ymax = figure(&v[r].p[i], c, unit);
+  double ystep = nice_step(ymax, 4), tstep = nice_step(tmax > 0 ? tmax : 1, 8);
+  ymax = ystep * (double)(long)(ymax / ystep + 0.999999);
+  if (ymax <= 0)
+    ymax = ystep;
+  double xs = (W - PADL - PADR) / (tmax > 0 ? tmax : 1), ys = CH / ymax;
+  int base = top + PADT + CH;
+  fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\" font-weight=\"bold\">", PADL, top + 16);
+  xml_text(out, title);
+  fputs("</text>\n", out);
+  for (double y = 0; y <= ymax * 1.0001; y += ystep) {
+    fprintf(out, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", PADL,
+            W - PADR, base - y * ys, base - y * ys, y > 0 ? "#e4e4e4" : "#888");
+    fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.*f</text>\n", PADL - 6,
+            base - y * ys + 4, digits(ystep), y);
+  }
+  for (double x = 0; x <= tmax * 1.0001 || x == 0; x += tstep) {
+    fprintf(out, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
+            PADL + x * xs, PADL + x * xs, base, base + 4);
+    fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.*f</text>\n", PADL + x * xs,
+            base + 17, digits(tstep), x);
+    if (tmax <= 0)
+      break;
+  }
+  for (int r = 0; r < n; r++) {
+    int step = v[r].n > MAX_POINTS ? (v[r].n + MAX_POINTS - 1) / MAX_POINTS : 1, any = 0;
+    for (int i = 0; i < v[r].n; i += step) {
+      double y = figure(&v[r].p[i], c, unit);
+      if (y < 0)
+        continue;
+      if (!any)
+        fprintf(out, "<polyline fill=\"none\" stroke-width=\"%s\" stroke=\"%s\" points=\"",
+                r == low ? "3" : "1.5", palette[r % 10]);
+      fprintf(out, "%s%.1f,%.1f", any ? " " : "", PADL + v[r].p[i].t * xs, base - y * ys);
+      any = 1;
+    }
+    if (any) {
+      fprintf(out, "\"><title>rank %d (", r);
+      xml_text(out, v[r].host);
+      fputs(")</title></polyline>\n", out);
+    }
+  }
+  return PADT + CH + PADB;
+}
+
+/* Whether any rank has a figure for chart c. */
+static int
+has(const wr_series *v, int n, int c)
+{
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < v[r].n; i++)
+      if (figure(&v[r].p[i], c, 1) >= 0)
+        return 1;
+  return 0;
+}
+
+/* The legend at \p top: a swatch, the rank, its host and its averages, four a row;
+ * then the lowest rank's line when there is one. */
+static void
+legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gpu, int top,
+       int low_cpu, int low_gpu, double med_cpu, double med_gpu)
+{
+  int k = 0, y = top;
+  for (int r = 0; r < n && k < LEGEND_MAX; r++) {
+    if (!v[r].n)
+      continue;
+    int x = PADL + (k % 4) * ((W - PADL) / 4);
+    y = top + (k / 4) * 18;
+    fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"%d\" fill=\"%s\"/>\n", x, y - 9,
+            r == low_cpu || r == low_gpu ? 6 : 3, palette[r % 10]);
+    fprintf(out, "<text x=\"%d\" y=\"%d\">rank %d (", x + 19, y, r);
+    xml_text(out, v[r].host);
+    fputs(")", out);
+    if (cpu[r] >= 0)
+      fprintf(out, " CPU %.0f%%", cpu[r]);
+    if (gpu[r] >= 0)
+      fprintf(out, " GPU %.0f%%", gpu[r]);
+    fputs("</text>\n", out);
+    k++;
+  }
+  if (k == LEGEND_MAX && n > k)
+    fprintf(out, "<text x=\"%d\" y=\"%d\">and more ranks: colours repeat every 10; the pointer "
+            "on a line names its rank</text>\n", PADL, y += 18);
+  for (int g = 0; g < 2; g++) {
+    int low = g ? low_gpu : low_cpu;
+    if (low < 0)
+      continue;
+    fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">Below half the median: rank %d (",
+            PADL, y += 22, low);
+    xml_text(out, v[low].host);
+    fprintf(out, "), %s %.0f%% on average, the ranks' median %.0f%% (the thick line)</text>\n",
+            g ? "GPU" : "CPU", g ? gpu[low] : cpu[low], g ? med_gpu : med_cpu);
+  }
+}
+
+void
+wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what)
+{
+  double tmax = 0, mem = 0, med_cpu = -1, med_gpu = -1;
+  double *cpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*cpu));
+  double *gpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*gpu));
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < v[r].n; i++) {
+      if (v[r].p[i].t > tmax)
+        tmax = v[r].p[i].t;
+      if (v[r].p[i].rss > mem)
+        mem = v[r].p[i].rss;
+    }
+  int low_cpu = -1, low_gpu = -1, gpus = has(v, n, C_GPU), ranks = 0;
+  if (cpu && gpu) {
+    averages(v, n, C_CPU, cpu);
+    averages(v, n, C_GPU, gpu);
+    for (int r = 0; r < n; r++) {
+      cpu[r] = cpu[r] >= 0 ? cpu[r] * 100 : -1;
+      gpu[r] = gpu[r] >= 0 ? gpu[r] * 100 : -1;
+    }
+    low_cpu = lowest(cpu, n, &med_cpu);
+    low_gpu = lowest(gpu, n, &med_gpu);
+  }
+  for (int r = 0; r < n; r++)
+    ranks += v[r].n > 0;
+  /* the charts, the x axis' name, the legend's rows and its last lines */
+  int rows = ((ranks < LEGEND_MAX ? ranks : LEGEND_MAX) + 3) / 4;
+  int h = (gpus ? 3 : 2) * (PADT + CH + PADB) + 40 + (rows > 0 ? rows - 1 : 0) * 18 +
+          18 * (ranks > LEGEND_MAX) + 22 * ((low_cpu >= 0) + (low_gpu >= 0)) + 14;
+  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weftrun timeline</title>"
+        "</head>\n<body style=\"font-family: sans-serif\">\n<p>", out);
+  xml_text(out, what);
+  fputs("</p>\n", out);
+  fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+          "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n"
+          "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, h, W, h, W, h);
+  int y = 0;
+  y += chart(out, v, n, tmax, C_CPU, 100, "CPU use, % of one core (100 = one core busy)", 10,
+             low_cpu, y);
+  if (gpus)
+    y += chart(out, v, n, tmax, C_GPU, 100, "GPU utilisation, % (NVML: the time a kernel ran)",
+               100, low_gpu, y);
+  int gib = mem >= 2.0 * (1 << 30);
+  y += chart(out, v, n, tmax, C_MEM, 1.0 / (gib ? 1 << 30 : 1 << 20),
+             gib ? "Resident memory, GiB" : "Resident memory, MiB", 1, -1, y);
+  fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">seconds since the job started"
+          "</text>\n", PADL + (W - PADL - PADR) / 2, y + 6);
+  if (cpu && gpu) /* else out of memory: no legend */
+    legend(out, v, n, cpu, gpu, y + 40, low_cpu, low_gpu, med_cpu, med_gpu);
+  fputs("</svg>\n</body></html>\n", out);
+  free(cpu);
+  free(gpu);
+}
+
+int
+wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
+                 size_t len)
+{
+  FILE *in = fopen(jsonl, "r"), *out = NULL;
+  wr_series *v = calloc((size_t)(np > 0 ? np : 1), sizeof(*v));
+  char *line = NULL, host[64];
+  size_t cap = 0;
+  int rc = -1;
+  if (!in || !v) {
+    snprintf(why, len, "cannot read %s: %s", jsonl, in ? "out of memory" : strerror(errno));
+    goto out;
+  }
+  while (getline(&line, &cap, in) > 0) {
+    wr_point pt;
+    if (wr_timeline_parse(line, &pt, host, sizeof(host)) || pt.rank >= np)
+      continue;
+    wr_series *s = &v[pt.rank];
+    if (s->n == s->cap) {
+      int c = s->cap ? 2 * s->cap : 64;
+      wr_point *p = realloc(s->p, (size_t)c * sizeof(*p));
+      if (!p) {
+        snprintf(why, len, "out of memory");
+        goto out;
+      }
+      s->p = p;
+      s->cap = c;
+    }
+    s->p[s->n++] = pt;
+    snprintf(s->host, sizeof(s->host), "%s", host);
+  }
+  /* never over a file that is there (an earlier job's picture) */
+  int fd = open(html, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0 || !(out = fdopen(fd, "w"))) {
+    snprintf(why, len, "cannot create %s: %s", html, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    goto out;
+  }
+  wr_picture_draw(out, v, np, what);
+  if (fclose(out)) {
+    out = NULL;
+    snprintf(why, len, "writing %s failed: %s", html, strerror(errno));
+    goto out;
+  }
+  out = NULL;
+  rc = 0;
+out:
+  if (in)
+    fclose(in);
+  free(line);
+  for (int r = 0; v && r < np; r++)
+    free(v[r].p);
+  free(v);
+  return rc;
+}
