@@ -117,7 +117,7 @@ static void pass_lines(const weftx_proc_spec *s, stream *st, int final)
   size_t n = st->len;
   if (!n)
     return;
-  if (!final && n < CHUNK) {
+  if (!final && n < CHUNK && !s->raw) {
     while (n && st->buf[n - 1] != '\n')
       n--;
     if (!n)

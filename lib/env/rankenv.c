@@ -175,6 +175,10 @@ static int set_ranks(weftx_env *env, const weftx_rank_info *ri)
   rc |= set_int(env, "NODE_RANK", ri->node_rank) < 0;
   rc |= set_int(env, "GROUP_RANK", ri->node_rank) < 0;
   rc |= set_int(env, "GROUP_WORLD_SIZE", ri->nnodes) < 0;
+  /* torchrun's one role: ROLE_* as RANK and WORLD_SIZE */
+  rc |= set_int(env, "ROLE_RANK", ri->rank) < 0;
+  rc |= set_int(env, "ROLE_WORLD_SIZE", ri->size) < 0;
+  rc |= set_str(env, "TORCHELASTIC_RUN_ID", ri->run_id ? ri->run_id : "none") < 0;
   if (ri->master_addr && *ri->master_addr)
     rc |= set_str(env, "MASTER_ADDR", ri->master_addr) < 0;
   if (ri->master_port > 0)

@@ -123,6 +123,8 @@ typedef struct weftx_rank_info {
   int node_rank, nnodes;      /* NODE_RANK = GROUP_RANK, GROUP_WORLD_SIZE */
   const char *master_addr;    /* MASTER_ADDR; NULL: not set */
   int master_port;            /* MASTER_PORT; 0: not set */
+  const char *run_id;         /* TORCHELASTIC_RUN_ID, the same on every rank; NULL: "none",
+                               * torchrun's own when it has no rendezvous id */
   const char *ifname;         /* NCCL_SOCKET_IFNAME (the interface weft chose); NULL: not set */
   weftx_gpu_visibility gpu_visibility;
   /* Placement: */

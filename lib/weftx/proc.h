@@ -40,7 +40,8 @@ typedef enum weftx_proc_event {
 } weftx_proc_event;
 
 /* Output of a PIPE stream: whole lines (the last one ends in '\n') except when a
- * line is longer than 64 KiB or the stream ends without one. \p stream is 1 or 2. */
+ * line is longer than 64 KiB or the stream ends without one, or with raw set (as
+ * read). \p stream is 1 or 2. */
 typedef void (*weftx_proc_output_fn)(void *arg, int stream, const char *data, size_t len);
 typedef void (*weftx_proc_event_fn)(void *arg, weftx_proc_event ev, int value);
 /* The caller's own work in the same loop (watch_fd readable, or the time it asked
@@ -76,6 +77,8 @@ typedef struct weftx_proc_spec {
                                * the same loop; with on_watch */
   double watch_drain;         /* after the child exited: how long on_watch may keep the loop
                                * going (the output's drain counts from the exit too) */
+  int raw;                    /* 1: on_output gets what each read brings, partial lines
+                               * too (the caller joins lines itself) */
   weftx_proc_output_fn on_output;
   weftx_proc_event_fn on_event;
   weftx_proc_watch_fn on_watch;

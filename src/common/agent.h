@@ -54,7 +54,9 @@
     "SIGKILL, 139 for SIGSEGV); a rank that exited 0 without finalizing while the others ran: " \
     "mpirun's status (1). The job is ended on every host, and one line on stderr names the "   \
     "rank, its host, its GPU and what happened (what the agent reported over the control "     \
-    "channel; nothing a program prints counts):",                                               \
+    "channel; nothing a program prints counts), in place of mpirun's own account of the end "  \
+    "(weftrun -v shows it); the ranks that failed after it follow, each as its consequence or " \
+    "as the same fault met again:",                                                              \
     "weftrun: job failed: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3 (exit 3)") \
   X(USAGE, 2, "2", "bad option",                                                             \
     "A bad option or option value; nothing was started, and the message names the closest "   \
@@ -74,14 +76,16 @@
   X(ENGINE, 70, "70", "launch failed",                                                       \
     "The job could not be launched or mpirun failed: mpirun or weft-rank not found, the "     \
     "hosts could not be probed, mpirun failed or was killed before any rank reported a "       \
-    "failure (its own message is shown; the ranks still running are named), or it exited 0 "   \
+    "failure (its own message is shown; the ranks still running are named; when no rank had "  \
+    "started and a host cannot be reached, 75 or 68 instead), or it exited 0 "                   \
     "without running every rank. weft-rank exits 70 when it cannot set its rank up or reach "  \
     "weftrun's control channel.", NULL)                                                       \
   X(HOSTLOST, 75, "75", "host lost",                                                         \
     "A host was lost while the job ran: its agents' connections closed without a word, or "  \
     "its machine acknowledged nothing for 5 s (it went down or its network was cut), or none " \
     "of its agents said anything for --host-timeout seconds (default 30: stopped or starved " \
-    "agents); or a single agent was killed or stopped answering. The summary "                \
+    "agents); or a single agent was killed or stopped answering; or, before any rank "         \
+    "started, mpirun could not reach a host (found as --check finds it, and named). The summary " \
     "line names the host and its ranks; the job is ended on every host, the lost one "        \
     "included (its agents end their ranks when they lose weftrun).", NULL)                    \
   X(PREEMPTED, 79, "79", "preempted (Google Cloud)",                                          \

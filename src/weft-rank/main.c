@@ -552,6 +552,7 @@ environment(agent *g)
   ri.nnodes = g->nhosts;
   ri.master_addr = g->o.master_addr;
   ri.master_port = (int)g->o.master_port;
+  ri.run_id = getenv("WEFT_JOB_ID"); /* weftrun's job, the same on every host */
   ri.ifname = g->o.ifname;
   if (g->o.gpu_visibility && weftx_gpu_visibility_parse(g->o.gpu_visibility, &ri.gpu_visibility))
     rc = failed(g, "bad --gpu-visibility '%s'", g->o.gpu_visibility);

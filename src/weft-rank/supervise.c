@@ -141,11 +141,21 @@ exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, cons
   wk_channel_send(ch, &m);
 }
 
+/* The failure line on stderr only when weftrun will not say it: no control channel
+ * (weft-rank under plain mpirun or srun), or the channel lost before the word went. */
+static void
+fail_said(wk_channel *ch, const wt_agent_who *who, const char *why, int code, int sig)
+{
+  if (wk_channel_fd(ch) < 0)
+    wt_agent_fail_print(stderr, who, why, code, sig);
+}
+
 int
 wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int code)
 {
-  wt_agent_fail_print(stderr, who, why, code, 0);
   exited_msg(ch, code, 0, WT_CTL_STOP_SETUP, why, NULL, 0, NULL);
+  wk_channel_flush(ch, EXITED_SEND_S);
+  fail_said(ch, who, why, code, 0);
   return code;
 }
 
@@ -376,9 +386,9 @@ wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page
   double ran = weftx_monotonic() - t0;
   if (n == (ssize_t)sizeof(e)) {
     snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
-    wt_agent_fail_print(stderr, who, why, WEFTX_PROC_NOEXEC, 0);
     exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WT_CTL_STOP_NONE, why, NULL, ran, NULL);
     wk_channel_flush(ch, EXITED_SEND_S);
+    fail_said(ch, who, why, WEFTX_PROC_NOEXEC, 0);
     return WEFTX_PROC_NOEXEC;
   }
   if (w < 0)
@@ -386,13 +396,9 @@ wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page
   int code, sig = 0;
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
-    if (code && !stopped)
-      wt_agent_fail_print(stderr, who, NULL, code, 0);
   } else {
     sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
     code = 128 + sig;
-    if (!stopped)
-      wt_agent_fail_print(stderr, who, NULL, code, sig);
   }
   /* The same from mpirun itself (its host's ranks are its children), or from a daemon
    * whose death could not be watched: no word, mpirun's end or the closed connection
@@ -401,6 +407,8 @@ wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page
     return code;
   exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru);
   wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);
+  if (code && !stopped)
+    fail_said(ch, who, NULL, code, sig);
   fflush(stderr);
   if (orphaned)
     end_orphaned_daemon();

@@ -189,6 +189,15 @@ main(int argc, char **argv)
     inv.no_mapper = e.kind == WR_ENGINE_SRUN;
   if (!rc)
     rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
+  /* the probe failed in the engine: the hosts it cannot reach named, as --check names
+   * them; else its own account */
+  if (rc == WR_EXIT_ENGINE && inv.probe_said) {
+    rc = wr_check_name_unreached(&o, &e, &inv, &dir, stop_fd, WR_CHECK_UNREACHED_S);
+    if (!rc) {
+      fputs(inv.probe_said, stderr);
+      rc = WR_EXIT_ENGINE;
+    }
+  }
   /* --check: its own job through the engine, its own report (check/check.c) */
   if (!rc && o.check && !(rc = stopped(stop_fd))) {
     rc = wr_check(&o, &e, &inv, &dir, stop_fd);
@@ -221,7 +230,7 @@ main(int argc, char **argv)
     rc = print_command(p, &o, &e, &dir);
   weftx_topo_env_restore(); /* mpirun and the ranks get the user's environment */
   if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
-    rc = wr_run(p, &o, &net, &e, &dir, stop_fd);
+    rc = wr_run(p, &o, &net, &e, &inv, &dir, stop_fd);
   wr_plan_destroy(p);
   wr_inventory_free(&inv);
   wr_jobdir_remove(&dir);

@@ -27,9 +27,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check/check.h"
 #include "engine/engine.h"
 #include "monitor/monitor.h"
+#include "plan/plan.h"
 #include "supervise/supervise.h"
+
+extern char **environ;
 
 #define AFTER_S (WR_END_GRACE_S + 3.0) /* after mpirun ended: the agents' last words */
 /* After END for a failed rank: mpirun is aborting the job itself and prints its own
@@ -45,6 +49,7 @@ typedef struct job {
   double kill_at;           /* when mpirun is killed if it is still there */
   wr_mon *mon;              /* --monitor */
   int recap, launched;      /* the launch line and closing figures wanted; the first said */
+  wr_banners ban;           /* the engine's stderr, its accounts of the end held */
 } job;
 
 static const char *
@@ -119,11 +124,46 @@ on_event(void *arg, weftx_proc_event ev, int value)
   }
 }
 
+/* The engine's stderr, as it comes (wr_banners_put()), to weftrun's. */
+static void
+to_stderr(void *arg, const char *data, size_t len)
+{
+  job *j = arg;
+  wr_mon_wipe(j->mon);
+  fwrite(data, 1, len, stderr);
+}
+
+static void
+on_output(void *arg, int stream, const char *data, size_t len)
+{
+  job *j = arg;
+  if (stream == 2)
+    wr_banners_put(&j->ban, data, len);
+}
+
+/* Does the summary name the cause of the end, so that the engine's own account of it
+ * can go? Not when the engine failed on its own or ran fewer ranks than it should. */
+static int
+cause_named(const wr_sup *s)
+{
+  return s->end != WR_END_NONE && s->end != WR_END_ENGINE && s->end != WR_END_MISSING;
+}
+
+/* No rank has started (every agent still to say hello). */
+static int
+none_started(const wr_sup *s)
+{
+  for (int r = 0; r < s->np; r++)
+    if (s->r[r].state != WR_RANK_WAITING)
+      return 0;
+  return 1;
+}
+
 /* The engine's command (env: variables set for it) run under supervision; the exit
  * status. */
 static int
 supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
-           const wr_argv *env, int stop_fd, wr_ctl *ctl)
+           const wr_argv *env, int stop_fd, wr_ctl *ctl, wr_inventory *inv, wr_jobdir *dir)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -161,11 +201,25 @@ supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
   s.on_watch = on_watch;
   s.on_event = on_event;
   s.arg = &j;
-  int rc;
+  /* the engine's stderr through weftrun, so that its accounts of the end can give way to
+   * the summary; with -v it goes straight through, all of it */
+  wr_banners_init(&j.ban, to_stderr, &j);
+  if (!o->verbose) {
+    s.err = WEFTX_PROC_PIPE;
+    s.raw = 1;
+    s.on_output = on_output;
+  }
+  int rc = 0;
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   free(envp);
   wr_mon_close(j.mon);
-  if (failed) {
+  if (!failed && !(r.status == WEFTX_PROC_NOEXEC && why[0]) && j.s->end == WR_END_ENGINE &&
+      j.s->engine_status > 0 && none_started(j.s))
+    rc = wr_check_name_unreached(o, e, inv, dir, stop_fd, WR_CHECK_UNREACHED_S);
+  wr_banners_end(&j.ban, rc || cause_named(j.s));
+  if (rc) {
+    /* said by wr_check_name_unreached() */
+  } else if (failed) {
     fprintf(stderr, "weftrun: %s\n", why);
     rc = WR_EXIT_ENGINE;
   } else if (r.status == WEFTX_PROC_NOEXEC && why[0]) {
@@ -179,6 +233,55 @@ supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
   }
   wr_sup_free(j.s);
   return rc;
+}
+
+/* Once, when ranks go to other hosts: the user's variables that look meant for the job
+ * but stay here under mpirun's rule (only -x variables reach the other hosts), with
+ * the -x to add. A torchrun user expects the whole environment everywhere. */
+static void
+say_left_here(const wr_plan *p, const wr_opts *o)
+{
+  char names[700], xs[1000] = "", list[800] = "";
+  size_t nl = 0, nx = 0;
+  int n = wr_engine_left_here(p, o, environ, names, sizeof(names)), shown = 0;
+  if (!n || o->quiet)
+    return;
+  for (char *t = strtok(names, " "); t; t = strtok(NULL, " ")) {
+    int a = snprintf(list + nl, sizeof(list) - nl, "%s%s", shown ? ", " : "", t);
+    int b = snprintf(xs + nx, sizeof(xs) - nx, "%s-x %s", shown ? " " : "", t);
+    if (a < 0 || b < 0 || (size_t)a >= sizeof(list) - nl || (size_t)b >= sizeof(xs) - nx)
+      break;
+    nl += (size_t)a;
+    nx += (size_t)b;
+    shown++;
+  }
+  list[nl] = xs[nx] = '\0';
+  fprintf(stderr, "weftrun: %s%s%.0d%s %s set here but reach%s only this host's ranks (mpirun "
+          "passes only -x variables to the other hosts); add %s to send %s to every host\n",
+          list, shown < n ? " and " : "", shown < n ? n - shown : 0, shown < n ? " more" : "",
+          n == 1 ? "is" : "are", n == 1 ? "es" : "", xs, n == 1 ? "it" : "them");
+}
+
+/* -v: what the ranks get besides mpirun's environment (plain mpirun sets none of it). */
+static void
+say_rank_vars(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_inventory *inv)
+{
+  wr_preview pv;
+  char why[600];
+  memset(&pv, 0, sizeof(pv));
+  if (wr_preview_make(p, inv, net, o, &pv, why, sizeof(why))) {
+    fprintf(stderr, "weftrun: cannot list the ranks' variables: %s\n", why);
+    return;
+  }
+  for (int i = 0; i < pv.nall; i++)
+    fprintf(stderr, "weftrun: every rank gets %s (%s)\n", pv.all[i], pv.source[i]);
+  if (pv.rank && p->np > 0 && pv.nrank[0]) {
+    fprintf(stderr, "weftrun: each rank gets its own");
+    for (int i = 0; i < pv.nrank[0]; i++)
+      fprintf(stderr, " %.*s", (int)strcspn(pv.rank[0][i], "="), pv.rank[0][i]);
+    fprintf(stderr, " (--dry-run shows each rank's values)\n");
+  }
+  wr_preview_free(&pv, p->np);
 }
 
 /* The hostfile into the job directory; its path in \p path. */
@@ -206,8 +309,8 @@ write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
 }
 
 int
-wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
-       int stop_fd)
+wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_inventory *inv,
+       wr_jobdir *dir, int stop_fd)
 {
   char hostfile[4096], xml[4096], why[600];
   int rc = wr_engine_ready(o, e);
@@ -224,7 +327,8 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_j
     fprintf(stderr, "weftrun: %s\n", why);
     return WR_EXIT_ENGINE;
   }
-  if (setenv(WT_CTL_SECRET_ENV, wr_ctl_secret(ctl), 1)) {
+  /* the job's name for TORCHELASTIC_RUN_ID, the same on every host */
+  if (setenv(WT_CTL_SECRET_ENV, wr_ctl_secret(ctl), 1) || setenv("WEFT_JOB_ID", o->job, 1)) {
     fprintf(stderr, "weftrun: out of memory\n");
     wr_ctl_close(ctl);
     return WR_EXIT_ENGINE;
@@ -235,16 +339,20 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_j
   wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
   if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
+  if (!rc)
+    say_left_here(p, o);
   if (!rc && o->verbose) {
+    say_rank_vars(p, o, net, inv);
     for (int i = 0; i < env.n; i++)
       fprintf(stderr, "weftrun: environment %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
     wr_argv_print(stderr, "weftrun: running", &a);
   }
   if (!rc)
-    rc = supervised(p, o, e, a.v, &env, stop_fd, ctl);
+    rc = supervised(p, o, e, a.v, &env, stop_fd, ctl, inv, dir);
   wr_argv_free(&a);
   wr_argv_free(&env);
   unsetenv(WT_CTL_SECRET_ENV);
+  unsetenv("WEFT_JOB_ID");
   wr_ctl_close(ctl);
   return rc;
 }

@@ -221,6 +221,9 @@ typedef struct wr_inventory {
                                    every rank, to Open MPI's layout where it is that */
   const char *default_hostfile; /* the hosts came from Open MPI's default hostfile, this one */
   char gpus_from[64];           /* the wr_host.gpus_from they share */
+  char *probe_said;             /* the probe failed before any host answered: the engine's
+                                 * account and weftrun's line, not yet said (main.c says
+                                 * them, or names the hosts the engine cannot reach) */
 } wr_inventory;
 
 /* The engine that starts the job (engine/), chosen right after the hosts: the probe, the
@@ -291,7 +294,7 @@ typedef struct wr_net {
 
 /* run.c: the run stage: the hostfile and this host's XML into the job directory, the
  * control channel opened, the engine's command run under supervision; the exit status. */
-int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_jobdir *dir,
-           int stop_fd);
+int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e,
+           wr_inventory *inv, wr_jobdir *dir, int stop_fd);
 
 #endif /* WEFTRUN_H */

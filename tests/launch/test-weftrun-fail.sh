@@ -6,6 +6,8 @@
 # ranks hung in a collective (named in it); SIGTERM, SIGINT and SIGHUP to
 # weftrun; SIGINT to mpirun; a program that does not exist; output sent to
 # files; a rank printing a failure line of weft-rank's (it changes nothing);
+# one report per failure (mpirun's account of the end left to -v, a later failing
+# peer named as a consequence);
 # weft_init and collective deadlines naming the absent rank; SIGKILL of weftrun
 # (nothing outlives it); WEFT_MPIRUN=/bin/true; --get-stack-traces. (Several
 # are the failure matrix's cases that run by hand only on the virtual cluster:
@@ -147,6 +149,37 @@ run 0 15 '' -np 1 -x "LONG=$long" sh -c '[ ${#LONG} = 5000 ]'
 export WEFT_MPIRUN=/bin/true
 run 70 15 '^weftrun: mpirun exited 0, but 2 of 2 ranks never ran' -np 2 --oversubscribe "$s" 1
 unset WEFT_MPIRUN
+
+# one report per failure: the program's own lines and weftrun's summary, nothing of
+# mpirun's account of the end (its rules of dashes, "Primary job terminated normally",
+# "Exit code: 143" for a --timeout) nor weft-rank's line, which the summary says; a peer
+# that fails after the cause is named as its consequence; -v shows mpirun's account
+one_voice() { # WHAT: stderr has only the given lines (a file of patterns, $tmp/want)
+  if grep -q '^-----\|Primary job\|mpirun detected\|Exit code:\|^weft-rank: ' "$tmp/err" ||
+     [ "$(grep -cvf "$tmp/want" "$tmp/err")" != 0 ]; then
+    echo "FAIL: $1: more than one report:"; cat "$tmp/err"; fail=1
+  else
+    echo "ok $1: $(wc -l <"$tmp/err") lines on stderr"
+  fi
+}
+run 3 15 '^weftrun: job failed: rank 1 host .* gpu none: exited with status 3 (exit 3)$' \
+  -np 2 --oversubscribe sh -c "if [ \$RANK = 1 ]; then echo 'rank 1 fails' >&2; exit 3; fi; exec $s 30"
+printf '%s\n' '^rank 1 fails$' '^weftrun: job failed: rank 1 ' >"$tmp/want"
+one_voice "a rank exits 3"
+run 3 15 '^weftrun:   then rank 0 host .* gpu none: exited with status 1 (after rank 1: a consequence, most likely)$' \
+  -np 3 --oversubscribe sh -c "if [ \$RANK = 1 ]; then exit 3; fi; if [ \$RANK = 0 ]; then $s 0.3; echo 'Connection closed by peer' >&2; exit 1; fi; exec $s 30"
+printf '%s\n' '^Connection closed by peer$' '^weftrun: job failed: rank 1 ' '^weftrun:   then rank 0 ' >"$tmp/want"
+one_voice "a peer fails after the cause"
+run 124 16 '^weftrun: job ended: --timeout 1 s expired' -np 2 --oversubscribe --timeout 1 "$s" 30
+printf '%s\n' '^weftrun: ' >"$tmp/want"
+one_voice "--timeout"
+t0=$(now)
+rc=0
+timeout 60 "$weftrun" -v -np 2 --oversubscribe sh -c "if [ \$RANK = 1 ]; then exit 3; fi; exec $s 30" \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ $rc = 3 ] && grep -q '^Primary job  terminated normally' "$tmp/err"; then echo "ok -v: mpirun's account shown"
+else echo "FAIL: -v: exit $rc, mpirun's account not shown:"; cat "$tmp/err"; fail=1; fi
+nothing_left || fail=1
 
 # SIGKILL of weftrun: the agents lose it, end their ranks; mpirun gets SIGTERM
 "$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &

@@ -238,6 +238,7 @@ static weftx_rank_info sample_info(void)
   ri.master_addr = "10.0.0.2";
   ri.master_port = 29500;
   ri.ifname = "ens4";
+  ri.run_id = "vm-a:4242";
   ri.ngpus = 8;
   ri.gpu = 5;
   ri.ncores = 13;
@@ -252,6 +253,7 @@ static void test_rank_env(void **state)
   static const char *want[][2] = {
     { "RANK", "11" }, { "WORLD_SIZE", "16" }, { "LOCAL_RANK", "3" }, { "LOCAL_WORLD_SIZE", "8" },
     { "NODE_RANK", "1" }, { "GROUP_RANK", "1" }, { "GROUP_WORLD_SIZE", "2" },
+    { "ROLE_RANK", "11" }, { "ROLE_WORLD_SIZE", "16" }, { "TORCHELASTIC_RUN_ID", "vm-a:4242" },
     { "MASTER_ADDR", "10.0.0.2" }, { "MASTER_PORT", "29500" },
     { "CUDA_DEVICE_ORDER", "PCI_BUS_ID" }, { "CUDA_VISIBLE_DEVICES", "0,1,2,5,3,4,6,7" },
     { "OMP_NUM_THREADS", "13" }, { "NCCL_SOCKET_IFNAME", "ens4" },
@@ -278,6 +280,7 @@ static void test_rank_env(void **state)
   e = new_env();
   assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
   assert_string_equal(weftx_env_get(e, "RANK"), "0");
+  assert_string_equal(weftx_env_get(e, "TORCHELASTIC_RUN_ID"), "none"); /* torchrun's own */
   assert_string_equal(weftx_env_get(e, "WEFT_GPU"), "-1");
   assert_null(weftx_env_get(e, "WEFT_GPU_PCI"));
   assert_null(weftx_env_get(e, "CUDA_VISIBLE_DEVICES"));

@@ -242,7 +242,15 @@ test_rank_failure(void **state)
   char *out = summary(s, &code);
   assert_int_equal(code, 3);
   assert_string_equal(out, "weftrun: job failed: rank 2 host vnode1 gpu none: exited with status 3 "
-                           "(exit 3)\n");
+                           "(exit 3)\n"
+                           "weftrun:   then rank 5 host vnode2 gpu none: exited with status 9 "
+                           "(after rank 2: a consequence, most likely)\n");
+  free(out);
+  /* one that ends as the first did met the same fault: not its consequence */
+  exited(s, 1, 3, 0, WT_CTL_STOP_NONE, 0, 1.3);
+  out = summary(s, &code);
+  assert_non_null(strstr(out, "weftrun:   then rank 1 host vnode0 gpu none: exited with status 3 "
+                              "as well\n"));
   free(out);
   wr_sup_free(s);
 }

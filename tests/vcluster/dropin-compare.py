@@ -49,7 +49,8 @@ TIMEOUT = 90
 
 # weft's documented additions to a rank's environment (weftrun(1), ENVIRONMENT)
 WEFT_ADDED = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
-              "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+              "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE",
+              "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
               "CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
               "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
 WEFT_ADDED_PREFIX = ("WEFT_",)
@@ -167,30 +168,43 @@ def run_one(launcher, line, where, vc_prefix, base):
             "dir": ctx["dir"], "subst": ctx["subst"]}
 
 
-# weft's documented lines when a rank fails (weftrun(1), EXIT STATUS): the summary, and
-# the agent's line it is made from
-WEFT_FAILURE = re.compile(r"^(weftrun: job failed: rank \d+ host |weft-rank: rank \d+ host \S+ "
-                          r"gpu \S+: .*(exited with status|killed by signal))")
+# weft's documented lines when a rank fails (weftrun(1), EXIT STATUS): the summary, the
+# later failures it names, and the agent's line (under plain mpirun, or when weftrun was
+# not told); and its note of the variables that stay on this host
+WEFT_FAILURE = re.compile(r"^(weftrun: job failed: rank \d+ host |weftrun:   then rank \d+ host |"
+                          r"weftrun: .* set here but reach(es)? only this host's ranks |"
+                          r"weft-rank: rank \d+ host \S+ gpu \S+: .*(exited with status|"
+                          r"killed by signal))")
 
 
-ABORT_ACCOUNT = "mpirun detected that one or more processes exited with non-zero status"
+# Open MPI's accounts of how a job ended, each a block between rules of dashes: weftrun
+# leaves them out when its summary names the cause (src/weftrun/engine/banners.c has the
+# same list), and plain mpirun prints some in some runs of the same line and not in
+# others (-np 6 PROG_EXIT3 on 3 vnodes), so they are not compared
+ENDED = ("terminated normally, but",
+         "mpirun detected that one or more processes exited with non-zero status",
+         "mpirun noticed that process rank",
+         "mpirun has exited due to process rank",
+         "MPI_ABORT was invoked on rank",
+         "ORTE was unable to reliably start one or more daemons",
+         "ORTE does not know how to route a message to the specified daemon",
+         "ORTE has lost communication with a remote daemon",
+         "An ORTE daemon has unexpectedly failed after launch",
+         "mpirun was unable to start the specified application")
+RULE = "-" * 74
 
 
 def drop_abort_account(raw):
-    """mpirun's account of a failed rank (the block from "mpirun detected that one or more
-    processes exited with non-zero status" to its closing dashes, and the dashes before
-    it): plain mpirun prints it in some runs of the same line and not in others (-np 6
-    PROG_EXIT3 on 3 vnodes), so it is not compared."""
+    """The lines less Open MPI's blocks (rule, lines, rule) that tell how the job ended."""
     out, i = [], 0
     while i < len(raw):
-        if ABORT_ACCOUNT in raw[i]:
-            if out and set(out[-1].strip()) == {"-"}:
-                out.pop()
-            i += 1
-            while i < len(raw) and set(raw[i].strip()) != {"-"}:
-                i += 1
-            i += 1
-            continue
+        if raw[i] == RULE:
+            j = i + 1
+            while j < len(raw) and raw[j] != RULE:
+                j += 1
+            if j < len(raw) and any(e in "\n".join(raw[i:j]) for e in ENDED):
+                i = j + 1
+                continue
         out.append(raw[i])
         i += 1
     return out

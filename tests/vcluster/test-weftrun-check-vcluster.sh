@@ -8,7 +8,8 @@
 # lowered MTU, the master port taken (by a listener there), a link cut between
 # two nodes (a blackhole route), a node that is down and one whose link is
 # cut. Each check ends within 10 s, the dead node's too, and leaves nothing
-# running. Exit 77 when namespaces cannot be made here.
+# running. A real launch and a --dry-run on the dead node name it as the check
+# does. Exit 77 when namespaces cannot be made here.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 need_mpirun
@@ -120,6 +121,20 @@ expect '^FAIL \[reach\] vnode2: not reached through mpirun (.*vnode2.*)' "the de
 expect '^vnode2  *FAIL no answer ' "vnode2's row"
 expect '^vnode3 .*OK 2/2 ' "the other nodes checked without vnode2"
 [ "$(problems)" = 1 ] || { echo "FAIL: not one problem"; fail=1; }
+# a real launch and its --dry-run name the dead host as --check does (exit 75), not
+# mpirun's daemon messages (issue 30)
+for how in "" --dry-run; do
+  rc=0
+  timeout -k 5 60 "$vc" --prefix "$prefix" run -- "$weftrun" $how -N 1 "$prog" \
+    >"$tmp/out" 2>"$tmp/err" || rc=$?
+  if [ $rc = 75 ] && grep -q '^weftrun: job failed: host vnode2 cannot be reached through mpirun (.*link is down.*); no rank started' "$tmp/err" &&
+     ! grep -q 'ORTE\|^-----' "$tmp/err"; then
+    echo "ok weftrun $how on a dead vnode2: $(grep '^weftrun: job failed' "$tmp/err")"
+  else
+    echo "FAIL: weftrun $how with vnode2 dead: exit $rc, vnode2 not named:"; cat "$tmp/err"; fail=1
+  fi
+  nothing_left || fail=1
+done
 "$vc" --prefix "$prefix" up 4 --topology "$topos/a3-highgpu-8g.xml" >/dev/null 2>&1
 "$vc" --prefix "$prefix" link vnode1 down
 check "$prog"

@@ -530,6 +530,65 @@ job_options(check *c)
 }
 
 int
+wr_check_unreachable(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                     int stop_fd, double seconds, int *state, char **why)
+{
+  check c;
+  int n = inv->nhosts, rc = 0, k = 0;
+  int *idx = calloc((size_t)n + 1, sizeof(int));
+  wr_engine alone = *e; /* the failed job's control channel is not the check's */
+
+  alone.control = NULL;
+  alone.hostfile = NULL;
+  alone.host_xml = NULL;
+  e = &alone;
+  memset(&c, 0, sizeof(c));
+  c.o = o;
+  c.inv = inv;
+  c.dir = dir;
+  c.stop_fd = stop_fd;
+  c.t0 = weftx_monotonic();
+  c.end = c.t0 + seconds;
+  c.e = e;
+  c.state = state;
+  c.why = why;
+  if (!idx)
+    return WR_EXIT_ENGINE;
+  job_options(&c);
+  make_id(c.id, sizeof(c.id));
+  for (int h = 0; h < n; h++) {
+    weftx_netaddr a;
+    char w[400];
+    state[h] = UNKNOWN;
+    if (!inv->hosts[h].local && weftx_host_resolve(inv->hosts[h].name, &a, w, sizeof(w))) {
+      state[h] = NONAME;
+      set_why(&c, h, "%s", w);
+    } else {
+      idx[k++] = h;
+    }
+  }
+  if (k > 0) {
+    wr_plan p;
+    if (one_each(&c, idx, k, &p)) {
+      free(idx);
+      return WR_EXIT_ENGINE;
+    }
+    if (wr_net_choose(&p, &c.net))
+      memset(&c.net, 0, sizeof(c.net));
+    free(p.hosts);
+    free(p.ranks);
+    c.master = idx[0];
+    c.port = master_port(o, c.net.port, &c.user_port);
+    rc = find_unreachable(&c, idx, k);
+  }
+  for (int h = 0; h < n; h++)
+    state[h] = state[h] == UNREACHABLE ? WR_HOST_UNREACHABLE : state[h] == NONAME ?
+               WR_HOST_NONAME : 0;
+  free(idx);
+  return rc;
+}
+
+int
 wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
 {
   check c;
@@ -633,4 +692,37 @@ out:
   free(idx);
   free(done_idx);
   return rc;
+}
+
+int
+wr_check_name_unreached(const wr_opts *o, const wr_engine *e, wr_inventory *inv,
+                        wr_jobdir *dir, int stop_fd, double seconds)
+{
+  int n = inv->nhosts, rc = WR_EXIT_ENGINE, found = 0, noname = 0;
+  int *state = calloc((size_t)n + 1, sizeof(int));
+  char **why = calloc((size_t)n + 1, sizeof(char *));
+  if (state && why)
+    rc = wr_check_unreachable(o, e, inv, dir, stop_fd, seconds, state, why);
+  for (int h = 0; !rc && h < n; h++) {
+    found += state[h] != 0;
+    noname |= state[h] == WR_HOST_NONAME;
+  }
+  for (int h = 0; found && h < n; h++) {
+    if (state[h] == WR_HOST_NONAME)
+      fprintf(stderr, "weftrun: job failed: host %s is unknown: %s; no rank started; correct "
+              "its name in %s (exit %d)\n", inv->hosts[h].name, why[h] ? why[h] : "",
+              o->hostfile ? o->hostfile : "-H", WR_EXIT_NOHOST);
+    else if (state[h])
+      fprintf(stderr, "weftrun: job failed: host %s cannot be reached through %s (%s); no rank "
+              "started; check that it is up and that %s can start processes there, or leave it "
+              "out of the job (exit %d)\n", inv->hosts[h].name, e->name,
+              why[h] ? why[h] : "no answer", e->name, WR_EXIT_HOSTLOST);
+  }
+  for (int h = 0; why && h < n; h++)
+    free(why[h]);
+  free(why);
+  free(state);
+  if (rc > 128)
+    return rc;
+  return found ? (noname ? WR_EXIT_NOHOST : WR_EXIT_HOSTLOST) : 0;
 }

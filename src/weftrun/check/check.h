@@ -163,4 +163,20 @@ void wr_check_print_json(const wr_check_report *r, FILE *out);
 int wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
              int stop_fd);
 
+/* check.c: after a launch or a probe that failed before any rank started, which hosts
+ * the engine cannot reach, found by the check's reach jobs within \p seconds: \p state
+ * (one per host of \p inv) WR_HOST_UNREACHABLE or WR_HOST_NONAME (its name does not
+ * resolve) or 0, and for those \p why (strdup()'d, the caller frees; zeroed by the
+ * caller). 0, 128+N when stopped by signal N, WR_EXIT_ENGINE. */
+#define WR_CHECK_UNREACHED_S 15.0 /* the seconds it has after a failed launch */
+#define WR_HOST_UNREACHABLE 1
+#define WR_HOST_NONAME 2
+int wr_check_unreachable(const wr_opts *o, const wr_engine *e, wr_inventory *inv,
+                         wr_jobdir *dir, int stop_fd, double seconds, int *state, char **why);
+/* The same, said: one line for each host found ("weftrun: job failed: host H cannot be
+ * reached through mpirun (WHY); ..."); WR_EXIT_HOSTLOST, or WR_EXIT_NOHOST when a name
+ * does not resolve; 0 when every host was reached (nothing said); 128+N when stopped. */
+int wr_check_name_unreached(const wr_opts *o, const wr_engine *e, wr_inventory *inv,
+                            wr_jobdir *dir, int stop_fd, double seconds);
+
 #endif /* WR_CHECK_H */

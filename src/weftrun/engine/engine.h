@@ -69,11 +69,39 @@ void wr_streams_init(wr_streams *s, int labels, int n,
                      void (*to)(void *arg, int rank, const char *data, size_t len), void *arg);
 void wr_streams_put(wr_streams *s, const char *data, size_t len);
 
+/* banners.c: mpirun's stderr passed on with its accounts of how the job ended (Open
+ * MPI's blocks between rules of dashes) held until the end, when weftrun drops them
+ * (its summary names the cause) or writes them. */
+typedef struct wr_banners {
+  void (*put)(void *arg, const char *data, size_t len);
+  void *arg;
+  int mode, bol;                /* what is being read; at the start of a line */
+  size_t dashes;                /* RULE: dashes so far */
+  char *buf;                    /* the rule or block being read */
+  size_t len, cap, line;        /* line: where the block's last line starts */
+  char *held;                   /* the blocks held, in order */
+  size_t nheld;
+  int nblocks;                  /* how many */
+} wr_banners;
+void wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, size_t len),
+                     void *arg);
+void wr_banners_put(wr_banners *b, const char *data, size_t len);
+/* What is still kept is written, the held blocks too unless \p drop_held; then freed. */
+void wr_banners_end(wr_banners *b, int drop_held);
+/* What is still kept is written; the held blocks are returned (\p len bytes, not
+ * NUL-terminated, free(); NULL when none), then all freed. */
+char *wr_banners_take(wr_banners *b, size_t *len);
+
 /* forward.c: the variables plan p's engine passes to every host: those forwarded by
  * default (weftx_env_forward_default() less those that describe one host, and a
  * CUDA_VISIBLE_DEVICES of Slurm's) when weft places the ranks; when Open MPI does, only
  * WEFT_* of them (mpirun passes the rest as it would alone). */
 int wr_engine_forwards(const wr_plan *p, const char *name, size_t n);
+/* The variables of \p envp that look meant for the job (NCCL_*, OMP_*, TORCH*, ...) but
+ * reach only this host's ranks when plan p has a host elsewhere: neither forwarded nor
+ * given with -x. Their names, space-separated, into \p buf (those that fit); how many. */
+int wr_engine_left_here(const wr_plan *p, const wr_opts *o, char *const *envp, char *buf,
+                        size_t len);
 /* A CUDA_VISIBLE_DEVICES that Slurm set (a batch script's, a step's): never forwarded. */
 int wr_slurm_cvd_is_slurms(void);
 

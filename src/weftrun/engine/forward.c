@@ -62,3 +62,60 @@ wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
     return 0;
   return forwarded(name, n);
 }
+
+/* Names that look meant for the job: libraries' and frameworks' settings a torchrun
+ * user expects on every node (torchrun's workers inherit the whole environment). */
+static int
+looks_meant(const char *name, size_t n)
+{
+  static const char *const prefixes[] = {
+    "NCCL_", "GLOO_", "CUDA_", "OMP_", "PYTHON", "TORCH", "HF_", "TRANSFORMERS_", "WANDB_",
+    "MKL_", "KMP_", "UCX_", "FI_", "NVIDIA_", "XLA_", "JAX_", "TF_", NULL };
+  static const char *const names[] = { "LD_LIBRARY_PATH", "LD_PRELOAD", "VIRTUAL_ENV",
+                                       "CONDA_PREFIX", NULL };
+  for (int i = 0; prefixes[i]; i++)
+    if (n >= strlen(prefixes[i]) && !strncmp(name, prefixes[i], strlen(prefixes[i])))
+      return 1;
+  for (int i = 0; names[i]; i++)
+    if (n == strlen(names[i]) && !strncmp(name, names[i], n))
+      return 1;
+  return 0;
+}
+
+/* Given with -x (NAME or NAME=VALUE). */
+static int
+given(const wr_opts *o, const char *name, size_t n)
+{
+  for (int i = 0; i < o->nxvars; i++)
+    if (!strncmp(o->xvars[i], name, n) && (o->xvars[i][n] == '\0' || o->xvars[i][n] == '='))
+      return 1;
+  return 0;
+}
+
+int
+wr_engine_left_here(const wr_plan *p, const wr_opts *o, char *const *envp, char *buf,
+                    size_t len)
+{
+  int found = 0, remote = 0, full = 0;
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int h = 0; h < p->nhosts; h++)
+    remote |= !p->hosts[h].host->local;
+  for (; remote && envp && *envp; envp++) {
+    const char *eq = strchr(*envp, '=');
+    size_t n = eq ? (size_t)(eq - *envp) : 0;
+    if (!n || !looks_meant(*envp, n) || given(o, *envp, n) || wr_engine_forwards(p, *envp, n))
+      continue;
+    found++;
+    if (full)
+      continue;
+    int w = snprintf(buf + used, len - used, "%s%.*s", used ? " " : "", (int)n, *envp);
+    if (w < 0 || (size_t)w >= len - used) {
+      buf[used] = '\0';    /* whole names only; the count says how many */
+      full = 1;
+    } else {
+      used += (size_t)w;
+    }
+  }
+  return found;
+}

@@ -107,7 +107,7 @@ probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_he
     if (probed(o, w, gce_here) && !w->unresolved[0])
       which[n++] = w;
   }
-  rc = n ? wr_probe(o, e, which, n, dir, stop_fd, got) : 0;
+  rc = n ? wr_probe(o, e, which, n, dir, stop_fd, got, &inv->probe_said) : 0;
   for (int i = 0; !rc && i < n; i++)
     paths[which[i]->index] = got[i];
   free(which);
@@ -285,6 +285,8 @@ wr_inventory_free(wr_inventory *inv)
   for (int i = 0; i < inv->npreset_env; i++)
     free(inv->preset_env[i]);
   free(inv->preset_env);
+  free(inv->probe_said);
+  inv->probe_said = NULL;
   for (int h = 0; inv->hosts && h < inv->nhosts; h++)
     free(inv->hosts[h].gpus_allowed);
   free(inv->hosts);

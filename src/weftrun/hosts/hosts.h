@@ -34,9 +34,10 @@ void wr_inventory_free(wr_inventory *inv);
 
 /* probe.c: remote hosts' hwloc XML (files in the job directory, into paths[i]) and
  * their Google Cloud facts (into hosts[i]), through the engine and "weft-rank --probe".
- * WR_EXIT_*, or 128+N when stopped by signal N. */
+ * WR_EXIT_*, or 128+N when stopped by signal N. When the engine failed, its account of
+ * the failure and weftrun's line are not said but left in \p said (free()). */
 int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
-             int stop_fd, char **paths);
+             int stop_fd, char **paths, char **said);
 /* One probed host's output (XML, then maybe the GCE line) as "probe-I.xml" in the job
  * directory, its path into *path (allocated); 0 or -1 (said on stderr). */
 int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path);

@@ -87,13 +87,70 @@ command(const wr_opts *o, const wr_engine *e, int n, const char *hostfile, wr_ar
   return 0;
 }
 
+/* The probe's output as it comes: stdout kept, stderr passed on with the engine's
+ * accounts of a failure held (engine/banners.c). */
+typedef struct reading {
+  FILE *out;
+  char *buf;
+  size_t len;
+  wr_banners ban;
+} reading;
+
+static void
+to_stderr(void *arg, const char *data, size_t len)
+{
+  (void)arg;
+  fwrite(data, 1, len, stderr);
+}
+
+static void
+on_output(void *arg, int stream, const char *data, size_t len)
+{
+  reading *rd = arg;
+  if (stream == 2)
+    wr_banners_put(&rd->ban, data, len);
+  else if (rd->out && fwrite(data, 1, len, rd->out) != len) {
+    fclose(rd->out);
+    rd->out = NULL;
+  }
+}
+
+/* The engine's held accounts and weftrun's line \p line, into \p said. */
+static void
+hold(reading *rd, const char *line, char **said)
+{
+  size_t n = 0;
+  char *held = wr_banners_take(&rd->ban, &n), *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f) {
+    if (held)
+      fwrite(held, 1, n, f);
+    fputs(line, f);
+  }
+  if (!f || fclose(f)) {
+    if (held)
+      fwrite(held, 1, n, stderr);
+    fputs(line, stderr);
+    free(text);
+    text = NULL;
+  }
+  free(held);
+  *said = text;
+}
+
 static int
-run(const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd, weftx_proc_result *r)
+run(const wr_opts *o, const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd,
+    weftx_proc_result *r, char **said)
 {
   weftx_proc_spec s;
   char why[600];
   char **envp = wr_env_build(env);
-  if (!envp) {
+  reading rd;
+  memset(&rd, 0, sizeof(rd));
+  wr_banners_init(&rd.ban, to_stderr, NULL);
+  if (!envp || !(rd.out = open_memstream(&rd.buf, &rd.len))) {
+    free(envp);
     fprintf(stderr, "weftrun: out of memory\n");
     return WR_EXIT_ENGINE;
   }
@@ -101,11 +158,34 @@ run(const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd, weftx_proc_
   s.argv = a->v;
   s.envp = envp;
   s.out = WEFTX_PROC_PIPE;
+  /* -v: the engine's stderr straight through, all of it */
+  s.err = o->verbose ? WEFTX_PROC_INHERIT : WEFTX_PROC_PIPE;
+  s.raw = 1;
+  s.on_output = on_output;
+  s.arg = &rd;
   s.timeout = PROBE_DEADLINE_S;
   s.grace = 3;
   s.stop_fd = stop_fd;
   int failed = weftx_proc_run(&s, r, why, sizeof(why));
   free(envp);
+  int bad = !rd.out || fclose(rd.out);
+  r->output = rd.buf;
+  r->len = rd.len;
+  if (bad && !failed) {
+    wr_banners_end(&rd.ban, 0);
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
+  if (r->status && !failed && !r->stopped && !r->timed_out &&
+      !(r->status == WEFTX_PROC_NOEXEC && why[0])) {
+    char line[600];
+    snprintf(line, sizeof(line), "weftrun: probing the hosts' topologies failed (%s exit %d; "
+             "see above); check the hosts, or give --topology HOST=FILE or --gpus-per-node N\n",
+             e->name, r->status);
+    hold(&rd, line, said);
+    return WR_EXIT_ENGINE;
+  }
+  wr_banners_end(&rd.ban, 0);
   if (failed) {
     fprintf(stderr, "weftrun: cannot probe the hosts: %s\n", why);
     return WR_EXIT_ENGINE;
@@ -125,18 +205,12 @@ run(const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd, weftx_proc_
     fprintf(stderr, "weftrun: cannot probe the hosts: %s\n", why);
     return WR_EXIT_ENGINE;
   }
-  if (r->status) {
-    fprintf(stderr, "weftrun: probing the hosts' topologies failed (%s exit %d; see above); "
-            "check the hosts, or give --topology HOST=FILE or --gpus-per-node N\n", e->name,
-            r->status);
-    return WR_EXIT_ENGINE;
-  }
   return 0;
 }
 
 int
 wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
-         int stop_fd, char **paths)
+         int stop_fd, char **paths, char **said)
 {
   char hostfile[4096], why[600];
   FILE **out = calloc((size_t)n, sizeof(*out));
@@ -163,7 +237,8 @@ wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_
     fprintf(stderr, "weftrun: cannot write %s: %s\n", hostfile, strerror(errno));
     goto out;
   }
-  if ((rc = command(o, e, n, hostfile, &a, &env)) || (rc = run(e, &a, &env, stop_fd, &r))) {
+  if ((rc = command(o, e, n, hostfile, &a, &env)) ||
+      (rc = run(o, e, &a, &env, stop_fd, &r, said))) {
     /* a host that does not resolve is the likeliest cause: say which (68) */
     for (int i = 0; rc == WR_EXIT_ENGINE && !r.stopped && i < n; i++) {
       weftx_netaddr na;
@@ -172,6 +247,10 @@ wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_
                 o->hostfile ? o->hostfile : "-H");
         rc = WR_EXIT_NOHOST;
       }
+    }
+    if (rc == WR_EXIT_NOHOST) {
+      free(*said);
+      *said = NULL;
     }
     goto out;
   }

@@ -82,6 +82,8 @@ rank_vars(const wr_plan *p, const wr_net *net, const wr_opts *o, int r, weftx_en
   ri.nnodes = p->nhosts;
   ri.master_addr = net && net->addr[0] ? net->addr : NULL;
   ri.master_port = net ? net->port : 0;
+  /* a real run's is its own weftrun's HOST:PID, not this one's */
+  ri.run_id = "HOST:PID";
   ri.ifname = net && net->ifname[0] ? net->ifname : NULL;
   if (o->gpu_visibility)
     weftx_gpu_visibility_parse(o->gpu_visibility, &ri.gpu_visibility);

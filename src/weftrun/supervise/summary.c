@@ -192,6 +192,34 @@ what_ended(const wr_rank *x, char *buf, size_t len)
     snprintf(buf, len, "exited with status %d", x->code);
 }
 
+/* The other ranks that failed on their own once the job was failing: named after the
+ * cause, as what followed from it (a peer's "connection closed" error), or as the same
+ * fault met again when they ended the same way. */
+static void
+consequences(const wr_sup *s, FILE *out)
+{
+  char w[400], what[700];
+  int n = 0;
+  for (int r = 0; r < s->np; r++) {
+    const wr_rank *x = &s->r[r];
+    if (r == s->end_rank || x->state != WR_RANK_EXITED || x->stopped || (!x->code && !x->sig))
+      continue;
+    if (n++ == MAX_LINES) {
+      fprintf(out, "weftrun:   ... and more\n");
+      break;
+    }
+    const wr_rank *c = &s->r[s->end_rank];
+    who(s, r, w, sizeof(w));
+    what_ended(x, what, sizeof(what));
+    /* the same end is the same fault met by both, not one caused by the other */
+    if (x->code == c->code && x->sig == c->sig && !x->why[0])
+      fprintf(out, "weftrun:   then %s: %s as well\n", w, what);
+    else
+      fprintf(out, "weftrun:   then %s: %s (after rank %d: a consequence, most likely)\n", w,
+              what, s->end_rank);
+  }
+}
+
 static void
 stacks(const wr_sup *s, FILE *out)
 {
@@ -227,6 +255,7 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     who(s, s->end_rank, w, sizeof(w));
     what_ended(x, what, sizeof(what));
     fprintf(out, "weftrun: job failed: %s: %s (exit %d)\n", w, what, s->code);
+    consequences(s, out);
     break;
   case WR_END_DEADLINE:
     who(s, s->end_rank, w, sizeof(w));
