@@ -12,7 +12,8 @@
 #include "opt.h"
 
 enum {
-  O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_JSON,
+  O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_PRESET,
+  O_JSON,
   O_HELP, O_VERSION, O_MAN, O_COMPLETION,
 };
 
@@ -39,7 +40,10 @@ static const wt_opt options[] = {
   {O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, "Placement",
    "count hardware threads as cores", 0},
   {O_RESERVED, "reserved-cpus", WT_OPT_ARG, "LIST", "Placement",
-   "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU", 0},
+   "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU (instead of the preset's)", 0},
+  {O_PRESET, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY", "Placement",
+   "keep ranks off the cores this NCCL preset reserves, as weftrun does (auto: the preset of the "
+   "machine type the topology models, which weftrun applies to jobs of more than one VM)", 0},
   {O_JSON, "json", WT_OPT_FLAG, NULL, "Output",
    "print the placement as plan JSON (one rank per slot without -np)", 0},
   {O_HELP, "help|h", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
@@ -77,6 +81,7 @@ static int on_option(void *ud, const wt_opt *opt, const char *spelled, const cha
   case O_OVERSUB: o->oversubscribe = 1; break;
   case O_HWT: o->hwthreads = 1; break;
   case O_RESERVED: o->reserved = a1; break;
+  case O_PRESET: o->preset = a1; break;
   case O_JSON: o->json = 1; break;
   case O_HELP: o->help = 1; break;
   case O_VERSION: o->version = 1; break;

@@ -220,13 +220,15 @@ static int policy_of(const struct topo_opts *o, weftx_policy *p)
   return 0;
 }
 
-static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const char *how)
+static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const char *how,
+                  const struct topo_preset *pr)
 {
   char *list = NULL;
   int i;
 
   fprintf(out, "# %d rank%s on %s: %s\n", plan->np, plan->np == 1 ? "" : "s",
           plan->hosts[0].name, how);
+  topo_preset_line(out, pr, "# ");
   fprintf(out, "%-5s %-5s %-12s  %-5s %-4s %-16s %s\n", "Rank", "GPU", "PCI", "Cores", "NUMA",
           "NIC", "Processors");
   for (i = 0; i < plan->np; i++) {
@@ -275,6 +277,7 @@ static void notes(FILE *out, const weftx_plan *plan, const char *prefix)
 int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct topo_opts *o)
 {
   weftx_policy p;
+  struct topo_preset pr;
   weftx_host_map m;
   weftx_plan_host h;
   weftx_plan plan;
@@ -283,13 +286,25 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   char why[600];
   int i, rc, status = TOPO_EXIT_OK;
 
-  rc = policy_of(o, &p);
+  rc = topo_preset(t, o, &pr);
   if (rc != 0)
     return rc;
+  rc = policy_of(o, &p);
+  if (rc != 0) {
+    topo_preset_clear(&pr);
+    return rc;
+  }
+  /* weftrun reserves the preset's cores for ranks next to GPUs only: Open MPI's CPU
+   * layouts have no reserved cores; --reserved-cpus wins */
+  if (!o->reserved && pr.reserved && p.map_by != WEFTX_MAP_CPU && weftx_topo_ngpus(t) > 0)
+    p.reserved_cpus = pr.reserved;
+  else
+    topo_preset_clear(&pr);
   /* every rank of the host at once: a CPU layout binds them together */
   rc = weftx_map_host(t, &p, (int)o->np, &m, why, sizeof(why));
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
+    topo_preset_clear(&pr);
     return rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
          : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT : TOPO_EXIT_USAGE;
   }
@@ -297,6 +312,7 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   if (!ranks) {
     fprintf(stderr, "weft-topo: out of memory for %d ranks\n", m.n);
     weftx_host_map_clear(&m);
+    topo_preset_clear(&pr);
     return TOPO_EXIT_INTERNAL;
   }
   for (i = 0; i < m.n; i++) {
@@ -317,15 +333,17 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   plan.ranks = ranks;
   if (o->json) {
     warnings(stderr, t, "weft-topo: ", 0);
+    topo_preset_line(stderr, &pr, "weft-topo: ");
     notes(stderr, &plan, "weft-topo: ");
     if (weftx_plan_write_json(out, &plan) != 0)
       status = TOPO_EXIT_INTERNAL;
   } else {
-    table(out, t, &plan, m.how);
+    table(out, t, &plan, m.how, &pr);
     notes(out, &plan, "");
     warnings(out, t, "", 0);
   }
   free(ranks);
   weftx_host_map_clear(&m);
+  topo_preset_clear(&pr);
   return status;
 }
