@@ -13,7 +13,7 @@ unset WEFT_MACHINE_TYPE WEFT_BENCH_INJECT_ERROR WEFT_GPU WEFT_NIC NCCL_SOCKET_IF
 mask()
 {
   sed -E -e 's/^(# weft-bench [a-z_]+: weft ).*/\1VERSIONS/' \
-      -e 's/^(#  Rank +[0-9]+ Pid) .*/\1 PID on HOST GPU GPU NIC NIC/' \
+      -e 's/^(#  Rank +[0-9]+ Group +[0-9]+ Pid) .*/\1 PID on HOST device GPU NIC NIC/' \
       -e 's/^(# [0-9]+ ranks? on [0-9]+ hosts?:).*/\1 HOSTS/' \
       -e '/^# (Avg|Peak)/s/[0-9]+\.[0-9]+/F/g' "$1" |
     awk '/^#/ { print; next }
