@@ -5,7 +5,8 @@
 # on a3-highgpu-8g with its NCCL preset (which reserves cores for
 # GPUDirect-TCPX: weft-topo's auto applies it, as weftrun does in a job of more
 # than one VM, and says so in one line), without it, at full and half size and
-# with :pe=2, and on the other GPU shapes with their presets.
+# with :pe=2, and on the other GPU shapes with their presets (a3-ultragpu-8g and
+# a4-highgpu-8g included).
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 topo="$WEFT_BUILDDIR/src/weft-topo/weft-topo"
@@ -53,7 +54,8 @@ same "$t, pe=2" --topology $t -np 8 --map-by gpu:pe=2 -- --nccl-preset $t --topo
 same "$t, no preset" --topology $t -np 8 --nccl-preset none -- --nccl-preset none --topology $t -np 8
 same "$t, CPU layout (no reserved cores in Open MPI's)" --topology $t -np 4 --map-by core -- \
   --nccl-preset $t --topology $t -np 4 --map-by core
-for tp in a3-megagpu-8g:a3-megagpu-8g a2-highgpu-8g:a2; do
+for tp in a3-megagpu-8g:a3-megagpu-8g a3-ultragpu-8g:a3-ultragpu-8g a4-highgpu-8g:a4-highgpu-8g \
+          a2-highgpu-8g:a2; do
   t=${tp%:*}
   same "$t" --topology "$t" -np 8 -- --nccl-preset "${tp#*:}" --topology "$t" -np 8
 done
