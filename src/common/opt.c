@@ -366,8 +366,8 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
       choices = 1;
     }
     p += n;
-    if (*p == '}')
-      break;
+    if (*p != ' ')
+      break; /* '}' or the end */
   }
   if (file && strstr(first, "topology"))
     snprintf(kind, klen, "topology");

@@ -106,7 +106,7 @@ topos=$({ ls "$WEFT_TOPDIR/share/weft/topologies" | sed -n 's/\.xml$//p'; echo a
         tr '\n' ' ' | sed 's/ $//')
 cat >"$tmp/want" <<'EOF'
 --topology
-a3-highgpu-8g a3-megagpu-8g a3-mine.xml
+a3-highgpu-8g a3-megagpu-8g a3-mine.xml a3-ultragpu-8g
 hostfile-a hosts.d
 hosts.d/b
 all none own
