@@ -94,6 +94,7 @@ static int gpu_of(const weftx_topo *t, hwloc_obj_t o)
   return -1;
 }
 
+#if HWLOC_API_VERSION >= 0x00020100
 int weftx_topo_gpu_nvlinks(const weftx_topo *t, int a, int b)
 {
   struct hwloc_distances_s *d = NULL;
@@ -121,3 +122,13 @@ int weftx_topo_gpu_nvlinks(const weftx_topo *t, int a, int b)
   hwloc_distances_release(t->h, d);
   return links;
 }
+#else
+/* hwloc 2.0 has no distances by name: no NVLinks known */
+int weftx_topo_gpu_nvlinks(const weftx_topo *t, int a, int b)
+{
+  (void)t;
+  (void)a;
+  (void)b;
+  return 0;
+}
+#endif
