@@ -22,9 +22,15 @@ import sys
 NV = 0x10DE
 GVNIC = (0x1AE0, 0x0042)
 VIRTIO_NET = (0x1AF4, 0x1000)
+CX7_VF = (0x15B3, 0x101E)     # Mellanox ConnectX family virtual function (the CX-7s are VFs on GCE)
+# hwloc's NVML backend counts 25,000 MB/s per NVLink of versions 2 to 4 in its
+# NVLinkBandwidth matrix (topology-nvml.c); weft reads links back as bandwidth / 25,000.
+NVLINK_MBPS = 25000
 GPU_IDS = {
     # model: (class, device id, memory in bytes)
     "NVIDIA H100 80GB HBM3": (0x0302, 0x2330, 80 << 30),
+    "NVIDIA H200": (0x0302, 0x2335, 141 << 30),
+    "NVIDIA B200": (0x0302, 0x2901, 180 << 30),
     "NVIDIA A100-SXM4-40GB": (0x0302, 0x20B0, 40 << 30),
     "NVIDIA L4": (0x0302, 0x27B8, 24 << 30),
     "Tesla V100-SXM2-16GB": (0x0302, 0x1DB1, 16 << 30),
@@ -78,9 +84,9 @@ def gpu(bus, model, dev=0, func=0, domain=0):
     return {"kind": "gpu", "bus": bus, "dev": dev, "func": func, "domain": domain, "model": model}
 
 
-def nic(bus, name, ids=GVNIC, dev=0, func=0, domain=0, speed=0):
+def nic(bus, name, ids=GVNIC, dev=0, func=0, domain=0, speed=0, rdma=None):
     return {"kind": "nic", "bus": bus, "dev": dev, "func": func, "domain": domain, "name": name,
-            "ids": ids, "speed": speed}
+            "ids": ids, "speed": speed, "rdma": rdma}
 
 
 def switch(rootport, sec, sub, devices, domain=0):
@@ -104,7 +110,7 @@ def busid(d):
 
 class Shape:
     def __init__(self, name, summary, packages, cores, threads, mem_gb, bridges, comment,
-                 gce=True, hostname=None, numa_per_package=1, l3_mb=105):
+                 gce=True, hostname=None, numa_per_package=1, l3_mb=105, nvlinks=0):
         self.name = name
         self.summary = summary        # the comment's first line: weft-topo --list-topologies shows it
         self.packages = packages
@@ -118,6 +124,8 @@ class Shape:
         self.npp = numa_per_package
         self.l3 = l3_mb << 20
         self.nic_macs = 0
+        self.nvlinks = nvlinks        # NVLinks between every GPU pair (through NVSwitch); 0: none
+        self.nvml_gp = {}             # GPU number -> gp_index of its nvml OS device
 
     def pu(self, pkg, core, thread):
         """OS processor number as a Linux guest numbers them: first thread of
@@ -215,6 +223,8 @@ class Shape:
             if hb["attach"] is None:
                 self.emit_hostbridge(w, 2, hb)
         w.close(1)
+        if self.nvlinks:
+            self.emit_nvlinks(w)
         out.append("</topology>")
         out.append("<!--")
         out.append("  %s: %s" % (self.name, self.summary))
@@ -223,6 +233,22 @@ class Shape:
             out.append("  " + line.strip() if line.strip() else "")
         out.append("-->")
         return "\n".join(out) + "\n"
+
+    def emit_nvlinks(self, w):
+        """hwloc's NVLinkBandwidth matrix as its NVML backend leaves it once the
+        NVSwitch ports are merged and closed over (hwloc_distances_transform):
+        every GPU pair linked by self.nvlinks links, the diagonal 1,000,000."""
+        ks = sorted(self.nvml_gp)
+        n = len(ks)
+        vals = [1000000 if i == j else self.nvlinks * NVLINK_MBPS for i in range(n) for j in range(n)]
+        w.lines.append('  <distances2 type="OSDev" nbobjs="%d" kind="9" name="NVLinkBandwidth" '
+                       'indexing="gp">' % n)
+        w.lines.append('    <indexes length="%d">%s </indexes>'
+                       % (len(" ".join(str(self.nvml_gp[k]) for k in ks)) + 1,
+                          " ".join(str(self.nvml_gp[k]) for k in ks)))
+        text = " ".join(str(v) for v in vals)
+        w.lines.append('    <u64values length="%d">%s </u64values>' % (len(text) + 1, text))
+        w.lines.append('  </distances2>')
 
     def emit_hostbridge(self, w, depth, hb):
         w.open(depth, [("type", "Bridge"), ("gp_index", w.gpi()), ("bridge_type", "0-1"), ("depth", 0),
@@ -270,7 +296,8 @@ class Shape:
             w.info(depth + 2, "GPUModel", ch["model"])
             w.info(depth + 2, "CUDAGlobalMemorySize", mem >> 10)
             w.close(depth + 1)
-            w.open(depth + 1, [("type", "OSDev"), ("gp_index", w.gpi()), ("name", "nvml%d" % k),
+            self.nvml_gp[k] = w.gpi()
+            w.open(depth + 1, [("type", "OSDev"), ("gp_index", self.nvml_gp[k]), ("name", "nvml%d" % k),
                                ("subtype", "NVML"), ("osdev_type", 1)])
             w.info(depth + 2, "Backend", "NVML")
             w.info(depth + 2, "GPUVendor", "NVIDIA Corporation")
@@ -290,6 +317,11 @@ class Shape:
             if ch["speed"]:
                 w.info(depth + 2, "LinkSpeed", ch["speed"])
             w.close(depth + 1)
+            if ch["rdma"]:
+                w.open(depth + 1, [("type", "OSDev"), ("gp_index", w.gpi()), ("name", ch["rdma"]),
+                                   ("subtype", "OpenFabrics"), ("osdev_type", 3)])
+                w.info(depth + 2, "Backend", "OpenFabrics")
+                w.close(depth + 1)
             w.close(depth)
 
 
@@ -321,7 +353,9 @@ cluster-toolkit examples/machine-learning/{name}): 8 x H100 80GB; 208 vCPUs as 2
 cores x 2 threads (Slurm node_conf CoresPerSocket 52, ThreadsPerCore 2); 1,872 GB memory;
 NUMA 0 = CPUs 0-51,104-155, NUMA 1 = 52-103,156-207 (from Google's TCPX CPU bindings);
 GPUs at PCI 0000:04,05,0a,0b:00.0 on NUMA 0 and 84,85,8a,8b on NUMA 1, two GPUs per PCIe switch;
-{nics}; host NIC enp0s12 at 00:0c.0 on its own bus; all NICs gVNIC (PCI 1ae0:0042), 200 Gbps.
+{nics}; host NIC enp0s12 at 00:0c.0 on its own bus; all NICs gVNIC (PCI 1ae0:0042), 200 Gbps;
+NVLink full mesh through NVSwitch, 900 GB/s (GCP gpus comparison chart): nvidia-smi topo -m shows
+NV18 between every GPU pair, here hwloc's NVLinkBandwidth matrix of 18 links x 25,000 MB/s.
 Modelled: the bridge devices and bus numbers between the root ports and the devices, cache
 sizes, CPU model string, MAC addresses, GPU UUIDs (not real), memory per NUMA node (half each).
 """
@@ -333,7 +367,7 @@ SHAPES.append(Shape(
     "4 GPU NICs and a host NIC (gVNIC, GPUDirect-TCPX)", 2, 52, 2, 1872, a3("a3-highgpu-8g", [0x06, 0x0C, 0x86, 0x8C]),
     A3_COMMENT.format(name="a3-highgpu-8g",
                       nics="4 GPU NICs enp6s0, enp12s0, enp134s0, enp140s0 at 06, 0c, 86, 8c, "
-                           "one per PCIe switch (GPU pair)")))
+                           "one per PCIe switch (GPU pair)"), nvlinks=18))
 
 SHAPES.append(Shape(
     "gpu-numa-interleaved", "test machine: 4 GPUs whose PCI order is not their NUMA order, "
@@ -359,8 +393,69 @@ SHAPES.append(Shape(
     A3_COMMENT.format(name="a3-megagpu-8g",
                       nics="8 GPU NICs enp6s0, enp7s0, enp13s0, enp14s0, enp134s0, enp135s0, "
                            "enp141s0, enp142s0 at 06,07,0d,0e,86,87,8d,8e (Google's TCPXO NIC "
-                           "regex); two per PCIe switch, i.e. one per GPU (inference)")))
+                           "regex); two per PCIe switch, i.e. one per GPU (inference)"), nvlinks=18))
 
+
+
+def a3ultra(model):
+    """a3-ultragpu-8g / a4-highgpu-8g: GPU pairs at 8f/90, 96/97 (NUMA 0) and
+    c4/c5, cb/cc (NUMA 1), each pair below its own PCIe switch and host bridge
+    with its two ConnectX-7 RDMA NICs (one per GPU); the gVNICs enp0s19
+    (00:13.0) and enp192s20 (c0:14.0)."""
+    groups = [(0x8F, 0x90), (0x96, 0x97), (0xC4, 0xC5), (0xCB, 0xCC)]
+    bridges = [hostbridge(0x00, 0x13, [nic(0x00, "enp0s19", dev=0x13, speed=200000)], 0)]
+    for i, g in enumerate(groups):
+        nics = [g[1] + 1, g[1] + 2]
+        lo = g[0] - 3
+        sw = switch((lo, 2), g[0] - 2, max(nics),
+                    [gpu(b, model) for b in g]
+                    + [nic(b, "enp%ds0" % b, ids=CX7_VF, speed=400000,
+                           rdma="mlx5_%d" % (2 * i + k)) for k, b in enumerate(nics)])
+        children = [sw]
+        if i == 2:
+            children.insert(0, nic(0xC0, "enp192s20", dev=0x14, speed=200000))
+            lo = 0xC0
+        bridges.append(hostbridge(lo, max(nics), children, 0 if i < 2 else 1))
+    return bridges
+
+
+A3ULTRA_COMMENT = """
+Published facts (shared/reference/gcp_nccl.md 1.1-1.3, 2.3; cloud.google.com/compute/docs/gpus and
+gpu-network-bandwidth; cluster-toolkit examples/machine-learning/{name}): 8 x {gpu}; 224 vCPUs as
+2 sockets x 56 cores x 2 threads (Slurm node_conf CoresPerSocket 56, ThreadsPerCore 2); {mem};
+"eight NVIDIA ConnectX-7 NICs and two gVNIC", each CX-7 (an MRDMA virtual function, RoCE, 400 Gbps)
+aligned with one GPU and for GPU-to-GPU traffic only, the two gVNICs (enp0s19 and enp192s20 on
+Ubuntu/Debian) for the host; NVLink full mesh through NVSwitch: nvidia-smi topo -m shows NV18
+between every GPU pair, here hwloc's NVLinkBandwidth matrix of 18 links x 25,000 MB/s (hwloc
+counts links so; {linknote}).{gpus}
+Modelled: one GPU pair with its two CX-7s per PCIe switch, each switch below its own host bridge,
+two per NUMA node (nvidia-smi topo -m on 8-GPU B200 servers shows PIX to the NICs of a GPU's
+switch, NODE to the other NICs of its NUMA node, SYS across), the CX-7
+interface names (enpNs0 after their bus) and RDMA names (mlx5_0-7 in PCI order), the gVNICs' PCI
+slots from their names, bridges and bus numbers, cache sizes, CPU model string, MAC addresses,
+GPU UUIDs (not real), memory per NUMA node (half each).
+"""
+
+SHAPES.append(Shape(
+    "a3-ultragpu-8g", "Google Cloud A3 Ultra: 8 x H200 141GB, 224 vCPUs, 2 NUMA nodes, "
+    "8 ConnectX-7 RDMA NICs (one per GPU) and 2 gVNICs, NVSwitch", 2, 56, 2, 2952,
+    a3ultra("NVIDIA H200"),
+    A3ULTRA_COMMENT.format(name="a3-ultragpu-8g", gpu="H200 141GB", mem="2,952 GB memory",
+                           linknote="NVLink 4, as on H100",
+                           gpus="\nGPUs at PCI 0000:8f,90,96,97,c4,c5,cb,cc:00.0 (nccl-tests' device listing in\n"
+                                "skypilot examples/gcp_gpu_direct_tcpx), the first four on NUMA 0."),
+    nvlinks=18))
+
+SHAPES.append(Shape(
+    "a4-highgpu-8g", "Google Cloud A4: 8 x B200, 224 vCPUs, 2 NUMA nodes, "
+    "8 ConnectX-7 RDMA NICs (one per GPU) and 2 gVNICs, NVSwitch", 2, 56, 2, 3968,
+    a3ultra("NVIDIA B200"),
+    A3ULTRA_COMMENT.format(name="a4-highgpu-8g", gpu="B200", mem="3,968 GB memory (GCP's machine type "
+                           "table; not in shared/reference)",
+                           linknote="NVLink 5 links are twice as fast, which this file does not show",
+                           gpus="\nGPU PCI addresses are not published: modelled as a3-ultragpu-8g's, the "
+                                "first four\non NUMA 0."),
+    nvlinks=18))
 
 def a2(gpus_per_numa, vcpus):
     """A2: A100s two per PCIe switch, half on each NUMA node; the single gVNIC
@@ -382,7 +477,9 @@ def a2(gpus_per_numa, vcpus):
 A2_COMMENT = """
 Published facts (shared/reference/gcp_nccl.md 1.1, 1.2): {gpus} x A100 40GB; 96 vCPUs
 (Cascade Lake only); {mem} GB memory; one gVNIC, named ens4 at PCI 00:04.0 on Ubuntu/Debian;
-up to 100 Gbps; NVLink/NVSwitch between the GPUs.
+up to 100 Gbps; NVLink/NVSwitch between the GPUs ("NVLink Full Mesh @ 600 GBps", GCP comparison
+chart): nvidia-smi topo -m shows NV12 between every GPU pair, here hwloc's NVLinkBandwidth matrix
+of 12 links x 25,000 MB/s.
 Modelled: 2 sockets x 24 cores x 2 threads, one NUMA node per socket with half the GPUs each,
 GPUs two per PCIe switch, bus numbers, caches, UUIDs, MACs. GPUs on NUMA 1 have no NIC on
 their NUMA node (weft warns about that, as it would on the real machine).
@@ -390,10 +487,12 @@ their NUMA node (weft warns about that, as it would on the real machine).
 
 c, hb = a2(4, 96)
 SHAPES.append(Shape("a2-highgpu-8g", "Google Cloud A2 High: 8 x A100 40GB, 96 vCPUs, "
-                    "2 NUMA nodes, one gVNIC", 2, c, 2, 680, hb, A2_COMMENT.format(gpus=8, mem=680), l3_mb=39))
+                    "2 NUMA nodes, one gVNIC", 2, c, 2, 680, hb, A2_COMMENT.format(gpus=8, mem=680), l3_mb=39,
+                    nvlinks=12))
 c, hb = a2(8, 96)
 SHAPES.append(Shape("a2-megagpu-16g", "Google Cloud A2 Mega: 16 x A100 40GB, 96 vCPUs, "
-                    "2 NUMA nodes, one gVNIC", 2, c, 2, 1360, hb, A2_COMMENT.format(gpus=16, mem=1360), l3_mb=39))
+                    "2 NUMA nodes, one gVNIC", 2, c, 2, 1360, hb, A2_COMMENT.format(gpus=16, mem=1360), l3_mb=39,
+                    nvlinks=12))
 
 SHAPES.append(Shape(
     "g2-standard-48", "Google Cloud G2: 4 x L4 24GB, 48 vCPUs, 1 NUMA node, one gVNIC", 1, 24, 2, 192,

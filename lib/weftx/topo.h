@@ -28,6 +28,15 @@ typedef enum weftx_near {
   WEFTX_NEAR_SYSTEM = 3,  /* anywhere else, or locality unknown */
 } weftx_near;
 
+/* The PCI path between two devices, as nvidia-smi topo -m names it, nearest first. */
+typedef enum weftx_path {
+  WEFTX_PATH_PIX = 0,  /* through at most one PCIe bridge (below one PCIe switch) */
+  WEFTX_PATH_PXB = 1,  /* through several PCIe bridges, no host bridge */
+  WEFTX_PATH_PHB = 2,  /* through a PCIe host bridge */
+  WEFTX_PATH_NODE = 3, /* between host bridges of one NUMA node */
+  WEFTX_PATH_SYS = 4,  /* between NUMA nodes, or the locality is unknown */
+} weftx_path;
+
 /* numa is -1 both when the device carries no locality and when its nearest CPU-side
  * object spans several NUMA nodes (then package and cpuset still say where it is). */
 typedef struct weftx_gpu {
@@ -178,6 +187,18 @@ weftx_near weftx_topo_gpu_nic_near(const weftx_topo *t, int gpu, int nic);
 weftx_near weftx_topo_gpu_gpu_near(const weftx_topo *t, int a, int b);
 /** \brief How near NIC \p a is to NIC \p b. */
 weftx_near weftx_topo_nic_nic_near(const weftx_topo *t, int a, int b);
+
+/** \brief The PCI path between GPUs \p a and \p b, GPU \p gpu and NIC \p nic, NICs \p a and \p b
+ * (indexes), from hwloc's PCI tree: PIX, PXB, PHB below a common bridge, else NODE or SYS. */
+weftx_path weftx_topo_gpu_gpu_path(const weftx_topo *t, int a, int b);
+weftx_path weftx_topo_gpu_nic_path(const weftx_topo *t, int gpu, int nic);
+weftx_path weftx_topo_nic_nic_path(const weftx_topo *t, int a, int b);
+/** \brief nvidia-smi's label of \p p: "PIX", "PXB", "PHB", "NODE", "SYS". */
+const char *weftx_path_label(weftx_path p);
+/** \brief NVLinks between GPUs \p a and \p b (through NVSwitch counted as nvidia-smi counts
+ * them: NV18 on an H100 machine), from hwloc's NVLinkBandwidth matrix; 0 when none is known
+ * (no NVLink, or hwloc without its NVML backend on a live machine). */
+int weftx_topo_gpu_nvlinks(const weftx_topo *t, int a, int b);
 
 /** \brief Warnings found at load time ("PCI devices carry no NUMA locality ...",
  * "GPU 3 has no NIC on its PCI switch or NUMA node", "no gVNIC on a cloud VM").

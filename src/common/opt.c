@@ -117,6 +117,14 @@ unknown(const wt_opt *tab, const char *word, char *why, size_t whylen)
   return -1;
 }
 
+/* The argument's name as --help and the man page show it: argname up to a
+ * "{...}" that lists the completion's choices ("POLICY{gpu slot core}"). */
+static int
+metavar_len(const wt_opt *o)
+{
+  return o->argname ? (int)strcspn(o->argname, "{") : 0;
+}
+
 int
 wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
                int *first, char *why, size_t whylen)
@@ -176,8 +184,9 @@ wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
       a1 = joined;
     } else if (need) {
       if (i + need > argc) {
-        snprintf(why, whylen, "option '%s' needs %s (%s)", spelled,
-                 need == 1 ? "an argument" : "two arguments", o->argname ? o->argname : "");
+        snprintf(why, whylen, "option '%s' needs %s (%.*s)", spelled,
+                 need == 1 ? "an argument" : "two arguments", metavar_len(o),
+                 o->argname ? o->argname : "");
         return -1;
       }
       a1 = argv[i++];
@@ -207,8 +216,8 @@ wt_opt_spellings(const wt_opt *o, char *buf, size_t len)
     off += (size_t)r;
   }
   if (o->argname) {
-    int r = snprintf(buf + off, len - off, "%s%s", o->kind == WT_OPT_OPTARG ? "" : " ",
-                     o->argname);
+    int r = snprintf(buf + off, len - off, "%s%.*s", o->kind == WT_OPT_OPTARG ? "" : " ",
+                     metavar_len(o), o->argname);
     if (r < 0 || (size_t)r >= len - off)
       return -1;
   }
@@ -297,8 +306,10 @@ wt_opt_man(FILE *out, const wt_opt *tab)
         fputs("\\fR", out);
       }
       if (o->argname) {
+        char mv[NAME_MAX_LEN];
         fputs(o->kind == WT_OPT_OPTARG ? "\\fI" : " \\fI", out);
-        wt_roff(out, o->argname);
+        snprintf(mv, sizeof(mv), "%.*s", metavar_len(o), o->argname);
+        wt_roff(out, mv);
         fputs("\\fR", out);
       }
       fputc('\n', out);
@@ -326,8 +337,8 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
                                                                                     : "value2");
     return;
   }
-  for (const char *p = o->argname ? o->argname : ""; *p;) {
-    size_t n = strcspn(p, "|=");
+  for (const char *p = o->argname ? o->argname : ""; *p && *p != '{';) {
+    size_t n = strcspn(p, "|={");
     int lower = n > 0;
 
     snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) ? n : sizeof(tok) - 1), p);
@@ -343,7 +354,20 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
       choices = 1;
     }
     p += n;
-    p += *p ? 1 : 0;
+    p += *p && *p != '{' ? 1 : 0;
+  }
+  /* the completion's own choices, which --help and the man page leave out */
+  for (const char *p = o->argname ? strchr(o->argname, '{') : NULL; p && *++p && *p != '}';) {
+    size_t n = strcspn(p, " }");
+    if (n && used < wlen) {
+      int r = snprintf(words + used, wlen - used, "%s%.*s", used ? " " : "", (int)n, p);
+
+      used = r > 0 && (size_t)r < wlen - used ? used + (size_t)r : wlen;
+      choices = 1;
+    }
+    p += n;
+    if (*p != ' ')
+      break; /* '}' or the end */
   }
   if (file && strstr(first, "topology"))
     snprintf(kind, klen, "topology");
@@ -356,7 +380,7 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
 void
 wt_opt_completion(FILE *out, const wt_opt *tab, const char *context)
 {
-  char s[NAME_MAX_LEN], kind[32], words[256];
+  char s[NAME_MAX_LEN], kind[32], words[1024];
 
   for (const wt_opt *o = tab; o->id; o++) {
     if (o->flags & WT_OPT_HIDDEN)

@@ -32,7 +32,8 @@ typedef struct wt_opt {
   int id;               /* given back to the handler; 0 ends the table */
   const char *names;    /* "np|n|c": every spelling, the first is the one shown */
   wt_opt_kind kind;
-  const char *argname;  /* "N", "KEY VALUE"; NULL for flags */
+  const char *argname;  /* "N", "KEY VALUE", "WHAT{none core numa}" (braces: choices for
+                           completion only); NULL for flags */
   const char *section;  /* heading in --help and the man page */
   const char *help;     /* one sentence */
   unsigned flags;
@@ -77,7 +78,9 @@ int wt_opt_spellings(const wt_opt *o, char *buf, size_t len);
  * SPELLINGS as typed ("-np -n --np"), KIND what its argument is, read from its
  * argname: none (a flag), file, dir, topology (a file or a name of
  * $(datadir)/weft/topologies), words (WORDS: the lower-case choices of
- * "host|device"; "words,file" when a FILE or PATH is one of them too), value
+ * "host|device", and those listed in braces after the name, which --help and the
+ * man page leave out: "POLICY{gpu slot core}"; "words,file" when a FILE or PATH
+ * is one of them too), value
  * (anything else) or value2 (two arguments). CONTEXT is the caller's ("-"
  * for options before any other word); contrib/completion reads it. */
 void wt_opt_completion(FILE *out, const wt_opt *tab, const char *context);

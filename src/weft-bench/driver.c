@@ -23,8 +23,9 @@
 
 /* One rank's line of the header, gathered on rank 0. */
 struct rank_info {
-  int pid;
+  int pid, nprocs;          /* nprocs: the machine's online processors */
   char host[128], gpu[160], nic[64];
+  char boot[40];            /* the kernel's boot id: one per machine, network namespaces included */
 };
 
 /* Everything one run holds; freed by run_free(). */
@@ -73,6 +74,57 @@ static void mpi_version(char *buf, size_t len)
   snprintf(buf, len, "%.100s", v);
 }
 
+/* This machine's boot id (/proc/sys/kernel/random/boot_id), "" when unknown. */
+static void boot_id(char *buf, size_t len)
+{
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+  buf[0] = '\0';
+  if (!f)
+    return;
+  if (!fgets(buf, (int)len, f))
+    buf[0] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  fclose(f);
+}
+
+/* The machine's online processors. */
+static int nprocs(void)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+  return n > 0 && n < 1 << 20 ? (int)n : 0;
+}
+
+/* Ranks that share cores: hosts on one machine (one boot id: a virtual
+ * cluster's nodes), or more ranks on a machine than it has processors. */
+static void find_sharing(struct run *r)
+{
+  struct bench_report *rep = &r->rep;
+  int n = r->a.nranks, machines = 0, most = 0, procs = 0;
+
+  for (int i = 0; i < n; i++) {
+    int first = 1, on = 0;
+    if (!r->infos[i].boot[0])
+      return; /* unknown: say nothing */
+    for (int j = 0; j < i && first; j++)
+      first = strcmp(r->infos[j].boot, r->infos[i].boot) != 0;
+    if (!first)
+      continue;
+    machines++;
+    for (int j = 0; j < n; j++)
+      on += !strcmp(r->infos[j].boot, r->infos[i].boot);
+    if (on > most || (on == most && r->infos[i].nprocs < procs)) {
+      most = on;
+      procs = r->infos[i].nprocs;
+    }
+  }
+  rep->machines = machines;
+  rep->shared = machines < rep->nhosts || (procs > 0 && most > procs);
+  rep->shared_ranks = most;
+  rep->shared_procs = procs;
+}
+
 /* Rank 0 learns every rank's host, pid, GPU and NIC, and the distinct hosts. */
 static int gather_ranks(struct run *r, int probe_gpu)
 {
@@ -82,6 +134,8 @@ static int gather_ranks(struct run *r, int probe_gpu)
 
   memset(&me, 0, sizeof(me));
   me.pid = (int)getpid();
+  me.nprocs = nprocs();
+  boot_id(me.boot, sizeof(me.boot));
   if (gethostname(me.host, sizeof(me.host) - 1) != 0)
     snprintf(me.host, sizeof(me.host), "?");
   bench_gpu_describe(weft_device(r->ctx), probe_gpu, me.gpu, sizeof(me.gpu));
@@ -115,6 +169,7 @@ static int gather_ranks(struct run *r, int probe_gpu)
     if (!known)
       rep->hosts[rep->nhosts++] = r->infos[i].host;
   }
+  find_sharing(r);
   return 0;
 }
 

@@ -243,6 +243,9 @@ struct bench_report {
   int have_expect;
   struct bench_row *rows;
   int nrows, cap;
+  int machines;             /* distinct machines (boot ids) under the hosts; 0 when unknown */
+  int shared;               /* ranks share cores: hosts on one machine, or more ranks than processors */
+  int shared_ranks, shared_procs; /* the busiest machine's ranks and processors */
   const char *raw_name;     /* "raw MPI", "raw NCCL", or NULL without a baseline */
   char raw_note[160];       /* why --baseline has no columns, or "" */
 };

@@ -8,6 +8,7 @@
  * stream, which does not order the benchmark's cudaStreamNonBlocking stream.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 
@@ -84,17 +85,19 @@ const struct bench_mem *bench_mem_device(int device, char *why, size_t whylen)
 void bench_gpu_describe(int device, int probe, char *buf, size_t len)
 {
   struct cudaDeviceProp prop;
-  char pci[32];
   int n = 0;
 
   snprintf(buf, len, "none");
   if (!probe || cudaGetDeviceCount(&n) != cudaSuccess || device < 0 || device >= n)
     return;
-  if (cudaDeviceGetPCIBusId(pci, (int)sizeof(pci), device) != cudaSuccess)
-    snprintf(pci, sizeof(pci), "?");
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess)
-    snprintf(prop.name, sizeof(prop.name), "?");
-  snprintf(buf, len, "%d [%s] %s", device, pci, prop.name);
+  memset(&prop, 0, sizeof(prop));
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    snprintf(buf, len, "%2d [?] ?", device);
+    return;
+  }
+  /* as nccl-tests writes its device lines: domain:bus:device, then the model */
+  snprintf(buf, len, "%2d [%04x:%02x:%02x] %s", device, (unsigned)prop.pciDomainID,
+           (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID, prop.name);
 }
 
 void *bench_stream_create(void)

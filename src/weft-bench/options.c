@@ -224,10 +224,11 @@ static const wt_opt bench_options[] = {
   { B_BASELINE, "B|baseline", WT_OPT_FLAG, NULL, "Runs",
     "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
     "(raw time / weft time)", 0 },
-  { B_DTYPE, "d|datatype", WT_OPT_ARG, "TYPE", "Data",
+  { B_DTYPE, "d|datatype", WT_OPT_ARG,
+    "TYPE{int8 uint8 int32 int64 half bfloat16 float double float16 float32 float64 all}", "Data",
     "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
     "or all (default float)", J },
-  { B_OP, "o|op", WT_OPT_ARG, "OP", "Data",
+  { B_OP, "o|op", WT_OPT_ARG, "OP{sum prod min max avg all}", "Data",
     "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J },
   { B_ROOT, "r|root", WT_OPT_ARG, "RANK", "Data",
     "root rank, for the collectives that have one (default 0)", J },

@@ -139,8 +139,13 @@ void bench_report_header(FILE *f, const struct bench_report *r)
     fprintf(f, " %s", r->hosts[i]);
   fputs("\n", f);
   for (int i = 0; i < r->nranks; i++)
-    fprintf(f, "#  Rank %3d Pid %7d on %-16s GPU %s NIC %s\n", i, r->rank_pid[i], r->rank_host[i],
-            r->rank_gpu[i], r->rank_nic[i]);
+    fprintf(f, "#  Rank %2d Group  0 Pid %6d on %10s device %s NIC %s\n", i, r->rank_pid[i],
+            r->rank_host[i], r->rank_gpu[i], r->rank_nic[i]);
+  if (r->shared)
+    fprintf(f, "# sharing: the %d host%s %s %d machine%s (one boot id each), %d ranks on %d "
+            "processors there: ranks share cores, and times measure that sharing\n",
+            r->nhosts, r->nhosts == 1 ? "" : "s", r->nhosts == 1 ? "is" : "are", r->machines,
+            r->machines == 1 ? "" : "s", r->shared_ranks, r->shared_procs);
   if (r->have_expect) {
     const struct bench_expect *e = &r->expect;
 

@@ -231,9 +231,46 @@ static void print_machine(const struct scale *s, FILE *f)
   }
 }
 
+int scale_shared(const struct scale *s)
+{
+  for (int i = 0; i < s->njobs; i++)
+    if (s->jobs[i].shared)
+      return 1;
+  for (int i = 0; i < s->npairs; i++)
+    if (s->pairs[i].shared)
+      return 1;
+  return 0;
+}
+
+/* Said plainly: runs whose ranks shared cores measure the sharing. */
+static void print_shared(const struct scale *s, FILE *f)
+{
+  char nodes[128] = "";
+  size_t used = 0;
+  int pairs = 0;
+
+  if (!scale_shared(s))
+    return;
+  for (int i = 0; i < s->njobs; i++)
+    if (s->jobs[i].shared && used < sizeof(nodes)) {
+      int r = snprintf(nodes + used, sizeof(nodes) - used, "%s%d", used ? ", " : "",
+                       s->jobs[i].nodes);
+      used = r > 0 ? used + (size_t)r : used;
+    }
+  for (int i = 0; i < s->npairs; i++)
+    pairs |= s->pairs[i].shared;
+  fprintf(f, "#\n# ranks share cores: in the runs on %s%s%s the nodes are one machine (one boot "
+          "id, as a virtual cluster's are) or it has fewer processors than ranks, so their times "
+          "and efficiencies measure how the ranks share its cores, not how the collective scales; "
+          "run on separate machines to measure scaling\n", nodes[0] ? nodes : "",
+          nodes[0] ? (!strcmp(nodes, "1") ? " node" : " nodes") : "",
+          pairs ? (nodes[0] ? " and the pairs" : "the pairs") : "");
+}
+
 void scale_print(const struct scale *s, FILE *f)
 {
   print_measured(s, f);
+  print_shared(s, f);
   print_fit(s, f);
   print_pairs(s, f);
   print_machine(s, f);
@@ -431,8 +468,9 @@ static void write_json(const struct scale *s, int status, FILE *js, FILE *pairs)
   fprintf(js, " ]");
   write_json_links(s, js);
   write_json_machine(s, js);
+  fprintf(js, ",\n  \"shared_cores\": %s", scale_shared(s) ? "true" : "false");
   fprintf(js, ",\n  \"status\": ");
-  weftx_json_string(js, status == BENCH_EXIT_OK ? "OK" : "FAILED");
+  weftx_json_string(js, status != BENCH_EXIT_OK ? "FAILED" : scale_shared(s) ? "SHARED CORES" : "OK");
   fprintf(js, ",\n  \"exit_status\": %d\n}\n", status);
 }
 
@@ -471,6 +509,7 @@ struct plot_facts {
   int points, efficiencies, band;
   int xmin, xmax;           /* the node counts the x axis spans */
   double ymax;              /* the largest busbw to show, the band's included */
+  double ymin;              /* the smallest busbw above 0 to show (a log axis) */
   struct bench_expect e;
 };
 
@@ -495,8 +534,12 @@ static void plot_facts(const struct scale *s, struct plot_facts *pf)
         pf->xmin = j->nodes;
       if (point && j->nodes > pf->xmax)
         pf->xmax = j->nodes;
-      if (point)
-        pf->ymax = fmax(pf->ymax, scale_point_at(j, s->o.sizes[k])->busbw_hi);
+      if (point) {
+        const struct scale_point *p = scale_point_at(j, s->o.sizes[k]);
+        double lo = p->busbw_lo > 0 ? p->busbw_lo : scale_busbw_at(j, s->o.sizes[k]);
+        pf->ymax = fmax(pf->ymax, p->busbw_hi);
+        pf->ymin = pf->ymin > 0 ? fmin(pf->ymin, lo) : lo;
+      }
     }
     multi += j->nodes >= 2;
     comparable += scale_comparable(j, why, sizeof(why));
@@ -506,9 +549,13 @@ static void plot_facts(const struct scale *s, struct plot_facts *pf)
   for (int i = 0; i < npred; i++) {
     pf->xmax = pred[i].nodes > pf->xmax ? pred[i].nodes : pf->xmax;
     pf->ymax = fmax(pf->ymax, pred[i].busbw);
+    if (pred[i].busbw > 0)
+      pf->ymin = pf->ymin > 0 ? fmin(pf->ymin, pred[i].busbw) : pred[i].busbw;
   }
-  if (pf->band)
+  if (pf->band) {
     pf->ymax = fmax(pf->ymax, pf->e.healthy_hi > 0 ? pf->e.healthy_hi : pf->e.ceiling);
+    pf->ymin = pf->ymin > 0 ? fmin(pf->ymin, pf->e.healthy_lo) : pf->e.healthy_lo;
+  }
 }
 
 /* The gnuplot script: busbw against the node count, one line per size, with
@@ -554,11 +601,12 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
   else
     fprintf(f, "set title 'weft-bench scale: %s, %ld rank%s per node'\n", o->coll->name, o->ppn,
             o->ppn == 1 ? "" : "s");
-  fprintf(f, "set xlabel 'nodes'; set ylabel 'busbw (GB/s)'\n"
-          "set logscale x 2; set grid; set key outside right top\n"
+  /* busbw on a log axis: the sizes' lines and the predictions span decades */
+  fprintf(f, "set xlabel 'nodes'; set ylabel 'busbw (GB/s, log scale)'\n"
+          "set logscale x 2; set logscale y 10; set grid; set key outside right top\n"
           "set lmargin at screen 0.1; set rmargin at screen 0.72\n"
-          "set xrange [%g:%g]; set yrange [0:%g]\n", pf->xmin / 1.3, pf->xmax * 1.3,
-          pf->ymax * 1.15);
+          "set xrange [%g:%g]; set yrange [%g:%g]\n", pf->xmin / 1.3, pf->xmax * 1.3,
+          pf->ymin > 0 ? pf->ymin / 2 : 0.001, pf->ymax > 0 ? pf->ymax * 2 : 1);
   if (pf->band) {
     hi = pf->e.healthy_hi > 0 ? pf->e.healthy_hi : pf->e.ceiling;
     fprintf(f, "set object 1 rect from graph 0, first %g to graph 1, first %g behind "
@@ -575,7 +623,7 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
           "     'scale.csv' using 2:(predicted(words(sizes)) ? $7 : 1/0):(strcol(2).' nodes') "
           "with labels offset 0,1 font ',9' notitle\n");
   if (pf->efficiencies) {
-    fprintf(f, "unset object 1; unset label 1; unset title\n"
+    fprintf(f, "unset object 1; unset label 1; unset title; unset logscale y\n"
             "set ylabel 'scaling efficiency'; set yrange [0:*]; set offsets 0, 0, graph 0.1, 0\n"
             "set title 'efficiency: busbw over the busbw of the first multi-node run' font ',10'\n"
             "plot for [i=1:words(sizes)] 'scale.csv' using 2:((measured(i) && strcol(8) ne '') "

@@ -46,6 +46,8 @@ static void parse_row(const char *line, struct scale_job *job)
 
   if (!strncmp(line, "#  memory: device ", 18))
     job->device = 1;
+  if (!strncmp(line, "# sharing: ", 11))
+    job->shared = 1;
   if (line[0] == '#')
     return;
   if (sscanf(line, "%zu %*s %*s %*s %*s %63s %*s %*s %63s %63s %*s %*s %63s", &bytes, t[0], w[0],

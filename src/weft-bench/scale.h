@@ -43,6 +43,7 @@ struct scale_job {
   int status;                   /* the first failed run's exit status, else 0; -1: not run */
   int runs;                     /* repeats run so far */
   int device;                   /* its table said "memory: device" */
+  int shared;                   /* its header said "sharing:": ranks shared cores */
   double seconds;               /* all repeats together */
   struct scale_point pts[BENCH_MAX_SIZES];
   int npts, row;                /* points; the row of the current run being read */
@@ -205,6 +206,8 @@ double scale_median(double *v, int n);
 /* The results on \p f: busbw and efficiency per node count and size, the fit
  * and prediction, the pairs and the slowest link. */
 void scale_print(const struct scale *s, FILE *f);
+/* 1 when a run of 2 nodes or more had ranks sharing cores (hosts on one machine). */
+int scale_shared(const struct scale *s);
 
 /* DIR/scale.csv, scale.json and pairs.csv. \return 0, or BENCH_EXIT_RUNTIME
  * after one line on stderr. */

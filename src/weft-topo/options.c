@@ -12,7 +12,8 @@
 #include "opt.h"
 
 enum {
-  O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_JSON,
+  O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_PRESET,
+  O_JSON,
   O_HELP, O_VERSION, O_MAN, O_COMPLETION,
 };
 
@@ -26,10 +27,10 @@ static const wt_opt options[] = {
    "call the host NAME (default: the topology's host name)", 0},
   {O_NP, "np|n", WT_OPT_ARG, "N", "Placement",
    "place N ranks and print where each goes", 0},
-  {O_MAP_BY, "map-by", WT_OPT_ARG, "POLICY", "Placement",
+  {O_MAP_BY, "map-by", WT_OPT_ARG, "POLICY{gpu slot hwthread core l1cache l2cache l3cache socket numa board node}", "Placement",
    "gpu or ppr:N:gpu (weft's), or Open MPI's slot, hwthread, core, l1cache, l2cache, l3cache, "
    "socket, numa, board, node, ppr:N:OBJ, with :PE=N, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE", 0},
-  {O_BIND_TO, "bind-to", WT_OPT_ARG, "WHAT", "Placement",
+  {O_BIND_TO, "bind-to", WT_OPT_ARG, "WHAT{gpu-local none hwthread core l1cache l2cache l3cache socket numa board}", "Placement",
    "gpu-local (weft's), or Open MPI's none, hwthread, core, l1cache, l2cache, l3cache, socket, "
    "numa, board", 0},
   {O_PE, "pe|cpus-per-rank", WT_OPT_ARG, "N", "Placement",
@@ -39,7 +40,10 @@ static const wt_opt options[] = {
   {O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, "Placement",
    "count hardware threads as cores", 0},
   {O_RESERVED, "reserved-cpus", WT_OPT_ARG, "LIST", "Placement",
-   "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU", 0},
+   "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU (instead of the preset's)", 0},
+  {O_PRESET, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g a3-ultragpu-8g a4-highgpu-8g}", "Placement",
+   "keep ranks off the cores this NCCL preset reserves, as weftrun does (auto: the preset of the "
+   "machine type the topology models, which weftrun applies to jobs of more than one VM)", 0},
   {O_JSON, "json", WT_OPT_FLAG, NULL, "Output",
    "print the placement as plan JSON (one rank per slot without -np)", 0},
   {O_HELP, "help|h", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
@@ -77,6 +81,7 @@ static int on_option(void *ud, const wt_opt *opt, const char *spelled, const cha
   case O_OVERSUB: o->oversubscribe = 1; break;
   case O_HWT: o->hwthreads = 1; break;
   case O_RESERVED: o->reserved = a1; break;
+  case O_PRESET: o->preset = a1; break;
   case O_JSON: o->json = 1; break;
   case O_HELP: o->help = 1; break;
   case O_VERSION: o->version = 1; break;

@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *near_label(weftx_near n)
-{
-  switch (n) {
-  case WEFTX_NEAR_SWITCH: return "SW";
-  case WEFTX_NEAR_NUMA: return "NODE";
-  case WEFTX_NEAR_PACKAGE: return "SOC";
-  case WEFTX_NEAR_SYSTEM: break;
-  }
-  return "SYS";
-}
-
 static void cpus(hwloc_const_bitmap_t set, char *buf, size_t len)
 {
   if (!set || weftx_cpuset_format(set, buf, len) != 0 || !buf[0])
@@ -96,52 +85,84 @@ static void summary(FILE *out, const weftx_topo *t, const char *host)
   }
 }
 
-/* One row of the matrix: device \p row (GPUs first, then NICs) against all. */
-static void matrix_row(FILE *out, const weftx_topo *t, int row)
+/* The NICs nvidia-smi topo -m lists: those with an RDMA device (mlx5_0); a gVNIC has none. */
+static int matrix_nics(const weftx_topo *t, int *nic)
 {
-  int ng = weftx_topo_ngpus(t), nn = weftx_topo_nnics(t), col;
+  int n = 0;
+
+  for (int i = 0; i < weftx_topo_nnics(t); i++)
+    if (weftx_topo_nic(t, i)->rdma[0])
+      nic[n++] = i;
+  return n;
+}
+
+/* nvidia-smi's label between two devices: X, NV# (GPUs), or the PCI path. dev < ng: a GPU,
+ * else the NIC nic[dev - ng]. */
+static void link_label(const weftx_topo *t, int ng, const int *nic, int a, int b, char *buf,
+                       size_t len)
+{
+  weftx_path p;
+  int links;
+
+  if (a == b) {
+    snprintf(buf, len, "X");
+    return;
+  }
+  if (a < ng && b < ng && (links = weftx_topo_gpu_nvlinks(t, a, b)) > 0) {
+    snprintf(buf, len, "NV%d", links);
+    return;
+  }
+  if (a < ng && b < ng)
+    p = weftx_topo_gpu_gpu_path(t, a, b);
+  else if (a < ng)
+    p = weftx_topo_gpu_nic_path(t, a, nic[b - ng]);
+  else if (b < ng)
+    p = weftx_topo_gpu_nic_path(t, b, nic[a - ng]);
+  else
+    p = weftx_topo_nic_nic_path(t, nic[a - ng], nic[b - ng]);
+  snprintf(buf, len, "%s", weftx_path_label(p));
+}
+
+/* One row of the matrix: device \p row (GPUs first, then the listed NICs) against all. */
+static void matrix_row(FILE *out, const weftx_topo *t, int ng, const int *nic, int nn, int row)
+{
   hwloc_const_cpuset_t set;
-  char buf[1024], numa[16];
+  char buf[1024], numa[16], label[16];
 
   if (row < ng)
     fprintf(out, "GPU%-3d", row);
   else
     fprintf(out, "NIC%-3d", row - ng);
-  for (col = 0; col < ng + nn; col++) {
-    weftx_near n;
-    if (col == row) {
-      fprintf(out, " %-5s", "X");
-      continue;
-    }
-    if (row < ng && col < ng)
-      n = weftx_topo_gpu_gpu_near(t, row, col);
-    else if (row < ng)
-      n = weftx_topo_gpu_nic_near(t, row, col - ng);
-    else if (col < ng)
-      n = weftx_topo_gpu_nic_near(t, col, row - ng);
-    else
-      n = weftx_topo_nic_nic_near(t, row - ng, col - ng);
-    fprintf(out, " %-5s", near_label(n));
+  for (int col = 0; col < ng + nn; col++) {
+    link_label(t, ng, nic, row, col, label, sizeof(label));
+    fprintf(out, " %-5s", label);
   }
   if (row < ng) {
     set = weftx_topo_gpu(t, row)->cpuset;
     numa_text(weftx_topo_gpu(t, row)->numa, numa, sizeof(numa));
   } else {
-    set = weftx_topo_nic(t, row - ng)->cpuset;
-    numa_text(weftx_topo_nic(t, row - ng)->numa, numa, sizeof(numa));
+    set = weftx_topo_nic(t, nic[row - ng])->cpuset;
+    numa_text(weftx_topo_nic(t, nic[row - ng])->numa, numa, sizeof(numa));
   }
   cpus(set, buf, sizeof(buf));
   fprintf(out, " %-18s %s\n", buf, numa);
 }
 
+/* The matrix of nvidia-smi topo -m: GPUs and the NICs it lists, its labels. */
 static void matrix(FILE *out, const weftx_topo *t)
 {
-  int ng = weftx_topo_ngpus(t), nn = weftx_topo_nnics(t), i;
+  int ng = weftx_topo_ngpus(t), nn, i;
+  int *nic = calloc((size_t)weftx_topo_nnics(t) + 1, sizeof(*nic));
   char name[16];
 
-  if (ng + nn == 0)
+  if (!nic)
     return;
-  fputs("\nAffinity:\n      ", out);
+  nn = matrix_nics(t, nic);
+  if (ng + nn == 0) {
+    free(nic);
+    return;
+  }
+  fputs("\nAffinity (as nvidia-smi topo -m):\n      ", out);
   for (i = 0; i < ng + nn; i++) {
     if (i < ng)
       snprintf(name, sizeof(name), "GPU%d", i);
@@ -151,13 +172,27 @@ static void matrix(FILE *out, const weftx_topo *t)
   }
   fprintf(out, " %-18s %s\n", "CPU Affinity", "NUMA Affinity");
   for (i = 0; i < ng + nn; i++)
-    matrix_row(out, t, i);
+    matrix_row(out, t, ng, nic, nn, i);
   fputs("\nLegend:\n"
         "  X    = self\n"
-        "  SW   = below the same PCI switch (nvidia-smi: PIX/PXB)\n"
-        "  NODE = same NUMA node, another PCI switch\n"
-        "  SOC  = same package (socket), another NUMA node\n"
-        "  SYS  = another package, or the locality is unknown\n", out);
+        "  SYS  = through PCIe and the link between NUMA nodes (or the locality is unknown)\n"
+        "  NODE = through PCIe and between PCIe host bridges of one NUMA node\n"
+        "  PHB  = through PCIe and a PCIe host bridge\n"
+        "  PXB  = through several PCIe bridges, no host bridge\n"
+        "  PIX  = through at most one PCIe bridge (one PCIe switch)\n"
+        "  NV#  = through # bonded NVLinks (through NVSwitch on A2, A3, A4)\n", out);
+  if (nn > 0) {
+    fputs("\nNIC Legend:\n", out);
+    for (i = 0; i < nn; i++) {
+      const weftx_nic *n = weftx_topo_nic(t, nic[i]);
+      fprintf(out, "  NIC%d: %s%s%s%s\n", i, n->rdma, n->name[0] ? " (" : "", n->name,
+              n->name[0] ? ")" : "");
+    }
+  }
+  if (nn < weftx_topo_nnics(t))
+    fprintf(out, "\nNICs without an RDMA device (gVNIC, virtio-net) are left out, as nvidia-smi leaves "
+            "them out; the NIC table above lists every NIC.\n");
+  free(nic);
 }
 
 struct warn_to {
@@ -220,13 +255,15 @@ static int policy_of(const struct topo_opts *o, weftx_policy *p)
   return 0;
 }
 
-static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const char *how)
+static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const char *how,
+                  const struct topo_preset *pr)
 {
   char *list = NULL;
   int i;
 
   fprintf(out, "# %d rank%s on %s: %s\n", plan->np, plan->np == 1 ? "" : "s",
           plan->hosts[0].name, how);
+  topo_preset_line(out, pr, "# ");
   fprintf(out, "%-5s %-5s %-12s  %-5s %-4s %-16s %s\n", "Rank", "GPU", "PCI", "Cores", "NUMA",
           "NIC", "Processors");
   for (i = 0; i < plan->np; i++) {
@@ -275,6 +312,7 @@ static void notes(FILE *out, const weftx_plan *plan, const char *prefix)
 int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct topo_opts *o)
 {
   weftx_policy p;
+  struct topo_preset pr;
   weftx_host_map m;
   weftx_plan_host h;
   weftx_plan plan;
@@ -283,13 +321,25 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   char why[600];
   int i, rc, status = TOPO_EXIT_OK;
 
-  rc = policy_of(o, &p);
+  rc = topo_preset(t, o, &pr);
   if (rc != 0)
     return rc;
+  rc = policy_of(o, &p);
+  if (rc != 0) {
+    topo_preset_clear(&pr);
+    return rc;
+  }
+  /* weftrun reserves the preset's cores for ranks next to GPUs only: Open MPI's CPU
+   * layouts have no reserved cores; --reserved-cpus wins */
+  if (!o->reserved && pr.reserved && p.map_by != WEFTX_MAP_CPU && weftx_topo_ngpus(t) > 0)
+    p.reserved_cpus = pr.reserved;
+  else
+    topo_preset_clear(&pr);
   /* every rank of the host at once: a CPU layout binds them together */
   rc = weftx_map_host(t, &p, (int)o->np, &m, why, sizeof(why));
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
+    topo_preset_clear(&pr);
     return rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
          : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT : TOPO_EXIT_USAGE;
   }
@@ -297,6 +347,7 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   if (!ranks) {
     fprintf(stderr, "weft-topo: out of memory for %d ranks\n", m.n);
     weftx_host_map_clear(&m);
+    topo_preset_clear(&pr);
     return TOPO_EXIT_INTERNAL;
   }
   for (i = 0; i < m.n; i++) {
@@ -317,15 +368,17 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   plan.ranks = ranks;
   if (o->json) {
     warnings(stderr, t, "weft-topo: ", 0);
+    topo_preset_line(stderr, &pr, "weft-topo: ");
     notes(stderr, &plan, "weft-topo: ");
     if (weftx_plan_write_json(out, &plan) != 0)
       status = TOPO_EXIT_INTERNAL;
   } else {
-    table(out, t, &plan, m.how);
+    table(out, t, &plan, m.how, &pr);
     notes(out, &plan, "");
     warnings(out, t, "", 0);
   }
   free(ranks);
   weftx_host_map_clear(&m);
+  topo_preset_clear(&pr);
   return status;
 }

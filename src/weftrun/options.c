@@ -63,13 +63,14 @@ const wt_opt wr_options[] = {
     "Read hosts from FILE (Open MPI grammar: 'host slots=N max_slots=M', '#' comments).", 0 },
   { O_DEFHOSTFILE, "default-hostfile", WT_OPT_ARG, "FILE", S_PLACE,
     "The hosts when neither -H nor --hostfile is given (as MCA orte_default_hostfile).", 0 },
-  { O_MAPBY, "map-by", WT_OPT_ARG, "POLICY", S_PLACE,
+  { O_MAPBY, "map-by", WT_OPT_ARG, "POLICY{gpu slot hwthread core l1cache l2cache l3cache socket numa board node}", S_PLACE,
     "gpu (weft's default on GPU hosts) or Open MPI's slot, hwthread, core, l1cache, l2cache, "
     "l3cache, socket, numa, node, ppr:N:OBJ, with :PE=n, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE.", 0 },
-  { O_RANKBY, "rank-by", WT_OPT_ARG, "POLICY", S_PLACE,
+  { O_RANKBY, "rank-by", WT_OPT_ARG,
+    "POLICY{slot node hwthread core l1cache l2cache l3cache socket numa}", S_PLACE,
     "Number ranks by slot, node, hwthread, core, l1cache, l2cache, l3cache, socket or numa "
     "(:fill).", 0 },
-  { O_BINDTO, "bind-to", WT_OPT_ARG, "WHAT", S_PLACE,
+  { O_BINDTO, "bind-to", WT_OPT_ARG, "WHAT{gpu-local none hwthread core l1cache l2cache l3cache socket numa board cpu-list}", S_PLACE,
     "gpu-local (weft's default with --map-by gpu), none, hwthread, core, l1cache, l2cache, "
     "l3cache, socket (package), numa, board or cpu-list (:overload-allowed, :if-supported, "
     ":ordered).", 0 },
@@ -97,7 +98,8 @@ const wt_opt wr_options[] = {
     "Use this hwloc XML file instead of probing (all hosts, or one host); may be repeated.", 0 },
   { O_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S_GPU,
     "CUDA_VISIBLE_DEVICES: all GPUs with the rank's first (all), only its own (own), untouched (none).", 0 },
-  { O_NCCL, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY", S_GPU,
+  { O_NCCL, "nccl-preset", WT_OPT_ARG,
+    "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g a3-ultragpu-8g a4-highgpu-8g}", S_GPU,
     "NCCL environment for the machine family (auto: detected).", 0 },
   { O_X, "x", WT_OPT_ARG, "VAR[=VALUE]", S_ENV,
     "Export VAR (with this value) to every rank; never overwritten by weft.", 0 },

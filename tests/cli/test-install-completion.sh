@@ -3,8 +3,10 @@
 # The bash completion (share/completion/weftrun, made at build time from the
 # tools' own --help-completion tables): sourced in bash, `complete -p` names
 # its function for each of weftrun, weft-topo, weft-bench and weft-vcluster,
-# and COMP_WORDS/COMP_CWORD give options, their choices, topology names
-# (weft-topo --list-topologies) for --topology, files for --hostfile,
+# and COMP_WORDS/COMP_CWORD give options, their choices (--map-by, --bind-to,
+# --rank-by, --nccl-preset, weft-bench -d and -o), topology names
+# (weft-topo --list-topologies) for --topology and not the directory's other
+# files, .xml files and paths once the word has a '/', files for --hostfile,
 # collectives for weft-bench, commands for weft-vcluster and a program for
 # weftrun. Every option each tool's --help shows is completed, and
 # weft-vcluster's table has exactly the options of its usage. make install
@@ -23,6 +25,7 @@ for t in "$WEFT_BUILDDIR/src/weftrun/weftrun" "$WEFT_BUILDDIR/src/weft-topo/weft
   ln -s "$t" "$bin/$(basename "$t")"
 done
 : >"$tmp/cwd/hostfile-a"
+: >"$tmp/cwd/a3-mine.xml"
 
 # try WORD...: the completions of the last word, sorted, on one line.
 cat >"$tmp/try.bash" <<'EOF'
@@ -60,6 +63,17 @@ weftrun --hostfile host
 weftrun -hostfile hosts.d/
 weftrun --gpu-visibility ""
 weftrun -np 4 --nccl-preset ""
+weftrun --map-by ""
+weftrun --bind-to n
+weftrun --rank-by s
+weft-topo --map-by l
+weft-topo --bind-to gpu
+weft-topo --nccl-preset a3-
+weft-topo --topology ""
+weft-topo --topology ./h
+weft-bench allreduce -d b
+weft-bench allreduce --datatype float
+weft-bench allreduce -o ""
 weftrun --mca btl ""
 weftrun --mca btl tcp --dry
 weftrun -np 2 weftru
@@ -87,13 +101,27 @@ weft-vcluster link vnode1 ""
 weft-vcluster kill --
 weft-vcluster exec vnode1 ls --
 EOF
+# every topology name, then the .xml file here (not hostfile-a)
+topos=$({ ls "$WEFT_TOPDIR/share/weft/topologies" | sed -n 's/\.xml$//p'; echo a3-mine.xml; } | sort |
+        tr '\n' ' ' | sed 's/ $//')
 cat >"$tmp/want" <<'EOF'
 --topology
-a3-highgpu-8g a3-megagpu-8g
+a3-highgpu-8g a3-megagpu-8g a3-mine.xml a3-ultragpu-8g
 hostfile-a hosts.d
 hosts.d/b
 all none own
-auto none
+a2 a3-edgegpu-8g a3-highgpu-8g a3-highgpu-small a3-megagpu-8g a3-ultragpu-8g a4-highgpu-8g auto g2 n1 none
+board core gpu hwthread l1cache l2cache l3cache node numa slot socket
+none numa
+slot socket
+l1cache l2cache l3cache
+gpu-local
+a3-edgegpu-8g a3-highgpu-8g a3-highgpu-small a3-megagpu-8g a3-ultragpu-8g
+@TOPOS@
+./hosts.d
+bfloat16
+float float16 float32 float64
+all avg max min prod sum
 (none)
 --dry-run
 weftrun
@@ -108,24 +136,33 @@ device host
 0 1 2 3
 --coll
 send_recv sendrecv
-hostfile-a hosts.d mpirun weftrun
+a3-mine.xml hostfile-a hosts.d mpirun weftrun
 --memory
 down env exec help kill link netem nodes rsh run status up
 status
 --prefix
 --slots --slurm
-a3-megagpu-8g
+a3-megagpu-8g a3-mine.xml
 weft-bench
 -- --help --prefix
 down up
 --help --prefix --silent
 (default)
 EOF
+sed -i "s|@TOPOS@|$topos|" "$tmp/want"
 (cd "$tmp/cwd" && PATH="$bin:$PATH" WEFT_DATADIR="$WEFT_TOPDIR/share/weft" \
    bash "$tmp/try.bash" "$comp" <"$tmp/cases") >"$tmp/got" 2>"$tmp/err" ||
   { cat "$tmp/got" "$tmp/err"; fail "sourcing $comp in bash failed"; }
 paste -d '|' "$tmp/cases" "$tmp/want" "$tmp/got" | awk -F'|' '$2 != $3 { print "  " $1 ": want [" $2 "], got [" $3 "]"; bad = 1 } END { exit bad }' ||
   fail "completions differ (above)"
+
+# --nccl-preset's choices are auto, none and the presets weft ships: one each.
+presets=$(ls "$WEFT_TOPDIR/share/weft/presets" | sed -n 's/\.preset$//p' | sort | tr '\n' ' ')
+for t in weftrun weft-topo; do
+  got=$("$bin/$t" --help-completion | awk -F'\t' '$2 ~ /--nccl-preset/ { print $4 }' | tr ' ' '\n' |
+        grep -v -x -e auto -e none | sort | tr '\n' ' ')
+  [ "$got" = "$presets" ] || fail "$t --nccl-preset completes [$got], the presets are [$presets]"
+done
 
 # Every option --help shows is in the completion: it comes from the same table.
 # Only the option column counts (lines that start with an option, up to the

@@ -7,6 +7,10 @@
 # PKG_CONFIG_PATH, CPATH, LIBRARY_PATH, LD_LIBRARY_PATH and XDG_DATA_DIRS
 # (keeping its default, for the bash completion), sets WEFT_ROOT,
 # answers whatis and help, and unloads to the environment it started from.
+# The same file made for prefix /usr (the Debian package's directories) puts
+# no system directory anywhere: no MANPATH (which would replace man's own
+# search path), LD_LIBRARY_PATH, LIBRARY_PATH, CPATH, PKG_CONFIG_PATH or
+# XDG_DATA_DIRS, PATH as it was; only WEFT_ROOT=/usr.
 # With neither installed (Debian: environment-modules, or lmod; they
 # conflict) the file is run by tclsh with the module commands stubbed, and
 # the test says so; without tclsh either it is skipped.
@@ -56,6 +60,27 @@ if command -v modulecmd >/dev/null 2>&1; then
   $clean modulecmd sh help weft 2>&1 | grep -q "Examples: .*/examples" ||
     { echo "FAIL modulecmd help weft"; fail=1; }
   [ $fail = 0 ] && echo "ok environment-modules: $(modulecmd sh --version 2>&1 | head -1)"
+fi
+
+# Made for prefix /usr, as the Debian package is: nothing the system searches already.
+mkdir -p "$tmp/usr/weft"
+sed -e "s|@VERSION@|$version|g" -e 's|@prefix@|/usr|g' -e 's|@bindir@|/usr/bin|g' \
+  -e 's|@mandir@|/usr/share/man|g' -e 's|@libdir@|/usr/lib/x86_64-linux-gnu|g' \
+  -e 's|@includedir@|/usr/include|g' -e 's|@datadir@|/usr/share|g' -e 's|@pkgdatadir@|/usr/share/weft|g' \
+  -e 's|@pkglibexecdir@|/usr/libexec/weft|g' -e 's|@modulefilesdir@|/usr/share/modules/modulefiles|g' \
+  "$WEFT_TOPDIR/contrib/modulefiles/weft.in" >"$tmp/usr/weft/$version"
+if command -v modulecmd >/dev/null 2>&1; then
+  env -i HOME="$tmp" PATH=/usr/bin:/bin MODULEPATH="$tmp/usr" \
+    sh -c 'eval "$(modulecmd sh load weft)" && env' >"$tmp/usr.env" 2>"$tmp/err" ||
+    { echo "FAIL modulecmd load weft (prefix /usr): $(cat "$tmp/err")"; fail=1; }
+  if grep -e '^MANPATH=' -e '^LD_LIBRARY_PATH=' -e '^LIBRARY_PATH=' -e '^CPATH=' -e '^PKG_CONFIG_PATH=' \
+       -e '^XDG_DATA_DIRS=' "$tmp/usr.env" || ! grep -q -x 'PATH=/usr/bin:/bin' "$tmp/usr.env" ||
+     ! grep -q -x 'WEFT_ROOT=/usr' "$tmp/usr.env"; then
+    echo "FAIL prefix /usr: the module puts system directories in the environment (above), or lost PATH/WEFT_ROOT"
+    fail=1
+  else
+    echo "ok prefix /usr: no system directory in MANPATH, LD_LIBRARY_PATH, LIBRARY_PATH, CPATH, PKG_CONFIG_PATH, XDG_DATA_DIRS"
+  fi
 fi
 
 # Lmod reads Tcl modulefiles too.

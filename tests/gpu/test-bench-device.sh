@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # weft-bench --memory device --baseline (weft against raw NCCL on the same
 # buffers) on 2 and 4 ranks under the CUDA/NCCL stand-in: every collective,
-# the data check of every row, every type and operation of all-reduce. The
+# the data check of every row, every type and operation of all-reduce, the
+# device lines as nccl-tests writes them (bus id and model). The
 # stand-in reports a copy that is not ordered before the collective that reads
 # it. Its times are those of a test double on a shared CPU: never a GPU figure.
 set -eu
@@ -16,7 +17,9 @@ run()
   shift 2
   if standin_mpirun "$np" "$bench" "$@" --memory device >"$tmp/$name" 2>&1 &&
      grep -q '^# Out of bounds values : 0 OK$' "$tmp/$name" &&
-     grep -q 'weft stand-in (not a GPU)' "$tmp/$name" && ! grep -q 'weft-standin:' "$tmp/$name"; then
+     grep -q 'weft stand-in (not a GPU)' "$tmp/$name" && ! grep -q 'weft-standin:' "$tmp/$name" &&
+     grep -E -q '^#  Rank  1 Group  0 Pid +[0-9]+ on +[^ ]+ device +[0-9]+ \[0000:[0-9a-f]{2}:00\] weft stand-in' \
+       "$tmp/$name"; then
     echo "ok: $np ranks: $*"
   else
     cat "$tmp/$name"

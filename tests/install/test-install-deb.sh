@@ -5,14 +5,15 @@
 #   1. copies the tree (git's tracked and unignored files, or all of an
 #      unpacked release but its build folders) and builds the
 #      packages with contrib/debian: dpkg-buildpackage -us -uc -b;
-#   2. lintian on them: any error (E:) fails, warnings are printed;
+#   2. lintian on them: any error (E:) or warning (W:) fails;
 #   3. installs weft and libweft-dev into a copy of this machine's root (an
 #      overlay in a private mount namespace, so the machine itself is never
 #      touched) and there runs weftrun -np 2 true, weft-topo, weft-topo
 #      --topology a3-highgpu-8g.xml -np 8 from a directory without the file,
 #      a program built with pkg-config --cflags --libs weft under mpirun and
 #      weftrun, the installed examples' Makefile, weft-gather-topology, the
-#      bash completion and the modulefile;
+#      bash completion and the modulefile (module avail finds it with
+#      environment-modules' own MODULEPATH);
 #   4. purges both packages and checks that dpkg knows nothing of weft and
 #      that no file of it is left (every path dpkg -L listed, and nothing
 #      named weft written to the overlay outside dpkg's own logs).
@@ -65,23 +66,23 @@ if ! (cd "$src" && DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b) >"$tm
   tail -40 "$tmp/build.log"
   exit 1
 fi
-ls "$tmp"/weft_*.deb "$tmp"/libweft-dev_*.deb >/dev/null
+ls "$tmp"/weft_*.deb "$tmp"/libweft1_*.deb "$tmp"/libweft-dev_*.deb >/dev/null
 fail=0
 
 step "lintian"
 lintian "$tmp"/weft_*.changes >"$tmp/lintian" 2>&1 || true
 grep -v '^running with root privileges' "$tmp/lintian" || true
-if grep -q '^E:' "$tmp/lintian"; then
-  echo "FAIL: lintian reports errors"
+if grep -q -e '^E:' -e '^W:' "$tmp/lintian"; then
+  echo "FAIL: lintian reports errors or warnings (above)"
   fail=1
 else
-  echo "ok lintian: no errors ($(grep -c '^W:' "$tmp/lintian" || true) warnings)"
+  echo "ok lintian: no errors, no warnings"
 fi
 
 step "install into an overlay of this machine, run, purge"
 root="$tmp/ov/root"
 mkdir -p "$tmp/ov" "$tmp/debs"
-cp "$tmp"/weft_*.deb "$tmp"/libweft-dev_*.deb "$tmp/debs/"
+cp "$tmp"/weft_*.deb "$tmp"/libweft1_*.deb "$tmp"/libweft-dev_*.deb "$tmp/debs/"
 cat >"$tmp/debs/inside.sh" <<'EOS'
 #!/bin/sh
 # Runs chrooted in the overlay: install, use, purge, look for leftovers.
@@ -105,15 +106,16 @@ run() { # what, command...: run with a deadline, output to /tmp/out
 # expect WHAT PATTERN: the last run's output holds PATTERN
 expect() { if grep -q -e "$2" /tmp/out; then ok "$1"; else bad "$1: no '$2' in:"; tail -20 /tmp/out; fi; }
 cd /tmp/debs
-run "dpkg -i" dpkg -i ./weft_*.deb ./libweft-dev_*.deb && ok "dpkg -i weft libweft-dev"
-dpkg -L weft libweft-dev | sort -u >/tmp/files
+run "dpkg -i" dpkg -i ./weft_*.deb ./libweft1_*.deb ./libweft-dev_*.deb && ok "dpkg -i weft libweft1 libweft-dev"
+dpkg -L weft libweft1 libweft-dev | sort -u >/tmp/files
 mkdir -p /tmp/elsewhere && cd /tmp/elsewhere
 
 run "weftrun -np 2 true" weftrun -np 2 true && ok "weftrun -np 2 true"
 run "weftrun --version" weftrun --version && expect "weftrun --version" '^weftrun (weft) '
 run "weft-topo" weft-topo && expect "weft-topo" '^Machine: ' && grep '^Machine: ' /tmp/out
 run "weft-topo --topology a3-highgpu-8g.xml -np 8" weft-topo --topology a3-highgpu-8g.xml -np 8 &&
-  expect "weft-topo --topology a3-highgpu-8g.xml -np 8" '^7     7     0000:8b:00.0  13    1    enp140s0'
+  expect "weft-topo --topology a3-highgpu-8g.xml -np 8 (the preset's cores kept)" \
+    '^7     7     0000:8b:00.0  6     1    enp140s0         98-103,202-207'
 run "weft-topo --list-topologies" weft-topo --list-topologies &&
   expect "weft-topo --list-topologies" '^n2-standard-16  *Google Cloud N2'
 run "weftrun --dry-run by name" weftrun --dry-run -H a,b --topology a3-highgpu-8g -np 16 true &&
@@ -168,14 +170,23 @@ if [ -f $c/weftrun ] && [ -L $c/weft-bench ] && [ -L $c/weft-topo ] && [ -L $c/w
 else
   bad "no bash completion in $c: $(ls $c 2>&1 | grep weft)"
 fi
-if command -v modulecmd >/dev/null 2>&1; then
-  run "module load weft" env -i PATH=/bin MODULEPATH=/usr/share/modulefiles \
-    sh -c 'eval "$(modulecmd sh load weft)" && weft-topo --version' &&
-    expect "module load weft; weft-topo --version" '^weft-topo '
+# The modulefile where Debian's environment-modules looks: module avail lists it with
+# the shell's own MODULEPATH, and loading it leaves MANPATH and LD_LIBRARY_PATH alone.
+if [ -r /usr/share/modules/init/sh ]; then
+  run "module avail weft" env -i PATH=/usr/bin:/bin HOME=/tmp/home \
+    sh -c '. /usr/share/modules/init/sh && module -t avail weft 2>&1' &&
+    expect "module avail finds weft with Debian's MODULEPATH" '^weft/'
+  run "module load weft" env -i PATH=/usr/bin:/bin HOME=/tmp/home \
+    sh -c '. /usr/share/modules/init/sh && module load weft && weft-topo --version && env' &&
+    expect "module load weft; weft-topo --version" '^weft-topo ' &&
+    if grep -e '^MANPATH=' -e '^LD_LIBRARY_PATH=' /tmp/out; then bad "module load weft sets MANPATH or LD_LIBRARY_PATH"
+    else ok "module load weft leaves MANPATH and LD_LIBRARY_PATH alone"; fi
+else
+  echo "note: environment-modules is not installed (apt-get install environment-modules): module avail not run"
 fi
 
 cd /
-run "dpkg --purge" dpkg --purge libweft-dev weft && ok "dpkg --purge libweft-dev weft"
+run "dpkg --purge" dpkg --purge libweft-dev weft libweft1 && ok "dpkg --purge libweft-dev weft libweft1"
 if dpkg -l | grep -i weft; then bad "dpkg still lists weft"; fi
 left=0
 while read -r f; do
@@ -183,6 +194,8 @@ while read -r f; do
     /usr/libexec|/usr/share|/usr/share/doc|/usr/share/man|/usr/share/man/man[13]|/.|\
     /usr/share/bash-completion|/usr/share/bash-completion/completions) continue ;; esac
   [ -e "$f" ] || [ -L "$f" ] || continue
+  # a directory another installed package owns too (environment-modules' modulefiles)
+  [ -d "$f" ] && [ ! -L "$f" ] && dpkg -S "$f" >/dev/null 2>&1 && continue
   echo "left on disk: $f"; left=1
 done </tmp/files
 [ $left = 0 ] && ok "nothing dpkg -L listed is left ($(wc -l </tmp/files) paths)" || bad "files left after purge"
@@ -218,5 +231,5 @@ if [ -n "${WEFT_DEB_KEEP:-}" ]; then
   echo "kept the packages in $WEFT_DEB_KEEP"
 fi
 step "done"
-if [ $fail = 0 ]; then echo "PASS: weft .deb built, lintian clean of errors, installed, used, purged"; else echo "FAIL"; fi
+if [ $fail = 0 ]; then echo "PASS: weft .deb built, lintian clean, installed, used, purged"; else echo "FAIL"; fi
 exit $fail

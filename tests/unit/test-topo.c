@@ -63,6 +63,8 @@ static const struct shape {
 } shapes[] = {
   {"a3-highgpu-8g", 8, 5, 2, 2, 104, 208, 1, 0},
   {"a3-megagpu-8g", 8, 9, 2, 2, 104, 208, 1, 0},
+  {"a3-ultragpu-8g", 8, 10, 2, 2, 112, 224, 1, 0}, /* 8 CX-7 + 2 gVNIC */
+  {"a4-highgpu-8g", 8, 10, 2, 2, 112, 224, 1, 0},
   {"a2-highgpu-8g", 8, 1, 2, 2, 48, 96, 1, 4},    /* GPUs 4-7: no NIC on NUMA 1 */
   {"a2-megagpu-16g", 16, 1, 2, 2, 48, 96, 1, 8},
   {"g2-standard-48", 4, 1, 1, 1, 24, 48, 1, 0},
@@ -108,6 +110,44 @@ static void check_devices(const weftx_topo *t, const struct shape *s)
     assert_true(m->package >= 0);
     assert_false(hwloc_bitmap_iszero(m->cpuset));
   }
+}
+
+/* nvidia-smi's labels: NV18 between every pair of A3/A4 GPUs (NVSwitch), NV12 on A2, none
+ * on G2; PCI paths PIX (one switch), NODE (another host bridge, same NUMA node), SYS. */
+static void test_links(void **state)
+{
+  static const struct { const char *name; int links; } nv[] = {
+    {"a3-highgpu-8g", 18}, {"a3-megagpu-8g", 18}, {"a3-ultragpu-8g", 18}, {"a4-highgpu-8g", 18},
+    {"a2-highgpu-8g", 12}, {"a2-megagpu-16g", 12}, {"g2-standard-48", 0},
+  };
+  weftx_topo *t;
+  (void)state;
+
+  for (size_t i = 0; i < WEFT__ARRAY_SIZE(nv); i++) {
+    t = load_ok(nv[i].name);
+    for (int a = 0; a < weftx_topo_ngpus(t); a++)
+      for (int b = 0; b < weftx_topo_ngpus(t); b++)
+        assert_int_equal(weftx_topo_gpu_nvlinks(t, a, b), a == b ? 0 : nv[i].links);
+    weftx_topo_destroy(t);
+  }
+  t = load_ok("a3-ultragpu-8g"); /* NIC 0 gVNIC enp0s19, 1-4 CX-7s of NUMA 0 */
+  assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 1), WEFTX_PATH_PIX);
+  assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 2), WEFTX_PATH_NODE);
+  assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 4), WEFTX_PATH_SYS);
+  assert_string_equal(weftx_topo_nic(t, 1)->rdma, "mlx5_0");
+  assert_int_equal(weftx_topo_gpu_nic_path(t, 0, 1), WEFTX_PATH_PIX);
+  assert_int_equal(weftx_topo_gpu_nic_path(t, 1, 2), WEFTX_PATH_PIX);
+  assert_int_equal(weftx_topo_gpu_nic_path(t, 0, 3), WEFTX_PATH_NODE);
+  assert_int_equal(weftx_topo_gpu_nic_path(t, 7, 1), WEFTX_PATH_SYS);
+  assert_int_equal(weftx_topo_nic_nic_path(t, 1, 2), WEFTX_PATH_PIX);
+  assert_string_equal(weftx_path_label(WEFTX_PATH_PHB), "PHB");
+  weftx_topo_destroy(t);
+  t = load_ok("a3-highgpu-8g"); /* two switches below one host bridge per NUMA node */
+  assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 1), WEFTX_PATH_PIX);
+  assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 2), WEFTX_PATH_PHB);
+  assert_int_equal(weftx_topo_gpu_nic_path(t, 0, 1), WEFTX_PATH_PIX); /* enp6s0 */
+  assert_int_equal(weftx_topo_gpu_nvlinks(t, 0, 8), 0);                /* no such GPU */
+  weftx_topo_destroy(t);
 }
 
 static void test_shipped(void **state)
@@ -608,6 +648,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_shipped),
+    cmocka_unit_test(test_links),
     cmocka_unit_test(test_a3_highgpu),
     cmocka_unit_test(test_a3_megagpu),
     cmocka_unit_test(test_numa_interleaved),
