@@ -21,6 +21,7 @@
 #include <weft.h>
 
 #include "args.h"
+#include "exmath.h"
 
 struct opts {
   long batch, dmodel, hidden;
@@ -42,48 +43,17 @@ static const char usage_text[] =
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
+  const struct example_opt opts[] = {
+    { "--batch", &o->batch, NULL, 1, 4096 },
+    { "--dmodel", &o->dmodel, NULL, 1, 4096 },
+    { "--hidden", &o->hidden, NULL, 1, 4096 },
+    { NULL, NULL, NULL, 0, 0 },
+  };
+
   o->batch = 64;
   o->dmodel = 32;
   o->hidden = 128;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    long *dst;
-    int rc;
-
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage_text, stdout);
-      return 1;
-    }
-    if (!strcmp(a, "--batch")) dst = &o->batch;
-    else if (!strcmp(a, "--dmodel")) dst = &o->dmodel;
-    else if (!strcmp(a, "--hidden")) dst = &o->hidden;
-    else {
-      fprintf(stderr, "tp_matmul: unknown option '%s'; see tp_matmul --help\n", a);
-      return -1;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "tp_matmul: option %s needs a value\n", a);
-      return -1;
-    }
-    rc = example_parse_long(argv[++i], 1, 4096, dst);
-    if (rc) {
-      fprintf(stderr, "tp_matmul: bad value '%s' for %s: %s (1 to 4096)\n", argv[i], a,
-              weft_strerror(rc));
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* Deterministic entries in [-1, 1): the same on every rank. */
-static double entry(uint64_t stream, uint64_t i)
-{
-  uint64_t x = (stream << 40) + i + 0x9e3779b97f4a7c15ULL;
-
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return (double)(x >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  return example_options("tp_matmul", usage_text, argc, argv, opts);
 }
 
 /* c (m x n) = a (m x k) b (k x n), all row-major. */
@@ -131,11 +101,11 @@ static int mats_init(struct mats *m, const struct opts *o, int rank, int n)
   ALLOC(m->yall, b * d);
 #undef ALLOC
   for (long k = 0; k < b * d; k++)
-    m->x[k] = entry(1, (uint64_t)k);
+    m->x[k] = ex_entry_d(1, (uint64_t)k);
   for (long k = 0; k < d * h; k++)
-    m->w1[k] = entry(2, (uint64_t)k) / sqrt((double)d);
+    m->w1[k] = ex_entry_d(2, (uint64_t)k) / sqrt((double)d);
   for (long k = 0; k < h * d; k++)
-    m->w2[k] = entry(3, (uint64_t)k) / sqrt((double)h);
+    m->w2[k] = ex_entry_d(3, (uint64_t)k) / sqrt((double)h);
   /* This rank's shards: columns [r hn, (r+1) hn) of W1, the same rows of W2. */
   for (long i = 0; i < d; i++)
     memcpy(m->w1c + i * hn, m->w1 + i * h + rank * hn, (size_t)hn * sizeof(double));

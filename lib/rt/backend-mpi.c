@@ -273,5 +273,5 @@ static void mpi_free(weft_ctx *ctx, void *p)
 
 const struct weft__backend weft__backend_mpi = {
   "mpi", mpi_allreduce, mpi_broadcast, mpi_allgather, mpi_reduce_scatter,
-  mpi_send, mpi_recv, mpi_copy, mpi_alloc, mpi_free,
+  mpi_send, mpi_recv, weft__mpi_alltoall, weft__mpi_batch, mpi_copy, mpi_alloc, mpi_free,
 };

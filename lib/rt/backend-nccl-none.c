@@ -84,6 +84,19 @@ static int n_recv(weft_group *g, void *b, size_t n, weft_dtype dt, int peer, voi
   return n_p2p(g, b, n, dt, peer, st);
 }
 
+static int n_alltoall(weft_group *g, const void *s, void *r, const struct weft__a2a *a,
+                      weft_dtype dt, void *st)
+{
+  (void)s, (void)r, (void)a, (void)dt, (void)st;
+  return none(g);
+}
+
+static int n_batch(weft_group *g, const weft_p2p *ops, size_t n, const char *fn, void *st)
+{
+  (void)ops, (void)n, (void)fn, (void)st;
+  return none(g);
+}
+
 static int n_copy(weft_ctx *ctx, void *d, const void *s, size_t n, void *st)
 {
   (void)d, (void)s, (void)n, (void)st;
@@ -101,5 +114,5 @@ static void n_free(weft_ctx *ctx, void *p) { (void)ctx, (void)p; }
 
 const struct weft__backend weft__backend_nccl = {
   "nccl", n_allreduce, n_broadcast, n_allgather, n_reduce_scatter,
-  n_p2p, n_recv, n_copy, n_alloc, n_free,
+  n_p2p, n_recv, n_alltoall, n_batch, n_copy, n_alloc, n_free,
 };

@@ -7,7 +7,9 @@
  * flight and leaves this one in flight behind an event (nccl-flight.c): it
  * returns once NCCL has taken the call and never waits for the GPU, so the
  * caller's stream runs on and the call can be captured into a CUDA graph.
- * Sends and receives go through the group's communicator.
+ * Sends and receives go through the group's communicator, and so do
+ * all-to-all and batches of sends and receives: one ncclGroupStart/End each,
+ * one call in flight.
  */
 #include "nccl-private.h"
 
@@ -52,8 +54,10 @@ static int enter(struct call *c, weft_group *g, const char *fn, void *stream)
   return 0;
 }
 
-/* NCCL returned r: it took the call (settled), which is now in flight. */
-static int taken(struct call *c, ncclResult_t r, int peer, void *stream)
+/* NCCL returned r: it took the call (settled), which is now in flight. b:
+ * a batch's peers (peer WEFT__FL_BATCH), else NULL. */
+static int taken_batch(struct call *c, ncclResult_t r, int peer, const struct weft__fl_batch *b,
+                       void *stream)
 {
   int rc;
 
@@ -61,7 +65,12 @@ static int taken(struct call *c, ncclResult_t r, int peer, void *stream)
     weft__fl_blocking_exit();
   c->guarded = 0;
   rc = weft__nc_settle(c->g, c->comm, r, c->fn);
-  return rc ? rc : weft__fl_end(c->g, stream, c->fn, peer, c->watched);
+  return rc ? rc : weft__fl_end(c->g, stream, c->fn, peer, b, c->watched);
+}
+
+static int taken(struct call *c, ncclResult_t r, int peer, void *stream)
+{
+  return taken_batch(c, r, peer, NULL, stream);
 }
 
 /* Back to the caller with rc; the thread's context put back. */
@@ -172,6 +181,10 @@ static int nc_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int 
 
   if ((rc = enter(&c, g, "send", stream)) != 0 || n == 0)
     return rc ? rc : leave(&c, 0);
+  /* a token, so that a batch's deadline can tell whether we posted it */
+  weft__p2p_post(g, peer, 1, &rc);
+  if (rc != 0)
+    return leave(&c, rc);
   rc = taken(&c, ncclSend(buf, n, nccl_types[dt], peer, c.comm, (cudaStream_t)stream), peer,
              stream);
   return leave(&c, rc);
@@ -184,9 +197,104 @@ static int nc_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, 
 
   if ((rc = enter(&c, g, "recv", stream)) != 0 || n == 0)
     return rc ? rc : leave(&c, 0);
+  weft__p2p_post(g, peer, 0, &rc);
+  if (rc != 0)
+    return leave(&c, rc);
   rc = taken(&c, ncclRecv(buf, n, nccl_types[dt], peer, c.comm, (cudaStream_t)stream), peer,
              stream);
   return leave(&c, rc);
+}
+
+/* NCCL's first failure among the calls of a group, else ncclGroupEnd's
+ * (ncclInProgress on a non-blocking communicator: the caller settles it). A
+ * call inside a group only records its operation. */
+static ncclResult_t first_error(ncclResult_t r, ncclResult_t e)
+{
+  return r != ncclSuccess && r != ncclInProgress ? r : e;
+}
+
+/* All-to-all as one group of sends and receives on the group's
+ * communicator, the form nccl-tests' alltoall_perf and PyTorch use: ncclAllToAll
+ * is not in every NCCL weft supports (2.14 on). Empty blocks are skipped, as
+ * both sides know them to be empty; our own block is a send to ourselves,
+ * which NCCL copies within the group. */
+static int nc_alltoall(weft_group *g, const void *s, void *r, const struct weft__a2a *a,
+                       weft_dtype dt, void *stream)
+{
+  const char *fn = a->sc ? "alltoallv" : "alltoall";
+  size_t es = weft_dtype_size(dt);
+  ncclDataType_t t = nccl_types[dt];
+  ncclResult_t res;
+  struct call c;
+  int j, rc;
+
+  if ((rc = enter(&c, g, fn, stream)) != 0)
+    return rc;
+  if ((rc = weft__arrive(g)) != 0 || (!a->sc && a->n == 0))
+    return leave(&c, rc);
+  if ((res = ncclGroupStart()) != ncclSuccess)
+    return leave(&c, taken(&c, res, -1, stream));
+  for (j = 0; res == ncclSuccess && j < g->size; j++) {
+    int k = (g->rank + j) % g->size;
+    if (weft__a2a_sc(a, k) > 0)
+      res = first_error(res, ncclSend((const char *)s + weft__a2a_sd(a, k) * es,
+                                      weft__a2a_sc(a, k), t, k, c.comm, (cudaStream_t)stream));
+    if (weft__a2a_rc(a, k) > 0)
+      res = first_error(res, ncclRecv((char *)r + weft__a2a_rd(a, k) * es, weft__a2a_rc(a, k),
+                                      t, k, c.comm, (cudaStream_t)stream));
+    if (res == ncclInProgress)
+      res = ncclSuccess;
+  }
+  res = first_error(res, ncclGroupEnd());
+  return leave(&c, taken(&c, res, -1, stream));
+}
+
+/* A batch: one group of its sends and receives, one call in flight. With a
+ * deadline each operation first posts a token to its peer (deadline.c), so
+ * that a batch past its deadline names the peers that never posted theirs. */
+static int nc_batch(weft_group *g, const weft_p2p *ops, size_t n, const char *fn, void *stream)
+{
+  struct weft__fl_batch b;
+  ncclResult_t res;
+  struct call c;
+  size_t i;
+  int rc, j;
+
+  if ((rc = enter(&c, g, fn, stream)) != 0)
+    return rc;
+  memset(&b, 0, sizeof(b));
+  for (i = 0; i < n; i++) {
+    int send = ops[i].kind == WEFT_P2P_SEND;
+    unsigned long nth = weft__p2p_post(g, ops[i].peer, send, &rc);
+    if (rc != 0)
+      return leave(&c, rc);
+    for (j = 0; j < b.n && b.p[j].peer != ops[i].peer; j++)
+      ;
+    if (j == b.n && b.n == WEFT__FL_PEERS) {
+      b.more++;
+      continue;
+    }
+    b.p[j].peer = ops[i].peer;
+    b.n += j == b.n;
+    if (send)
+      b.p[j].send = nth;
+    else
+      b.p[j].recv = nth;
+  }
+  if ((res = ncclGroupStart()) != ncclSuccess)
+    return leave(&c, taken_batch(&c, res, WEFT__FL_BATCH, &b, stream));
+  for (i = 0; res == ncclSuccess && i < n; i++) {
+    const weft_p2p *o = &ops[i];
+    res = first_error(res, o->kind == WEFT_P2P_SEND
+                             ? ncclSend(o->buf, o->count, nccl_types[o->dt], o->peer, c.comm,
+                                        (cudaStream_t)stream)
+                             : ncclRecv(o->buf, o->count, nccl_types[o->dt], o->peer, c.comm,
+                                        (cudaStream_t)stream));
+    if (res == ncclInProgress)
+      res = ncclSuccess;
+  }
+  res = first_error(res, ncclGroupEnd());
+  return leave(&c, taken_batch(&c, res, WEFT__FL_BATCH, &b, stream));
 }
 
 static int nc_copy(weft_ctx *ctx, void *d, const void *s, size_t bytes, void *stream)
@@ -283,5 +391,5 @@ int weft__nccl_wait(weft_group *g)
 
 const struct weft__backend weft__backend_nccl = {
   "nccl", nc_allreduce, nc_broadcast, nc_allgather, nc_reduce_scatter,
-  nc_send, nc_recv, nc_copy, nc_alloc, nc_free,
+  nc_send, nc_recv, nc_alltoall, nc_batch, nc_copy, nc_alloc, nc_free,
 };

@@ -21,12 +21,12 @@
     return rc_;                                                                        \
   } while (0)
 
-/* Which backend takes buffers a and b (b may be NULL): MPI for host memory,
+/* Which backend takes buffers a and b (b may be NULL; exchange.c calls it too): MPI for host memory,
  * NCCL for device memory, asked of the driver without a context (device.c).
  * A host buffer beside a device one, or memory of another device than this
  * rank's, is refused: NCCL would read it as device memory of its own. */
-static int pick(weft_group *g, const char *fn, const void *a, const void *b,
-                const struct weft__backend **be)
+int weft__coll_pick(weft_group *g, const char *fn, const void *a, const void *b,
+                    const struct weft__backend **be)
 {
   weft_ctx *ctx = g->ctx;
   int da, db, dev;
@@ -54,9 +54,10 @@ static int pick(weft_group *g, const char *fn, const void *a, const void *b,
   return 0;
 }
 
-/* Checks common to all: group, type, op (op < 0: none), and that count
- * elements (times mult) fit in a size_t of bytes. */
-static int check(weft_group *g, const char *fn, weft_dtype dt, int op, size_t count, size_t mult)
+/* Checks common to all (exchange.c's too): group, type, op (op < 0: none),
+ * and that count elements (times mult) fit in a size_t of bytes. */
+int weft__coll_check(weft_group *g, const char *fn, weft_dtype dt, int op, size_t count,
+                     size_t mult)
 {
   size_t es;
 
@@ -103,8 +104,9 @@ int weft_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
   const struct weft__backend *be;
   int rc;
 
-  if ((rc = check(g, "allreduce", dt, (int)op, n, 1)) != 0 ||
-      (rc = check_bufs(g, "allreduce", n, s, r)) != 0 || (rc = pick(g, "allreduce", s, r, &be)))
+  if ((rc = weft__coll_check(g, "allreduce", dt, (int)op, n, 1)) != 0 ||
+      (rc = check_bufs(g, "allreduce", n, s, r)) != 0 ||
+      (rc = weft__coll_pick(g, "allreduce", s, r, &be)))
     return rc;
   CALL(g, WEFTX_OP_ALLREDUCE, n * weft_dtype_size(dt), be->allreduce(g, s, r, n, dt, op, stream));
 }
@@ -114,10 +116,10 @@ int weft_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, 
   const struct weft__backend *be;
   int rc;
 
-  if ((rc = check(g, "broadcast", dt, -1, n, 1)) != 0 ||
+  if ((rc = weft__coll_check(g, "broadcast", dt, -1, n, 1)) != 0 ||
       (rc = check_bufs(g, "broadcast", n, buf, buf)) != 0 ||
       (rc = check_peer(g, "broadcast", "root", root)) != 0 ||
-      (rc = pick(g, "broadcast", buf, NULL, &be)) != 0)
+      (rc = weft__coll_pick(g, "broadcast", buf, NULL, &be)) != 0)
     return rc;
   CALL(g, WEFTX_OP_BROADCAST, n * weft_dtype_size(dt), be->broadcast(g, buf, n, dt, root, stream));
 }
@@ -127,12 +129,12 @@ int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
   const struct weft__backend *be;
   int rc;
 
-  if (g && (rc = check(g, "allgather", dt, -1, n, (size_t)g->size)) != 0)
+  if (g && (rc = weft__coll_check(g, "allgather", dt, -1, n, (size_t)g->size)) != 0)
     return rc;
   if (!g)
     return WEFT_EINVAL;
   if ((rc = check_bufs(g, "allgather", n, s, r)) != 0 ||
-      (rc = pick(g, "allgather", s, r, &be)) != 0)
+      (rc = weft__coll_pick(g, "allgather", s, r, &be)) != 0)
     return rc;
   CALL(g, WEFTX_OP_ALLGATHER, n * weft_dtype_size(dt), be->allgather(g, s, r, n, dt, stream));
 }
@@ -143,12 +145,12 @@ int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dt
   const struct weft__backend *be;
   int rc;
 
-  if (g && (rc = check(g, "reduce_scatter", dt, (int)op, n, (size_t)g->size)) != 0)
+  if (g && (rc = weft__coll_check(g, "reduce_scatter", dt, (int)op, n, (size_t)g->size)) != 0)
     return rc;
   if (!g)
     return WEFT_EINVAL;
   if ((rc = check_bufs(g, "reduce_scatter", n, s, r)) != 0 ||
-      (rc = pick(g, "reduce_scatter", s, r, &be)) != 0)
+      (rc = weft__coll_pick(g, "reduce_scatter", s, r, &be)) != 0)
     return rc;
   CALL(g, WEFTX_OP_REDUCE_SCATTER, n * weft_dtype_size(dt),
        be->reduce_scatter(g, s, r, n, dt, op, stream));
@@ -159,13 +161,14 @@ int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
   const struct weft__backend *be;
   int rc;
 
-  if ((rc = check(g, "send", dt, -1, n, 1)) != 0 || (rc = check_bufs(g, "send", n, buf, buf)) ||
+  if ((rc = weft__coll_check(g, "send", dt, -1, n, 1)) != 0 ||
+      (rc = check_bufs(g, "send", n, buf, buf)) ||
       (rc = check_peer(g, "send", "peer", peer)) != 0)
     return rc;
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "send on group %s: peer %d is this rank", g->name,
                          peer);
-  if ((rc = pick(g, "send", buf, NULL, &be)) != 0)
+  if ((rc = weft__coll_pick(g, "send", buf, NULL, &be)) != 0)
     return rc;
   CALL(g, WEFTX_OP_SEND, n * weft_dtype_size(dt), be->send(g, buf, n, dt, peer, stream));
 }
@@ -175,13 +178,14 @@ int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void 
   const struct weft__backend *be;
   int rc;
 
-  if ((rc = check(g, "recv", dt, -1, n, 1)) != 0 || (rc = check_bufs(g, "recv", n, buf, buf)) ||
+  if ((rc = weft__coll_check(g, "recv", dt, -1, n, 1)) != 0 ||
+      (rc = check_bufs(g, "recv", n, buf, buf)) ||
       (rc = check_peer(g, "recv", "peer", peer)) != 0)
     return rc;
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "recv on group %s: peer %d is this rank", g->name,
                          peer);
-  if ((rc = pick(g, "recv", buf, NULL, &be)) != 0)
+  if ((rc = weft__coll_pick(g, "recv", buf, NULL, &be)) != 0)
     return rc;
   CALL(g, WEFTX_OP_RECV, n * weft_dtype_size(dt), be->recv(g, buf, n, dt, peer, stream));
 }

@@ -91,8 +91,27 @@ void weft__group_free(weft_group *g)
   free(g->hier_counts);
   free(g->hier_displs);
   free(g->arrived);
+  free(g->p2p);
+  free(g->scratch);
   free(g->world_ranks);
   free(g);
+}
+
+void *weft__scratch(weft_group *g, size_t bytes, const char *fn)
+{
+  void *p;
+
+  if (bytes <= g->scratch_size)
+    return g->scratch;
+  p = realloc(g->scratch, bytes);
+  if (!p) {
+    weft__rt_fail(g->ctx, WEFT_ENOMEM, "%s on group %s: out of memory for %zu bytes of "
+                  "bookkeeping", fn, g->name, bytes);
+    return NULL;
+  }
+  g->scratch = p;
+  g->scratch_size = bytes;
+  return p;
 }
 
 int weft_group_rank(const weft_group *g) { return g ? g->rank : WEFT_EINVAL; }

@@ -168,6 +168,26 @@ static void say_blocking(weft_group *g)
             g->ctx->rank, env_blocking() == 1 ? "(environment)" : "(NCCL's configuration file)");
 }
 
+/* How long an abort notice's sends are progressed before the abort returns. */
+#define TELL_PROGRESS_S 0.2
+
+/* A send counts as done once MPI has copied it, which may be before the
+ * transport moved it: each round also makes MPI progress (a probe, of a tag
+ * nothing carries). */
+static void tell_progress(weft_group *g, struct weft__tell *t, double limit)
+{
+  double end = weftx_monotonic() + limit;
+  int done = 0, flag;
+
+  for (;;) {
+    MPI_Iprobe(MPI_ANY_SOURCE, WEFT__TAG_NONE, g->comm, &flag, MPI_STATUS_IGNORE);
+    if (MPI_Testall(g->size, t->req, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+        weftx_monotonic() > end)
+      return;
+    sched_yield();
+  }
+}
+
 void weft__nc_abort(weft_group *g, int code, int tell, const char *why)
 {
   struct weft__ncgroup *ns = g->nccl;
@@ -195,6 +215,11 @@ void weft__nc_abort(weft_group *g, int code, int tell, const char *why)
       if (i == g->rank || MPI_Isend(&ns->tell->completed, 1, MPI_INT64_T, i, WEFT__TAG_ABORTED,
                                     g->comm, &ns->tell->req[i]) != MPI_SUCCESS)
         ns->tell->req[i] = MPI_REQUEST_NULL;
+    /* Open MPI's shared-memory transport (vader) may leave a send queued until
+     * the sender's MPI makes progress again: a program that now only waits
+     * outside MPI (or a member asleep until it comes back) would never be
+     * told. Progress them a moment; the receivers need not be there. */
+    tell_progress(g, ns->tell, TELL_PROGRESS_S);
   } else if (tell && !ns->tell) { /* no memory for the count: an empty notice still tells */
     for (i = 0; i < g->size; i++) {
       MPI_Request req;
@@ -211,13 +236,21 @@ static int notice(weft_group *g)
 {
   struct weft__ncgroup *ns = g->nccl;
   MPI_Status st;
-  int flag = 0, fin = 0;
+  int flag = 0, fin = 0, i;
 
   if (ns->noticed)
     return 1;
   MPI_Finalized(&fin);
-  if (fin || MPI_Iprobe(MPI_ANY_SOURCE, WEFT__TAG_ABORTED, g->comm, &flag, &st) != MPI_SUCCESS ||
-      !flag)
+  if (fin)
+    return 0;
+  /* A probe that finds nothing makes MPI progress, but Open MPI 4.1 reads
+   * its shared-memory transport only every few progress calls: a notice that
+   * came while this rank was outside MPI was seen by the 2nd to 9th probe
+   * (one alone said no, and weft_group_wait returned 0). */
+  for (i = 0; i < 16 && !flag; i++)
+    if (MPI_Iprobe(MPI_ANY_SOURCE, WEFT__TAG_ABORTED, g->comm, &flag, &st) != MPI_SUCCESS)
+      return 0;
+  if (!flag)
     return 0;
   ns->notice_done = -1; /* stays so if the notice carries no count */
   MPI_Recv(&ns->notice_done, 1, MPI_INT64_T, st.MPI_SOURCE, WEFT__TAG_ABORTED, g->comm,
@@ -305,12 +338,60 @@ int weft__nc_settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *
 #define NOTICE_GRACE_S 10.0
 /* Calls in flight per group before a new one waits for the oldest. */
 #define FLIGHTS_MAX 4096
+/* A batch past its deadline: the peers whose tokens say they never posted
+ * their side (deadline.c), or, when all did, that one is stuck inside it. */
+static int batch_overdue(weft_group *g, const struct weft__flight *f)
+{
+  weft_ctx *ctx = g->ctx;
+  const struct weft__fl_batch *b = &f->batch;
+  char list[400], all[400];
+  size_t len = 0, alen = 0;
+  int i, m, first = -1;
+
+  list[0] = all[0] = '\0';
+  for (i = 0; i < b->n; i++) {
+    int w = g->world_ranks[b->p[i].peer];
+    m = snprintf(all + alen, sizeof(all) - alen, "%s%d", alen ? "," : "", w);
+    if (m > 0 && (size_t)m < sizeof(all) - alen)
+      alen += (size_t)m;
+    if (!weft__p2p_behind(g, b->p[i].peer, 1, b->p[i].send) &&
+        !weft__p2p_behind(g, b->p[i].peer, 0, b->p[i].recv))
+      continue;
+    if (first < 0)
+      first = w;
+    m = snprintf(list + len, sizeof(list) - len, "%s%d", len ? "," : "", w);
+    if (m > 0 && (size_t)m < sizeof(list) - len)
+      len += (size_t)m;
+  }
+  if (len)
+    weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                  "device %s on group %s (device call %lld) has not finished %gs after its "
+                  "stream reached it (WEFT_COLL_TIMEOUT): world rank(s) %s never posted the "
+                  "matching sends or receives%s; abort the job (MPI_Abort)",
+                  f->fn, g->name, (long long)f->seq, ctx->coll_timeout, list,
+                  b->more ? " (the batch's first peers checked only)" : "");
+  else
+    weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                  "device %s with world rank(s) %s%s on group %s (device call %lld) has not "
+                  "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT); %s; abort the "
+                  "job (MPI_Abort)",
+                  f->fn, all, b->more ? ",..." : "", g->name, (long long)f->seq,
+                  ctx->coll_timeout, b->more ? "its first peers had posted their side"
+                  : "every peer had posted its side, so a rank or link is stuck inside it");
+  weft__page_deadline(g, first >= 0 ? first : b->n ? g->world_ranks[b->p[0].peer] : -1,
+                      ctx->coll_timeout, ctx->err);
+  weft__nc_abort(g, WEFT_ETIMEDOUT, 1, ctx->err);
+  return WEFT_ETIMEDOUT;
+}
+
 /* A call past its deadline: the error names who had not joined it. */
 static int overdue(weft_group *g, const struct weft__flight *f)
 {
   weft_ctx *ctx = g->ctx;
   int rc;
 
+  if (f->peer == WEFT__FL_BATCH)
+    return batch_overdue(g, f);
   if (f->peer >= 0) {
     rc = weft__rt_fail(ctx, WEFT_ETIMEDOUT,
                        "device %s with world rank %d on group %s (device call %lld) has not "

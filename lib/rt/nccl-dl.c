@@ -97,6 +97,8 @@ static void load(void)
   SYM(nc, ReduceScatter, "ncclReduceScatter", 1);
   SYM(nc, Send, "ncclSend", 1);
   SYM(nc, Recv, "ncclRecv", 1);
+  SYM(nc, GroupStart, "ncclGroupStart", 1);
+  SYM(nc, GroupEnd, "ncclGroupEnd", 1);
   if (weft__nccl.GetVersion(&weft__nccl.version) != ncclSuccess || weft__nccl.version < 21400) {
     weft__snprintf(why, sizeof(why), "libnccl.so.2 is NCCL %d.%d.%d; weft needs 2.14 or later",
                    weft__nccl.version / 10000, weft__nccl.version / 100 % 100,

@@ -67,6 +67,8 @@ struct weft__nccl_api {
                        cudaStream_t st);
   ncclResult_t (*Recv)(void *b, size_t n, ncclDataType_t dt, int peer, ncclComm_t c,
                        cudaStream_t st);
+  ncclResult_t (*GroupStart)(void);
+  ncclResult_t (*GroupEnd)(void);
   int version;  /* ncclGetVersion's */
 };
 
@@ -129,5 +131,7 @@ void weft__nccl_ctx_set(void *ctx);
 #define ncclReduceScatter weft__nccl.ReduceScatter
 #define ncclSend weft__nccl.Send
 #define ncclRecv weft__nccl.Recv
+#define ncclGroupStart weft__nccl.GroupStart
+#define ncclGroupEnd weft__nccl.GroupEnd
 
 #endif /* WEFT_RT_NCCL_DL_H */

@@ -183,7 +183,8 @@ int weft__fl_begin(weft_group *g, void *stream, const char *fn, int *watched)
   return 0;
 }
 
-int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer, int watched)
+int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer,
+                 const struct weft__fl_batch *b, int watched)
 {
   struct weft__ncgroup *ns = g->nccl;
   struct weft__flight *f;
@@ -197,8 +198,12 @@ int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer, int watc
     return weft__nc_cuda_fail(g->ctx, "cudaEventRecord", e);
   pthread_mutex_lock(&lock);
   f->seq = ns->queued;
-  f->arrival = peer < 0 ? g->seq : 0;
+  f->arrival = peer == -1 ? g->seq : 0;
   f->peer = peer;
+  if (b)
+    f->batch = *b;
+  else
+    f->batch.n = f->batch.more = 0;
   f->fn = fn;
   f->started = 0;
   ns->n++;

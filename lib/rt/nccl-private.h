@@ -18,12 +18,29 @@
 #include "rt_private.h"
 #include "nccl-dl.h"
 
-/* MPI tags on the group's communicator (host send/recv use 1). */
-enum { WEFT__TAG_FLAG_UP = 7, WEFT__TAG_FLAG_DOWN = 8, WEFT__TAG_ABORTED = 12 };
+/* MPI tags on the group's communicator (host send/recv and batches use 1,
+ * host all-to-all 2); NONE is carried by no message (a probe that only makes
+ * MPI progress). */
+enum { WEFT__TAG_FLAG_UP = 7, WEFT__TAG_FLAG_DOWN = 8, WEFT__TAG_ABORTED = 12,
+       WEFT__TAG_NONE = 13 };
 
 struct weft__boot {
   int ok;
   ncclUniqueId id;
+};
+
+/* The peers of a batch of sends and receives, for its deadline to name those
+ * that never posted their side: for each peer (group rank), the number of our
+ * last send to it and receive from it in the batch, counted as deadline.c's
+ * tokens (0: none). The first WEFT__FL_PEERS peers are kept, more counted. */
+#define WEFT__FL_PEERS 8
+#define WEFT__FL_BATCH (-2)  /* weft__flight.peer of a batch */
+struct weft__fl_batch {
+  int n, more;
+  struct {
+    int peer;
+    unsigned long send, recv;
+  } p[WEFT__FL_PEERS];
 };
 
 /* One device call queued on a stream and not yet seen finished. */
@@ -31,9 +48,11 @@ struct weft__flight {
   cudaEvent_t start, done;  /* around the call; start is recorded only with a deadline */
   int64_t seq;              /* the group's device call number, from 1 */
   unsigned long arrival;    /* the group's collective number (arrival tokens); 0 for p2p */
-  int peer;                 /* group rank of a send's or receive's peer; -1 collective */
+  int peer;                 /* group rank of a send's or receive's peer; -1 collective;
+                             * WEFT__FL_BATCH a batch (its peers in batch) */
   const char *fn;
   double started;           /* when weft first saw the stream reach it; 0 not yet */
+  struct weft__fl_batch batch;
 };
 
 struct weft__tell;          /* an abort notice in flight (nccl-comm.c) */
@@ -118,8 +137,10 @@ void weft__fl_see(struct weft__ncgroup *ns, double limit, struct weft__fl_seen *
  * deadline is on. *watched is 0 when the call goes unwatched (the stream is
  * being captured into a CUDA graph). */
 int weft__fl_begin(weft_group *g, void *stream, const char *fn, int *watched);
-/* After NCCL took the call: it is in flight (its done event recorded). */
-int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer, int watched);
+/* After NCCL took the call: it is in flight (its done event recorded). b:
+ * a batch's peers (peer WEFT__FL_BATCH), else NULL. */
+int weft__fl_end(weft_group *g, void *stream, const char *fn, int peer,
+                 const struct weft__fl_batch *b, int watched);
 /* Forget g's calls in flight (after an abort, or when the group goes). */
 void weft__fl_clear(struct weft__ncgroup *ns);
 /* Around an NCCL call that may block in the host (a blocking communicator's

@@ -38,6 +38,13 @@ struct weft_group {
   MPI_Comm arrive;
   unsigned long seq;
   unsigned long *arrived;
+  /* Point-to-point tokens (deadline.c), [4 * size]: the sends and receives
+   * this rank posted with each member on device memory, and those each
+   * member told us it posted with us (WEFT__P2P_*). */
+  unsigned long *p2p;
+  /* Scratch that grows and stays (host all-to-all and batches: requests). */
+  void *scratch;
+  size_t scratch_size;
   /* Hierarchy, built at the first hierarchical all-reduce. */
   int hier_state;      /* 0 not looked at, 1 usable, -1 not applicable */
   MPI_Comm intra, inter;
@@ -149,6 +156,39 @@ int weft__layout_color(const struct weft__layout *l, unsigned mask, int rank);
 /* Members (world ranks, ascending) of rank's group for mask; returns count. */
 int weft__layout_members(const struct weft__layout *l, unsigned mask, int rank, int *out);
 
+/* ---- all-to-all and batches (exchange.c checks, the backends run them) ---- */
+struct weft__backend;
+/* An all-to-all: equal blocks of n elements (sc NULL), or MPI's counts and
+ * displacements. */
+struct weft__a2a {
+  size_t n;
+  const size_t *sc, *sd, *rc, *rd;
+};
+static inline size_t weft__a2a_sc(const struct weft__a2a *a, int k)
+{
+  return a->sc ? a->sc[k] : a->n;
+}
+static inline size_t weft__a2a_sd(const struct weft__a2a *a, int k)
+{
+  return a->sc ? a->sd[k] : (size_t)k * a->n;
+}
+static inline size_t weft__a2a_rc(const struct weft__a2a *a, int k)
+{
+  return a->sc ? a->rc[k] : a->n;
+}
+static inline size_t weft__a2a_rd(const struct weft__a2a *a, int k)
+{
+  return a->sc ? a->rd[k] : (size_t)k * a->n;
+}
+/* coll.c's checks, for exchange.c: group, type, op (-1 none) and count x
+ * mult in bytes; which backend takes buffers a and b (b may be NULL). */
+int weft__coll_check(weft_group *g, const char *fn, weft_dtype dt, int op, size_t count,
+                     size_t mult);
+int weft__coll_pick(weft_group *g, const char *fn, const void *a, const void *b,
+                    const struct weft__backend **be);
+/* g's scratch, at least bytes long (ENOMEM reported as fn's). */
+void *weft__scratch(weft_group *g, size_t bytes, const char *fn);
+
 /* ---- data types (dtype.c) ---- */
 int weft__dtype_ok(weft_dtype dt);
 int weft__op_ok(weft_op op);
@@ -183,6 +223,21 @@ int weft__timed_out(weft_group *g, const char *opname);
 /* The same for g's collective number seq (an earlier one, still in flight
  * on the device): the absent are those whose arrival count is below it. */
 int weft__timed_out_at(weft_group *g, const char *opname, unsigned long seq);
+/* Point-to-point tokens on device memory (deadline on): this rank posts a
+ * send to (send 1) or a receive from group rank peer; returns the number of
+ * such operations with peer so far, this one included (0 without a
+ * deadline). A batch overdue later names the peers whose own count is behind
+ * (weft__p2p_behind). */
+enum { WEFT__P2P_SENT = 0, WEFT__P2P_RECVD, WEFT__P2P_THEIR_SENDS, WEFT__P2P_THEIR_RECVS };
+unsigned long weft__p2p_post(weft_group *g, int peer, int send, int *rc);
+/* 1 when peer had not posted the operation that matches our n-th send to it
+ * (send 1) or receive from it, as far as its tokens say. */
+int weft__p2p_behind(weft_group *g, int peer, int send, unsigned long n);
+/* Wait for n requests of a batch (req_op[i]: the operation of request i)
+ * until the deadline; WEFT_ETIMEDOUT names the peers of the operations not
+ * finished. */
+int weft__wait_batch(weft_group *g, int n, MPI_Request *reqs, const int *req_op,
+                     const weft_p2p *ops, const char *fn);
 
 /* ---- the call page and the watchdog (watch.c) ---- */
 #define WEFT__INIT_TIMEOUT_S 300.0   /* WEFT_INIT_TIMEOUT's default */
@@ -193,8 +248,11 @@ void weft__watch_start(void);
 void weft__watch_ready(int world_rank);
 /* weft_finalize (finalized 1) or a failed weft_init (0): the watchdog stops. */
 void weft__watch_stop(int finalized);
-/* A call on g (NULL: none) begins and ends; nested calls count as the outer one. */
+/* A call on g (NULL: none) begins and ends; nested calls count as the outer one.
+ * The page has no word for some calls (all-to-all, batches): they show as the
+ * nearest op there, and the watchdog's line says name (NULL: the op's). */
 void weft__call_enter(const weft_group *g, int op, size_t bytes);
+void weft__call_enter_named(const weft_group *g, int op, const char *name, size_t bytes);
 void weft__call_exit(void);
 /* A deadline expired in the current call: the page says why, with g's members (or
  * world rank peer, >= 0, for a send or recv). */
@@ -211,6 +269,11 @@ struct weft__backend {
                         weft_op op, void *stream);
   int (*send)(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream);
   int (*recv)(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream);
+  /* All-to-all (exchange.c has checked counts, overlap and memory). */
+  int (*alltoall)(weft_group *g, const void *s, void *r, const struct weft__a2a *a, weft_dtype dt,
+                  void *stream);
+  /* A batch of sends and receives (fn: the caller's name, for messages). */
+  int (*batch)(weft_group *g, const weft_p2p *ops, size_t n, const char *fn, void *stream);
   /* Copy bytes between buffers of the backend's memory (buckets). */
   int (*copy)(weft_ctx *ctx, void *dst, const void *src, size_t bytes, void *stream);
   int (*alloc)(weft_ctx *ctx, void **p, size_t bytes);
@@ -219,6 +282,11 @@ struct weft__backend {
 
 extern const struct weft__backend weft__backend_mpi;
 extern const struct weft__backend weft__backend_nccl;
+
+/* The MPI backend's all-to-all and batches (mpi-exchange.c). */
+int weft__mpi_alltoall(weft_group *g, const void *s, void *r, const struct weft__a2a *a,
+                       weft_dtype dt, void *stream);
+int weft__mpi_batch(weft_group *g, const weft_p2p *ops, size_t n, const char *fn, void *stream);
 
 /* MPI all-reduce, flat (no hierarchy), used by the hierarchical one too. */
 int weft__mpi_allreduce_flat(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,

@@ -307,6 +307,13 @@ int weft__shm_meet(struct weft__shm *sh, const void *s, const void *r, const cha
   return 0;
 }
 
+void weft__shm_done(struct weft__shm *sh)
+{
+  struct weft__shm_ctl *me = sh->ctl[sh->rank];
+
+  set_word(me, &me->count[WEFT__SHM_DONE], sh->seq);
+}
+
 int weft__shm_end(struct weft__shm *sh, const char *opname)
 {
   struct weft__shm_ctl *me = sh->ctl[sh->rank];

@@ -40,6 +40,9 @@ int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
 int weft__shm_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
                              weft_op op);
 int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt);
+/* All-to-all, equal blocks or MPI's counts (shm-a2a.c). */
+int weft__shm_alltoall(weft_group *g, const void *s, void *r, const struct weft__a2a *a,
+                       weft_dtype dt);
 /* The hierarchical all-reduce with its host stages here: reduce-scatter on
  * the host, MPI all-reduce of each slice across hosts, all-gather on the
  * host. AVG is left to the caller (a sum here), as for the MPI stages. */
@@ -169,8 +172,10 @@ void weft__shm_ready(struct weft__shm *sh);
  * or only say whether it has (reached: 1 or 0, never waits). */
 int weft__shm_wait(struct weft__shm *sh, int k, int counter, const char *opname);
 int weft__shm_reached(const struct weft__shm *sh, int k, int counter);
-/* Finish it: say so, and wait until every peer is done with our memory. */
+/* Finish it: say so, and wait until every peer is done with our memory;
+ * or only say so (done: peers read nothing of ours but the slot). */
 int weft__shm_end(struct weft__shm *sh, const char *opname);
+void weft__shm_done(struct weft__shm *sh);
 /* Read (write == 0) or write a peer's memory: nl local and nr remote
  * pieces of bytes in all. */
 int weft__shm_xfer(struct weft__shm *sh, int peer, int write, const struct iovec *l, size_t nl,

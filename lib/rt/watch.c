@@ -34,6 +34,7 @@ static weftx_page own;
 static weftx_page *page = &own;
 static int depth;                      /* nested calls (a bucket's all-reduces) */
 static const weft_group *volatile current;
+static const char *current_name;       /* the call's words where the page has none (atomic) */
 static double init_limit, coll_limit;  /* seconds; 0: off */
 static pthread_t dog;
 static int dog_running;
@@ -83,9 +84,15 @@ page_open(void)
 
 void weft__call_enter(const weft_group *g, int op, size_t bytes)
 {
+  weft__call_enter_named(g, op, NULL, bytes);
+}
+
+void weft__call_enter_named(const weft_group *g, int op, const char *name, size_t bytes)
+{
   if (depth++)
     return;
   current = g;
+  __atomic_store_n(&current_name, name, __ATOMIC_RELAXED);
   begin();
   page->state = WEFTX_PAGE_RUNNING;
   page->op = op;
@@ -111,6 +118,7 @@ void weft__call_exit(void)
   }
   end();
   current = NULL;
+  __atomic_store_n(&current_name, NULL, __ATOMIC_RELAXED);
 }
 
 /* "0-3,8" of the group's world ranks (as many as fit). */
@@ -151,6 +159,7 @@ fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
 {
   char why[sizeof(page->why)];
   const weft_group *g = op == WEFTX_OP_COUNT ? dg : current;
+  const char *name = __atomic_load_n(&current_name, __ATOMIC_RELAXED);
   int rank = page->world_rank;
   if (op == WEFTX_OP_COUNT)
     snprintf(why, sizeof(why), "%s", dwhy);
@@ -160,7 +169,8 @@ fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
   else
     snprintf(why, sizeof(why), "%s on group %.32s (%llu bytes) has not finished after %.0f s "
              "(WEFT_COLL_WATCHDOG=%g); ending the rank",
-             weftx_page_op_name(op), g ? g->name : "?", (unsigned long long)page->bytes, in, limit);
+             name ? name : weftx_page_op_name(op), g ? g->name : "?",
+             (unsigned long long)page->bytes, in, limit);
   weft__page_deadline(g, -1, limit, why);
   if (rank < 0) {
     const char *r = getenv("OMPI_COMM_WORLD_RANK");

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sendrecv: every rank sends its buffer to the next rank and receives the
- * previous rank's, around a ring. size = the buffer; busbw = algbw (factor
- * 1). weft_send and weft_recv block, so even ranks send first and odd ranks
- * receive first (on an odd ring the last pair waits one turn); the raw-MPI
- * baseline makes the same exchange with MPI_Send and MPI_Recv, the raw-NCCL
- * one with ncclSend and ncclRecv in a group. In place, both use one buffer,
- * whose result is not defined (an odd rank receives before it sends): as in
- * nccl-tests, that run is timed and not checked.
+ * previous rank's, around a ring (a pipeline stage's exchange). size = the
+ * buffer; busbw = algbw (factor 1). Out of place, weft's form is one
+ * weft_sendrecv (a batch of the send and the receive, issued together), the
+ * raw-MPI baseline one MPI_Sendrecv, the raw-NCCL one ncclSend and ncclRecv in
+ * a group. In place both use one buffer, whose result is not defined, and a
+ * batch refuses a receive buffer that overlaps its send: there weft_send and
+ * weft_recv (and MPI_Send and MPI_Recv) block, even ranks sending first and
+ * odd ranks receiving first (on an odd ring the last pair waits one turn). As
+ * in nccl-tests, the in-place run is timed and not checked.
  */
 #include <limits.h>
 
@@ -56,6 +58,9 @@ static int run(struct bench_args *a)
 {
   int rc;
 
+  if (!a->in_place)
+    return weft_sendrecv(a->group, a->send, a->count, next(a), a->recv, a->count, prev(a),
+                         a->dtype, a->stream);
   if (a->rank % 2 == 0) {
     rc = weft_send(a->group, a->send, a->count, a->dtype, next(a), a->stream);
     if (rc == 0)
@@ -74,6 +79,10 @@ static int run_raw(struct bench_args *a)
 
   if (a->count > INT_MAX)
     return WEFT_EOVERFLOW;
+  if (!a->in_place)
+    return MPI_Sendrecv(a->send, c, a->mpi_dtype, next(a), 0, a->recv, c, a->mpi_dtype, prev(a),
+                        0, a->comm, MPI_STATUS_IGNORE) == MPI_SUCCESS
+             ? 0 : WEFT_EMPI;
   if (a->rank % 2 == 0) {
     rc = MPI_Send(a->send, c, a->mpi_dtype, next(a), 0, a->comm);
     if (rc == MPI_SUCCESS)

@@ -17,6 +17,7 @@
   X(allgather)         \
   X(reduce_scatter)    \
   X(broadcast)         \
+  X(alltoall)          \
   X(sendrecv)          \
   X(bucket)
 

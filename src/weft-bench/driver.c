@@ -333,7 +333,8 @@ static void one_cell(struct run *r, int where, struct bench_cell *cell)
   cell->time_us = cell->algbw = cell->busbw = -1;
   cell->raw_time_us = cell->raw_algbw = cell->raw_busbw = -1;
   cell->wrong = -1;
-  if (where == BENCH_OUT_OF_PLACE && c->in_place_only)
+  if ((where == BENCH_OUT_OF_PLACE && c->in_place_only) ||
+      (where == BENCH_IN_PLACE && c->out_of_place_only))
     return;
   place(r, where);
   if (r->o->check && !(where == BENCH_IN_PLACE && c->in_place_unchecked))

@@ -103,6 +103,7 @@ struct bench_coll {
   int pairwise;             /* one rank to one rank: scale's test of neighbouring hosts */
   int min_ranks;            /* fewest ranks it runs on */
   int in_place_only;        /* weft has no out-of-place form (its columns say N/A) */
+  int out_of_place_only;    /* weft refuses in place (its in-place columns say N/A) */
   int in_place_unchecked;   /* in place, the result is not defined (sendrecv on one
                                buffer, as in nccl-tests): timed, #wrong N/A */
   /* Element counts for a row of about \p bytes bytes; the count may round
@@ -197,6 +198,8 @@ int bench_nccl_reduce_scatter(struct bench_args *a, const void *s, void *r, size
 int bench_nccl_broadcast(struct bench_args *a, void *buf, size_t count);
 int bench_nccl_sendrecv(struct bench_args *a, const void *s, void *r, size_t count, int to,
                         int from);
+/* count elements to every rank and from every rank, grouped sends and receives. */
+int bench_nccl_alltoall(struct bench_args *a, const void *s, void *r, size_t count);
 
 /* expect.c: what the machine family should reach. */
 struct bench_expect {

@@ -155,3 +155,26 @@ int bench_nccl_sendrecv(struct bench_args *a, const void *s, void *r, size_t cou
     ncclGroupEnd();
   return done(a, res);
 }
+
+/* alltoall_perf's form: every peer's send and receive in one group (empty
+ * blocks too, as there; our own a send to ourselves). */
+int bench_nccl_alltoall(struct bench_args *a, const void *s, void *r, size_t count)
+{
+  ncclComm_t nc = (ncclComm_t)a->nccl;
+  size_t bytes = count * a->esize;
+  ncclResult_t res;
+
+  res = ncclGroupStart();
+  for (int k = 0; k < a->nranks && (res == ncclSuccess || res == ncclInProgress); k++) {
+    res = ncclSend((const char *)s + (size_t)k * bytes, count, nccl_type(a->dtype), k, nc,
+                   (cudaStream_t)a->stream);
+    if (res == ncclSuccess || res == ncclInProgress)
+      res = ncclRecv((char *)r + (size_t)k * bytes, count, nccl_type(a->dtype), k, nc,
+                     (cudaStream_t)a->stream);
+  }
+  if (res == ncclSuccess || res == ncclInProgress)
+    res = ncclGroupEnd();
+  else
+    ncclGroupEnd();
+  return done(a, res);
+}

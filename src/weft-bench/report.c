@@ -163,6 +163,9 @@ void bench_report_header(FILE *f, const struct bench_report *r)
             "faster\n", r->raw_name);
   if (o->coll->in_place_only)
     fprintf(f, "# %s runs in place only: its out-of-place columns say N/A\n", o->coll->name);
+  if (o->coll->out_of_place_only)
+    fprintf(f, "# %s runs out of place only (weft refuses in place): its in-place columns say "
+            "N/A\n", o->coll->name);
   if (o->coll->in_place_unchecked && o->check)
     fprintf(f, "# %s in place sends and receives on one buffer: timed, not checked (#wrong N/A)\n",
             o->coll->name);

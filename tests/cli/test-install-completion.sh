@@ -129,8 +129,8 @@ weft-topo
 (default)
 n2-standard-16
 --list-topologies
-all_gather all_reduce allgather allreduce bcast broadcast bucket fusion reduce_scatter reducescatter scale send_recv sendrecv
-all_gather all_reduce allgather allreduce
+all_gather all_reduce all_to_all allgather allreduce alltoall bcast broadcast bucket fusion reduce_scatter reducescatter scale send_recv sendrecv
+all_gather all_reduce all_to_all allgather allreduce alltoall
 device host
 --baseline
 0 1 2 3

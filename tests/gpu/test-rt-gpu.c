@@ -7,7 +7,9 @@
  * exact sum and the same bits on every rank; an all-reduce captured into a
  * CUDA graph and replayed; mesh groups (split from the
  * world's communicator); send and
- * receive around a ring; a bucket of device tensors against per-tensor
+ * receive around a ring; all-to-all of every type and alltoallv with uneven
+ * counts; a batch of sends and receives where every rank sends first, and a
+ * pipeline of weft_sendrecv; a bucket of device tensors against per-tensor
  * all-reduces, on a stream and on the default stream; and stream order (copy
  * in, all-reduce, copy out, all queued on one stream before a single
  * synchronisation). Without a GPU it checks that asking for NCCL is refused
@@ -15,7 +17,9 @@
  * Run with mpirun -np N, N <= the number of GPUs (1 is fine), or several ranks
  * on one GPU with distinct NCCL_HOSTID (tests/gpu/run.sh), or under the
  * stand-in (tests/standin). test-rt-gpu [MAXELEMS]: the largest size tried
- * (default 1048576).
+ * (default 1048576). test-rt-gpu alltoall-absent | batch-absent (3 ranks or
+ * more, WEFT_COLL_TIMEOUT set): the deadline of a device all-to-all or batch
+ * the last rank never comes to names it.
  */
 #include "rt_private.h"
 #include "rt-common.h" /* put() and get(): one element of any dtype, as tests/mpi use */
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CK(cond, ...)                                                                        \
   do {                                                                                       \
@@ -232,6 +237,198 @@ static int mesh(weft_ctx *ctx, cudaStream_t st)
   return checks;
 }
 
+/* ---- all-to-all and batches ---- */
+
+/* Byte b of what rank `from` sends rank `to` (every byte says where it came
+ * from, whatever the type). */
+static unsigned char xbyte(int from, int to, size_t b)
+{
+  uint64_t x = ((uint64_t)from << 40) ^ ((uint64_t)to << 20) ^ b;
+
+  x = (x ^ (x >> 31)) * 0x9e3779b97f4a7c15ULL;
+  return (unsigned char)(x >> 56);
+}
+
+static void xfill(char *h, int from, int to, size_t bytes)
+{
+  for (size_t b = 0; b < bytes; b++)
+    h[b] = (char)xbyte(from, to, b);
+}
+
+static void xexpect(const char *h, int from, int to, size_t bytes, const char *what)
+{
+  for (size_t b = 0; b < bytes; b++)
+    CK((unsigned char)h[b] == xbyte(from, to, b), "%s: byte %zu of the block from %d to %d",
+       what, b, from, to);
+}
+
+/* weft_alltoall of every type, weft_alltoallv with uneven counts (some 0)
+ * and gaps that must stay untouched, all queued on st before one sync. */
+static int a2a(weft_ctx *ctx, weft_group *w, cudaStream_t st)
+{
+  int rank = weft_group_rank(w), p = weft_group_size(w), k, dt, checks = 0;
+  size_t n = 1000, sc[8], sd[8], rc[8], rd[8], stot = 0, rtot = 0;
+  char *h, *got, *ds, *dr;
+
+  CK(p <= 8, "at most 8 ranks");
+  h = malloc(8 * n * (size_t)p * 8);
+  got = malloc(8 * n * (size_t)p * 8);
+  CK(h && got, "malloc");
+  CU(cudaMalloc((void **)&ds, 8 * n * (size_t)p * 8));
+  CU(cudaMalloc((void **)&dr, 8 * n * (size_t)p * 8));
+  for (dt = 0; dt < WEFT_DTYPE_COUNT; dt++) {
+    size_t es = weft_dtype_size((weft_dtype)dt), blk = n * es;
+    for (k = 0; k < p; k++)
+      xfill(h + (size_t)k * blk, rank, k, blk);
+    CU(cudaMemcpyAsync(ds, h, blk * (size_t)p, cudaMemcpyHostToDevice, st));
+    CK(weft_alltoall(w, ds, dr, n, (weft_dtype)dt, st) == 0, "alltoall %s: %s",
+       weft_dtype_name(dt), weft_last_error(ctx));
+    CU(cudaMemcpyAsync(got, dr, blk * (size_t)p, cudaMemcpyDeviceToHost, st));
+    CU(cudaStreamSynchronize(st));
+    for (k = 0; k < p; k++)
+      xexpect(got + (size_t)k * blk, k, rank, blk, "device alltoall");
+    checks++;
+  }
+  CK(weft_alltoall(w, ds, ds, n, WEFT_FLOAT32, st) == WEFT_EINVAL, "device alltoall in place");
+  /* alltoallv of doubles: send blocks backwards with gaps, receive forwards */
+  for (k = p - 1; k >= 0; k--) {
+    sc[k] = (size_t)((rank * 3 + k * 5 + 1) % 4) * 100;
+    sd[k] = stot + 3;
+    stot = sd[k] + sc[k];
+  }
+  for (k = 0; k < p; k++) {
+    rc[k] = (size_t)((k * 3 + rank * 5 + 1) % 4) * 100;
+    rd[k] = rtot;
+    rtot += rc[k] + 5;
+  }
+  for (k = 0; k < p; k++)
+    xfill(h + sd[k] * 8, rank, k, sc[k] * 8);
+  CU(cudaMemcpyAsync(ds, h, stot * 8, cudaMemcpyHostToDevice, st));
+  memset(got, 0xa5, rtot * 8);
+  CU(cudaMemcpyAsync(dr, got, rtot * 8, cudaMemcpyHostToDevice, st));
+  CK(weft_alltoallv(w, ds, sc, sd, dr, rc, rd, WEFT_FLOAT64, st) == 0, "alltoallv: %s",
+     weft_last_error(ctx));
+  CU(cudaMemcpyAsync(got, dr, rtot * 8, cudaMemcpyDeviceToHost, st));
+  CU(cudaStreamSynchronize(st));
+  for (k = 0; k < p; k++) {
+    size_t b;
+    xexpect(got + rd[k] * 8, k, rank, rc[k] * 8, "device alltoallv");
+    for (b = 0; b < 5 * 8; b++)
+      CK((unsigned char)got[(rd[k] + rc[k]) * 8 + b] == 0xa5, "device alltoallv wrote a gap");
+  }
+  checks++;
+  cudaFree(ds);
+  cudaFree(dr);
+  free(h);
+  free(got);
+  return checks;
+}
+
+/* Every rank sends first, in one batch: two blocks to the next rank (matched
+ * in order), one of another type to the previous, and the receives. One at a
+ * time with weft_send this hangs on a GPU (a send needs its receive). Then a
+ * pipeline of weft_sendrecv with WEFT_NO_PEER at its ends, and a batch that
+ * mixes host and device buffers, refused. */
+static int batch(weft_ctx *ctx, weft_group *w, cudaStream_t st)
+{
+  enum { N = 5000 };
+  int rank = weft_group_rank(w), p = weft_group_size(w), next = (rank + 1) % p,
+      prev = (rank + p - 1) % p, i;
+  char *h = malloc(6 * N * 8), *d;
+  weft_p2p ops[6];
+
+  if (p < 2) {
+    free(h);
+    return 0;
+  }
+  CK(h != NULL, "malloc");
+  CU(cudaMalloc((void **)&d, 6 * N * 8));
+  xfill(h, rank, 1000 + next, N * 4);
+  xfill(h + N * 8, rank, 2000 + next, N * 4);
+  xfill(h + 2 * N * 8, rank, 3000 + prev, N * 8);
+  CU(cudaMemcpyAsync(d, h, 3 * N * 8, cudaMemcpyHostToDevice, st));
+  for (i = 0; i < 6; i++) {
+    ops[i].kind = i < 3 ? WEFT_P2P_SEND : WEFT_P2P_RECV;
+    ops[i].peer = i == 2 || i == 3 || i == 4 ? prev : next;
+    ops[i].buf = d + (size_t)i * N * 8;
+    ops[i].count = N;
+    ops[i].dt = i % 3 == 2 ? WEFT_FLOAT64 : i % 3 == 1 ? WEFT_INT32 : WEFT_FLOAT32;
+  }
+  CK(weft_p2p_batch(w, ops, 6, st) == 0, "device batch: %s", weft_last_error(ctx));
+  CU(cudaMemcpyAsync(h, d + 3 * N * 8, 3 * N * 8, cudaMemcpyDeviceToHost, st));
+  CU(cudaStreamSynchronize(st));
+  xexpect(h, prev, 1000 + rank, N * 4, "device batch, first send");
+  xexpect(h + N * 8, prev, 2000 + rank, N * 4, "device batch, second send");
+  xexpect(h + 2 * N * 8, next, 3000 + rank, N * 8, "device batch, other way");
+  /* a pipeline: send to rank + 1, receive from rank - 1 */
+  xfill(h, rank, rank + 1, N * 2);
+  CU(cudaMemcpyAsync(d, h, N * 2, cudaMemcpyHostToDevice, st));
+  CK(weft_sendrecv(w, d, N, rank + 1 < p ? rank + 1 : WEFT_NO_PEER, d + N * 8, N,
+                   rank > 0 ? rank - 1 : WEFT_NO_PEER, WEFT_BFLOAT16, st) == 0,
+     "device sendrecv: %s", weft_last_error(ctx));
+  CU(cudaMemcpyAsync(h, d + N * 8, N * 2, cudaMemcpyDeviceToHost, st));
+  CU(cudaStreamSynchronize(st));
+  if (rank > 0)
+    xexpect(h, rank - 1, rank, N * 2, "device sendrecv");
+  ops[0].buf = h;
+  CK(weft_p2p_batch(w, ops, 2, st) == WEFT_EINVAL && strstr(weft_last_error(ctx), "one kind"),
+     "a batch of host and device buffers: %s", weft_last_error(ctx));
+  CK(weft_group_wait(w) == 0, "wait: %s", weft_last_error(ctx));
+  cudaFree(d);
+  free(h);
+  return 2;
+}
+
+/* With WEFT_COLL_TIMEOUT: the last rank never comes to a device all-to-all
+ * (what "alltoall-absent") or to its part of a ring of sendrecv
+ * ("batch-absent"); the others' weft_group_wait() must fail within the
+ * deadline naming it, and every rank aborts the communicator (the absent one
+ * when it comes back, told by the others). */
+static int absent(weft_ctx *ctx, weft_group *w, cudaStream_t st, const char *what)
+{
+  int rank = weft_group_rank(w), p = weft_group_size(w), rc;
+  char want[96];
+  float *d;
+
+  CK(p >= 3, "%s needs 3 ranks or more", what);
+  CU(cudaMalloc((void **)&d, (size_t)p * 2048 * sizeof(float)));
+  CK(weft_allreduce(w, d, d, 16, WEFT_FLOAT32, WEFT_SUM, st) == 0 && weft_group_wait(w) == 0,
+     "first allreduce: %s", weft_last_error(ctx));
+  if (rank == p - 1) {
+    sleep((unsigned)(ctx->coll_timeout + 3));
+    CK(weft_group_wait(w) != 0, "the absent rank was not told of the abort");
+    printf("ABSENT-OK rank %d told: %s\n", rank, weft_last_error(ctx));
+    cudaFree(d);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return 0;
+  }
+  if (!strcmp(what, "alltoall-absent")) {
+    CK(weft_alltoall(w, d, d + (size_t)p * 1024, 1024, WEFT_FLOAT32, st) == 0,
+       "alltoall: %s", weft_last_error(ctx));
+    snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
+  } else {
+    CK(weft_sendrecv(w, d, 1024, (rank + 1) % p, d + 1024, 1024, (rank + p - 1) % p,
+                     WEFT_FLOAT32, st) == 0, "sendrecv: %s", weft_last_error(ctx));
+    snprintf(want, sizeof(want), "world rank(s) %d never posted", p - 1);
+  }
+  rc = weft_group_wait(w);
+  if (rank != 0 && rank != p - 2 && !strcmp(what, "batch-absent")) {
+    printf("ABSENT-OK rank %d (not next to it): %s\n", rank, weft_err_name(rc));
+  } else if (rc == WEFT_ENCCL && strstr(weft_last_error(ctx), "aborted the group's NCCL")) {
+    /* another rank's deadline came first, and it told us */
+    printf("ABSENT-OK rank %d told: %s\n", rank, weft_last_error(ctx));
+  } else {
+    CK(rc == WEFT_ETIMEDOUT && strstr(weft_last_error(ctx), want), "%s: %s (%s)", what,
+       weft_err_name(rc), weft_last_error(ctx));
+    printf("ABSENT-OK rank %d: %s\n", rank, weft_last_error(ctx));
+  }
+  cudaFree(d);
+  /* Until the absent rank has heard of the abort: a notice from a process
+   * that has ended may be lost with its shared memory. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   size_t sizes[] = {1, 1021, 1 << 20};
@@ -245,6 +442,15 @@ int main(int argc, char **argv)
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
     return no_gpu(&argc, &argv);
   CK(weft_init(&argc, &argv, &ctx) == 0, "weft_init");
+  if (argc > 1 && strstr(argv[1], "-absent")) {
+    w = weft_world(ctx);
+    CU(cudaSetDevice(weft_device(ctx)));
+    CU(cudaStreamCreate(&st));
+    absent(ctx, w, st, argv[1]);
+    CU(cudaStreamDestroy(st));
+    CK(weft_finalize(ctx) == 0, "finalize");
+    return 0;
+  }
   if (argc > 1)
     sizes[2] = (size_t)strtoul(argv[1], NULL, 10);
   w = weft_world(ctx);
@@ -369,6 +575,8 @@ int main(int argc, char **argv)
   checks += rounding(ctx, w, st);
   checks += graph(ctx, w);
   checks += ring(ctx, w, st);
+  checks += a2a(ctx, w, st);
+  checks += batch(ctx, w, st);
   checks += mesh(ctx, st);
   /* Host buffers still go through MPI on a GPU machine. */
   {

@@ -12,10 +12,10 @@ for coll in allreduce reduce_scatter bucket; do
   run_np 3 "$tmp/$coll" "$bench" $coll -d all -o all $small --tensors 7 ||
     fail_run "$coll -d all -o all exited $?" "$tmp/$coll"
 done
-for coll in allgather broadcast sendrecv; do
+for coll in allgather broadcast sendrecv alltoall; do
   run_np 3 "$tmp/$coll" "$bench" $coll -d all $small -r 1 || fail_run "$coll -d all exited $?" "$tmp/$coll"
 done
-for coll in allreduce reduce_scatter bucket allgather broadcast sendrecv; do
+for coll in allreduce reduce_scatter bucket allgather broadcast sendrecv alltoall; do
   grep -q '^# Out of bounds values : 0 OK$' "$tmp/$coll" || fail_run "$coll: wrong data" "$tmp/$coll"
   rows=$(grep -vc '^#' "$tmp/$coll" || true)
   [ "$rows" -ge 8 ] || fail_run "$coll: only $rows rows" "$tmp/$coll"

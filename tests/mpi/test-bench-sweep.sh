@@ -24,6 +24,7 @@ step 3 allgather allgather -b 1K -e 4K -d int32
 step 4 reduce_scatter reduce_scatter -b 1K -e 4K -o max -d float64
 step 3 broadcast broadcast -r 2 -b 1K -e 2K -d bfloat16
 step 3 sendrecv sendrecv -b 1K -e 2K -d uint8
+step 4 alltoall alltoall -b 1K -e 4K -d int64 --baseline
 step 2 bucket bucket -b 1K -e 4K --tensors 10 --baseline -o avg
 
 golden_check "$golden" "$tmp/all" || exit 1
@@ -39,7 +40,7 @@ nccl_head()
     '(us)' '(GB/s)' '(GB/s)' '' '(us)' '(GB/s)' '(GB/s)' ''
 }
 nccl_head | sed 's/ *$//' >"$tmp/nccl-head"
-for name in allreduce allgather reduce_scatter broadcast sendrecv bucket; do
+for name in allreduce allgather reduce_scatter broadcast sendrecv alltoall bucket; do
   grep -A3 '^#  *size  *count' "$tmp/$name" >/dev/null || fail_run "$name: no column heads" "$tmp/$name"
   grep -B1 -A1 '^#  *size  *count' "$tmp/$name" | cut -c1-"$(wc -L <"$tmp/nccl-head")" | sed 's/ *$//' >"$tmp/head"
   diff "$tmp/nccl-head" "$tmp/head" >/dev/null || fail_run "$name: the column heads are not nccl-tests': $(diff "$tmp/nccl-head" "$tmp/head")" "$tmp/$name"
@@ -57,4 +58,4 @@ $want" ;;
   done
 done
 cat "$tmp/allreduce"
-echo "PASS: weft-bench sweeps of 6 collectives match the golden output"
+echo "PASS: weft-bench sweeps of 7 collectives match the golden output"

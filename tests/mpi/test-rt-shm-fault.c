@@ -5,6 +5,8 @@
  *   absent    never joins the next all-reduce (it sleeps);
  *   killed    is killed by SIGKILL while all-reduces of 4 MiB run;
  *   stopped   is stopped by SIGSTOP while they run.
+ * "a2a-killed" and "a2a-absent": the same during all-to-alls of 4 MiB per
+ * rank (read from the send buffers with cross-memory attach).
  * The other ranks must get an error naming it (WEFT_ETIMEDOUT, or WEFT_EPEER
  * for a rank that died) instead of waiting for ever; they print
  * "FAULT-OK rank N" and abort the job, which is what callers should do.
@@ -38,10 +40,11 @@ static void arm(int sig, long ms)
 
 int main(int argc, char **argv)
 {
-  const char *how = argc > 1 ? argv[1] : "absent";
+  const char *how = argc > 1 ? argv[1] : "absent", *op = "allreduce";
   weft_ctx *ctx;
   weft_group *w;
-  float *buf;
+  float *buf, *out;
+  int a2a = !strncmp(how, "a2a-", 4);
   int rank, p, rc = 0, i;
   char want[64];
   double t0;
@@ -52,10 +55,16 @@ int main(int argc, char **argv)
   p = weft_size(ctx);
   CHECK(p >= 2, "needs 2 ranks or more");
   buf = calloc(N, sizeof(float));
-  CHECK(buf, "calloc");
-  /* One all-reduce that everybody joins, through shared memory. */
-  CHECK(weft_allreduce(w, buf, buf, N, WEFT_FLOAT32, WEFT_SUM, NULL) == 0, "warm-up: %s",
-        weft_last_error(ctx));
+  out = calloc(N, sizeof(float));
+  CHECK(buf && out, "calloc");
+  if (a2a) {
+    how += 4;
+    op = "alltoall";
+  }
+#define CALL() (a2a ? weft_alltoall(w, buf, out, N / (size_t)p, WEFT_FLOAT32, NULL) \
+                    : weft_allreduce(w, buf, buf, N, WEFT_FLOAT32, WEFT_SUM, NULL))
+  /* One call that everybody joins, through shared memory. */
+  CHECK(CALL() == 0, "warm-up: %s", weft_last_error(ctx));
   CHECK(w->shm && w->shm->state == 1, "host shared memory is off");
   if (rank == p - 1) {
     if (!strcmp(how, "absent")) {
@@ -66,7 +75,7 @@ int main(int argc, char **argv)
   }
   t0 = weftx_monotonic();
   for (i = 0; i < 100000 && rc == 0 && weftx_monotonic() - t0 < 20; i++)
-    rc = weft_allreduce(w, buf, buf, N, WEFT_FLOAT32, WEFT_SUM, NULL);
+    rc = CALL();
   if (rank == p - 1)
     return 0; /* a stopped rank is continued when the others abort: nothing to check */
   CHECK(rc != 0, "%d all-reduces went through", i);
@@ -78,7 +87,7 @@ int main(int argc, char **argv)
     snprintf(want, sizeof(want), "world rank %d ", p - 1);
   else
     snprintf(want, sizeof(want), "world rank(s) %d had not", p - 1);
-  CHECK(strstr(weft_last_error(ctx), want) && strstr(weft_last_error(ctx), "allreduce") &&
+  CHECK(strstr(weft_last_error(ctx), want) && strstr(weft_last_error(ctx), op) &&
           strstr(weft_last_error(ctx), "world") &&
           (rc != WEFT_EPEER || strstr(weft_last_error(ctx), "died")),
         "message does not name the op, group and rank (%s): %s", want, weft_last_error(ctx));

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # A rank absent from, killed in, or stopped in host shared-memory all-reduces
-# (WEFT_COLL_TIMEOUT=2): every other rank must report an error naming it, and
+# and all-to-alls (WEFT_COLL_TIMEOUT=2): every other rank must report an error naming it, and
 # the job must end in bounded time. mpirun --enable-recovery keeps the others
 # alive after a rank dies, so that they can report; without it mpirun ends
 # the job itself, which must not hang either.
@@ -27,6 +27,9 @@ for how in absent killed stopped; do
   fault $how
 done
 WEFT_HOST_SHM_STAGED=0 fault killed
+# All-to-alls of 4 MiB per rank (peers read from the send buffers).
+fault a2a-killed
+fault a2a-absent
 start=$(date +%s)
 mpirun_np -v 3 "$bin/test-rt-shm-fault" killed >"$out" 2>&1 || true
 took=$(($(date +%s) - start))

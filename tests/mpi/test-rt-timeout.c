@@ -5,7 +5,10 @@
  * bounded time, with a message naming that rank. They print
  * "TIMEDOUT-OK rank N" and abort the job, which is what callers should do;
  * test-rt-timeout.sh checks the lines and the time taken.
- * Argument "barrier", "bcast" or "recv" picks the call (default all-reduce).
+ * Argument "barrier", "bcast", "recv", "alltoall" or "sendrecv" picks the
+ * call (default all-reduce); sendrecv: every rank sends 1 MiB to the next
+ * rank and receives from the previous in one batch, and the ranks next to
+ * the absent one must name it, with the operation.
  * Without WEFT_COLL_TIMEOUT the watchdog ends the waiting ranks instead
  * ("watchdog": run with WEFT_COLL_WATCHDOG=3; they exit 124); "init": the last
  * rank never calls weft_init (run with WEFT_INIT_TIMEOUT=3): the others'
@@ -69,10 +72,30 @@ int main(int argc, char **argv)
   }
   else if (!strcmp(what, "recv"))
     rc = weft_recv(w, &x, 1, WEFT_INT32, p - 1, NULL);
-  else
+  else if (!strcmp(what, "alltoall")) {
+    int *a = calloc((size_t)p, sizeof(int)), *b = calloc((size_t)p, sizeof(int));
+    CHECK(a && b, "calloc");
+    rc = weft_alltoall(w, a, b, 1, WEFT_INT32, NULL);
+  } else if (!strcmp(what, "sendrecv")) {
+    /* More than MPI buffers: a send needs its receive. */
+    size_t m = 1 << 18;
+    float *a = calloc(m, sizeof(float)), *b = calloc(m, sizeof(float));
+    CHECK(a && b, "calloc");
+    rc = weft_sendrecv(w, a, m, (rank + 1) % p, b, m, (rank + p - 1) % p, WEFT_FLOAT32, NULL);
+    if (rank != 0 && rank != p - 2) {
+      CHECK(rc == 0, "sendrecv away from the absent rank: %s", weft_last_error(ctx));
+      printf("TIMEDOUT-OK rank %d (not next to it)\n", rank);
+      fflush(stdout);
+      sleep(1);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  } else
     rc = weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL);
   if (!strcmp(what, "recv"))
     snprintf(want, sizeof(want), "recv with world rank %d", p - 1);
+  else if (!strcmp(what, "sendrecv"))
+    snprintf(want, sizeof(want), "%s world rank %d", rank == 0 ? "receive from" : "send to",
+             p - 1);
   else
     snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
   CHECK(rc == WEFT_ETIMEDOUT, "%s gave %s", what, weft_err_name(rc));

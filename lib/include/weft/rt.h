@@ -188,6 +188,7 @@ WEFT_EXPORT int weft_send(weft_group *g, const void *buf, size_t count, weft_dty
 WEFT_EXPORT int weft_recv(weft_group *g, void *buf, size_t count, weft_dtype dt, int peer,
                           void *stream);
 WEFT_EXPORT int weft_barrier(weft_group *g);
+
 /** \brief Wait until every device call weft queued on \p g has finished on
  * the GPU (host calls finish before they return), at most WEFT_COLL_TIMEOUT
  * seconds for each from when its stream reaches it (without it, the
@@ -196,6 +197,62 @@ WEFT_EXPORT int weft_barrier(weft_group *g);
  * WEFT_ENCCL); then the group's NCCL communicator has been aborted on every
  * member. Not collective; calls captured into a CUDA graph are not waited for. */
 WEFT_EXPORT int weft_group_wait(weft_group *g);
+
+/* ---- Model parallelism: all-to-all and batches of sends and receives ------ */
+
+/** \brief All-to-all of equal blocks (expert parallelism: the "ep" group).
+ * sendbuf holds count * group size elements, block i going to group rank i;
+ * recvbuf gets block i from group rank i. The buffers must not overlap (in
+ * place is refused with WEFT_EINVAL). On host memory within one host through
+ * shared memory, else MPI (counts above INT_MAX: WEFT_EOVERFLOW); on device
+ * memory one ncclGroupStart/End of sends and receives on the group's
+ * communicator. */
+WEFT_EXPORT int weft_alltoall(weft_group *g, const void *sendbuf, void *recvbuf, size_t count,
+                              weft_dtype dt, void *stream);
+/** \brief All-to-all with per-peer counts and displacements, as
+ * MPI_Alltoallv, in elements: sendcounts[i] elements at sendbuf + sdispls[i]
+ * go to group rank i, recvcounts[i] from it land at recvbuf + rdispls[i].
+ * recvcounts[i] must equal rank i's sendcounts[this rank] (a rank can learn
+ * them first with weft_alltoall of one count per rank); on host memory within
+ * one host a mismatch fails the call on every rank (WEFT_EINVAL), elsewhere
+ * it is the caller's error, as with MPI and NCCL. No receive block may
+ * overlap another or any send block (in place is refused). */
+WEFT_EXPORT int weft_alltoallv(weft_group *g, const void *sendbuf, const size_t *sendcounts,
+                               const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                               const size_t *rdispls, weft_dtype dt, void *stream);
+
+/** One operation of a batch: send count elements of buf to group rank peer,
+ * or receive them from it. */
+typedef enum weft_p2p_kind {
+  WEFT_P2P_SEND = 0,
+  WEFT_P2P_RECV = 1
+} weft_p2p_kind;
+typedef struct weft_p2p {
+  weft_p2p_kind kind;
+  int peer;        /* group rank, not this rank */
+  void *buf;       /* read for a send, written for a receive */
+  size_t count;
+  weft_dtype dt;
+} weft_p2p;
+
+/** \brief Sends and receives issued together and completed together
+ * (pipeline parallelism: the "pp" group), as ncclGroupStart/End around them
+ * or MPI_Startall, so that ranks that all send first do not wait for each
+ * other. Each operation matches the peer's operation of the other kind in the
+ * order both ranks issue them (within and across batches, weft_send and
+ * weft_recv included); a count of 0 is still a message. Buffers of one batch
+ * are all host memory or all this rank's device memory; a receive buffer must
+ * not overlap any other buffer of the batch. On host memory the call returns
+ * when every operation has finished (MPI, nothing copied); on device memory
+ * once they are queued on stream, as one call in flight. */
+WEFT_EXPORT int weft_p2p_batch(weft_group *g, const weft_p2p *ops, size_t nops, void *stream);
+/** No peer for weft_sendrecv(): that half is skipped (MPI_PROC_NULL). */
+#define WEFT_NO_PEER (-1)
+/** \brief A batch of one send to dest and one receive from source (either
+ * may be WEFT_NO_PEER): a pipeline stage's send-next, receive-previous. */
+WEFT_EXPORT int weft_sendrecv(weft_group *g, const void *sendbuf, size_t sendcount, int dest,
+                              void *recvbuf, size_t recvcount, int source, weft_dtype dt,
+                              void *stream);
 
 /* ---- Gradient fusion buckets ---------------------------------------------- */
 
