@@ -34,6 +34,7 @@ struct wr_mon {
   int quiet;
   int tty;                  /* the live line is on */
   int drawn;                /* the live line is on the screen */
+  int hold;                 /* a line of the ranks' output is open: draw nothing */
   double drawn_at, median_at;
   int64_t median;           /* of every rank's latest CPU use, -1 unknown */
   int64_t *use, *scratch;   /* latest CPU use per rank (-1: none or ended) */
@@ -99,6 +100,13 @@ wr_mon_wipe(wr_mon *m)
     fputs("\r\033[K", stderr);
     m->drawn = 0;
   }
+}
+
+void
+wr_mon_hold(wr_mon *m, int hold)
+{
+  if (m)
+    m->hold = hold;
 }
 
 static void
@@ -279,7 +287,7 @@ wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
             (long long)x->gpu_util, WR_STRAGGLE_SAMPLES, (double)m->gmedian / 10);
     m->stragglers++;
   }
-  if (m->tty && now - m->drawn_at >= m->every * 0.9)
+  if (m->tty && !m->hold && now - m->drawn_at >= m->every * 0.9)
     draw(m, s, now);
 }
 

@@ -36,6 +36,9 @@ typedef struct wr_mon wr_mon;
 int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
 void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
 void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
+/* 1: a line of the ranks' output is open on the screen (a prompt): no live line drawn over
+ * it until 0; NULL is fine */
+void wr_mon_hold(wr_mon *m, int hold);
 void wr_mon_close(wr_mon *m); /* NULL is fine */
 /* The live line's NIC rates, the latest samples' of the running ranks: each host's NIC
  * counted once (its ranks all report the same counters). 0 when the ranks run on one
