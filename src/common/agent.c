@@ -80,7 +80,8 @@ wt_exit_man(FILE *out)
 enum {
   A_LAYOUT = 1, A_RANKBY, A_OMPI, A_SLOTS, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS,
   A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM,
-  A_JOB, A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE,
+  A_JOB, A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE, A_LINES, A_TAG,
+  A_STAMP,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
@@ -109,6 +110,13 @@ const wt_opt wt_agent_options[] = {
     0 },
   { A_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S,
     "The program's output into DIR/1/rank.R/stdout and stderr (engines without it).", 0 },
+  { A_LINES, "lines", WT_OPT_FLAG, NULL, S,
+    "The program's stdout and stderr in whole lines, as records on the agent's stderr, "
+    "which weftrun reads (mpirun's reads cut lines anywhere).", 0 },
+  { A_TAG, "tag-output", WT_OPT_FLAG, NULL, S,
+    "With --lines: each line starts with [JOB,RANK]<stdout>: or <stderr>:, as mpirun's.", 0 },
+  { A_STAMP, "timestamp-output", WT_OPT_FLAG, NULL, S,
+    "With --lines: each line starts with the time, as mpirun's.", 0 },
   { A_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S,
     "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
   { A_CONTROL, "control", WT_OPT_ARG, "ADDR:PORT", S,
@@ -229,6 +237,12 @@ wt_agent_args_write(const wt_agent_args *a, int (*add)(void *ud, const char *wor
     put(&w, A_GPUS, a->gpus);
   if (a->output_filename)
     put(&w, A_OUTFILE, a->output_filename);
+  if (a->lines)
+    put(&w, A_LINES, NULL);
+  if (a->tag_output)
+    put(&w, A_TAG, NULL);
+  if (a->timestamp_output)
+    put(&w, A_STAMP, NULL);
   return w.rc;
 }
 
@@ -276,6 +290,9 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   case A_JOB: a->job = a1; return 0;
   case A_GPUS: a->gpus = a1; return 0;
   case A_OUTFILE: a->output_filename = a1; return 0;
+  case A_LINES: a->lines = 1; return 0;
+  case A_TAG: a->tag_output = 1; return 0;
+  case A_STAMP: a->timestamp_output = 1; return 0;
   case A_GRACE: return weftx_parse_long(a1, 0, 3600, &a->preempt_grace) ? -1 : 0;
   case A_PROBE: a->probe = 1; return 0;
   case A_CHECK:

@@ -158,6 +158,9 @@ typedef struct wt_agent_args {
   const char *host_xml;        /* weftrun's own host as XML, for the ranks on that host */
   const char *gpus;            /* the GPUs each host's ranks may have (layout.h's sets) */
   const char *output_filename; /* the rank's output into DIR/1/rank.R/{stdout,stderr} */
+  int lines;                   /* the rank's output in whole lines, as records on the
+                                  agent's stderr (WT_LINE_MARK) */
+  int tag_output, timestamp_output; /* each line tagged, stamped as mpirun's options would */
   long preempt_grace;          /* -1: the agent's default */
   const char *control;         /* weftrun's control channel, ADDR:PORT (ctl.h); NULL: none */
   long monitor_ms;             /* a SAMPLE (sample.h) every this many ms; 0: none */
@@ -214,6 +217,18 @@ void wt_agent_fail_print(FILE *out, const wt_agent_who *who, const char *why, in
  * WT_HWLOC_XMLFILE equal to its --host-xml and removes both before anything else. */
 #define WT_HWLOC_XMLFILE "HWLOC_XMLFILE"
 #define WT_HWLOC_THISSYSTEM "HWLOC_THISSYSTEM"
+
+/* ---- The rank's output in whole lines (--lines) --------------------------- */
+
+/* Under mpirun each agent hands its program's output on in whole lines, as records
+ * on its stderr (weft-rank/output.c), which weftrun reads from mpirun's stderr and
+ * writes out (weftrun/engine/lines.c): WT_LINE_MARK, then 'O' for a line of stdout,
+ * 'E' of stderr ('o', 'e': a piece without its end of line, written without the '\n'
+ * that ends the record), the line, '\n'. A line longer than a record's room is cut,
+ * each piece ending in WT_LINE_CUT. What does not start with the mark (mpirun's own
+ * words, an agent's before its rank starts) is passed on as it is. */
+#define WT_LINE_MARK '\036'
+#define WT_LINE_CUT "[weft: cut]"
 
 /* ---- The probe ------------------------------------------------------------ */
 

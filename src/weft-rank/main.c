@@ -586,8 +586,17 @@ run(agent *g)
   char why[600];
   if (welcomed(g->ch, &g->who))
     return WK_EXIT_SETUP;
-  if (g->o.output_filename &&
-      wk_output_start(g->o.output_filename, g->ids.rank, &output, why, sizeof(why)))
+  if (g->o.lines) {
+    /* what mpirun tells its ranks of the options the agent carries out for it (a
+     * variable the user set stays) */
+    if ((g->o.tag_output && setenv("OMPI_MCA_orte_tag_output", "1", 0)) ||
+        (g->o.timestamp_output && setenv("OMPI_MCA_orte_timestamp_output", "1", 0)) ||
+        (g->o.output_filename &&
+         setenv("OMPI_MCA_orte_output_filename", g->o.output_filename, 0)))
+      return wk_setup_failed(g->ch, &g->who, "out of memory", WK_EXIT_SETUP);
+  }
+  if ((g->o.output_filename || g->o.lines) &&
+      wk_output_start(&g->o, g->ids.rank, &output, why, sizeof(why)))
     return wk_setup_failed(g->ch, &g->who, why, WK_EXIT_SETUP);
   wk_supervise_set_grace(g->o.preempt_grace >= 0 ? g->o.preempt_grace : WEFTX_PREEMPT_GRACE_S);
   wk_gcp_watch_start(g->gcp);

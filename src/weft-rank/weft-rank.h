@@ -165,10 +165,12 @@ const char *wk_gpus_policy(const wk_gpus *g);
 int wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env *env,
                   weftx_gpu_visibility vis, char *why, size_t len);
 
-/* output.c: --output-filename DIR: descriptors 1 and 2 copied into DIR/1/rank.R/stdout
- * and stderr and to where they went before, until wk_output_finish(). */
+/* output.c: the program's output read by the agent, from wk_output_start() to
+ * wk_output_finish(): with --lines handed on in whole lines, tagged and stamped as asked,
+ * as records on the agent's stderr (agent.h, WT_LINE_MARK); with --output-filename DIR
+ * also into DIR/1/rank.R/stdout and stderr. */
 typedef struct wk_output wk_output;
-int wk_output_start(const char *dir, int rank, wk_output **out, char *why, size_t len);
+int wk_output_start(const wt_agent_args *a, int rank, wk_output **out, char *why, size_t len);
 void wk_output_finish(wk_output *o);
 
 /* gcp.c: --nccl-preset on this host (reserved cores, variables) and the preemption

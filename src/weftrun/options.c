@@ -121,11 +121,12 @@ const wt_opt wr_options[] = {
     "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout "
     "(schemas: weftrun(1), PLAN and CHECKS).", 0 },
   { O_TAG, "tag-output", WT_OPT_FLAG, NULL, S_OUT,
-    "Prefix every output line with the job and rank.", 0 },
+    "Prefix every output line with the job and rank ([1,R]<stdout>:). Under mpirun each "
+    "rank's output comes in whole lines, never glued to another rank's.", 0 },
   { O_TIMESTAMP, "timestamp-output", WT_OPT_FLAG, NULL, S_OUT,
     "Prefix every output line with the time.", 0 },
   { O_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S_OUT,
-    "Write each rank's output under DIR instead of the terminal.", 0 },
+    "Write each rank's output into DIR/1/rank.R/stdout and stderr too.", 0 },
   { O_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", S_RUN,
     "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
     "the whole check's deadline (default 60).", 0 },
@@ -615,6 +616,8 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
                 opt->id == O_DISPLAY ? WR_WORD_PLACE : WR_WORD_ANY;
     if (opt->id == O_TIMEOUT || opt->id == O_STATE_TIMEOUT)
       place = WR_WORD_TIMEOUT;
+    if (opt->id == O_TAG || opt->id == O_TIMESTAMP || opt->id == O_OUTFILE)
+      place = WR_WORD_OUTPUT;
     return keep_option(c, sp, a1, a2, place, why, len);
   }
 }

@@ -5,9 +5,11 @@
  * run (weftx_proc_run(): its own process group, stop requests, SIGTERM when
  * weftrun dies) with the control channel polled in the same loop, and what
  * the agents said turned into the exit status. The engine (mpirun or srun)
- * is only the transport: its output is not read, it goes where weftrun's
- * goes, as fast as the engine writes it, and nothing a rank or the engine
- * prints can change how the job is judged. The supervisor
+ * is only the transport, and nothing a rank or the engine prints can change
+ * how the job is judged: srun's output goes where weftrun's goes; mpirun's
+ * is read, because its agents hand the ranks' output on as records of whole
+ * lines (engine/lines.c writes each out, the monitor's line wiped first, and
+ * the rest as it came). The supervisor
  * (supervise/supervise.c) decides when the job must end (a
  * failed rank, a lost host, --timeout, a weft deadline); then every agent
  * gets END (SIGTERM, WR_END_GRACE_S, SIGKILL of its rank); mpirun normally
@@ -50,7 +52,29 @@ typedef struct job {
   wr_mon *mon;              /* --monitor */
   int recap, launched;      /* the launch line and closing figures wanted; the first said */
   wr_banners ban;           /* the engine's stderr, its accounts of the end held */
+  wr_lines lines;           /* the ranks' output, when the agents hand it on in lines */
 } job;
+
+/* Before a rank's output is written: the monitor's line off the screen. */
+static void
+before_output(void *arg)
+{
+  job *j = arg;
+  wr_mon_wipe(j->mon);
+}
+
+static void
+on_output(void *arg, int stream, const char *data, size_t len)
+{
+  job *j = arg;
+  wr_lines_put(&j->lines, stream, data, len);
+  if (j->lines.broken == 1) { /* weftrun's output is gone: ended as mpirun ends on SIGPIPE */
+    wr_signals_request(SIGPIPE);
+    j->lines.broken = 2;
+  }
+  /* a line left open (a prompt) is not drawn over */
+  wr_mon_hold(j->mon, j->lines.open);
+}
 
 static const char *
 reason(const wr_sup *s)
@@ -134,7 +158,15 @@ to_stderr(void *arg, const char *data, size_t len)
 }
 
 static void
-on_output(void *arg, int stream, const char *data, size_t len)
+banners_put(void *arg, const char *data, size_t len)
+{
+  job *j = arg;
+  wr_banners_put(&j->ban, data, len);
+}
+
+/* srun's stderr (no records): as it comes, but for mpirun-style accounts of the end. */
+static void
+on_engine_stderr(void *arg, int stream, const char *data, size_t len)
 {
   job *j = arg;
   if (stream == 2)
@@ -168,7 +200,8 @@ supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
-  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0, NULL, wr_recap_wanted(o), 0 };
+  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0, NULL, wr_recap_wanted(o), 0,
+            { 0 } };
   char **envp = wr_env_build(env);
 
   if (!j.s || !envp) {
@@ -202,12 +235,21 @@ supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
   s.on_event = on_event;
   s.arg = &j;
   /* the engine's stderr through weftrun, so that its accounts of the end can give way to
-   * the summary; with -v it goes straight through, all of it */
+   * the summary (with -v all of it goes on as it comes); under mpirun all its output,
+   * the agents handing their ranks' lines on as records */
   wr_banners_init(&j.ban, to_stderr, &j);
-  if (!o->verbose) {
+  if (wr_engine_lines(e)) {
+    wr_lines_init(&j.lines, before_output, &j);
+    if (!o->verbose) {
+      j.lines.rest = banners_put;
+      j.lines.rest_arg = &j;
+    }
+    s.out = s.err = WEFTX_PROC_PIPE;
+    s.on_output = on_output;
+  } else if (!o->verbose) {
     s.err = WEFTX_PROC_PIPE;
     s.raw = 1;
-    s.on_output = on_output;
+    s.on_output = on_engine_stderr;
   }
   int rc = 0;
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));

@@ -29,6 +29,13 @@ on_signal(int sig)
   errno = saved;
 }
 
+void
+wr_signals_request(int sig)
+{
+  if (sig_pipe[1] >= 0)
+    on_signal(sig);
+}
+
 int
 wr_signals_install(void)
 {

@@ -58,6 +58,8 @@ enum {
   WR_WORD_PLACE,                /* places ranks: given when Open MPI places them */
   WR_WORD_TIMEOUT,              /* --timeout and its reports: given when mpirun keeps the
                                    deadline (--report-state-on-timeout, --get-stack-traces) */
+  WR_WORD_OUTPUT,               /* --tag-output, --timestamp-output, --output-filename: never
+                                   given; the agents do them on whole lines (wr_engine_lines) */
 };
 
 /* One program of the command line (MPMD: several, separated by ':'). */
@@ -143,6 +145,8 @@ void wr_usage(FILE *out);
  * pipe, a stop request for weftx_proc_run(); never an asynchronous death. */
 int wr_signals_install(void);      /* the pipe's read end, or -1 */
 int wr_signals_pending(int fd);    /* the signal waiting on fd (consumed), or 0 */
+/* A stop request as if signal \p sig had come (SIGPIPE: weftrun's output is gone). */
+void wr_signals_request(int sig);
 
 /* jobdir.c: the job's private directory, $TMPDIR/weft-PID-XXXXXX (mode 0700), made
  * on first use; every file weftrun writes for the job is in it, and it goes with the

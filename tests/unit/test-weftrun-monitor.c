@@ -239,7 +239,7 @@ test_picture(void **state)
    * points draws none; the caption escaped */
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  wr_picture_draw(f, v, 2, "job <x>");
+  wr_picture_draw(f, v, 2, "job <x>", NULL, NULL);
   assert_int_equal(fclose(f), 0);
   assert_non_null(strstr(text, "<p>job &lt;x&gt;</p>"));
   int lines = 0;
@@ -248,14 +248,21 @@ test_picture(void **state)
   assert_int_equal(lines, 2);
   assert_non_null(strstr(text, "<title>rank 0 (vm-a)</title>"));
   assert_null(strstr(text, "rank 1 ("));
-  /* one picture; no GPU chart without GPU figures; no rank below half the median */
+  /* one picture, as wide as the page (its viewBox scales); no GPU chart without GPU
+   * figures; no straggler named, none marked */
   assert_null(strstr(strstr(text, "<svg") + 1, "<svg"));
+  assert_non_null(strstr(text, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%\" "
+                               "viewBox=\"0 0 900 "));
   assert_null(strstr(text, "GPU utilisation"));
-  assert_null(strstr(text, "Below half"));
+  assert_null(strstr(text, "Straggler"));
+  assert_null(strstr(text, "stroke-width=\"3\""));
   free(text);
 
-  /* four ranks with GPU figures, rank 2 at a quarter of the others: a GPU chart, rank 2
-   * drawn thick and named under the legend, which is inside the picture */
+  /* four ranks with GPU figures, rank 2 at a quarter of the others: a GPU chart; the
+   * picture marks the ranks the live line named, and only those: nothing when it named
+   * none (a rank low on average was never low for WR_STRAGGLE_SAMPLES samples in a row),
+   * rank 2 drawn thick and named under the legend (inside the picture) when it named
+   * rank 2 for its CPU, rank 1 as well when it named rank 1 for its GPU */
   wr_point b[4][2];
   wr_series w[4];
   for (int r = 0; r < 4; r++) {
@@ -265,20 +272,89 @@ test_picture(void **state)
   }
   f = open_memstream(&text, &len);
   assert_non_null(f);
-  wr_picture_draw(f, w, 4, "job");
+  wr_picture_draw(f, w, 4, "job", NULL, NULL);
+  assert_int_equal(fclose(f), 0);
+  assert_non_null(strstr(text, "GPU utilisation, %"));
+  assert_null(strstr(text, "Straggler"));
+  assert_null(strstr(text, "stroke-width=\"3\""));
+  free(text);
+  char named_cpu[4] = { 0, 0, 1, 0 }, named_gpu[4] = { 0, 1, 0, 0 };
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  wr_picture_draw(f, w, 4, "job", named_cpu, named_gpu);
   assert_int_equal(fclose(f), 0);
   lines = 0;
   for (const char *p = text; (p = strstr(p, "<polyline")); p++)
     lines++;
   assert_int_equal(lines, 12);
-  assert_non_null(strstr(text, "GPU utilisation, %"));
   assert_non_null(strstr(text, "stroke-width=\"3\" stroke=\"#2ca02c\""));
   assert_non_null(strstr(text, "rank 2 (vm) CPU 20% GPU 10%"));
-  assert_non_null(strstr(text, "Below half the median: rank 2 (vm), CPU 20% on average, the "
-                               "ranks' median 80%"));
-  assert_non_null(strstr(text, "Below half the median: rank 2 (vm), GPU 10% on average"));
-  assert_true(strstr(text, "Below half") < strstr(text, "</svg>"));
+  assert_non_null(strstr(text, "Straggler: rank 2 (vm), its CPU below half its peers' median for "
+                               "3 samples in a row, 20% on average (the thick line)"));
+  assert_non_null(strstr(text, "Straggler: rank 1 (vm), its GPU below half its peers' median for "
+                               "3 samples in a row, 90% on average"));
+  assert_null(strstr(text, "Straggler: rank 2 (vm), its GPU"));
+  assert_true(strstr(text, "Straggler") < strstr(text, "</svg>"));
+  /* rank 2 thick in the CPU chart only, rank 1 in the GPU chart only */
+  const char *gpu_chart = strstr(text, "GPU utilisation"), *mem_chart = strstr(text, "Resident");
+  const char *t2 = strstr(text, "stroke-width=\"3\" stroke=\"#2ca02c\"");
+  const char *t1 = strstr(text, "stroke-width=\"3\" stroke=\"#ff7f0e\"");
+  assert_true(t2 && t2 < gpu_chart && !strstr(gpu_chart, "stroke-width=\"3\" stroke=\"#2ca02c\""));
+  assert_true(t1 && t1 > gpu_chart && t1 < mem_chart);
+  assert_null(strstr(mem_chart, "stroke-width=\"3\""));
   free(text);
+}
+
+/* The live line's NIC rates: left out on one host; across hosts each host's NIC once. */
+static void
+test_nic_rates(void **state)
+{
+  wr_host h[2];
+  wr_plan_host ph[2];
+  weftx_plan_rank pr[4];
+  wr_rank r[4];
+  wr_plan p;
+  wr_sup s;
+  int scratch[4];
+  double tx, rx;
+  (void)state;
+  memset(h, 0, sizeof(h));
+  memset(ph, 0, sizeof(ph));
+  memset(pr, 0, sizeof(pr));
+  memset(r, 0, sizeof(r));
+  memset(&p, 0, sizeof(p));
+  memset(&s, 0, sizeof(s));
+  h[0].name = "vm-a";
+  h[1].name = "vm-b";
+  ph[0].host = &h[0];
+  ph[1].host = &h[1];
+  p.hosts = ph;
+  p.nhosts = 2;
+  p.ranks = pr;
+  p.np = 4;
+  s.p = &p;
+  s.np = 4;
+  s.r = r;
+  for (int k = 0; k < 4; k++) {
+    r[k].state = WR_RANK_RUNNING;
+    r[k].nsamples = 1;
+    snprintf(r[k].last.nic, sizeof(r[k].last.nic), "eth0");
+    r[k].last.nic_tx = 1000;
+    r[k].last.nic_rx = 500;
+  }
+  /* four ranks on vm-a: no rate (the NIC's traffic is not the job's) */
+  assert_int_equal(wr_mon_nic_rates(&s, scratch, &tx, &rx), 0);
+  /* two and two on vm-a and vm-b: each host's eth0 once, not once per rank */
+  pr[2].host = pr[3].host = 1;
+  assert_int_equal(wr_mon_nic_rates(&s, scratch, &tx, &rx), 1);
+  assert_true(tx == 2000 && rx == 1000);
+  /* a host with two NICs in use: both */
+  snprintf(r[1].last.nic, sizeof(r[1].last.nic), "eth1");
+  assert_int_equal(wr_mon_nic_rates(&s, scratch, &tx, &rx), 1);
+  assert_true(tx == 3000 && rx == 1500);
+  /* the ranks of vm-b ended: one host left, no rate */
+  r[2].state = r[3].state = WR_RANK_EXITED;
+  assert_int_equal(wr_mon_nic_rates(&s, scratch, &tx, &rx), 0);
 }
 
 static void
@@ -371,6 +447,7 @@ main(void)
     cmocka_unit_test(test_stat),         cmocka_unit_test(test_counter_rates),
     cmocka_unit_test(test_message),      cmocka_unit_test(test_prom),
     cmocka_unit_test(test_picture),      cmocka_unit_test(test_median),
+    cmocka_unit_test(test_nic_rates),
     cmocka_unit_test(test_straggler),    cmocka_unit_test(test_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include <weftx.h>
 #include "opt.h"
 #include "weftrun.h"
+#include "engine/engine.h"
 
 /* Parse a NULL-terminated word list as weftrun's argv; returns wr_opts_parse()'s code. */
 static int
@@ -556,6 +557,66 @@ test_exit_table(void **state)
   free(man);
 }
 
+static void
+count_call(void *arg)
+{
+  (*(int *)arg)++;
+}
+
+/* The text of a temporary file, from its start. */
+static void
+file_text(FILE *f, char *buf, size_t len)
+{
+  size_t n;
+  rewind(f);
+  n = fread(buf, 1, len - 1, f);
+  buf[n] = '\0';
+}
+
+/* mpirun's stderr under --lines: each record's line to weftrun's stdout or stderr, a
+ * piece without its end of line as it is, anything else as it came; the callback once
+ * per batch, before anything is written. */
+static void
+test_lines(void **state)
+{
+  char out[512], err[512];
+  int calls = 0, o = dup(1), e = dup(2);
+  FILE *fo = tmpfile(), *fe = tmpfile();
+  wr_lines l;
+  (void)state;
+  assert_non_null(fo);
+  assert_non_null(fe);
+  fflush(stdout);
+  fflush(stderr);
+  dup2(fileno(fo), 1);
+  dup2(fileno(fe), 2);
+  wr_lines_init(&l, count_call, &calls);
+  const char a[] = "\036O[1,0]<stdout>:one\nmpirun says\n\036Etwo\n\036oanswer? \n";
+  wr_lines_put(&l, 2, a, sizeof(a) - 1);
+  int open_after_prompt = l.open;
+  wr_lines_put(&l, 2, "\036O42\n", strlen("\036O42\n"));
+  /* a line longer than a piece (not a record: mpirun's own) goes on whole */
+  wr_lines_put(&l, 1, "long \036O", strlen("long \036O"));
+  wr_lines_put(&l, 1, "line\n", strlen("line\n"));
+  /* a record's mark must open a line, and be followed by O, o, E or e */
+  wr_lines_put(&l, 2, "x\036Oy\n\036Xz\n", strlen("x\036Oy\n\036Xz\n"));
+  fflush(stdout);
+  fflush(stderr);
+  dup2(o, 1);
+  dup2(e, 2);
+  close(o);
+  close(e);
+  file_text(fo, out, sizeof(out));
+  file_text(fe, err, sizeof(err));
+  fclose(fo);
+  fclose(fe);
+  assert_string_equal(out, "[1,0]<stdout>:one\nanswer? 42\nlong \036Oline\n");
+  assert_string_equal(err, "mpirun says\ntwo\nx\036Oy\n\036Xz\n");
+  assert_int_equal(open_after_prompt, 1);
+  assert_int_equal(l.open, 0);
+  assert_int_equal(calls, 5);
+}
+
 int
 main(void)
 {
@@ -574,6 +635,7 @@ main(void)
     cmocka_unit_test(test_fail_line),
     cmocka_unit_test(test_gce_line),
     cmocka_unit_test(test_exit_table),
+    cmocka_unit_test(test_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,6 +176,14 @@ agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
   ag.preempt_grace = o->preempt_grace;
   ag.report_bindings = o->report_bindings;
   ag.output_filename = output_filename;
+  if (wr_engine_lines(e)) {
+    /* mpirun's reads cut lines anywhere: the agents make them whole, tag and stamp them,
+     * write the files (its --output-filename would hold the records) */
+    ag.lines = 1;
+    ag.tag_output = o->tag_output;
+    ag.timestamp_output = o->timestamp_output;
+    ag.output_filename = o->output_filename;
+  }
   if (net && net->addr[0]) {
     ag.master_addr = net->addr;
     ag.master_port = net->port;
@@ -264,6 +272,12 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
       return rc;
   }
   return 0;
+}
+
+int
+wr_engine_lines(const wr_engine *e)
+{
+  return e->kind == WR_ENGINE_MPIRUN && !e->agent_args;
 }
 
 int

@@ -6,7 +6,8 @@
  * every program, the variables it adds to weftrun's environment, the
  * hostfile it reads, the probe's command; which of weftrun's variables go to
  * every host (forward.c); the engine's output cut into its ranks' streams
- * (streams.c); the programs weftrun starts and their argument vectors
+ * (streams.c); the ranks' output in whole lines, from the records their agents
+ * write (lines.c); the programs weftrun starts and their argument vectors
  * (exec.c).
  */
 #ifndef WR_ENGINE_H
@@ -43,6 +44,10 @@ int wr_engine_ready(const wr_opts *o, const wr_engine *e);
 int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
                    wr_argv *out, wr_argv *env, char *why, size_t whylen); /* WR_EXIT_* */
 int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or -1 */
+/* 1 when the engine's job hands the ranks' output on in whole lines: mpirun's (not the
+ * check's), whose agents write records (agent.h, WT_LINE_MARK) on their stderr, read from
+ * mpirun's by wr_lines_put(). */
+int wr_engine_lines(const wr_engine *e);
 /* The probe's command: \p n hosts, one "weft-rank --probe" on each, as listed in
  * \p hostfile (the engine's own words; the agent's are the caller's). 0, or -1 out of
  * memory. */
@@ -91,6 +96,28 @@ void wr_banners_end(wr_banners *b, int drop_held);
 /* What is still kept is written; the held blocks are returned (\p len bytes, not
  * NUL-terminated, free(); NULL when none), then all freed. */
 char *wr_banners_take(wr_banners *b, size_t *len);
+
+/* lines.c: mpirun's stdout and stderr, as weftx_proc_run's on_output gives them (whole
+ * lines), when the agents hand their ranks' output on as records (wr_engine_lines()):
+ * each record's line to weftrun's stdout or stderr, the rest as it came. \p before is
+ * called before anything is written (the monitor's line wiped); \p open says whether
+ * the last thing written left a line open (a prompt), \p broken that a reader has gone. */
+typedef struct wr_lines {
+  void (*before)(void *arg);
+  void *arg;
+  int in_piece[3];              /* per stream: inside a line longer than a piece */
+  FILE *piece_to[3];            /* and where that line goes */
+  int piece_rec[3];             /* and whether it is a rank's record */
+  int open;
+  int broken;                   /* 1: a write found its reader gone (EPIPE) */
+  FILE *last;                   /* the stream written last */
+  /* when set, mpirun's own stderr lines (not a rank's records) go here instead, as they
+   * come: to wr_banners_put() */
+  void (*rest)(void *arg, const char *data, size_t len);
+  void *rest_arg;
+} wr_lines;
+void wr_lines_init(wr_lines *l, void (*before)(void *arg), void *arg);
+void wr_lines_put(wr_lines *l, int stream, const char *data, size_t len);
 
 /* forward.c: the variables plan p's engine passes to every host: those forwarded by
  * default (weftx_env_forward_default() less those that describe one host, and a

@@ -34,10 +34,12 @@ struct wr_mon {
   int quiet;
   int tty;                  /* the live line is on */
   int drawn;                /* the live line is on the screen */
+  int hold;                 /* a line of the ranks' output is open: draw nothing */
   double drawn_at, median_at;
   int64_t median;           /* of every rank's latest CPU use, -1 unknown */
   int64_t *use, *scratch;   /* latest CPU use per rank (-1: none or ended) */
   int64_t *gpu, gmedian;    /* the same of their GPUs' utilisation, in thousandths */
+  int *first;               /* wr_mon_nic_rates()'s scratch */
   wr_straggle st, gst;
   int stragglers;
   int said_why;             /* why the GPU figures are absent, said once */
@@ -51,7 +53,8 @@ wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t
   if (!m || wr_straggle_init(&m->st, np) || wr_straggle_init(&m->gst, np) ||
       !(m->gpu = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->gpu))) ||
       !(m->use = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->use))) ||
-      !(m->scratch = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->scratch)))) {
+      !(m->scratch = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->scratch))) ||
+      !(m->first = malloc((size_t)(np > 0 ? np : 1) * sizeof(*m->first)))) {
     snprintf(why, len, "out of memory");
     wr_mon_close(m);
     return WR_EXIT_ENGINE;
@@ -99,6 +102,13 @@ wr_mon_wipe(wr_mon *m)
   }
 }
 
+void
+wr_mon_hold(wr_mon *m, int hold)
+{
+  if (m)
+    m->hold = hold;
+}
+
 static void
 bytes_text(double b, char *buf, size_t len)
 {
@@ -111,7 +121,45 @@ bytes_text(double b, char *buf, size_t len)
   snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
-/* The live line: every rank's latest sample, the lowest CPU use named. */
+/* Whether ranks r and k report the same NIC of the same host. */
+static int
+same_nic(const wr_sup *s, int r, int k)
+{
+  return !strcmp(s->r[r].last.nic, s->r[k].last.nic) &&
+         !strcmp(wr_sup_host(s, r), wr_sup_host(s, k));
+}
+
+int
+wr_mon_nic_rates(const wr_sup *s, int *first, double *tx, double *rx)
+{
+  int npairs = 0, hosts = 0, host0 = -1;
+  *tx = *rx = 0;
+  for (int r = 0; r < s->np; r++) {
+    const wt_sample *x = &s->r[r].last;
+    if (s->r[r].state != WR_RANK_RUNNING || !s->r[r].nsamples)
+      continue;
+    if (host0 < 0)
+      host0 = r;
+    else if (!hosts && strcmp(wr_sup_host(s, r), wr_sup_host(s, host0)))
+      hosts = 1; /* a second host */
+    if (!x->nic[0] || (x->nic_tx < 0 && x->nic_rx < 0))
+      continue;
+    int seen = npairs > 0 && same_nic(s, r, first[npairs - 1]);
+    for (int i = 0; !seen && i < npairs - 1; i++)
+      seen = same_nic(s, r, first[i]);
+    if (seen)
+      continue;
+    first[npairs++] = r;
+    if (x->nic_tx >= 0)
+      *tx += (double)x->nic_tx;
+    if (x->nic_rx >= 0)
+      *rx += (double)x->nic_rx;
+  }
+  return hosts && npairs > 0;
+}
+
+/* The live line: every rank's latest sample, the lowest CPU use named, and the NICs'
+ * rates when the job spans hosts. */
 static void
 draw(wr_mon *m, const wr_sup *s, double now)
 {
@@ -136,13 +184,10 @@ draw(wr_mon *m, const wr_sup *s, double now)
       gpu += (double)x->gpu_util;
       ng++;
     }
-    if (x->nic_tx >= 0)
-      tx += (double)x->nic_tx;
-    if (x->nic_rx >= 0)
-      rx += (double)x->nic_rx;
   }
   if (!n)
     return;
+  int nics = wr_mon_nic_rates(s, m->first, &tx, &rx);
   char a[32], b[32], c[32], d[32];
   bytes_text(rss, a, sizeof(a));
   bytes_text(big >= 0 ? (double)s->r[big].last.rss : 0, b, sizeof(b));
@@ -155,7 +200,9 @@ draw(wr_mon *m, const wr_sup *s, double now)
             wr_sup_host(s, low));
   if (ng)
     fprintf(stderr, "; GPU %.0f%% avg", gpu / ng);
-  fprintf(stderr, "; memory %s, most %s rank %d; NIC out %s/s in %s/s", a, b, big, c, d);
+  fprintf(stderr, "; memory %s, most %s rank %d", a, b, big);
+  if (nics)
+    fprintf(stderr, "; NIC out %s/s in %s/s", c, d);
   fflush(stderr);
   m->drawn = 1;
   m->drawn_at = now;
@@ -240,7 +287,7 @@ wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
             (long long)x->gpu_util, WR_STRAGGLE_SAMPLES, (double)m->gmedian / 10);
     m->stragglers++;
   }
-  if (m->tty && now - m->drawn_at >= m->every * 0.9)
+  if (m->tty && !m->hold && now - m->drawn_at >= m->every * 0.9)
     draw(m, s, now);
 }
 
@@ -255,7 +302,8 @@ wr_mon_close(wr_mon *m)
     if (fclose(m->timeline))
       fprintf(stderr, "weftrun: warning: --monitor-out: writing %s failed: %s\n", m->path,
               strerror(errno));
-    else if (wr_picture_write(m->path, m->html, m->np, m->what, why, sizeof(why)))
+    else if (wr_picture_write(m->path, m->html, m->np, m->what, m->st.flagged, m->gst.flagged,
+                              why, sizeof(why)))
       fprintf(stderr, "weftrun: warning: --monitor-out: no picture: %s\n", why);
     else if (!m->quiet)
       fprintf(stderr, "weftrun: timeline %s, its picture %s\n", m->path, m->html);
@@ -265,5 +313,6 @@ wr_mon_close(wr_mon *m)
   free(m->gpu);
   free(m->use);
   free(m->scratch);
+  free(m->first);
   free(m);
 }

@@ -29,9 +29,6 @@ int64_t wr_median(const int64_t *v, int n, int64_t *scratch);
 /* Rank's new sample \p use against \p median (wr_median of every rank's latest): 1 when
  * it makes the rank a straggler (once per rank), 0 otherwise. */
 int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median);
-/* The straggler of a whole run: of the ranks' uses \p use (-1: none), the lowest that
- * is low against their median (wr_median, into *median); -1 when none is. */
-int wr_straggle_lowest(const int64_t *use, int n, int64_t *median, int64_t *scratch);
 
 /* monitor.c: --monitor's timeline, stragglers and live line, fed by the supervisor's
  * on_sample (wr_mon_sample, with the wr_mon as arg). open: WR_EXIT_* with why. */
@@ -39,10 +36,19 @@ typedef struct wr_mon wr_mon;
 int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
 void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
 void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
+/* 1: a line of the ranks' output is open on the screen (a prompt): no live line drawn over
+ * it until 0; NULL is fine */
+void wr_mon_hold(wr_mon *m, int hold);
 void wr_mon_close(wr_mon *m); /* NULL is fine */
+/* The live line's NIC rates, the latest samples' of the running ranks: each host's NIC
+ * counted once (its ranks all report the same counters). 0 when the ranks run on one
+ * host (they talk through memory there, and the NIC's rate is the machine's other
+ * traffic, nothing of the job's) or report no NIC; 1 with the sums. scratch: np ints. */
+int wr_mon_nic_rates(const wr_sup *s, int *scratch, double *tx, double *rx);
 
 /* picture.c: DIR/timeline.html (inline SVG: CPU, GPU and memory over time, one line per
- * rank) from DIR/timeline.jsonl at the end of a --monitor-out job. */
+ * rank) from DIR/timeline.jsonl at the end of a --monitor-out job, the stragglers the
+ * live monitor named (named_cpu, named_gpu: a flag per rank, NULL for none) marked. */
 typedef struct wr_point {
   double t, cpu, rss;        /* cpu in cores, rss in bytes; -1 absent */
   int rank;
@@ -52,8 +58,10 @@ typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
 /* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
 int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
 /* The page for \p n ranks' series; \p what is its first paragraph. */
-void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what);
-int wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what,
+                     const char *named_cpu, const char *named_gpu);
+int wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
+                     const char *named_cpu, const char *named_gpu, char *why,
                      size_t len); /* 0, or -1 with why */
 
 #endif /* WR_MONITOR_H */

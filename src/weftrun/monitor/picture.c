@@ -5,10 +5,11 @@
  * (no script, no outside file) with one inline SVG: charts of CPU use, GPU
  * utilisation (when a rank has a GPU figure) and resident memory over time,
  * one line per rank (its title names rank and host when the pointer rests on
- * it), and a legend with each rank's averages. The rank whose average is
- * low against the ranks' median (straggle.c's rule, over the whole run) is
- * drawn thick and named under the legend, so that a straggler shows at a
- * glance.
+ * it), and a legend with each rank's averages. The stragglers are those
+ * the live monitor named while the job ran (straggle.c's rule, monitor.c
+ * applies it; one rule for the line and the picture): each is drawn thick
+ * and named under the legend, so that a straggler shows at a glance. The
+ * picture takes the page's width (its viewBox scales).
  * A line is thinned to at most MAX_POINTS points. Reading a timeline line
  * (wr_timeline_parse) and drawing (wr_picture_draw) are pure; only
  * wr_picture_write touches files.
@@ -139,30 +140,12 @@ averages(const wr_series *v, int n, int c, double *avg)
   }
 }
 
-/* The rank whose average is low against the median of the ranks' averages (in
- * percent), the lowest such, by the straggler rule (straggle.c); -1 none. */
-static int
-lowest(const double *avg, int n, double *median)
-{
-  int64_t *pm = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(*pm)), med = -1;
-  int low = -1;
-  *median = -1;
-  if (!pm)
-    return -1;
-  for (int r = 0; r < n; r++)
-    pm[r] = avg[r] >= 0 ? (int64_t)(avg[r] * 10 + 0.5) : -1; /* thousandths */
-  low = wr_straggle_lowest(pm, n, &med, pm + (n > 0 ? n : 1));
-  *median = med >= 0 ? (double)med / 10 : -1;
-  free(pm);
-  return low;
-}
-
 /* One chart at \p top: chart c of every rank's points against t, y from 0 to a
  * round figure (at least \p floor), light lines at its ticks, x ticks in seconds; the
- * rank \p low drawn thicker. The height it took. */
+ * ranks flagged in \p thick (NULL: none) drawn thicker. The height it took. */
 static int
 chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit, const char *title,
-      double floor, int low, int top)
+      double floor, const char *thick, int top)
 {
   double ymax = floor;
   for (int r = 0; r < n; r++)
@@ -200,7 +183,7 @@ chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit, con
         continue;
       if (!any)
         fprintf(out, "<polyline fill=\"none\" stroke-width=\"%s\" stroke=\"%s\" points=\"",
-                r == low ? "3" : "1.5", palette[r % 10]);
+                thick && thick[r] ? "3" : "1.5", palette[r % 10]);
       fprintf(out, "%s%.1f,%.1f", any ? " " : "", PADL + v[r].p[i].t * xs, base - y * ys);
       any = 1;
     }
@@ -225,10 +208,10 @@ has(const wr_series *v, int n, int c)
 }
 
 /* The legend at \p top: a swatch, the rank, its host and its averages, four a row;
- * then the lowest rank's line when there is one. */
+ * then a line for each straggler the live monitor named. */
 static void
 legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gpu, int top,
-       int low_cpu, int low_gpu, double med_cpu, double med_gpu)
+       const char *named_cpu, const char *named_gpu)
 {
   int k = 0, y = top;
   for (int r = 0; r < n && k < LEGEND_MAX; r++) {
@@ -237,7 +220,7 @@ legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gp
     int x = PADL + (k % 4) * ((W - PADL) / 4);
     y = top + (k / 4) * 18;
     fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"%d\" fill=\"%s\"/>\n", x, y - 9,
-            r == low_cpu || r == low_gpu ? 6 : 3, palette[r % 10]);
+            (named_cpu && named_cpu[r]) || (named_gpu && named_gpu[r]) ? 6 : 3, palette[r % 10]);
     fprintf(out, "<text x=\"%d\" y=\"%d\">rank %d (", x + 19, y, r);
     xml_text(out, v[r].host);
     fputs(")", out);
@@ -252,21 +235,37 @@ legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gp
     fprintf(out, "<text x=\"%d\" y=\"%d\">and more ranks: colours repeat every 10; the pointer "
             "on a line names its rank</text>\n", PADL, y += 18);
   for (int g = 0; g < 2; g++) {
-    int low = g ? low_gpu : low_cpu;
-    if (low < 0)
-      continue;
-    fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">Below half the median: rank %d (",
-            PADL, y += 22, low);
-    xml_text(out, v[low].host);
-    fprintf(out, "), %s %.0f%% on average, the ranks' median %.0f%% (the thick line)</text>\n",
-            g ? "GPU" : "CPU", g ? gpu[low] : cpu[low], g ? med_gpu : med_cpu);
+    const char *named = g ? named_gpu : named_cpu;
+    for (int r = 0; named && r < n; r++) {
+      if (!named[r])
+        continue;
+      fprintf(out, "<text x=\"%d\" y=\"%d\" font-weight=\"bold\">Straggler: rank %d (", PADL,
+              y += 22, r);
+      xml_text(out, v[r].host);
+      fprintf(out, "), its %s below half its peers' median for %d samples in a row",
+              g ? "GPU" : "CPU", WR_STRAGGLE_SAMPLES);
+      if ((g ? gpu[r] : cpu[r]) >= 0)
+        fprintf(out, ", %.0f%% on average", g ? gpu[r] : cpu[r]);
+      fputs(" (the thick line)</text>\n", out);
+    }
   }
 }
 
-void
-wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what)
+/* The ranks flagged in \p named (NULL: none). */
+static int
+count(const char *named, int n)
 {
-  double tmax = 0, mem = 0, med_cpu = -1, med_gpu = -1;
+  int k = 0;
+  for (int r = 0; named && r < n; r++)
+    k += named[r] != 0;
+  return k;
+}
+
+void
+wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const char *named_cpu,
+                const char *named_gpu)
+{
+  double tmax = 0, mem = 0;
   double *cpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*cpu));
   double *gpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*gpu));
   for (int r = 0; r < n; r++)
@@ -276,7 +275,7 @@ wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what)
       if (v[r].p[i].rss > mem)
         mem = v[r].p[i].rss;
     }
-  int low_cpu = -1, low_gpu = -1, gpus = has(v, n, C_GPU), ranks = 0;
+  int gpus = has(v, n, C_GPU), ranks = 0;
   if (cpu && gpu) {
     averages(v, n, C_CPU, cpu);
     averages(v, n, C_GPU, gpu);
@@ -284,43 +283,42 @@ wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what)
       cpu[r] = cpu[r] >= 0 ? cpu[r] * 100 : -1;
       gpu[r] = gpu[r] >= 0 ? gpu[r] * 100 : -1;
     }
-    low_cpu = lowest(cpu, n, &med_cpu);
-    low_gpu = lowest(gpu, n, &med_gpu);
   }
   for (int r = 0; r < n; r++)
     ranks += v[r].n > 0;
   /* the charts, the x axis' name, the legend's rows and its last lines */
   int rows = ((ranks < LEGEND_MAX ? ranks : LEGEND_MAX) + 3) / 4;
   int h = (gpus ? 3 : 2) * (PADT + CH + PADB) + 40 + (rows > 0 ? rows - 1 : 0) * 18 +
-          18 * (ranks > LEGEND_MAX) + 22 * ((low_cpu >= 0) + (low_gpu >= 0)) + 14;
+          18 * (ranks > LEGEND_MAX) + 22 * (count(named_cpu, n) + count(named_gpu, n)) + 14;
   fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weftrun timeline</title>"
         "</head>\n<body style=\"font-family: sans-serif\">\n<p>", out);
   xml_text(out, what);
   fputs("</p>\n", out);
-  fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-          "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n"
-          "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, h, W, h, W, h);
+  /* the page's width: the viewBox scales to it, its height follows */
+  fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%%\" "
+          "viewBox=\"0 0 %d %d\" style=\"display: block\" font-family=\"sans-serif\" "
+          "font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, h, W, h);
   int y = 0;
   y += chart(out, v, n, tmax, C_CPU, 100, "CPU use, % of one core (100 = one core busy)", 10,
-             low_cpu, y);
+             named_cpu, y);
   if (gpus)
     y += chart(out, v, n, tmax, C_GPU, 100, "GPU utilisation, % (NVML: the time a kernel ran)",
-               100, low_gpu, y);
+               100, named_gpu, y);
   int gib = mem >= 2.0 * (1 << 30);
   y += chart(out, v, n, tmax, C_MEM, 1.0 / (gib ? 1 << 30 : 1 << 20),
-             gib ? "Resident memory, GiB" : "Resident memory, MiB", 1, -1, y);
+             gib ? "Resident memory, GiB" : "Resident memory, MiB", 1, NULL, y);
   fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">seconds since the job started"
           "</text>\n", PADL + (W - PADL - PADR) / 2, y + 6);
   if (cpu && gpu) /* else out of memory: no legend */
-    legend(out, v, n, cpu, gpu, y + 40, low_cpu, low_gpu, med_cpu, med_gpu);
+    legend(out, v, n, cpu, gpu, y + 40, named_cpu, named_gpu);
   fputs("</svg>\n</body></html>\n", out);
   free(cpu);
   free(gpu);
 }
 
 int
-wr_picture_write(const char *jsonl, const char *html, int np, const char *what, char *why,
-                 size_t len)
+wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
+                 const char *named_cpu, const char *named_gpu, char *why, size_t len)
 {
   FILE *in = fopen(jsonl, "r"), *out = NULL;
   wr_series *v = calloc((size_t)(np > 0 ? np : 1), sizeof(*v));
@@ -357,7 +355,7 @@ wr_picture_write(const char *jsonl, const char *html, int np, const char *what, 
       close(fd);
     goto out;
   }
-  wr_picture_draw(out, v, np, what);
+  wr_picture_draw(out, v, np, what, named_cpu, named_gpu);
   if (fclose(out)) {
     out = NULL;
     snprintf(why, len, "writing %s failed: %s", html, strerror(errno));

@@ -6,9 +6,8 @@
  * WR_STRAGGLE_RATIO of the median of every rank's latest use, and that
  * median is at least WR_STRAGGLE_FLOOR_PM (an idle job has no stragglers);
  * WR_STRAGGLE_SAMPLES low samples in a row make the rank a straggler, named
- * once. A rank that ran alone has no peers and is never one. Over a whole run
- * (the timeline's picture) the same rule names the lowest rank whose average
- * is low against the median of the averages.
+ * once. A rank that ran alone has no peers and is never one. The timeline's
+ * picture marks the ranks this rule named while the job ran (monitor.c).
  */
 #include "config.h"
 
@@ -81,15 +80,4 @@ wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median)
     return 0;
   st->flagged[rank] = 1;
   return 1;
-}
-
-int
-wr_straggle_lowest(const int64_t *use, int n, int64_t *median, int64_t *scratch)
-{
-  int lowest = -1;
-  *median = wr_median(use, n, scratch);
-  for (int r = 0; r < n; r++)
-    if (low(use[r], *median) && (lowest < 0 || use[r] < use[lowest]))
-      lowest = r;
-  return lowest;
 }
