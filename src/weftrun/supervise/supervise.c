@@ -19,6 +19,9 @@
 #include "supervise.h"
 
 #define SETTLE_S 0.3        /* after a first agent vanished: the others of its host too? */
+/* The same on weftrun's own host, whose machine is up: its agents vanish when mpirun
+ * ends them (a signal to mpirun), so its exit, when it comes, is the verdict. */
+#define LOCAL_SETTLE_S 1.5
 #define STACKS_S 20.0       /* --get-stack-traces: the most the stacks may take */
 #define RANK_END_S 1.0      /* a failed rank: mpirun's own teardown first */
 #define ENGINE_SETTLE_S 1.5 /* after mpirun ended: the agents' last messages still coming */
@@ -297,6 +300,22 @@ give_up(wr_sup *s, int h, int only)
       s->r[r].lost = 1;
 }
 
+/* When the agents that vanished are judged: SETTLE_S after the first, LOCAL_SETTLE_S
+ * when it was on weftrun's own host; 0 when none vanished. */
+static double
+settle_at(const wr_sup *s)
+{
+  int first = -1;
+  if (!s->first_gone_at)
+    return 0;
+  for (int r = 0; r < s->np; r++)
+    if (s->r[r].state == WR_RANK_GONE && (first < 0 || s->r[r].gone_at < s->r[first].gone_at))
+      first = r;
+  int local = first >= 0 && s->p->hosts[s->p->ranks[first].host].host &&
+              s->p->hosts[s->p->ranks[first].host].host->local;
+  return s->first_gone_at + (local ? LOCAL_SETTLE_S : SETTLE_S);
+}
+
 /* Agents that vanished, SETTLE_S after the first: a host all of whose agents went
  * is lost; otherwise the first agent that went is. */
 static void
@@ -404,7 +423,7 @@ wr_sup_tick(wr_sup *s, double now)
   if (!s->end && !s->engine_exited) {
     if (s->timeout_s > 0 && now >= s->t0 + s->timeout_s)
       decide(s, WR_END_TIMEOUT, -1, -1, WR_EXIT_TIMEOUT, now);
-    if (!s->end && s->first_gone_at && now >= s->first_gone_at + SETTLE_S)
+    if (!s->end && s->first_gone_at && now >= settle_at(s))
       vanished(s, now);
     if (!s->end)
       silence(s, now);
@@ -448,8 +467,8 @@ wr_sup_next(const wr_sup *s, double now)
   double next = now + s->hb_s;
   if (s->timeout_s > 0 && !s->end && s->t0 + s->timeout_s < next)
     next = s->t0 + s->timeout_s;
-  if (s->first_gone_at && !s->end && s->first_gone_at + SETTLE_S < next)
-    next = s->first_gone_at + SETTLE_S;
+  if (s->first_gone_at && !s->end && settle_at(s) < next)
+    next = settle_at(s);
   double due = launch_deadline(s);
   if (due && due < next)
     next = due;
