@@ -44,32 +44,43 @@
  * policies (OPAL_BIND_TO_*) with Open MPI's own numbers: 1 node/none, 2 board,
  * 3 numa, 4 socket, 5-7 L3/L2/L1 cache, 8 core, 9 hwthread, 10 slot/cpu-list. */
 enum {
-  WEFTX_OMPI_NODE = 1, WEFTX_OMPI_BOARD, WEFTX_OMPI_NUMA, WEFTX_OMPI_SOCKET, WEFTX_OMPI_L3,
-  WEFTX_OMPI_L2, WEFTX_OMPI_L1, WEFTX_OMPI_CORE, WEFTX_OMPI_HWTHREAD, WEFTX_OMPI_SLOT,
-  WEFTX_OMPI_SEQ = 20, WEFTX_OMPI_PPR = 23,
+  WEFTX_OMPI_NODE = 1,
+  WEFTX_OMPI_BOARD,
+  WEFTX_OMPI_NUMA,
+  WEFTX_OMPI_SOCKET,
+  WEFTX_OMPI_L3,
+  WEFTX_OMPI_L2,
+  WEFTX_OMPI_L1,
+  WEFTX_OMPI_CORE,
+  WEFTX_OMPI_HWTHREAD,
+  WEFTX_OMPI_SLOT,
+  WEFTX_OMPI_SEQ = 20,
+  WEFTX_OMPI_PPR = 23,
   WEFTX_OMPI_GPU = 30, /* weft's word, never Open MPI's: --map-by gpu, ppr:N:gpu, --bind-to
                           gpu-local (weftx_policy_parse() reads it; the model refuses it) */
 };
-#define WEFTX_OMPI_BIND_NONE WEFTX_OMPI_NODE      /* binding: 1 is "none" */
-#define WEFTX_OMPI_BIND_CPUSET WEFTX_OMPI_SLOT    /* binding: 10 is the cpu list */
+#define WEFTX_OMPI_BIND_NONE WEFTX_OMPI_NODE   /* binding: 1 is "none" */
+#define WEFTX_OMPI_BIND_CPUSET WEFTX_OMPI_SLOT /* binding: 10 is the cpu list */
 
 /* Directives, in the bits above the policy, as ORTE and OPAL encode them. */
 #define WEFTX_OMPI_MAP_NO_USE_LOCAL 0x0100
-#define WEFTX_OMPI_MAP_NO_OVERSUB   0x0200
-#define WEFTX_OMPI_MAP_SUBSCRIBE    0x0400  /* SUBSCRIBE_GIVEN: oversubscription said either way */
-#define WEFTX_OMPI_MAP_GIVEN        0x4000
-#define WEFTX_OMPI_RANK_FILL        0x2000
-#define WEFTX_OMPI_RANK_GIVEN       0x4000
+#define WEFTX_OMPI_MAP_NO_OVERSUB 0x0200
+#define WEFTX_OMPI_MAP_SUBSCRIBE 0x0400 /* SUBSCRIBE_GIVEN: oversubscription said either way */
+#define WEFTX_OMPI_MAP_GIVEN 0x4000
+#define WEFTX_OMPI_RANK_FILL 0x2000
+#define WEFTX_OMPI_RANK_GIVEN 0x4000
 #define WEFTX_OMPI_BIND_IF_SUPPORTED 0x1000
-#define WEFTX_OMPI_BIND_OVERLOAD    0x2000
-#define WEFTX_OMPI_BIND_GIVEN       0x4000
-#define WEFTX_OMPI_BIND_ORDERED     0x8000
-#define WEFTX_OMPI_POLICY(x)        ((x) & 0x00ff)
+#define WEFTX_OMPI_BIND_OVERLOAD 0x2000
+#define WEFTX_OMPI_BIND_GIVEN 0x4000
+#define WEFTX_OMPI_BIND_ORDERED 0x8000
+#define WEFTX_OMPI_POLICY(x) ((x)&0x00ff)
 
 /* ---- Step 1: the policy ---------------------------------------------------- */
 
 /* The MCA parameters that decide placement, by their canonical names (synonyms
  * such as rmaps_ppr_n_pernode or hwloc_base_cpu_set are folded in). */
+/* clang-format cannot keep an X-macro list as written: */
+/* clang-format off */
 #define WEFTX_OMPI_MCA_PARAMS(X)                                                     \
   X(MAPPING, "rmaps_base_mapping_policy") X(RANKING, "rmaps_base_ranking_policy")    \
   X(BINDING, "hwloc_base_binding_policy") X(BYCORE, "rmaps_base_bycore")             \
@@ -85,6 +96,7 @@ enum {
   X(DEFAULT_HOSTFILE, "orte_default_hostfile") X(RANKFILE, "orte_rankfile")          \
   X(KEEP_FQDN, "orte_keep_fqdn_hostnames") X(RMAPS, "rmaps")                         \
   X(TOPO_FILE, "hwloc_base_topo_file") X(DIST_DEVICE, "rmaps_dist_device")
+/* clang-format on */
 
 #define WEFTX_OMPI_MCA_ENUM(id, name) WEFTX_OMPI_MCA_##id,
 enum { WEFTX_OMPI_MCA_PARAMS(WEFTX_OMPI_MCA_ENUM) WEFTX_OMPI_MCA_COUNT };
@@ -117,22 +129,22 @@ typedef struct weftx_ompi_cmdline {
  * and the job's own (the command line). After weftx_ompi_job_map() only the first
  * three fields count: the job's resolved policy. */
 typedef struct weftx_ompi_policy {
-  unsigned mapping;       /* WEFTX_OMPI_* | WEFTX_OMPI_MAP_* directives */
-  unsigned ranking;       /* WEFTX_OMPI_* | WEFTX_OMPI_RANK_* */
-  unsigned binding;       /* WEFTX_OMPI_* | WEFTX_OMPI_BIND_*; 0: not set (defaults apply) */
+  unsigned mapping; /* WEFTX_OMPI_* | WEFTX_OMPI_MAP_* directives */
+  unsigned ranking; /* WEFTX_OMPI_* | WEFTX_OMPI_RANK_* */
+  unsigned binding; /* WEFTX_OMPI_* | WEFTX_OMPI_BIND_*; 0: not set (defaults apply) */
   unsigned job_mapping, job_ranking, job_binding; /* the command line's; 0 when not given */
-  int job_ppr_n, job_ppr_level, job_ppr_count;   /* with job_mapping PPR */
-  int job_cpus_per_rank;                         /* --cpus-per-proc */
-  int ppr_n;              /* with PPR: ranks per object ... */
-  int ppr_level;          /* ... of this level (WEFTX_OMPI_NODE .. HWTHREAD) */
-  int ppr_count;          /* without -np: the ranks are N per node (NODE), N per socket
+  int job_ppr_n, job_ppr_level, job_ppr_count;    /* with job_mapping PPR */
+  int job_cpus_per_rank;                          /* --cpus-per-proc */
+  int ppr_n;                                      /* with PPR: ranks per object ... */
+  int ppr_level;                       /* ... of this level (WEFTX_OMPI_NODE .. HWTHREAD) */
+  int ppr_count;                       /* without -np: the ranks are N per node (NODE), N per socket
                              (SOCKET), else the slots: mpirun looks for "node" or "socket"
                              in the pattern's text, so "2:n" counts slots */
-  int cpus_per_rank;      /* PE=n / --cpus-per-proc; 0 when not given */
-  int hwthreads;          /* hardware threads are cpus */
+  int cpus_per_rank;                   /* PE=n / --cpus-per-proc; 0 when not given */
+  int hwthreads;                       /* hardware threads are cpus */
   int pernode, n_pernode, n_persocket; /* -N / --npernode / --npersocket beside a mapping */
-  char cpu_list[256];     /* --cpu-set / --cpu-list (logical cpus); "" when none */
-  char set_slots[32];     /* orte_set_default_slots: "cores", "hwthreads", "sockets", "numas", N */
+  char cpu_list[256];                  /* --cpu-set / --cpu-list (logical cpus); "" when none */
+  char set_slots[32]; /* orte_set_default_slots: "cores", "hwthreads", "sockets", "numas", N */
   int keep_fqdn;
 } weftx_ompi_policy;
 
@@ -170,17 +182,17 @@ typedef struct weftx_ompi_host {
 
 /* One app context (a colon-separated part of the command line). */
 typedef struct weftx_ompi_app {
-  int np;                 /* 0: not given */
-  const int *hosts;       /* the hosts it may use (indices into the job's, ascending), or NULL: all */
+  int np;           /* 0: not given */
+  const int *hosts; /* the hosts it may use (indices into the job's, ascending), or NULL: all */
   int nhosts;
-  int hosts_given;        /* -H or a hostfile named them (np is then needed unless slots were given) */
+  int hosts_given; /* -H or a hostfile named them (np is then needed unless slots were given) */
 } weftx_ompi_app;
 
 /* One rank of the result. */
 typedef struct weftx_ompi_rank {
-  int host;               /* index into the hosts */
+  int host; /* index into the hosts */
   int app;
-  int local_rank;         /* OMPI_COMM_WORLD_LOCAL_RANK */
+  int local_rank; /* OMPI_COMM_WORLD_LOCAL_RANK */
 } weftx_ompi_rank;
 
 typedef struct weftx_ompi_job {
@@ -189,8 +201,8 @@ typedef struct weftx_ompi_job {
   int *order;             /* the hosts in the order Open MPI maps them: its nodes, first
                              to last (hosts without ranks left out) */
   int norder;
-  int *slots;             /* every host's slots, as the mapper used them */
-  int oversubscribed;     /* some host has more ranks than slots */
+  int *slots;               /* every host's slots, as the mapper used them */
+  int oversubscribed;       /* some host has more ranks than slots */
   weftx_ompi_policy policy; /* with the binding the defaults gave (binding never 0) */
 } weftx_ompi_job;
 
@@ -208,8 +220,8 @@ void weftx_ompi_job_clear(weftx_ompi_job *j);
 /* A rank of one host, in local rank order. */
 typedef struct weftx_ompi_bound {
   int app;
-  hwloc_bitmap_t cpuset;  /* where Open MPI binds it: every processor when not bound */
-  int bound;              /* 0: not bound */
+  hwloc_bitmap_t cpuset; /* where Open MPI binds it: every processor when not bound */
+  int bound;             /* 0: not bound */
 } weftx_ompi_bound;
 
 /** \brief The bindings of the ranks of one host: \p counts[a] ranks of app a (in

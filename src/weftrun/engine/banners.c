@@ -25,7 +25,7 @@
 
 enum { TEXT = 0, RULE, BLOCK };
 
-/* The accounts of how the job ended; weftrun(1) FAILURES lists them. */
+/* The accounts of how the job ended; weftrun(1) SUPERVISION says which. */
 static const char *const ended[] = {
   "terminated normally, but",                                  /* a rank exited non-zero */
   "mpirun detected that one or more processes exited with non-zero status",
