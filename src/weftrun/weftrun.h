@@ -46,9 +46,10 @@ enum wr_exit { WT_EXIT_TABLE(WR_EXIT_ENUM) };
 
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
+#define WR_MAX_X 4096 /* -x: mpirun has no bound; weftrun's, documented in weftrun(1) */
 #define WR_MAX_HOSTS WT_AGENT_MAX_HOSTS
 #define WR_MAX_APPS 64            /* programs of an MPMD command line */
-#define WR_MAX_WORDS 1024         /* option words of one program */
+#define WR_MAX_WORDS 10240        /* option words of one program (room for WR_MAX_X -x) */
 
 typedef struct wr_pair { const char *key, *value; } wr_pair;
 
@@ -98,7 +99,7 @@ typedef struct wr_opts {
   long gpus_per_node;           /* -1: probe */
   const char *gpu_visibility;   /* all | own | none */
   const char *nccl_preset;      /* auto | none | FAMILY; NULL: auto */
-  const char *xvars[WR_MAX_LIST];
+  const char *xvars[WR_MAX_X];
   int nxvars;
   wr_pair mca[WR_MAX_LIST];     /* --mca and --gmca */
   int nmca;

@@ -39,6 +39,17 @@ expect 2 "'-1': expected a whole number from 0 to 86400" --launch-timeout -1 ./a
 expect 2 "'90000': expected a whole number from 0 to 86400" --launch-timeout 90000 ./a.out
 expect 2 "'--launch-timeout' needs an argument" --launch-timeout
 expect 2 "map" --dry-run --map-by gpux --topology "$a3"
+# -x takes a variable's name: the program or an option after it is a usage error (issue 31)
+expect 2 "-x '/bin/true': not a variable name; write -x VAR or -x VAR=VALUE" -x /bin/true
+expect 2 "-x '-np': not a variable name (an option? -x takes the name of a variable)" -x -np 2 ./a.out
+expect 2 "-x '1A=2': not a variable name" -x 1A=2 ./a.out
+# and up to 4096 of them (mpirun has no bound; 256 was weftrun's)
+xs=$(i=0; while [ $i -lt 4096 ]; do printf -- '-x V%d=%d ' $i $i; i=$((i + 1)); done)
+# shellcheck disable=SC2086
+"$weftrun" --dry-run -H a --topology "$a3" $xs ./a.out >"$tmp/out" 2>&1 &&
+  grep -q 'V4095=4095' "$tmp/out" || { echo "FAIL: 4096 -x:"; tail -3 "$tmp/out"; fail=1; }
+# shellcheck disable=SC2086
+expect 2 "-x given more than 4096 times" --dry-run -H a --topology "$a3" $xs -x W ./a.out
 printf 'a slots=2\nb slots=x\n' >"$tmp/hosts"
 expect 65 "hosts:2" --dry-run --hostfile "$tmp/hosts" --topology "$a3"
 expect 65 "a;b" --dry-run -H 'a;b' --topology "$a3"
