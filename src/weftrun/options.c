@@ -658,6 +658,12 @@ parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next
     end++;
   a->program = argv + p;
   a->nprogram = end - p;
+  /* '--' says the program comes next: with none after it, a dry run refuses as the
+   * launch does, where without '--' it plans the options alone */
+  if (a->nprogram == 0 && p > start - 1 && !strcmp(argv[p - 1], "--")) {
+    snprintf(why, len, "no program after '--'; write 'weftrun [options] -- PROGRAM [ARGS]'");
+    return -1;
+  }
   *colon = end < argc;
   *next = end < argc ? end + 1 : argc;
   if (*colon && a->nprogram == 0) {

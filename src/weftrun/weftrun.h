@@ -158,6 +158,9 @@ FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, cha
                      size_t whylen);
 /* The name the directory has or will have ("$TMPDIR/weft-PID-XXXXXX" before it is made). */
 void wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len);
+/* What a dry run checks for the launch it stands for: that the private directory can be
+ * made (it is, and removed at once); WR_EXIT_ENGINE with a line on stderr otherwise. */
+int wr_jobdir_try(const wr_jobdir *d);
 void wr_jobdir_remove(wr_jobdir *d);
 
 /* Where a host's topology came from. */

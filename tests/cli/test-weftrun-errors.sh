@@ -43,6 +43,14 @@ expect 2 "map" --dry-run --map-by gpux --topology "$a3"
 expect 2 "-x '/bin/true': not a variable name; write -x VAR or -x VAR=VALUE" -x /bin/true
 expect 2 "-x '-np': not a variable name (an option? -x takes the name of a variable)" -x -np 2 ./a.out
 expect 2 "-x '1A=2': not a variable name" -x 1A=2 ./a.out
+# a dry run refuses what the launch refuses (issue 31): '--' and no program after it, a
+# TMPDIR where the job's private directory cannot be made
+expect 2 "no program after '--'; write 'weftrun \[options\] -- PROGRAM \[ARGS\]'" --dry-run --prefix , --prefix , --
+expect 2 "no program after '--'" --prefix , --prefix , --
+(export TMPDIR="$tmp/no,such"
+ expect 70 "cannot make a private directory $tmp/no,such/weft-[0-9]*-.*; check TMPDIR" --dry-run -H a --topology "$a3" ./a.out
+ expect 70 "cannot make a private directory .*; check TMPDIR" --dry-run ./a.out
+ exit $fail) || fail=1
 # and up to 4096 of them (mpirun has no bound; 256 was weftrun's)
 xs=$(i=0; while [ $i -lt 4096 ]; do printf -- '-x V%d=%d ' $i $i; i=$((i + 1)); done)
 # shellcheck disable=SC2086
