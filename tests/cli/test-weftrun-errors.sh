@@ -65,6 +65,16 @@ expect 66 "nosuch" --dry-run --hostfile "$tmp/nosuch" --topology "$a3"
 expect 66 "nosuch.xml" --dry-run -H a --topology "$tmp/nosuch.xml"
 expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
 expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
+# this host's names for the job's host that is this one (issue 31): localhost, its name,
+# its loopback address, whichever the job was given
+for n in localhost "$(hostname)" 127.0.0.1; do
+  for hosts in "" "-H localhost" "-H $(hostname)"; do
+    # shellcheck disable=SC2086
+    "$weftrun" --dry-run $hosts --topology "$n=$a3" ./a.out >"$tmp/out" 2>&1 &&
+      grep -q "^# host .*, topology $a3\$" "$tmp/out" ||
+      { echo "FAIL: --topology $n=FILE $hosts:"; cat "$tmp/out"; fail=1; }
+  done
+done
 expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
 # (as root, and only where mpirun is: without it weftrun says that first)
 if [ "$(id -u)" = 0 ] && command -v "$MPIRUN" >/dev/null 2>&1; then
