@@ -4,13 +4,14 @@
  * of the weftrun <-> weft-rank contract (agent.h). Every agent connects to
  * weftrun (TCP, the address weft-rank's --control names) before it starts its
  * rank, proves it belongs to the job with the per-job secret (the environment
- * variable WEFT_CONTROL_SECRET, never a command line), and from then on
+ * variable WEFT_CONTROL_SECRET, never a command line; the secret itself never
+ * crosses the channel: HELLO answers weftrun's CHALLENGE, see WT_CTL_VERSION), and from then on
  * reports what happens to its rank; weftrun answers heartbeats and may tell
  * it to end the job. Failure attribution comes from these messages only.
  *
  * A frame is an 8-byte header, then up to WT_CTL_MAX_PAYLOAD bytes:
  *
- *   'w' 'f'  version (1)  type (WT_CTL_*)  payload length (u32, big-endian)
+ *   'w' 'f'  version (WT_CTL_VERSION)  type (WT_CTL_*)  payload length (u32, big-endian)
  *
  * and the payload a sequence of fields: tag (u8), length (u16, big-endian),
  * value. A number is 8 bytes (int64, big-endian), a text its bytes (no NUL,
