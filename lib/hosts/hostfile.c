@@ -196,7 +196,10 @@ static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whyl
 /* One line into \p buf (at most \p size - 1 bytes, NUL-terminated); its length in *len.
  * 1 for a line, 0 at the end, -1 when it is longer, -2 when it holds a NUL byte
  * (*len: its column), -3 on a read error. Unlike fgets() this sees NUL bytes, so a
- * binary file or /dev/zero is refused at its first line instead of read forever. */
+ * binary file or /dev/zero is refused at its first line instead of read forever.
+ * A line ends at LF, CRLF or a CR alone (old Mac line ends): each is stored as LF,
+ * so a file of CR-only ends is read line by line, not as one line whose first '#'
+ * would hide the rest. */
 static int read_line(FILE *f, char *buf, size_t size, size_t *len)
 {
   size_t n = 0;
@@ -209,6 +212,12 @@ static int read_line(FILE *f, char *buf, size_t size, size_t *len)
     }
     if (n + 1 >= size)
       return -1;
+    if (c == '\r') {
+      int next = getc(f);
+      if (next != '\n' && next != EOF)
+        ungetc(next, f);
+      c = '\n';
+    }
     buf[n++] = (char)c;
     if (c == '\n')
       break;

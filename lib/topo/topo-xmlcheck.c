@@ -203,6 +203,23 @@ int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *wh
       return WEFT_EPARSE;
     }
     if (type && !is_setless(type, tlen)) {
+      size_t ilen;
+      const char *idx = attr(p + 7, te, "os_index", &ilen);
+      if (idx && ilen > 0 && strspn(idx, "0123456789") >= ilen) {
+        unsigned long long v = 0;
+        for (size_t i = 0; i < ilen && v <= 0xffffffffULL; i++)
+          v = v * 10 + (unsigned long long)(idx[i] - '0');
+        if (v > (unsigned long long)WEFT__TOPO_INDEX_MAX && v != 0xffffffffULL) {
+          char ptype[32], pidx[32];
+          weft__snprintf(why, whylen, "%s:%d: %s object numbered %s%s (os_index), over %ld: no "
+                         "machine numbers its processors or NUMA nodes so high; not a valid hwloc "
+                         "XML topology", path, line_of(buf, p),
+                         printable(ptype, sizeof(ptype), type, tlen),
+                         printable(pidx, sizeof(pidx), idx, ilen), ilen >= sizeof(pidx) ? "..." : "",
+                         WEFT__TOPO_INDEX_MAX);
+          return WEFT_EPARSE;
+        }
+      }
       for (size_t i = 0; i < WEFT__ARRAY_SIZE(sets); i++) {
         size_t vlen;
         if (!attr(p + 7, te, sets[i], &vlen)) {

@@ -43,8 +43,9 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
     return WEFT_ENOENT;
   }
   if (st.st_size > WEFT__TOPO_XML_MAX) {
-    weft__topo_why(why, whylen, "%s is %lld bytes, too large for a topology; " TOPO_HINT, path,
-            (long long)st.st_size);
+    weft__topo_why(why, whylen, "%s is %lld bytes, too large for a topology (the most is %ld "
+                   "MiB; a machine's is under 1 MiB); " TOPO_HINT, path, (long long)st.st_size,
+                   WEFT__TOPO_XML_MAX >> 20);
     fclose(f);
     return WEFT_EPARSE;
   }

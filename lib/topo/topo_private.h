@@ -33,7 +33,15 @@ struct weftx_topo {
   size_t xmllen;
 };
 
-#define WEFT__TOPO_XML_MAX (256L << 20) /* no machine's XML comes near this */
+/* Bounds on what a topology file may hold, far above any machine's and low enough that
+ * a file past them costs nothing to refuse (weftrun(1), weft-topo(1)): the largest
+ * machines weft models write under 200 KB of XML (hwloc parses 32 MiB in seconds; 256
+ * MiB, the bound before, took minutes), and Linux numbers at most 8192 processors in
+ * Debian's kernels (a processor or NUMA node numbered near 10^12 cost hwloc seconds
+ * and gigabytes of bitmaps). PCI objects' os_index, domain:bus:dev.fn packed, and
+ * hwloc's "unknown" (2^32-1) are not bounded. */
+#define WEFT__TOPO_XML_MAX (32L << 20)
+#define WEFT__TOPO_INDEX_MAX 1048575L
 
 /* A topology with nothing loaded yet, named \p source; NULL when out of memory. */
 weftx_topo *weft__topo_new(const char *source);

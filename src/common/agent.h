@@ -5,8 +5,8 @@
  *  - the agent's options: one table, from which weftrun WRITES the agent's
  *    arguments and weft-rank PARSES them (wt_agent_args);
  *  - the control channel (ctl.h: its wire format; ctl-io.h: its sockets):
- *    every agent connects to weftrun's --control address with the job's
- *    secret before it starts its rank, and weftrun learns what happens to
+ *    every agent connects to weftrun's --control address and proves the job's
+ *    secret (an HMAC of weftrun's challenge) before it starts its rank, and weftrun learns what happens to
  *    each rank from it alone;
  *  - the failure line an agent prints when its rank fails, for the user to
  *    read (weftrun never parses output);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "hmac.h"
 
 static void
 put_be(unsigned char *p, uint64_t v, int n)
@@ -189,6 +190,29 @@ wt_ctl_type_name(int type)
 {
   static const char *const names[] = { "?", "HELLO", "WELCOME", "REFUSE", "PLACED", "STARTED",
                                        "EXITED", "HEARTBEAT", "PONG", "END", "STACK_REQ", "STACK",
-                                       "SAMPLE" };
+                                       "SAMPLE", "CHALLENGE" };
   return type > 0 && type < WT_CTL_TYPE_MAX ? names[type] : "?";
+}
+
+void
+wt_ctl_proof(const char *secret, const char *challenge, int64_t rank, const char *host,
+             char out[WT_CTL_PROOF_LEN + 1])
+{
+  char msg[64 + WT_CTL_MAX_TEXT + WT_CTL_CHALLENGE_LEN], num[24];
+  unsigned char mac[WT_SHA256_LEN];
+  size_t n = 0;
+  const char *part[4] = { "weft-ctl-hello", challenge, num, host ? host : "" };
+  snprintf(num, sizeof(num), "%lld", (long long)rank);
+  for (int i = 0; i < 4; i++) {
+    size_t l = strnlen(part[i], WT_CTL_MAX_TEXT);
+    if (l >= sizeof(msg) - n)
+      l = sizeof(msg) - n - 1;
+    memcpy(msg + n, part[i], l);
+    n += l;
+    msg[n++] = '\0';
+  }
+  wt_hmac_sha256(secret, strlen(secret), msg, n, mac);
+  wt_hex(mac, sizeof(mac), out);
+  memset(msg, 0, sizeof(msg));
+  memset(mac, 0, sizeof(mac));
 }

@@ -4,13 +4,14 @@
  * of the weftrun <-> weft-rank contract (agent.h). Every agent connects to
  * weftrun (TCP, the address weft-rank's --control names) before it starts its
  * rank, proves it belongs to the job with the per-job secret (the environment
- * variable WEFT_CONTROL_SECRET, never a command line), and from then on
+ * variable WEFT_CONTROL_SECRET, never a command line; the secret itself never
+ * crosses the channel: HELLO answers weftrun's CHALLENGE, see WT_CTL_VERSION), and from then on
  * reports what happens to its rank; weftrun answers heartbeats and may tell
  * it to end the job. Failure attribution comes from these messages only.
  *
  * A frame is an 8-byte header, then up to WT_CTL_MAX_PAYLOAD bytes:
  *
- *   'w' 'f'  version (1)  type (WT_CTL_*)  payload length (u32, big-endian)
+ *   'w' 'f'  version (WT_CTL_VERSION)  type (WT_CTL_*)  payload length (u32, big-endian)
  *
  * and the payload a sequence of fields: tag (u8), length (u16, big-endian),
  * value. A number is 8 bytes (int64, big-endian), a text its bytes (no NUL,
@@ -25,13 +26,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WT_CTL_VERSION 1
+/* 2: the secret no longer travels. weftrun sends a CHALLENGE (16 random bytes,
+ * new for every connection) as soon as it accepts one; the agent's HELLO
+ * carries PROOF, HMAC-SHA256 keyed by the secret of the challenge, the rank and
+ * the host (wt_ctl_proof()), which weftrun checks in constant time. A HELLO
+ * captured on the network proves nothing to another connection. Version 1
+ * sent the secret itself in HELLO. */
+#define WT_CTL_VERSION 2
 #define WT_CTL_HEADER 8
 #define WT_CTL_MAX_PAYLOAD 16384
 #define WT_CTL_MAX_TEXT 4096
 #define WT_CTL_MAX_FIELDS 64
 #define WT_CTL_SECRET_ENV "WEFT_CONTROL_SECRET"
 #define WT_CTL_SECRET_LEN 32     /* hex digits: 16 bytes from getrandom() */
+#define WT_CTL_CHALLENGE_LEN 32  /* hex digits: 16 bytes from getrandom() */
+#define WT_CTL_PROOF_LEN 64      /* hex digits of an HMAC-SHA256 */
 #define WT_CTL_CONNECT_S 10.0    /* an agent's bound to reach weftrun and be welcomed */
 /* A peer machine whose kernel has acknowledged nothing for this long is gone (a machine
  * down, a network cut), however long its agent or weftrun may be starved (keepalive). */
@@ -39,7 +48,7 @@
 
 /* Message types. A = agent to weftrun, W = weftrun to agent. */
 enum wt_ctl_type {
-  WT_CTL_HELLO = 1,   /* A: secret, rank, agent pid, host */
+  WT_CTL_HELLO = 1,   /* A: proof, rank, agent pid, host */
   WT_CTL_WELCOME,     /* W: heartbeat and lost bounds, grace */
   WT_CTL_REFUSE,      /* W: why (then weftrun closes) */
   WT_CTL_PLACED,      /* A: gpu, cpus, nic of the rank */
@@ -51,12 +60,13 @@ enum wt_ctl_type {
   WT_CTL_STACK_REQ,   /* W: send the rank's stack */
   WT_CTL_STACK,       /* A: text of the rank's stack (or why there is none) */
   WT_CTL_SAMPLE,      /* A: what the rank uses (--monitor; sample.h) */
+  WT_CTL_CHALLENGE,   /* W: challenge, the first message of every connection */
   WT_CTL_TYPE_MAX
 };
 
 /* Field tags; a tag means the same in every message. */
 enum wt_ctl_tag {
-  WT_CTL_T_SECRET = 1, /* text */
+  WT_CTL_T_PROOF = 1,  /* text: wt_ctl_proof()'s hex digits (version 1: the secret) */
   WT_CTL_T_RANK,       /* number */
   WT_CTL_T_PID,        /* number: the agent's (HELLO) or the rank's (STARTED) */
   WT_CTL_T_HOST,       /* text: gethostname() of the agent's host */
@@ -96,6 +106,7 @@ enum wt_ctl_tag {
   WT_CTL_T_GPU_TEMP,   /* number: its temperature, degrees C */
   WT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
   WT_CTL_T_NIC_RX,     /* number: bytes per second received */
+  WT_CTL_T_CHALLENGE,  /* text: WT_CTL_CHALLENGE_LEN hex digits */
   WT_CTL_T_MAX
 };
 
@@ -150,6 +161,12 @@ int wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *w
 int wt_ctl_get_int(const wt_ctl_msg *m, int tag, int64_t *v);
 int wt_ctl_get_str(const wt_ctl_msg *m, int tag, char *buf, size_t len);
 int64_t wt_ctl_int_or(const wt_ctl_msg *m, int tag, int64_t def);
+
+/** \brief The proof an agent's HELLO carries: HMAC-SHA256, keyed by \p secret, of
+ * "weft-ctl-hello", \p challenge, \p rank and \p host (each ended by a NUL), as
+ * WT_CTL_PROOF_LEN hex digits and a NUL in \p out. */
+void wt_ctl_proof(const char *secret, const char *challenge, int64_t rank, const char *host,
+                  char out[WT_CTL_PROOF_LEN + 1]);
 
 /** \brief The message type's name ("HELLO"), "?" when unknown. */
 const char *wt_ctl_type_name(int type);

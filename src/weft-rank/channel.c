@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's end of the control channel (ctl.h): connect to weftrun before
- * the rank starts, prove the job's secret, take weftrun's bounds from its
+ * the rank starts, prove the job's secret (an HMAC of weftrun's challenge
+ * keyed by it: the secret never leaves the host), take weftrun's bounds from its
  * WELCOME (waited for only when the rank is about to start: the rank's setup
  * overlaps weftrun's answer); then send what happens to the rank, heartbeats
  * with the rank's current weft call, and read weftrun's answers (PONG, END,
@@ -33,6 +34,7 @@ struct wk_channel {
   long seq;
   int lost;                /* the connection is gone */
   wk_channel_event ev;     /* what the last pump brought */
+  char challenge[WT_CTL_CHALLENGE_LEN + 8]; /* weftrun's, for this connection */
 };
 
 /* The secret, taken out of the environment for good. */
@@ -66,8 +68,53 @@ on_welcome(void *arg, const wt_ctl_msg *m)
     c->grace_s = (double)wt_ctl_int_or(m, WT_CTL_T_GRACE_MS, 2000) / 1000.0;
   } else if (m->type == WT_CTL_REFUSE) {
     wt_ctl_get_str(m, WT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
+  } else if (m->type == WT_CTL_CHALLENGE) {
+    if (wt_ctl_get_str(m, WT_CTL_T_CHALLENGE, c->challenge, sizeof(c->challenge)) ||
+        strlen(c->challenge) != WT_CTL_CHALLENGE_LEN)
+      c->challenge[0] = '\0';
   }
   return 1;
+}
+
+/* weftrun's first message, the challenge HELLO answers. */
+static int
+await_challenge(wk_channel *c, const char *addr, double deadline, char *why, size_t len)
+{
+  char w[300];
+  memset(&c->ev, 0, sizeof(c->ev));
+  while (c->ev.type != WT_CTL_CHALLENGE) {
+    double left = deadline - weftx_monotonic();
+    struct pollfd pf = { c->conn.fd, POLLIN, 0 };
+    if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
+      snprintf(why, len, "weftrun at %s sent no challenge within %.0f s (a weftrun of weft "
+               "before control protocol %d sends none: install the same weft on every host)",
+               addr, WT_CTL_CONNECT_S, WT_CTL_VERSION);
+      return -1;
+    }
+    int rc = wt_ctl_conn_read(&c->conn, on_welcome, c, w, sizeof(w));
+    if (c->ev.type == WT_CTL_REFUSE) {
+      snprintf(why, len, "weftrun at %s refused this agent: %s", addr, c->ev.why);
+      return -1;
+    }
+    if (c->ev.type != 0 && c->ev.type != WT_CTL_CHALLENGE) {
+      snprintf(why, len, "weftrun at %s sent %s before its challenge (mixed weft installations?)",
+               addr, wt_ctl_type_name(c->ev.type));
+      return -1;
+    }
+    if (rc < 0) {
+      snprintf(why, len, "weftrun at %s: %s before its challenge (a weftrun of weft before "
+               "control protocol %d sends none: install the same weft on every host)", addr, w,
+               WT_CTL_VERSION);
+      return -1;
+    }
+  }
+  c->ev.type = 0;
+  if (!c->challenge[0]) {
+    snprintf(why, len, "weftrun at %s sent a challenge that is not %d hex digits", addr,
+             WT_CTL_CHALLENGE_LEN);
+    return -1;
+  }
+  return 0;
 }
 
 int
@@ -105,13 +152,21 @@ wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, cha
   if (wt_ctl_keepalive(fd))
     fprintf(stderr, "weft-rank: warning: no TCP keepalive on the control channel (%s): a cut "
             "network is noticed after --host-timeout only\n", strerror(errno));
+  if (await_challenge(c, addr, deadline, why, len)) {
+    memset(secret, 0, sizeof(secret));
+    wt_ctl_conn_close(&c->conn);
+    free(c);
+    return -1;
+  }
+  char proof[WT_CTL_PROOF_LEN + 1];
+  wt_ctl_proof(secret, c->challenge, who->rank, who->host, proof);
+  memset(secret, 0, sizeof(secret));
   wt_ctl_out m;
   wt_ctl_begin(&m, WT_CTL_HELLO);
-  wt_ctl_put_str(&m, WT_CTL_T_SECRET, secret);
+  wt_ctl_put_str(&m, WT_CTL_T_PROOF, proof);
   wt_ctl_put_int(&m, WT_CTL_T_RANK, who->rank);
   wt_ctl_put_int(&m, WT_CTL_T_PID, getpid());
   wt_ctl_put_str(&m, WT_CTL_T_HOST, who->host);
-  memset(secret, 0, sizeof(secret));
   if (wt_ctl_conn_queue(&c->conn, &m) || wt_ctl_conn_drain(&c->conn, deadline)) {
     snprintf(why, len, "cannot talk to weftrun at %s", addr);
     wt_ctl_conn_close(&c->conn);

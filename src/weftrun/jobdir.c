@@ -34,6 +34,22 @@ wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len)
     snprintf(buf, len, "%s/weft-%ld-XXXXXX", tmpdir(), (long)getpid());
 }
 
+int
+wr_jobdir_try(const wr_jobdir *d)
+{
+  char dir[sizeof(d->path)];
+  if (d->path[0])
+    return 0;
+  wr_jobdir_name(d, dir, sizeof(dir));
+  if (strlen(dir) + 1 >= sizeof(dir) || !mkdtemp(dir)) {
+    fprintf(stderr, "weftrun: cannot make a private directory %s: %s; check TMPDIR\n", dir,
+            strerror(errno));
+    return WR_EXIT_ENGINE;
+  }
+  rmdir(dir);
+  return 0;
+}
+
 FILE *
 wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why, size_t whylen)
 {

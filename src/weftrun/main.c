@@ -207,6 +207,9 @@ main(int argc, char **argv)
   }
   if (!rc && !(rc = stopped(stop_fd)))
     rc = plan(&o, &inv, &p);
+  /* a dry run refuses what the launch would: a TMPDIR where no private directory can be made */
+  if (!rc && o.dry_run)
+    rc = wr_jobdir_try(&dir);
   /* a real launch chooses the network first, so that the plan shows it */
   if (!rc && !o.dry_run)
     rc = wr_net_choose(p, &net);

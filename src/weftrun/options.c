@@ -102,7 +102,8 @@ const wt_opt wr_options[] = {
     "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g a3-ultragpu-8g a4-highgpu-8g}", S_GPU,
     "NCCL environment for the machine family (auto: detected).", 0 },
   { O_X, "x", WT_OPT_ARG, "VAR[=VALUE]", S_ENV,
-    "Export VAR (with this value) to every rank; never overwritten by weft.", 0 },
+    "Export VAR (with this value) to every rank; never overwritten by weft. VAR is a name of "
+    "letters, digits and '_'; up to 4096 -x.", 0 },
   { O_MCA, "mca", WT_OPT_ARG2, "KEY VALUE", S_ENV, "Set an Open MPI MCA parameter.", 0 },
   { O_GMCA, "gmca", WT_OPT_ARG2, "KEY VALUE", S_ENV,
     "Set an Open MPI MCA parameter for every program of an MPMD job.", 0 },
@@ -549,15 +550,28 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   case O_HELPMAN: o->help_man = 1; return 0;
   case O_HELPMANEXIT: o->help_man_exit = 1; return 0;
   case O_HELPCOMP: wt_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
-  case O_X:
-    if (full(sp, o->nxvars, why, len))
+  case O_X: {
+    if (o->nxvars >= WR_MAX_X) {
+      snprintf(why, len, "%s given more than %d times; forward the variables through a wrapper "
+               "script that sets them", sp, WR_MAX_X);
       return -1;
-    if (a1[0] == '\0' || a1[0] == '=') {
-      snprintf(why, len, "%s '%.*s%s': write VAR or VAR=VALUE", sp, SHOWN(a1));
+    }
+    /* a name: letters, digits and '_', not starting with a digit (anything else is
+     * most likely the program or an option that lost its -x argument) */
+    size_t n = strcspn(a1, "=");
+    int ok = n > 0 && !(a1[0] >= '0' && a1[0] <= '9');
+    for (size_t i = 0; ok && i < n; i++)
+      ok = a1[i] == '_' || (a1[i] >= 'a' && a1[i] <= 'z') || (a1[i] >= 'A' && a1[i] <= 'Z') ||
+           (a1[i] >= '0' && a1[i] <= '9');
+    if (!ok) {
+      snprintf(why, len, "%s '%.*s%s': not a variable name%s; write %s VAR or %s VAR=VALUE (VAR "
+               "of letters, digits and '_', not starting with a digit)", sp, SHOWN(a1),
+               a1[0] == '-' ? " (an option? -x takes the name of a variable)" : "", sp, sp);
       return -1;
     }
     o->xvars[o->nxvars++] = a1;
     break;
+  }
   case O_MCA:
   case O_GMCA:
     if (full(sp, o->nmca, why, len))
@@ -647,6 +661,12 @@ parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next
     end++;
   a->program = argv + p;
   a->nprogram = end - p;
+  /* '--' says the program comes next: with none after it, a dry run refuses as the
+   * launch does, where without '--' it plans the options alone */
+  if (a->nprogram == 0 && p > start - 1 && !strcmp(argv[p - 1], "--")) {
+    snprintf(why, len, "no program after '--'; write 'weftrun [options] -- PROGRAM [ARGS]'");
+    return -1;
+  }
   *colon = end < argc;
   *next = end < argc ? end + 1 : argc;
   if (*colon && a->nprogram == 0) {

@@ -46,9 +46,10 @@ enum wr_exit { WT_EXIT_TABLE(WR_EXIT_ENUM) };
 
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
+#define WR_MAX_X 4096 /* -x: mpirun has no bound; weftrun's, documented in weftrun(1) */
 #define WR_MAX_HOSTS WT_AGENT_MAX_HOSTS
 #define WR_MAX_APPS 64            /* programs of an MPMD command line */
-#define WR_MAX_WORDS 1024         /* option words of one program */
+#define WR_MAX_WORDS 10240        /* option words of one program (room for WR_MAX_X -x) */
 
 typedef struct wr_pair { const char *key, *value; } wr_pair;
 
@@ -100,7 +101,7 @@ typedef struct wr_opts {
   long gpus_per_node;           /* -1: probe */
   const char *gpu_visibility;   /* all | own | none */
   const char *nccl_preset;      /* auto | none | FAMILY; NULL: auto */
-  const char *xvars[WR_MAX_LIST];
+  const char *xvars[WR_MAX_X];
   int nxvars;
   wr_pair mca[WR_MAX_LIST];     /* --mca and --gmca */
   int nmca;
@@ -161,6 +162,9 @@ FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, cha
                      size_t whylen);
 /* The name the directory has or will have ("$TMPDIR/weft-PID-XXXXXX" before it is made). */
 void wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len);
+/* What a dry run checks for the launch it stands for: that the private directory can be
+ * made (it is, and removed at once); WR_EXIT_ENGINE with a line on stderr otherwise. */
+int wr_jobdir_try(const wr_jobdir *d);
 void wr_jobdir_remove(wr_jobdir *d);
 
 /* Where a host's topology came from. */

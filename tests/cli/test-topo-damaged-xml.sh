@@ -60,6 +60,22 @@ grep -v 'type="PU"' "$src" >"$tmp/no-pu.xml"
 check "$tmp/no-pu.xml" "hwloc XML"
 sed 's/<\/topology>/<\/topolog>/' "$src" >"$tmp/close.xml"
 check "$tmp/close.xml" "not a valid hwloc XML"
+# bounds (issue 31): a processor numbered near 10^12 cost hwloc seconds and gigabytes; a
+# file over 32 MiB is refused before it is read
+first 'os_index="[0-9]*"' 'os_index="1000000000000"' PU >"$tmp/index.xml"
+check "$tmp/index.xml" "PU object numbered 1000000000000 (os_index), over 1048575"
+first 'os_index="[0-9]*"' 'os_index="1048576"' NUMANode >"$tmp/index-numa.xml"
+check "$tmp/index-numa.xml" "NUMANode object numbered 1048576 (os_index), over 1048575"
+first 'os_index="[0-9]*"' 'os_index="1048575"' PU >"$tmp/index-ok.xml"
+if ! timeout 30 "$topo" --topology "$tmp/index-ok.xml" >"$tmp/out" 2>"$tmp/err"; then
+  echo "FAIL: a PU numbered 1048575 is refused: $(cat "$tmp/err")"
+  fail=1
+fi
+cp "$src" "$tmp/huge.xml"
+truncate -s 33M "$tmp/huge.xml"
+t0=$(date +%s)
+check "$tmp/huge.xml" "too large for a topology (the most is 32 MiB"
+[ $(($(date +%s) - t0)) -le 2 ] || { echo "FAIL: refusing a 33 MiB topology took over 2 s"; fail=1; }
 check "$tmp/nosuch.xml" "cannot open"
 mkdir "$tmp/dir.xml"
 check "$tmp/dir.xml" "directory"

@@ -39,6 +39,25 @@ expect 2 "'-1': expected a whole number from 0 to 86400" --launch-timeout -1 ./a
 expect 2 "'90000': expected a whole number from 0 to 86400" --launch-timeout 90000 ./a.out
 expect 2 "'--launch-timeout' needs an argument" --launch-timeout
 expect 2 "map" --dry-run --map-by gpux --topology "$a3"
+# -x takes a variable's name: the program or an option after it is a usage error (issue 31)
+expect 2 "-x '/bin/true': not a variable name; write -x VAR or -x VAR=VALUE" -x /bin/true
+expect 2 "-x '-np': not a variable name (an option? -x takes the name of a variable)" -x -np 2 ./a.out
+expect 2 "-x '1A=2': not a variable name" -x 1A=2 ./a.out
+# a dry run refuses what the launch refuses (issue 31): '--' and no program after it, a
+# TMPDIR where the job's private directory cannot be made
+expect 2 "no program after '--'; write 'weftrun \[options\] -- PROGRAM \[ARGS\]'" --dry-run --prefix , --prefix , --
+expect 2 "no program after '--'" --prefix , --prefix , --
+(export TMPDIR="$tmp/no,such"
+ expect 70 "cannot make a private directory $tmp/no,such/weft-[0-9]*-.*; check TMPDIR" --dry-run -H a --topology "$a3" ./a.out
+ expect 70 "cannot make a private directory .*; check TMPDIR" --dry-run ./a.out
+ exit $fail) || fail=1
+# and up to 4096 of them (mpirun has no bound; 256 was weftrun's)
+xs=$(i=0; while [ $i -lt 4096 ]; do printf -- '-x V%d=%d ' $i $i; i=$((i + 1)); done)
+# shellcheck disable=SC2086
+"$weftrun" --dry-run -H a --topology "$a3" $xs ./a.out >"$tmp/out" 2>&1 &&
+  grep -q 'V4095=4095' "$tmp/out" || { echo "FAIL: 4096 -x:"; tail -3 "$tmp/out"; fail=1; }
+# shellcheck disable=SC2086
+expect 2 "-x given more than 4096 times" --dry-run -H a --topology "$a3" $xs -x W ./a.out
 printf 'a slots=2\nb slots=x\n' >"$tmp/hosts"
 expect 65 "hosts:2" --dry-run --hostfile "$tmp/hosts" --topology "$a3"
 expect 65 "a;b" --dry-run -H 'a;b' --topology "$a3"
@@ -46,6 +65,16 @@ expect 66 "nosuch" --dry-run --hostfile "$tmp/nosuch" --topology "$a3"
 expect 66 "nosuch.xml" --dry-run -H a --topology "$tmp/nosuch.xml"
 expect 67 "oversubscribe" --dry-run -np 17 -H a,b --topology "$a3"
 expect 68 "'c' is not one of the job's hosts" --dry-run -H a,b --topology "c=$a3"
+# this host's names for the job's host that is this one (issue 31): localhost, its name,
+# its loopback address, whichever the job was given
+for n in localhost "$(hostname)" 127.0.0.1; do
+  for hosts in "" "-H localhost" "-H $(hostname)"; do
+    # shellcheck disable=SC2086
+    "$weftrun" --dry-run $hosts --topology "$n=$a3" ./a.out >"$tmp/out" 2>&1 &&
+      grep -q "^# host .*, topology $a3\$" "$tmp/out" ||
+      { echo "FAIL: --topology $n=FILE $hosts:"; cat "$tmp/out"; fail=1; }
+  done
+done
 expect 69 "has no GPU" --dry-run -H a --map-by gpu --topology "$topos/n2-standard-16.xml"
 # (as root, and only where mpirun is: without it weftrun says that first)
 if [ "$(id -u)" = 0 ] && command -v "$MPIRUN" >/dev/null 2>&1; then

@@ -261,6 +261,19 @@ static void test_hostfile_garbage(void **state)
   expect_file_error(longline, WEFT_EPARSE, 1, "line longer");
   expect_file_error("ok\nnod\xc3\xa9 slots=2\n", WEFT_ENAME, 2, "non-ASCII character (byte 0xc3");
 
+  /* CR, CRLF and LF end lines alike: a CR-only file is not one line whose '#' hides
+   * the rest, so the bad value on its third line is found there (issue 31) */
+  expect_file_error("a slots=2\r# a comment\rb slots=abc\r", WEFT_EPARSE, 3, "'slots=abc'");
+  expect_file_error("a slots=2\r\n# a comment\r\nb slots=abc\r\n", WEFT_EPARSE, 3, "'slots=abc'");
+  expect_file_error("a slots=2\r\rb\n\r\nc slots=x", WEFT_EPARSE, 5, "'slots=x'");
+  {
+    weftx_hostlist *cr = new_list();
+    assert_int_equal(load_text(cr, "a slots=2\rb slots=3 # two\r\nc\r"), 0);
+    assert_int_equal(weftx_hostlist_count(cr), 3);
+    assert_int_equal(weftx_hostlist_host(cr, 1)->slots, 3);
+    weftx_hostlist_destroy(cr);
+  }
+
   /* a NUL byte is a NUL byte, not a long line; /dev/zero ends at once */
   static const char nul[] = "a slots=1\nb\0c\n";
   FILE *f = fmemopen((void *)nul, sizeof(nul) - 1, "r");

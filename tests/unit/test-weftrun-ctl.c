@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "ctl.h"
+#include "hmac.h"
 #include "supervise/supervise.h"
 
 static void
@@ -32,7 +33,7 @@ test_roundtrip(void **state)
   int64_t v;
   (void)state;
   wt_ctl_begin(&o, WT_CTL_HELLO);
-  wt_ctl_put_str(&o, WT_CTL_T_SECRET, "00112233445566778899aabbccddeeff");
+  wt_ctl_put_str(&o, WT_CTL_T_PROOF, "00112233445566778899aabbccddeeff");
   wt_ctl_put_int(&o, WT_CTL_T_RANK, 12345);
   wt_ctl_put_int(&o, WT_CTL_T_PID, -7);
   wt_ctl_put_int(&o, 200, 1); /* a field of a newer weft: skipped by the reader */
@@ -45,14 +46,114 @@ test_roundtrip(void **state)
   assert_int_equal(v, 12345);
   assert_int_equal(wt_ctl_int_or(&m, WT_CTL_T_PID, 0), -7);
   assert_int_equal(wt_ctl_int_or(&m, WT_CTL_T_CODE, 99), 99);
-  assert_int_equal(wt_ctl_get_str(&m, WT_CTL_T_SECRET, s, sizeof(s)), 0);
+  assert_int_equal(wt_ctl_get_str(&m, WT_CTL_T_PROOF, s, sizeof(s)), 0);
   assert_string_equal(s, "00112233445566778899aabbccddeeff");
   /* a text read into a small buffer is cut, a number is not a text */
-  assert_int_equal(wt_ctl_get_str(&m, WT_CTL_T_SECRET, s, 5), 0);
+  assert_int_equal(wt_ctl_get_str(&m, WT_CTL_T_PROOF, s, 5), 0);
   assert_string_equal(s, "0011");
-  assert_int_equal(wt_ctl_get_int(&m, WT_CTL_T_SECRET, &v), -1);
+  assert_int_equal(wt_ctl_get_int(&m, WT_CTL_T_PROOF, &v), -1);
   assert_string_equal(wt_ctl_type_name(WT_CTL_EXITED), "EXITED");
   assert_string_equal(wt_ctl_type_name(99), "?");
+}
+
+static void
+unhex(const char *h, unsigned char *out, size_t *n)
+{
+  *n = 0;
+  for (; h[0] && h[1]; h += 2) {
+    unsigned v = 0;
+    assert_int_equal(sscanf(h, "%2x", &v), 1);
+    out[(*n)++] = (unsigned char)v;
+  }
+}
+
+/* HMAC-SHA256 against RFC 4231's test cases 1-7 (case 5's truncated output
+ * compared as far as it goes), and SHA-256 of FIPS 180-4's examples. */
+static void
+test_hmac(void **state)
+{
+  static const struct {
+    const char *key, *data, *mac;
+  } v[] = {
+    { "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "4869205468657265",
+      "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7" },
+    { "4a656665", "7768617420646f2079612077616e7420666f72206e6f7468696e673f",
+      "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" },
+    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+      "dddddddddddd",
+      "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe" },
+    { "0102030405060708090a0b0c0d0e0f10111213141516171819",
+      "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"
+      "cdcdcdcdcdcd",
+      "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b" },
+    { "0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c", "546573742057697468205472756e636174696f6e",
+      "a3b6167473100ee06e0c796c2955552b" },
+    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579202d2048617368"
+      "204b6579204669727374",
+      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54" },
+    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+      "5468697320697320612074657374207573696e672061206c6172676572207468616e20626c6f636b2d73697a"
+      "65206b657920616e642061206c6172676572207468616e20626c6f636b2d73697a6520646174612e20546865"
+      "206b6579206e6565647320746f20626520686173686564206265666f7265206265696e6720757365642062"
+      "792074686520484d414320616c676f726974686d2e",
+      "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2" },
+  };
+  unsigned char key[200], data[200], mac[WT_SHA256_LEN];
+  char hex[2 * WT_SHA256_LEN + 1];
+  size_t kn, dn;
+  (void)state;
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+    unhex(v[i].key, key, &kn);
+    unhex(v[i].data, data, &dn);
+    wt_hmac_sha256(key, kn, data, dn, mac);
+    wt_hex(mac, sizeof(mac), hex);
+    assert_memory_equal(hex, v[i].mac, strlen(v[i].mac));
+  }
+  /* SHA-256: "abc", the two-block message, and a million 'a's fed in odd pieces */
+  wt_sha256 h;
+  wt_sha256_init(&h);
+  wt_sha256_update(&h, "abc", 3);
+  wt_sha256_final(&h, mac);
+  wt_hex(mac, sizeof(mac), hex);
+  assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  wt_sha256_init(&h);
+  wt_sha256_update(&h, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56);
+  wt_sha256_final(&h, mac);
+  wt_hex(mac, sizeof(mac), hex);
+  assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  memset(data, 'a', sizeof(data));
+  wt_sha256_init(&h);
+  for (size_t left = 1000000; left > 0;) {
+    size_t n = left < 137 ? left : 137;
+    wt_sha256_update(&h, data, n);
+    left -= n;
+  }
+  wt_sha256_final(&h, mac);
+  wt_hex(mac, sizeof(mac), hex);
+  assert_string_equal(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  /* the proof: each of secret, challenge, rank and host changes it */
+  char p[WT_CTL_PROOF_LEN + 1], q[WT_CTL_PROOF_LEN + 1];
+  const char *sec = "00112233445566778899aabbccddeeff", *ch = "ffeeddccbbaa99887766554433221100";
+  wt_ctl_proof(sec, ch, 3, "vm-a", p);
+  assert_int_equal(strlen(p), WT_CTL_PROOF_LEN);
+  wt_ctl_proof(sec, ch, 3, "vm-a", q);
+  assert_string_equal(p, q);
+  wt_ctl_proof("10112233445566778899aabbccddeeff", ch, 3, "vm-a", q);
+  assert_string_not_equal(p, q);
+  wt_ctl_proof(sec, "efeeddccbbaa99887766554433221100", 3, "vm-a", q);
+  assert_string_not_equal(p, q);
+  wt_ctl_proof(sec, ch, 4, "vm-a", q);
+  assert_string_not_equal(p, q);
+  wt_ctl_proof(sec, ch, 3, "vm-b", q);
+  assert_string_not_equal(p, q);
+  assert_true(wt_same_bytes("abc", "abc", 3));
+  assert_false(wt_same_bytes("abc", "abd", 3));
 }
 
 static void
@@ -592,6 +693,7 @@ main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_roundtrip),
+    cmocka_unit_test(test_hmac),
     cmocka_unit_test(test_bounds),
     cmocka_unit_test(test_rank_failure),
     cmocka_unit_test(test_deadline_blames_absent),

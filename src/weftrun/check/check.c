@@ -520,7 +520,7 @@ job_options(check *c)
   int given = 0;
   for (int i = 0; i < oc->nxvars; i++)
     given |= !strncmp(oc->xvars[i], "GCE_METADATA_HOST", 17);
-  if (md && *md && !given && oc->nxvars < WR_MAX_LIST && oc->apps[0].nwords + 2 <= WR_MAX_WORDS) {
+  if (md && *md && !given && oc->nxvars < WR_MAX_X && oc->apps[0].nwords + 2 <= WR_MAX_WORDS) {
     oc->xvars[oc->nxvars++] = "GCE_METADATA_HOST";
     c->words[oc->apps[0].nwords] = "-x"; /* mpirun gets the option words */
     c->place[oc->apps[0].nwords++] = WR_WORD_ANY;

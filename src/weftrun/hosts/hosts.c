@@ -37,6 +37,21 @@ is_local_name(const char *name)
   return 0;
 }
 
+/* One of this machine's addresses (or a loopback one), written as a number. */
+static int
+is_local_address(const char *name)
+{
+  weftx_netaddr a;
+  weftx_netif *ifs = NULL;
+  int n = 0, local = 0;
+  if (weftx_netaddr_parse(&a, name))
+    return 0;
+  if (weftx_netif_list(&ifs, &n) == 0 || n == 0)
+    local = weftx_netaddr_is_local(ifs, n, &a);
+  free(ifs);
+  return local;
+}
+
 static int
 fail_hosts(int rc, const char *why)
 {
@@ -195,6 +210,12 @@ assign_files(const wr_opts *o, wr_inventory *inv)
         *dot = '.';
       }
     }
+    /* this host by any of its names (localhost, its name, its addresses) for the job's
+     * host that is this one, however the job names it */
+    if (h < 0 && (is_local_name(host) || is_local_address(host)))
+      for (int i = 0; i < inv->nhosts && h < 0; i++)
+        if (inv->hosts[i].local)
+          h = i;
     if (h < 0) {
       fprintf(stderr, "weftrun: --topology '%s': host '%s' is not one of the job's hosts "
               "(they come from %s); fix the name or add the host\n", kv, host,

@@ -4,8 +4,10 @@
  * chosen for the job (loopback for a job on this host alone) before the
  * engine starts, with a secret of 16 random bytes the agents get through the
  * environment, and keeps every agent's connection in one epoll set, which the
- * run stage polls in the same loop as mpirun. A connection proves the secret
- * in its first message (HELLO) or is closed; heartbeats are answered at once;
+ * run stage polls in the same loop as mpirun. Every connection gets a challenge
+ * of its own at once and proves the secret in its first message (HELLO, an
+ * HMAC of that challenge keyed by the secret: ctl.h) or is closed without a
+ * word; the secret itself never crosses the network. Heartbeats are answered at once;
  * everything else goes to the supervisor's rules (supervise.c).
  */
 #include "config.h"
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "ctl-io.h"
+#include "hmac.h"
 #include "supervise.h"
 #include "tcp.h"
 
@@ -31,6 +34,7 @@ typedef struct slot {
   int rank;                /* -1 until its HELLO */
   double opened;
   int want_out;            /* EPOLLOUT registered */
+  char challenge[WT_CTL_CHALLENGE_LEN + 1]; /* this connection's, for its HELLO */
 } slot;
 
 struct wr_ctl {
@@ -44,21 +48,24 @@ struct wr_ctl {
   int deaf;                /* the listener is out of the epoll set (no descriptors) */
 };
 
+/* n hex digits (and a NUL) of random bytes */
 static int
-make_secret(char *out)
+random_hex(char *out, size_t n)
 {
-  unsigned char b[WT_CTL_SECRET_LEN / 2];
+  unsigned char b[64];
   size_t got = 0;
-  while (got < sizeof(b)) {
-    ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
-    if (n < 0 && errno == EINTR)
+  if (n / 2 > sizeof(b))
+    return -1;
+  while (got < n / 2) {
+    ssize_t k = getrandom(b + got, n / 2 - got, 0);
+    if (k < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
+    if (k <= 0)
       return -1;
-    got += (size_t)n;
+    got += (size_t)k;
   }
-  for (size_t i = 0; i < sizeof(b); i++)
-    snprintf(out + 2 * i, 3, "%02x", b[i]);
+  wt_hex(b, n / 2, out);
+  memset(b, 0, sizeof(b));
   return 0;
 }
 
@@ -84,7 +91,7 @@ wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len)
     return -1;
   }
   c->lfd = c->ep = -1;
-  if (make_secret(c->secret)) {
+  if (random_hex(c->secret, WT_CTL_SECRET_LEN)) {
     snprintf(why, len, "cannot make the job's secret: getrandom: %s", strerror(errno));
     goto fail;
   }
@@ -204,7 +211,8 @@ accept_all(wr_ctl *c, double now)
     }
     slot *sl = calloc(1, sizeof(*sl));
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)i + 1 };
-    if (!sl || epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &ev)) {
+    if (!sl || random_hex(sl->challenge, WT_CTL_CHALLENGE_LEN) ||
+        epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &ev)) {
       free(sl);
       close(fd);
       continue;
@@ -216,18 +224,29 @@ accept_all(wr_ctl *c, double now)
     sl->opened = now;
     c->slots[i] = sl;
     c->unwelcomed++;
+    /* the challenge first: the agent's HELLO answers it */
+    wt_ctl_out m;
+    wt_ctl_begin(&m, WT_CTL_CHALLENGE);
+    wt_ctl_put_str(&m, WT_CTL_T_CHALLENGE, sl->challenge);
+    if (send_msg(c, i, &m))
+      drop(c, i);
   }
 }
 
-/* Constant time: how long the comparison takes says nothing of the secret. */
+/* Whether a HELLO's proof is this connection's challenge signed with the job's secret
+ * for the rank and host it names. Constant time: how long the comparison takes says
+ * nothing of the secret. */
 static int
-same_secret(const char *a, const char *b)
+proven(const wr_ctl *c, const slot *sl, const wt_ctl_msg *m, int64_t rank, const char *host)
 {
-  size_t n = strlen(b);
-  unsigned char d = strlen(a) != n;
-  for (size_t i = 0; i < n; i++)
-    d |= (unsigned char)(a[i < strlen(a) ? i : 0] ^ b[i]);
-  return d == 0;
+  char proof[WT_CTL_PROOF_LEN + 8], want[WT_CTL_PROOF_LEN + 1];
+  if (wt_ctl_get_str(m, WT_CTL_T_PROOF, proof, sizeof(proof)) ||
+      strlen(proof) != WT_CTL_PROOF_LEN)
+    return 0;
+  wt_ctl_proof(c->secret, sl->challenge, rank, host, want);
+  int ok = wt_same_bytes(proof, want, WT_CTL_PROOF_LEN);
+  memset(want, 0, sizeof(want));
+  return ok;
 }
 
 typedef struct reading {
@@ -245,15 +264,14 @@ on_frame(void *arg, const wt_ctl_msg *m)
   slot *sl = rd->c->slots[rd->i];
   wt_ctl_out out;
   if (sl->rank < 0) {
-    char secret[WT_CTL_SECRET_LEN + 8], host[64], why[300];
+    char host[WT_CTL_MAX_TEXT + 1], why[300];
     int64_t rank = -1;
-    if (m->type != WT_CTL_HELLO || wt_ctl_get_str(m, WT_CTL_T_SECRET, secret, sizeof(secret)) ||
-        !same_secret(secret, rd->c->secret) || wt_ctl_get_int(m, WT_CTL_T_RANK, &rank)) {
+    if (m->type != WT_CTL_HELLO || wt_ctl_get_int(m, WT_CTL_T_RANK, &rank) ||
+        wt_ctl_get_str(m, WT_CTL_T_HOST, host, sizeof(host)) ||
+        !proven(rd->c, sl, m, rank, host)) {
       rd->refused = 1; /* not one of ours: no answer */
       return 1;
     }
-    if (wt_ctl_get_str(m, WT_CTL_T_HOST, host, sizeof(host)))
-      snprintf(host, sizeof(host), "?");
     if (wr_sup_hello(rd->s, (int)rank, (long)wt_ctl_int_or(m, WT_CTL_T_PID, 0), host, rd->now,
                      why, sizeof(why))) {
       wt_ctl_begin(&out, WT_CTL_REFUSE);
