@@ -15,8 +15,7 @@
 #include <weft.h>
 
 /* A whole decimal number in [min, max]; 0, WEFT_EPARSE or WEFT_ERANGE. */
-static inline int
-example_parse_long(const char *s, long min, long max, long *out)
+static inline int example_parse_long(const char *s, long min, long max, long *out)
 {
   char *end;
   if (!s || !*s || *s == ' ' || (*s == '-' && min >= 0))
@@ -42,9 +41,8 @@ struct example_opt {
 
 /* Reads argv against the table: 0, 1 after --help (usage printed), or -1
  * after a bad option (said on stderr, prefixed with prog). */
-static inline int
-example_options(const char *prog, const char *usage, int argc, char **argv,
-                const struct example_opt *opts)
+static inline int example_options(const char *prog, const char *usage, int argc, char **argv,
+                                  const struct example_opt *opts)
 {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];

@@ -26,17 +26,17 @@
 struct opts {
   long samples, batch, epochs, hidden, seed;
   double lr;
-  int fused;                    /* 1: one bucket all-reduce; 0: one per tensor */
+  int fused; /* 1: one bucket all-reduce; 0: one per tensor */
 };
 
 struct model {
   long d, h;
-  double *param, *grad;         /* one block each; the tensors are slices */
-  double *w1, *b1, *w2, *b2;    /* w1 is h x d, row-major */
+  double *param, *grad;      /* one block each; the tensors are slices */
+  double *w1, *b1, *w2, *b2; /* w1 is h x d, row-major */
   double *gw1, *gb1, *gw2, *gb2;
 };
 
-#define NFEAT 8                 /* input features */
+#define NFEAT 8 /* input features */
 
 static const char usage_text[] =
   "usage: dp_train [--epochs N] [--samples N] [--batch N] [--hidden N] [--lr X]\n"
@@ -103,8 +103,7 @@ static void model_free(struct model *m)
 
 /* Forward and backward pass of one sample: adds its gradient (times scale) to
  * m->grad and returns its loss; *correct is 1 when the prediction is right. */
-static double step_sample(struct model *m, const double *x, double y, double scale,
-                          int *correct)
+static double step_sample(struct model *m, const double *x, double y, double scale, int *correct)
 {
   double hid[1024], z, p, dz;
 
@@ -153,11 +152,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
       o->fused = 0;
       continue;
     }
-    if (!strcmp(a, "--samples")) dst = &o->samples;
-    else if (!strcmp(a, "--batch")) dst = &o->batch;
-    else if (!strcmp(a, "--epochs")) dst = &o->epochs;
-    else if (!strcmp(a, "--hidden")) { dst = &o->hidden; max = 1024; }
-    else if (!strcmp(a, "--seed")) dst = &o->seed;
+    if (!strcmp(a, "--samples"))
+      dst = &o->samples;
+    else if (!strcmp(a, "--batch"))
+      dst = &o->batch;
+    else if (!strcmp(a, "--epochs"))
+      dst = &o->epochs;
+    else if (!strcmp(a, "--hidden")) {
+      dst = &o->hidden;
+      max = 1024;
+    } else if (!strcmp(a, "--seed"))
+      dst = &o->seed;
     else if (strcmp(a, "--lr")) {
       fprintf(stderr, "dp_train: unknown option '%s'; see dp_train --help\n", a);
       return -1;
@@ -196,14 +201,14 @@ static double now(void)
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    rc = (call);                                                              \
-    if (rc != 0) {                                                            \
-      fprintf(stderr, "dp_train: rank %d: %s failed: %s (%s:%d)\n", rank,     \
-              #call, weft_strerror(rc), __FILE__, __LINE__);                  \
-      goto out;                                                               \
-    }                                                                         \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    rc = (call);                                                                                   \
+    if (rc != 0) {                                                                                 \
+      fprintf(stderr, "dp_train: rank %d: %s failed: %s (%s:%d)\n", rank, #call,                   \
+              weft_strerror(rc), __FILE__, __LINE__);                                              \
+      goto out;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 /* The training loop on group g; rank 0 prints one line per epoch. */
@@ -229,12 +234,12 @@ static int train(weft_group *g, const struct opts *o)
   }
   if (rank == 0)
     printf("dp_train: %d rank%s, MLP %d-%ld-1, %ld samples, global batch %ld, %ld epochs, "
-           "lr %g, gradients averaged with %s\n", size, size == 1 ? "" : "s", NFEAT, o->hidden,
-           o->samples, o->batch, o->epochs, o->lr,
+           "lr %g, gradients averaged with %s\n",
+           size, size == 1 ? "" : "s", NFEAT, o->hidden, o->samples, o->batch, o->epochs, o->lr,
            o->fused ? "one bucket all-reduce per step" : "one all-reduce per tensor");
 
   for (long e = 0; e < o->epochs; e++) {
-    double stats[2] = {0, 0};   /* loss sum, correct predictions */
+    double stats[2] = {0, 0}; /* loss sum, correct predictions */
 
     /* The same shuffle on every rank: Fisher-Yates from (seed, epoch). */
     for (long i = 0; i < o->samples; i++)

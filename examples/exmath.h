@@ -23,10 +23,7 @@ static inline double ex_entry_d(uint64_t s, uint64_t i)
 }
 
 /* The same entry as a float (the model examples' data). */
-static inline float ex_entry(uint64_t s, uint64_t i)
-{
-  return (float)ex_entry_d(s, i);
-}
+static inline float ex_entry(uint64_t s, uint64_t i) { return (float)ex_entry_d(s, i); }
 
 /* n entries of stream s, scaled. */
 static inline void ex_fill(float *p, size_t n, uint64_t s, float scale)

@@ -57,15 +57,19 @@ static inline int exmem_device(const char *prog, int device)
   int e;
 
   if (device < 0) {
-    fprintf(stderr, "%s: --device, but weft gave this rank no GPU (weft_device() is -1); run "
-            "one rank per GPU, or leave out --device\n", prog);
+    fprintf(stderr,
+            "%s: --device, but weft gave this rank no GPU (weft_device() is -1); run "
+            "one rank per GPU, or leave out --device\n",
+            prog);
     return -1;
   }
   for (i = 0; !exmem_rt.lib && i < sizeof(names) / sizeof(names[0]); i++)
     exmem_rt.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!exmem_rt.lib) {
-    fprintf(stderr, "%s: --device needs the CUDA runtime (libcudart.so.13 or .12): %s; put its "
-            "directory in LD_LIBRARY_PATH\n", prog, dlerror());
+    fprintf(stderr,
+            "%s: --device needs the CUDA runtime (libcudart.so.13 or .12): %s; put its "
+            "directory in LD_LIBRARY_PATH\n",
+            prog, dlerror());
     return -1;
   }
   for (i = 0; i < 5; i++)

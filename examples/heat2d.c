@@ -26,9 +26,9 @@ struct opts {
 };
 
 struct band {
-  long nx, ny;        /* whole grid, edges included */
-  long lo, hi;        /* this rank's rows [lo, hi) of the grid */
-  double *u, *v;      /* rows lo-1 .. hi (halos included), nx each */
+  long nx, ny;   /* whole grid, edges included */
+  long lo, hi;   /* this rank's rows [lo, hi) of the grid */
+  double *u, *v; /* rows lo-1 .. hi (halos included), nx each */
 };
 
 #define ROW(b, p, i) ((p) + ((i) - (b)->lo + 1) * (b)->nx)
@@ -53,9 +53,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
       fputs(usage_text, stdout);
       return 1;
     }
-    if (!strcmp(a, "--nx")) dst = &o->nx;
-    else if (!strcmp(a, "--ny")) dst = &o->ny;
-    else if (!strcmp(a, "--steps")) dst = &o->steps;
+    if (!strcmp(a, "--nx"))
+      dst = &o->nx;
+    else if (!strcmp(a, "--ny"))
+      dst = &o->ny;
+    else if (!strcmp(a, "--steps"))
+      dst = &o->steps;
     else {
       fprintf(stderr, "heat2d: unknown option '%s'; see heat2d --help\n", a);
       return -1;
@@ -66,8 +69,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     }
     rc = example_parse_long(argv[++i], dst == &o->steps ? 0 : 3, 1L << 16, dst);
     if (rc) {
-      fprintf(stderr, "heat2d: bad value '%s' for %s: %s (3 to 65536; steps from 0)\n",
-              argv[i], a, weft_strerror(rc));
+      fprintf(stderr, "heat2d: bad value '%s' for %s: %s (3 to 65536; steps from 0)\n", argv[i], a,
+              weft_strerror(rc));
       return -1;
     }
   }
@@ -75,10 +78,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 }
 
 /* The fixed edge values: 1 on the top edge, 0.5 on the left one, 0 elsewhere. */
-static double edge(long i, long j)
-{
-  return i == 0 ? 1.0 : j == 0 ? 0.5 : 0.0;
-}
+static double edge(long i, long j) { return i == 0 ? 1.0 : j == 0 ? 0.5 : 0.0; }
 
 static int band_init(struct band *b, const struct opts *o, int rank, int size)
 {
@@ -126,8 +126,8 @@ static int exchange(weft_group *g, struct band *b)
   int rank = weft_group_rank(g), size = weft_group_size(g), rc = 0;
 
   for (int phase = 0; phase < 2 && rc == 0; phase++) {
-    int down = (rank % 2 == phase) ? rank + 1 : -1;  /* our partner below, if any */
-    int up = (rank % 2 != phase) ? rank - 1 : -1;    /* our partner above, if any */
+    int down = (rank % 2 == phase) ? rank + 1 : -1; /* our partner below, if any */
+    int up = (rank % 2 != phase) ? rank - 1 : -1;   /* our partner above, if any */
 
     if (down >= 0 && down < size)
       rc = swap_row(g, rank, down, ROW(b, b->u, b->hi - 1), ROW(b, b->u, b->hi), b->nx);
@@ -190,8 +190,7 @@ static int gather_and_report(weft_group *g, struct band *b, const struct opts *o
     center = grid[(b->ny / 2) * b->nx + b->nx / 2];
     printf("heat2d: %d rank%s, grid %ldx%ld, %ld steps, %.2f s\n", size, size == 1 ? "" : "s",
            o->ny, o->nx, o->steps, secs);
-    printf("checksum %.15e  center %.15e  hash %016llx\n", sum, center,
-           (unsigned long long)hash);
+    printf("checksum %.15e  center %.15e  hash %016llx\n", sum, center, (unsigned long long)hash);
   }
   free(grid);
   return rc;
@@ -213,8 +212,10 @@ static int simulate(weft_group *g, const struct opts *o)
 
   if (o->ny - 2 < size) {
     if (rank == 0)
-      fprintf(stderr, "heat2d: %ld interior rows cannot be split across %d ranks; "
-              "use --ny %d or more\n", o->ny - 2, size, size + 2);
+      fprintf(stderr,
+              "heat2d: %ld interior rows cannot be split across %d ranks; "
+              "use --ny %d or more\n",
+              o->ny - 2, size, size + 2);
     return WEFT_EINVAL;
   }
   rc = band_init(&b, o, rank, size);

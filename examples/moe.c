@@ -55,14 +55,10 @@ static const char usage_text[] =
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
   const struct example_opt opts[] = {
-    { "--ep", &o->ep, NULL, 1, 4096 },
-    { "--experts", &o->experts, NULL, 1, 4096 },
-    { "--tokens", &o->tokens, NULL, 1, 4096 },
-    { "--dmodel", &o->dmodel, NULL, 1, 4096 },
-    { "--hidden", &o->hidden, NULL, 1, 4096 },
-    { "--capacity", &o->capacity, NULL, 1, 4096 },
-    { "--device", NULL, &o->device, 0, 0 },
-    { NULL, NULL, NULL, 0, 0 },
+    {"--ep", &o->ep, NULL, 1, 4096},         {"--experts", &o->experts, NULL, 1, 4096},
+    {"--tokens", &o->tokens, NULL, 1, 4096}, {"--dmodel", &o->dmodel, NULL, 1, 4096},
+    {"--hidden", &o->hidden, NULL, 1, 4096}, {"--capacity", &o->capacity, NULL, 1, 4096},
+    {"--device", NULL, &o->device, 0, 0},    {NULL, NULL, NULL, 0, 0},
   };
 
   o->ep = 2;
@@ -83,8 +79,8 @@ static void expert_weights(int e, long d, long f, float *w1, float *w2)
 }
 
 /* One token through an expert: out = tanh(x W1) W2 (tmp: f floats). */
-static void expert(const float *x, const float *w1, const float *w2, float *out, float *tmp,
-                   long d, long f)
+static void expert(const float *x, const float *w1, const float *w2, float *out, float *tmp, long d,
+                   long f)
 {
   ex_mm(x, w1, tmp, 1, d, f);
   for (long j = 0; j < f; j++)
@@ -92,14 +88,14 @@ static void expert(const float *x, const float *w1, const float *w2, float *out,
   ex_mm(tmp, w2, out, 1, f, d);
 }
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    rc = (call);                                                              \
-    if (rc != 0) {                                                            \
-      fprintf(stderr, "moe: rank %d: %s failed: %s (%s:%d)\n", wrank, #call,  \
-              weft_strerror(rc), __FILE__, __LINE__);                         \
-      goto out;                                                               \
-    }                                                                         \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    rc = (call);                                                                                   \
+    if (rc != 0) {                                                                                 \
+      fprintf(stderr, "moe: rank %d: %s failed: %s (%s:%d)\n", wrank, #call, weft_strerror(rc),    \
+              __FILE__, __LINE__);                                                                 \
+      goto out;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 static int run(weft_ctx *ctx, const struct opts *o, int *ok)
@@ -135,7 +131,9 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
     CHECK(WEFT_ENAME);
   r = weft_group_rank(ep);
 
-#define ALLOC(p, count) if (!((p) = calloc((size_t)(count), sizeof(*(p))))) CHECK(WEFT_ENOMEM)
+#define ALLOC(p, count)                                                                            \
+  if (!((p) = calloc((size_t)(count), sizeof(*(p)))))                                              \
+  CHECK(WEFT_ENOMEM)
   ALLOC(x, t * d);
   ALLOC(wr, d * nx);
   ALLOC(br, nx);
@@ -231,8 +229,8 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
           order[at++] = (int)j;
         }
     CHECK(exbuf_put(&bsend, stot * sizeof(float)));
-    CHECK(weft_alltoallv(ep, exbuf_at(&bsend), sc, sd, exbuf_at(&brecv), rcn, rd, WEFT_FLOAT32,
-                         NULL));
+    CHECK(
+      weft_alltoallv(ep, exbuf_at(&bsend), sc, sd, exbuf_at(&brecv), rcn, rd, WEFT_FLOAT32, NULL));
     CHECK(exbuf_get(&brecv, rtot * sizeof(float)));
 
     /* ---- our experts, on what came: from each rank, by expert ---- */
@@ -243,15 +241,15 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
         for (long e = 0; e < per; e++) {
           long ge = (long)r * per + e;
           for (int64_t q = 0; q < cnt_from[k * per + e]; q++, row++)
-            expert(in + row * (size_t)d, w1 + ge * d * f, w2 + ge * f * d,
-                   res + row * (size_t)d, tmp, d, f);
+            expert(in + row * (size_t)d, w1 + ge * d * f, w2 + ge * f * d, res + row * (size_t)d,
+                   tmp, d, f);
         }
     }
 
     /* ---- combine: the outputs back the way they came ---- */
     CHECK(exbuf_put(&bsend, rtot * sizeof(float)));
-    CHECK(weft_alltoallv(ep, exbuf_at(&bsend), rcn, rd, exbuf_at(&brecv), sc, sd, WEFT_FLOAT32,
-                         NULL));
+    CHECK(
+      weft_alltoallv(ep, exbuf_at(&bsend), rcn, rd, exbuf_at(&brecv), sc, sd, WEFT_FLOAT32, NULL));
     CHECK(exbuf_get(&brecv, stot * sizeof(float)));
     memcpy(y, x, (size_t)(t * d) * sizeof(float));
     for (size_t q = 0; q < at; q++) {
@@ -271,10 +269,12 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   *ok = err <= 1e-5;
   if (wrank == 0) {
     printf("moe: %d rank%s (%s, %s memory), %d experts (%ld per ep rank), top-1, %ld tokens per "
-           "rank, capacity %ld per expert and rank (factor %.2f)\n", world, world == 1 ? "" : "s",
-           layout, o->device ? "device" : "host", nx, per, t, cap, (double)o->capacity / 100);
+           "rank, capacity %ld per expert and rank (factor %.2f)\n",
+           world, world == 1 ? "" : "s", layout, o->device ? "device" : "host", nx, per, t, cap,
+           (double)o->capacity / 100);
     printf("dispatch and combine: weft_alltoall of counts, weft_alltoallv of tokens; %lld tokens "
-           "kept, %lld dropped past capacity\n", (long long)stats[0], (long long)stats[1]);
+           "kept, %lld dropped past capacity\n",
+           (long long)stats[0], (long long)stats[1]);
     printf("against the dense layer: relative error %.1e (%s)\n", err,
            stats[2] ? "some bits differ" : "the same bits");
     printf("moe: %s\n", *ok ? "OK" : "FAILED (error above 1e-5)");
@@ -324,8 +324,7 @@ int main(int argc, char **argv)
   }
   rc = parse_opts(argc, argv, &o);
   if (rc == 0 && o.ep * o.experts > 256) {
-    fprintf(stderr, "moe: --ep %ld x --experts %ld: at most 256 experts in all\n", o.ep,
-            o.experts);
+    fprintf(stderr, "moe: --ep %ld x --experts %ld: at most 256 experts in all\n", o.ep, o.experts);
     rc = -1;
   }
   if (rc == 0 && o.device && exmem_device("moe", weft_device(ctx)) != 0)

@@ -53,13 +53,13 @@ static const char usage_text[] =
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
   const struct example_opt opts[] = {
-    { "--pp", &o->pp, NULL, 1, 1024 },
-    { "--micro", &o->micro, NULL, 1, 1024 },
-    { "--mbatch", &o->mbatch, NULL, 1, 1024 },
-    { "--dmodel", &o->dmodel, NULL, 1, 1024 },
-    { "--device", NULL, &o->device, 0, 0 },
-    { "--unbatched", NULL, &o->unbatched, 0, 0 },
-    { NULL, NULL, NULL, 0, 0 },
+    {"--pp", &o->pp, NULL, 1, 1024},
+    {"--micro", &o->micro, NULL, 1, 1024},
+    {"--mbatch", &o->mbatch, NULL, 1, 1024},
+    {"--dmodel", &o->dmodel, NULL, 1, 1024},
+    {"--device", NULL, &o->device, 0, 0},
+    {"--unbatched", NULL, &o->unbatched, 0, 0},
+    {NULL, NULL, NULL, 0, 0},
   };
 
   o->pp = 0;
@@ -73,10 +73,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 /* One layer: its parameters, their gradients, and per micro-batch what the
  * backward pass needs (its input and output). */
 struct layer {
-  long d, n;                    /* width, samples per micro-batch */
-  int last;                     /* linear, no tanh */
+  long d, n; /* width, samples per micro-batch */
+  int last;  /* linear, no tanh */
   float *w, *b, *dw, *db;
-  float *in, *out;              /* [micro][n x d] */
+  float *in, *out; /* [micro][n x d] */
 };
 
 static void layer_free(struct layer *l)
@@ -156,14 +156,14 @@ static float loss_grad(const float *y, const float *t, float *dy, long nd, long 
   return loss;
 }
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    rc = (call);                                                              \
-    if (rc != 0) {                                                            \
-      fprintf(stderr, "pp_1f1b: rank %d: %s failed: %s (%s:%d)\n", wrank,     \
-              #call, weft_strerror(rc), __FILE__, __LINE__);                  \
-      goto out;                                                               \
-    }                                                                         \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    rc = (call);                                                                                   \
+    if (rc != 0) {                                                                                 \
+      fprintf(stderr, "pp_1f1b: rank %d: %s failed: %s (%s:%d)\n", wrank, #call,                   \
+              weft_strerror(rc), __FILE__, __LINE__);                                              \
+      goto out;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 /* The pipeline's links: send n floats from src to dest and receive n into
@@ -172,7 +172,7 @@ struct link {
   weft_group *pp;
   struct exbuf sb, rb;
   long n;
-  int unbatched;                /* a send, then a receive (hangs on a GPU) */
+  int unbatched; /* a send, then a receive (hangs on a GPU) */
 };
 
 static int exchange(struct link *k, const float *src, int dest, float *dst, int source)
@@ -186,11 +186,12 @@ static int exchange(struct link *k, const float *src, int dest, float *dst, int 
       return rc;
   }
   if (!k->unbatched) {
-    rc = weft_sendrecv(k->pp, exbuf_at(&k->sb), (size_t)k->n, dest, exbuf_at(&k->rb),
-                       (size_t)k->n, source, WEFT_FLOAT32, NULL);
+    rc = weft_sendrecv(k->pp, exbuf_at(&k->sb), (size_t)k->n, dest, exbuf_at(&k->rb), (size_t)k->n,
+                       source, WEFT_FLOAT32, NULL);
   } else {
-    rc = dest == WEFT_NO_PEER ? 0 : weft_send(k->pp, exbuf_at(&k->sb), (size_t)k->n,
-                                              WEFT_FLOAT32, dest, NULL);
+    rc = dest == WEFT_NO_PEER
+           ? 0
+           : weft_send(k->pp, exbuf_at(&k->sb), (size_t)k->n, WEFT_FLOAT32, dest, NULL);
     if (rc == 0 && source != WEFT_NO_PEER)
       rc = weft_recv(k->pp, exbuf_at(&k->rb), (size_t)k->n, WEFT_FLOAT32, source, NULL);
   }
@@ -269,21 +270,21 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   /* recv_forward: the previous stage's output, or (first stage) our input;
    * send_forward_recv_backward: our output on, the next stage's gradient
    * back, or (last stage) the loss's gradient; and the other way round. */
-#define RECV_FORWARD()                                                                \
-  do {                                                                                \
-    if (prev == WEFT_NO_PEER)                                                         \
-      memcpy(act, x + fi * nd, (size_t)nd * sizeof(float));                           \
-    else                                                                              \
-      CHECK(exchange(&k, NULL, WEFT_NO_PEER, act, prev));                             \
+#define RECV_FORWARD()                                                                             \
+  do {                                                                                             \
+    if (prev == WEFT_NO_PEER)                                                                      \
+      memcpy(act, x + fi * nd, (size_t)nd * sizeof(float));                                        \
+    else                                                                                           \
+      CHECK(exchange(&k, NULL, WEFT_NO_PEER, act, prev));                                          \
   } while (0)
-#define FORWARD_EXCHANGE(recv_back)                                                   \
-  do {                                                                                \
-    forward(&mine, fi, act, tmp);                                                     \
-    if (next == WEFT_NO_PEER)                                                         \
-      loss += loss_grad(tmp, t + fi * nd, grad, nd, batch);                           \
-    else                                                                              \
-      CHECK(exchange(&k, tmp, next, grad, (recv_back) ? next : WEFT_NO_PEER));        \
-    fi++;                                                                             \
+#define FORWARD_EXCHANGE(recv_back)                                                                \
+  do {                                                                                             \
+    forward(&mine, fi, act, tmp);                                                                  \
+    if (next == WEFT_NO_PEER)                                                                      \
+      loss += loss_grad(tmp, t + fi * nd, grad, nd, batch);                                        \
+    else                                                                                           \
+      CHECK(exchange(&k, tmp, next, grad, (recv_back) ? next : WEFT_NO_PEER));                     \
+    fi++;                                                                                          \
   } while (0)
 
   warm = p - s - 1 < m ? p - s - 1 : m;

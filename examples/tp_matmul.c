@@ -28,10 +28,10 @@ struct opts {
 };
 
 struct mats {
-  long b, d, h, hn;             /* hn = h / ranks */
-  double *x, *w1, *w2;          /* whole: b x d, d x h, h x d */
-  double *z, *y;                /* serial results: b x h, b x d */
-  double *w1c, *w2r;            /* this rank's column block (d x hn), row block (hn x d) */
+  long b, d, h, hn;    /* hn = h / ranks */
+  double *x, *w1, *w2; /* whole: b x d, d x h, h x d */
+  double *z, *y;       /* serial results: b x h, b x d */
+  double *w1c, *w2r;   /* this rank's column block (d x hn), row block (hn x d) */
   double *zl, *zall, *ypart, *yrows, *yall;
 };
 
@@ -44,10 +44,10 @@ static const char usage_text[] =
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
   const struct example_opt opts[] = {
-    { "--batch", &o->batch, NULL, 1, 4096 },
-    { "--dmodel", &o->dmodel, NULL, 1, 4096 },
-    { "--hidden", &o->hidden, NULL, 1, 4096 },
-    { NULL, NULL, NULL, 0, 0 },
+    {"--batch", &o->batch, NULL, 1, 4096},
+    {"--dmodel", &o->dmodel, NULL, 1, 4096},
+    {"--hidden", &o->hidden, NULL, 1, 4096},
+    {NULL, NULL, NULL, 0, 0},
   };
 
   o->batch = 64;
@@ -70,8 +70,8 @@ static void matmul(const double *a, const double *b, double *c, long m, long k, 
 
 static void mats_free(struct mats *m)
 {
-  double *all[] = { m->x, m->w1, m->w2, m->z, m->y, m->w1c, m->w2r, m->zl, m->zall, m->ypart,
-                    m->yrows, m->yall };
+  double *all[] = {m->x,   m->w1, m->w2,   m->z,     m->y,     m->w1c,
+                   m->w2r, m->zl, m->zall, m->ypart, m->yrows, m->yall};
 
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     free(all[i]);
@@ -86,7 +86,9 @@ static int mats_init(struct mats *m, const struct opts *o, int rank, int n)
   m->d = d;
   m->h = h;
   m->hn = hn;
-#define ALLOC(p, count) if (!((p) = malloc((size_t)(count) * sizeof(double)))) return WEFT_ENOMEM
+#define ALLOC(p, count)                                                                            \
+  if (!((p) = malloc((size_t)(count) * sizeof(double))))                                           \
+  return WEFT_ENOMEM
   ALLOC(m->x, b * d);
   ALLOC(m->w1, d * h);
   ALLOC(m->w2, h * d);
@@ -125,14 +127,14 @@ static double max_error(const double *a, const double *b, long n)
   return e;
 }
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    rc = (call);                                                              \
-    if (rc != 0) {                                                            \
-      fprintf(stderr, "tp_matmul: rank %d: %s failed: %s (%s:%d)\n", rank,    \
-              #call, weft_strerror(rc), __FILE__, __LINE__);                  \
-      goto out;                                                               \
-    }                                                                         \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    rc = (call);                                                                                   \
+    if (rc != 0) {                                                                                 \
+      fprintf(stderr, "tp_matmul: rank %d: %s failed: %s (%s:%d)\n", rank, #call,                  \
+              weft_strerror(rc), __FILE__, __LINE__);                                              \
+      goto out;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 /* Returns 0 and sets *ok, or a WEFT_E* code after a failed call. */
@@ -149,8 +151,10 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   *ok = 0;
   if (o->batch % n || o->hidden % n) {
     if (rank == 0)
-      fprintf(stderr, "tp_matmul: --batch %ld and --hidden %ld must be multiples of the %d "
-              "ranks\n", o->batch, o->hidden, n);
+      fprintf(stderr,
+              "tp_matmul: --batch %ld and --hidden %ld must be multiples of the %d "
+              "ranks\n",
+              o->batch, o->hidden, n);
     return 0;
   }
   snprintf(layout, sizeof(layout), "tp=%d", n);
@@ -184,8 +188,8 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   /* Row-parallel: Z_r W2_r is this rank's partial sum of Y; reduce-scatter
    * leaves rank r rows [r b/n, (r+1) b/n) of the sum; all-gather joins them. */
   matmul(m.zl, m.w2r, m.ypart, m.b, m.hn, m.d);
-  CHECK(weft_reduce_scatter(tp, m.ypart, m.yrows, (size_t)(m.b / n * m.d), WEFT_FLOAT64,
-                            WEFT_SUM, NULL));
+  CHECK(weft_reduce_scatter(tp, m.ypart, m.yrows, (size_t)(m.b / n * m.d), WEFT_FLOAT64, WEFT_SUM,
+                            NULL));
   CHECK(weft_allgather(tp, m.yrows, m.yall, (size_t)(m.b / n * m.d), WEFT_FLOAT64, NULL));
   err[1] = max_error(m.yall, m.y, m.b * m.d);
 

@@ -54,12 +54,9 @@ static const char usage_text[] =
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
   const struct example_opt opts[] = {
-    { "--tp", &o->tp, NULL, 1, 4096 },
-    { "--batch", &o->batch, NULL, 1, 4096 },
-    { "--dmodel", &o->dmodel, NULL, 1, 4096 },
-    { "--hidden", &o->hidden, NULL, 1, 4096 },
-    { "--device", NULL, &o->device, 0, 0 },
-    { NULL, NULL, NULL, 0, 0 },
+    {"--tp", &o->tp, NULL, 1, 4096},         {"--batch", &o->batch, NULL, 1, 4096},
+    {"--dmodel", &o->dmodel, NULL, 1, 4096}, {"--hidden", &o->hidden, NULL, 1, 4096},
+    {"--device", NULL, &o->device, 0, 0},    {NULL, NULL, NULL, 0, 0},
   };
 
   o->tp = 0;
@@ -73,7 +70,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 /* The whole MLP and its gradients (the serial reference), or one rank's
  * shards of them. */
 struct mlp {
-  float *w1, *b1, *w2, *b2;     /* d x h, h, h x d, d */
+  float *w1, *b1, *w2, *b2; /* d x h, h, h x d, d */
   float *dw1, *db1, *dw2, *db2;
   float *a, *z, *y, *dy, *dz, *dx;
   float loss;
@@ -81,8 +78,8 @@ struct mlp {
 
 static void mlp_free(struct mlp *m)
 {
-  float *all[] = {m->w1, m->b1, m->w2, m->b2, m->dw1, m->db1, m->dw2, m->db2,
-                  m->a, m->z, m->y, m->dy, m->dz, m->dx};
+  float *all[] = {m->w1,  m->b1, m->w2, m->b2, m->dw1, m->db1, m->dw2,
+                  m->db2, m->a,  m->z,  m->y,  m->dy,  m->dz,  m->dx};
 
   for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
     free(all[i]);
@@ -93,7 +90,9 @@ static void mlp_free(struct mlp *m)
 static int mlp_alloc(struct mlp *m, long b, long d, long h)
 {
   memset(m, 0, sizeof(*m));
-#define ALLOC(p, n) if (!((p) = calloc((size_t)(n), sizeof(float)))) return WEFT_ENOMEM
+#define ALLOC(p, n)                                                                                \
+  if (!((p) = calloc((size_t)(n), sizeof(float))))                                                 \
+  return WEFT_ENOMEM
   ALLOC(m->w1, d * h);
   ALLOC(m->b1, h);
   ALLOC(m->w2, h * d);
@@ -141,23 +140,23 @@ static void serial(struct mlp *m, const float *x, const float *t, long b, long d
   ex_mm_nt(m->dz, m->w1, m->dx, b, h, d);
 }
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    rc = (call);                                                              \
-    if (rc != 0) {                                                            \
-      fprintf(stderr, "tp_mlp: rank %d: %s failed: %s (%s:%d)\n", wrank,      \
-              #call, weft_strerror(rc), __FILE__, __LINE__);                  \
-      goto out;                                                               \
-    }                                                                         \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    rc = (call);                                                                                   \
+    if (rc != 0) {                                                                                 \
+      fprintf(stderr, "tp_mlp: rank %d: %s failed: %s (%s:%d)\n", wrank, #call, weft_strerror(rc), \
+              __FILE__, __LINE__);                                                                 \
+      goto out;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 /* One collective through a send and a receive buffer in the chosen memory:
  * n floats of the send buffer to it, the call, rn floats back. */
-#define THROUGH(sb, n, call, rb, rn)                                          \
-  do {                                                                        \
-    CHECK(exbuf_put(&(sb), (size_t)(n) * sizeof(float)));                     \
-    CHECK(call);                                                              \
-    CHECK(exbuf_get(&(rb), (size_t)(rn) * sizeof(float)));                    \
+#define THROUGH(sb, n, call, rb, rn)                                                               \
+  do {                                                                                             \
+    CHECK(exbuf_put(&(sb), (size_t)(n) * sizeof(float)));                                          \
+    CHECK(call);                                                                                   \
+    CHECK(exbuf_get(&(rb), (size_t)(rn) * sizeof(float)));                                         \
   } while (0)
 
 static int run(weft_ctx *ctx, const struct opts *o, int *ok)
@@ -179,8 +178,10 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   n = o->tp ? (int)o->tp : world;
   if (world % n || o->batch % n || o->hidden % n) {
     if (wrank == 0)
-      fprintf(stderr, "tp_mlp: --tp %d must divide the %d ranks, and --batch %ld and --hidden "
-              "%ld must be multiples of it\n", n, world, o->batch, o->hidden);
+      fprintf(stderr,
+              "tp_mlp: --tp %d must divide the %d ranks, and --batch %ld and --hidden "
+              "%ld must be multiples of it\n",
+              n, world, o->batch, o->hidden);
     return 0;
   }
   snprintf(layout, sizeof(layout), "tp=%d,dp=*", n);
@@ -225,8 +226,9 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
   /* ---- forward ---- */
   /* all-gather the tokens: X whole in sy */
   memcpy(hx, xr, (size_t)(bn * d) * sizeof(float));
-  THROUGH(sx, bn * d, weft_allgather(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d),
-                                     WEFT_FLOAT32, NULL), sy, b * d);
+  THROUGH(sx, bn * d,
+          weft_allgather(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d), WEFT_FLOAT32, NULL),
+          sy, b * d);
   xfull = malloc((size_t)(b * d) * sizeof(float));
   if (!xfull)
     CHECK(WEFT_ENOMEM);
@@ -238,8 +240,10 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
       mine.z[i * hn + j] = tanhf(mine.a[i * hn + j] + mine.b1[j]);
   /* row-parallel: reduce-scatter the partial sums Z_r W2_r, + b2 */
   ex_mm(mine.z, mine.w2, hx, b, hn, d);
-  THROUGH(sx, b * d, weft_reduce_scatter(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d),
-                                         WEFT_FLOAT32, WEFT_SUM, NULL), sy, bn * d);
+  THROUGH(sx, b * d,
+          weft_reduce_scatter(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d), WEFT_FLOAT32,
+                              WEFT_SUM, NULL),
+          sy, bn * d);
   h1[0] = 0;
   for (long i = 0; i < bn; i++)
     for (long j = 0; j < d; j++) {
@@ -247,8 +251,8 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
       h1[0] += e * e / (2.0f * (float)b);
       mine.dy[i * d + j] = e / (float)b;
     }
-  THROUGH(s1, 1, weft_allreduce(tp, exbuf_at(&s1), exbuf_at(&s1), 1, WEFT_FLOAT32, WEFT_SUM,
-                                NULL), s1, 1);
+  THROUGH(s1, 1, weft_allreduce(tp, exbuf_at(&s1), exbuf_at(&s1), 1, WEFT_FLOAT32, WEFT_SUM, NULL),
+          s1, 1);
   mine.loss = h1[0];
 
   /* ---- backward ---- */
@@ -257,13 +261,15 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
     for (long i = 0; i < bn; i++)
       mine.db2[j] += mine.dy[i * d + j];
   memcpy(h1, mine.db2, (size_t)d * sizeof(float));
-  THROUGH(s1, d, weft_allreduce(tp, exbuf_at(&s1), exbuf_at(&s1), (size_t)d, WEFT_FLOAT32,
-                                WEFT_SUM, NULL), s1, d);
+  THROUGH(s1, d,
+          weft_allreduce(tp, exbuf_at(&s1), exbuf_at(&s1), (size_t)d, WEFT_FLOAT32, WEFT_SUM, NULL),
+          s1, d);
   memcpy(mine.db2, h1, (size_t)d * sizeof(float));
   /* all-gather dY; dW2_r = Z_r^T dY */
   memcpy(hx, mine.dy, (size_t)(bn * d) * sizeof(float));
-  THROUGH(sx, bn * d, weft_allgather(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d),
-                                     WEFT_FLOAT32, NULL), sy, b * d);
+  THROUGH(sx, bn * d,
+          weft_allgather(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d), WEFT_FLOAT32, NULL),
+          sy, b * d);
   ex_mm_tn_acc(mine.z, hy, mine.dw2, b, hn, d);
   /* dA_r = dY W2_r^T (1 - Z_r^2); dW1_r = X^T dA_r; db1_r */
   ex_mm_nt(hy, mine.w2, mine.dz, b, d, hn);
@@ -275,8 +281,10 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
       mine.db1[j] += mine.dz[i * hn + j];
   /* dX: reduce-scatter the partial sums dA_r W1_r^T */
   ex_mm_nt(mine.dz, mine.w1, hx, b, hn, d);
-  THROUGH(sx, b * d, weft_reduce_scatter(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d),
-                                         WEFT_FLOAT32, WEFT_SUM, NULL), sy, bn * d);
+  THROUGH(sx, b * d,
+          weft_reduce_scatter(tp, exbuf_at(&sx), exbuf_at(&sy), (size_t)(bn * d), WEFT_FLOAT32,
+                              WEFT_SUM, NULL),
+          sy, bn * d);
   memcpy(mine.dx, hy, (size_t)(bn * d) * sizeof(float));
 
   /* ---- against the serial MLP ---- */
@@ -309,9 +317,11 @@ static int run(weft_ctx *ctx, const struct opts *o, int *ok)
            world == 1 ? "" : "s", layout, o->device ? "device" : "host", b, d, h,
            (double)mine.loss);
     printf("forward:  all-gather X, column-parallel Z, reduce-scatter Y; relative error Y %.1e, "
-           "Z %.1e, loss %.1e\n", err[0], err[7], err[1]);
+           "Z %.1e, loss %.1e\n",
+           err[0], err[7], err[1]);
     printf("backward: all-gather dY, reduce-scatter dX, all-reduce db2; relative error dW1 %.1e, "
-           "db1 %.1e, dW2 %.1e, db2 %.1e, dX %.1e\n", err[2], err[3], err[4], err[5], err[6]);
+           "db1 %.1e, dW2 %.1e, db2 %.1e, dX %.1e\n",
+           err[2], err[3], err[4], err[5], err[6]);
     for (int k = 0; k < 8; k++)
       if (err[k] > 1e-5)
         printf("  %s differs from the serial MLP by %.1e (more than float rounding, 1e-5)\n",

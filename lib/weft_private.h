@@ -17,10 +17,10 @@
 #define WEFT__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Log through the subsystem's switch; the arguments are not evaluated when it is off. */
-#define WEFT__LOG(sub, ...)                                                   \
-  do {                                                                        \
-    if (weft_log_enabled(WEFT_LOG_##sub))                                     \
-      weft_log(WEFT_LOG_##sub, __VA_ARGS__);                                  \
+#define WEFT__LOG(sub, ...)                                                                        \
+  do {                                                                                             \
+    if (weft_log_enabled(WEFT_LOG_##sub))                                                          \
+      weft_log(WEFT_LOG_##sub, __VA_ARGS__);                                                       \
   } while (0)
 
 /* snprintf into a fixed buffer; returns 0, or WEFT_ERANGE when it did not fit. */

@@ -7,11 +7,11 @@ const char *weft_strerror(int err)
   if (err == 0)
     return "success";
   switch (err) {
-#define WEFT__XX(name, value, msg) case WEFT_E##name: return msg;
+#define WEFT__XX(name, value, msg)                                                                 \
+  case WEFT_E##name: return msg;
     WEFT_ERRNO_MAP(WEFT__XX)
 #undef WEFT__XX
-  default:
-    return "unknown error";
+  default: return "unknown error";
   }
 }
 
@@ -20,10 +20,10 @@ const char *weft_err_name(int err)
   if (err == 0)
     return "WEFT_OK";
   switch (err) {
-#define WEFT__XX(name, value, msg) case WEFT_E##name: return "WEFT_E" #name;
+#define WEFT__XX(name, value, msg)                                                                 \
+  case WEFT_E##name: return "WEFT_E" #name;
     WEFT_ERRNO_MAP(WEFT__XX)
 #undef WEFT__XX
-  default:
-    return "WEFT_EUNKNOWN";
+  default: return "WEFT_EUNKNOWN";
   }
 }

@@ -34,7 +34,8 @@ static int parse_mask(const char *spec)
   if (!spec || !*spec)
     return 0;
   if (weft__snprintf(buf, sizeof(buf), "%s", spec) != 0) {
-    fprintf(stderr, "weft: WEFT_VERBOSE is too long (more than %zu characters); logging stays off\n",
+    fprintf(stderr,
+            "weft: WEFT_VERBOSE is too long (more than %zu characters); logging stays off\n",
             sizeof(buf) - 1);
     return 0;
   }
@@ -57,8 +58,10 @@ static int parse_mask(const char *spec)
       }
     }
     if (!found)
-      fprintf(stderr, "weft: WEFT_VERBOSE names an unknown subsystem '%s' (known: all, core, topo, "
-              "map, hosts, env, gcp, rt, run, bench); ignored\n", tok);
+      fprintf(stderr,
+              "weft: WEFT_VERBOSE names an unknown subsystem '%s' (known: all, core, topo, "
+              "map, hosts, env, gcp, rt, run, bench); ignored\n",
+              tok);
   }
   return mask;
 }
@@ -72,10 +75,7 @@ int weft_log_enabled(weft_subsys s)
   return (log_mask >> s) & 1;
 }
 
-void weftx_log_reset(void)
-{
-  log_mask = -1;
-}
+void weftx_log_reset(void) { log_mask = -1; }
 
 void weft_log(weft_subsys s, const char *fmt, ...)
 {

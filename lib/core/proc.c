@@ -25,16 +25,16 @@
 
 #include <weftx/proc.h>
 
-#define CHUNK (64 * 1024)     /* a line longer than this is passed on in pieces */
-#define POLL_NO_PIDFD 0.05    /* seconds between exit checks without a pidfd */
+#define CHUNK (64 * 1024)  /* a line longer than this is passed on in pieces */
+#define POLL_NO_PIDFD 0.05 /* seconds between exit checks without a pidfd */
 
 extern char **environ;
 
 typedef struct stream {
-  int fd;                   /* read end; -1 when closed or not piped */
-  int which;                /* 1 stdout, 2 stderr */
-  int keep;                 /* kept in the result instead of passed on */
-  char *buf;                /* a partial line (on_output) */
+  int fd;    /* read end; -1 when closed or not piped */
+  int which; /* 1 stdout, 2 stderr */
+  int keep;  /* kept in the result instead of passed on */
+  char *buf; /* a partial line (on_output) */
   size_t len;
 } stream;
 
@@ -58,18 +58,15 @@ static void set_flags(int fd, int fdflags, int flflags)
 static int connect_stream(int target, weftx_proc_io io, int pipe_w, int fd)
 {
   switch (io) {
-  case WEFTX_PROC_INHERIT:
-    return 0;
+  case WEFTX_PROC_INHERIT: return 0;
   case WEFTX_PROC_NULL: {
     int n = open("/dev/null", target ? O_WRONLY : O_RDONLY);
     if (n < 0 || dup2(n, target) < 0)
       return -1;
     return n == target ? 0 : close(n);
   }
-  case WEFTX_PROC_PIPE:
-    return dup2(pipe_w, target) < 0 ? -1 : 0;
-  case WEFTX_PROC_FD:
-    return dup2(fd, target) < 0 ? -1 : 0;
+  case WEFTX_PROC_PIPE: return dup2(pipe_w, target) < 0 ? -1 : 0;
+  case WEFTX_PROC_FD: return dup2(fd, target) < 0 ? -1 : 0;
   }
   return -1;
 }
@@ -196,9 +193,9 @@ static int start(const weftx_proc_spec *s, stream *st, pid_t *pid, int *exec_err
                  size_t whylen)
 {
   char path[4096];
-  const char *look[] = { s->argv[0], NULL };
-  int p[2][2] = { { -1, -1 }, { -1, -1 } }, ep[2] = { -1, -1 };
-  weftx_proc_io io[2] = { s->out, s->err };
+  const char *look[] = {s->argv[0], NULL};
+  int p[2][2] = {{-1, -1}, {-1, -1}}, ep[2] = {-1, -1};
+  weftx_proc_io io[2] = {s->out, s->err};
 
   *exec_errno = 0;
   /* the lookup happens here, so that the child only calls execve() */
@@ -261,7 +258,7 @@ fail:
 
 int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, size_t whylen)
 {
-  stream st[2] = { { -1, 1, 0, NULL, 0 }, { -1, 2, 0, NULL, 0 } };
+  stream st[2] = {{-1, 1, 0, NULL, 0}, {-1, 2, 0, NULL, 0}};
   pid_t pid = -1;
   int pidfd = -1, exited = 0, status = 0, eno = 0, nomem = 0, rc;
   double t0 = weftx_monotonic(), deadline = s->timeout > 0 ? t0 + s->timeout : 0;
@@ -344,9 +341,11 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
     if (watching && watch_next > 0 && (!next || watch_next < next))
       next = watch_next;
     struct pollfd pf[5] = {
-      { st[0].fd, POLLIN, 0 }, { st[1].fd, POLLIN, 0 },
-      { exited ? -1 : s->stop_fd, POLLIN, 0 }, { exited ? -1 : pidfd, POLLIN, 0 },
-      { watching ? s->watch_fd : -1, POLLIN, 0 },
+      {st[0].fd, POLLIN, 0},
+      {st[1].fd, POLLIN, 0},
+      {exited ? -1 : s->stop_fd, POLLIN, 0},
+      {exited ? -1 : pidfd, POLLIN, 0},
+      {watching ? s->watch_fd : -1, POLLIN, 0},
     };
     int n = poll(pf, 5, wait_ms(t, next, pidfd >= 0 || exited ? 1.0 : POLL_NO_PIDFD));
     if (n < 0 && errno != EINTR)
@@ -369,8 +368,9 @@ int weftx_proc_run(const weftx_proc_spec *s, weftx_proc_result *r, char *why, si
       }
     }
     for (int i = 0; i < 2; i++) {
-      int got = st[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) ?
-                read_stream(s, &st[i], r) : 0;
+      int got = st[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR))
+                  ? read_stream(s, &st[i], r)
+                  : 0;
       if (got) {
         if (got < 0)
           nomem = 1;

@@ -57,10 +57,22 @@ int weftx_parse_size(const char *s, size_t *out)
   if (errno == ERANGE)
     return WEFT_ERANGE;
   switch (toupper((unsigned char)*end)) {
-  case 'K': mult = 1ULL << 10; end++; break;
-  case 'M': mult = 1ULL << 20; end++; break;
-  case 'G': mult = 1ULL << 30; end++; break;
-  case 'T': mult = 1ULL << 40; end++; break;
+  case 'K':
+    mult = 1ULL << 10;
+    end++;
+    break;
+  case 'M':
+    mult = 1ULL << 20;
+    end++;
+    break;
+  case 'G':
+    mult = 1ULL << 30;
+    end++;
+    break;
+  case 'T':
+    mult = 1ULL << 40;
+    end++;
+    break;
   default: break;
   }
   if (toupper((unsigned char)*end) == 'B')
@@ -113,7 +125,4 @@ int64_t weftx_monotonic_ns(void)
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-double weftx_monotonic(void)
-{
-  return (double)weftx_monotonic_ns() * 1e-9;
-}
+double weftx_monotonic(void) { return (double)weftx_monotonic_ns() * 1e-9; }

@@ -55,8 +55,8 @@ int weftx_env_key_valid(const char *key)
 {
   size_t i;
 
-  if (!key || !(key[0] == '_' || (key[0] >= 'A' && key[0] <= 'Z') ||
-                (key[0] >= 'a' && key[0] <= 'z')))
+  if (!key ||
+      !(key[0] == '_' || (key[0] >= 'A' && key[0] <= 'Z') || (key[0] >= 'a' && key[0] <= 'z')))
     return 0;
   for (i = 1; key[i]; i++) {
     char c = key[i];
@@ -87,8 +87,7 @@ static int find(const weftx_env *e, const char *key)
 }
 
 /* Replace value, origin and detail of \p v; on failure \p v is unchanged. */
-static int var_assign(struct var *v, const char *value, weftx_env_origin origin,
-                      const char *detail)
+static int var_assign(struct var *v, const char *value, weftx_env_origin origin, const char *detail)
 {
   char *nv = strdup(value), *nd = detail ? strdup(detail) : NULL;
 
@@ -131,7 +130,7 @@ static int append(weftx_env *e, const char *key, const char *value, weftx_env_or
 }
 
 int weftx_env_set(weftx_env *e, const char *key, const char *value, weftx_env_origin origin,
-                 const char *detail)
+                  const char *detail)
 {
   int i;
 
@@ -143,8 +142,8 @@ int weftx_env_set(weftx_env *e, const char *key, const char *value, weftx_env_or
   return append(e, key, value, origin, detail);
 }
 
-int weftx_env_set_default(weftx_env *e, const char *key, const char *value,
-                         weftx_env_origin origin, const char *detail)
+int weftx_env_set_default(weftx_env *e, const char *key, const char *value, weftx_env_origin origin,
+                          const char *detail)
 {
   if (!e || !value || !weftx_env_key_valid(key))
     return WEFT_EINVAL;
@@ -189,15 +188,9 @@ int weftx_env_unset(weftx_env *e, const char *key)
   return 0;
 }
 
-int weftx_env_count(const weftx_env *e)
-{
-  return e ? e->n : 0;
-}
+int weftx_env_count(const weftx_env *e) { return e ? e->n : 0; }
 
-int weftx_env_index(const weftx_env *e, const char *key)
-{
-  return key ? find(e, key) : -1;
-}
+int weftx_env_index(const weftx_env *e, const char *key) { return key ? find(e, key) : -1; }
 
 void weftx_env_truncate(weftx_env *e, int n)
 {
@@ -206,7 +199,7 @@ void weftx_env_truncate(weftx_env *e, int n)
 }
 
 int weftx_env_entry(const weftx_env *e, int i, const char **key, const char **value,
-                   weftx_env_origin *origin, const char **detail)
+                    weftx_env_origin *origin, const char **detail)
 {
   if (!e || i < 0 || i >= e->n)
     return WEFT_EINVAL;
@@ -248,8 +241,7 @@ int weftx_env_describe(const weftx_env *e, int i, char *buf, size_t len)
   if (!e || i < 0 || i >= e->n)
     return WEFT_EINVAL;
   if (e->v[i].detail && *e->v[i].detail)
-    return weft__snprintf(buf, len, "%s %s", weftx_env_origin_name(e->v[i].origin),
-                          e->v[i].detail);
+    return weft__snprintf(buf, len, "%s %s", weftx_env_origin_name(e->v[i].origin), e->v[i].detail);
   return weft__snprintf(buf, len, "%s", weftx_env_origin_name(e->v[i].origin));
 }
 

@@ -10,9 +10,8 @@
 
 #include <string.h>
 
-static const char *const prefixes[] = { "NCCL_", "GLOO_", "CUDA_", "WEFT_", "OMP_", "PYTHON",
-                                        NULL };
-static const char *const names[] = { "LD_LIBRARY_PATH", "PATH", NULL };
+static const char *const prefixes[] = {"NCCL_", "GLOO_", "CUDA_", "WEFT_", "OMP_", "PYTHON", NULL};
+static const char *const names[] = {"LD_LIBRARY_PATH", "PATH", NULL};
 
 int weftx_env_forward_default(const char *key)
 {
@@ -68,21 +67,27 @@ int weftx_env_add_x(weftx_env *e, const char *arg, char *const *envp, char *why,
   if (strchr(arg, '=')) {
     rc = weftx_env_put(e, arg, WEFTX_ENV_XARG, NULL);
     if (rc == WEFT_EPARSE && why)
-      weft__snprintf(why, whylen, "-x '%.200s': not a variable name before '='; write -x NAME "
-                     "or -x NAME=VALUE", arg);
+      weft__snprintf(why, whylen,
+                     "-x '%.200s': not a variable name before '='; write -x NAME "
+                     "or -x NAME=VALUE",
+                     arg);
     return rc;
   }
   if (!weftx_env_key_valid(arg)) {
     if (why)
-      weft__snprintf(why, whylen, "-x '%.200s': not a variable name; write -x NAME or "
-                     "-x NAME=VALUE", arg);
+      weft__snprintf(why, whylen,
+                     "-x '%.200s': not a variable name; write -x NAME or "
+                     "-x NAME=VALUE",
+                     arg);
     return WEFT_EPARSE;
   }
   value = lookup(envp, arg);
   if (!value) {
     if (why)
-      weft__snprintf(why, whylen, "-x %.200s: %.200s is not set in your environment; set it or "
-                     "write -x %.200s=VALUE", arg, arg, arg);
+      weft__snprintf(why, whylen,
+                     "-x %.200s: %.200s is not set in your environment; set it or "
+                     "write -x %.200s=VALUE",
+                     arg, arg, arg);
     return WEFT_ENOENT;
   }
   return weftx_env_set(e, arg, value, WEFTX_ENV_XARG, NULL);

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static const char *const excluded_prefixes[] = { "lo", "docker", "veth", "virbr", "br-", "cni",
-                                                 "flannel", "cali", "tun", "tap", NULL };
+static const char *const excluded_prefixes[] = {"lo",      "docker", "veth", "virbr", "br-", "cni",
+                                                "flannel", "cali",   "tun",  "tap",   NULL};
 
 int weftx_netif_excluded(const char *name)
 {
@@ -102,7 +102,7 @@ int weftx_netif_contains(const weftx_netif *nif, const weftx_netaddr *a)
 
 static int is_loopback_addr(const weftx_netaddr *a)
 {
-  static const unsigned char v6lo[16] = { [15] = 1 };
+  static const unsigned char v6lo[16] = {[15] = 1};
 
   if (a->family == AF_INET)
     return a->addr[0] == 127;
@@ -136,7 +136,8 @@ static int no_interface(char *why, size_t whylen, int ntargets)
 {
   if (why) {
     if (ntargets)
-      weft__snprintf(why, whylen, "no network interface reaches the other hosts (none holds "
+      weft__snprintf(why, whylen,
+                     "no network interface reaches the other hosts (none holds "
                      "their subnet or routes to them); name one with NCCL_SOCKET_IFNAME and "
                      "--mca btl_tcp_if_include");
     else
@@ -146,8 +147,8 @@ static int no_interface(char *why, size_t whylen, int ntargets)
 }
 
 int weftx_netif_choose(const weftx_netif *ifs, int nifs, const weftx_netaddr *targets,
-                      const char *const *routes, int ntargets, const char *default_if,
-                      int *index, char *why, size_t whylen)
+                       const char *const *routes, int ntargets, const char *default_if, int *index,
+                       char *why, size_t whylen)
 {
   int *score, best = -1, live = 0;
 
@@ -169,7 +170,7 @@ int weftx_netif_choose(const weftx_netif *ifs, int nifs, const weftx_netaddr *ta
       best = i;
   if (best >= 0 && live > 0 && score[best] == 0 &&
       !(default_if && strcmp(ifs[best].name, default_if) == 0))
-    best = -1;  /* nothing reaches the peers, and this is not even the default route */
+    best = -1; /* nothing reaches the peers, and this is not even the default route */
   if (best < 0 && live == 0)
     for (int i = 0; i < nifs && best < 0; i++)
       if ((ifs[i].flags & IFF_UP) && ifs[i].family == AF_INET &&

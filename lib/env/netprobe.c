@@ -66,8 +66,8 @@ int weftx_netif_list(weftx_netif **ifs, int *n)
   if (getifaddrs(&all) != 0)
     return WEFT_ESYS;
   for (ia = all; ia; ia = ia->ifa_next)
-    count += ia->ifa_addr &&
-             (ia->ifa_addr->sa_family == AF_INET || ia->ifa_addr->sa_family == AF_INET6);
+    count +=
+      ia->ifa_addr && (ia->ifa_addr->sa_family == AF_INET || ia->ifa_addr->sa_family == AF_INET6);
   v = calloc((size_t)count + 1, sizeof(*v));
   if (!v) {
     freeifaddrs(all);
@@ -152,7 +152,7 @@ int weftx_host_resolve(const char *host, weftx_netaddr *out, char *why, size_t w
 
 int weftx_netaddr_is_local(const weftx_netif *ifs, int nifs, const weftx_netaddr *a)
 {
-  static const unsigned char v6lo[16] = { [15] = 1 };
+  static const unsigned char v6lo[16] = {[15] = 1};
 
   if ((a->family == AF_INET && a->addr[0] == 127) ||
       (a->family == AF_INET6 && memcmp(a->addr, v6lo, 16) == 0))
@@ -165,7 +165,7 @@ int weftx_netaddr_is_local(const weftx_netif *ifs, int nifs, const weftx_netaddr
 }
 
 int weftx_netif_route_to(const weftx_netif *ifs, int nifs, const weftx_netaddr *a, char *buf,
-                        size_t len)
+                         size_t len)
 {
   struct sockaddr_storage peer, local;
   socklen_t slen = sizeof(local);
@@ -189,7 +189,7 @@ int weftx_netif_route_to(const weftx_netif *ifs, int nifs, const weftx_netaddr *
     return WEFT_ESYS;
   if (connect(fd, (struct sockaddr *)&peer,
               a->family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) ==
-          0 &&
+        0 &&
       getsockname(fd, (struct sockaddr *)&local, &slen) == 0) {
     copy_addr((struct sockaddr *)&local, &src.family, src.addr);
     for (int i = 0; i < nifs && rc; i++)
@@ -215,11 +215,11 @@ static int is_local_name(const char *host)
 }
 
 int weftx_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen, char *addr,
-                    size_t addrlen, char *why, size_t whylen)
+                     size_t addrlen, char *why, size_t whylen)
 {
   weftx_netif *ifs = NULL;
   weftx_netaddr *targets = NULL;
-  char (*routes)[32] = NULL, defif[32];
+  char(*routes)[32] = NULL, defif[32];
   const char **rp = NULL;
   int nifs = 0, nt = 0, idx = -1, rc;
 
@@ -246,8 +246,7 @@ int weftx_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t 
   if (rc == 0 && weftx_netif_default_route(defif, sizeof(defif)) != 0)
     defif[0] = '\0';
   if (rc == 0)
-    rc = weftx_netif_choose(ifs, nifs, targets, rp, nt, defif[0] ? defif : NULL, &idx, why,
-                           whylen);
+    rc = weftx_netif_choose(ifs, nifs, targets, rp, nt, defif[0] ? defif : NULL, &idx, why, whylen);
   if (rc == 0)
     rc = weft__snprintf(ifname, iflen, "%s", ifs[idx].name);
   if (rc == 0)
@@ -293,7 +292,7 @@ static int resolve_on(const char *host, const char *chosen, const weftx_netif *i
 }
 
 int weftx_master_addr(const char *first_host, const char *chosen_addr, char *buf, size_t len,
-                     char *why, size_t whylen)
+                      char *why, size_t whylen)
 {
   weftx_netif *ifs = NULL;
   weftx_netaddr a;

@@ -70,7 +70,9 @@ int weftx_master_port(unsigned long jobid, int *port, char *why, size_t whylen)
       break;
   }
   if (why)
-    weft__snprintf(why, whylen, "no free TCP port among %d candidates from %d for MASTER_PORT; "
-                   "set MASTER_PORT yourself", WEFTX_PORT_TRIES, weftx_port_candidate(jobid, 0));
+    weft__snprintf(why, whylen,
+                   "no free TCP port among %d candidates from %d for MASTER_PORT; "
+                   "set MASTER_PORT yourself",
+                   WEFTX_PORT_TRIES, weftx_port_candidate(jobid, 0));
   return WEFT_ENOENT;
 }

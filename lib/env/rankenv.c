@@ -50,10 +50,7 @@ static int put_index(char *buf, size_t len, size_t *used, int n)
 }
 
 /* Device i of \p ids; NULL stands for 0, 1, 2, ... */
-static int id_at(const int *ids, int i)
-{
-  return ids ? ids[i] : i;
-}
+static int id_at(const int *ids, int i) { return ids ? ids[i] : i; }
 
 /* The devices \p ids with \p gpu at position \p pos and the others in order around it. */
 static int rotated(const int *ids, int n, int gpu, int pos, char *buf, size_t len)
@@ -114,7 +111,7 @@ int weftx_cuda_visible_list(weftx_gpu_visibility mode, const int *ids, int n, in
 }
 
 int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu, int local_rank,
-                              char *buf, size_t len)
+                               char *buf, size_t len)
 {
   return visible(mode, NULL, ngpus > 0 ? ngpus : 0, gpu, local_rank, buf, len);
 }
@@ -139,8 +136,10 @@ static int check_info(const weftx_rank_info *ri, char *why, size_t whylen)
     return bad_info(why, whylen, "MASTER_PORT", ri->master_port, 65536);
   if (ri->devices && ri->gpu >= 0 && !is_one_of(ri->devices, ri->ndevices, ri->gpu)) {
     if (why)
-      weft__snprintf(why, whylen, "per-rank environment: GPU %d is not one of the %d the rank "
-                     "may see", ri->gpu, ri->ndevices);
+      weft__snprintf(why, whylen,
+                     "per-rank environment: GPU %d is not one of the %d the rank "
+                     "may see",
+                     ri->gpu, ri->ndevices);
     return WEFT_EINVAL;
   }
   if (!ri->devices && ri->gpu >= 0 && ri->gpu >= ri->ngpus)
@@ -213,7 +212,7 @@ static int set_place(weftx_env *env, const weftx_rank_info *ri, char *why, size_
                                   ri->local_rank, cvd, sizeof(cvd));
   else
     vis = weftx_cuda_visible_devices(ri->gpu_visibility, ri->ngpus, ri->gpu, ri->local_rank, cvd,
-                                    sizeof(cvd));
+                                     sizeof(cvd));
   if (vis < 0) {
     if (why)
       weft__snprintf(why, whylen, "per-rank environment: GPU %d of a host with %d GPUs", ri->gpu,

@@ -173,8 +173,10 @@ int weftx_hosts_resolve(const char *const *hosts, int n, double timeout, weftx_n
       /* not answered in time */
       err[i] = EAI_AGAIN;
       if (why && !why[0])
-        weft__snprintf(why, whylen, "host '%s' did not resolve within %.0f s; check the name "
-                       "and the resolver (/etc/resolv.conf)", hosts[i], timeout);
+        weft__snprintf(why, whylen,
+                       "host '%s' did not resolve within %.0f s; check the name "
+                       "and the resolver (/etc/resolv.conf)",
+                       hosts[i], timeout);
       continue;
     }
     err[i] = p->err[i];

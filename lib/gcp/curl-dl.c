@@ -15,12 +15,12 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int load_rc = WEFT_ENOCURL;
 
 /* Assign a dlsym() result to a function pointer without a pedantic cast warning. */
-#define SYM(field, name, required)                                            \
-  do {                                                                        \
-    void *s_ = dlsym(lib, name);                                              \
-    if (!s_ && (required))                                                    \
-      goto fail;                                                              \
-    memcpy(&weft__curl.field, &s_, sizeof(s_));                               \
+#define SYM(field, name, required)                                                                 \
+  do {                                                                                             \
+    void *s_ = dlsym(lib, name);                                                                   \
+    if (!s_ && (required))                                                                         \
+      goto fail;                                                                                   \
+    memcpy(&weft__curl.field, &s_, sizeof(s_));                                                    \
   } while (0)
 
 static void load(void)

@@ -11,19 +11,19 @@
 #include <string.h>
 
 static const struct family {
-  const char *pattern;   /* fnmatch() pattern on the machine type's basename */
+  const char *pattern; /* fnmatch() pattern on the machine type's basename */
   const char *name;
   int host_nics;
 } families[] = {
-  { "a3-highgpu-8g", "a3-highgpu-8g", 1 },
-  { "a3-highgpu-[124]g", "a3-highgpu-small", 1 },
-  { "a3-edgegpu-8g", "a3-edgegpu-8g", 1 },
-  { "a3-megagpu-8g", "a3-megagpu-8g", 1 },
-  { "a3-ultragpu-8g", "a3-ultragpu-8g", 2 },
-  { "a4-highgpu-8g", "a4-highgpu-8g", 2 },
-  { "a2-*", "a2", 1 },
-  { "g2-*", "g2", 1 },
-  { "n1-*", "n1", 1 },
+  {"a3-highgpu-8g", "a3-highgpu-8g", 1},
+  {"a3-highgpu-[124]g", "a3-highgpu-small", 1},
+  {"a3-edgegpu-8g", "a3-edgegpu-8g", 1},
+  {"a3-megagpu-8g", "a3-megagpu-8g", 1},
+  {"a3-ultragpu-8g", "a3-ultragpu-8g", 2},
+  {"a4-highgpu-8g", "a4-highgpu-8g", 2},
+  {"a2-*", "a2", 1},
+  {"g2-*", "g2", 1},
+  {"n1-*", "n1", 1},
 };
 
 const char *weftx_gcp_family(const char *machine_type)

@@ -116,7 +116,8 @@ static int identify(weftx_gcp_info *info, weftx_gcp_md **md, char *why, size_t w
   }
   rc = get_str(*md, "instance/machine-type", info->machine_type, sizeof(info->machine_type), 1);
   if (rc != 0) {
-    weft__snprintf(why, whylen, "GCE metadata server %s: instance/machine-type: %s "
+    weft__snprintf(why, whylen,
+                   "GCE metadata server %s: instance/machine-type: %s "
                    "(check GCE_METADATA_HOST, or unset it off GCE)",
                    weftx_gcp_md_base(*md), weft_strerror(rc));
     return rc;

@@ -34,7 +34,7 @@ struct weft__gcp_resp {
   size_t len;
   int too_big;
   char etag[128];
-  int flavor;        /* the reply carried Metadata-Flavor: Google */
+  int flavor; /* the reply carried Metadata-Flavor: Google */
 };
 
 /* The base URL ("http://metadata.google.internal/computeMetadata/v1/") or an
@@ -43,8 +43,8 @@ int weft__gcp_md_base(char *buf, size_t len);
 
 /* Set up easy handle h for GET url into r, with the Metadata-Flavor header
  * list hdrs, no proxy and the given timeouts (ms). */
-int weft__gcp_md_setup(CURL *h, const char *url, struct curl_slist *hdrs,
-                       struct weft__gcp_resp *r, long connect_ms, long total_ms);
+int weft__gcp_md_setup(CURL *h, const char *url, struct curl_slist *hdrs, struct weft__gcp_resp *r,
+                       long connect_ms, long total_ms);
 
 /* The request headers every metadata request carries; NULL when out of memory. */
 struct curl_slist *weft__gcp_md_headers(void);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 int weftx_gcp_job_preset(const char *arg, int multi_vm, weftx_gcp_info *info, weftx_preset **p,
-                        char *why, size_t whylen)
+                         char *why, size_t whylen)
 {
   int automatic = !arg || !strcmp(arg, "auto"), rc;
 

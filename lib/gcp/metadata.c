@@ -118,8 +118,8 @@ struct curl_slist *weft__gcp_md_headers(void)
   return l2;
 }
 
-int weft__gcp_md_setup(CURL *h, const char *url, struct curl_slist *hdrs,
-                       struct weft__gcp_resp *r, long connect_ms, long total_ms)
+int weft__gcp_md_setup(CURL *h, const char *url, struct curl_slist *hdrs, struct weft__gcp_resp *r,
+                       long connect_ms, long total_ms)
 {
   curl_easy_reset(h);
   if (curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK ||
@@ -203,21 +203,18 @@ void weftx_gcp_md_close(weftx_gcp_md *md)
   free(md);
 }
 
-const char *weftx_gcp_md_base(const weftx_gcp_md *md)
-{
-  return md->base;
-}
+const char *weftx_gcp_md_base(const weftx_gcp_md *md) { return md->base; }
 
 static void sleep_ms(long ms)
 {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
   while (nanosleep(&ts, &ts) != 0)
     ;
 }
 
-static int request(weftx_gcp_md *md, const char *url, long total_ms, char **value,
-                   char *etag, size_t etaglen)
+static int request(weftx_gcp_md *md, const char *url, long total_ms, char **value, char *etag,
+                   size_t etaglen)
 {
   struct weft__gcp_resp r;
   long backoff = MD_BACKOFF_MS;
@@ -264,7 +261,7 @@ int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value, char *eta
 }
 
 int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
-                     char **value, char *etag, size_t etaglen)
+                      char **value, char *etag, size_t etaglen)
 {
   char url[1024];
 

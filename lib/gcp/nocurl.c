@@ -21,10 +21,7 @@ int weftx_gcp_md_open(weftx_gcp_md **md)
   return why_not();
 }
 
-void weftx_gcp_md_close(weftx_gcp_md *md)
-{
-  (void)md;
-}
+void weftx_gcp_md_close(weftx_gcp_md *md) { (void)md; }
 
 const char *weftx_gcp_md_base(const weftx_gcp_md *md)
 {
@@ -40,7 +37,7 @@ int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value, char *eta
 }
 
 int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
-                     char **value, char *etag, size_t etaglen)
+                      char **value, char *etag, size_t etaglen)
 {
   (void)md, (void)path, (void)last_etag, (void)timeout_sec, (void)etag, (void)etaglen;
   *value = NULL;
@@ -54,7 +51,4 @@ int weftx_gcp_watch_start(weftx_gcp_watch **w, weftx_gcp_preempt_fn cb, void *ar
   return why_not();
 }
 
-void weftx_gcp_watch_stop(weftx_gcp_watch *w)
-{
-  (void)w;
-}
+void weftx_gcp_watch_stop(weftx_gcp_watch *w) { (void)w; }

@@ -26,11 +26,11 @@ struct watch_key {
   const char *what;
   CURL *h;
   struct weft__gcp_resp r;
-  char etag[128];      /* "" before the first answer, or when the server sends none */
+  char etag[128]; /* "" before the first answer, or when the server sends none */
   int read_once;
-  int active;          /* a transfer is in the multi handle */
+  int active; /* a transfer is in the multi handle */
   int dropped;
-  long retry_at;       /* monotonic ms before which no new transfer starts */
+  long retry_at; /* monotonic ms before which no new transfer starts */
   long backoff;
 };
 
@@ -45,10 +45,7 @@ struct weftx_gcp_watch {
   struct watch_key keys[2];
 };
 
-static long now_ms(void)
-{
-  return (long)(weftx_monotonic() * 1000);
-}
+static long now_ms(void) { return (long)(weftx_monotonic() * 1000); }
 
 /* A value that means the VM is going away. */
 static int is_notice(const struct watch_key *k, const char *v)
@@ -67,9 +64,8 @@ static int start_key(weftx_gcp_watch *w, struct watch_key *k)
   int rc;
 
   if (k->read_once)
-    rc = weft__snprintf(url, sizeof(url), "%s%s?wait_for_change=true&timeout_sec=%d%s%s",
-                        w->base, k->path, WATCH_WAIT_SEC, k->etag[0] ? "&last_etag=" : "",
-                        k->etag);
+    rc = weft__snprintf(url, sizeof(url), "%s%s?wait_for_change=true&timeout_sec=%d%s%s", w->base,
+                        k->path, WATCH_WAIT_SEC, k->etag[0] ? "&last_etag=" : "", k->etag);
   else
     rc = weft__snprintf(url, sizeof(url), "%s%s", w->base, k->path);
   if (rc != 0)
@@ -141,7 +137,8 @@ static void *watch_main(void *arg)
         wait = k->retry_at - t;
     }
     if (!live) {
-      WEFT__LOG(GCP, "watch: neither instance/preempted nor maintenance-event exists; nothing to watch");
+      WEFT__LOG(GCP,
+                "watch: neither instance/preempted nor maintenance-event exists; nothing to watch");
       break;
     }
     if (curl_multi_perform(w->multi, &running) != CURLM_OK) {

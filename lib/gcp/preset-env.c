@@ -69,7 +69,8 @@ static int merge_script(weftx_preset *p, const char *path, const char *source, c
       weft__snprintf(why, whylen, "%s could not be run", path);
     return WEFT_ESYS;
   }
-  for (char *line = strtok_r(out, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
+  for (char *line = strtok_r(out, "\n", &save); line && rc == 0;
+       line = strtok_r(NULL, "\n", &save)) {
     char *eq = strchr(line, '='), *key, *val;
     weftx_preset_var *v;
     size_t klen, vlen;
@@ -78,9 +79,9 @@ static int merge_script(weftx_preset *p, const char *path, const char *source, c
     if (!eq)
       continue;
     klen = (size_t)(eq - line);
-    if (in_list(p->keep, p->nkeep, line, klen) ||
-        (klen == 4 && !strncmp(line, "PATH", 4)) || (klen == 3 && !strncmp(line, "PWD", 3)) ||
-        (klen == 5 && !strncmp(line, "SHLVL", 5)) || (klen == 1 && line[0] == '_'))
+    if (in_list(p->keep, p->nkeep, line, klen) || (klen == 4 && !strncmp(line, "PATH", 4)) ||
+        (klen == 3 && !strncmp(line, "PWD", 3)) || (klen == 5 && !strncmp(line, "SHLVL", 5)) ||
+        (klen == 1 && line[0] == '_'))
       continue;
     vlen = strlen(eq + 1);
     if (klen == 15 && !strncmp(line, "LD_LIBRARY_PATH", 15)) {
@@ -93,7 +94,8 @@ static int merge_script(weftx_preset *p, const char *path, const char *source, c
     } else {
       int input = 0;
       for (int i = 0; i < p->nscript_env; i++)
-        if (!strncmp(p->script_env[i], line, klen + 1) && !strcmp(p->script_env[i] + klen + 1, eq + 1))
+        if (!strncmp(p->script_env[i], line, klen + 1) &&
+            !strcmp(p->script_env[i] + klen + 1, eq + 1))
           input = 1;
       if (input)
         continue;
@@ -143,8 +145,7 @@ static int user_has(const char *const *user_set, const char *key)
 /* Resolve; with lenient, a placeholder this host cannot fill leaves the value as the
  * file has it and says why in the variable's unresolved, instead of failing. */
 static int resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
-                   int lenient, const weftx_preset_var **vars, int *nvars, char *why,
-                   size_t whylen)
+                   int lenient, const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
 {
   char path[4096], src[4200];
   const char *source, *ssource = NULL;
@@ -178,7 +179,7 @@ static int resolve(weftx_preset *p, const weftx_gcp_info *info, const char *cons
       rc = expand(p, info, &v, lenient ? reason : why, lenient ? sizeof(reason) : whylen);
       if (rc == WEFT_ENOENT && lenient) {
         const char *r = !info || !info->on_gce ? "this is not a GCE VM"
-                        : "no local interface matched the metadata MACs";
+                                               : "no local interface matched the metadata MACs";
         rc = (v.unresolved = pool_str(p, r, strlen(r))) ? 0 : WEFT_ENOMEM;
       }
     }
@@ -195,13 +196,13 @@ static int resolve(weftx_preset *p, const weftx_gcp_info *info, const char *cons
 }
 
 int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
-                        const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
+                         const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
 {
   return resolve(p, info, user_set, 0, vars, nvars, why, whylen);
 }
 
 int weftx_preset_preview(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
-                        const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
+                         const weftx_preset_var **vars, int *nvars, char *why, size_t whylen)
 {
   return resolve(p, info, user_set, 1, vars, nvars, why, whylen);
 }
@@ -215,7 +216,7 @@ static int starts_with_dir(const char *list, const char *dir)
 }
 
 int weftx_preset_apply(weftx_preset *p, const weftx_gcp_info *info, weftx_env *env, char *why,
-                      size_t whylen)
+                       size_t whylen)
 {
   const weftx_preset_var *v;
   const char **user;

@@ -21,8 +21,7 @@ int weft__preset_placeholders_ok(const char *v)
     if (!((len == 8 && !strncmp(a + 1, "host_nic", 8)) ||
           (len == 9 && !strncmp(a + 1, "host_nics", 9)) ||
           (len == 8 && !strncmp(a + 1, "gpu_nics", 8)) ||
-          (len > 7 && !strncmp(a + 1, "gpu_nic", 7) &&
-           strspn(a + 8, "0123456789") == len - 7)))
+          (len > 7 && !strncmp(a + 1, "gpu_nic", 7) && strspn(a + 8, "0123456789") == len - 7)))
       return 0;
     a = b + 1;
   }
@@ -91,10 +90,13 @@ int weft__preset_expand(const char *preset, const weftx_gcp_info *info, const ch
     else
       rc = gpu_nic(info, strtol(name + 7, NULL, 10), sub, sizeof(sub));
     if (rc != 0) {
-      weft__snprintf(why, whylen, "preset %s: %s needs @%s@, but %s; set %s yourself "
-                     "(weftrun -x %s=...) or use --nccl-preset none", preset, key, name,
+      weft__snprintf(why, whylen,
+                     "preset %s: %s needs @%s@, but %s; set %s yourself "
+                     "(weftrun -x %s=...) or use --nccl-preset none",
+                     preset, key, name,
                      !info || !info->on_gce ? "this is not a GCE VM"
-                     : "no local interface matched the metadata MACs", key, key);
+                                            : "no local interface matched the metadata MACs",
+                     key, key);
       return WEFT_ENOENT;
     }
     if (used + strlen(sub) >= len)

@@ -20,8 +20,8 @@
  * Returns the output (allocated) or NULL on failure with why set. */
 char *weft__preset_script_run(const weftx_preset *p, const char *path, char *why, size_t whylen)
 {
-  char *argv[] = { (char *)"/bin/bash", (char *)"-c", (char *)". \"$0\" >/dev/null 2>&1; env",
-                   (char *)path, NULL };
+  char *argv[] = {(char *)"/bin/bash", (char *)"-c", (char *)". \"$0\" >/dev/null 2>&1; env",
+                  (char *)path, NULL};
   weftx_proc_spec spec;
   weftx_proc_result r;
   char **envp;
@@ -52,8 +52,10 @@ char *weft__preset_script_run(const weftx_preset *p, const char *path, char *why
   if (r.timed_out)
     weft__snprintf(why, whylen, "%s did not finish within %d s", path, SCRIPT_TIMEOUT_S);
   else if (r.capped) /* cut output would be merged as if whole */
-    weft__snprintf(why, whylen, "%s exported more than %d KiB of variables; export only "
-                   "NCCL settings there", path, SCRIPT_MAX_OUTPUT / 1024);
+    weft__snprintf(why, whylen,
+                   "%s exported more than %d KiB of variables; export only "
+                   "NCCL settings there",
+                   path, SCRIPT_MAX_OUTPUT / 1024);
   else if (r.status != 0)
     weft__snprintf(why, whylen, "%s failed (bash exit status %d)", path, r.status);
   if (r.timed_out || r.capped || r.status != 0) {

@@ -115,8 +115,8 @@ static char *trim(char *s)
 static int parse_file(weftx_preset *p, const char *name, int depth, char *why, size_t whylen);
 
 /* One directive or KEY=VALUE line. Returns 0 or a code with why set. */
-static int parse_line(weftx_preset *p, char *s, const char *file, int lineno, int depth,
-                      char *why, size_t whylen)
+static int parse_line(weftx_preset *p, char *s, const char *file, int lineno, int depth, char *why,
+                      size_t whylen)
 {
   char *word = s, *arg, *eq;
   long v;
@@ -127,8 +127,10 @@ static int parse_line(weftx_preset *p, char *s, const char *file, int lineno, in
   if (eq && eq < arg) {
     *eq = '\0';
     if (!valid_key(s) || !weft__preset_placeholders_ok(eq + 1)) {
-      weft__snprintf(why, whylen, "%s:%d: bad variable line (KEY=VALUE, KEY in A-Z0-9_, "
-                     "placeholders @host_nic@ @host_nics@ @gpu_nics@ @gpu_nicN@)", file, lineno);
+      weft__snprintf(why, whylen,
+                     "%s:%d: bad variable line (KEY=VALUE, KEY in A-Z0-9_, "
+                     "placeholders @host_nic@ @host_nics@ @gpu_nics@ @gpu_nicN@)",
+                     file, lineno);
       return WEFT_EPARSE;
     }
     return set_entry(p, s, eq + 1, 0);
@@ -166,7 +168,8 @@ static int parse_line(weftx_preset *p, char *s, const char *file, int lineno, in
     }
   } else if (!strcmp(word, "keep") && *arg) {
     char *save = NULL;
-    for (char *tok = strtok_r(arg, " \t", &save); tok && rc == 0; tok = strtok_r(NULL, " \t", &save))
+    for (char *tok = strtok_r(arg, " \t", &save); tok && rc == 0;
+         tok = strtok_r(NULL, " \t", &save))
       rc = push_str(&p->keep, &p->nkeep, tok);
   } else if (!strcmp(word, "include") && *arg && !strchr(arg, '/')) {
     if (depth >= MAX_INCLUDE_DEPTH) {
@@ -180,8 +183,10 @@ static int parse_line(weftx_preset *p, char *s, const char *file, int lineno, in
   }
   return rc;
 bad:
-  weft__snprintf(why, whylen, "%s:%d: unknown or malformed directive '%s' (see the file header "
-                 "of share/weft/presets/a3-highgpu-8g.preset for the format)", file, lineno, word);
+  weft__snprintf(why, whylen,
+                 "%s:%d: unknown or malformed directive '%s' (see the file header "
+                 "of share/weft/presets/a3-highgpu-8g.preset for the format)",
+                 file, lineno, word);
   return WEFT_EPARSE;
 }
 
@@ -193,14 +198,18 @@ static int parse_file(weftx_preset *p, const char *name, int depth, char *why, s
 
   rc = preset_path(name, path, sizeof(path));
   if (rc != 0) {
-    weft__snprintf(why, whylen, "preset name '%.200s' is not valid: use a family name such as "
-                   "a3-highgpu-8g, or a path", name);
+    weft__snprintf(why, whylen,
+                   "preset name '%.200s' is not valid: use a family name such as "
+                   "a3-highgpu-8g, or a path",
+                   name);
     return WEFT_ENAME;
   }
   f = fopen(path, "r");
   if (!f) {
-    weft__snprintf(why, whylen, "no NCCL preset '%.200s' (%.200s: %s); known presets are the files "
-                   "in %s/presets", name, path, strerror(errno), weftx_datadir());
+    weft__snprintf(why, whylen,
+                   "no NCCL preset '%.200s' (%.200s: %s); known presets are the files "
+                   "in %s/presets",
+                   name, path, strerror(errno), weftx_datadir());
     return WEFT_ENAME;
   }
   while (rc == 0 && fgets(line, sizeof(line), f)) {
@@ -275,8 +284,8 @@ int weftx_preset_load(const char *name, weftx_preset **out, char *why, size_t wh
   return 0;
 }
 
-int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_vm,
-                       weftx_preset **p, char *why, size_t whylen)
+int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_vm, weftx_preset **p,
+                        char *why, size_t whylen)
 {
   *p = NULL;
   if (why && whylen)
@@ -287,39 +296,22 @@ int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_v
     return weftx_preset_load(arg, p, why, whylen);
   if (!multi_vm || !info || !info->on_gce || !info->family) {
     WEFT__LOG(GCP, "--nccl-preset auto: none (%s)",
-              !multi_vm ? "single-VM job" : !info || !info->on_gce ? "not on GCE"
-              : "unknown machine family");
+              !multi_vm                ? "single-VM job"
+              : !info || !info->on_gce ? "not on GCE"
+                                       : "unknown machine family");
     return 0;
   }
   return weftx_preset_load(info->family, p, why, whylen);
 }
 
-const char *weftx_preset_name(const weftx_preset *p)
-{
-  return p->name;
-}
+const char *weftx_preset_name(const weftx_preset *p) { return p->name; }
 
-const char *weftx_preset_reserved_cpus(const weftx_preset *p)
-{
-  return p ? p->reserve_cpus : NULL;
-}
+const char *weftx_preset_reserved_cpus(const weftx_preset *p) { return p ? p->reserve_cpus : NULL; }
 
-int weftx_preset_mtu(const weftx_preset *p)
-{
-  return p ? p->mtu : 0;
-}
+int weftx_preset_mtu(const weftx_preset *p) { return p ? p->mtu : 0; }
 
-int weft__preset_nplugins(const weftx_preset *p)
-{
-  return p ? p->nplugins : 0;
-}
+int weft__preset_nplugins(const weftx_preset *p) { return p ? p->nplugins : 0; }
 
-const char *weft__preset_plugin(const weftx_preset *p, int i)
-{
-  return p->plugins[i];
-}
+const char *weft__preset_plugin(const weftx_preset *p, int i) { return p->plugins[i]; }
 
-int weft__preset_gvnic_all(const weftx_preset *p)
-{
-  return p ? p->gvnic_all : 0;
-}
+int weft__preset_gvnic_all(const weftx_preset *p) { return p ? p->gvnic_all : 0; }

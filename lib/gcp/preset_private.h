@@ -14,7 +14,7 @@
 /* One KEY=VALUE (or prepend-path KEY DIR) line of a preset file. */
 struct weft__preset_entry {
   char *key;
-  char *value;              /* placeholders not yet filled */
+  char *value; /* placeholders not yet filled */
   int prepend;
 };
 
@@ -24,13 +24,13 @@ struct weftx_preset {
   int nent;
   char *reserve_cpus;
   int mtu;
-  int gvnic_all;            /* "gvnic all": GPU NICs must be gVNICs too */
+  int gvnic_all; /* "gvnic all": GPU NICs must be gVNICs too */
   char **plugins;
   int nplugins;
-  char *script;             /* profile-script PATH */
-  char **script_env;        /* its NAME=VALUE arguments */
+  char *script;      /* profile-script PATH */
+  char **script_env; /* its NAME=VALUE arguments */
   int nscript_env;
-  char **keep;              /* keys ours keep over the script's */
+  char **keep; /* keys ours keep over the script's */
   int nkeep;
   /* The last resolve (preset-env.c). */
   weftx_preset_var *vars;

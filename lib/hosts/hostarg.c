@@ -11,8 +11,8 @@
 
 #define ENTRY_MAX (WEFTX_HOSTNAME_MAX + 64)
 
-static int arg_error(const char *arg, const char *entry, const char *what, char *why,
-                     size_t whylen, int rc)
+static int arg_error(const char *arg, const char *entry, const char *what, char *why, size_t whylen,
+                     int rc)
 {
   if (why)
     weft__snprintf(why, whylen, "-H '%.200s': '%.200s': %s", arg, entry, what);
@@ -54,17 +54,18 @@ static int add_entry(weftx_hostlist *hl, const char *arg, const char *entry, siz
   memcpy(buf, entry, len);
   buf[len] = '\0';
   if ((rc = split_entry(buf, &host, &count)))
-    return arg_error(arg, buf, "an IPv6 address, which Open MPI 4.1 cannot launch on (it splits "
-                     "-H entries at ':'); use the host's name or IPv4 address", why, whylen,
-                     WEFT_ENAME);
+    return arg_error(arg, buf,
+                     "an IPv6 address, which Open MPI 4.1 cannot launch on (it splits "
+                     "-H entries at ':'); use the host's name or IPv4 address",
+                     why, whylen, WEFT_ENAME);
   if (count && (!strcmp(count, "*") || !strcmp(count, "auto"))) {
     slots = -1;
   } else if (count) {
     rc = weftx_parse_long(count, 1, WEFTX_HOSTS_SLOTS_MAX, &slots);
     if (rc) {
       weft__snprintf(reason, sizeof(reason),
-                     "'%s' is not a slot count; write host:N with N from 1 to %d, or host:*",
-                     count, WEFTX_HOSTS_SLOTS_MAX);
+                     "'%s' is not a slot count; write host:N with N from 1 to %d, or host:*", count,
+                     WEFTX_HOSTS_SLOTS_MAX);
       return arg_error(arg, buf, reason, why, whylen, rc);
     }
   }

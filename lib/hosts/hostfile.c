@@ -22,19 +22,18 @@
 struct line {
   const char *file;
   int lineno;
-  char *p;           /* cursor */
+  char *p; /* cursor */
   long slots, max_slots;
-  const char *user;  /* from username=, points into the line */
-  int keep_fqdn;     /* Open MPI's orte_keep_fqdn_hostnames */
+  const char *user; /* from username=, points into the line */
+  int keep_fqdn;    /* Open MPI's orte_keep_fqdn_hostnames */
 };
 
-static int line_error(const struct line *l, char *why, size_t whylen, int rc, const char *fmt,
-                      ...) WEFT_PRINTF(5, 6);
+static int line_error(const struct line *l, char *why, size_t whylen, int rc, const char *fmt, ...)
+  WEFT_PRINTF(5, 6);
 
-static int line_error(const struct line *l, char *why, size_t whylen, int rc, const char *fmt,
-                      ...)
+static int line_error(const struct line *l, char *why, size_t whylen, int rc, const char *fmt, ...)
 {
-  char what[1024];   /* hostname.c quotes a refused name whole (up to 316 bytes) */
+  char what[1024]; /* hostname.c quotes a refused name whole (up to 316 bytes) */
   va_list ap;
 
   if (why) {
@@ -60,9 +59,9 @@ static int is_key(const char *k, const char *const *names)
   return 0;
 }
 
-static const char *const slots_keys[] = { "slots", "count", "cpu", NULL };
-static const char *const max_keys[] = { "max_slots", "max-slots", "slots_max", "slots-max",
-                                        "cpu_max", "max_cpu", "count_max", NULL };
+static const char *const slots_keys[] = {"slots", "count", "cpu", NULL};
+static const char *const max_keys[] = {"max_slots", "max-slots", "slots_max", "slots-max",
+                                       "cpu_max",   "max_cpu",   "count_max", NULL};
 
 static int parse_number(struct line *l, const char *key, const char *val, long *out, char *why,
                         size_t whylen)
@@ -80,12 +79,13 @@ static int parse_number(struct line *l, const char *key, const char *val, long *
   weft__snprintf(arg, sizeof(arg), "%.40s=%.60s", key, val);
   if (strcmp(val, "0") == 0)
     return line_error(l, why, whylen, WEFT_ERANGE,
-                      "'%s': a host needs at least one slot; delete the line to leave it out",
-                      arg);
+                      "'%s': a host needs at least one slot; delete the line to leave it out", arg);
   if (rc == WEFT_ERANGE)
     return line_error(l, why, whylen, rc, "'%s' is too large; the most is 100000", arg);
-  return line_error(l, why, whylen, rc, "'%s' is not a number; write KEY=N with N from 1 to "
-                    "100000", arg);
+  return line_error(l, why, whylen, rc,
+                    "'%s' is not a number; write KEY=N with N from 1 to "
+                    "100000",
+                    arg);
 }
 
 /* One "key=value" (spaces allowed around '='). */
@@ -119,7 +119,8 @@ static int parse_keyword(struct line *l, char *why, size_t whylen)
   if (*l->p)
     *l->p++ = '\0';
   if (!*val)
-    return line_error(l, why, whylen, WEFT_EPARSE, "'%.200s=' has no value; write %.200s=N", key, key);
+    return line_error(l, why, whylen, WEFT_EPARSE, "'%.200s=' has no value; write %.200s=N", key,
+                      key);
   if (is_key(key, slots_keys))
     return parse_number(l, key, val, &l->slots, why, whylen);
   if (is_key(key, max_keys))
@@ -128,9 +129,9 @@ static int parse_keyword(struct line *l, char *why, size_t whylen)
     l->user = val;
     return 0;
   }
-  return line_error(l, why, whylen, WEFT_EPARSE,
-                    "unknown keyword '%.200s'; weft understands slots=, max_slots= and username=",
-                    key);
+  return line_error(
+    l, why, whylen, WEFT_EPARSE,
+    "unknown keyword '%.200s'; weft understands slots=, max_slots= and username=", key);
 }
 
 /* Forms of Open MPI or MPICH that weft does not take, each with a hint. */
@@ -170,7 +171,8 @@ static int parse_line(weftx_hostlist *hl, struct line *l, char *why, size_t whyl
     *l->p++ = '\0';
   if (strchr(host, '='))
     return line_error(l, why, whylen, WEFT_EPARSE,
-                      "'%.200s' where a host name should come first; a line is: host [slots=N]", host);
+                      "'%.200s' where a host name should come first; a line is: host [slots=N]",
+                      host);
   rc = check_host_form(l, host, why, whylen);
   if (rc)
     return rc;
@@ -232,7 +234,7 @@ static int read_line(FILE *f, char *buf, size_t size, size_t *len)
 int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why, size_t whylen)
 {
   char buf[WEFTX_HOSTFILE_LINE_MAX + 2];
-  struct line l = { name ? name : "hostfile", 0, NULL, 0, 0, NULL, hl ? weft__hostlist_fqdn(hl) : 0 };
+  struct line l = {name ? name : "hostfile", 0, NULL, 0, 0, NULL, hl ? weft__hostlist_fqdn(hl) : 0};
   size_t len;
   int before, rc, got;
 
@@ -248,7 +250,8 @@ int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why
     if (got == -2)
       return line_error(&l, why, whylen, WEFT_EPARSE,
                         "a NUL byte at column %zu: this is not a text file; give a hostfile of "
-                        "'host slots=N' lines", len);
+                        "'host slots=N' lines",
+                        len);
     l.p = buf;
     if (l.lineno == 1 && strncmp(buf, "\xef\xbb\xbf", 3) == 0)
       l.p += 3;
@@ -265,8 +268,10 @@ int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why
   }
   if (weftx_hostlist_count(hl) == before) {
     if (why)
-      weft__snprintf(why, whylen, "%s: no host in the file; write one host per line, "
-                     "e.g. 'node1 slots=8'", l.file);
+      weft__snprintf(why, whylen,
+                     "%s: no host in the file; write one host per line, "
+                     "e.g. 'node1 slots=8'",
+                     l.file);
     return WEFT_EPARSE;
   }
   weft__hostlist_set_origin(hl, WEFTX_HOSTS_HOSTFILE);

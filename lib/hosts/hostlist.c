@@ -14,9 +14,9 @@
 #include <strings.h>
 
 struct entry {
-  weftx_host h;       /* what callers see; its strings are owned here */
-  long numbered;     /* sum of the slots the input gave */
-  int unnumbered;    /* listings that gave no count */
+  weftx_host h;   /* what callers see; its strings are owned here */
+  long numbered;  /* sum of the slots the input gave */
+  int unnumbered; /* listings that gave no count */
 };
 
 /* Names are found through an open-addressing hash index of the entries (slots hold
@@ -27,20 +27,14 @@ struct weftx_hostlist {
   struct entry *v;
   int n, cap;
   int *index;
-  size_t nindex;      /* a power of two, or 0 before the first host */
+  size_t nindex; /* a power of two, or 0 before the first host */
   weftx_hosts_origin origin;
   int keep_fqdn;
 };
 
-int weft__hostlist_fqdn(const weftx_hostlist *hl)
-{
-  return hl->keep_fqdn;
-}
+int weft__hostlist_fqdn(const weftx_hostlist *hl) { return hl->keep_fqdn; }
 
-void weft__hostlist_set_fqdn(weftx_hostlist *hl, int keep)
-{
-  hl->keep_fqdn = keep;
-}
+void weft__hostlist_set_fqdn(weftx_hostlist *hl, int keep) { hl->keep_fqdn = keep; }
 
 int weftx_hostlist_create(weftx_hostlist **out)
 {
@@ -113,10 +107,7 @@ static int index_grow(weftx_hostlist *hl)
   return 0;
 }
 
-int weftx_hostlist_count(const weftx_hostlist *hl)
-{
-  return hl ? hl->n : 0;
-}
+int weftx_hostlist_count(const weftx_hostlist *hl) { return hl ? hl->n : 0; }
 
 const weftx_host *weftx_hostlist_host(const weftx_hostlist *hl, int i)
 {
@@ -157,10 +148,7 @@ const char *weftx_hosts_origin_name(weftx_hosts_origin o)
   }
 }
 
-void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o)
-{
-  hl->origin = o;
-}
+void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o) { hl->origin = o; }
 
 /* Slots from the listings: one listing without a count leaves the machine to
  * decide (0); otherwise counts add up and each unnumbered listing is one. */
@@ -231,8 +219,10 @@ static int merge_user(struct entry *e, const char *name, const char *at, char *w
     return 0;
   if (e->h.user) {
     if (why)
-      weft__snprintf(why, whylen, "'%s': host '%s' is already listed with user '%s'; use one "
-                     "user per host", name, e->h.name, e->h.user);
+      weft__snprintf(why, whylen,
+                     "'%s': host '%s' is already listed with user '%s'; use one "
+                     "user per host",
+                     name, e->h.name, e->h.user);
     return WEFT_ENAME;
   }
   e->h.user = strndup(name, len);
@@ -240,7 +230,7 @@ static int merge_user(struct entry *e, const char *name, const char *at, char *w
 }
 
 int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_slots,
-                      const char *source, char *why, size_t whylen)
+                       const char *source, char *why, size_t whylen)
 {
   const char *at;
   struct entry *e;
@@ -259,8 +249,10 @@ int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_
   }
   if (slots > 0 && max_slots > 0 && slots > max_slots) {
     if (why)
-      weft__snprintf(why, whylen, "'%s': slots=%d is more than max_slots=%d; raise max_slots "
-                     "or lower slots", name, slots, max_slots);
+      weft__snprintf(why, whylen,
+                     "'%s': slots=%d is more than max_slots=%d; raise max_slots "
+                     "or lower slots",
+                     name, slots, max_slots);
     return WEFT_ERANGE;
   }
   at = strchr(name, '@');
@@ -330,9 +322,11 @@ int weftx_hostlist_add_ompi(weftx_hostlist *hl, const char *name, weftx_host_for
   before = i >= 0;
   if (before && form == WEFTX_HOST_LINE && slots > 0) {
     if (why)
-      weft__snprintf(why, whylen, "host '%s' is already listed (%s) and Open MPI refuses a slot "
+      weft__snprintf(why, whylen,
+                     "host '%s' is already listed (%s) and Open MPI refuses a slot "
                      "count on a host listed twice; give it one line with slots=N, or list it "
-                     "once per slot", hl->v[i].h.name, hl->v[i].h.source);
+                     "once per slot",
+                     hl->v[i].h.name, hl->v[i].h.source);
     return WEFT_EPARSE;
   }
   {

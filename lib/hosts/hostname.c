@@ -18,10 +18,7 @@
 #define LABEL_MAX 63
 #define USER_MAX 32
 
-static int is_label_char(int c)
-{
-  return isalnum(c) || c == '-';
-}
+static int is_label_char(int c) { return isalnum(c) || c == '-'; }
 
 /* First character of \p s that no host name may contain, or 0. */
 static int bad_char(const char *s)
@@ -80,7 +77,8 @@ static int check_labels(const char *full, const char *host, char *why, size_t wh
       continue;
     }
     if (run == 0)
-      return refuse(full, why, whylen, "empty label in host name (two dots, or a dot at either end)");
+      return refuse(full, why, whylen,
+                    "empty label in host name (two dots, or a dot at either end)");
     if (run > LABEL_MAX)
       return refuse(full, why, whylen, "a label of the host name is longer than 63 characters");
     if (host[i - run] == '-' || host[i - 1] == '-')
@@ -121,11 +119,13 @@ int weftx_hostname_check(const char *name, char *why, size_t whylen)
     if (isprint(c) && c != ' ')
       weft__snprintf(what, sizeof(what),
                      "'%c' is not allowed in a host name; use letters, digits, '-', '.' "
-                     "or an IPv4 address", c);
+                     "or an IPv4 address",
+                     c);
     else if (c >= 0x80)
       weft__snprintf(what, sizeof(what),
                      "a non-ASCII character (byte 0x%02x: UTF-8?) is not allowed in a host name; "
-                     "write an internationalized name in its ASCII form (xn--...)", c);
+                     "write an internationalized name in its ASCII form (xn--...)",
+                     c);
     else
       weft__snprintf(what, sizeof(what),
                      "a space or control character (0x%02x) is not allowed in a host name", c);
@@ -133,13 +133,16 @@ int weftx_hostname_check(const char *name, char *why, size_t whylen)
   }
   if (strchr(host, ':')) {
     if (inet_pton(AF_INET6, host, bin) == 1)
-      return refuse(name, why, whylen, "an IPv6 address, which Open MPI 4.1 cannot launch on "
+      return refuse(name, why, whylen,
+                    "an IPv6 address, which Open MPI 4.1 cannot launch on "
                     "(its node-name parser refuses ':'); use the host's name or IPv4 address");
-    return refuse(name, why, whylen, "':' is not allowed in a host name; use letters, digits, "
+    return refuse(name, why, whylen,
+                  "':' is not allowed in a host name; use letters, digits, "
                   "'-', '.' or an IPv4 address");
   }
   if (strchr(host, '_'))
-    return refuse(name, why, whylen, "'_' is not allowed: Open MPI 4.1's node-name parser "
+    return refuse(name, why, whylen,
+                  "'_' is not allowed: Open MPI 4.1's node-name parser "
                   "takes letters, digits, '.' and '-'; use the host's DNS name or IPv4 address");
   if (inet_pton(AF_INET, host, bin) == 1)
     return 0;

@@ -14,7 +14,6 @@ void weft__hostlist_set_origin(weftx_hostlist *hl, weftx_hosts_origin o);
 int weft__hostlist_fqdn(const weftx_hostlist *hl);
 void weft__hostlist_set_fqdn(weftx_hostlist *hl, int keep);
 
-
 /* Write "NAME 'VALUE': message" into \p why (unless NULL; VALUE cut at 200
  * characters), as the Slurm parsers word their errors; returns WEFT_EPARSE. */
 int weft__hosts_value_error(const char *name, const char *value, char *why, size_t whylen,

@@ -39,7 +39,7 @@ static long number(const char **p)
 static int indices(const char *name, const char *all, const char *s, const char *end, int *idx,
                    int max, int *n, char *why, size_t whylen)
 {
-  unsigned char seen[WEFTX_SLURM_GPUS_MAX] = { 0 };
+  unsigned char seen[WEFTX_SLURM_GPUS_MAX] = {0};
   const char *p = s;
 
   *n = 0;
@@ -77,8 +77,8 @@ static int indices(const char *name, const char *all, const char *s, const char 
   }
 }
 
-int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n,
-                            char *why, size_t whylen)
+int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n, char *why,
+                            size_t whylen)
 {
   if (!name || !s || !idx || !n || max < 0)
     return WEFT_EINVAL;
@@ -301,9 +301,10 @@ static int detail_line(const char *line, const char *end, int lineno, weftx_slur
   gv = field(nv, end, "GRES=", &glen);
   if (nlen == 0 || nlen >= sizeof(nodes) || glen >= sizeof(gres)) {
     if (why)
-      weft__snprintf(why, whylen, "scontrol show job -d, line %d: '%.*s': expected "
-                     "'Nodes=LIST ... GRES=...'", lineno, (int)(end - line < 200 ? end - line : 200),
-                     line);
+      weft__snprintf(why, whylen,
+                     "scontrol show job -d, line %d: '%.*s': expected "
+                     "'Nodes=LIST ... GRES=...'",
+                     lineno, (int)(end - line < 200 ? end - line : 200), line);
     return WEFT_EPARSE;
   }
   memcpy(nodes, nv, nlen);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PARTS_MAX 8          /* brackets in one entry */
+#define PARTS_MAX 8 /* brackets in one entry */
 #define NUM_DIGITS_MAX 9
 
 struct range {
@@ -23,7 +23,7 @@ struct range {
 
 /* One bracket or one literal run of an entry. */
 struct part {
-  const char *lit;           /* literal text (not terminated), or NULL for a bracket */
+  const char *lit; /* literal text (not terminated), or NULL for a bracket */
   size_t litlen;
   struct range r[64];
   int nr;
@@ -34,7 +34,7 @@ struct entry {
   int np;
 };
 
-#define slurm_error(list, why, whylen, ...)                                     \
+#define slurm_error(list, why, whylen, ...)                                                        \
   weft__hosts_value_error("SLURM_JOB_NODELIST", list, why, whylen, __VA_ARGS__)
 
 int weft__hosts_value_error(const char *name, const char *value, char *why, size_t whylen,
@@ -260,7 +260,7 @@ static int expand(weftx_hostlist *hl, const char *list, const int *counts, int n
 }
 
 int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char *why,
-                              size_t whylen)
+                               size_t whylen)
 {
   return weftx_slurm_per_node("SLURM_TASKS_PER_NODE", s, counts, max, n, why, whylen);
 }
@@ -307,7 +307,7 @@ bad:
 }
 
 int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist, const char *tasks_per_node,
-                           char *why, size_t whylen)
+                            char *why, size_t whylen)
 {
   int *counts = NULL, ncounts = 0, rc;
   long nhosts = 0;
@@ -319,16 +319,17 @@ int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist, const char
     if (!counts)
       return WEFT_ENOMEM;
     rc = weftx_slurm_tasks_per_node(tasks_per_node, counts, WEFTX_SLURM_HOSTS_MAX, &ncounts, why,
-                                   whylen);
+                                    whylen);
     if (rc)
       goto out;
   }
   rc = expand(hl, nodelist, counts, ncounts, &nhosts, why, whylen);
   if (rc == 0 && counts && nhosts != ncounts) {
     if (why)
-      weft__snprintf(why, whylen, "SLURM_TASKS_PER_NODE '%.100s' gives %d counts for %ld hosts "
-                     "of SLURM_JOB_NODELIST; unset one of them or fix them", tasks_per_node,
-                     ncounts, nhosts);
+      weft__snprintf(why, whylen,
+                     "SLURM_TASKS_PER_NODE '%.100s' gives %d counts for %ld hosts "
+                     "of SLURM_JOB_NODELIST; unset one of them or fix them",
+                     tasks_per_node, ncounts, nhosts);
     rc = WEFT_EPARSE;
   }
   if (rc == 0)

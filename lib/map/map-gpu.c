@@ -122,12 +122,14 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
   slots = g * per;
   if (n > slots && !p->oversubscribe) {
     if (per == 1)
-      weft__snprintf(c->why, c->whylen,
-                     "%d ranks but %s has %d GPU%s%s; use -np %d or fewer, --map-by core, or --oversubscribe",
-                     n, c->label, g, g == 1 ? "" : "s", only, g);
+      weft__snprintf(
+        c->why, c->whylen,
+        "%d ranks but %s has %d GPU%s%s; use -np %d or fewer, --map-by core, or --oversubscribe", n,
+        c->label, g, g == 1 ? "" : "s", only, g);
     else
       weft__snprintf(c->why, c->whylen,
-                     "%d ranks but ppr:%d:gpu on %s has %d slots (%d GPUs%s); use -np %d or fewer, or --oversubscribe",
+                     "%d ranks but ppr:%d:gpu on %s has %d slots (%d GPUs%s); use -np %d or fewer, "
+                     "or --oversubscribe",
                      n, per, c->label, slots, g, only, slots);
     return WEFT_ENOFIT;
   }
@@ -167,8 +169,10 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
   if (rc != 0)
     goto out;
   if (nunits == 0) {
-    weft__snprintf(c->why, c->whylen, "GPU %d (%s) of %s has no free processor near it; "
-                   "reserve fewer processors or use --bind-to none", gpu->index, gpu->pci, c->label);
+    weft__snprintf(c->why, c->whylen,
+                   "GPU %d (%s) of %s has no free processor near it; "
+                   "reserve fewer processors or use --bind-to none",
+                   gpu->index, gpu->pci, c->label);
     rc = WEFT_ENOFIT;
     goto out;
   }
@@ -188,12 +192,15 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
     else
       weft__snprintf(where, sizeof(where), "%s", c->label);
     if (p->pe > 0)
-      weft__snprintf(c->why, c->whylen, "%d ranks with pe=%d need %d %s, but %s has %d; "
-                     "use fewer ranks or a smaller pe, or --oversubscribe", share, p->pe,
-                     share * p->pe, what, where, nunits);
+      weft__snprintf(c->why, c->whylen,
+                     "%d ranks with pe=%d need %d %s, but %s has %d; "
+                     "use fewer ranks or a smaller pe, or --oversubscribe",
+                     share, p->pe, share * p->pe, what, where, nunits);
     else
-      weft__snprintf(c->why, c->whylen, "%d ranks share the %d %s of %s; use fewer ranks, "
-                     "or --oversubscribe", share, nunits, what, where);
+      weft__snprintf(c->why, c->whylen,
+                     "%d ranks share the %d %s of %s; use fewer ranks, "
+                     "or --oversubscribe",
+                     share, nunits, what, where);
     rc = WEFT_ENOFIT;
     goto out;
   }
@@ -224,15 +231,18 @@ int weft__map_gpu(weft__mapctx *c, int r, int n, weftx_place *out)
 
   if (!weftx_topo_has_locality(c->t))
     append(out->note, sizeof(out->note), "; ",
-           "PCI devices carry no NUMA locality: the cores of the whole machine are split evenly between the ranks");
+           "PCI devices carry no NUMA locality: the cores of the whole machine are split evenly "
+           "between the ranks");
   if (n > slots) {
-    weft__snprintf(text, sizeof(text), "oversubscribed: %d ranks on %d GPU slots, GPUs are shared round-robin",
-                   n, slots);
+    weft__snprintf(text, sizeof(text),
+                   "oversubscribed: %d ranks on %d GPU slots, GPUs are shared round-robin", n,
+                   slots);
     append(out->note, sizeof(out->note), "; ", text);
   }
   if ((long)q * share > nunits) {
-    weft__snprintf(text, sizeof(text), "oversubscribed: %d ranks x %d on %d %s, cores are shared round-robin",
-                   share, q, nunits, p->use_hwthreads ? "processors" : "cores");
+    weft__snprintf(text, sizeof(text),
+                   "oversubscribed: %d ranks x %d on %d %s, cores are shared round-robin", share, q,
+                   nunits, p->use_hwthreads ? "processors" : "cores");
     append(out->note, sizeof(out->note), "; ", text);
   }
 out:

@@ -48,13 +48,14 @@ static int ctx_gpus(weft__mapctx *c, char *why, size_t whylen)
     return WEFT_EINVAL;
   }
   if (hwloc_bitmap_last(set) >= all) {
-    weft__snprintf(why, whylen, "GPU %d of the GPUs the ranks may use (%s) is not a GPU of %s, "
-                   "which has %d", hwloc_bitmap_last(set), list, c->label, all);
+    weft__snprintf(why, whylen,
+                   "GPU %d of the GPUs the ranks may use (%s) is not a GPU of %s, "
+                   "which has %d",
+                   hwloc_bitmap_last(set), list, c->label, all);
     hwloc_bitmap_free(set);
     return WEFT_EINVAL;
   }
-  hwloc_bitmap_foreach_begin(i, set)
-    c->gpus[c->ngpus++] = i;
+  hwloc_bitmap_foreach_begin(i, set) c->gpus[c->ngpus++] = i;
   hwloc_bitmap_foreach_end();
   hwloc_bitmap_free(set);
   return 0;
@@ -85,9 +86,11 @@ static int ctx_init(weft__mapctx *c, const weftx_topo *t, const weftx_policy *p,
   if (!*gpu)
     return 0;
   if (c->bind == WEFTX_BIND_OTHER) {
-    weft__snprintf(why, whylen, "--bind-to %s: a rank next to its GPU binds to gpu-local, core, "
+    weft__snprintf(why, whylen,
+                   "--bind-to %s: a rank next to its GPU binds to gpu-local, core, "
                    "numa, socket or none; for Open MPI's bindings give a CPU mapping "
-                   "(--map-by core, socket, ...)", p->bind_words ? p->bind_words : "?");
+                   "(--map-by core, socket, ...)",
+                   p->bind_words ? p->bind_words : "?");
     return WEFT_EINVAL;
   }
   if (p->reserved_cpus && *p->reserved_cpus &&
@@ -142,7 +145,7 @@ int weftx_policy_format(const weftx_policy *p, char *buf, size_t len)
   else
     weft__snprintf(map, sizeof(map), "%s%s", p->map_by == WEFTX_MAP_GPU ? "gpu" : "auto", pe);
   b = p->bind_to == WEFTX_BIND_DEFAULT && p->map_by == WEFTX_MAP_GPU ? WEFTX_BIND_GPU_LOCAL
-                                                                      : p->bind_to;
+                                                                     : p->bind_to;
   return weft__snprintf(buf, len, "%s, bind %s%s%s%s%s", map,
                         b == WEFTX_BIND_OTHER && p->bind_words ? p->bind_words : bind_name(b),
                         p->oversubscribe ? ", oversubscribe" : "",
@@ -160,8 +163,8 @@ int weftx_map_slots(const weftx_topo *t, const weftx_policy *p)
     return 0;
   if (ctx_init(&c, t, p, &gpu, NULL, 0) == 0)
     slots = gpu ? c.ngpus * (p->ppr_n > 0 ? p->ppr_n : 1)
-      /* Open MPI's default slots (orte_set_default_slots): cores, or hardware threads */
-      : hwloc_get_nbobjs_by_type(c.h, p->use_hwthreads ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE);
+                /* Open MPI's default slots (orte_set_default_slots): cores, or hardware threads */
+                : hwloc_get_nbobjs_by_type(c.h, p->use_hwthreads ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE);
   ctx_free(&c);
   return slots;
 }
@@ -211,12 +214,15 @@ static int cpu_layout(const weft__mapctx *c, int n, weftx_host_map *out)
   int rc;
 
   if (p->bind_to == WEFTX_BIND_GPU_LOCAL) {
-    weft__snprintf(c->why, c->whylen, "--bind-to gpu-local needs --map-by gpu, and %s has no "
-                   "GPUs%s; use --bind-to core", c->label, p->gpus ? " the ranks may use" : "");
+    weft__snprintf(c->why, c->whylen,
+                   "--bind-to gpu-local needs --map-by gpu, and %s has no "
+                   "GPUs%s; use --bind-to core",
+                   c->label, p->gpus ? " the ranks may use" : "");
     return WEFT_ENOGPU;
   }
   if (p->reserved_cpus && *p->reserved_cpus) {
-    weft__snprintf(c->why, c->whylen, "reserved processors (%s) are for ranks next to a GPU: "
+    weft__snprintf(c->why, c->whylen,
+                   "reserved processors (%s) are for ranks next to a GPU: "
                    "Open MPI's CPU layouts, which place these ranks, have none; leave them out",
                    p->reserved_cpus);
     return WEFT_EINVAL;

@@ -17,12 +17,12 @@ typedef struct weft__mapctx {
   const weftx_topo *t;
   const weftx_policy *p;
   hwloc_topology_t h;
-  weftx_bind_to bind;        /* resolved: never DEFAULT */
-  hwloc_bitmap_t reserved;  /* never NULL; empty when nothing is reserved */
-  hwloc_bitmap_t avail;     /* the machine's processors minus reserved */
-  int *gpus;                /* the GPUs ranks may have (policy->gpus, else all), by index */
+  weftx_bind_to bind;      /* resolved: never DEFAULT */
+  hwloc_bitmap_t reserved; /* never NULL; empty when nothing is reserved */
+  hwloc_bitmap_t avail;    /* the machine's processors minus reserved */
+  int *gpus;               /* the GPUs ranks may have (policy->gpus, else all), by index */
   int ngpus;
-  const char *label;        /* "a3-highgpu-8g.xml" or "this machine", for messages */
+  const char *label; /* "a3-highgpu-8g.xml" or "this machine", for messages */
   char *why;
   size_t whylen;
 } weft__mapctx;
@@ -48,9 +48,8 @@ int weft__map_gpu(weft__mapctx *c, int local_rank, int local_size, weftx_place *
 
 /* Open MPI's layout of \p np ranks (0: its count) on \p t alone, mpirun's own host, as
  * `mpirun -np NP` with \p m and \p cl there makes it, into \p out (ompi-place.c). */
-int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m,
-                        const weftx_ompi_cmdline *cl, int np, const char *gpus,
-                        weftx_host_map *out, char *why, size_t whylen);
+int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl,
+                        int np, const char *gpus, weftx_host_map *out, char *why, size_t whylen);
 
 /* The NIC for the GPU that the \p k-th of the \p m GPUs \p sel gets when
  * each GPU takes the nearest NIC and equally near NICs are shared out evenly

@@ -57,7 +57,7 @@ static int package_of(const weftx_topo *t, int pu)
 }
 
 static weftx_near cpus_nic_near(const weftx_topo *t, hwloc_const_cpuset_t set, const weftx_nic *nic,
-                               int pkg)
+                                int pkg)
 {
   int i;
 

@@ -22,19 +22,19 @@ struct node {
   const weftx_ompi_host *h;
   int slots, slots_max, slots_given;
   int inuse, nprocs;
-  int mapped;          /* position in the job's node order + 1; 0: not in the map yet */
-  int *per_app;        /* ranks of each app here */
+  int mapped;   /* position in the job's node order + 1; 0: not in the map yet */
+  int *per_app; /* ranks of each app here */
   int oversub;
 };
 
 struct job {
   const weftx_ompi_policy *base;
-  weftx_ompi_policy p;  /* the job's policy */
+  weftx_ompi_policy p; /* the job's policy */
   struct node *nodes;
   int nnodes;
   const weftx_ompi_app *apps;
   int napps;
-  int *order;           /* mapped nodes, in order */
+  int *order; /* mapped nodes, in order */
   int norder;
   int oversubscribed;
   char *why;
@@ -56,8 +56,10 @@ static int nofit(struct job *j, const char *fmt, ...)
 
 static int not_enough_slots(struct job *j, int np)
 {
-  return nofit(j, "there are not enough slots available in the system to satisfy the %d slots "
-               "that were requested by the application (mpirun's words)", np);
+  return nofit(j,
+               "there are not enough slots available in the system to satisfy the %d slots "
+               "that were requested by the application (mpirun's words)",
+               np);
 }
 
 /* orte_plm_base_set_slots(): a host without slots gets its cores (or what
@@ -120,8 +122,10 @@ static int target_nodes(struct job *j, int app, unsigned policy, int *list, int 
   }
   *n = k;
   if (k == 0)
-    return nofit(j, "all nodes which are allocated for this job are already filled (mpirun's "
-                 "words)%s", policy & WEFTX_OMPI_MAP_NO_USE_LOCAL ? "; --nolocal leaves none" : "");
+    return nofit(j,
+                 "all nodes which are allocated for this job are already filled (mpirun's "
+                 "words)%s",
+                 policy & WEFTX_OMPI_MAP_NO_USE_LOCAL ? "; --nolocal leaves none" : "");
   return 0;
 }
 
@@ -132,8 +136,8 @@ static int check_oversub(struct job *j, struct node *nd, int np)
   if (nd->slots < nd->nprocs) {
     nd->oversub = 1;
     j->oversubscribed = 1;
-    if (nd->slots_given && (!(j->p.mapping & WEFTX_OMPI_MAP_SUBSCRIBE) ||
-                            (j->p.mapping & WEFTX_OMPI_MAP_NO_OVERSUB)))
+    if (nd->slots_given &&
+        (!(j->p.mapping & WEFTX_OMPI_MAP_SUBSCRIBE) || (j->p.mapping & WEFTX_OMPI_MAP_NO_OVERSUB)))
       return not_enough_slots(j, np);
   }
   return 0;
@@ -311,9 +315,10 @@ static int byobj(struct job *j, int app, const int *list, int n, long free, int 
       if (cpr > 0) {
         for (unsigned o = 0; o < nobjs; o++)
           if ((unsigned)cpr > weft__ompi_npus(h, weft__ompi_obj(h, level, o), j->p.hwthreads))
-            return nofit(j, "%d cpus per rank but a %s of this host has %u; map by a larger "
-                         "object (Open MPI refuses: mapping too low)", cpr,
-                         weftx_ompi_level_name(level),
+            return nofit(j,
+                         "%d cpus per rank but a %s of this host has %u; map by a larger "
+                         "object (Open MPI refuses: mapping too low)",
+                         cpr, weftx_ompi_level_name(level),
                          weft__ompi_npus(h, weft__ompi_obj(h, level, o), j->p.hwthreads));
       }
       while (got < want && mapped < np) {
@@ -367,9 +372,10 @@ static int ppr(struct job *j, int app, const int *list, int n, int np, int *mapp
       break;
   }
   if (total > 0 && mapped < total)
-    return nofit(j, "ppr:%d:%s puts %d ranks on these hosts, fewer than the %d asked for; lower "
-                 "-np or raise the count", p->ppr_n, weftx_ompi_level_name(p->ppr_level), mapped,
-                 np);
+    return nofit(j,
+                 "ppr:%d:%s puts %d ranks on these hosts, fewer than the %d asked for; lower "
+                 "-np or raise the count",
+                 p->ppr_n, weftx_ompi_level_name(p->ppr_level), mapped, np);
   *mapped_out = mapped;
   return 0;
 }
@@ -403,8 +409,9 @@ static void job_policies(struct job *j, int nprocs, const weftx_topo *hnp)
       p->mapping = b->mapping;
     else {
       if (nprocs <= 2)
-        dflt = b->cpus_per_rank > 1 ? WEFTX_OMPI_SLOT : b->hwthreads ? WEFTX_OMPI_HWTHREAD
-               : WEFTX_OMPI_CORE;
+        dflt = b->cpus_per_rank > 1 ? WEFTX_OMPI_SLOT
+               : b->hwthreads       ? WEFTX_OMPI_HWTHREAD
+                                    : WEFTX_OMPI_CORE;
       else
         dflt = has_numa ? WEFTX_OMPI_NUMA : has_socket ? WEFTX_OMPI_SOCKET : WEFTX_OMPI_SLOT;
       p->mapping = dflt | (p->mapping & 0xff00u);
@@ -521,8 +528,8 @@ static int number(struct job *j, weftx_ompi_job *out, const int *np)
       rc = WEFT_ENOMEM;
       break;
     }
-    rc = weft__ompi_node_seq(weftx_topo_hwloc(nd->h->topo), &j->p, nd->slots, nd->per_app,
-                             j->napps, seq[k], why, sizeof(why));
+    rc = weft__ompi_node_seq(weftx_topo_hwloc(nd->h->topo), &j->p, nd->slots, nd->per_app, j->napps,
+                             seq[k], why, sizeof(why));
     if (rc == WEFT_ENOFIT && r >= WEFTX_OMPI_NUMA && r <= WEFTX_OMPI_HWTHREAD &&
         !(j->p.ranking & WEFTX_OMPI_RANK_GIVEN)) {
       /* a default ranking by an object some host lacks: by slot instead, for all */

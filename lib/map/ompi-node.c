@@ -100,7 +100,8 @@ static int rank_order(hwloc_topology_t h, const weftx_ompi_policy *p, weft__opro
     for (k = 0; k < nobjs; k++) {
       hwloc_obj_t o = weft__ompi_obj(h, r, k);
       for (j = 0; j < n; j++)
-        if (v[j].app == app && !ranked[j] && hwloc_bitmap_intersects(o->cpuset, v[j].locale->cpuset)) {
+        if (v[j].app == app && !ranked[j] &&
+            hwloc_bitmap_intersects(o->cpuset, v[j].locale->cpuset)) {
           ranked[j] = 1;
           v[j].order = next++;
         }
@@ -166,15 +167,16 @@ int weft__ompi_node_seq(hwloc_topology_t h, const weftx_ompi_policy *p, int slot
       else if (p->n_pernode > 0)
         chunk = p->n_pernode;
       else if (p->n_persocket > 0)
-        chunk = p->n_persocket * (int)(m == WEFTX_OMPI_SOCKET ? nobjs
-                                       : weft__ompi_nobjs(h, WEFTX_OMPI_SOCKET));
+        chunk = p->n_persocket *
+                (int)(m == WEFTX_OMPI_SOCKET ? nobjs : weft__ompi_nobjs(h, WEFTX_OMPI_SOCKET));
       else
         chunk = slots - before > 0 ? slots - before : 0;
       if (p->pernode || p->n_pernode > 0 || p->n_persocket > 0) {
         /* every pass maps a whole chunk from the first object */
         for (i = 0; i < c; i++) {
           out[k].app = a;
-          out[k++].locale = weft__ompi_obj(h, m, (unsigned)((i % (chunk > 0 ? chunk : 1)) % (int)nobjs));
+          out[k++].locale =
+            weft__ompi_obj(h, m, (unsigned)((i % (chunk > 0 ? chunk : 1)) % (int)nobjs));
         }
       } else {
         for (i = 0; i < c; i++) {
@@ -245,7 +247,8 @@ static void unbind(const weftx_topo *t, weftx_ompi_bound *out, int n)
 static int overload(const weftx_ompi_policy *p, unsigned bound, unsigned ncpus, char *why,
                     size_t whylen)
 {
-  weft__snprintf(why, whylen, "binding to %s would put %u ranks on %u cpus; Open MPI refuses "
+  weft__snprintf(why, whylen,
+                 "binding to %s would put %u ranks on %u cpus; Open MPI refuses "
                  "that without --bind-to %s:overload-allowed (or --oversubscribe)",
                  weftx_ompi_level_name((int)WEFTX_OMPI_POLICY(p->binding)), bound, ncpus,
                  weftx_ompi_level_name((int)WEFTX_OMPI_POLICY(p->binding)));
@@ -254,8 +257,8 @@ static int overload(const weftx_ompi_policy *p, unsigned bound, unsigned ncpus, 
 
 /* The first cousin of \p o after it (\p next) or before it with a cpu to spare; *found
  * 1 when there is one, -1 when out of memory. */
-static hwloc_obj_t cousin_with_room(hwloc_topology_t h, const weftx_ompi_policy *p,
-                                    struct usage *u, hwloc_obj_t o, int next, int *found)
+static hwloc_obj_t cousin_with_room(hwloc_topology_t h, const weftx_ompi_policy *p, struct usage *u,
+                                    hwloc_obj_t o, int next, int *found)
 {
   for (hwloc_obj_t sib = next ? o->next_cousin : o->prev_cousin; sib;
        sib = next ? sib->next_cousin : sib->prev_cousin) {
@@ -376,7 +379,8 @@ static int bind_cpuset(const weftx_topo *t, const weftx_ompi_policy *p, int n,
   hwloc_topology_t h = weftx_topo_hwloc(t);
   hwloc_bitmap_t avail = hwloc_bitmap_alloc();
   hwloc_obj_type_t type = p->hwthreads || hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE) <= 0
-                          ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
+                            ? HWLOC_OBJ_PU
+                            : HWLOC_OBJ_CORE;
   char buf[256], *range, *save = NULL;
   int rc = 0;
 
@@ -536,8 +540,8 @@ int weftx_ompi_binding_text(const weftx_topo *t, hwloc_const_cpuset_t cpuset, ch
     return 1;
   /* cset2str: socket/core/hwthread triples, socket by socket, core by core */
   {
-    int nsock = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PACKAGE), ncore =
-      hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE), s, c, first = 1;
+    int nsock = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PACKAGE),
+        ncore = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE), s, c, first = 1;
     unsigned *bits;
     if (nsock <= 0)
       nsock = 1;

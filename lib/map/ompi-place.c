@@ -79,7 +79,8 @@ int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft
   hwloc_obj_t o = NULL;
   int *gpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*gpu)), rc;
   hwloc_obj_type_t unit = p->hwthreads || hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE) <= 0
-                          ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
+                            ? HWLOC_OBJ_PU
+                            : HWLOC_OBJ_CORE;
 
   memset(out, 0, sizeof(*out));
   out->gpu = out->nic = -1;
@@ -99,9 +100,10 @@ int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft
   }
   out->gpu = gpu[local];
   if (weftx_topo_ngpus(t) > 0 && out->gpu < 0)
-    weft__snprintf(out->note, sizeof(out->note), "%d ranks on a host with %d GPUs: no rank gets "
-                   "a GPU (give at most %d ranks per host, or --map-by gpu)", n,
-                   weftx_topo_ngpus(t), weftx_topo_ngpus(t));
+    weft__snprintf(out->note, sizeof(out->note),
+                   "%d ranks on a host with %d GPUs: no rank gets "
+                   "a GPU (give at most %d ranks per host, or --map-by gpu)",
+                   n, weftx_topo_ngpus(t), weftx_topo_ngpus(t));
   if (out->gpu >= 0 && (rc = gpu_allowed(gpus, out->gpu)) <= 0) {
     if (rc < 0) {
       free(gpu);
@@ -109,9 +111,11 @@ int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft
       return WEFT_EINVAL;
     }
     /* a Slurm job's (or CUDA_VISIBLE_DEVICES') limit: the nearest GPU is not this job's */
-    weft__snprintf(out->note, sizeof(out->note), "the GPU nearest a rank is not one the ranks may "
+    weft__snprintf(out->note, sizeof(out->note),
+                   "the GPU nearest a rank is not one the ranks may "
                    "have here (%s): no rank gets one that way (--map-by gpu gives each one of "
-                   "those)", *gpus ? gpus : "none");
+                   "those)",
+                   *gpus ? gpus : "none");
     out->gpu = -1;
     gpu[local] = -1;
   }
@@ -132,12 +136,11 @@ int weftx_ompi_place(const weftx_topo *t, const weftx_ompi_policy *p, const weft
   return 0;
 }
 
-int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m,
-                        const weftx_ompi_cmdline *cl, int np, const char *gpus,
-                        weftx_host_map *out, char *why, size_t whylen)
+int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl,
+                        int np, const char *gpus, weftx_host_map *out, char *why, size_t whylen)
 {
-  weftx_ompi_host host = { t, 0, 0, 1 };
-  weftx_ompi_app app = { np, NULL, 0, 0 };
+  weftx_ompi_host host = {t, 0, 0, 1};
+  weftx_ompi_app app = {np, NULL, 0, 0};
   weftx_ompi_policy p;
   weftx_ompi_job j;
   weftx_ompi_bound *b = NULL;
@@ -162,9 +165,11 @@ int weft__ompi_one_host(const weftx_topo *t, const weftx_ompi_mca *m,
       if (rc == 0 && j.oversubscribed) {
         char *note = out->place[r].note;
         size_t used = strlen(note);
-        weft__snprintf(note + used, sizeof(out->place[r].note) - used, "%soversubscribed: %d "
-                       "ranks on %d slots, %s", used ? "; " : "", j.np, j.slots[0], b[r].bound
-                       ? "bound as --bind-to says" : "which Open MPI leaves unbound");
+        weft__snprintf(note + used, sizeof(out->place[r].note) - used,
+                       "%soversubscribed: %d "
+                       "ranks on %d slots, %s",
+                       used ? "; " : "", j.np, j.slots[0],
+                       b[r].bound ? "bound as --bind-to says" : "which Open MPI leaves unbound");
       }
     }
     weftx_ompi_bound_clear(b, j.np);

@@ -26,20 +26,20 @@ static const struct {
   const char *name;
   int id;
 } mca_names[] = {
-#define WEFTX_OMPI_MCA_NAME(id, name) { name, WEFTX_OMPI_MCA_##id },
+#define WEFTX_OMPI_MCA_NAME(id, name) {name, WEFTX_OMPI_MCA_##id},
   WEFTX_OMPI_MCA_PARAMS(WEFTX_OMPI_MCA_NAME)
 #undef WEFTX_OMPI_MCA_NAME
   /* synonyms Open MPI registers */
-  { "rmaps_base_schedule_policy", WEFTX_OMPI_MCA_MAPPING },
-  { "rmaps_ppr_pernode", WEFTX_OMPI_MCA_PERNODE },
-  { "rmaps_ppr_n_pernode", WEFTX_OMPI_MCA_N_PERNODE },
-  { "rmaps_ppr_n_persocket", WEFTX_OMPI_MCA_N_PERSOCKET },
-  { "rmaps_ppr_pattern", WEFTX_OMPI_MCA_PATTERN },
-  { "rmaps_base_cpus_per_rank", WEFTX_OMPI_MCA_CPUS_PER_PROC },
-  { "hwloc_base_slot_list", WEFTX_OMPI_MCA_CPU_LIST },
-  { "hwloc_base_cpu_set", WEFTX_OMPI_MCA_CPU_LIST },
-  { "rmaps_rank_file_path", WEFTX_OMPI_MCA_RANKFILE },
-  { "rmaps_base_topology", WEFTX_OMPI_MCA_TOPO_FILE },
+  {"rmaps_base_schedule_policy", WEFTX_OMPI_MCA_MAPPING},
+  {"rmaps_ppr_pernode", WEFTX_OMPI_MCA_PERNODE},
+  {"rmaps_ppr_n_pernode", WEFTX_OMPI_MCA_N_PERNODE},
+  {"rmaps_ppr_n_persocket", WEFTX_OMPI_MCA_N_PERSOCKET},
+  {"rmaps_ppr_pattern", WEFTX_OMPI_MCA_PATTERN},
+  {"rmaps_base_cpus_per_rank", WEFTX_OMPI_MCA_CPUS_PER_PROC},
+  {"hwloc_base_slot_list", WEFTX_OMPI_MCA_CPU_LIST},
+  {"hwloc_base_cpu_set", WEFTX_OMPI_MCA_CPU_LIST},
+  {"rmaps_rank_file_path", WEFTX_OMPI_MCA_RANKFILE},
+  {"rmaps_base_topology", WEFTX_OMPI_MCA_TOPO_FILE},
 };
 
 int weftx_ompi_mca_id(const char *name)
@@ -68,8 +68,8 @@ struct ctx {
   const weftx_ompi_mca *m;
   char *why;
   size_t whylen;
-  int weft;        /* weft's words too (gpu, ppr:N:gpu, gpu-local) */
-  int *bad_pe;     /* set for a PE=n whose n is not a whole number from 1 (Open MPI reads
+  int weft;    /* weft's words too (gpu, ppr:N:gpu, gpu-local) */
+  int *bad_pe; /* set for a PE=n whose n is not a whole number from 1 (Open MPI reads
                       it as 0), or NULL */
 };
 
@@ -162,13 +162,13 @@ static const char *closest(const char *word, const char *const *names, size_t n,
   return buf;
 }
 
-#define SET_POLICY(t, pol) ((t) = (pol) | ((t) & 0xff00u))
-#define SET_RPOLICY(t, pol) ((t) = (pol) | ((t) & 0xf000u))
-#define SET_BIND(t, pol) ((t) = (pol) | (((t) & 0xf000u) | WEFTX_OMPI_BIND_GIVEN))
-#define SET_DEFAULT_BIND(t, pol)                                                     \
-  do {                                                                               \
-    if (!((t) & WEFTX_OMPI_BIND_GIVEN))                                              \
-      (t) = (pol) | (((t) & 0xf000u) | WEFTX_OMPI_BIND_IF_SUPPORTED);                \
+#define SET_POLICY(t, pol) ((t) = (pol) | ((t)&0xff00u))
+#define SET_RPOLICY(t, pol) ((t) = (pol) | ((t)&0xf000u))
+#define SET_BIND(t, pol) ((t) = (pol) | (((t)&0xf000u) | WEFTX_OMPI_BIND_GIVEN))
+#define SET_DEFAULT_BIND(t, pol)                                                                   \
+  do {                                                                                             \
+    if (!((t)&WEFTX_OMPI_BIND_GIVEN))                                                              \
+      (t) = (pol) | (((t)&0xf000u) | WEFTX_OMPI_BIND_IF_SUPPORTED);                                \
   } while (0)
 
 /* ---- opal_hwloc_base_set_binding_policy() ---------------------------------------- */
@@ -178,13 +178,13 @@ static int binding_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
 {
   unsigned tmp = 0;
   char buf[256], *colon, *quals, *q, s[160], hint[64];
-  static const char *const names[] = { "hwthread", "core", "l1cache", "l2cache", "l3cache",
-                                       "socket", "numa", "board", "cpu-list", "cpulist",
-                                       "none", "gpu-local" };
-  static const int values[] = { WEFTX_OMPI_HWTHREAD, WEFTX_OMPI_CORE, WEFTX_OMPI_L1,
-                                WEFTX_OMPI_L2, WEFTX_OMPI_L3, WEFTX_OMPI_SOCKET, WEFTX_OMPI_NUMA,
-                                WEFTX_OMPI_BOARD, WEFTX_OMPI_BIND_CPUSET,
-                                WEFTX_OMPI_BIND_CPUSET, WEFTX_OMPI_BIND_NONE, WEFTX_OMPI_GPU };
+  static const char *const names[] = {"hwthread", "core",    "l1cache", "l2cache",
+                                      "l3cache",  "socket",  "numa",    "board",
+                                      "cpu-list", "cpulist", "none",    "gpu-local"};
+  static const int values[] = {WEFTX_OMPI_HWTHREAD,    WEFTX_OMPI_CORE,      WEFTX_OMPI_L1,
+                               WEFTX_OMPI_L2,          WEFTX_OMPI_L3,        WEFTX_OMPI_SOCKET,
+                               WEFTX_OMPI_NUMA,        WEFTX_OMPI_BOARD,     WEFTX_OMPI_BIND_CPUSET,
+                               WEFTX_OMPI_BIND_CPUSET, WEFTX_OMPI_BIND_NONE, WEFTX_OMPI_GPU};
   /* the words a binding may be: Open MPI's, and weft's gpu-local last */
   size_t i, nwords = WEFT__ARRAY_SIZE(names) - (c->weft ? 0 : 1);
 
@@ -212,7 +212,8 @@ static int binding_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
       else if (prefix(q, "ordered"))
         tmp |= WEFTX_OMPI_BIND_ORDERED;
       else
-        return fail(c, WEFT_EINVAL, "%s '%s': unknown qualifier '%s'; Open MPI takes "
+        return fail(c, WEFT_EINVAL,
+                    "%s '%s': unknown qualifier '%s'; Open MPI takes "
                     "overload-allowed, if-supported and ordered",
                     src(c, WEFTX_OMPI_MCA_BINDING, s, sizeof(s)), spec, q);
     }
@@ -227,11 +228,12 @@ static int binding_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
       if (values[i] != WEFTX_OMPI_BIND_NONE && strcasecmp(buf, names[i]) == 0)
         break;
     if (i == nwords)
-      return fail(c, WEFT_EINVAL, "%s '%s': Open MPI binds to none, hwthread, core, l1cache, "
+      return fail(c, WEFT_EINVAL,
+                  "%s '%s': Open MPI binds to none, hwthread, core, l1cache, "
                   "l2cache, l3cache, socket, numa, board or cpu-list%s%s",
                   src(c, WEFTX_OMPI_MCA_BINDING, s, sizeof(s)), spec,
-                  c->weft ? ", weft also to gpu-local" : "", closest(buf, names, nwords, hint,
-                  sizeof(hint)));
+                  c->weft ? ", weft also to gpu-local" : "",
+                  closest(buf, names, nwords, hint, sizeof(hint)));
     SET_BIND(tmp, (unsigned)values[i]);
   }
   *out = tmp;
@@ -290,8 +292,8 @@ static int check_modifiers(const struct ctx *c, weftx_ompi_policy *p, unsigned *
     return fail(c, WEFT_EINVAL, "--map-by '%.40s...': too long", spec);
   for (w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
     if (prefix(w, "span"))
-      return fail(c, WEFT_ENOTSUP, "%s '%s': the SPAN modifier", src(c, WEFTX_OMPI_MCA_MAPPING, s,
-                  sizeof(s)), spec);
+      return fail(c, WEFT_ENOTSUP, "%s '%s': the SPAN modifier",
+                  src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), spec);
     if (strncasecmp(w, "pe", 2) == 0) {
       const char *eq = strchr(w, '=');
       if (!eq)
@@ -310,7 +312,8 @@ static int check_modifiers(const struct ctx *c, weftx_ompi_policy *p, unsigned *
       *tmp |= WEFTX_OMPI_MAP_NO_OVERSUB | WEFTX_OMPI_MAP_SUBSCRIBE;
       found = 1;
     } else {
-      fail(c, WEFT_EINVAL, "%s '%s': Open MPI 4.1 does not know the modifier '%s' (it takes "
+      fail(c, WEFT_EINVAL,
+           "%s '%s': Open MPI 4.1 does not know the modifier '%s' (it takes "
            "PE=n, OVERSUBSCRIBE, NOOVERSUBSCRIBE, SPAN)",
            src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), spec, w);
       return BAD_MODIFIER;
@@ -321,22 +324,25 @@ static int check_modifiers(const struct ctx *c, weftx_ompi_policy *p, unsigned *
 
 /* Open MPI's mapping words in the order it tries their prefixes; weft's gpu, a whole word,
  * last (for suggestions). */
-static const char *const map_names[] = { "slot", "node", "seq", "core", "l1cache", "l2cache",
-                                         "l3cache", "socket", "numa", "board", "hwthread",
-                                         "dist", "ppr", "gpu" };
-static const int map_values[] = { WEFTX_OMPI_SLOT, WEFTX_OMPI_NODE, WEFTX_OMPI_SEQ,
-                                  WEFTX_OMPI_CORE, WEFTX_OMPI_L1, WEFTX_OMPI_L2, WEFTX_OMPI_L3,
-                                  WEFTX_OMPI_SOCKET, WEFTX_OMPI_NUMA, WEFTX_OMPI_BOARD,
-                                  WEFTX_OMPI_HWTHREAD };
+static const char *const map_names[] = {"slot",     "node",    "seq",    "core", "l1cache",
+                                        "l2cache",  "l3cache", "socket", "numa", "board",
+                                        "hwthread", "dist",    "ppr",    "gpu"};
+static const int map_values[] = {WEFTX_OMPI_SLOT,  WEFTX_OMPI_NODE,    WEFTX_OMPI_SEQ,
+                                 WEFTX_OMPI_CORE,  WEFTX_OMPI_L1,      WEFTX_OMPI_L2,
+                                 WEFTX_OMPI_L3,    WEFTX_OMPI_SOCKET,  WEFTX_OMPI_NUMA,
+                                 WEFTX_OMPI_BOARD, WEFTX_OMPI_HWTHREAD};
 
 /* The object of a ppr pattern ("N:obj"), as the ppr mapper reads it. */
 static int ppr_pattern(const struct ctx *c, const char *pat, int *n, int *level, int *count)
 {
-  static const struct { const char *name; int v; } objs[] = {
-    { "node", WEFTX_OMPI_NODE }, { "hwthread", WEFTX_OMPI_HWTHREAD },
-    { "thread", WEFTX_OMPI_HWTHREAD }, { "core", WEFTX_OMPI_CORE },
-    { "socket", WEFTX_OMPI_SOCKET }, { "skt", WEFTX_OMPI_SOCKET }, { "l1cache", WEFTX_OMPI_L1 },
-    { "l2cache", WEFTX_OMPI_L2 }, { "l3cache", WEFTX_OMPI_L3 }, { "numa", WEFTX_OMPI_NUMA },
+  static const struct {
+    const char *name;
+    int v;
+  } objs[] = {
+    {"node", WEFTX_OMPI_NODE},  {"hwthread", WEFTX_OMPI_HWTHREAD}, {"thread", WEFTX_OMPI_HWTHREAD},
+    {"core", WEFTX_OMPI_CORE},  {"socket", WEFTX_OMPI_SOCKET},     {"skt", WEFTX_OMPI_SOCKET},
+    {"l1cache", WEFTX_OMPI_L1}, {"l2cache", WEFTX_OMPI_L2},        {"l3cache", WEFTX_OMPI_L3},
+    {"numa", WEFTX_OMPI_NUMA},
   };
   const char *colon = strchr(pat, ':');
   char *end;
@@ -363,9 +369,10 @@ static int ppr_pattern(const struct ctx *c, const char *pat, int *n, int *level,
     if (prefix(colon + 1, objs[i].name))
       break;
   if (i == WEFT__ARRAY_SIZE(objs))
-    return fail(c, WEFT_EINVAL, "ppr pattern '%s': Open MPI does not know the object '%s' (node, "
-                "socket, numa, l3cache, l2cache, l1cache, core, hwthread%s)", pat, colon + 1,
-                c->weft ? "; weft's gpu" : "");
+    return fail(c, WEFT_EINVAL,
+                "ppr pattern '%s': Open MPI does not know the object '%s' (node, "
+                "socket, numa, l3cache, l2cache, l1cache, core, hwthread%s)",
+                pat, colon + 1, c->weft ? "; weft's gpu" : "");
   *level = objs[i].v;
   *count = strstr(pat, "node") ? WEFTX_OMPI_NODE : strstr(pat, "socket") ? WEFTX_OMPI_SOCKET : 0;
   return 0;
@@ -442,11 +449,13 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
     if (prefix(spec, "dist"))
       return fail(c, WEFT_ENOTSUP, "%s '%s': the dist mapper",
                   src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), inspec);
-    return fail(c, WEFT_EINVAL, "%s '%s': Open MPI 4.1 maps by slot, hwthread, core, l1cache, "
+    return fail(c, WEFT_EINVAL,
+                "%s '%s': Open MPI 4.1 maps by slot, hwthread, core, l1cache, "
                 "l2cache, l3cache, socket, numa, board, node, seq, dist or ppr:N:OBJECT%s%s",
                 src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), inspec,
-                c->weft ? ", weft also by gpu" : "", closest(spec, map_names,
-                WEFT__ARRAY_SIZE(map_names) - (c->weft ? 0 : 1), hint, sizeof(hint)));
+                c->weft ? ", weft also by gpu" : "",
+                closest(spec, map_names, WEFT__ARRAY_SIZE(map_names) - (c->weft ? 0 : 1), hint,
+                        sizeof(hint)));
   } else {
     SET_POLICY(tmp, (unsigned)map_values[i]);
   }
@@ -459,14 +468,16 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
 
 /* ---- orte_rmaps_base_set_ranking_policy() ------------------------------------------ */
 
-static int ranking_policy(const struct ctx *c, unsigned mapping, const char *spec,
-                          unsigned *out)
+static int ranking_policy(const struct ctx *c, unsigned mapping, const char *spec, unsigned *out)
 {
-  static const struct { const char *name; int v; } words[] = {
-    { "slot", WEFTX_OMPI_SLOT }, { "node", WEFTX_OMPI_NODE }, { "hwthread", WEFTX_OMPI_HWTHREAD },
-    { "core", WEFTX_OMPI_CORE }, { "l1cache", WEFTX_OMPI_L1 }, { "l2cache", WEFTX_OMPI_L2 },
-    { "l3cache", WEFTX_OMPI_L3 }, { "socket", WEFTX_OMPI_SOCKET }, { "numa", WEFTX_OMPI_NUMA },
-    { "board", WEFTX_OMPI_BOARD },
+  static const struct {
+    const char *name;
+    int v;
+  } words[] = {
+    {"slot", WEFTX_OMPI_SLOT},   {"node", WEFTX_OMPI_NODE},     {"hwthread", WEFTX_OMPI_HWTHREAD},
+    {"core", WEFTX_OMPI_CORE},   {"l1cache", WEFTX_OMPI_L1},    {"l2cache", WEFTX_OMPI_L2},
+    {"l3cache", WEFTX_OMPI_L3},  {"socket", WEFTX_OMPI_SOCKET}, {"numa", WEFTX_OMPI_NUMA},
+    {"board", WEFTX_OMPI_BOARD},
   };
   unsigned tmp = 0;
   char buf[128], *mod, s[160];
@@ -502,7 +513,8 @@ static int ranking_policy(const struct ctx *c, unsigned mapping, const char *spe
     if (strncasecmp(buf, words[i].name, len) == 0)
       break;
   if (i == WEFT__ARRAY_SIZE(words))
-    return fail(c, WEFT_EINVAL, "%s '%s': Open MPI 4.1 ranks by slot, node, hwthread, core, "
+    return fail(c, WEFT_EINVAL,
+                "%s '%s': Open MPI 4.1 ranks by slot, node, hwthread, core, "
                 "l1cache, l2cache, l3cache, socket, numa or board",
                 src(c, WEFTX_OMPI_MCA_RANKING, s, sizeof(s)), spec);
   SET_RPOLICY(tmp, (unsigned)words[i].v);
@@ -549,7 +561,7 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
     mapping = buf;
   }
   {
-    int ppr[3] = { 0, 0, 0 };
+    int ppr[3] = {0, 0, 0};
     if ((rc = mapping_policy(c, p, mapping, &p->mapping, ppr)) ||
         (rc = ranking_policy(c, p->mapping, c->m->v[WEFTX_OMPI_MCA_RANKING], &p->ranking)))
       return rc;
@@ -557,14 +569,14 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
     p->ppr_level = ppr[1];
     p->ppr_count = ppr[2];
   }
-  if ((rc = mca_bool(c, WEFTX_OMPI_MCA_BYCORE, &v)) || (v && (rc = by_flag(c, p,
-      WEFTX_OMPI_MCA_BYCORE, WEFTX_OMPI_CORE))))
+  if ((rc = mca_bool(c, WEFTX_OMPI_MCA_BYCORE, &v)) ||
+      (v && (rc = by_flag(c, p, WEFTX_OMPI_MCA_BYCORE, WEFTX_OMPI_CORE))))
     return rc;
-  if ((rc = mca_bool(c, WEFTX_OMPI_MCA_BYSLOT, &v)) || (v && (rc = by_flag(c, p,
-      WEFTX_OMPI_MCA_BYSLOT, WEFTX_OMPI_SLOT))))
+  if ((rc = mca_bool(c, WEFTX_OMPI_MCA_BYSLOT, &v)) ||
+      (v && (rc = by_flag(c, p, WEFTX_OMPI_MCA_BYSLOT, WEFTX_OMPI_SLOT))))
     return rc;
-  if ((rc = mca_bool(c, WEFTX_OMPI_MCA_BYNODE, &v)) || (v && (rc = by_flag(c, p,
-      WEFTX_OMPI_MCA_BYNODE, WEFTX_OMPI_NODE))))
+  if ((rc = mca_bool(c, WEFTX_OMPI_MCA_BYNODE, &v)) ||
+      (v && (rc = by_flag(c, p, WEFTX_OMPI_MCA_BYNODE, WEFTX_OMPI_NODE))))
     return rc;
   if (p->cpus_per_rank > 0) {
     /* cpus per rank are bound to, cores (or hardware threads) */
@@ -572,9 +584,10 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
     if (p->binding & WEFTX_OMPI_BIND_GIVEN) {
       if (WEFTX_OMPI_POLICY(p->binding) != want &&
           WEFTX_OMPI_POLICY(p->binding) != WEFTX_OMPI_BIND_NONE)
-        return fail(c, WEFT_EINVAL, "%d cpus per rank bind to %s, but the binding policy given "
-                    "is another; use --bind-to %s", p->cpus_per_rank,
-                    want == WEFTX_OMPI_CORE ? "cores" : "hardware threads",
+        return fail(c, WEFT_EINVAL,
+                    "%d cpus per rank bind to %s, but the binding policy given "
+                    "is another; use --bind-to %s",
+                    p->cpus_per_rank, want == WEFTX_OMPI_CORE ? "cores" : "hardware threads",
                     want == WEFTX_OMPI_CORE ? "core" : "hwthread");
     } else {
       SET_BIND(p->binding, want);
@@ -583,7 +596,8 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
       if (p->mapping & WEFTX_OMPI_MAP_GIVEN) {
         unsigned m = WEFTX_OMPI_POLICY(p->mapping);
         if (m == WEFTX_OMPI_HWTHREAD || (m == WEFTX_OMPI_CORE && !p->hwthreads))
-          return fail(c, WEFT_EINVAL, "%d cpus per rank cannot map by %s (Open MPI refuses a "
+          return fail(c, WEFT_EINVAL,
+                      "%d cpus per rank cannot map by %s (Open MPI refuses a "
                       "level with one cpu); map by socket or numa, e.g. --map-by socket:PE=%d",
                       p->cpus_per_rank, m == WEFTX_OMPI_CORE ? "core" : "hwthread",
                       p->cpus_per_rank);
@@ -639,7 +653,7 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
 /* The job's own policies from the command line (orted_submit.c). */
 static int job_open(const struct ctx *c, const weftx_ompi_cmdline *cl, weftx_ompi_policy *p)
 {
-  int rc, ppr[3] = { 0, 0, 0 };
+  int rc, ppr[3] = {0, 0, 0};
 
   if (cl->map_by) {
     if ((rc = mapping_policy(c, p, cl->map_by, &p->job_mapping, ppr)))
@@ -671,7 +685,7 @@ static int job_open(const struct ctx *c, const weftx_ompi_cmdline *cl, weftx_omp
 int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl,
                            weftx_ompi_policy *p, char *why, size_t whylen)
 {
-  struct ctx c = { m, why, whylen, 0, NULL };
+  struct ctx c = {m, why, whylen, 0, NULL};
   const char *rmaps = m->v[WEFTX_OMPI_MCA_RMAPS], *slots = m->v[WEFTX_OMPI_MCA_SET_SLOTS];
   char s[160];
   int rc;
@@ -680,8 +694,8 @@ int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl
     why[0] = '\0';
   memset(p, 0, sizeof(*p));
   if (m->v[WEFTX_OMPI_MCA_RANKFILE])
-    return fail(&c, WEFT_ENOTSUP, "%s '%s': rankfiles", src(&c, WEFTX_OMPI_MCA_RANKFILE, s,
-                sizeof(s)), m->v[WEFTX_OMPI_MCA_RANKFILE]);
+    return fail(&c, WEFT_ENOTSUP, "%s '%s': rankfiles",
+                src(&c, WEFTX_OMPI_MCA_RANKFILE, s, sizeof(s)), m->v[WEFTX_OMPI_MCA_RANKFILE]);
   if (m->v[WEFTX_OMPI_MCA_TOPO_FILE])
     return fail(&c, WEFT_ENOTSUP, "%s: mapping by a topology file instead of the hosts' own",
                 src(&c, WEFTX_OMPI_MCA_TOPO_FILE, s, sizeof(s)));
@@ -690,7 +704,9 @@ int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl
   /* orte_set_default_slots is registered between hwloc and rmaps: hwthreads when
    * hardware threads are cpus by then (not for --map-by hwthread) */
   weft__snprintf(p->set_slots, sizeof(p->set_slots), "%s",
-                 slots && *slots ? slots : p->hwthreads ? "hwthreads" : "cores");
+                 slots && *slots ? slots
+                 : p->hwthreads  ? "hwthreads"
+                                 : "cores");
   if ((rc = rmaps_open(&c, p)) || (cl && (rc = job_open(&c, cl, p))) ||
       (rc = mca_bool(&c, WEFTX_OMPI_MCA_KEEP_FQDN, &p->keep_fqdn)))
     return rc;
@@ -715,10 +731,10 @@ int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl
 
 int weftx_ompi_policy_format(const weftx_ompi_policy *p, char *buf, size_t len)
 {
-  return weft__snprintf(buf, len, "%x/%x/%x/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s", p->mapping,
-                        p->ranking, p->binding, p->ppr_n, p->ppr_level, p->ppr_count,
-                        p->cpus_per_rank, p->hwthreads, p->pernode, p->n_pernode, p->n_persocket,
-                        p->set_slots, p->cpu_list);
+  return weft__snprintf(buf, len, "%x/%x/%x/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s", p->mapping, p->ranking,
+                        p->binding, p->ppr_n, p->ppr_level, p->ppr_count, p->cpus_per_rank,
+                        p->hwthreads, p->pernode, p->n_pernode, p->n_persocket, p->set_slots,
+                        p->cpu_list);
 }
 
 int weftx_ompi_policy_parse(const char *s, weftx_ompi_policy *p)
@@ -765,8 +781,9 @@ int weftx_ompi_policy_parse(const char *s, weftx_ompi_policy *p)
 
 const char *weftx_ompi_level_name(int level)
 {
-  static const char *const names[] = { "?", "node", "board", "numa", "socket", "l3cache",
-                                       "l2cache", "l1cache", "core", "hwthread", "slot" };
+  static const char *const names[] = {"?",      "node",     "board",   "numa",
+                                      "socket", "l3cache",  "l2cache", "l1cache",
+                                      "core",   "hwthread", "slot"};
   if (level == WEFTX_OMPI_SEQ)
     return "seq";
   if (level == WEFTX_OMPI_PPR)
@@ -790,14 +807,16 @@ int weftx_ompi_describe(const weftx_ompi_policy *p, char *buf, size_t len)
     weft__snprintf(bind, sizeof(bind), "cpu-list %s%s", p->cpu_list,
                    p->binding & WEFTX_OMPI_BIND_ORDERED ? ":ordered" : "");
   else
-    weft__snprintf(bind, sizeof(bind), "%s", b == WEFTX_OMPI_BIND_NONE ? "none" :
-                   b ? weftx_ompi_level_name((int)b) : "default");
-  return weft__snprintf(buf, len, "map-by %s, rank-by %s%s, bind-to %s%s%s", map,
-                        weftx_ompi_level_name((int)WEFTX_OMPI_POLICY(p->ranking)),
-                        p->ranking & WEFTX_OMPI_RANK_FILL ? ":fill" : "", bind,
-                        (p->binding & WEFTX_OMPI_BIND_OVERLOAD) && b != WEFTX_OMPI_BIND_NONE
-                        ? ":overload-allowed" : "",
-                        p->hwthreads ? ", hardware threads as cpus" : "");
+    weft__snprintf(bind, sizeof(bind), "%s",
+                   b == WEFTX_OMPI_BIND_NONE ? "none"
+                   : b                       ? weftx_ompi_level_name((int)b)
+                                             : "default");
+  return weft__snprintf(
+    buf, len, "map-by %s, rank-by %s%s, bind-to %s%s%s", map,
+    weftx_ompi_level_name((int)WEFTX_OMPI_POLICY(p->ranking)),
+    p->ranking & WEFTX_OMPI_RANK_FILL ? ":fill" : "", bind,
+    (p->binding & WEFTX_OMPI_BIND_OVERLOAD) && b != WEFTX_OMPI_BIND_NONE ? ":overload-allowed" : "",
+    p->hwthreads ? ", hardware threads as cpus" : "");
 }
 
 /* ---- weft's tools: the same grammar, with weft's words ----------------------------- */
@@ -806,9 +825,9 @@ int weftx_policy_gpu(const char *map_by)
 {
   weftx_ompi_mca m;
   weftx_ompi_policy scratch;
-  struct ctx c = { &m, NULL, 0, 1, NULL };
+  struct ctx c = {&m, NULL, 0, 1, NULL};
   unsigned mapping = 0;
-  int ppr[3] = { 0, 0, 0 };
+  int ppr[3] = {0, 0, 0};
 
   if (!map_by)
     return -1;
@@ -826,8 +845,8 @@ int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
   weftx_ompi_mca m;
   weftx_ompi_policy scratch;
   unsigned mapping = 0, binding = 0;
-  int ppr[3] = { 0, 0, 0 }, rc, bad_pe = 0;
-  struct ctx c = { &m, why, whylen, 1, &bad_pe };
+  int ppr[3] = {0, 0, 0}, rc, bad_pe = 0;
+  struct ctx c = {&m, why, whylen, 1, &bad_pe};
 
   if (why && whylen)
     why[0] = '\0';
@@ -870,12 +889,15 @@ int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
   default: p->bind_to = WEFTX_BIND_OTHER; break;
   }
   if (p->bind_to == WEFTX_BIND_GPU_LOCAL && p->map_by == WEFTX_MAP_CPU)
-    return fail(&c, WEFT_EINVAL, "--bind-to gpu-local needs --map-by gpu (ranks of --map-by %s "
+    return fail(&c, WEFT_EINVAL,
+                "--bind-to gpu-local needs --map-by gpu (ranks of --map-by %s "
                 "are Open MPI's and have no GPU of their own); use --bind-to core, numa or socket",
                 map_by);
   if (p->bind_to == WEFTX_BIND_OTHER && p->map_by == WEFTX_MAP_GPU)
-    return fail(&c, WEFT_EINVAL, "--bind-to %s with --map-by %s: a rank next to its GPU binds to "
-                "gpu-local, core, numa, socket or none", bind_to, map_by);
+    return fail(&c, WEFT_EINVAL,
+                "--bind-to %s with --map-by %s: a rank next to its GPU binds to "
+                "gpu-local, core, numa, socket or none",
+                bind_to, map_by);
   WEFT__LOG(MAP, "policy map-by '%s' bind-to '%s': map %d bind %d ppr %d pe %d",
             map_by ? map_by : "(default)", bind_to ? bind_to : "(default)", (int)p->map_by,
             (int)p->bind_to, p->ppr_n, p->pe);

@@ -14,8 +14,8 @@
 /* One rank of a host, in mapping order. */
 typedef struct weft__oproc {
   int app;
-  hwloc_obj_t locale;   /* the object it was mapped to; the root for slot, node, ppr:N:node */
-  int order;            /* its place among its app's ranks of this host in rank order */
+  hwloc_obj_t locale; /* the object it was mapped to; the root for slot, node, ppr:N:node */
+  int order;          /* its place among its app's ranks of this host in rank order */
 } weft__oproc;
 
 /* The hwloc type and depth of an Open MPI level (WEFTX_OMPI_NUMA .. HWTHREAD); the

@@ -11,10 +11,7 @@
 #include <string.h>
 
 /* The name a NIC goes by: its interface, else its PCI address. */
-static const char *nic_label(const weftx_nic *nic)
-{
-  return nic->name[0] ? nic->name : nic->pci;
-}
+static const char *nic_label(const weftx_nic *nic) { return nic->name[0] ? nic->name : nic->pci; }
 
 /* { "KEY": "VALUE", ... } from "KEY=VALUE" strings; with vals, the values come from
  * there instead (sources, reasons), and NULL ones are left out. */
@@ -51,7 +48,8 @@ static int write_env(FILE *out, const char *const *kv, const char *const *vals, 
 
 static int write_rank(FILE *out, const weftx_plan *plan, const weftx_plan_rank *r)
 {
-  const weftx_plan_host *host = r->host >= 0 && r->host < plan->nhosts ? &plan->hosts[r->host] : NULL;
+  const weftx_plan_host *host =
+    r->host >= 0 && r->host < plan->nhosts ? &plan->hosts[r->host] : NULL;
   const weftx_topo *t = host ? host->topo : NULL;
   const weftx_place *pl = &r->place;
   char *cpus = NULL;
@@ -73,7 +71,8 @@ static int write_rank(FILE *out, const weftx_plan *plan, const weftx_plan_rank *
   free(cpus);
   fputs(", \"numa\": [", out);
   if (pl->nodeset) {
-    hwloc_bitmap_foreach_begin(i, pl->nodeset) {
+    hwloc_bitmap_foreach_begin(i, pl->nodeset)
+    {
       fprintf(out, first ? "%d" : ", %d", i);
       first = 0;
     }
@@ -155,7 +154,7 @@ int weftx_plan_write_json(FILE *out, const weftx_plan *plan)
 }
 
 int weftx_place_format(const weftx_topo *t, const char *host, int rank, const weftx_place *pl,
-                      char *buf, size_t len)
+                       char *buf, size_t len)
 {
   char gpu[64] = "", cpus[1024] = "", numa[128] = "", nic[64] = "";
   char *list = NULL;

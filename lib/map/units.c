@@ -89,8 +89,9 @@ int weft__enclosing(const weft__mapctx *c, hwloc_obj_type_t type, hwloc_const_cp
       if (o->cpuset && hwloc_bitmap_isset(o->cpuset, (unsigned)first))
         break;
   if (!o) {
-    weft__snprintf(c->why, c->whylen, "%s has no %s object holding processor %d; use --bind-to core",
-                   c->label, hwloc_obj_type_string(type), first);
+    weft__snprintf(c->why, c->whylen,
+                   "%s has no %s object holding processor %d; use --bind-to core", c->label,
+                   hwloc_obj_type_string(type), first);
     return WEFT_ENOFIT;
   }
   hwloc_bitmap_and(out, o->cpuset, c->avail);

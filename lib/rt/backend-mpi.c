@@ -66,8 +66,8 @@ int weft__mpi_allreduce_flat(weft_group *g, const void *s, void *r, size_t n, we
   return 0;
 }
 
-static int mpi_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                         weft_op op, void *stream)
+static int mpi_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                         void *stream)
 {
   int rc;
 
@@ -87,8 +87,7 @@ static int mpi_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_d
   return rc;
 }
 
-static int mpi_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root,
-                         void *stream)
+static int mpi_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream)
 {
   size_t es = weft_dtype_size(dt), off;
   MPI_Datatype t;
@@ -236,8 +235,7 @@ static int mpi_p2p(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, 
   return 0;
 }
 
-static int mpi_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
-                    void *stream)
+static int mpi_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream)
 {
   (void)stream;
   return mpi_p2p(g, (void *)buf, n, dt, peer, 1);
@@ -272,6 +270,6 @@ static void mpi_free(weft_ctx *ctx, void *p)
 }
 
 const struct weft__backend weft__backend_mpi = {
-  "mpi", mpi_allreduce, mpi_broadcast, mpi_allgather, mpi_reduce_scatter,
-  mpi_send, mpi_recv, weft__mpi_alltoall, weft__mpi_batch, mpi_copy, mpi_alloc, mpi_free,
+  "mpi",    mpi_allreduce,      mpi_broadcast,   mpi_allgather, mpi_reduce_scatter, mpi_send,
+  mpi_recv, weft__mpi_alltoall, weft__mpi_batch, mpi_copy,      mpi_alloc,          mpi_free,
 };

@@ -42,13 +42,10 @@ int weft__nccl_overdue(char *why, size_t len, const weft_group **g, double *limi
   return 0;
 }
 
-static int none(weft_group *g)
-{
-  return weft__nccl_check(g->ctx);
-}
+static int none(weft_group *g) { return weft__nccl_check(g->ctx); }
 
-static int n_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                       weft_op op, void *st)
+static int n_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                       void *st)
 {
   (void)s, (void)r, (void)n, (void)dt, (void)op, (void)st;
   return none(g);
@@ -113,6 +110,6 @@ static int n_alloc(weft_ctx *ctx, void **p, size_t n)
 static void n_free(weft_ctx *ctx, void *p) { (void)ctx, (void)p; }
 
 const struct weft__backend weft__backend_nccl = {
-  "nccl", n_allreduce, n_broadcast, n_allgather, n_reduce_scatter,
-  n_p2p, n_recv, n_alltoall, n_batch, n_copy, n_alloc, n_free,
+  "nccl", n_allreduce, n_broadcast, n_allgather, n_reduce_scatter, n_p2p,
+  n_recv, n_alltoall,  n_batch,     n_copy,      n_alloc,          n_free,
 };

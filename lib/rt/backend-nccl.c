@@ -26,9 +26,9 @@ struct call {
   weft_group *g;
   const char *fn;
   ncclComm_t comm;
-  void *saved;   /* the thread's CUDA context at entry */
-  int watched;   /* in flight behind events (not while the stream is captured) */
-  int guarded;   /* the watchdog watches the NCCL call itself (a blocking communicator) */
+  void *saved; /* the thread's CUDA context at entry */
+  int watched; /* in flight behind events (not while the stream is captured) */
+  int guarded; /* the watchdog watches the NCCL call itself (a blocking communicator) */
 };
 
 /* The device current, the communicator up, the calls in flight looked at. */
@@ -95,8 +95,8 @@ static int copy(weft_ctx *ctx, void *d, const void *s, size_t bytes, void *strea
   return 0;
 }
 
-static int nc_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                        weft_op op, void *stream)
+static int nc_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                        void *stream)
 {
   struct call c;
   int rc;
@@ -105,13 +105,12 @@ static int nc_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dt
     return rc;
   if ((rc = weft__arrive(g)) != 0 || n == 0)
     return leave(&c, rc);
-  rc = taken(&c, ncclAllReduce(s, r, n, nccl_types[dt], nccl_ops[op], c.comm,
-                               (cudaStream_t)stream), -1, stream);
+  rc = taken(&c, ncclAllReduce(s, r, n, nccl_types[dt], nccl_ops[op], c.comm, (cudaStream_t)stream),
+             -1, stream);
   return leave(&c, rc);
 }
 
-static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root,
-                        void *stream)
+static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream)
 {
   struct call c;
   int rc;
@@ -120,8 +119,8 @@ static int nc_broadcast(weft_group *g, void *buf, size_t n, weft_dtype dt, int r
     return rc;
   if ((rc = weft__arrive(g)) != 0 || n == 0)
     return leave(&c, rc);
-  rc = taken(&c, ncclBroadcast(buf, buf, n, nccl_types[dt], root, c.comm, (cudaStream_t)stream),
-             -1, stream);
+  rc = taken(&c, ncclBroadcast(buf, buf, n, nccl_types[dt], root, c.comm, (cudaStream_t)stream), -1,
+             stream);
   return leave(&c, rc);
 }
 
@@ -142,8 +141,7 @@ static int nc_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
       return leave(&c, rc);
     s = mine;
   }
-  rc = taken(&c, ncclAllGather(s, r, n, nccl_types[dt], c.comm, (cudaStream_t)stream), -1,
-             stream);
+  rc = taken(&c, ncclAllGather(s, r, n, nccl_types[dt], c.comm, (cudaStream_t)stream), -1, stream);
   return leave(&c, rc);
 }
 
@@ -162,19 +160,20 @@ static int nc_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, we
   if (s == r && g->rank != 0) {
     /* Ours: the result at the start of the buffer; NCCL's in-place form
      * leaves it at our block, so move it afterwards. */
-    rc = taken(&c, ncclReduceScatter(s, mine, n, nccl_types[dt], nccl_ops[op], c.comm,
-                                     (cudaStream_t)stream), -1, stream);
+    rc = taken(
+      &c, ncclReduceScatter(s, mine, n, nccl_types[dt], nccl_ops[op], c.comm, (cudaStream_t)stream),
+      -1, stream);
     return leave(&c, rc ? rc : copy(g->ctx, r, mine, bytes, stream));
   }
-  rc = taken(&c, ncclReduceScatter(s, r, n, nccl_types[dt], nccl_ops[op], c.comm,
-                                   (cudaStream_t)stream), -1, stream);
+  rc = taken(&c,
+             ncclReduceScatter(s, r, n, nccl_types[dt], nccl_ops[op], c.comm, (cudaStream_t)stream),
+             -1, stream);
   return leave(&c, rc);
 }
 
 /* Point to point on the group's communicator; peer is a group rank, which
  * is the peer's rank in it too. */
-static int nc_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
-                   void *stream)
+static int nc_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream)
 {
   struct call c;
   int rc;
@@ -185,8 +184,8 @@ static int nc_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int 
   weft__p2p_post(g, peer, 1, &rc);
   if (rc != 0)
     return leave(&c, rc);
-  rc = taken(&c, ncclSend(buf, n, nccl_types[dt], peer, c.comm, (cudaStream_t)stream), peer,
-             stream);
+  rc =
+    taken(&c, ncclSend(buf, n, nccl_types[dt], peer, c.comm, (cudaStream_t)stream), peer, stream);
   return leave(&c, rc);
 }
 
@@ -200,8 +199,8 @@ static int nc_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, 
   weft__p2p_post(g, peer, 0, &rc);
   if (rc != 0)
     return leave(&c, rc);
-  rc = taken(&c, ncclRecv(buf, n, nccl_types[dt], peer, c.comm, (cudaStream_t)stream), peer,
-             stream);
+  rc =
+    taken(&c, ncclRecv(buf, n, nccl_types[dt], peer, c.comm, (cudaStream_t)stream), peer, stream);
   return leave(&c, rc);
 }
 
@@ -237,11 +236,11 @@ static int nc_alltoall(weft_group *g, const void *s, void *r, const struct weft_
   for (j = 0; res == ncclSuccess && j < g->size; j++) {
     int k = (g->rank + j) % g->size;
     if (weft__a2a_sc(a, k) > 0)
-      res = first_error(res, ncclSend((const char *)s + weft__a2a_sd(a, k) * es,
-                                      weft__a2a_sc(a, k), t, k, c.comm, (cudaStream_t)stream));
-    if (weft__a2a_rc(a, k) > 0)
-      res = first_error(res, ncclRecv((char *)r + weft__a2a_rd(a, k) * es, weft__a2a_rc(a, k),
+      res = first_error(res, ncclSend((const char *)s + weft__a2a_sd(a, k) * es, weft__a2a_sc(a, k),
                                       t, k, c.comm, (cudaStream_t)stream));
+    if (weft__a2a_rc(a, k) > 0)
+      res = first_error(res, ncclRecv((char *)r + weft__a2a_rd(a, k) * es, weft__a2a_rc(a, k), t, k,
+                                      c.comm, (cudaStream_t)stream));
     if (res == ncclInProgress)
       res = ncclSuccess;
   }
@@ -285,11 +284,11 @@ static int nc_batch(weft_group *g, const weft_p2p *ops, size_t n, const char *fn
     return leave(&c, taken_batch(&c, res, WEFT__FL_BATCH, &b, stream));
   for (i = 0; res == ncclSuccess && i < n; i++) {
     const weft_p2p *o = &ops[i];
-    res = first_error(res, o->kind == WEFT_P2P_SEND
-                             ? ncclSend(o->buf, o->count, nccl_types[o->dt], o->peer, c.comm,
-                                        (cudaStream_t)stream)
-                             : ncclRecv(o->buf, o->count, nccl_types[o->dt], o->peer, c.comm,
-                                        (cudaStream_t)stream));
+    res = first_error(
+      res,
+      o->kind == WEFT_P2P_SEND
+        ? ncclSend(o->buf, o->count, nccl_types[o->dt], o->peer, c.comm, (cudaStream_t)stream)
+        : ncclRecv(o->buf, o->count, nccl_types[o->dt], o->peer, c.comm, (cudaStream_t)stream));
     if (res == ncclInProgress)
       res = ncclSuccess;
   }
@@ -390,6 +389,6 @@ int weft__nccl_wait(weft_group *g)
 }
 
 const struct weft__backend weft__backend_nccl = {
-  "nccl", nc_allreduce, nc_broadcast, nc_allgather, nc_reduce_scatter,
-  nc_send, nc_recv, nc_alltoall, nc_batch, nc_copy, nc_alloc, nc_free,
+  "nccl",  nc_allreduce, nc_broadcast, nc_allgather, nc_reduce_scatter, nc_send,
+  nc_recv, nc_alltoall,  nc_batch,     nc_copy,      nc_alloc,          nc_free,
 };

@@ -28,18 +28,18 @@ struct weft_bucket {
   weft_group *g;
   weft_dtype dt;
   size_t es;
-  size_t cap;           /* elements per message */
-  size_t first;         /* elements of the first message */
-  struct weft__seg *t;  /* the tensors */
+  size_t cap;          /* elements per message */
+  size_t first;        /* elements of the first message */
+  struct weft__seg *t; /* the tensors */
   size_t nt, tcap;
-  size_t total;         /* elements, all tensors */
-  int device;           /* tensors live in device memory */
+  size_t total; /* elements, all tensors */
+  int device;   /* tensors live in device memory */
   const struct weft__backend *be;
-  void **dst;           /* one message's copies (tcap of each), for packing */
+  void **dst; /* one message's copies (tcap of each), for packing */
   const void **src;
   size_t *bytes;
   void *fusion;
-  size_t fusion_n;      /* elements the fusion buffer holds */
+  size_t fusion_n;              /* elements the fusion buffer holds */
   struct weft__shm_bucket *shm; /* host tensors on one host: shm-coll.c */
 };
 
@@ -54,8 +54,7 @@ int weft_bucket_create(weft_group *g, weft_dtype dt, size_t capacity, weft_bucke
   if (!g)
     return WEFT_EINVAL;
   if (!es)
-    return weft__rt_fail(g->ctx, WEFT_EINVAL, "weft_bucket_create: unknown data type %d",
-                         (int)dt);
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "weft_bucket_create: unknown data type %d", (int)dt);
   if (capacity == 0)
     capacity = DEFAULT_CAPACITY;
   if (capacity < es)
@@ -179,8 +178,8 @@ int weft_bucket_allreduce(weft_bucket *b, weft_op op, void *stream)
   if (!weft__op_ok(op))
     return weft__rt_fail(b->g->ctx, WEFT_EINVAL, "weft_bucket_allreduce: unknown operation %d",
                          (int)op);
-  if (op == WEFT_AVG && b->dt != WEFT_FLOAT16 && b->dt != WEFT_BFLOAT16 &&
-      b->dt != WEFT_FLOAT32 && b->dt != WEFT_FLOAT64)
+  if (op == WEFT_AVG && b->dt != WEFT_FLOAT16 && b->dt != WEFT_BFLOAT16 && b->dt != WEFT_FLOAT32 &&
+      b->dt != WEFT_FLOAT64)
     return weft__rt_fail(b->g->ctx, WEFT_EDTYPE,
                          "weft_bucket_allreduce: avg of %s would truncate; use sum and divide",
                          weft_dtype_name(b->dt));
@@ -199,9 +198,8 @@ static int fused(weft_bucket *b, weft_op op, void *stream)
   size_t off = 0, ti = 0, to = 0, want;
   int rc;
 
-  if (!b->device &&
-      (rc = weft__shm_bucket_allreduce(b->g, &b->shm, b->t, b->nt, b->total, b->dt, op)) !=
-        WEFT__SHM_DECLINED)
+  if (!b->device && (rc = weft__shm_bucket_allreduce(b->g, &b->shm, b->t, b->nt, b->total, b->dt,
+                                                     op)) != WEFT__SHM_DECLINED)
     return rc;
   want = b->total < b->cap ? b->total : b->cap;
   if (b->fusion_n < want) {

@@ -13,12 +13,12 @@
 #include <weftx/page.h>
 
 /* rc of the call \p expr, with the call page saying what runs meanwhile. */
-#define CALL(g, op, bytes, expr)                                                       \
-  do {                                                                                 \
-    weft__call_enter((g), (op), (bytes));                                              \
-    int rc_ = (expr);                                                                  \
-    weft__call_exit();                                                                 \
-    return rc_;                                                                        \
+#define CALL(g, op, bytes, expr)                                                                   \
+  do {                                                                                             \
+    weft__call_enter((g), (op), (bytes));                                                          \
+    int rc_ = (expr);                                                                              \
+    weft__call_exit();                                                                             \
+    return rc_;                                                                                    \
   } while (0)
 
 /* Which backend takes buffers a and b (b may be NULL; exchange.c calls it too): MPI for host memory,
@@ -48,8 +48,8 @@ int weft__coll_pick(weft_group *g, const char *fn, const void *a, const void *b,
     return weft__rt_fail(ctx, WEFT_EINVAL,
                          "%s on group %s: the buffers are memory of device %d%s, but this rank's "
                          "device is %d; allocate them after cudaSetDevice(weft_device(ctx))",
-                         fn, g->name, da >= 0 ? da : db, da >= 0 && db >= 0 && da != db
-                         ? " and another" : "", ctx->device);
+                         fn, g->name, da >= 0 ? da : db,
+                         da >= 0 && db >= 0 && da != db ? " and another" : "", ctx->device);
   *be = &weft__backend_nccl;
   return 0;
 }
@@ -85,16 +85,16 @@ int weft__coll_check(weft_group *g, const char *fn, weft_dtype dt, int op, size_
 static int check_bufs(weft_group *g, const char *fn, size_t count, const void *a, const void *b)
 {
   if (count > 0 && (!a || !b))
-    return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: NULL buffer for %zu elements",
-                         fn, g->name, count);
+    return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: NULL buffer for %zu elements", fn,
+                         g->name, count);
   return 0;
 }
 
 static int check_peer(weft_group *g, const char *fn, const char *what, int peer)
 {
   if (peer < 0 || peer >= g->size)
-    return weft__rt_fail(g->ctx, WEFT_ERANGE, "%s on group %s: %s %d is not in 0..%d", fn,
-                         g->name, what, peer, g->size - 1);
+    return weft__rt_fail(g->ctx, WEFT_ERANGE, "%s on group %s: %s %d is not in 0..%d", fn, g->name,
+                         what, peer, g->size - 1);
   return 0;
 }
 
@@ -139,8 +139,8 @@ int weft_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype d
   CALL(g, WEFTX_OP_ALLGATHER, n * weft_dtype_size(dt), be->allgather(g, s, r, n, dt, stream));
 }
 
-int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                        weft_op op, void *stream)
+int weft_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                        void *stream)
 {
   const struct weft__backend *be;
   int rc;
@@ -162,8 +162,7 @@ int weft_send(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer,
   int rc;
 
   if ((rc = weft__coll_check(g, "send", dt, -1, n, 1)) != 0 ||
-      (rc = check_bufs(g, "send", n, buf, buf)) ||
-      (rc = check_peer(g, "send", "peer", peer)) != 0)
+      (rc = check_bufs(g, "send", n, buf, buf)) || (rc = check_peer(g, "send", "peer", peer)) != 0)
     return rc;
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "send on group %s: peer %d is this rank", g->name,
@@ -179,8 +178,7 @@ int weft_recv(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void 
   int rc;
 
   if ((rc = weft__coll_check(g, "recv", dt, -1, n, 1)) != 0 ||
-      (rc = check_bufs(g, "recv", n, buf, buf)) ||
-      (rc = check_peer(g, "recv", "peer", peer)) != 0)
+      (rc = check_bufs(g, "recv", n, buf, buf)) || (rc = check_peer(g, "recv", "peer", peer)) != 0)
     return rc;
   if (peer == g->rank)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "recv on group %s: peer %d is this rank", g->name,
@@ -199,9 +197,9 @@ static int barrier(weft_group *g)
     return rc;
   if (g->ctx->coll_timeout <= 0) {
     rc = MPI_Barrier(g->comm);
-    return rc == MPI_SUCCESS ? 0
-                             : weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed",
-                                             g->name);
+    return rc == MPI_SUCCESS
+             ? 0
+             : weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed", g->name);
   }
   if (MPI_Ibarrier(g->comm, &req) != MPI_SUCCESS)
     return weft__rt_fail(g->ctx, WEFT_EMPI, "barrier on group %s failed", g->name);

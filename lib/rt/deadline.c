@@ -54,7 +54,8 @@ static void drain(weft_group *g)
       g->arrived[st.MPI_SOURCE]++;
     else if (g->p2p)
       g->p2p[(size_t)(st.MPI_TAG == TAG_SENT ? WEFT__P2P_THEIR_SENDS : WEFT__P2P_THEIR_RECVS) *
-               (size_t)g->size + (size_t)st.MPI_SOURCE]++;
+               (size_t)g->size +
+             (size_t)st.MPI_SOURCE]++;
   }
 }
 
@@ -67,8 +68,8 @@ unsigned long weft__p2p_post(weft_group *g, int peer, int send, int *rc)
   if (g->ctx->coll_timeout <= 0 || g->arrive == MPI_COMM_NULL)
     return 0;
   if (!g->p2p && !(g->p2p = calloc(4 * (size_t)g->size, sizeof(*g->p2p)))) {
-    *rc = weft__rt_fail(g->ctx, WEFT_ENOMEM, "group %s: out of memory for deadline tokens",
-                        g->name);
+    *rc =
+      weft__rt_fail(g->ctx, WEFT_ENOMEM, "group %s: out of memory for deadline tokens", g->name);
     return 0;
   }
   if (MPI_Isend(NULL, 0, MPI_BYTE, peer, send ? TAG_SENT : TAG_RECVD, g->arrive, &req) !=
@@ -78,8 +79,8 @@ unsigned long weft__p2p_post(weft_group *g, int peer, int send, int *rc)
   }
   MPI_Request_free(&req);
   drain(g);
-  mine = &g->p2p[(size_t)(send ? WEFT__P2P_SENT : WEFT__P2P_RECVD) * (size_t)g->size +
-                 (size_t)peer];
+  mine =
+    &g->p2p[(size_t)(send ? WEFT__P2P_SENT : WEFT__P2P_RECVD) * (size_t)g->size + (size_t)peer];
   return ++*mine;
 }
 
@@ -89,8 +90,8 @@ int weft__p2p_behind(weft_group *g, int peer, int send, unsigned long n)
     return 0;
   drain(g);
   /* our n-th send needs its n-th receive from us, and the other way round */
-  return g->p2p[(size_t)(send ? WEFT__P2P_THEIR_RECVS : WEFT__P2P_THEIR_SENDS) *
-                  (size_t)g->size + (size_t)peer] < n;
+  return g->p2p[(size_t)(send ? WEFT__P2P_THEIR_RECVS : WEFT__P2P_THEIR_SENDS) * (size_t)g->size +
+                (size_t)peer] < n;
 }
 
 int weft__arrive(weft_group *g)
@@ -106,8 +107,7 @@ int weft__arrive(weft_group *g)
     if (i == g->rank || (g->size > WIDE && i != 0))
       continue;
     if (MPI_Isend(NULL, 0, MPI_BYTE, i, TAG_ARRIVE, g->arrive, &req) != MPI_SUCCESS)
-      return weft__rt_fail(g->ctx, WEFT_EMPI, "group %s: sending an arrival token failed",
-                           g->name);
+      return weft__rt_fail(g->ctx, WEFT_EMPI, "group %s: sending an arrival token failed", g->name);
     MPI_Request_free(&req);
   }
   drain(g);
@@ -231,8 +231,8 @@ static int timed_out(weft_group *g, const char *opname, unsigned long seq)
   int i, missing = 0;
 
   if (g->arrive == MPI_COMM_NULL)
-    return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s on group %s timed out after %gs", opname,
-                         g->name, ctx->coll_timeout);
+    return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s on group %s timed out after %gs", opname, g->name,
+                         ctx->coll_timeout);
   drain(g);
   if (g->size > WIDE && g->rank != 0)
     return weft__rt_fail(ctx, WEFT_ETIMEDOUT,
@@ -243,8 +243,8 @@ static int timed_out(weft_group *g, const char *opname, unsigned long seq)
   list[0] = '\0';
   for (i = 0; i < g->size; i++)
     if (g->arrived[i] < seq) {
-      int n = snprintf(list + len, sizeof(list) - len, "%s%d", missing ? "," : "",
-                       g->world_ranks[i]);
+      int n =
+        snprintf(list + len, sizeof(list) - len, "%s%d", missing ? "," : "", g->world_ranks[i]);
       if (n > 0 && (size_t)n < sizeof(list) - len)
         len += (size_t)n;
       missing++;

@@ -111,8 +111,8 @@ int weft__pci_parse(const char *s, size_t len, uint64_t *key)
 
   if (hexfield(&s, end, 8, 0xffffffffUL, &dom) || s >= end || *s++ != ':' ||
       hexfield(&s, end, 2, 0xff, &bus) || s >= end || *s++ != ':' ||
-      hexfield(&s, end, 2, 0x1f, &dev) || s >= end || *s++ != '.' ||
-      hexfield(&s, end, 1, 7, &fn) || s != end)
+      hexfield(&s, end, 2, 0x1f, &dev) || s >= end || *s++ != '.' || hexfield(&s, end, 1, 7, &fn) ||
+      s != end)
     return -1;
   *key = (uint64_t)dom << 16 | (uint64_t)bus << 8 | (uint64_t)dev << 3 | (uint64_t)fn;
   return 0;

@@ -44,10 +44,10 @@ static struct {
   cu_result (*init)(unsigned flags);
   cu_result (*attrs)(unsigned n, int *attrs, void **data, cu_ptr p);
   /* weft__cuda_ordinal_of_pci's, NULL where the library lacks them */
-  cu_result (*count)(int *n);                               /* cuDeviceGetCount */
-  cu_result (*get)(cu_device *dev, int ordinal);            /* cuDeviceGet */
-  cu_result (*by_bus)(cu_device *dev, const char *bus);     /* cuDeviceGetByPCIBusId */
-  cu_result (*bus_of)(char *bus, int len, cu_device dev);   /* cuDeviceGetPCIBusId */
+  cu_result (*count)(int *n);                             /* cuDeviceGetCount */
+  cu_result (*get)(cu_device *dev, int ordinal);          /* cuDeviceGet */
+  cu_result (*by_bus)(cu_device *dev, const char *bus);   /* cuDeviceGetByPCIBusId */
+  cu_result (*bus_of)(char *bus, int len, cu_device dev); /* cuDeviceGetPCIBusId */
 } cu;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -55,22 +55,22 @@ static int usable = -1;
 static char why[160] = "not looked at yet";
 
 /* Assign a dlsym() result to a function pointer without a pedantic cast warning. */
-#define SYM(field, name)                                                                    \
-  do {                                                                                      \
-    void *s_ = dlsym(lib, name);                                                            \
-    if (!s_) {                                                                              \
-      weft__snprintf(why, sizeof(why), "libcuda.so.1 has no %s", name);                     \
-      return;                                                                               \
-    }                                                                                       \
-    memcpy(&cu.field, &s_, sizeof(s_));                                                     \
+#define SYM(field, name)                                                                           \
+  do {                                                                                             \
+    void *s_ = dlsym(lib, name);                                                                   \
+    if (!s_) {                                                                                     \
+      weft__snprintf(why, sizeof(why), "libcuda.so.1 has no %s", name);                            \
+      return;                                                                                      \
+    }                                                                                              \
+    memcpy(&cu.field, &s_, sizeof(s_));                                                            \
   } while (0)
 
 /* The same for a call that may be absent: the field stays NULL. */
-#define OPTIONAL_SYM(field, name)                                                           \
-  do {                                                                                      \
-    void *s_ = dlsym(lib, name);                                                            \
-    if (s_)                                                                                 \
-      memcpy(&cu.field, &s_, sizeof(s_));                                                   \
+#define OPTIONAL_SYM(field, name)                                                                  \
+  do {                                                                                             \
+    void *s_ = dlsym(lib, name);                                                                   \
+    if (s_)                                                                                        \
+      memcpy(&cu.field, &s_, sizeof(s_));                                                          \
   } while (0)
 
 static void load(void)
@@ -91,7 +91,9 @@ static void load(void)
   r = cu.init(0);
   if (r != 0) {
     weft__snprintf(why, sizeof(why), "the NVIDIA driver does not start (cuInit: error %d%s)", r,
-                   r == 100 ? ", no CUDA device" : r == 34 ? ", a stub library" : "");
+                   r == 100  ? ", no CUDA device"
+                   : r == 34 ? ", a stub library"
+                             : "");
     return;
   }
   usable = 1; /* the library stays loaded for the life of the process */
@@ -160,8 +162,11 @@ int weft__cuda_ordinal_of_pci(const char *pci, int *ordinal, char *msg, size_t s
     weft__snprintf(msg, size, "%s", reason);
     return WEFT__BUS_NODRIVER;
   }
-  missing = !cu.count ? "cuDeviceGetCount" : !cu.get ? "cuDeviceGet" :
-            !cu.by_bus ? "cuDeviceGetByPCIBusId" : !cu.bus_of ? "cuDeviceGetPCIBusId" : NULL;
+  missing = !cu.count    ? "cuDeviceGetCount"
+            : !cu.get    ? "cuDeviceGet"
+            : !cu.by_bus ? "cuDeviceGetByPCIBusId"
+            : !cu.bus_of ? "cuDeviceGetPCIBusId"
+                         : NULL;
   if (missing) {
     weft__snprintf(msg, size, "libcuda.so.1 has no %s; update the NVIDIA driver", missing);
     return WEFT__BUS_ERROR;
@@ -203,15 +208,19 @@ int weft__cuda_ordinal_of_pci(const char *pci, int *ordinal, char *msg, size_t s
     same += weft__pci_parse(bus, strlen(bus), &key) == 0 && key == want;
   }
   if (*ordinal < 0) {
-    weft__snprintf(msg, size, "cuDeviceGetByPCIBusId(%s) gave device handle %d, which is none of "
-                   "the %d CUDA lists", pci, dev, n);
+    weft__snprintf(msg, size,
+                   "cuDeviceGetByPCIBusId(%s) gave device handle %d, which is none of "
+                   "the %d CUDA lists",
+                   pci, dev, n);
     return WEFT__BUS_ERROR;
   }
   if (same > 1) {
     *ordinal = -1;
-    weft__snprintf(msg, size, "CUDA sees %d devices at %s (MIG instances of that GPU?), and which "
+    weft__snprintf(msg, size,
+                   "CUDA sees %d devices at %s (MIG instances of that GPU?), and which "
                    "is this rank's is not known; give each rank one of them in "
-                   "CUDA_VISIBLE_DEVICES", same, pci);
+                   "CUDA_VISIBLE_DEVICES",
+                   same, pci);
     return WEFT__BUS_ERROR;
   }
   return WEFT__BUS_FOUND;

@@ -41,11 +41,11 @@ uint16_t weft_float_to_bf16(float f) { return weft__f2b(f); }
 
 /* inout = in op inout, by the kernels of the shared-memory path (reduce.c),
  * which follow this rule (half.h). */
-#define WEFT__OP16(NAME, DT, OP)                                                               \
-  static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                      \
-  {                                                                                          \
-    (void)type;                                                                              \
-    weft__reduce(DT, OP, inout, in, inout, (size_t)*len);                                    \
+#define WEFT__OP16(NAME, DT, OP)                                                                   \
+  static void NAME(void *in, void *inout, int *len, MPI_Datatype *type)                            \
+  {                                                                                                \
+    (void)type;                                                                                    \
+    weft__reduce(DT, OP, inout, in, inout, (size_t)*len);                                          \
   }
 
 WEFT__OP16(h_sum, WEFT_FLOAT16, WEFT_SUM)
@@ -110,8 +110,7 @@ int weft__mpi_type_op(weft_dtype dt, weft_op op, MPI_Datatype *type, MPI_Op *mop
     }
     *mop = ops16[dt == WEFT_BFLOAT16][k];
     return 0;
-  default:
-    return WEFT_EDTYPE;
+  default: return WEFT_EDTYPE;
   }
   if (!mop)
     return 0;
@@ -130,19 +129,19 @@ void weft__divide(void *buf, size_t count, weft_dtype dt, int n)
   size_t i;
 
   switch (dt) {
-#define WEFT__DIV(T, DT)                                                                       \
-  case DT: {                                                                                 \
-    T *p = buf;                                                                              \
-    for (i = 0; i < count; i++)                                                              \
-      p[i] = (T)(p[i] / n);                                                                  \
-    break;                                                                                   \
+#define WEFT__DIV(T, DT)                                                                           \
+  case DT: {                                                                                       \
+    T *p = buf;                                                                                    \
+    for (i = 0; i < count; i++)                                                                    \
+      p[i] = (T)(p[i] / n);                                                                        \
+    break;                                                                                         \
   }
-  WEFT__DIV(int8_t, WEFT_INT8)
-  WEFT__DIV(uint8_t, WEFT_UINT8)
-  WEFT__DIV(int32_t, WEFT_INT32)
-  WEFT__DIV(int64_t, WEFT_INT64)
-  WEFT__DIV(float, WEFT_FLOAT32)
-  WEFT__DIV(double, WEFT_FLOAT64)
+    WEFT__DIV(int8_t, WEFT_INT8)
+    WEFT__DIV(uint8_t, WEFT_UINT8)
+    WEFT__DIV(int32_t, WEFT_INT32)
+    WEFT__DIV(int64_t, WEFT_INT64)
+    WEFT__DIV(float, WEFT_FLOAT32)
+    WEFT__DIV(double, WEFT_FLOAT64)
 #undef WEFT__DIV
   case WEFT_FLOAT16: {
     uint16_t *p = buf;
@@ -160,8 +159,7 @@ void weft__divide(void *buf, size_t count, weft_dtype dt, int n)
     }
     break;
   }
-  default:
-    break;
+  default: break;
   }
 }
 

@@ -22,12 +22,12 @@
 
 /* The page has no word for these calls (lib/weftx/page.h): all-to-all shows
  * as an all-gather there, batches as a send; the watchdog says the name. */
-#define CALL(g, op, name, bytes, expr)                                                 \
-  do {                                                                                 \
-    weft__call_enter_named((g), (op), (name), (bytes));                                \
-    int rc_ = (expr);                                                                  \
-    weft__call_exit();                                                                 \
-    return rc_;                                                                        \
+#define CALL(g, op, name, bytes, expr)                                                             \
+  do {                                                                                             \
+    weft__call_enter_named((g), (op), (name), (bytes));                                            \
+    int rc_ = (expr);                                                                              \
+    weft__call_exit();                                                                             \
+    return rc_;                                                                                    \
   } while (0)
 
 /* [a, a + an) and [b, b + bn) share a byte. */
@@ -59,8 +59,10 @@ int weft_alltoall(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt
     return rc;
   bytes = n * (size_t)g->size * weft_dtype_size(dt);
   if (n > 0 && (!s || !r))
-    return weft__rt_fail(g->ctx, WEFT_EINVAL, "alltoall on group %s: NULL buffer for %zu "
-                         "elements per rank", g->name, n);
+    return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                         "alltoall on group %s: NULL buffer for %zu "
+                         "elements per rank",
+                         g->name, n);
   if (overlap(s, bytes, r, bytes))
     return refuse_overlap(g, "alltoall");
   if ((rc = weft__coll_pick(g, "alltoall", s, r, &be)) != 0)
@@ -86,8 +88,10 @@ static int extent(weft_group *g, const char *side, const size_t *count, const si
     if (c > 0 && (d + c) * es > *end)
       *end = (d + c) * es;
     if ((*total += c) < c)
-      return weft__rt_fail(g->ctx, WEFT_EOVERFLOW, "alltoallv on group %s: the %s counts add "
-                           "up to more than memory holds", g->name, side);
+      return weft__rt_fail(g->ctx, WEFT_EOVERFLOW,
+                           "alltoallv on group %s: the %s counts add "
+                           "up to more than memory holds",
+                           g->name, side);
   }
   return 0;
 }
@@ -105,17 +109,24 @@ int weft_alltoallv(weft_group *g, const void *s, const size_t *sc, const size_t 
   if ((rc = weft__coll_check(g, "alltoallv", dt, -1, 0, 0)) != 0)
     return rc;
   if (!sc || !sd || !rcn || !rd)
-    return weft__rt_fail(g->ctx, WEFT_EINVAL, "alltoallv on group %s: NULL %s; give %d counts "
-                         "and displacements for each side", g->name,
-                         !sc ? "sendcounts" : !sd ? "sdispls" : !rcn ? "recvcounts" : "rdispls",
+    return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                         "alltoallv on group %s: NULL %s; give %d counts "
+                         "and displacements for each side",
+                         g->name,
+                         !sc    ? "sendcounts"
+                         : !sd  ? "sdispls"
+                         : !rcn ? "recvcounts"
+                                : "rdispls",
                          g->size);
   es = weft_dtype_size(dt);
   if ((rc = extent(g, "send", sc, sd, es, &send_end, &send_n)) != 0 ||
       (rc = extent(g, "receive", rcn, rd, es, &recv_end, &recv_n)) != 0)
     return rc;
   if ((send_n > 0 && !s) || (recv_n > 0 && !r))
-    return weft__rt_fail(g->ctx, WEFT_EINVAL, "alltoallv on group %s: NULL %s buffer for %zu "
-                         "elements", g->name, send_n > 0 && !s ? "send" : "receive",
+    return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                         "alltoallv on group %s: NULL %s buffer for %zu "
+                         "elements",
+                         g->name, send_n > 0 && !s ? "send" : "receive",
                          send_n > 0 && !s ? send_n : recv_n);
   /* Any byte the blocks might share; a send block inside a gap of the
    * receive side is refused too, which only costs a buffer. */
@@ -140,25 +151,34 @@ static int batch_check(weft_group *g, const weft_p2p *ops, size_t n, const char 
   if (n > 0 && !ops)
     return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: NULL operations", fn, g->name);
   if (n > INT_MAX / 2)
-    return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: %zu operations in one batch; "
-                         "split it", fn, g->name, n);
+    return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                         "%s on group %s: %zu operations in one batch; "
+                         "split it",
+                         fn, g->name, n);
   for (i = 0; i < n; i++) {
     const weft_p2p *o = &ops[i];
     if (o->kind != WEFT_P2P_SEND && o->kind != WEFT_P2P_RECV)
-      return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: operation %zu is of kind %d, "
-                           "neither WEFT_P2P_SEND nor WEFT_P2P_RECV", fn, g->name, i,
-                           (int)o->kind);
+      return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                           "%s on group %s: operation %zu is of kind %d, "
+                           "neither WEFT_P2P_SEND nor WEFT_P2P_RECV",
+                           fn, g->name, i, (int)o->kind);
     if ((rc = weft__coll_check(g, fn, o->dt, -1, o->count, 1)) != 0)
       return rc;
     if (o->peer < 0 || o->peer >= g->size)
-      return weft__rt_fail(g->ctx, WEFT_ERANGE, "%s on group %s: operation %zu's peer %d is "
-                           "not in 0..%d", fn, g->name, i, o->peer, g->size - 1);
+      return weft__rt_fail(g->ctx, WEFT_ERANGE,
+                           "%s on group %s: operation %zu's peer %d is "
+                           "not in 0..%d",
+                           fn, g->name, i, o->peer, g->size - 1);
     if (o->peer == g->rank)
-      return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: operation %zu's peer %d is "
-                           "this rank; copy the buffer instead", fn, g->name, i, o->peer);
+      return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                           "%s on group %s: operation %zu's peer %d is "
+                           "this rank; copy the buffer instead",
+                           fn, g->name, i, o->peer);
     if (o->count > 0 && !o->buf)
-      return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: operation %zu has a NULL "
-                           "buffer for %zu elements", fn, g->name, i, o->count);
+      return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                           "%s on group %s: operation %zu has a NULL "
+                           "buffer for %zu elements",
+                           fn, g->name, i, o->count);
     es = weft_dtype_size(o->dt);
     *bytes += o->count * es;
     if (!o->buf)
@@ -169,19 +189,23 @@ static int batch_check(weft_group *g, const weft_p2p *ops, size_t n, const char 
       first = (int)i;
       *be = b;
     } else if (b != *be) {
-      return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: operation %d's buffer is %s "
+      return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                           "%s on group %s: operation %d's buffer is %s "
                            "memory and operation %zu's %s memory; give a batch buffers of one "
-                           "kind", fn, g->name, first, *be == &weft__backend_mpi ? "host" :
-                           "device", i, b == &weft__backend_mpi ? "host" : "device");
+                           "kind",
+                           fn, g->name, first, *be == &weft__backend_mpi ? "host" : "device", i,
+                           b == &weft__backend_mpi ? "host" : "device");
     }
     /* A receive into another operation's bytes: pairs are compared, which
      * costs n^2; batches are a few operations (a pipeline stage has 2). */
     for (j = 0; j < i && n <= 256; j++)
       if ((o->kind == WEFT_P2P_RECV || ops[j].kind == WEFT_P2P_RECV) &&
           overlap(o->buf, o->count * es, ops[j].buf, ops[j].count * weft_dtype_size(ops[j].dt)))
-        return weft__rt_fail(g->ctx, WEFT_EINVAL, "%s on group %s: operation %zu's buffer "
+        return weft__rt_fail(g->ctx, WEFT_EINVAL,
+                             "%s on group %s: operation %zu's buffer "
                              "overlaps operation %zu's, and one of them receives; give each "
-                             "receive a buffer of its own", fn, g->name, i, j);
+                             "receive a buffer of its own",
+                             fn, g->name, i, j);
   }
   return 0;
 }

@@ -105,8 +105,10 @@ void *weft__scratch(weft_group *g, size_t bytes, const char *fn)
     return g->scratch;
   p = realloc(g->scratch, bytes);
   if (!p) {
-    weft__rt_fail(g->ctx, WEFT_ENOMEM, "%s on group %s: out of memory for %zu bytes of "
-                  "bookkeeping", fn, g->name, bytes);
+    weft__rt_fail(g->ctx, WEFT_ENOMEM,
+                  "%s on group %s: out of memory for %zu bytes of "
+                  "bookkeeping",
+                  fn, g->name, bytes);
     return NULL;
   }
   g->scratch = p;

@@ -86,8 +86,8 @@ static inline uint16_t weft__f2b(float f)
 
   memcpy(&bits, &f, sizeof(bits));
   nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  rounded = (bits + 0x7fffu + ((bits >> 16) & 1)) >> 16; /* to nearest even */
-  return (uint16_t)(nan ? (bits >> 16) | 0x40 : rounded);  /* NaN stays a quiet NaN */
+  rounded = (bits + 0x7fffu + ((bits >> 16) & 1)) >> 16;  /* to nearest even */
+  return (uint16_t)(nan ? (bits >> 16) | 0x40 : rounded); /* NaN stays a quiet NaN */
 }
 
 /* The rule for reducing 16-bit floats (dtype.c says why): NaN on either

@@ -44,8 +44,8 @@ static int setup(weft_group *g)
   mine = per_host[ctx->node_of[ctx->rank]];
   free(per_host);
   if (hosts < 2 || mine < 2 || !uniform) {
-    WEFT__LOG(RT, "group %s: %d host(s), %d rank(s) here%s: flat all-reduce", g->name, hosts,
-              mine, uniform ? "" : ", uneven");
+    WEFT__LOG(RT, "group %s: %d host(s), %d rank(s) here%s: flat all-reduce", g->name, hosts, mine,
+              uniform ? "" : ", uneven");
     return 0;
   }
   rc = MPI_Comm_split(g->comm, ctx->node_of[ctx->rank], g->rank, &g->intra);
@@ -55,16 +55,15 @@ static int setup(weft_group *g)
     rc = MPI_Comm_split(g->comm, g->intra_rank, g->rank, &g->inter);
   }
   if (rc != MPI_SUCCESS)
-    return weft__rt_fail(ctx, WEFT_EMPI, "group %s: building host communicators failed",
-                         g->name);
+    return weft__rt_fail(ctx, WEFT_EMPI, "group %s: building host communicators failed", g->name);
   g->nhosts = hosts;
   g->hier_counts = calloc((size_t)g->intra_size, sizeof(int));
   g->hier_displs = calloc((size_t)g->intra_size, sizeof(int));
   if (!g->hier_counts || !g->hier_displs)
     return weft__rt_fail(ctx, WEFT_ENOMEM, "hierarchical all-reduce: out of memory");
   g->hier_state = 1;
-  WEFT__LOG(RT, "group %s: %d hosts x %d ranks: hierarchical all-reduce available", g->name,
-            hosts, g->intra_size);
+  WEFT__LOG(RT, "group %s: %d hosts x %d ranks: hierarchical all-reduce available", g->name, hosts,
+            g->intra_size);
   return 0;
 }
 
@@ -86,15 +85,14 @@ static int step(weft_group *g, int rc, MPI_Request *req, const char *what)
   char buf[MPI_MAX_ERROR_STRING];
 
   if (rc != MPI_SUCCESS)
-    return weft__rt_fail(g->ctx, WEFT_EMPI, "hierarchical all-reduce on group %s: %s: %s",
-                         g->name, what, weft__mpi_strerror(rc, buf, sizeof(buf)));
+    return weft__rt_fail(g->ctx, WEFT_EMPI, "hierarchical all-reduce on group %s: %s: %s", g->name,
+                         what, weft__mpi_strerror(rc, buf, sizeof(buf)));
   if (req)
     return weft__wait(g, req, what, -1);
   return 0;
 }
 
-int weft__hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                         weft_op op)
+int weft__hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op)
 {
   size_t es = weft_dtype_size(dt);
   int L = g->intra_size, me = g->intra_rank, i, rc, off = 0;
@@ -138,8 +136,7 @@ int weft__hier_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_d
       return rc;
   }
   /* 3. All-gather on the host. */
-  rc = dl ? MPI_Iallgatherv(MPI_IN_PLACE, 0, t, r, g->hier_counts, g->hier_displs, t, g->intra,
-                            rq)
+  rc = dl ? MPI_Iallgatherv(MPI_IN_PLACE, 0, t, r, g->hier_counts, g->hier_displs, t, g->intra, rq)
           : MPI_Allgatherv(MPI_IN_PLACE, 0, t, r, g->hier_counts, g->hier_displs, t, g->intra);
   return step(g, rc, rq, "all-gather on the host");
 }

@@ -59,23 +59,26 @@ static int device_from_env(weft_ctx *ctx, int *by_local)
   if (weft__first_item(s, first, sizeof(first)) != 0)
     return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%.100s is not a device index", s);
   if (weftx_parse_long(first, -1, 1 << 20, &v) != 0)
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)",
-                         s);
+    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU=%s is not a device index (or -1 for none)", s);
   ctx->device = (int)v;
   if (v < 0)
     return 0;
   if (pci && !*pci)
     pci = NULL;
-  if (pci && (weft__first_item(pci, bus, sizeof(bus)) != 0 || weft__pci_parse(bus, strlen(bus), &key)))
-    return weft__rt_fail(ctx, WEFT_EINVAL, "WEFT_GPU_PCI=%.100s is not a PCI address "
+  if (pci &&
+      (weft__first_item(pci, bus, sizeof(bus)) != 0 || weft__pci_parse(bus, strlen(bus), &key)))
+    return weft__rt_fail(ctx, WEFT_EINVAL,
+                         "WEFT_GPU_PCI=%.100s is not a PCI address "
                          "(DOMAIN:BUS:DEVICE.FUNCTION, as 0000:04:00.0); unset it, or let "
-                         "weftrun set it", pci);
+                         "weftrun set it",
+                         pci);
   if (weft__gpu_index_trusted(vis, order, why, sizeof(why))) {
     ordinal = weft__gpu_ordinal(v, vis);
     if (ordinal < 0)
       return weft__rt_fail(ctx, WEFT_EINVAL,
                            "WEFT_GPU=%s is not among CUDA_VISIBLE_DEVICES=%s; leave one of them "
-                           "to weftrun", s, vis);
+                           "to weftrun",
+                           s, vis);
     ctx->device = ordinal;
     return 0;
   }
@@ -85,7 +88,8 @@ static int device_from_env(weft_ctx *ctx, int *by_local)
                          "GPUs otherwise here (%s), and without WEFT_GPU_PCI, the GPU's PCI "
                          "address, which device it is cannot be known; set WEFT_GPU_PCI (as "
                          "0000:04:00.0), or CUDA_DEVICE_ORDER=PCI_BUS_ID with indexes in "
-                         "CUDA_VISIBLE_DEVICES, or launch with weftrun", s, why);
+                         "CUDA_VISIBLE_DEVICES, or launch with weftrun",
+                         s, why);
   found = weft__cuda_ordinal_of_pci(bus, &ordinal, seen, sizeof(seen));
   switch (found) {
   case WEFT__BUS_FOUND:
@@ -94,8 +98,8 @@ static int device_from_env(weft_ctx *ctx, int *by_local)
     ctx->device = ordinal;
     return 0;
   case WEFT__BUS_NODRIVER:
-    WEFT__LOG(RT, "rank %d: WEFT_GPU=%s (%s) not looked up (%s): %s; no device", ctx->rank, s,
-              bus, why, seen);
+    WEFT__LOG(RT, "rank %d: WEFT_GPU=%s (%s) not looked up (%s): %s; no device", ctx->rank, s, bus,
+              why, seen);
     ctx->device = -1;
     return 0;
   case WEFT__BUS_UNSEEN:
@@ -103,11 +107,13 @@ static int device_from_env(weft_ctx *ctx, int *by_local)
                          "this rank's GPU %s at %s (WEFT_GPU, WEFT_GPU_PCI) is not one CUDA sees "
                          "with CUDA_VISIBLE_DEVICES=%.200s CUDA_DEVICE_ORDER=%.40s (%s); list it "
                          "in CUDA_VISIBLE_DEVICES, or give that list as indexes (weftrun places "
-                         "ranks on those only) and leave CUDA_DEVICE_ORDER to weftrun", first,
-                         bus, vis ? vis : "(unset)", order ? order : "(unset)", seen);
+                         "ranks on those only) and leave CUDA_DEVICE_ORDER to weftrun",
+                         first, bus, vis ? vis : "(unset)", order ? order : "(unset)", seen);
   default:
-    return weft__rt_fail(ctx, WEFT_ECUDA, "cannot tell which CUDA device is this rank's GPU %s "
-                         "at %s (WEFT_GPU, WEFT_GPU_PCI): %s", first, bus, seen);
+    return weft__rt_fail(ctx, WEFT_ECUDA,
+                         "cannot tell which CUDA device is this rank's GPU %s "
+                         "at %s (WEFT_GPU, WEFT_GPU_PCI): %s",
+                         first, bus, seen);
   }
 }
 
@@ -256,12 +262,6 @@ int weft_node_rank(const weft_ctx *ctx) { return ctx ? ctx->node_rank : WEFT_EIN
 int weft_node_count(const weft_ctx *ctx) { return ctx ? ctx->node_count : WEFT_EINVAL; }
 int weft_device(const weft_ctx *ctx) { return ctx ? ctx->device : WEFT_EINVAL; }
 
-const char *weft_last_error(const weft_ctx *ctx)
-{
-  return ctx ? ctx->err : "no context";
-}
+const char *weft_last_error(const weft_ctx *ctx) { return ctx ? ctx->err : "no context"; }
 
-weft_group *weft_world(weft_ctx *ctx)
-{
-  return ctx ? ctx->world : NULL;
-}
+weft_group *weft_world(weft_ctx *ctx) { return ctx ? ctx->world : NULL; }

@@ -28,8 +28,8 @@ static int fail(char *why, size_t whysize, int code, const char *fmt, ...)
   return code;
 }
 
-int weft__layout_parse(const char *layout, int world_size, struct weft__layout *out,
-                       char *why, size_t whysize)
+int weft__layout_parse(const char *layout, int world_size, struct weft__layout *out, char *why,
+                       size_t whysize)
 {
   const char *p = layout;
   int star = -1, i, j;
@@ -47,9 +47,9 @@ int weft__layout_parse(const char *layout, int world_size, struct weft__layout *
     while (isalnum((unsigned char)p[n]) || p[n] == '_')
       n++;
     if (n == 0 || n >= sizeof(d->name) || p[n] != '=')
-      return fail(why, whysize, WEFT_EPARSE,
-                  "layout \"%s\": expected name=size (name: letters, digits, _) separated by commas",
-                  layout);
+      return fail(
+        why, whysize, WEFT_EPARSE,
+        "layout \"%s\": expected name=size (name: letters, digits, _) separated by commas", layout);
     memcpy(d->name, p, n);
     d->name[n] = '\0';
     p += n + 1;
@@ -255,10 +255,7 @@ int weft_mesh_dim_size(const weft_mesh *m, const char *dim)
   return i < 0 ? i : m->layout.dims[i].size;
 }
 
-int weft_mesh_ndims(const weft_mesh *m)
-{
-  return m ? m->layout.ndims : WEFT_EINVAL;
-}
+int weft_mesh_ndims(const weft_mesh *m) { return m ? m->layout.ndims : WEFT_EINVAL; }
 
 void weft_mesh_destroy(weft_mesh *m)
 {

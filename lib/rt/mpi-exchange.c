@@ -115,23 +115,24 @@ static int by_messages(weft_group *g, const char *s, char *r, const struct weft_
     if (k != g->rank)
       nreq += chunks(g->ctx, weft__a2a_sc(a, k), 0) + chunks(g->ctx, weft__a2a_rc(a, k), 0);
   if (nreq > INT_MAX)
-    return weft__rt_fail(g->ctx, WEFT_EOVERFLOW, "%s on group %s: %zu messages are more than "
-                         "MPI can wait for at once", fn, g->name, nreq);
+    return weft__rt_fail(g->ctx, WEFT_EOVERFLOW,
+                         "%s on group %s: %zu messages are more than "
+                         "MPI can wait for at once",
+                         fn, g->name, nreq);
   if (!(reqs = weft__scratch(g, (nreq ? nreq : 1) * sizeof(*reqs), fn)))
     return WEFT_ENOMEM;
   /* From the next rank on, so that not every rank sends to rank 0 first. */
   for (j = 1; j < g->size; j++) {
     k = (g->rank + g->size - j) % g->size;
-    if (weft__a2a_rc(a, k) > 0 &&
-        (rc = post(g, r + weft__a2a_rd(a, k) * es, weft__a2a_rc(a, k), es, t, k, 0, TAG_A2A, reqs,
-                   NULL, 0, &n, fn)) != 0)
+    if (weft__a2a_rc(a, k) > 0 && (rc = post(g, r + weft__a2a_rd(a, k) * es, weft__a2a_rc(a, k), es,
+                                             t, k, 0, TAG_A2A, reqs, NULL, 0, &n, fn)) != 0)
       return rc;
   }
   for (j = 1; j < g->size; j++) {
     k = (g->rank + j) % g->size;
     if (weft__a2a_sc(a, k) > 0 &&
-        (rc = post(g, (char *)s + weft__a2a_sd(a, k) * es, weft__a2a_sc(a, k), es, t, k, 1,
-                   TAG_A2A, reqs, NULL, 0, &n, fn)) != 0)
+        (rc = post(g, (char *)s + weft__a2a_sd(a, k) * es, weft__a2a_sc(a, k), es, t, k, 1, TAG_A2A,
+                   reqs, NULL, 0, &n, fn)) != 0)
       return rc;
   }
   if (weft__a2a_sc(a, g->rank) > 0)
@@ -194,8 +195,10 @@ int weft__mpi_batch(weft_group *g, const weft_p2p *ops, size_t n, const char *fn
   for (i = 0; i < n; i++)
     nreq += chunks(g->ctx, ops[i].count, 1);
   if (nreq > INT_MAX / 2)
-    return weft__rt_fail(g->ctx, WEFT_EOVERFLOW, "%s on group %s: %zu messages are more than "
-                         "MPI can wait for at once", fn, g->name, nreq);
+    return weft__rt_fail(g->ctx, WEFT_EOVERFLOW,
+                         "%s on group %s: %zu messages are more than "
+                         "MPI can wait for at once",
+                         fn, g->name, nreq);
   reqs = weft__scratch(g, nreq * (sizeof(*reqs) + sizeof(*req_op)), fn);
   if (!reqs)
     return WEFT_ENOMEM;
@@ -207,8 +210,8 @@ int weft__mpi_batch(weft_group *g, const weft_p2p *ops, size_t n, const char *fn
       if ((o->kind == WEFT_P2P_SEND) != pass)
         continue;
       if ((rc = mpi_type(g, fn, o->dt, &t)) != 0 ||
-          (rc = post(g, o->buf, o->count, weft_dtype_size(o->dt), t, o->peer, pass, TAG_P2P,
-                     reqs, req_op, (int)i, &m, fn)) != 0)
+          (rc = post(g, o->buf, o->count, weft_dtype_size(o->dt), t, o->peer, pass, TAG_P2P, reqs,
+                     req_op, (int)i, &m, fn)) != 0)
         return rc;
     }
   return weft__wait_batch(g, m, reqs, req_op, ops, fn);

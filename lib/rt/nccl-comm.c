@@ -52,9 +52,11 @@ int weft__nccl_check(weft_ctx *ctx)
   if (ctx->cuda_state == 1)
     return 0;
   if (!weft__cuda_driver(&why))
-    return weft__rt_fail(ctx, WEFT_ENOGPU, "device buffers or WEFT_BACKEND=nccl need a GPU, "
+    return weft__rt_fail(ctx, WEFT_ENOGPU,
+                         "device buffers or WEFT_BACKEND=nccl need a GPU, "
                          "and here there is %s; run on a GPU host, or use host buffers "
-                         "(WEFT_BACKEND=mpi)", why);
+                         "(WEFT_BACKEND=mpi)",
+                         why);
   if ((rc = weft__nccl_load(&why)) != 0)
     return weft__rt_fail(ctx, rc, "device buffers need NCCL: %s", why);
   e = cudaGetDeviceCount(&n);
@@ -64,11 +66,13 @@ int weft__nccl_check(weft_ctx *ctx)
                          cudaGetErrorString(e));
   }
   if (n == 0)
-    return weft__rt_fail(ctx, WEFT_ENOGPU, "NCCL was asked for, but no GPU is visible "
-                                           "(check CUDA_VISIBLE_DEVICES)");
+    return weft__rt_fail(ctx, WEFT_ENOGPU,
+                         "NCCL was asked for, but no GPU is visible "
+                         "(check CUDA_VISIBLE_DEVICES)");
   if (ctx->device < 0)
-    return weft__rt_fail(ctx, WEFT_ENOGPU, "NCCL was asked for, but weftrun gave this rank no "
-                                           "GPU (WEFT_GPU=-1): use --map-by gpu, or host buffers");
+    return weft__rt_fail(ctx, WEFT_ENOGPU,
+                         "NCCL was asked for, but weftrun gave this rank no "
+                         "GPU (WEFT_GPU=-1): use --map-by gpu, or host buffers");
   if (ctx->device >= n)
     return weft__rt_fail(ctx, WEFT_ERANGE,
                          "this rank's device is %d (%s), but only %d GPU(s) are visible: run one "
@@ -158,10 +162,11 @@ static void say_blocking(weft_group *g)
 
   if (said++)
     return;
-  WEFT__LOG(RT, "group %s: NCCL made its communicator blocking (NCCL_COMM_BLOCKING=%s)",
-            g->name, getenv("NCCL_COMM_BLOCKING") ? getenv("NCCL_COMM_BLOCKING") : "?");
+  WEFT__LOG(RT, "group %s: NCCL made its communicator blocking (NCCL_COMM_BLOCKING=%s)", g->name,
+            getenv("NCCL_COMM_BLOCKING") ? getenv("NCCL_COMM_BLOCKING") : "?");
   if (g->ctx->local_rank == 0)
-    fprintf(stderr, "weft: rank %d: NCCL_COMM_BLOCKING=1 %s makes NCCL's calls block until they "
+    fprintf(stderr,
+            "weft: rank %d: NCCL_COMM_BLOCKING=1 %s makes NCCL's calls block until they "
             "are done, so weft cannot return WEFT_ETIMEDOUT from them: a call that waits longer "
             "than WEFT_INIT_TIMEOUT (setup) or WEFT_COLL_TIMEOUT ends the rank instead (exit "
             "124); unset it to have the calls fail with the ranks named\n",
@@ -268,8 +273,10 @@ static int told(weft_group *g)
 
   if (!notice(g))
     return 0;
-  weft__snprintf(why, sizeof(why), "world rank %d aborted the group's NCCL communicator after "
-                 "a failure there", ns->notice_from);
+  weft__snprintf(why, sizeof(why),
+                 "world rank %d aborted the group's NCCL communicator after "
+                 "a failure there",
+                 ns->notice_from);
   weft__nc_abort(g, WEFT_ENCCL, 0, why);
   return 1;
 }
@@ -294,14 +301,17 @@ int weft__nc_usable(weft_group *g, ncclComm_t comm, const char *fn)
     char why[400];
     /* ncclGetLastError is the process's last NCCL warning, not this
      * communicator's: it may speak of another. */
-    weft__snprintf(why, sizeof(why), "NCCL reported an asynchronous error: %s (NCCL's last "
-                   "message in this process: %s)", ncclGetErrorString(st),
-                   ncclGetLastError(NULL));
+    weft__snprintf(why, sizeof(why),
+                   "NCCL reported an asynchronous error: %s (NCCL's last "
+                   "message in this process: %s)",
+                   ncclGetErrorString(st), ncclGetLastError(NULL));
     weft__nc_abort(g, WEFT_ENCCL, 1, why);
   }
   if (ns && ns->failed)
-    return weft__rt_fail(g->ctx, ns->failed, "%s on group %s: its NCCL communicator failed "
-                         "(%s); it was aborted, abort the job", fn, g->name, ns->why);
+    return weft__rt_fail(g->ctx, ns->failed,
+                         "%s on group %s: its NCCL communicator failed "
+                         "(%s); it was aborted, abort the job",
+                         fn, g->name, ns->why);
   return 0;
 }
 
@@ -316,16 +326,18 @@ int weft__nc_settle(weft_group *g, ncclComm_t comm, ncclResult_t r, const char *
   if (st == ncclInProgress) {
     weft__snprintf(why, sizeof(why), "%s: NCCL did not take the call within %gs", fn, limit);
     weft__nc_abort(g, WEFT_ETIMEDOUT, 1, why);
-    return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT, "%s on group %s: NCCL did not take the call "
-                         "within %gs; communicator aborted", fn, g->name, limit);
+    return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
+                         "%s on group %s: NCCL did not take the call "
+                         "within %gs; communicator aborted",
+                         fn, g->name, limit);
   }
   /* ncclGetLastError is the process's last NCCL warning, whichever
    * communicator it came from. */
   weft__snprintf(why, sizeof(why), "%s: %s (NCCL's last message in this process: %s)", fn,
                  ncclGetErrorString(st), ncclGetLastError(NULL));
   weft__nc_abort(g, WEFT_ENCCL, 1, why);
-  return weft__rt_fail(g->ctx, WEFT_ENCCL, "%s on group %s: NCCL: %s; communicator aborted",
-                       fn, g->name, why + strlen(fn) + 2);
+  return weft__rt_fail(g->ctx, WEFT_ENCCL, "%s on group %s: NCCL: %s; communicator aborted", fn,
+                       g->name, why + strlen(fn) + 2);
 }
 
 /* ---- the calls in flight: what is done about them ---- */
@@ -375,10 +387,13 @@ static int batch_overdue(weft_group *g, const struct weft__flight *f)
                   "device %s with world rank(s) %s%s on group %s (device call %lld) has not "
                   "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT); %s; abort the "
                   "job (MPI_Abort)",
-                  f->fn, all, b->more ? ",..." : "", g->name, (long long)f->seq,
-                  ctx->coll_timeout, b->more ? "its first peers had posted their side"
-                  : "every peer had posted its side, so a rank or link is stuck inside it");
-  weft__page_deadline(g, first >= 0 ? first : b->n ? g->world_ranks[b->p[0].peer] : -1,
+                  f->fn, all, b->more ? ",..." : "", g->name, (long long)f->seq, ctx->coll_timeout,
+                  b->more ? "its first peers had posted their side"
+                          : "every peer had posted its side, so a rank or link is stuck inside it");
+  weft__page_deadline(g,
+                      first >= 0 ? first
+                      : b->n     ? g->world_ranks[b->p[0].peer]
+                                 : -1,
                       ctx->coll_timeout, ctx->err);
   weft__nc_abort(g, WEFT_ETIMEDOUT, 1, ctx->err);
   return WEFT_ETIMEDOUT;
@@ -393,12 +408,12 @@ static int overdue(weft_group *g, const struct weft__flight *f)
   if (f->peer == WEFT__FL_BATCH)
     return batch_overdue(g, f);
   if (f->peer >= 0) {
-    rc = weft__rt_fail(ctx, WEFT_ETIMEDOUT,
-                       "device %s with world rank %d on group %s (device call %lld) has not "
-                       "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT): the peer "
-                       "never matched it; abort the job (MPI_Abort)",
-                       f->fn, g->world_ranks[f->peer], g->name, (long long)f->seq,
-                       ctx->coll_timeout);
+    rc =
+      weft__rt_fail(ctx, WEFT_ETIMEDOUT,
+                    "device %s with world rank %d on group %s (device call %lld) has not "
+                    "finished %gs after its stream reached it (WEFT_COLL_TIMEOUT): the peer "
+                    "never matched it; abort the job (MPI_Abort)",
+                    f->fn, g->world_ranks[f->peer], g->name, (long long)f->seq, ctx->coll_timeout);
     weft__page_deadline(g, g->world_ranks[f->peer], ctx->coll_timeout, ctx->err);
   } else {
     rc = weft__timed_out_at(g, f->fn, f->arrival);
@@ -455,7 +470,8 @@ int weft__nc_poll(weft_group *g, const char *fn, double end)
     if (end > 0 && weftx_monotonic() > end && limit <= 0)
       return weft__rt_fail(g->ctx, WEFT_ETIMEDOUT,
                            "%s on group %s: %zu device call(s) still in flight after %gs "
-                           "(WEFT_COLL_WATCHDOG)", fn, g->name, seen.left, WEFT__COLL_WATCHDOG_S);
+                           "(WEFT_COLL_WATCHDOG)",
+                           fn, g->name, seen.left, WEFT__COLL_WATCHDOG_S);
     sched_yield();
   }
 }
@@ -502,8 +518,7 @@ static int exchange_flags(weft_group *g, int mine, int *flags, double end)
       return WEFT_ENOMEM;
     reqs[0] = MPI_REQUEST_NULL;
     for (i = 1; i < g->size; i++)
-      if (MPI_Irecv(&flags[i], 1, MPI_INT, i, WEFT__TAG_FLAG_UP, g->comm, &reqs[i]) !=
-          MPI_SUCCESS)
+      if (MPI_Irecv(&flags[i], 1, MPI_INT, i, WEFT__TAG_FLAG_UP, g->comm, &reqs[i]) != MPI_SUCCESS)
         reqs[i] = MPI_REQUEST_NULL;
     for (;;) {
       int done = 0;
@@ -607,8 +622,11 @@ static int agree(weft_group *g, ncclComm_t comm, ncclResult_t st, const char *wh
       ncclCommAbort(comm);
     return boot_fail(g, WEFT_ENOMEM, "NCCL bootstrap of group %s: out of memory", g->name);
   }
-  rc = exchange_flags(g, st == ncclSuccess ? 1 : st == ncclInProgress ? 2 : 0, flags,
-                      weftx_monotonic() + (ctx->init_timeout < 10 ? ctx->init_timeout : 10));
+  rc = exchange_flags(g,
+                      st == ncclSuccess      ? 1
+                      : st == ncclInProgress ? 2
+                                             : 0,
+                      flags, weftx_monotonic() + (ctx->init_timeout < 10 ? ctx->init_timeout : 10));
   ok = rc == 0;
   for (i = 0; i < g->size; i++)
     if (flags[i] != 1)
@@ -632,11 +650,12 @@ static int agree(weft_group *g, ncclComm_t comm, ncclResult_t st, const char *wh
                        "not answer; abort the job",
                        g->name, *why ? ": " : "", why, g->world_ranks[0]);
     return boot_fail(g, st == ncclInProgress ? WEFT_ETIMEDOUT : WEFT_ENCCL,
-                     "NCCL bootstrap of group %s failed%s%s; %s%s; abort the job",
-                     g->name, *why ? ": here: " : "", why, len ? "world rank(s) " : "",
-                     len ? list : "all called it, none failed, and it finished on none: NCCL "
-                     "could not connect them (the network between the hosts, "
-                     "NCCL_SOCKET_IFNAME) or a rank is stuck inside NCCL");
+                     "NCCL bootstrap of group %s failed%s%s; %s%s; abort the job", g->name,
+                     *why ? ": here: " : "", why, len ? "world rank(s) " : "",
+                     len ? list
+                         : "all called it, none failed, and it finished on none: NCCL "
+                           "could not connect them (the network between the hosts, "
+                           "NCCL_SOCKET_IFNAME) or a rank is stuck inside NCCL");
   }
   free(flags);
   return 0;

@@ -39,15 +39,15 @@ static void *open_lib(const char *soname, const char *dir, char *err, size_t len
 
 /* Assign a dlsym() result to a function pointer without a pedantic cast
  * warning; a required symbol that is missing ends the load. */
-#define SYM(lib, field, name, required)                                                     \
-  do {                                                                                      \
-    void *s_ = dlsym(lib, name);                                                            \
-    if (!s_ && (required)) {                                                                \
-      weft__snprintf(why, sizeof(why), "%s has no %s", lib == rt ? WEFT_CUDART_SONAME       \
-                     : "libnccl.so.2", name);                                               \
-      goto fail;                                                                            \
-    }                                                                                       \
-    memcpy(&weft__nccl.field, &s_, sizeof(s_));                                             \
+#define SYM(lib, field, name, required)                                                            \
+  do {                                                                                             \
+    void *s_ = dlsym(lib, name);                                                                   \
+    if (!s_ && (required)) {                                                                       \
+      weft__snprintf(why, sizeof(why), "%s has no %s",                                             \
+                     lib == rt ? WEFT_CUDART_SONAME : "libnccl.so.2", name);                       \
+      goto fail;                                                                                   \
+    }                                                                                              \
+    memcpy(&weft__nccl.field, &s_, sizeof(s_));                                                    \
   } while (0)
 
 static void load(void)
@@ -57,15 +57,19 @@ static void load(void)
   void *rt = open_lib(WEFT_CUDART_SONAME, WEFT_CUDA_LIBDIR, err, sizeof(err)), *nc = NULL;
 
   if (!rt) {
-    weft__snprintf(why, sizeof(why), "the CUDA runtime cannot be loaded (%s); put its "
-                   "directory in LD_LIBRARY_PATH", err);
+    weft__snprintf(why, sizeof(why),
+                   "the CUDA runtime cannot be loaded (%s); put its "
+                   "directory in LD_LIBRARY_PATH",
+                   err);
     load_rc = WEFT_ENOCUDA;
     return;
   }
   nc = open_lib("libnccl.so.2", WEFT_NCCL_LIBDIR, err, sizeof(err));
   if (!nc) {
-    weft__snprintf(why, sizeof(why), "NCCL cannot be loaded (%s); install NCCL or put the "
-                   "directory of libnccl.so.2 in LD_LIBRARY_PATH", err);
+    weft__snprintf(why, sizeof(why),
+                   "NCCL cannot be loaded (%s); install NCCL or put the "
+                   "directory of libnccl.so.2 in LD_LIBRARY_PATH",
+                   err);
     goto fail;
   }
   SYM(rt, GetDeviceCount, "cudaGetDeviceCount", 1);

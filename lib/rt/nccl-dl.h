@@ -51,8 +51,7 @@ struct weft__nccl_api {
   ncclResult_t (*CommFinalize)(ncclComm_t c);
   ncclResult_t (*CommDestroy)(ncclComm_t c);
   /* NCCL 2.18 and later; NULL before (groups then come up lazily). */
-  ncclResult_t (*CommSplit)(ncclComm_t c, int color, int key, ncclComm_t *out,
-                            ncclConfig_t *cfg);
+  ncclResult_t (*CommSplit)(ncclComm_t c, int color, int key, ncclComm_t *out, ncclConfig_t *cfg);
   const char *(*NcclErrorString)(ncclResult_t r);
   const char *(*NcclLastError)(ncclComm_t c);
   ncclResult_t (*AllReduce)(const void *s, void *r, size_t n, ncclDataType_t dt, ncclRedOp_t op,
@@ -61,15 +60,15 @@ struct weft__nccl_api {
                             ncclComm_t c, cudaStream_t st);
   ncclResult_t (*AllGather)(const void *s, void *r, size_t n, ncclDataType_t dt, ncclComm_t c,
                             cudaStream_t st);
-  ncclResult_t (*ReduceScatter)(const void *s, void *r, size_t n, ncclDataType_t dt,
-                                ncclRedOp_t op, ncclComm_t c, cudaStream_t st);
+  ncclResult_t (*ReduceScatter)(const void *s, void *r, size_t n, ncclDataType_t dt, ncclRedOp_t op,
+                                ncclComm_t c, cudaStream_t st);
   ncclResult_t (*Send)(const void *b, size_t n, ncclDataType_t dt, int peer, ncclComm_t c,
                        cudaStream_t st);
   ncclResult_t (*Recv)(void *b, size_t n, ncclDataType_t dt, int peer, ncclComm_t c,
                        cudaStream_t st);
   ncclResult_t (*GroupStart)(void);
   ncclResult_t (*GroupEnd)(void);
-  int version;  /* ncclGetVersion's */
+  int version; /* ncclGetVersion's */
 };
 
 extern struct weft__nccl_api weft__nccl;

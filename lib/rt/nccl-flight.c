@@ -242,7 +242,8 @@ int weft__nccl_overdue(char *why, size_t len, const weft_group **gp, double *lim
 
   pthread_mutex_lock(&lock);
   if (blocked.on && now - blocked.since > blocked.limit) {
-    weft__snprintf(why, len, "NCCL's %s on group %s has not returned after %.0f s "
+    weft__snprintf(why, len,
+                   "NCCL's %s on group %s has not returned after %.0f s "
                    "(NCCL_COMM_BLOCKING=1 makes NCCL's calls block; limit %gs); ending the rank",
                    blocked.what, blocked.g ? blocked.g->name : "?", now - blocked.since,
                    blocked.limit);
@@ -260,7 +261,8 @@ int weft__nccl_overdue(char *why, size_t len, const weft_group **gp, double *lim
       continue;
     }
     if (look(ns, now, limit + DOG_GRACE_S, 0, &late)) {
-      weft__snprintf(why, len, "device %s on group %s (device call %lld) has not finished "
+      weft__snprintf(why, len,
+                     "device %s on group %s (device call %lld) has not finished "
                      "%.0f s after its stream reached it (WEFT_COLL_TIMEOUT=%g), and the "
                      "program is not in weft to be told; ending the rank",
                      late.fn, ns->g->name, (long long)late.seq, now - late.started, limit);

@@ -21,8 +21,12 @@
 /* MPI tags on the group's communicator (host send/recv and batches use 1,
  * host all-to-all 2); NONE is carried by no message (a probe that only makes
  * MPI progress). */
-enum { WEFT__TAG_FLAG_UP = 7, WEFT__TAG_FLAG_DOWN = 8, WEFT__TAG_ABORTED = 12,
-       WEFT__TAG_NONE = 13 };
+enum {
+  WEFT__TAG_FLAG_UP = 7,
+  WEFT__TAG_FLAG_DOWN = 8,
+  WEFT__TAG_ABORTED = 12,
+  WEFT__TAG_NONE = 13
+};
 
 struct weft__boot {
   int ok;
@@ -34,7 +38,7 @@ struct weft__boot {
  * last send to it and receive from it in the batch, counted as deadline.c's
  * tokens (0: none). The first WEFT__FL_PEERS peers are kept, more counted. */
 #define WEFT__FL_PEERS 8
-#define WEFT__FL_BATCH (-2)  /* weft__flight.peer of a batch */
+#define WEFT__FL_BATCH (-2) /* weft__flight.peer of a batch */
 struct weft__fl_batch {
   int n, more;
   struct {
@@ -45,39 +49,39 @@ struct weft__fl_batch {
 
 /* One device call queued on a stream and not yet seen finished. */
 struct weft__flight {
-  cudaEvent_t start, done;  /* around the call; start is recorded only with a deadline */
-  int64_t seq;              /* the group's device call number, from 1 */
-  unsigned long arrival;    /* the group's collective number (arrival tokens); 0 for p2p */
-  int peer;                 /* group rank of a send's or receive's peer; -1 collective;
+  cudaEvent_t start, done; /* around the call; start is recorded only with a deadline */
+  int64_t seq;             /* the group's device call number, from 1 */
+  unsigned long arrival;   /* the group's collective number (arrival tokens); 0 for p2p */
+  int peer;                /* group rank of a send's or receive's peer; -1 collective;
                              * WEFT__FL_BATCH a batch (its peers in batch) */
   const char *fn;
-  double started;           /* when weft first saw the stream reach it; 0 not yet */
+  double started; /* when weft first saw the stream reach it; 0 not yet */
   struct weft__fl_batch batch;
 };
 
-struct weft__tell;          /* an abort notice in flight (nccl-comm.c) */
+struct weft__tell; /* an abort notice in flight (nccl-comm.c) */
 
 /* The NCCL side of a group (g->nccl). */
 struct weft__ncgroup {
   weft_group *g;
-  ncclComm_t comm;          /* the group's communicator, once up */
-  ncclComm_t child;         /* where a non-blocking ncclCommSplit writes it, late: it
+  ncclComm_t comm;  /* the group's communicator, once up */
+  ncclComm_t child; /* where a non-blocking ncclCommSplit writes it, late: it
                              * must outlive the call, so it lives here */
-  int blocking;             /* NCCL_COMM_BLOCKING=1 made comm blocking */
-  int failed;               /* its code (WEFT_E*) once it failed: device calls refuse */
+  int blocking;     /* NCCL_COMM_BLOCKING=1 made comm blocking */
+  int failed;       /* its code (WEFT_E*) once it failed: device calls refuse */
   char why[400];
-  struct weft__boot *boot;  /* unique-id broadcast; may outlive its request */
+  struct weft__boot *boot; /* unique-id broadcast; may outlive its request */
   MPI_Request boot_req;
   /* Calls in flight (nccl-flight.c): fl[head .. head + n) modulo cap, oldest
    * first; changed and read only under weft__flights_lock(). */
   struct weft__flight *fl;
   size_t head, n, cap;
-  int64_t queued;           /* device calls queued on comm */
-  int64_t completed;        /* of them, those seen finished, in order */
+  int64_t queued;    /* device calls queued on comm */
+  int64_t completed; /* of them, those seen finished, in order */
   struct weft__tell *tell;
-  int noticed;              /* a member's abort notice came (taken, not yet acted on) */
-  int notice_from;          /* its world rank */
-  int64_t notice_done;      /* the calls it had finished; -1 unknown */
+  int noticed;                /* a member's abort notice came (taken, not yet acted on) */
+  int notice_from;            /* its world rank */
+  int64_t notice_done;        /* the calls it had finished; -1 unknown */
   struct weft__ncgroup *next; /* the watchdog's list of every group with a device side */
 };
 
@@ -124,10 +128,10 @@ void weft__flights_register(struct weft__ncgroup *ns);
 void weft__flights_unregister(struct weft__ncgroup *ns);
 /* What weft__fl_see found. */
 struct weft__fl_seen {
-  size_t left;              /* calls still in flight */
-  size_t waiting;           /* of them, not reached by their stream yet (with a deadline) */
-  int64_t oldest;           /* the oldest one's seq, -1 for none */
-  int over;                 /* 1: late is one past its deadline */
+  size_t left;    /* calls still in flight */
+  size_t waiting; /* of them, not reached by their stream yet (with a deadline) */
+  int64_t oldest; /* the oldest one's seq, -1 for none */
+  int over;       /* 1: late is one past its deadline */
   struct weft__flight late;
 };
 /* Retire ns's calls that have finished, in order, and say what is left

@@ -46,20 +46,23 @@ static int split(weft_group *g, struct weft__ncgroup *ns, int color, int key)
   st = ncclCommSplit(parent, color, key, &ns->child, &cfg);
   weft__fl_blocking_exit();
   /* The parent first: the split is done when it settles. */
-  ps = st == ncclSuccess || st == ncclInProgress ? weft__nc_wait_comm(parent, ncclInProgress, end) : st;
+  ps = st == ncclSuccess || st == ncclInProgress ? weft__nc_wait_comm(parent, ncclInProgress, end)
+                                                 : st;
   if (ps == ncclInProgress) {
     /* Still running: the parent cannot be used, and NCCL's thread would
      * write ns->child later; aborting the parent joins that thread. */
-    weft__snprintf(why, sizeof(why), "ncclCommSplit for group %s did not finish within %gs "
-                   "(WEFT_INIT_TIMEOUT); a rank did not come to weft_mesh_group", g->name,
-                   ctx->init_timeout);
+    weft__snprintf(why, sizeof(why),
+                   "ncclCommSplit for group %s did not finish within %gs "
+                   "(WEFT_INIT_TIMEOUT); a rank did not come to weft_mesh_group",
+                   g->name, ctx->init_timeout);
     weft__nc_abort(w, WEFT_ETIMEDOUT, 1, why);
     return weft__rt_fail(ctx, WEFT_ETIMEDOUT, "%s", why);
   }
   if (ps != ncclSuccess) {
-    weft__snprintf(why, sizeof(why), "ncclCommSplit for group %s failed: %s (NCCL's last "
-                   "message in this process: %s)", g->name, ncclGetErrorString(ps),
-                   ncclGetLastError(NULL));
+    weft__snprintf(why, sizeof(why),
+                   "ncclCommSplit for group %s failed: %s (NCCL's last "
+                   "message in this process: %s)",
+                   g->name, ncclGetErrorString(ps), ncclGetLastError(NULL));
     weft__nc_abort(w, WEFT_ENCCL, 1, why);
     child = __atomic_exchange_n(&ns->child, NULL, __ATOMIC_ACQ_REL);
     if (child)
@@ -97,8 +100,10 @@ int weft__nccl_split(weft_group *g, int color, int key)
    * (NCCL: a split with outstanding operations may deadlock). */
   ok = world_drained(ctx) && weft__nc_usable(ctx->world, ctx->nccl_world, "ncclCommSplit") == 0;
   if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->world->comm) != MPI_SUCCESS || !all) {
-    WEFT__LOG(RT, "group %s: the world's NCCL calls did not drain in time; NCCL comes up at "
-              "first use", g->name);
+    WEFT__LOG(RT,
+              "group %s: the world's NCCL calls did not drain in time; NCCL comes up at "
+              "first use",
+              g->name);
     return 0;
   }
   if (!(ns = weft__nc_state(g)))

@@ -25,26 +25,26 @@
 
 /* Sum and product are computed in U: for integers the unsigned type of the
  * same width (wrapping is defined there), for floats the type itself. */
-#define KERNELS(T, U)                                                                          \
-  static void T##_sum(T *d, const T *a, const T *b, size_t n)                                \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = (T)(U)((U)a[i] + (U)b[i]);                                                      \
-  }                                                                                          \
-  static void T##_prod(T *d, const T *a, const T *b, size_t n)                               \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = (T)(U)((U)a[i] * (U)b[i]);                                                      \
-  }                                                                                          \
-  static void T##_min(T *d, const T *a, const T *b, size_t n)                                \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = a[i] < b[i] ? a[i] : b[i];                                                      \
-  }                                                                                          \
-  static void T##_max(T *d, const T *a, const T *b, size_t n)                                \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++)                                                           \
-      d[i] = a[i] > b[i] ? a[i] : b[i];                                                      \
+#define KERNELS(T, U)                                                                              \
+  static void T##_sum(T *d, const T *a, const T *b, size_t n)                                      \
+  {                                                                                                \
+    for (size_t i = 0; i < n; i++)                                                                 \
+      d[i] = (T)(U)((U)a[i] + (U)b[i]);                                                            \
+  }                                                                                                \
+  static void T##_prod(T *d, const T *a, const T *b, size_t n)                                     \
+  {                                                                                                \
+    for (size_t i = 0; i < n; i++)                                                                 \
+      d[i] = (T)(U)((U)a[i] * (U)b[i]);                                                            \
+  }                                                                                                \
+  static void T##_min(T *d, const T *a, const T *b, size_t n)                                      \
+  {                                                                                                \
+    for (size_t i = 0; i < n; i++)                                                                 \
+      d[i] = a[i] < b[i] ? a[i] : b[i];                                                            \
+  }                                                                                                \
+  static void T##_max(T *d, const T *a, const T *b, size_t n)                                      \
+  {                                                                                                \
+    for (size_t i = 0; i < n; i++)                                                                 \
+      d[i] = a[i] > b[i] ? a[i] : b[i];                                                            \
   }
 
 /* uint8 * uint8 would be computed in int; unsigned int keeps it unsigned. */
@@ -55,33 +55,33 @@ KERNELS(int64_t, uint64_t)
 KERNELS(float, float)
 KERNELS(double, double)
 
-#define HALF_KERNEL(NAME, TO_F, FROM_F, QNAN, EXPR)                                            \
-  static void NAME(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)              \
-  {                                                                                          \
-    for (size_t i = 0; i < n; i++) {                                                         \
-      float x = TO_F(a[i]), y = TO_F(b[i]), r = (EXPR);                                      \
-      d[i] = isnan(r) ? (uint16_t)(QNAN) : FROM_F(r);                                        \
-    }                                                                                        \
+#define HALF_KERNEL(NAME, TO_F, FROM_F, QNAN, EXPR)                                                \
+  static void NAME(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n)                    \
+  {                                                                                                \
+    for (size_t i = 0; i < n; i++) {                                                               \
+      float x = TO_F(a[i]), y = TO_F(b[i]), r = (EXPR);                                            \
+      d[i] = isnan(r) ? (uint16_t)(QNAN) : FROM_F(r);                                              \
+    }                                                                                              \
   }
 
 HALF_KERNEL(h_sum, weft__h2f, weft__f2h, WEFT__F16_NAN, x + y)
-HALF_KERNEL(h_prod, weft__h2f, weft__f2h, WEFT__F16_NAN, x * y)
+HALF_KERNEL(h_prod, weft__h2f, weft__f2h, WEFT__F16_NAN, x *y)
 HALF_KERNEL(h_min, weft__h2f, weft__f2h, WEFT__F16_NAN, weft__min16(x, y))
 HALF_KERNEL(h_max, weft__h2f, weft__f2h, WEFT__F16_NAN, weft__max16(x, y))
 HALF_KERNEL(b_sum, weft__b2f, weft__f2b, WEFT__BF16_NAN, x + y)
-HALF_KERNEL(b_prod, weft__b2f, weft__f2b, WEFT__BF16_NAN, x * y)
+HALF_KERNEL(b_prod, weft__b2f, weft__f2b, WEFT__BF16_NAN, x *y)
 HALF_KERNEL(b_min, weft__b2f, weft__f2b, WEFT__BF16_NAN, weft__min16(x, y))
 HALF_KERNEL(b_max, weft__b2f, weft__f2b, WEFT__BF16_NAN, weft__max16(x, y))
 
-#define CASE(DT, PFX)                                                                       \
-  case DT:                                                                                   \
-    switch (op) {                                                                            \
-    case WEFT_SUM:                                                                           \
-    case WEFT_AVG: PFX##_sum(dst, a, b, n); return;                                          \
-    case WEFT_PROD: PFX##_prod(dst, a, b, n); return;                                        \
-    case WEFT_MIN: PFX##_min(dst, a, b, n); return;                                          \
-    case WEFT_MAX: PFX##_max(dst, a, b, n); return;                                          \
-    default: return;                                                                         \
+#define CASE(DT, PFX)                                                                              \
+  case DT:                                                                                         \
+    switch (op) {                                                                                  \
+    case WEFT_SUM:                                                                                 \
+    case WEFT_AVG: PFX##_sum(dst, a, b, n); return;                                                \
+    case WEFT_PROD: PFX##_prod(dst, a, b, n); return;                                              \
+    case WEFT_MIN: PFX##_min(dst, a, b, n); return;                                                \
+    case WEFT_MAX: PFX##_max(dst, a, b, n); return;                                                \
+    default: return;                                                                               \
     }
 
 void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const void *b, size_t n)
@@ -95,8 +95,7 @@ void weft__reduce(weft_dtype dt, weft_op op, void *dst, const void *a, const voi
     CASE(WEFT_BFLOAT16, b)
     CASE(WEFT_FLOAT32, float)
     CASE(WEFT_FLOAT64, double)
-  default:
-    return;
+  default: return;
   }
 }
 
@@ -131,17 +130,9 @@ void weft__copy_stream(void *dst, const void *src, size_t n)
   memcpy(d, s, n);
 }
 
-void weft__stream_fence(void)
-{
-  _mm_sfence();
-}
+void weft__stream_fence(void) { _mm_sfence(); }
 #else
-void weft__copy_stream(void *dst, const void *src, size_t n)
-{
-  memcpy(dst, src, n);
-}
+void weft__copy_stream(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 
-void weft__stream_fence(void)
-{
-}
+void weft__stream_fence(void) {}
 #endif

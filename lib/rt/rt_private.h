@@ -30,9 +30,9 @@ typedef enum weft__allreduce_algo {
 struct weft_group {
   weft_ctx *ctx;
   char name[64];
-  MPI_Comm comm;       /* our own communicator (never the user's) */
+  MPI_Comm comm; /* our own communicator (never the user's) */
   int rank, size;
-  int *world_ranks;    /* world rank of each group rank */
+  int *world_ranks; /* world rank of each group rank */
   /* Deadlines: a duplicate communicator for arrival tokens, and how many
    * collectives each member has entered (counted from its tokens). */
   MPI_Comm arrive;
@@ -46,7 +46,7 @@ struct weft_group {
   void *scratch;
   size_t scratch_size;
   /* Hierarchy, built at the first hierarchical all-reduce. */
-  int hier_state;      /* 0 not looked at, 1 usable, -1 not applicable */
+  int hier_state; /* 0 not looked at, 1 usable, -1 not applicable */
   MPI_Comm intra, inter;
   int intra_rank, intra_size, nhosts;
   int *hier_counts, *hier_displs;
@@ -78,7 +78,7 @@ struct weft_mesh {
   weft_ctx *ctx;
   struct weft__layout layout;
   int coord[WEFT__MESH_MAXDIMS];
-  weft_group *groups;  /* cached groups, by name */
+  weft_group *groups; /* cached groups, by name */
   struct weft_mesh *next;
 };
 
@@ -86,21 +86,21 @@ struct weft_ctx {
   int rank, size;
   int local_rank, local_size;
   int node_rank, node_count;
-  int *node_of;        /* host index of each world rank */
+  int *node_of; /* host index of each world rank */
   int device;
-  int own_mpi;         /* we called MPI_Init_thread, so we finalize */
-  int backend;         /* weft__backend_pref */
-  int ar_algo;         /* weft__allreduce_algo */
+  int own_mpi; /* we called MPI_Init_thread, so we finalize */
+  int backend; /* weft__backend_pref */
+  int ar_algo; /* weft__allreduce_algo */
   size_t hier_threshold;
   double coll_timeout; /* seconds, 0 = none */
   double init_timeout;
-  size_t chunk;        /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
+  size_t chunk;          /* elements per MPI call (INT_MAX; WEFT_MPI_CHUNK in tests) */
   size_t ranks_per_node; /* WEFT_RANKS_PER_NODE (tests), 0 unset */
-  int host_shm;        /* WEFT_HOST_SHM: 0 off */
-  size_t shm_threshold; /* WEFT_HOST_SHM_THRESHOLD, bytes */
-  size_t shm_staged;   /* WEFT_HOST_SHM_STAGED, bytes */
-  int cuda_state;      /* 1 once weft__nccl_check passed */
-  void *nccl_world;    /* ncclComm_t of the world group */
+  int host_shm;          /* WEFT_HOST_SHM: 0 off */
+  size_t shm_threshold;  /* WEFT_HOST_SHM_THRESHOLD, bytes */
+  size_t shm_staged;     /* WEFT_HOST_SHM_STAGED, bytes */
+  int cuda_state;        /* 1 once weft__nccl_check passed */
+  void *nccl_world;      /* ncclComm_t of the world group */
   weft_group *world;
   weft_mesh *meshes;
   char err[1024];
@@ -145,12 +145,12 @@ void weft__group_free(weft_group *g);
 const char *weft__mpi_strerror(int rc, char *buf, size_t size);
 
 /* ---- mesh math (mesh.c, pure) ---- */
-int weft__layout_parse(const char *layout, int world_size, struct weft__layout *out,
-                       char *why, size_t whysize);
+int weft__layout_parse(const char *layout, int world_size, struct weft__layout *out, char *why,
+                       size_t whysize);
 void weft__layout_coords(const struct weft__layout *l, int rank, int *coord);
 /* Bit i set for dimension i of l named in dims ("tp,dp"); <0 on error. */
-int weft__layout_mask(const struct weft__layout *l, const char *dims, unsigned *mask,
-                      char *why, size_t whysize);
+int weft__layout_mask(const struct weft__layout *l, const char *dims, unsigned *mask, char *why,
+                      size_t whysize);
 /* Color of rank's group for mask: the index over the dims not in mask. */
 int weft__layout_color(const struct weft__layout *l, unsigned mask, int rank);
 /* Members (world ranks, ascending) of rank's group for mask; returns count. */
@@ -240,8 +240,8 @@ int weft__wait_batch(weft_group *g, int n, MPI_Request *reqs, const int *req_op,
                      const weft_p2p *ops, const char *fn);
 
 /* ---- the call page and the watchdog (watch.c) ---- */
-#define WEFT__INIT_TIMEOUT_S 300.0   /* WEFT_INIT_TIMEOUT's default */
-#define WEFT__COLL_WATCHDOG_S 600.0  /* the collective watchdog without WEFT_COLL_TIMEOUT */
+#define WEFT__INIT_TIMEOUT_S 300.0  /* WEFT_INIT_TIMEOUT's default */
+#define WEFT__COLL_WATCHDOG_S 600.0 /* the collective watchdog without WEFT_COLL_TIMEOUT */
 /* At weft_init's start: map the agent's page, start the watchdog (state INIT). */
 void weft__watch_start(void);
 /* weft_init done: this rank runs (state RUNNING). */
@@ -265,8 +265,8 @@ struct weft__backend {
                    void *stream);
   int (*broadcast)(weft_group *g, void *buf, size_t n, weft_dtype dt, int root, void *stream);
   int (*allgather)(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, void *stream);
-  int (*reduce_scatter)(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                        weft_op op, void *stream);
+  int (*reduce_scatter)(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op,
+                        void *stream);
   int (*send)(weft_group *g, const void *buf, size_t n, weft_dtype dt, int peer, void *stream);
   int (*recv)(weft_group *g, void *buf, size_t n, weft_dtype dt, int peer, void *stream);
   /* All-to-all (exchange.c has checked counts, overlap and memory). */

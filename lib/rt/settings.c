@@ -25,20 +25,20 @@
 #include <string.h>
 
 enum kind {
-  K_CHOICE,  /* int: the index of the word in arg ("auto|mpi|nccl") */
-  K_SIZE,    /* size_t: bytes, with K/M/G */
-  K_SECONDS, /* double: non-negative seconds */
-  K_COUNT,   /* size_t: a whole number from lo to hi */
+  K_CHOICE,   /* int: the index of the word in arg ("auto|mpi|nccl") */
+  K_SIZE,     /* size_t: bytes, with K/M/G */
+  K_SECONDS,  /* double: non-negative seconds */
+  K_COUNT,    /* size_t: a whole number from lo to hi */
   K_ELSEWHERE /* read where it is used, never agreed: why says why */
 };
 
 struct setting {
   const char *var;
   enum kind kind;
-  size_t off;       /* of the parsed value in weft_ctx */
-  const char *arg;  /* K_CHOICE: the words; K_SIZE: an example */
-  double def;       /* the value when unset or empty */
-  long lo, hi;      /* K_COUNT */
+  size_t off;      /* of the parsed value in weft_ctx */
+  const char *arg; /* K_CHOICE: the words; K_SIZE: an example */
+  double def;      /* the value when unset or empty */
+  long lo, hi;     /* K_COUNT */
   const char *why;
 };
 
@@ -51,8 +51,7 @@ static const struct setting table[] = {
   {"WEFT_HIER_THRESHOLD", K_SIZE, AT(hier_threshold), "1M", 1 << 20, 0, 0,
    "where the hierarchical all-reduce starts"},
   {"WEFT_MPI_CHUNK", K_COUNT, AT(chunk), NULL, INT_MAX, 1, INT_MAX, "how a count is cut"},
-  {"WEFT_COLL_TIMEOUT", K_SECONDS, AT(coll_timeout), NULL, 0, 0, 0,
-   "deadlines and arrival tokens"},
+  {"WEFT_COLL_TIMEOUT", K_SECONDS, AT(coll_timeout), NULL, 0, 0, 0, "deadlines and arrival tokens"},
   {"WEFT_INIT_TIMEOUT", K_SECONDS, AT(init_timeout), NULL, WEFT__INIT_TIMEOUT_S, 0, 0,
    "how long NCCL's start may take"},
   {"WEFT_HOST_SHM", K_CHOICE, AT(host_shm), "0|1", 1, 0, 0, "shared memory or MPI on a host"},
@@ -137,8 +136,8 @@ static int read_one(weft_ctx *ctx, const struct setting *st)
       for (char *p = list; *p; p++)
         if (*p == '|')
           *p = ',';
-      return weft__rt_fail(ctx, WEFT_EINVAL, "%s=%s: use one of %s (default %.*s)", st->var,
-                           s, list, deflen, def);
+      return weft__rt_fail(ctx, WEFT_EINVAL, "%s=%s: use one of %s (default %.*s)", st->var, s,
+                           list, deflen, def);
     }
     memcpy(at, &i, sizeof(i));
     return 0;
@@ -173,8 +172,7 @@ static int read_one(weft_ctx *ctx, const struct setting *st)
     memcpy(at, &u, sizeof(u));
     return 0;
   }
-  case K_ELSEWHERE:
-    break;
+  case K_ELSEWHERE: break;
   }
   return 0;
 }
@@ -199,18 +197,11 @@ static int64_t value_of(const weft_ctx *ctx, const struct setting *st)
   double d;
 
   switch (st->kind) {
-  case K_CHOICE:
-    memcpy(&i, at, sizeof(i));
-    return i;
+  case K_CHOICE: memcpy(&i, at, sizeof(i)); return i;
   case K_SIZE:
-  case K_COUNT:
-    memcpy(&z, at, sizeof(z));
-    return z > INT64_MAX ? INT64_MAX : (int64_t)z;
-  case K_SECONDS:
-    memcpy(&d, at, sizeof(d));
-    return (int64_t)llround(d * 1e6);
-  case K_ELSEWHERE:
-    break;
+  case K_COUNT: memcpy(&z, at, sizeof(z)); return z > INT64_MAX ? INT64_MAX : (int64_t)z;
+  case K_SECONDS: memcpy(&d, at, sizeof(d)); return (int64_t)llround(d * 1e6);
+  case K_ELSEWHERE: break;
   }
   return 0;
 }
@@ -349,8 +340,9 @@ int weft__settings_agree(weft_ctx *ctx, MPI_Comm comm, int read_rc)
   rc = MPI_Allreduce(MPI_IN_PLACE, v, 2 * n, MPI_INT64_T, MPI_MAX, comm);
   if (rc != MPI_SUCCESS) {
     free(all);
-    return weft__rt_fail(ctx, WEFT_EMPI, "weft_init: comparing WEFT_* settings between ranks "
-                                         "failed");
+    return weft__rt_fail(ctx, WEFT_EMPI,
+                         "weft_init: comparing WEFT_* settings between ranks "
+                         "failed");
   }
   if (v[0] != 0 || (first = weft__settings_differs(v, n, 1)) < 0) {
     /* none differs, or a rank could not read its own (its line says which) */
@@ -374,8 +366,11 @@ int weft__settings_agree(weft_ctx *ctx, MPI_Comm comm, int read_rc)
   } else {
     weft__snprintf(line, sizeof(line),
                    "ranks disagree on %s%s%s%s; set it on every host, or pass -x %s to mpirun "
-                   "or weftrun", weft__settings_name(first), *also ? " (" : "", also,
-                   !*also ? "" : strchr(also, ',') ? " differ too)" : " differs too)",
+                   "or weftrun",
+                   weft__settings_name(first), *also ? " (" : "", also,
+                   !*also              ? ""
+                   : strchr(also, ',') ? " differ too)"
+                                       : " differs too)",
                    weft__settings_name(first));
   }
   free(all);

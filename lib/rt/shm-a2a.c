@@ -49,8 +49,8 @@ struct head {
   uint64_t pad[7];
 };
 struct entry {
-  uint64_t at;              /* MODE_SLOT: offset in the slot's data; else the address */
-  uint64_t sc, rc;          /* elements sent to, expected from this member */
+  uint64_t at;     /* MODE_SLOT: offset in the slot's data; else the address */
+  uint64_t sc, rc; /* elements sent to, expected from this member */
 };
 
 /* Outgoing bytes (our own block aside) up to which a sender of per-peer
@@ -76,10 +76,7 @@ static size_t head_bytes(int p)
   return (sizeof(struct head) + (size_t)p * sizeof(struct entry) + 63) & ~(size_t)63;
 }
 
-static struct entry *entries(char *slot)
-{
-  return (struct entry *)(slot + sizeof(struct head));
-}
+static struct entry *entries(char *slot) { return (struct entry *)(slot + sizeof(struct head)); }
 
 /* A mismatch anywhere: the first pair (sender, receiver) in rank order. */
 static int counts_agree(struct weft__shm *sh, const char *fn)
@@ -105,8 +102,7 @@ static int counts_agree(struct weft__shm *sh, const char *fn)
 }
 
 /* Read peer k's block for us: from its slot, or from its send buffer. */
-static int fetch(struct weft__shm *sh, int k, char *dst, size_t bytes, size_t head,
-                 const char *fn)
+static int fetch(struct weft__shm *sh, int k, char *dst, size_t bytes, size_t head, const char *fn)
 {
   char *slot = weft__shm_slot(sh, k);
   const struct entry *e = &entries(slot)[sh->rank];
@@ -133,7 +129,7 @@ static int fetch(struct weft__shm *sh, int k, char *dst, size_t bytes, size_t he
  * other's buffer, who wait for each other at the end). A peer that returned
  * early may already be in its next call when we look, so not where its
  * control block holds addresses for the next call. */
-#define COUNT_AT 64  /* the slot's bytes before the pieces */
+#define COUNT_AT 64 /* the slot's bytes before the pieces */
 
 static int same_count(struct weft__shm *sh, size_t n, int in_slot, const char *fn)
 {
@@ -235,8 +231,7 @@ int weft__shm_alltoall(weft_group *g, const void *s, void *r, const struct weft_
   sh = weft__shm_get(g, 0, fn, &rc);
   if (!sh || rc != 0)
     return rc != 0 ? rc : WEFT__SHM_DECLINED;
-  if (sh->state == -1 ||
-      (sh->state == 1 && !a->sc && a->n * (size_t)g->size * es < sh->threshold))
+  if (sh->state == -1 || (sh->state == 1 && !a->sc && a->n * (size_t)g->size * es < sh->threshold))
     return WEFT__SHM_DECLINED;
   if (!a->sc && a->n == 0)
     return 0;

@@ -34,13 +34,13 @@
  * at every member (one segment for a plain buffer; a bucket's tensors). */
 struct view {
   size_t nseg;
-  const size_t *start;              /* start[i]: first element of segment i; nseg + 1 */
-  const struct weft__seg *s, *r;    /* this rank's input and output segments */
-  const uint64_t *peer_s, *peer_r;  /* [k * nseg + i]: segment i at member k */
-  size_t rshift;                    /* one segment only: element x's output is at
+  const size_t *start;             /* start[i]: first element of segment i; nseg + 1 */
+  const struct weft__seg *s, *r;   /* this rank's input and output segments */
+  const uint64_t *peer_s, *peer_r; /* [k * nseg + i]: segment i at member k */
+  size_t rshift;                   /* one segment only: element x's output is at
                                      * r + (x - rshift) (reduce-scatter); else 0 */
-  int inplace;                      /* each output piece is the input piece itself */
-  int stream;                       /* copies into the output bypass the cache */
+  int inplace;                     /* each output piece is the input piece itself */
+  int stream;                      /* copies into the output bypass the cache */
 };
 
 /* Member k's slice of n elements: the first n % p members get one more. */
@@ -297,8 +297,8 @@ static void fold_slots(struct weft__shm *sh, const struct view *v, size_t a, siz
 }
 
 /* All-reduce, reduce-scatter (our slice [lo, hi)) or a bucket, small. */
-static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, size_t lo,
-                        size_t hi, weft_dtype dt, weft_op op, const char *opname)
+static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, size_t lo, size_t hi,
+                        weft_dtype dt, weft_op op, const char *opname)
 {
   int rc;
 
@@ -328,14 +328,13 @@ static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, si
 
 #define STEP ((size_t)16 << 10) /* bytes folded at a time */
 
-
 /* Our slice [lo, hi) of the round that starts at element a: every slot
  * folded in rank order, except that our own operand comes straight from
  * our input (our slot does not hold it) through a buffer that stays in
  * cache; the last fold writes into our slot, where peers read the result,
  * and we copy it from there into our own output while it is in cache. */
-static void fold_slice(struct weft__shm *sh, const struct view *v, size_t a, size_t lo,
-                       size_t hi, weft_dtype dt, weft_op op)
+static void fold_slice(struct weft__shm *sh, const struct view *v, size_t a, size_t lo, size_t hi,
+                       weft_dtype dt, weft_op op)
 {
   size_t es = weft_dtype_size(dt), max = STEP / es, x, m;
   char *t = sh->tmp, *own = t + STEP, *d = t;
@@ -434,8 +433,7 @@ static int finish(struct weft__shm *sh, int rc, const char *opname)
   return weft__shm_end(sh, opname);
 }
 
-int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                        weft_op op)
+int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op)
 {
   size_t es = weft_dtype_size(dt), start[2], lo, hi;
   struct weft__seg seg[2];
@@ -506,8 +504,7 @@ int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dt
   char *mine;
   int rc;
 
-  if (n == 0 || n > INT_MAX ||
-      !(sh = usable(g, 0, n * (size_t)g->size * es, 1, "allgather", &rc)))
+  if (n == 0 || n > INT_MAX || !(sh = usable(g, 0, n * (size_t)g->size * es, 1, "allgather", &rc)))
     return n == 0 || n > INT_MAX || rc == 0 ? WEFT__SHM_DECLINED : rc;
   /* Our block into its place (where peers read it) before we enter. */
   mine = (char *)r + (size_t)sh->rank * bytes;
@@ -560,12 +557,11 @@ int weft__shm_hier_allreduce(weft_group *g, const void *s, void *r, size_t n, we
     MPI_Request req;
     if (g->ctx->coll_timeout <= 0) {
       if ((rc = MPI_Allreduce(MPI_IN_PLACE, p, (int)(hi - lo), t, o, g->inter)) != MPI_SUCCESS)
-        rc = weft__rt_fail(g->ctx, WEFT_EMPI, "allreduce on group %s: across hosts failed",
-                           g->name);
+        rc =
+          weft__rt_fail(g->ctx, WEFT_EMPI, "allreduce on group %s: across hosts failed", g->name);
     } else if ((rc = MPI_Iallreduce(MPI_IN_PLACE, p, (int)(hi - lo), t, o, g->inter, &req)) !=
                MPI_SUCCESS) {
-      rc = weft__rt_fail(g->ctx, WEFT_EMPI, "allreduce on group %s: across hosts failed",
-                         g->name);
+      rc = weft__rt_fail(g->ctx, WEFT_EMPI, "allreduce on group %s: across hosts failed", g->name);
     } else {
       rc = weft__wait(g, &req, "allreduce across hosts", -1);
     }
@@ -627,8 +623,8 @@ static int exchange(struct weft__shm *sh, struct weft__shm_bucket *b, const stru
 
   /* nt is the count of an MPI call below. */
   if (nt > (size_t)INT_MAX)
-    return weft__rt_fail(sh->ctx, WEFT_EOVERFLOW, "%s: %zu tensors are more than MPI counts",
-                         fn, nt);
+    return weft__rt_fail(sh->ctx, WEFT_EOVERFLOW, "%s: %zu tensors are more than MPI counts", fn,
+                         nt);
   all = calloc((size_t)sh->size, sizeof(mine));
   if (!all)
     return weft__rt_fail(sh->ctx, WEFT_ENOMEM, "%s: out of memory", fn);
@@ -667,20 +663,21 @@ static int exchange(struct weft__shm *sh, struct weft__shm_bucket *b, const stru
     b->start[i + 1] = b->start[i] + t[i].n;
     addr[i] = (uint64_t)(uintptr_t)t[i].p;
   }
-  rc = MPI_Iallgather(addr, (int)nt, MPI_UINT64_T, b->peer, (int)nt, MPI_UINT64_T, sh->comm,
-                      &req);
+  rc = MPI_Iallgather(addr, (int)nt, MPI_UINT64_T, b->peer, (int)nt, MPI_UINT64_T, sh->comm, &req);
   free(addr);
   if ((rc = collective(sh, rc, &req, fn)) != 0)
     return rc;
   b->nt = nt;
-  WEFT__LOG(RT, "bucket on group %s: %zu tensors of %zu elements, reduced as one array without "
-                "packing", sh->g->name, nt, total);
+  WEFT__LOG(RT,
+            "bucket on group %s: %zu tensors of %zu elements, reduced as one array without "
+            "packing",
+            sh->g->name, nt, total);
   return 0;
 }
 
 int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
-                               const struct weft__seg *t, size_t nt, size_t total,
-                               weft_dtype dt, weft_op op)
+                               const struct weft__seg *t, size_t nt, size_t total, weft_dtype dt,
+                               weft_op op)
 {
   const char *fn = "bucket allreduce";
   struct weft__shm_bucket *b = *state;

@@ -74,15 +74,9 @@ static void set_word(struct weft__shm_ctl *c, _Atomic uint32_t *word, uint32_t v
     futex(word, FUTEX_WAKE, INT_MAX, NULL);
 }
 
-static int reached(uint32_t v, uint32_t seq)
-{
-  return (int32_t)(v - seq) >= 0;
-}
+static int reached(uint32_t v, uint32_t seq) { return (int32_t)(v - seq) >= 0; }
 
-static const char *group_name(const struct weft__shm *sh)
-{
-  return sh->g->name;
-}
+static const char *group_name(const struct weft__shm *sh) { return sh->g->name; }
 
 /* The members whose counter is behind, as "2,5". */
 static void behind(const struct weft__shm *sh, int counter, char *list, size_t size)
@@ -125,10 +119,11 @@ int weft__shm_fail(struct weft__shm *sh, int rc)
 
 static int died(struct weft__shm *sh, int k, const char *opname)
 {
-  return give_up(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
-                                   "%s on group %s (size %d): world rank %d (pid %d) died during "
-                                   "the call; abort the job (MPI_Abort)",
-                                   opname, group_name(sh), sh->size, sh->world[k], sh->pid[k]),
+  return give_up(sh,
+                 weft__rt_fail(sh->ctx, WEFT_EPEER,
+                               "%s on group %s (size %d): world rank %d (pid %d) died during "
+                               "the call; abort the job (MPI_Abort)",
+                               opname, group_name(sh), sh->size, sh->world[k], sh->pid[k]),
                  sh->world[k], WEFT__SHM_DIED);
 }
 
@@ -146,17 +141,19 @@ static int timed_out(struct weft__shm *sh, int counter, const char *opname)
   first = (int)strtol(list, NULL, 10);
   if (counter == WEFT__SHM_ARRIVE)
     return give_up(
-      sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
-                        "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
-                        "world rank(s) %s had not joined; abort the job (MPI_Abort)",
-                        opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list),
+      sh,
+      weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
+                    "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
+                    "world rank(s) %s had not joined; abort the job (MPI_Abort)",
+                    opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list),
       first, WEFT__SHM_ABSENT);
   return give_up(
-    sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
-                      "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
-                      "every rank had joined, world rank(s) %s had not finished (stopped, or "
-                      "stuck in the call); abort the job (MPI_Abort)",
-                      opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list),
+    sh,
+    weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
+                  "%s on group %s (size %d, shared-memory call %u) timed out after %gs; "
+                  "every rank had joined, world rank(s) %s had not finished (stopped, or "
+                  "stuck in the call); abort the job (MPI_Abort)",
+                  opname, group_name(sh), sh->size, sh->seq, sh->ctx->coll_timeout, list),
     first, WEFT__SHM_STUCK);
 }
 
@@ -168,27 +165,30 @@ static int peer_gave_up(struct weft__shm *sh, int k, const char *opname)
 
   switch (c->kind) {
   case WEFT__SHM_DIED:
-    return give_up(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
-                                     "%s on group %s (size %d): world rank %d died during the "
-                                     "call (world rank %d found it); abort the job (MPI_Abort)",
-                                     opname, group_name(sh), sh->size, blame, by),
+    return give_up(sh,
+                   weft__rt_fail(sh->ctx, WEFT_EPEER,
+                                 "%s on group %s (size %d): world rank %d died during the "
+                                 "call (world rank %d found it); abort the job (MPI_Abort)",
+                                 opname, group_name(sh), sh->size, blame, by),
                    blame, WEFT__SHM_DIED);
   case WEFT__SHM_ABSENT:
   case WEFT__SHM_STUCK:
-    return give_up(sh, weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
-                                     "%s on group %s (size %d): world rank(s) %d had not %s when "
-                                     "world rank %d timed out after %gs; abort the job "
-                                     "(MPI_Abort)",
-                                     opname, group_name(sh), sh->size, blame,
-                                     c->kind == WEFT__SHM_ABSENT ? "joined" : "finished", by,
-                                     sh->ctx->coll_timeout),
+    return give_up(sh,
+                   weft__rt_fail(sh->ctx, WEFT_ETIMEDOUT,
+                                 "%s on group %s (size %d): world rank(s) %d had not %s when "
+                                 "world rank %d timed out after %gs; abort the job "
+                                 "(MPI_Abort)",
+                                 opname, group_name(sh), sh->size, blame,
+                                 c->kind == WEFT__SHM_ABSENT ? "joined" : "finished", by,
+                                 sh->ctx->coll_timeout),
                    blame, (int)c->kind);
   default:
-    return give_up(sh, weft__rt_fail(sh->ctx, WEFT_EPEER,
-                                     "%s on group %s: world rank %d failed in a shared-memory "
-                                     "call (its own message says why); abort the job "
-                                     "(MPI_Abort)",
-                                     opname, group_name(sh), by),
+    return give_up(sh,
+                   weft__rt_fail(sh->ctx, WEFT_EPEER,
+                                 "%s on group %s: world rank %d failed in a shared-memory "
+                                 "call (its own message says why); abort the job "
+                                 "(MPI_Abort)",
+                                 opname, group_name(sh), by),
                    by, WEFT__SHM_FAILED);
   }
 }
@@ -367,9 +367,9 @@ static void cma_why(struct weft__shm *sh, int k, int err)
                                                            "ptrace_scope is not 0"
                                                          : "a seccomp filter or a missing "
                                                            "CAP_SYS_PTRACE")
-                 : err == EPERM ? "a container's seccomp profile, or ptrace restrictions"
-                 : err == ENOSYS ? "not in this kernel, or blocked by seccomp"
-                                 : "ranks in different PID namespaces?");
+                 : err == EPERM    ? "a container's seccomp profile, or ptrace restrictions"
+                 : err == ENOSYS   ? "not in this kernel, or blocked by seccomp"
+                                   : "ranks in different PID namespaces?");
 }
 
 /* Read every peer's token once: may we read their memory? */
@@ -407,8 +407,8 @@ static int finish(struct weft__shm *sh, int rc, MPI_Request *req, const char *op
   char buf[MPI_MAX_ERROR_STRING];
 
   if (rc != MPI_SUCCESS)
-    return weft__rt_fail(sh->ctx, WEFT_EMPI, "%s on group %s: setting up shared memory: %s",
-                         opname, group_name(sh), weft__mpi_strerror(rc, buf, sizeof(buf)));
+    return weft__rt_fail(sh->ctx, WEFT_EMPI, "%s on group %s: setting up shared memory: %s", opname,
+                         group_name(sh), weft__mpi_strerror(rc, buf, sizeof(buf)));
   return weft__wait(sh->g, req, opname, -1);
 }
 
@@ -418,10 +418,7 @@ struct offer {
   int64_t pid, on, threshold, staged;
 };
 
-static int64_t clamp64(size_t v)
-{
-  return (int64_t)(v > INT64_MAX ? INT64_MAX : v);
-}
+static int64_t clamp64(size_t v) { return (int64_t)(v > INT64_MAX ? INT64_MAX : v); }
 
 static int agree(struct weft__shm *sh, const char *opname)
 {
@@ -440,8 +437,7 @@ static int agree(struct weft__shm *sh, const char *opname)
     mine.on = -1;
   all = calloc((size_t)sh->size, sizeof(*all));
   if (!all)
-    return weft__rt_fail(ctx, WEFT_ENOMEM, "%s on group %s: out of memory", opname,
-                         group_name(sh));
+    return weft__rt_fail(ctx, WEFT_ENOMEM, "%s on group %s: out of memory", opname, group_name(sh));
   rc = MPI_Iallgather(&mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, sh->comm, &req);
   if ((rc = finish(sh, rc, &req, opname)) != 0) {
     free(all);
@@ -465,11 +461,15 @@ static int agree(struct weft__shm *sh, const char *opname)
                                       "may be device memory)",
                    sh->world[off]);
   if ((size_t)mine.threshold != sh->threshold)
-    WEFT__LOG(RT, "group %s: WEFT_HOST_SHM_THRESHOLD differs between ranks; using the largest, "
-                  "%zu bytes", group_name(sh), sh->threshold);
+    WEFT__LOG(RT,
+              "group %s: WEFT_HOST_SHM_THRESHOLD differs between ranks; using the largest, "
+              "%zu bytes",
+              group_name(sh), sh->threshold);
   if ((size_t)mine.staged != sh->staged)
-    WEFT__LOG(RT, "group %s: WEFT_HOST_SHM_STAGED differs between ranks; using the smallest, "
-                  "%zu bytes", group_name(sh), sh->staged);
+    WEFT__LOG(RT,
+              "group %s: WEFT_HOST_SHM_STAGED differs between ranks; using the smallest, "
+              "%zu bytes",
+              group_name(sh), sh->staged);
   free(all);
   return 0;
 }
@@ -498,8 +498,7 @@ static void arena(struct weft__shm *sh, int *ok)
     *ok = 0;
   }
   rc = MPI_Win_allocate_shared((MPI_Aint)(sizeof(struct weft__shm_ctl) + 2 * WEFT__SHM_SLOT), 1,
-                               MPI_INFO_NULL,
-                               sh->comm, &base, &sh->win);
+                               MPI_INFO_NULL, sh->comm, &base, &sh->win);
   if (rc != MPI_SUCCESS) {
     sh->win = MPI_WIN_NULL;
     weft__snprintf(sh->why, sizeof(sh->why), "MPI_Win_allocate_shared: %s",
@@ -606,8 +605,9 @@ static int setup(struct weft__shm *sh, MPI_Comm comm, const char *opname)
   sh->state = 1;
   ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   sh->spins = ncpu > 0 && ctx->local_size > ncpu ? 0 : SPINS;
-  WEFT__LOG(RT, "group %s%s: host shared memory on (%d ranks, cross-memory attach) from %zu "
-                "bytes, all-reduces up to %zu bytes copied through the window%s",
+  WEFT__LOG(RT,
+            "group %s%s: host shared memory on (%d ranks, cross-memory attach) from %zu "
+            "bytes, all-reduces up to %zu bytes copied through the window%s",
             g->name, comm == g->comm ? "" : " (this host)", sh->size, sh->threshold, sh->staged,
             sh->spins ? "" : "; ranks outnumber processors: waits yield at once");
   return 0;

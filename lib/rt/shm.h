@@ -35,8 +35,7 @@
 #define WEFT__SHM_THRESHOLD_DEFAULT ((size_t)0)
 
 /* ---- hooks (shm-coll.c) ---- */
-int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
-                        weft_op op);
+int weft__shm_allreduce(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt, weft_op op);
 int weft__shm_reduce_scatter(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt,
                              weft_op op);
 int weft__shm_allgather(weft_group *g, const void *s, void *r, size_t n, weft_dtype dt);
@@ -53,8 +52,8 @@ int weft__shm_hier_allreduce(weft_group *g, const void *s, void *r, size_t n, we
  * addresses between calls; free it with weft__shm_bucket_free(). */
 struct weft__shm_bucket;
 int weft__shm_bucket_allreduce(weft_group *g, struct weft__shm_bucket **state,
-                               const struct weft__seg *t, size_t nt, size_t total,
-                               weft_dtype dt, weft_op op);
+                               const struct weft__seg *t, size_t nt, size_t total, weft_dtype dt,
+                               weft_op op);
 void weft__shm_bucket_free(struct weft__shm_bucket *state);
 
 /* ---- lifetime (shm.c; its settings are read in settings.c) ---- */
@@ -77,10 +76,10 @@ struct weft__shm_ctl {
   _Atomic uint32_t sleepers; /* ranks in FUTEX_WAIT on this block's counters */
   int32_t pid;
   uint32_t pad_;
-  uint64_t s, r;             /* buffer addresses for call number arrive */
-  uint64_t token_at, token;  /* the cross-memory attach probe (shm.c) */
-  int32_t blame;             /* when failed: the world rank found absent or dead, */
-  uint32_t kind;             /* and how (WEFT__SHM_DIED, ...) */
+  uint64_t s, r;            /* buffer addresses for call number arrive */
+  uint64_t token_at, token; /* the cross-memory attach probe (shm.c) */
+  int32_t blame;            /* when failed: the world rank found absent or dead, */
+  uint32_t kind;            /* and how (WEFT__SHM_DIED, ...) */
   char pad[52];
 };
 
@@ -89,31 +88,31 @@ enum { WEFT__SHM_FAILED = 1, WEFT__SHM_DIED, WEFT__SHM_ABSENT, WEFT__SHM_STUCK }
 
 /* A run of elements within one segment of a buffer (shm-coll.c). */
 struct weft__piece {
-  size_t seg, off, len;     /* segment, first element in it, elements */
+  size_t seg, off, len; /* segment, first element in it, elements */
 };
 
 struct weft__shm {
   weft_ctx *ctx;
-  weft_group *g;            /* names and MPI deadlines */
-  MPI_Comm comm;            /* borrowed: the group's, or its host communicator */
+  weft_group *g; /* names and MPI deadlines */
+  MPI_Comm comm; /* borrowed: the group's, or its host communicator */
   int rank, size;
-  int *world;               /* world rank of each member */
+  int *world; /* world rank of each member */
   int *pid;
-  int state;                /* 1 usable, -1 not (why), -2 broken by a failed call */
-  int spins;                /* polls before yielding: 0 when ranks outnumber processors */
+  int state; /* 1 usable, -1 not (why), -2 broken by a failed call */
+  int spins; /* polls before yielding: 0 when ranks outnumber processors */
   char why[200];
-  size_t threshold;         /* bytes, the same on every member */
-  size_t staged;            /* all-reduces of up to this many bytes through the slots, too */
+  size_t threshold; /* bytes, the same on every member */
+  size_t staged;    /* all-reduces of up to this many bytes through the slots, too */
   MPI_Win win;
-  struct weft__shm_ctl **ctl; /* every member's block */
-  uint32_t seq;             /* number of the current or last call */
-  char *tmp;                /* 3 chunks, for peers' data on its way to the reduction,
+  struct weft__shm_ctl **ctl;  /* every member's block */
+  uint32_t seq;                /* number of the current or last call */
+  char *tmp;                   /* 3 chunks, for peers' data on its way to the reduction,
                              * and WEFT__SHM_GAP bytes that gaps are read into */
   struct iovec *iov_l, *iov_r; /* WEFT__SHM_MAXIOV each */
-  struct weft__piece *pc;   /* WEFT__SHM_MAXPIECES */
-  uint64_t *peer_s, *peer_r; /* peers' addresses for the current call */
-  unsigned char *got;       /* members whose slice this rank has (shm-coll.c) */
-  volatile uint64_t token;  /* what peers read in the probe */
+  struct weft__piece *pc;      /* WEFT__SHM_MAXPIECES */
+  uint64_t *peer_s, *peer_r;   /* peers' addresses for the current call */
+  unsigned char *got;          /* members whose slice this rank has (shm-coll.c) */
+  volatile uint64_t token;     /* what peers read in the probe */
 };
 
 /* Bytes per step of the reduction; the most pieces per step (a read takes

@@ -32,39 +32,33 @@
 
 static weftx_page own;
 static weftx_page *page = &own;
-static int depth;                      /* nested calls (a bucket's all-reduces) */
+static int depth; /* nested calls (a bucket's all-reduces) */
 static const weft_group *volatile current;
-static const char *current_name;       /* the call's words where the page has none (atomic) */
-static double init_limit, coll_limit;  /* seconds; 0: off */
+static const char *current_name;      /* the call's words where the page has none (atomic) */
+static double init_limit, coll_limit; /* seconds; 0: off */
 static pthread_t dog;
 static int dog_running;
 static pthread_mutex_t dog_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t dog_cond;
 static int dog_stop;
 
-static void
-begin(void)
+static void begin(void)
 {
   __atomic_store_n(&page->seq, page->seq + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
-static void
-end(void)
-{
-  __atomic_store_n(&page->seq, page->seq + 1, __ATOMIC_RELEASE);
-}
+static void end(void) { __atomic_store_n(&page->seq, page->seq + 1, __ATOMIC_RELEASE); }
 
 /* The agent's page, when it named one; else this process's own. */
-static void
-page_open(void)
+static void page_open(void)
 {
   const char *path = getenv(WEFTX_PAGE_ENV);
   if (page != &own || !path || !*path)
     return;
   int fd = open(path, O_RDWR | O_CLOEXEC);
-  void *p = fd < 0 ? MAP_FAILED : mmap(NULL, WEFTX_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-                                       fd, 0);
+  void *p =
+    fd < 0 ? MAP_FAILED : mmap(NULL, WEFTX_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (fd >= 0)
     close(fd);
   if (p == MAP_FAILED) {
@@ -122,8 +116,7 @@ void weft__call_exit(void)
 }
 
 /* "0-3,8" of the group's world ranks (as many as fit). */
-static void
-members(const weft_group *g, char *buf, size_t len)
+static void members(const weft_group *g, char *buf, size_t len)
 {
   size_t off = 0;
   buf[0] = '\0';
@@ -131,10 +124,10 @@ members(const weft_group *g, char *buf, size_t len)
     int j = i;
     while (j + 1 < g->size && g->world_ranks[j + 1] == g->world_ranks[j] + 1)
       j++;
-    off += (size_t)(j > i ? snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "",
-                                     g->world_ranks[i], g->world_ranks[j])
-                          : snprintf(buf + off, len - off, "%s%d", off ? "," : "",
-                                     g->world_ranks[i]));
+    off +=
+      (size_t)(j > i ? snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "", g->world_ranks[i],
+                                g->world_ranks[j])
+                     : snprintf(buf + off, len - off, "%s%d", off ? "," : "", g->world_ranks[i]));
     i = j + 1;
   }
 }
@@ -154,8 +147,7 @@ void weft__page_deadline(const weft_group *g, int peer, double limit, const char
 
 /* The watchdog's verdict: say it, leave it on the page, end the rank.
  * op WEFTX_OP_COUNT: a device call (nccl-flight.c), whose words are in why. */
-static void
-fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
+static void fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
 {
   char why[sizeof(page->why)];
   const weft_group *g = op == WEFTX_OP_COUNT ? dg : current;
@@ -164,10 +156,13 @@ fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
   if (op == WEFTX_OP_COUNT)
     snprintf(why, sizeof(why), "%s", dwhy);
   else if (op == WEFTX_OP_INIT)
-    snprintf(why, sizeof(why), "weft_init waited %.0f s for every rank to arrive "
-             "(WEFT_INIT_TIMEOUT=%g); ending the rank", in, limit);
+    snprintf(why, sizeof(why),
+             "weft_init waited %.0f s for every rank to arrive "
+             "(WEFT_INIT_TIMEOUT=%g); ending the rank",
+             in, limit);
   else
-    snprintf(why, sizeof(why), "%s on group %.32s (%llu bytes) has not finished after %.0f s "
+    snprintf(why, sizeof(why),
+             "%s on group %.32s (%llu bytes) has not finished after %.0f s "
              "(WEFT_COLL_WATCHDOG=%g); ending the rank",
              name ? name : weftx_page_op_name(op), g ? g->name : "?",
              (unsigned long long)page->bytes, in, limit);
@@ -180,8 +175,7 @@ fire(int op, double limit, double in, const weft_group *dg, const char *dwhy)
   _exit(WEFTX_PAGE_DEADLINE_EXIT);
 }
 
-static void *
-watchdog(void *arg)
+static void *watchdog(void *arg)
 {
   (void)arg;
   pthread_mutex_lock(&dog_lock);
@@ -215,8 +209,7 @@ watchdog(void *arg)
 
 /* A non-negative number of seconds from \p var, \p def when unset or unreadable (the
  * settings' check after MPI_Init says so then). */
-static double
-seconds(const char *var, double def)
+static double seconds(const char *var, double def)
 {
   const char *s = getenv(var);
   char *e;
@@ -232,8 +225,9 @@ void weft__watch_start(void)
   page_open();
   init_limit = seconds("WEFT_INIT_TIMEOUT", WEFT__INIT_TIMEOUT_S);
   /* an explicit WEFT_COLL_TIMEOUT makes the calls return WEFT_ETIMEDOUT instead */
-  coll_limit = getenv("WEFT_COLL_TIMEOUT") && *getenv("WEFT_COLL_TIMEOUT") ? 0 :
-               seconds("WEFT_COLL_WATCHDOG", WEFT__COLL_WATCHDOG_S);
+  coll_limit = getenv("WEFT_COLL_TIMEOUT") && *getenv("WEFT_COLL_TIMEOUT")
+                 ? 0
+                 : seconds("WEFT_COLL_WATCHDOG", WEFT__COLL_WATCHDOG_S);
   begin();
   page->state = WEFTX_PAGE_INIT;
   page->op = WEFTX_OP_INIT;

@@ -7,45 +7,24 @@
 #include <stdio.h>
 #include <string.h>
 
-int weftx_topo_cache_state(const weftx_topo *t)
-{
-  return t ? t->cache : WEFTX_TOPO_CACHE_OFF;
-}
+int weftx_topo_cache_state(const weftx_topo *t) { return t ? t->cache : WEFTX_TOPO_CACHE_OFF; }
 
-const char *weftx_topo_source(const weftx_topo *t)
-{
-  return t ? t->source : "";
-}
+const char *weftx_topo_source(const weftx_topo *t) { return t ? t->source : ""; }
 
-int weftx_topo_is_live(const weftx_topo *t)
-{
-  return t ? t->live : 0;
-}
+int weftx_topo_is_live(const weftx_topo *t) { return t ? t->live : 0; }
 
-hwloc_topology_t weftx_topo_hwloc(const weftx_topo *t)
-{
-  return t ? t->h : NULL;
-}
+hwloc_topology_t weftx_topo_hwloc(const weftx_topo *t) { return t ? t->h : NULL; }
 
-const char *weftx_topo_hostname(const weftx_topo *t)
-{
-  return t ? t->hostname : "";
-}
+const char *weftx_topo_hostname(const weftx_topo *t) { return t ? t->hostname : ""; }
 
-int weftx_topo_ngpus(const weftx_topo *t)
-{
-  return t ? t->ngpus : 0;
-}
+int weftx_topo_ngpus(const weftx_topo *t) { return t ? t->ngpus : 0; }
 
 const weftx_gpu *weftx_topo_gpu(const weftx_topo *t, int i)
 {
   return t && i >= 0 && i < t->ngpus ? &t->gpus[i] : NULL;
 }
 
-int weftx_topo_nnics(const weftx_topo *t)
-{
-  return t ? t->nnics : 0;
-}
+int weftx_topo_nnics(const weftx_topo *t) { return t ? t->nnics : 0; }
 
 const weftx_nic *weftx_topo_nic(const weftx_topo *t, int i)
 {
@@ -62,45 +41,27 @@ const weftx_nic *weftx_topo_nic_by_name(const weftx_topo *t, const char *name)
   return NULL;
 }
 
-int weftx_topo_nnuma(const weftx_topo *t)
-{
-  return t ? t->nnuma : 0;
-}
+int weftx_topo_nnuma(const weftx_topo *t) { return t ? t->nnuma : 0; }
 
 const weftx_numa *weftx_topo_numa(const weftx_topo *t, int i)
 {
   return t && i >= 0 && i < t->nnuma ? &t->numa[i] : NULL;
 }
 
-int weftx_topo_npackages(const weftx_topo *t)
-{
-  return t ? t->npackages : 0;
-}
+int weftx_topo_npackages(const weftx_topo *t) { return t ? t->npackages : 0; }
 
-int weftx_topo_ncores(const weftx_topo *t)
-{
-  return t ? t->ncores : 0;
-}
+int weftx_topo_ncores(const weftx_topo *t) { return t ? t->ncores : 0; }
 
-int weftx_topo_npus(const weftx_topo *t)
-{
-  return t ? t->npus : 0;
-}
+int weftx_topo_npus(const weftx_topo *t) { return t ? t->npus : 0; }
 
 hwloc_const_cpuset_t weftx_topo_cpuset(const weftx_topo *t)
 {
   return t ? hwloc_topology_get_topology_cpuset(t->h) : NULL;
 }
 
-int weftx_topo_has_locality(const weftx_topo *t)
-{
-  return t ? t->has_locality : 0;
-}
+int weftx_topo_has_locality(const weftx_topo *t) { return t ? t->has_locality : 0; }
 
-int weftx_topo_nwarnings(const weftx_topo *t)
-{
-  return t ? t->nwarnings : 0;
-}
+int weftx_topo_nwarnings(const weftx_topo *t) { return t ? t->nwarnings : 0; }
 
 const char *weftx_topo_warning(const weftx_topo *t, int i)
 {

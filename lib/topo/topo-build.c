@@ -25,13 +25,13 @@ int weft__topo_xml_sane(const char *buf, size_t n, const char *path, char *why, 
     return WEFT_EPARSE;
   }
   if (*p != '<' || !strstr(p, "<topology")) {
-    weft__topo_why(why, whylen, "%s is not an hwloc XML topology (no <topology> element); " TOPO_HINT,
-            path);
+    weft__topo_why(why, whylen,
+                   "%s is not an hwloc XML topology (no <topology> element); " TOPO_HINT, path);
     return WEFT_EPARSE;
   }
   if (memchr(buf, '\0', n)) {
-    weft__topo_why(why, whylen, "%s is not an hwloc XML topology (it contains NUL bytes); " TOPO_HINT,
-            path);
+    weft__topo_why(why, whylen,
+                   "%s is not an hwloc XML topology (it contains NUL bytes); " TOPO_HINT, path);
     return WEFT_EPARSE;
   }
   if (weft__topo_xml_check(buf, n, path, why, whylen) != 0) {
@@ -124,18 +124,20 @@ static int load_hwloc(weftx_topo *t, const char *xml, size_t xmllen, unsigned fl
   if (xml) {
     quiet_hwloc_xml();
     if (hwloc_topology_set_xmlbuffer(t->h, xml, (int)xmllen + 1) != 0) {
-      weft__topo_why(why, whylen, "%s is not a valid hwloc XML topology (%s); " TOPO_HINT, t->source,
-              strerror(errno));
+      weft__topo_why(why, whylen, "%s is not a valid hwloc XML topology (%s); " TOPO_HINT,
+                     t->source, strerror(errno));
       return WEFT_EPARSE;
     }
   }
   if (hwloc_topology_load(t->h) != 0) {
     if (xml) {
-      weft__topo_why(why, whylen, "%s is not a valid hwloc XML topology (hwloc refused it: %s); " TOPO_HINT,
-              t->source, strerror(errno));
+      weft__topo_why(why, whylen,
+                     "%s is not a valid hwloc XML topology (hwloc refused it: %s); " TOPO_HINT,
+                     t->source, strerror(errno));
       return WEFT_EPARSE;
     }
-    weft__topo_why(why, whylen, "hwloc could not read this machine's topology: %s", strerror(errno));
+    weft__topo_why(why, whylen, "hwloc could not read this machine's topology: %s",
+                   strerror(errno));
     return WEFT_ETOPO;
   }
   if (hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_PU) <= 0 ||
@@ -185,7 +187,8 @@ int weft__topo_fill(weftx_topo *t, const char *xml, size_t xmllen, unsigned flag
     rc = weft__topo_check(t);
   }
   if (rc != 0) {
-    weft__topo_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc), t->source);
+    weft__topo_why(why, whylen, "%s while reading the topology of %s", weft_strerror(rc),
+                   t->source);
     return rc;
   }
   WEFT__LOG(TOPO, "loaded %s: %d packages, %d NUMA nodes, %d cores, %d PUs, %d GPUs, %d NICs%s",

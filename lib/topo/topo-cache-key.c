@@ -54,10 +54,7 @@ static void mix(part *p, const void *data, size_t n)
   p->h *= 0x100000001b3ULL;
 }
 
-static void mix_str(part *p, const char *s)
-{
-  mix(p, s, strlen(s));
-}
+static void mix_str(part *p, const char *s) { mix(p, s, strlen(s)); }
 
 /* A small file's content under the root, or "-" when it cannot be read. */
 static void mix_file(part *p, const char *path)
@@ -270,8 +267,8 @@ static int key_hwloc(part *p)
   }
   /* the file itself, not its path: programs may reach one library by different paths */
   if (stat(info.dli_fname, &st) == 0) {
-    long long id[5] = { (long long)st.st_dev, (long long)st.st_ino, (long long)st.st_size,
-                        (long long)st.st_mtime, (long long)st.st_ctime };
+    long long id[5] = {(long long)st.st_dev, (long long)st.st_ino, (long long)st.st_size,
+                       (long long)st.st_mtime, (long long)st.st_ctime};
     mix(p, id, sizeof(id));
   }
   const char *slash = strrchr(info.dli_fname, '/');
@@ -283,7 +280,7 @@ static int key_hwloc(part *p)
   for (int i = 0; i < n; i++) {
     if (weft__snprintf(path, sizeof(path), "%s/%s", dir, v[i]) != 0 || stat(path, &st) != 0)
       continue;
-    long long id[3] = { (long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtime };
+    long long id[3] = {(long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtime};
     mix_str(p, v[i]);
     mix(p, id, sizeof(id));
   }
@@ -342,11 +339,10 @@ int weft__topo_cache_key(const char *root, char *key, size_t len)
   static const struct {
     const char *name;
     int (*fn)(part *);
-  } parts[] = { { "boot", key_boot }, { "host", key_host }, { "hwloc", key_hwloc },
-                { "weft", key_weft }, { "pci", key_pci },   { "net", key_net },
-                { "cpu", key_cpu },   { "env", key_env } };
+  } parts[] = {{"boot", key_boot}, {"host", key_host}, {"hwloc", key_hwloc}, {"weft", key_weft},
+               {"pci", key_pci},   {"net", key_net},   {"cpu", key_cpu},     {"env", key_env}};
   size_t used = 0;
-  part p = { root, 0 };
+  part p = {root, 0};
   int rc = 0;
 
   if (!key || len == 0)

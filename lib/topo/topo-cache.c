@@ -37,8 +37,8 @@
 /* Off, and why, for the log. */
 static const char *off_reason(void)
 {
-  static const char *const inputs[] = { "HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT",
-                                        "HWLOC_CPUID_PATH", NULL };
+  static const char *const inputs[] = {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT",
+                                       "HWLOC_CPUID_PATH", NULL};
   const char *v = getenv("WEFT_TOPOLOGY_CACHE");
 
   if (v && !strcmp(v, "0"))
@@ -62,8 +62,10 @@ static int private_dir(const char *dir, int make)
   }
   if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
       (st.st_mode & 077) != 0) {
-    WEFT__LOG(TOPO, "topology cache: %s is not a directory of this user's alone (mode 0700); "
-              "not used", dir);
+    WEFT__LOG(TOPO,
+              "topology cache: %s is not a directory of this user's alone (mode 0700); "
+              "not used",
+              dir);
     return -1;
   }
   return 0;
@@ -92,15 +94,14 @@ static int cache_dir(char *dir, size_t len)
 
   if (xdg && xdg[0] == '/' && weft__snprintf(base, sizeof(base), "%s", xdg) == 0)
     ok = own_dir(base) == 0;
-  if (!ok && home && home[0] == '/' &&
-      weft__snprintf(base, sizeof(base), "%s/.cache", home) == 0)
+  if (!ok && home && home[0] == '/' && weft__snprintf(base, sizeof(base), "%s/.cache", home) == 0)
     ok = own_dir(home) == 0 && own_dir(base) == 0;
   if (!ok && (pw = getpwuid(geteuid())) && pw->pw_dir && pw->pw_dir[0] == '/' &&
       weft__snprintf(base, sizeof(base), "%s/.cache", pw->pw_dir) == 0)
     ok = own_dir(pw->pw_dir) == 0 && own_dir(base) == 0;
   if (!ok) {
     WEFT__LOG(TOPO, "topology cache: no cache directory of this user's (XDG_CACHE_HOME, "
-              "HOME/.cache); not used");
+                    "HOME/.cache); not used");
     return -1;
   }
   if (weft__snprintf(dir, len, "%s/weft", base) != 0)
@@ -166,8 +167,8 @@ static void differing(const char *a, const char *b, char *out, size_t len)
   while (*a || *b) {
     size_t na = strcspn(a, " "), nb = strcspn(b, " "), name = strcspn(a, "=");
     if (na != nb || memcmp(a, b, na)) {
-      int k = snprintf(out + used, len - used, "%s%.*s", used ? " " : "", (int)(name < na ? name : na),
-                       a);
+      int k = snprintf(out + used, len - used, "%s%.*s", used ? " " : "",
+                       (int)(name < na ? name : na), a);
       if (k < 0 || (size_t)k >= len - used)
         return;
       used += (size_t)k;
@@ -254,7 +255,8 @@ static weftx_topo *try_cached(const char *path, const char *key, unsigned flags)
     WEFT__LOG(TOPO, "topology cache: out of memory");
   } else if (weft__topo_fill(t, buf, n, flags | WEFTX_TOPO_THIS_SYSTEM, why, sizeof(why)) != 0 ||
              !t->live) {
-    WEFT__LOG(TOPO, "topology cache: %s; probing", why[0] ? why : "hwloc did not take it as this machine");
+    WEFT__LOG(TOPO, "topology cache: %s; probing",
+              why[0] ? why : "hwloc did not take it as this machine");
     weftx_topo_destroy(t);
   } else {
     t->cache = WEFTX_TOPO_CACHE_HIT;
@@ -294,8 +296,8 @@ int weft__topo_cache_load(unsigned flags, weftx_topo **out, char *why, size_t wh
     return rc;
   }
   if (use) {
-    t->cache = write_cached(t, dir, path, key) == 0 ? WEFTX_TOPO_CACHE_WRITTEN
-                                                    : WEFTX_TOPO_CACHE_UNWRITTEN;
+    t->cache =
+      write_cached(t, dir, path, key) == 0 ? WEFTX_TOPO_CACHE_WRITTEN : WEFTX_TOPO_CACHE_UNWRITTEN;
     if (t->cache == WEFTX_TOPO_CACHE_WRITTEN)
       WEFT__LOG(TOPO, "topology cache: wrote %s", path);
   }

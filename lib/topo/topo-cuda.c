@@ -36,7 +36,8 @@ static int load(void)
     return rt.ok;
   rt.tried = 1;
   lib = dlopen(WEFT_CUDART_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (!lib && weft__snprintf(path, sizeof(path), "%s/%s", WEFT_CUDA_LIBDIR, WEFT_CUDART_SONAME) == 0)
+  if (!lib &&
+      weft__snprintf(path, sizeof(path), "%s/%s", WEFT_CUDA_LIBDIR, WEFT_CUDART_SONAME) == 0)
     lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     WEFT__LOG(TOPO, "no CUDA runtime (%s): GPU model and memory stay unknown", dlerror());
@@ -46,8 +47,10 @@ static int load(void)
   f[1] = dlsym(lib, NAME(cudaGetDeviceProperties));
   f[2] = dlsym(lib, "cudaGetErrorString");
   if (!f[0] || !f[1] || !f[2]) {
-    WEFT__LOG(TOPO, "%s lacks cudaGetDeviceCount, cudaGetDeviceProperties or "
-              "cudaGetErrorString: GPU model and memory stay unknown", WEFT_CUDART_SONAME);
+    WEFT__LOG(TOPO,
+              "%s lacks cudaGetDeviceCount, cudaGetDeviceProperties or "
+              "cudaGetErrorString: GPU model and memory stay unknown",
+              WEFT_CUDART_SONAME);
     dlclose(lib);
     return 0;
   }
@@ -68,10 +71,9 @@ static int needs_enrich(const weftx_topo *t)
 
 static void format_uuid(char *buf, size_t len, const unsigned char *u)
 {
-  weft__snprintf(buf, len,
-                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-                 u[13], u[14], u[15]);
+  weft__snprintf(
+    buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+    u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
 void weft__topo_cuda_enrich(weftx_topo *t)

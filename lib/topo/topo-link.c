@@ -40,12 +40,13 @@ static weftx_path path(const weftx_topo *t, int ga, int na, int gb, int nb)
   int numa_a = ga >= 0 ? t->gpus[ga].numa : na >= 0 ? t->nics[na].numa : -1;
   int numa_b = gb >= 0 ? t->gpus[gb].numa : nb >= 0 ? t->nics[nb].numa : -1;
 
-  if (x && y && (anc = hwloc_get_common_ancestor_obj(t->h, x, y)) && anc->type == HWLOC_OBJ_BRIDGE) {
+  if (x && y && (anc = hwloc_get_common_ancestor_obj(t->h, x, y)) &&
+      anc->type == HWLOC_OBJ_BRIDGE) {
     if (anc->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST)
       return WEFTX_PATH_PHB;
     /* below one PCIe switch: each device behind one port of it */
     return bridges_between(x, anc) <= 1 && bridges_between(y, anc) <= 1 ? WEFTX_PATH_PIX
-                                                                         : WEFTX_PATH_PXB;
+                                                                        : WEFTX_PATH_PXB;
   }
   if (t->has_locality && numa_a >= 0 && numa_a == numa_b)
     return WEFTX_PATH_NODE;

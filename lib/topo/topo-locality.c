@@ -93,13 +93,17 @@ static int check_locality(weftx_topo *t)
     return 0;
   if (nflat == ndev) {
     t->has_locality = 0;
-    return weft__topo_warn(t, "PCI devices carry no NUMA locality (every GPU and NIC hangs off the "
-                              "machine, as in a VM whose devices report numa_node -1): they count "
-                              "as local to all %d NUMA nodes, not node 0; give --topology FILE with "
-                              "the real layout to place ranks by NUMA node", t->nnuma);
+    return weft__topo_warn(t,
+                           "PCI devices carry no NUMA locality (every GPU and NIC hangs off the "
+                           "machine, as in a VM whose devices report numa_node -1): they count "
+                           "as local to all %d NUMA nodes, not node 0; give --topology FILE with "
+                           "the real layout to place ranks by NUMA node",
+                           t->nnuma);
   }
-  return weft__topo_warn(t, "%d of the %d GPUs and NICs carry no NUMA locality: they count as local "
-                            "to the whole machine", nflat, ndev);
+  return weft__topo_warn(t,
+                         "%d of the %d GPUs and NICs carry no NUMA locality: they count as local "
+                         "to the whole machine",
+                         nflat, ndev);
 }
 
 static int check_gpu_nics(weftx_topo *t)
@@ -109,8 +113,10 @@ static int check_gpu_nics(weftx_topo *t)
   if (t->ngpus == 0)
     return 0;
   if (t->nnics == 0)
-    return weft__topo_warn(t, "the topology lists %d GPUs but no network interface: ranks on other "
-                              "hosts cannot be reached from these GPUs through a nearby NIC", t->ngpus);
+    return weft__topo_warn(t,
+                           "the topology lists %d GPUs but no network interface: ranks on other "
+                           "hosts cannot be reached from these GPUs through a nearby NIC",
+                           t->ngpus);
   if (!t->has_locality)
     return 0; /* the locality warning already says why no NIC is near */
   for (int g = 0; g < t->ngpus && rc == 0; g++) {
@@ -121,8 +127,10 @@ static int check_gpu_nics(weftx_topo *t)
         best = d;
     }
     if (best > WEFTX_NEAR_NUMA)
-      rc = weft__topo_warn(t, "GPU %d (%s) has no NIC on its PCI switch or NUMA node: its network "
-                              "traffic crosses the CPU interconnect", g, t->gpus[g].pci);
+      rc = weft__topo_warn(t,
+                           "GPU %d (%s) has no NIC on its PCI switch or NUMA node: its network "
+                           "traffic crosses the CPU interconnect",
+                           g, t->gpus[g].pci);
   }
   return rc;
 }

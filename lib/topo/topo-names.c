@@ -147,8 +147,7 @@ static int append(char *buf, size_t len, size_t *used, const char *s)
 }
 
 /* "topology 'X' not found: ..." saying where it looked, the nearest name and the names there. */
-static void not_found(const char *name, const char *dir, const char *want, char *why,
-                      size_t whylen)
+static void not_found(const char *name, const char *dir, const char *want, char *why, size_t whylen)
 {
   weftx_topo_entry *v = NULL;
   char sub[256], stem[128];
@@ -158,8 +157,10 @@ static void not_found(const char *name, const char *dir, const char *want, char 
   if (!why || whylen == 0)
     return;
   if (weftx_topo_list(&v, &n, sub, sizeof(sub)) != 0) {
-    weft__topo_why(why, whylen, "topology '%s' not found: not a file in the current directory, "
-                   "and %s", name, sub);
+    weft__topo_why(why, whylen,
+                   "topology '%s' not found: not a file in the current directory, "
+                   "and %s",
+                   name, sub);
     return;
   }
   weft__snprintf(stem, sizeof(stem), "%.*s", (int)(strlen(want) - strlen(TOPO_SUFFIX)), want);
@@ -170,9 +171,11 @@ static void not_found(const char *name, const char *dir, const char *want, char 
       best = i;
     }
   }
-  weft__topo_why(why, whylen, "topology '%s' not found: not a file in the current directory, "
-                 "nor %s in %s; %s%s%s%s", name, want, dir, best < 0 ? "" : "did you mean '",
-                 best < 0 ? "" : v[best].name, best < 0 ? "" : "'? ",
+  weft__topo_why(why, whylen,
+                 "topology '%s' not found: not a file in the current directory, "
+                 "nor %s in %s; %s%s%s%s",
+                 name, want, dir, best < 0 ? "" : "did you mean '", best < 0 ? "" : v[best].name,
+                 best < 0 ? "" : "'? ",
                  n ? "names there (weft-topo --list-topologies): " : "that directory is empty");
   used = strlen(why);
   for (int i = 0; i < n && !cut; i++)

@@ -95,8 +95,9 @@ static void locate(weftx_topo *t, hwloc_obj_t dev, struct where *w)
   w->local = !(anc == NULL || (anc == root && t->nnuma > 1));
   if (w->local && anc->cpuset && !hwloc_bitmap_iszero(anc->cpuset)) {
     w->cpuset = anc->cpuset;
-    w->numa = anc->nodeset && hwloc_bitmap_weight(anc->nodeset) == 1 ? hwloc_bitmap_first(anc->nodeset)
-                                                                      : -1;
+    w->numa = anc->nodeset && hwloc_bitmap_weight(anc->nodeset) == 1
+                ? hwloc_bitmap_first(anc->nodeset)
+                : -1;
   } else {
     w->cpuset = hwloc_topology_get_topology_cpuset(t->h);
     w->numa = -1;
@@ -220,10 +221,7 @@ static int is_gpu(hwloc_obj_t o)
   return o->attr->pcidev.vendor_id == PCI_VENDOR_NVIDIA && (cls == 0x0300 || cls == 0x0302);
 }
 
-static int is_nic(hwloc_obj_t o)
-{
-  return (o->attr->pcidev.class_id >> 8) == 0x02;
-}
+static int is_nic(hwloc_obj_t o) { return (o->attr->pcidev.class_id >> 8) == 0x02; }
 
 /* A network interface hwloc found with no PCI device above it (some virtual NICs). */
 static int is_bare_netdev(hwloc_obj_t o)

@@ -158,8 +158,10 @@ static int check_set_attrs(const char *buf, const char *p, const char *te, const
     if ((ends_with(name, nlen, "cpuset") || ends_with(name, nlen, "nodeset")) &&
         !is_bitmap(v, (size_t)(ve - v))) {
       char pname[32];
-      weft__snprintf(why, whylen, "%s:%d: attribute %s is not an hwloc bitmap; not a valid hwloc "
-                     "XML topology", path, line_of(buf, p), printable(pname, sizeof(pname), name, nlen));
+      weft__snprintf(why, whylen,
+                     "%s:%d: attribute %s is not an hwloc bitmap; not a valid hwloc "
+                     "XML topology",
+                     path, line_of(buf, p), printable(pname, sizeof(pname), name, nlen));
       return WEFT_EPARSE;
     }
     q = ve + 1;
@@ -196,10 +198,12 @@ int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *wh
       continue;
     }
     type = attr(p + 7, te, "type", &tlen);
-    if (nobjects++ == 0 &&
-        !(type && ((tlen == 7 && !memcmp(type, "Machine", 7)) || (tlen == 6 && !memcmp(type, "System", 6))))) {
-      weft__snprintf(why, whylen, "%s:%d: the first object is not the Machine; not a valid hwloc XML "
-                     "topology", path, line_of(buf, p));
+    if (nobjects++ == 0 && !(type && ((tlen == 7 && !memcmp(type, "Machine", 7)) ||
+                                      (tlen == 6 && !memcmp(type, "System", 6))))) {
+      weft__snprintf(why, whylen,
+                     "%s:%d: the first object is not the Machine; not a valid hwloc XML "
+                     "topology",
+                     path, line_of(buf, p));
       return WEFT_EPARSE;
     }
     if (type && !is_setless(type, tlen)) {
@@ -211,12 +215,13 @@ int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *wh
           v = v * 10 + (unsigned long long)(idx[i] - '0');
         if (v > (unsigned long long)WEFT__TOPO_INDEX_MAX && v != 0xffffffffULL) {
           char ptype[32], pidx[32];
-          weft__snprintf(why, whylen, "%s:%d: %s object numbered %s%s (os_index), over %ld: no "
+          weft__snprintf(why, whylen,
+                         "%s:%d: %s object numbered %s%s (os_index), over %ld: no "
                          "machine numbers its processors or NUMA nodes so high; not a valid hwloc "
-                         "XML topology", path, line_of(buf, p),
-                         printable(ptype, sizeof(ptype), type, tlen),
-                         printable(pidx, sizeof(pidx), idx, ilen), ilen >= sizeof(pidx) ? "..." : "",
-                         WEFT__TOPO_INDEX_MAX);
+                         "XML topology",
+                         path, line_of(buf, p), printable(ptype, sizeof(ptype), type, tlen),
+                         printable(pidx, sizeof(pidx), idx, ilen),
+                         ilen >= sizeof(pidx) ? "..." : "", WEFT__TOPO_INDEX_MAX);
           return WEFT_EPARSE;
         }
       }
@@ -225,7 +230,8 @@ int weft__topo_xml_check(const char *buf, size_t len, const char *path, char *wh
         if (!attr(p + 7, te, sets[i], &vlen)) {
           char ptype[32];
           weft__snprintf(why, whylen, "%s:%d: %s object has no %s; not a valid hwloc XML topology",
-                         path, line_of(buf, p), printable(ptype, sizeof(ptype), type, tlen), sets[i]);
+                         path, line_of(buf, p), printable(ptype, sizeof(ptype), type, tlen),
+                         sets[i]);
           return WEFT_EPARSE;
         }
       }

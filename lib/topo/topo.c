@@ -38,14 +38,15 @@ static int read_xml(const char *path, char **out, size_t *outlen, char *why, siz
   }
   if (!S_ISREG(st.st_mode)) {
     weft__topo_why(why, whylen, "cannot read %s: %s; " TOPO_HINT, path,
-            S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file");
+                   S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file");
     fclose(f);
     return WEFT_ENOENT;
   }
   if (st.st_size > WEFT__TOPO_XML_MAX) {
-    weft__topo_why(why, whylen, "%s is %lld bytes, too large for a topology (the most is %ld "
-                   "MiB; a machine's is under 1 MiB); " TOPO_HINT, path, (long long)st.st_size,
-                   WEFT__TOPO_XML_MAX >> 20);
+    weft__topo_why(why, whylen,
+                   "%s is %lld bytes, too large for a topology (the most is %ld "
+                   "MiB; a machine's is under 1 MiB); " TOPO_HINT,
+                   path, (long long)st.st_size, WEFT__TOPO_XML_MAX >> 20);
     fclose(f);
     return WEFT_EPARSE;
   }
@@ -142,4 +143,3 @@ int weftx_topo_export_xml(const weftx_topo *t, FILE *out)
   hwloc_free_xmlbuffer(t->h, xml);
   return rc;
 }
-

@@ -14,11 +14,11 @@
 
 struct weftx_topo {
   hwloc_topology_t h;
-  char *source;            /* "live" or the XML path */
+  char *source; /* "live" or the XML path */
   int live;
   char hostname[256];
   weftx_gpu *gpus;
-  hwloc_obj_t *gpu_obj;    /* the PCI device of each GPU */
+  hwloc_obj_t *gpu_obj; /* the PCI device of each GPU */
   int ngpus;
   weftx_nic *nics;
   int nnics;
@@ -28,8 +28,8 @@ struct weftx_topo {
   int has_locality;
   char **warnings;
   int nwarnings;
-  int cache;               /* weftx_topo_cache_state() */
-  char *xml;               /* the XML text it was loaded from or cached as, or NULL */
+  int cache; /* weftx_topo_cache_state() */
+  char *xml; /* the XML text it was loaded from or cached as, or NULL */
   size_t xmllen;
 };
 

@@ -20,11 +20,11 @@
 
 /* Where a variable's value came from. */
 typedef enum weftx_env_origin {
-  WEFTX_ENV_USER = 0,    /* the user's environment (forwarded by pattern, or imported) */
-  WEFTX_ENV_XARG,        /* -x VAR or -x VAR=VALUE */
-  WEFTX_ENV_WEFT,        /* computed by weft (rank, GPU, interface, ...) */
-  WEFTX_ENV_PRESET,      /* an NCCL preset; the detail names it */
-  WEFTX_ENV_MCA,         /* derived from an --mca option */
+  WEFTX_ENV_USER = 0, /* the user's environment (forwarded by pattern, or imported) */
+  WEFTX_ENV_XARG,     /* -x VAR or -x VAR=VALUE */
+  WEFTX_ENV_WEFT,     /* computed by weft (rank, GPU, interface, ...) */
+  WEFTX_ENV_PRESET,   /* an NCCL preset; the detail names it */
+  WEFTX_ENV_MCA,      /* derived from an --mca option */
 } weftx_env_origin;
 
 typedef struct weftx_env weftx_env;
@@ -45,12 +45,12 @@ int weftx_env_key_valid(const char *key);
 /** \brief Set \p key to \p value, replacing any value and origin (keeps its position).
  * \param detail free text shown with the origin ("a3-highgpu", "--mca btl tcp"), may be NULL; copied.
  * \return 0; WEFT_EINVAL (bad key, NULL value); WEFT_ENOMEM. */
-int weftx_env_set(weftx_env *e, const char *key, const char *value,
-                             weftx_env_origin origin, const char *detail);
+int weftx_env_set(weftx_env *e, const char *key, const char *value, weftx_env_origin origin,
+                  const char *detail);
 /** \brief Set \p key unless it is already in \p e (whoever set it wins).
  * \return 0 when set, 1 when an existing value was kept; WEFT_EINVAL; WEFT_ENOMEM. */
-int weftx_env_set_default(weftx_env *e, const char *key, const char *value,
-                                     weftx_env_origin origin, const char *detail);
+int weftx_env_set_default(weftx_env *e, const char *key, const char *value, weftx_env_origin origin,
+                          const char *detail);
 /** \brief As weftx_env_set() from "KEY=VALUE". \return 0, WEFT_EPARSE (no '=' or bad key), WEFT_ENOMEM. */
 int weftx_env_put(weftx_env *e, const char *kv, weftx_env_origin origin, const char *detail);
 /** \brief The value of \p key, or NULL. Belongs to \p e, valid until \p key changes. */
@@ -66,7 +66,7 @@ void weftx_env_truncate(weftx_env *e, int n);
 /** \brief Variable \p i in insertion order; any out pointer may be NULL. Strings belong to \p e.
  * \return 0, or WEFT_EINVAL when \p i is out of range. */
 int weftx_env_entry(const weftx_env *e, int i, const char **key, const char **value,
-                               weftx_env_origin *origin, const char **detail);
+                    weftx_env_origin *origin, const char **detail);
 /** \brief Origin of \p key (WEFT_EINVAL when absent: check with weftx_env_get()). */
 int weftx_env_origin_of(const weftx_env *e, const char *key, weftx_env_origin *origin);
 /** \brief "user", "-x", "weft", "preset", "mca". */
@@ -99,8 +99,7 @@ int weftx_env_forward(weftx_env *e, char *const *envp);
  * Origin WEFTX_ENV_XARG, overwriting.
  * \return 0; WEFT_EPARSE (bad name) with a reason; WEFT_ENOENT when "VAR" is not set in
  *         \p envp (mpirun warns and goes on: so may the caller) with a reason; WEFT_ENOMEM. */
-int weftx_env_add_x(weftx_env *e, const char *arg, char *const *envp, char *why,
-                               size_t whylen);
+int weftx_env_add_x(weftx_env *e, const char *arg, char *const *envp, char *why, size_t whylen);
 
 /* --- The per-rank environment (pure) --------------------------------------- */
 
@@ -128,17 +127,17 @@ typedef struct weftx_rank_info {
   const char *ifname;         /* NCCL_SOCKET_IFNAME (the interface weft chose); NULL: not set */
   weftx_gpu_visibility gpu_visibility;
   /* Placement: */
-  int ngpus;                  /* GPUs on this host (0 when none) */
-  int gpu;                    /* the rank's GPU index (PCI bus order), -1 for none; with
+  int ngpus;          /* GPUs on this host (0 when none) */
+  int gpu;            /* the rank's GPU index (PCI bus order), -1 for none; with
                                * devices, the rank's GPU as this process numbers it */
-  const int *devices;         /* the GPUs the rank may see, as CUDA numbers them in this
+  const int *devices; /* the GPUs the rank may see, as CUDA numbers them in this
                                * process (a Slurm job's, renumbered from 0 under device
                                * cgroups), in PCI order; NULL for 0..ngpus-1 */
   int ndevices;
-  int ncores;                 /* cores bound: OMP_NUM_THREADS; 0: not set */
+  int ncores;                     /* cores bound: OMP_NUM_THREADS; 0: not set */
   char cpus[WEFTX_RANK_CPUS_MAX]; /* WEFT_CPUS "0-12,26"; "": not set */
-  char nic[32];               /* WEFT_NIC "enp6s0"; "": the rank has no NIC */
-  char gpu_pci[32];           /* WEFT_GPU_PCI "0000:04:00.0": the topology's PCI address of
+  char nic[32];                   /* WEFT_NIC "enp6s0"; "": the rank has no NIC */
+  char gpu_pci[32];               /* WEFT_GPU_PCI "0000:04:00.0": the topology's PCI address of
                                * the rank's GPU (whatever numbering gpu is in); "": none */
 } weftx_rank_info;
 
@@ -146,8 +145,7 @@ typedef struct weftx_rank_info {
 void weftx_rank_info_init(weftx_rank_info *ri);
 /** \brief Fill ngpus, gpu, gpu_pci, ncores, cpus, nic of \p ri from a placement on \p t.
  * \return 0, or WEFT_ERANGE when the cpuset does not fit WEFTX_RANK_CPUS_MAX. */
-int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t,
-                                         const weftx_place *pl);
+int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t, const weftx_place *pl);
 
 /** \brief CUDA_VISIBLE_DEVICES for a rank under \p mode, into \p buf.
  *  - all: every GPU 0..ngpus-1, the rank's GPU \p gpu moved to position \p local_rank and
@@ -159,8 +157,8 @@ int weftx_rank_info_set_place(weftx_rank_info *ri, const weftx_topo *t,
  *  With ngpus 0 nothing is set (returns 1).
  * \return 0 when \p buf holds the value to set, 1 when the variable is to be left alone,
  *         WEFT_EINVAL (gpu >= ngpus), WEFT_ERANGE (buf too small). */
-int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu,
-                                          int local_rank, char *buf, size_t len);
+int weftx_cuda_visible_devices(weftx_gpu_visibility mode, int ngpus, int gpu, int local_rank,
+                               char *buf, size_t len);
 /** \brief As weftx_cuda_visible_devices() over the \p n devices \p ids (in order)
  * instead of 0..ngpus-1: all gives \p ids with \p gpu (one of them, or -1) moved to
  * position \p local_rank, own gives \p gpu. \return as weftx_cuda_visible_devices();
@@ -187,16 +185,16 @@ int weftx_rank_env(weftx_env *env, const weftx_rank_info *ri, char *why, size_t 
 
 /* One address of one interface (getifaddrs() gives one per address). */
 typedef struct weftx_netif {
-  char name[32];               /* "ens4" */
-  int family;                  /* AF_INET or AF_INET6 */
-  unsigned char addr[16];      /* network byte order; 4 bytes used for AF_INET */
-  int prefixlen;               /* 24 for 255.255.255.0 */
-  unsigned flags;              /* IFF_UP, IFF_LOOPBACK, IFF_RUNNING (net/if.h) */
+  char name[32];          /* "ens4" */
+  int family;             /* AF_INET or AF_INET6 */
+  unsigned char addr[16]; /* network byte order; 4 bytes used for AF_INET */
+  int prefixlen;          /* 24 for 255.255.255.0 */
+  unsigned flags;         /* IFF_UP, IFF_LOOPBACK, IFF_RUNNING (net/if.h) */
 } weftx_netif;
 
 /* An address to reach (a host of the job, resolved). */
 typedef struct weftx_netaddr {
-  int family;                  /* AF_INET or AF_INET6 */
+  int family; /* AF_INET or AF_INET6 */
   unsigned char addr[16];
 } weftx_netaddr;
 
@@ -226,8 +224,8 @@ int weftx_netif_contains(const weftx_netif *nif, const weftx_netaddr *a);
  * \return 0; WEFT_ENOENT with a reason ("no interface other than lo, docker*, ... is up;
  *         name one with NCCL_SOCKET_IFNAME") when none fits. */
 int weftx_netif_choose(const weftx_netif *ifs, int nifs, const weftx_netaddr *targets,
-                                  const char *const *routes, int ntargets, const char *default_if,
-                                  int *index, char *why, size_t whylen);
+                       const char *const *routes, int ntargets, const char *default_if, int *index,
+                       char *why, size_t whylen);
 
 /** \brief This machine's interface addresses (getifaddrs(), AF_INET and AF_INET6 only),
  * allocated by the callee; free with free(). \return 0, WEFT_ESYS, WEFT_ENOMEM. */
@@ -248,8 +246,8 @@ int weftx_hosts_resolve(const char *const *hosts, int n, double timeout, weftx_n
 /** \brief The interface the kernel would use to reach \p a (a connected UDP socket's
  * getsockname(): no packet is sent), matched against \p ifs. \return 0 with the name in
  * \p buf, WEFT_ENOENT (no route / no match), WEFT_ESYS. */
-int weftx_netif_route_to(const weftx_netif *ifs, int nifs, const weftx_netaddr *a,
-                                    char *buf, size_t len);
+int weftx_netif_route_to(const weftx_netif *ifs, int nifs, const weftx_netaddr *a, char *buf,
+                         size_t len);
 /** \brief Is \p a one of this machine's addresses (in \p ifs) or a loopback address? 1 or 0. */
 int weftx_netaddr_is_local(const weftx_netif *ifs, int nifs, const weftx_netaddr *a);
 
@@ -257,16 +255,16 @@ int weftx_netaddr_is_local(const weftx_netif *ifs, int nifs, const weftx_netaddr
  * default route, and weftx_netif_choose(). Names of this host are skipped as targets.
  * \param[out] ifname  the chosen interface ("ens4"). \param[out] addr its address ("10.0.0.5").
  * \return 0; WEFT_ENAME (a host does not resolve), WEFT_ENOENT, WEFT_ESYS, with a reason. */
-int weftx_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen,
-                                char *addr, size_t addrlen, char *why, size_t whylen);
+int weftx_netif_pick(const char *const *hosts, int nhosts, char *ifname, size_t iflen, char *addr,
+                     size_t addrlen, char *why, size_t whylen);
 
 /** \brief MASTER_ADDR for a job whose first host is \p first_host: the address of the chosen
  * interface \p chosen_addr when \p first_host is this machine (by name or address), else
  * \p first_host resolved (preferring an address in the chosen interface's subnet when the
  * name has several); "127.0.0.1" for a single-host local job when \p chosen_addr is NULL.
  * \return 0; WEFT_ENAME (does not resolve); WEFT_ERANGE. */
-int weftx_master_addr(const char *first_host, const char *chosen_addr, char *buf,
-                                 size_t len, char *why, size_t whylen);
+int weftx_master_addr(const char *first_host, const char *chosen_addr, char *buf, size_t len,
+                      char *why, size_t whylen);
 
 /* MASTER_PORT range: deterministic candidates from a job id, WEFTX_PORT_BASE..+WEFTX_PORT_SPAN-1. */
 #define WEFTX_PORT_BASE 29500

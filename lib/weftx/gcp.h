@@ -56,36 +56,35 @@ const char *weftx_gcp_md_base(const weftx_gcp_md *md);
  * \p value is allocated by the callee, free with free(); \p etag (may be NULL)
  * receives the ETag header. \return 0; WEFT_ENOENT for 404; WEFT_EHTTP;
  * WEFT_ETIMEDOUT. */
-int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value,
-                                char *etag, size_t etaglen);
+int weftx_gcp_md_get(weftx_gcp_md *md, const char *path, char **value, char *etag, size_t etaglen);
 
 /** \brief Long-poll \p path with wait_for_change=true: returns when the value's
  * ETag differs from \p last_etag (at once when it already differs, "0" for
  * instance; NULL: at the next change), or after \p timeout_sec seconds with
  * the unchanged value and ETag, as the server answers then.
  * Ownership as weftx_gcp_md_get(). \return as weftx_gcp_md_get(). */
-int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag,
-                                 int timeout_sec, char **value, char *etag, size_t etaglen);
+int weftx_gcp_md_wait(weftx_gcp_md *md, const char *path, const char *last_etag, int timeout_sec,
+                      char **value, char *etag, size_t etaglen);
 
 /* ---- Detection --------------------------------------------------------- */
 
 typedef struct weftx_gcp_nic {
-  int index;            /* instance/network-interfaces/<index> */
-  char mac[18];         /* lower case */
+  int index;    /* instance/network-interfaces/<index> */
+  char mac[18]; /* lower case */
   char ip[64];
-  char network[160];    /* projects/N/networks/NAME */
-  char ifname[32];      /* matched /sys/class/net name, "" when none */
-  char pci[16];         /* PCI_SLOT_NAME ("0000:06:00.0"), "" when unknown */
-  int mtu;              /* -1 when unknown */
-  int gvnic;            /* 1: driver gve or PCI vendor 0x1ae0; 0: other; -1: unknown */
-  int gpu;              /* 1 for a GPU-data NIC, 0 for a host NIC */
+  char network[160]; /* projects/N/networks/NAME */
+  char ifname[32];   /* matched /sys/class/net name, "" when none */
+  char pci[16];      /* PCI_SLOT_NAME ("0000:06:00.0"), "" when unknown */
+  int mtu;           /* -1 when unknown */
+  int gvnic;         /* 1: driver gve or PCI vendor 0x1ae0; 0: other; -1: unknown */
+  int gpu;           /* 1 for a GPU-data NIC, 0 for a host NIC */
 } weftx_gcp_nic;
 
 /* What one VM says about itself. Filled by weftx_gcp_detect(); plain data. */
 typedef struct weftx_gcp_info {
   int on_gce;
-  char machine_type[64];   /* basename: "a3-highgpu-8g" */
-  char zone[64];           /* basename: "us-central1-a" */
+  char machine_type[64]; /* basename: "a3-highgpu-8g" */
+  char zone[64];         /* basename: "us-central1-a" */
   char hostname[256];
   char physical_host[256]; /* "/cluster/rack/host", "" without compact placement */
   int preemptible;         /* scheduling/preemptible is TRUE */
@@ -127,10 +126,11 @@ typedef struct weftx_preset weftx_preset;
 /* One variable of a resolved preset. */
 typedef struct weftx_preset_var {
   const char *key;
-  const char *value;      /* placeholders filled */
-  int prepend;            /* 1: prepend value to a ':' list (LD_LIBRARY_PATH) */
-  const char *source;     /* "preset a3-highgpu-8g" or "... (/var/lib/tcpxo/.../nccl-env-profile.sh)" */
-  const char *unresolved; /* weftx_preset_preview() only: why a placeholder is left in value; else NULL */
+  const char *value;  /* placeholders filled */
+  int prepend;        /* 1: prepend value to a ':' list (LD_LIBRARY_PATH) */
+  const char *source; /* "preset a3-highgpu-8g" or "... (/var/lib/tcpxo/.../nccl-env-profile.sh)" */
+  const char
+    *unresolved; /* weftx_preset_preview() only: why a placeholder is left in value; else NULL */
 } weftx_preset_var;
 
 /** \brief Load preset \p name: a family name ("a3-highgpu-8g", read from
@@ -143,8 +143,8 @@ void weftx_preset_free(weftx_preset *p);
 /** \brief The --nccl-preset choice: "none" and "auto" on a single-VM job or off
  * GCE or an unknown family give *p = NULL and 0; "auto" otherwise loads the
  * family's preset; any other word is a preset name for weftx_preset_load(). */
-int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_vm,
-                                   weftx_preset **p, char *why, size_t whylen);
+int weftx_preset_select(const char *arg, const weftx_gcp_info *info, int multi_vm, weftx_preset **p,
+                        char *why, size_t whylen);
 
 const char *weftx_preset_name(const weftx_preset *p);
 /** \brief The preset's reserve-cpus list ("8-35,112-139"), for weftx_policy.reserved_cpus; NULL when none. */
@@ -159,20 +159,16 @@ int weftx_preset_mtu(const weftx_preset *p);
  * NULL) are left out: the user's own values win.
  * \p vars belongs to \p p and stays valid until the next resolve or free.
  * \return 0; WEFT_ENOENT with the missing NIC and the fix in \p why. */
-int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info,
-                                    const char *const *user_set,
-                                    const weftx_preset_var **vars, int *nvars,
-                                    char *why, size_t whylen);
+int weftx_preset_resolve(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
+                         const weftx_preset_var **vars, int *nvars, char *why, size_t whylen);
 
 /** \brief As weftx_preset_resolve(), but a placeholder this VM cannot fill (off GCE, a
  * NIC it lacks) is no error: the variable keeps the file's value ("@host_nic@") and its
  * unresolved says why, for --dry-run, which shows every variable the ranks will get
  * while each host resolves them on its own.
  * \return 0; WEFT_ENOMEM; WEFT_EPARSE or WEFT_ERANGE for a malformed value. */
-int weftx_preset_preview(weftx_preset *p, const weftx_gcp_info *info,
-                                    const char *const *user_set,
-                                    const weftx_preset_var **vars, int *nvars,
-                                    char *why, size_t whylen);
+int weftx_preset_preview(weftx_preset *p, const weftx_gcp_info *info, const char *const *user_set,
+                         const weftx_preset_var **vars, int *nvars, char *why, size_t whylen);
 
 /** \brief Resolve \p p for this VM (\p info may be NULL off GCE) and add its
  * variables to \p env with origin WEFTX_ENV_PRESET and the preset's name as
@@ -181,8 +177,8 @@ int weftx_preset_preview(weftx_preset *p, const weftx_gcp_info *info,
  * A prepend-path variable (LD_LIBRARY_PATH) is put in front of a forwarded
  * value, but a value given with -x is left alone.
  * \return 0, or as weftx_preset_resolve(). */
-int weftx_preset_apply(weftx_preset *p, const weftx_gcp_info *info, weftx_env *env,
-                                  char *why, size_t whylen);
+int weftx_preset_apply(weftx_preset *p, const weftx_gcp_info *info, weftx_env *env, char *why,
+                       size_t whylen);
 
 /** \brief What weftrun and weft-rank call for --nccl-preset \p arg (NULL: auto):
  * detect this VM unless \p arg is "none" (or "auto" on a single-VM job), then
@@ -191,8 +187,8 @@ int weftx_preset_apply(weftx_preset *p, const weftx_gcp_info *info, weftx_env *e
  * print ("" when there is nothing to say). For a family name the preset loads even off GCE (resolving
  * then says which NIC it misses). \p info is filled (on_gce 0 when unknown).
  * \return 0; WEFT_ENAME / WEFT_EPARSE for a bad preset name or file, with \p why. */
-int weftx_gcp_job_preset(const char *arg, int multi_vm, weftx_gcp_info *info,
-                                    weftx_preset **p, char *why, size_t whylen);
+int weftx_gcp_job_preset(const char *arg, int multi_vm, weftx_gcp_info *info, weftx_preset **p,
+                         char *why, size_t whylen);
 
 /* ---- Checks ------------------------------------------------------------ */
 
@@ -203,7 +199,7 @@ typedef void (*weftx_gcp_warn_fn)(void *arg, const char *msg);
  * (multi-VM only). Calls \p warn once per problem with one line that says the
  * fix. \return the number of warnings. */
 int weftx_gcp_check(const weftx_gcp_info *info, const weftx_preset *p, int multi_vm,
-                               weftx_gcp_warn_fn warn, void *arg);
+                    weftx_gcp_warn_fn warn, void *arg);
 
 /** \brief Google Cloud advice about topology \p t (today: a GCE VM without gVNIC), given
  * only when \p t is this machine and DMI says it is a GCE VM (weftx_gcp_dmi_is_gce()),
@@ -214,8 +210,8 @@ int weftx_gcp_topo_check(const weftx_topo *t, weftx_gcp_warn_fn warn, void *arg)
 
 /** \brief Warn when the \p n hosts of a job have different machine types
  * (NULL or "" entries are unknown and ignored). \return 1 when mixed, else 0. */
-int weftx_gcp_check_mixed(const char *const *hosts, const char *const *machine_types,
-                                     int n, weftx_gcp_warn_fn warn, void *arg);
+int weftx_gcp_check_mixed(const char *const *hosts, const char *const *machine_types, int n,
+                          weftx_gcp_warn_fn warn, void *arg);
 
 /* ---- Preemption -------------------------------------------------------- */
 

@@ -22,41 +22,41 @@
 #include <weft/common.h>
 #include <weft/errors.h>
 
-#define WEFTX_HOSTNAME_MAX 253   /* longest accepted host name (RFC 1123) */
+#define WEFTX_HOSTNAME_MAX 253       /* longest accepted host name (RFC 1123) */
 #define WEFTX_HOSTS_SLOTS_MAX 100000 /* largest slots=, max_slots= or :N accepted */
 #define WEFTX_HOSTFILE_LINE_MAX 4096 /* longest hostfile line accepted */
 #define WEFTX_SLURM_HOSTS_MAX 100000 /* most hosts a Slurm node list may expand to */
 
 /* Where a host list came from (weftx_hostlist_origin()). */
 typedef enum weftx_hosts_origin {
-  WEFTX_HOSTS_NONE = 0,   /* empty list, nothing added yet */
-  WEFTX_HOSTS_CMDLINE,    /* -H/--host */
-  WEFTX_HOSTS_HOSTFILE,   /* --hostfile/--machinefile */
-  WEFTX_HOSTS_SLURM,      /* SLURM_JOB_NODELIST */
-  WEFTX_HOSTS_LOCAL,      /* the local host alone */
+  WEFTX_HOSTS_NONE = 0, /* empty list, nothing added yet */
+  WEFTX_HOSTS_CMDLINE,  /* -H/--host */
+  WEFTX_HOSTS_HOSTFILE, /* --hostfile/--machinefile */
+  WEFTX_HOSTS_SLURM,    /* SLURM_JOB_NODELIST */
+  WEFTX_HOSTS_LOCAL,    /* the local host alone */
 } weftx_hosts_origin;
 
 /* One host. Read-only; belongs to its list. */
 typedef struct weftx_host {
-  const char *name;      /* validated host name or address, never NULL */
-  const char *user;      /* "user" of "user@host", NULL when none */
-  int slots;             /* slots; 0 when the input gave none ("the machine decides":
+  const char *name;   /* validated host name or address, never NULL */
+  const char *user;   /* "user" of "user@host", NULL when none */
+  int slots;          /* slots; 0 when the input gave none ("the machine decides":
                             weftrun uses the GPU count, else the cores) */
-  int max_slots;         /* max_slots=; 0 when not given (no limit) */
-  int slots_given;       /* 1 when the user gave a number (":N", "slots=") or listed
+  int max_slots;      /* max_slots=; 0 when not given (no limit) */
+  int slots_given;    /* 1 when the user gave a number (":N", "slots=") or listed
                             the host more than once (each listing counts one slot) */
-  int listed;            /* how many times the input named this host */
-  const char *source;    /* where it was first named: "hosts.txt:3", "-H", "SLURM_JOB_NODELIST" */
-  int ompi_slots;        /* the slots Open MPI 4.1 gives it from this input: -H host alone is 1,
+  int listed;         /* how many times the input named this host */
+  const char *source; /* where it was first named: "hosts.txt:3", "-H", "SLURM_JOB_NODELIST" */
+  int ompi_slots;     /* the slots Open MPI 4.1 gives it from this input: -H host alone is 1,
                             a hostfile line without slots= is 1 until its cores count */
-  int ompi_given;        /* Open MPI counts ompi_slots as given (else: the host's cores) */
-  const char *typed;     /* the name as typed when Open MPI shortens it (a.b.c -> a), or NULL */
+  int ompi_given;     /* Open MPI counts ompi_slots as given (else: the host's cores) */
+  const char *typed;  /* the name as typed when Open MPI shortens it (a.b.c -> a), or NULL */
 } weftx_host;
 
 /* How a host was named, for Open MPI's rules on slots (weftx_hostlist_add_ompi()). */
 typedef enum weftx_host_form {
-  WEFTX_HOST_DASH = 1,   /* -H: no count is 1 slot; named again, one more (or the count) */
-  WEFTX_HOST_LINE,       /* a hostfile line: no slots= is 1 slot, not given; named again,
+  WEFTX_HOST_DASH = 1, /* -H: no count is 1 slot; named again, one more (or the count) */
+  WEFTX_HOST_LINE,     /* a hostfile line: no slots= is 1 slot, not given; named again,
                             one more slot, and a slots= then is an error */
 } weftx_host_form;
 
@@ -93,7 +93,7 @@ const char *weftx_hosts_origin_name(weftx_hosts_origin o);
  * \param source  "FILE:LINE", "-H", ...: copied.
  * \return 0; WEFT_ENAME (bad name) or WEFT_ERANGE with a reason in \p why; WEFT_ENOMEM. */
 int weftx_hostlist_add(weftx_hostlist *hl, const char *name, int slots, int max_slots,
-                                  const char *source, char *why, size_t whylen);
+                       const char *source, char *why, size_t whylen);
 
 /** \brief Add a host as Open MPI 4.1 reads -H and hostfiles (orte/util/dash_host,
  * orte/util/hostfile): the name shortened to its first label unless it is an address
@@ -134,8 +134,7 @@ int weftx_hosts_parse_arg_ompi(weftx_hostlist *hl, const char *arg, int keep_fqd
  *         with "FILE:LINE: what is wrong; what to do" in \p why; WEFT_ENOMEM. */
 int weftx_hostfile_load(weftx_hostlist *hl, const char *path, char *why, size_t whylen);
 /** \brief As weftx_hostfile_load() from an open stream; \p name is used in messages. */
-int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why,
-                                   size_t whylen);
+int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why, size_t whylen);
 
 /** \brief Expand a Slurm node list ("gpu[01-04,07]", "a[1-2]-b[3-4]", "n1,n[3-5],x")
  * into \p hl, in Slurm's order (cartesian products vary the last bracket fastest),
@@ -144,13 +143,13 @@ int weftx_hostfile_read(weftx_hostlist *hl, FILE *f, const char *name, char *why
  *        slots, or NULL to leave slots 0.
  * \return 0; WEFT_EPARSE (unbalanced or nested brackets, bad range, more than
  *         WEFTX_SLURM_HOSTS_MAX hosts, counts not matching the hosts) / WEFT_ENAME with a reason. */
-int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist,
-                                       const char *tasks_per_node, char *why, size_t whylen);
+int weftx_hosts_parse_slurm(weftx_hostlist *hl, const char *nodelist, const char *tasks_per_node,
+                            char *why, size_t whylen);
 
 /** \brief Expand SLURM_TASKS_PER_NODE ("2(x3),1" = 2,2,2,1) into \p counts (up to \p max).
  * \param[out] n  how many counts. \return 0, WEFT_EPARSE, or WEFT_ERANGE when more than \p max. */
-int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n,
-                                          char *why, size_t whylen);
+int weftx_slurm_tasks_per_node(const char *s, int *counts, int max, int *n, char *why,
+                               size_t whylen);
 /** \brief As weftx_slurm_tasks_per_node() for any per-node counts in that form
  * (SLURM_JOB_CPUS_PER_NODE, SLURM_STEP_TASKS_PER_NODE); \p name is the variable, for messages. */
 int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, int *n, char *why,
@@ -171,8 +170,8 @@ int weftx_slurm_per_node(const char *name, const char *s, int *counts, int max, 
  * \param name  what \p s is ("SLURM_STEP_GPUS"), for messages.
  * \return 0; WEFT_EPARSE (not an index, a range backwards, an index twice, index >=
  *         WEFTX_SLURM_GPUS_MAX) or WEFT_ERANGE (more than \p max) with a reason in \p why. */
-int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n,
-                            char *why, size_t whylen);
+int weftx_slurm_gpu_indices(const char *name, const char *s, int *idx, int max, int *n, char *why,
+                            size_t whylen);
 
 /** \brief Write \p n GPU indices as a list, runs of consecutive ones as ranges ("0-1,4"),
  * "" for none. \return 0, or WEFT_ERANGE when \p buf is too small. */
@@ -185,10 +184,10 @@ int weftx_slurm_gpus_count(const char *name, const char *s, int *count, char *wh
 
 /* The GPUs of a GRES string (weftx_slurm_gres_gpus()). */
 typedef struct weftx_slurm_gres {
-  int count;                       /* GPUs named: "gpu:2" 2, "gpu" 1; 0 without a gpu entry */
-  char type[64];                   /* "h100" when every gpu entry names that type, else "" */
-  int nidx;                        /* indices given in "(IDX:...)"; -1 when none are given */
-  int idx[WEFTX_SLURM_GPUS_MAX];   /* the indices, in the order given */
+  int count;                     /* GPUs named: "gpu:2" 2, "gpu" 1; 0 without a gpu entry */
+  char type[64];                 /* "h100" when every gpu entry names that type, else "" */
+  int nidx;                      /* indices given in "(IDX:...)"; -1 when none are given */
+  int idx[WEFTX_SLURM_GPUS_MAX]; /* the indices, in the order given */
 } weftx_slurm_gres;
 
 /** \brief The GPUs of a GRES list as scontrol, squeue and sinfo print it: "gpu:2",
@@ -201,9 +200,9 @@ int weftx_slurm_gres_gpus(const char *name, const char *s, weftx_slurm_gres *out
 
 /* One node of a Slurm job and the GPUs the job has there (weftx_slurm_job_gpus()). */
 typedef struct weftx_slurm_node_gpus {
-  char *name;                      /* the node */
-  int count;                       /* GPUs the job has on it; 0 when none */
-  char *idx;                       /* their indices on the node as a list ("3-4,6"), "" when
+  char *name; /* the node */
+  int count;  /* GPUs the job has on it; 0 when none */
+  char *idx;  /* their indices on the node as a list ("3-4,6"), "" when
                                       none, NULL when Slurm gave a count without indices */
 } weftx_slurm_node_gpus;
 
@@ -229,11 +228,11 @@ int weftx_hostname_check(const char *name, char *why, size_t whylen);
 typedef struct weftx_hosts_input {
   const char *const *host_args; /* the -H/--host arguments, in order */
   int nhost_args;
-  const char *hostfile;         /* --hostfile/--machinefile, NULL when none */
-  const char *slurm_nodelist;   /* getenv("SLURM_JOB_NODELIST") or NULL */
+  const char *hostfile;             /* --hostfile/--machinefile, NULL when none */
+  const char *slurm_nodelist;       /* getenv("SLURM_JOB_NODELIST") or NULL */
   const char *slurm_tasks_per_node; /* getenv("SLURM_TASKS_PER_NODE") or NULL */
-  const char *local_host;       /* this host's name; NULL: gethostname() */
-  int keep_fqdn;                /* Open MPI's orte_keep_fqdn_hostnames */
+  const char *local_host;           /* this host's name; NULL: gethostname() */
+  int keep_fqdn;                    /* Open MPI's orte_keep_fqdn_hostnames */
 } weftx_hosts_input;
 
 /** \brief The job's hosts, as Open MPI 4.1 takes them: -H (then a hostfile given as
@@ -241,8 +240,7 @@ typedef struct weftx_hosts_input {
  * else the Slurm allocation; else the local host alone.
  * \p out is allocated by the callee; free with weftx_hostlist_destroy().
  * \return 0, or the first parser's error with its reason in \p why. */
-int weftx_hosts_gather(const weftx_hosts_input *in, weftx_hostlist **out, char *why,
-                                  size_t whylen);
+int weftx_hosts_gather(const weftx_hosts_input *in, weftx_hostlist **out, char *why, size_t whylen);
 
 WEFT_END_DECLS
 

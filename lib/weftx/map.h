@@ -31,22 +31,22 @@ typedef enum weftx_bind_to {
   WEFTX_BIND_GPU_LOCAL,   /* the rank's share of the cores local to its GPU */
   WEFTX_BIND_CORE,
   WEFTX_BIND_NUMA,
-  WEFTX_BIND_PACKAGE,     /* Open MPI's socket */
+  WEFTX_BIND_PACKAGE, /* Open MPI's socket */
   WEFTX_BIND_NONE,
-  WEFTX_BIND_OTHER,       /* an Open MPI binding the GPU rule lacks (l3cache, hwthread, ...) */
+  WEFTX_BIND_OTHER, /* an Open MPI binding the GPU rule lacks (l3cache, hwthread, ...) */
 } weftx_bind_to;
 
 typedef struct weftx_policy {
   weftx_map_by map_by;
   weftx_bind_to bind_to;
-  int ppr_n;              /* GPU rule: ranks per GPU (ppr:N:gpu); 0: one */
-  int pe;                 /* GPU rule: cores per rank (:PE=n); CPU layout: cpus per rank
+  int ppr_n;                 /* GPU rule: ranks per GPU (ppr:N:gpu); 0: one */
+  int pe;                    /* GPU rule: cores per rank (:PE=n); CPU layout: cpus per rank
                            * besides the words (Open MPI's --cpus-per-rank); 0: not given */
-  int oversubscribe;      /* allow more ranks than the host's slots */
-  int use_hwthreads;      /* count hardware threads as cores (--use-hwthread-cpus) */
+  int oversubscribe;         /* allow more ranks than the host's slots */
+  int use_hwthreads;         /* count hardware threads as cores (--use-hwthread-cpus) */
   const char *reserved_cpus; /* OS processors the GPU rule never gives ranks ("8-21,112-125"),
                            * or NULL; a CPU layout refuses them (Open MPI has none) */
-  const char *gpus;       /* the GPUs ranks may have, by index ("3-4,6": those a Slurm job
+  const char *gpus;          /* the GPUs ranks may have, by index ("3-4,6": those a Slurm job
                            * was given), or NULL for all; "" for none. The GPU rule counts
                            * and chooses only these; auto is a CPU layout without them */
   const char *map_words, *bind_words; /* --map-by and --bind-to as given, or NULL: what
@@ -80,8 +80,8 @@ WEFT_BEGIN_DECLS
  * \return 0, WEFT_EINVAL (a word Open MPI does not know, with the closest; a
  * contradiction such as gpu-local with a CPU mapping) or WEFT_ENOTSUP (Open MPI has
  * it, the model does not: SPAN, dist), with a one-line reason in \p why. */
-int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
-                                  char *why, size_t whylen);
+int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to, char *why,
+                       size_t whylen);
 
 /** \brief The GPU rule's policy as weftrun spells it ("gpu, bind gpu-local"). */
 int weftx_policy_format(const weftx_policy *p, char *buf, size_t len);
@@ -98,10 +98,10 @@ int weftx_map_slots(const weftx_topo *t, const weftx_policy *p);
 
 /* Every rank of one host, placed. */
 typedef struct weftx_host_map {
-  int n;                  /* ranks */
-  weftx_place *place;     /* n of them, by local rank */
-  int slots;              /* the host's slots under the policy */
-  char how[200];          /* "map-by gpu, bind gpu-local", or Open MPI's resolved policy
+  int n;              /* ranks */
+  weftx_place *place; /* n of them, by local rank */
+  int slots;          /* the host's slots under the policy */
+  char how[200];      /* "map-by gpu, bind gpu-local", or Open MPI's resolved policy
                            * ("map-by core, rank-by slot, bind-to core, as mpirun does") */
 } weftx_host_map;
 
@@ -125,43 +125,43 @@ void weftx_host_map_clear(weftx_host_map *m);
  * are allocated) on success; free them with weftx_place_clear(). \return as
  * weftx_map_host(), and WEFT_EINVAL for a rank outside 0..local_size-1. On failure
  * \p out holds no bitmaps. */
-int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank,
-                              int local_size, weftx_place *out, char *why, size_t whylen);
+int weftx_map_rank(const weftx_topo *t, const weftx_policy *p, int local_rank, int local_size,
+                   weftx_place *out, char *why, size_t whylen);
 void weftx_place_clear(weftx_place *pl);
 
 /* A whole job's plan, as weftrun --dry-run and weft-topo print it. */
 typedef struct weftx_plan_host {
   const char *name;
   int slots;
-  const weftx_topo *topo;       /* not owned */
-  const char *topology;        /* file name shown in JSON, or NULL for "live" */
-  const char *gpus_allowed;    /* the GPUs its ranks may have ("3-4"), or NULL: all of them */
-  const char *gpus_from;       /* who allows them ("Slurm job 12"), or NULL */
+  const weftx_topo *topo;   /* not owned */
+  const char *topology;     /* file name shown in JSON, or NULL for "live" */
+  const char *gpus_allowed; /* the GPUs its ranks may have ("3-4"), or NULL: all of them */
+  const char *gpus_from;    /* who allows them ("Slurm job 12"), or NULL */
 } weftx_plan_host;
 
 typedef struct weftx_plan_rank {
   int rank;
-  int host;                    /* index into hosts */
+  int host; /* index into hosts */
   int node_rank;
   int local_rank;
   weftx_place place;
-  int nenv;                    /* the rank's own variables ("KEY=VALUE"), those not in */
-  const char *const *env;      /* weftx_plan.env because they differ between ranks */
+  int nenv;               /* the rank's own variables ("KEY=VALUE"), those not in */
+  const char *const *env; /* weftx_plan.env because they differ between ranks */
 } weftx_plan_rank;
 
 typedef struct weftx_plan {
   int np;
   int nhosts;
   const weftx_plan_host *hosts;
-  const weftx_plan_rank *ranks;  /* np of them */
+  const weftx_plan_rank *ranks; /* np of them */
   int nenv;
-  const char *const *env;      /* "KEY=VALUE" strings, shown under "env" */
+  const char *const *env;            /* "KEY=VALUE" strings, shown under "env" */
   const char *const *env_source;     /* nenv entries or NULL: where each came from
                                       * ("weft", "-x", "preset a3-highgpu-8g"), under "env_source" */
   const char *const *env_unresolved; /* nenv entries or NULL: why a value still holds a
                                       * placeholder (NULL: resolved), under "env_unresolved" */
   int nforwarded;
-  const char *const *forwarded;      /* names of variables every rank gets as the launching
+  const char *const *forwarded; /* names of variables every rank gets as the launching
                                       * environment has them, under "env_forwarded" */
 } weftx_plan;
 
@@ -174,8 +174,8 @@ int weftx_plan_write_json(FILE *out, const weftx_plan *plan);
  * "cores" lists the OS processors of pl->cpuset (all of them for bind none:
  * the caller says whether the rank is bound); GPU and NIC are left out when
  * the rank has none. \return 0, WEFT_EINVAL, or WEFT_ERANGE when \p buf is too small. */
-int weftx_place_format(const weftx_topo *t, const char *host, int rank,
-                                  const weftx_place *pl, char *buf, size_t len);
+int weftx_place_format(const weftx_topo *t, const char *host, int rank, const weftx_place *pl,
+                       char *buf, size_t len);
 
 WEFT_END_DECLS
 

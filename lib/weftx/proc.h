@@ -32,10 +32,10 @@ typedef enum weftx_proc_io {
 /* What weftx_proc_run() does on its own, for the caller to say so (on_event). */
 typedef enum weftx_proc_event {
   WEFTX_PROC_EV_DEADLINE = 1, /* the deadline passed: stop_signal sent */
-  WEFTX_PROC_EV_STOP,         /* a stop request came on stop_fd (value: its byte, a signal number) */
-  WEFTX_PROC_EV_KILL,         /* grace over or a second stop request: SIGKILL to the group */
-  WEFTX_PROC_EV_CAP,          /* kept output reached max_output: SIGKILL to the group */
-  WEFTX_PROC_EV_EXIT,         /* the child exited (value: its exit status, or -N when killed by
+  WEFTX_PROC_EV_STOP, /* a stop request came on stop_fd (value: its byte, a signal number) */
+  WEFTX_PROC_EV_KILL, /* grace over or a second stop request: SIGKILL to the group */
+  WEFTX_PROC_EV_CAP,  /* kept output reached max_output: SIGKILL to the group */
+  WEFTX_PROC_EV_EXIT, /* the child exited (value: its exit status, or -N when killed by
                                * signal N) */
 } weftx_proc_event;
 
@@ -54,47 +54,47 @@ typedef void (*weftx_proc_event_fn)(void *arg, weftx_proc_event ev, int value);
 typedef double (*weftx_proc_watch_fn)(void *arg, double now, int exited, int *stop);
 
 typedef struct weftx_proc_spec {
-  char *const *argv;          /* argv[0] is looked up on $PATH unless it contains '/' */
-  char *const *envp;          /* the child's environment; NULL: this process's */
-  weftx_proc_io in;           /* INHERIT or NULL */
-  weftx_proc_io out, err;     /* any; a PIPE stream without on_output is kept (stdout only) */
-  int out_fd, err_fd;         /* with WEFTX_PROC_FD */
-  double timeout;             /* seconds from the start; 0: no deadline */
-  int stop_signal;            /* at the deadline or on a stop request; 0: SIGTERM (SIGINT
+  char *const *argv;      /* argv[0] is looked up on $PATH unless it contains '/' */
+  char *const *envp;      /* the child's environment; NULL: this process's */
+  weftx_proc_io in;       /* INHERIT or NULL */
+  weftx_proc_io out, err; /* any; a PIPE stream without on_output is kept (stdout only) */
+  int out_fd, err_fd;     /* with WEFTX_PROC_FD */
+  double timeout;         /* seconds from the start; 0: no deadline */
+  int stop_signal;        /* at the deadline or on a stop request; 0: SIGTERM (SIGINT
                                * requests are passed on as SIGINT) */
-  int stop_group;             /* 1: stop_signal to the whole group; 0: to the child alone
+  int stop_group;         /* 1: stop_signal to the whole group; 0: to the child alone
                                * (mpirun ends its own job) */
-  double grace;               /* seconds from stop_signal to SIGKILL of the group */
-  double drain;               /* after the child exits (its group is then killed): how long
+  double grace;           /* seconds from stop_signal to SIGKILL of the group */
+  double drain;           /* after the child exits (its group is then killed): how long
                                * to keep reading output still in the pipes */
-  size_t max_output;          /* most bytes kept of stdout; 0: no limit */
-  int stop_fd;                /* -1, or a descriptor the caller makes readable with one byte
+  size_t max_output;      /* most bytes kept of stdout; 0: no limit */
+  int stop_fd;            /* -1, or a descriptor the caller makes readable with one byte
                                * per stop request (the signal number, from a self-pipe its
                                * signal handler writes); the bytes are consumed */
-  int death_signal;           /* the child gets it when this process dies (PR_SET_PDEATHSIG;
+  int death_signal;       /* the child gets it when this process dies (PR_SET_PDEATHSIG;
                                * the forking thread's death counts); 0: none */
-  int watch_fd;               /* -1, or a descriptor of the caller's (an epoll set) polled in
+  int watch_fd;           /* -1, or a descriptor of the caller's (an epoll set) polled in
                                * the same loop; with on_watch */
-  double watch_drain;         /* after the child exited: how long on_watch may keep the loop
+  double watch_drain;     /* after the child exited: how long on_watch may keep the loop
                                * going (the output's drain counts from the exit too) */
-  int raw;                    /* 1: on_output gets what each read brings, partial lines
+  int raw;                /* 1: on_output gets what each read brings, partial lines
                                * too (the caller joins lines itself) */
   weftx_proc_output_fn on_output;
   weftx_proc_event_fn on_event;
   weftx_proc_watch_fn on_watch;
-  void *arg;                  /* for on_output, on_event and on_watch */
+  void *arg; /* for on_output, on_event and on_watch */
 } weftx_proc_spec;
 
 typedef struct weftx_proc_result {
-  int status;                 /* 0, the exit code N, 128+signal, WEFTX_PROC_TIMEOUT after the
+  int status;     /* 0, the exit code N, 128+signal, WEFTX_PROC_TIMEOUT after the
                                * deadline, WEFTX_PROC_NOEXEC when it could not be started */
-  int raw_status;             /* waitpid()'s status (0 when not started) */
-  int timed_out;              /* the deadline passed */
-  int stopped;                /* the first stop request's byte (a signal number), 0 when none */
-  int capped;                 /* kept output reached max_output: the child was killed */
-  char *output;               /* kept stdout, NUL-terminated (free()); NULL when not kept */
+  int raw_status; /* waitpid()'s status (0 when not started) */
+  int timed_out;  /* the deadline passed */
+  int stopped;    /* the first stop request's byte (a signal number), 0 when none */
+  int capped;     /* kept output reached max_output: the child was killed */
+  char *output;   /* kept stdout, NUL-terminated (free()); NULL when not kept */
   size_t len;
-  double seconds;             /* from start to end */
+  double seconds; /* from start to end */
 } weftx_proc_result;
 
 WEFT_BEGIN_DECLS

@@ -40,28 +40,28 @@ typedef enum weftx_path {
 /* numa is -1 both when the device carries no locality and when its nearest CPU-side
  * object spans several NUMA nodes (then package and cpuset still say where it is). */
 typedef struct weftx_gpu {
-  int index;                    /* 0.. in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID) */
-  char pci[16];                 /* "0000:04:00.0" */
+  int index;    /* 0.. in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID) */
+  char pci[16]; /* "0000:04:00.0" */
   unsigned vendor_id, device_id;
-  char model[96];               /* "" when unknown (from hwloc infos, NVML or CUDA) */
-  char uuid[48];                /* "" when unknown */
-  unsigned long long memory;    /* bytes; 0 when unknown */
-  int numa;                     /* NUMA OS index; -1 when the device carries no locality */
-  int package;                  /* package OS index; -1 when unknown */
-  int pci_switch;               /* id shared by devices below the same PCI switch (0.., in PCI order
+  char model[96];              /* "" when unknown (from hwloc infos, NVML or CUDA) */
+  char uuid[48];               /* "" when unknown */
+  unsigned long long memory;   /* bytes; 0 when unknown */
+  int numa;                    /* NUMA OS index; -1 when the device carries no locality */
+  int package;                 /* package OS index; -1 when unknown */
+  int pci_switch;              /* id shared by devices below the same PCI switch (0.., in PCI order
                                    of the topmost bridges below the host bridges); -1 when none */
-  hwloc_const_cpuset_t cpuset;  /* processors local to the GPU; the whole machine when no locality */
+  hwloc_const_cpuset_t cpuset; /* processors local to the GPU; the whole machine when no locality */
 } weftx_gpu;
 
 typedef struct weftx_nic {
-  int index;                    /* 0.. in PCI bus order */
-  char name[32];                /* interface name ("enp6s0"); "" when the topology has none */
-  char pci[16];                 /* "0000:06:00.0"; "" for a NIC with no PCI device */
+  int index;     /* 0.. in PCI bus order */
+  char name[32]; /* interface name ("enp6s0"); "" when the topology has none */
+  char pci[16];  /* "0000:06:00.0"; "" for a NIC with no PCI device */
   unsigned vendor_id, device_id;
-  int gvnic;                    /* 1 for Google's gVNIC (PCI vendor 0x1ae0) */
-  char rdma[32];                /* OpenFabrics device ("mlx5_0"), "" when none */
-  unsigned long long speed_mbps;/* 0 when unknown (XML: info LinkSpeed in Mb/s; live: sysfs) */
-  int numa;                     /* -1 when no locality */
+  int gvnic;                     /* 1 for Google's gVNIC (PCI vendor 0x1ae0) */
+  char rdma[32];                 /* OpenFabrics device ("mlx5_0"), "" when none */
+  unsigned long long speed_mbps; /* 0 when unknown (XML: info LinkSpeed in Mb/s; live: sysfs) */
+  int numa;                      /* -1 when no locality */
   int package;
   int pci_switch;
   hwloc_const_cpuset_t cpuset;
@@ -69,13 +69,14 @@ typedef struct weftx_nic {
 
 typedef struct weftx_numa {
   int os_index;
-  int package;                  /* -1 when unknown */
-  unsigned long long memory;    /* bytes local to the node; 0 when unknown */
+  int package;               /* -1 when unknown */
+  unsigned long long memory; /* bytes local to the node; 0 when unknown */
   hwloc_const_cpuset_t cpuset;
 } weftx_numa;
 
 /* weftx_topo_load() flags */
-#define WEFTX_TOPO_IGNORE_ENV 0x1 /* with path == NULL, probe the machine even if WEFT_TOPOLOGY is set */
+#define WEFTX_TOPO_IGNORE_ENV                                                                      \
+  0x1 /* with path == NULL, probe the machine even if WEFT_TOPOLOGY is set */
 /* path is an XML export of this very machine (weftrun hands its own to the ranks on its
  * host, which saves each rank the live probe): hwloc treats it as this system, so binding
  * acts and weftx_topo_is_live() is 1, and GPU details come from NVML/CUDA as for a live load.
@@ -116,8 +117,7 @@ WEFT_BEGIN_DECLS
  * damaged files); hwloc's own stderr reports about it are silenced by setting
  * HWLOC_HIDE_ERRORS=2 when unset (not with WEFT_VERBOSE=topo): call it before
  * starting threads. */
-int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out,
-                               char *why, size_t whylen);
+int weftx_topo_load(const char *path, unsigned flags, weftx_topo **out, char *why, size_t whylen);
 /** \brief Unset what weftx_topo_load() set in the environment for hwloc
  * (HWLOC_HIDE_ERRORS, when the user had not set it), so that a program started
  * afterwards gets the environment it would have had without weft. */
@@ -133,8 +133,8 @@ int weftx_topo_cache_state(const weftx_topo *t);
 
 /* A topology shipped with weft (or added to its data directory), by name. */
 typedef struct weftx_topo_entry {
-  char name[128];   /* the file name less ".xml": "a3-highgpu-8g" */
-  char desc[256];   /* first line of the comment that ends the file, less a leading
+  char name[128]; /* the file name less ".xml": "a3-highgpu-8g" */
+  char desc[256]; /* first line of the comment that ends the file, less a leading
                        "NAME:"; "" when there is none */
 } weftx_topo_entry;
 

@@ -19,13 +19,12 @@
 
 /* ---- Exit status ---------------------------------------------------------- */
 
-#define ROW(name, code, label, brief, sentence, example) \
-  { code, #name, label, brief, sentence, example },
-const wt_exit_row wt_exit_rows[] = { WT_EXIT_TABLE(ROW) { 0, NULL, NULL, NULL, NULL, NULL } };
+#define ROW(name, code, label, brief, sentence, example)                                           \
+  {code, #name, label, brief, sentence, example},
+const wt_exit_row wt_exit_rows[] = {WT_EXIT_TABLE(ROW){0, NULL, NULL, NULL, NULL, NULL}};
 #undef ROW
 
-void
-wt_exit_help(FILE *out)
+void wt_exit_help(FILE *out)
 {
   /* "CODE what" items, a line broken between items only */
   int col = fprintf(out, "\nExit status:") - 1;
@@ -40,8 +39,7 @@ wt_exit_help(FILE *out)
   fputs("\nSee weftrun --help exit-status and weftrun(1).\n", out);
 }
 
-void
-wt_exit_topic(FILE *out)
+void wt_exit_topic(FILE *out)
 {
   fputs("weftrun's exit status (the contract; weftrun(1) EXIT STATUS says the same):\n\n", out);
   for (const wt_exit_row *r = wt_exit_rows; r->name; r++) {
@@ -52,8 +50,7 @@ wt_exit_topic(FILE *out)
   }
 }
 
-void
-wt_exit_man(FILE *out)
+void wt_exit_man(FILE *out)
 {
   for (const wt_exit_row *r = wt_exit_rows; r->name; r++) {
     fputs(".TP\n", out);
@@ -78,70 +75,100 @@ wt_exit_man(FILE *out)
 /* ---- The agent's arguments ----------------------------------------------- */
 
 enum {
-  A_LAYOUT = 1, A_RANKBY, A_OMPI, A_SLOTS, A_MAPBY, A_BINDTO, A_OVERSUB, A_REPORT, A_GPUVIS,
-  A_NCCL, A_MADDR, A_MPORT, A_IFNAME, A_TOPO, A_HOSTXML, A_GRACE, A_CONTROL, A_MONITOR, A_PROM,
-  A_JOB, A_PROBE, A_CHECK, A_CHECKID, A_CHECKDL, A_HELP, A_GPUS, A_OUTFILE, A_LINES, A_TAG,
+  A_LAYOUT = 1,
+  A_RANKBY,
+  A_OMPI,
+  A_SLOTS,
+  A_MAPBY,
+  A_BINDTO,
+  A_OVERSUB,
+  A_REPORT,
+  A_GPUVIS,
+  A_NCCL,
+  A_MADDR,
+  A_MPORT,
+  A_IFNAME,
+  A_TOPO,
+  A_HOSTXML,
+  A_GRACE,
+  A_CONTROL,
+  A_MONITOR,
+  A_PROM,
+  A_JOB,
+  A_PROBE,
+  A_CHECK,
+  A_CHECKID,
+  A_CHECKDL,
+  A_HELP,
+  A_GPUS,
+  A_OUTFILE,
+  A_LINES,
+  A_TAG,
   A_STAMP,
 };
 
 #define S "weft-rank (internal: started by weftrun)"
 const wt_opt wt_agent_options[] = {
-  { A_LAYOUT, "layout", WT_OPT_ARG, "C[xN],...[;...]", S,
-    "Ranks on each host in weftrun's order: C ranks on each of N hosts (per program).", 0 },
-  { A_RANKBY, "rank-by", WT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0 },
-  { A_OMPI, "ompi", WT_OPT_ARG, "POLICY", S,
-    "Open MPI placed and bound the ranks by POLICY: check that, do not bind.", 0 },
-  { A_SLOTS, "slots", WT_OPT_ARG, "S[xN],...", S, "With --ompi: every host's slots.", 0 },
-  { A_MAPBY, "map-by", WT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0 },
-  { A_BINDTO, "bind-to", WT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0 },
-  { A_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0 },
-  { A_REPORT, "report-bindings", WT_OPT_FLAG, NULL, S, "Print this rank's placement.", 0 },
-  { A_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S, "CUDA_VISIBLE_DEVICES mode.", 0 },
-  { A_NCCL, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY", S, "NCCL preset.", 0 },
-  { A_MADDR, "master-addr", WT_OPT_ARG, "ADDR", S, "MASTER_ADDR.", 0 },
-  { A_MPORT, "master-port", WT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0 },
-  { A_IFNAME, "ifname", WT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0 },
-  { A_TOPO, "topology", WT_OPT_ARG, "FILE|I=FILE", S,
-    "Topology of every host, or of host I of the layout.", 0 },
-  { A_HOSTXML, "host-xml", WT_OPT_ARG, "FILE", S,
-    "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0 },
-  { A_GPUS, "gpus", WT_OPT_ARG, "SET[*N];...", S,
-    "The GPUs the ranks of each host may have, in the layout's order (\"3-4*3\", \"all\", \"none\").",
-    0 },
-  { A_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S,
-    "The program's output into DIR/1/rank.R/stdout and stderr (engines without it).", 0 },
-  { A_LINES, "lines", WT_OPT_FLAG, NULL, S,
-    "The program's stdout and stderr in whole lines, as records on the agent's stderr, "
-    "which weftrun reads (mpirun's reads cut lines anywhere).", 0 },
-  { A_TAG, "tag-output", WT_OPT_FLAG, NULL, S,
-    "With --lines: each line starts with [JOB,RANK]<stdout>: or <stderr>:, as mpirun's.", 0 },
-  { A_STAMP, "timestamp-output", WT_OPT_FLAG, NULL, S,
-    "With --lines: each line starts with the time, as mpirun's.", 0 },
-  { A_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S,
-    "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0 },
-  { A_CONTROL, "control", WT_OPT_ARG, "ADDR:PORT", S,
-    "weftrun's control channel: connect (with $" WT_CTL_SECRET_ENV ") before starting the "
-    "rank, report to it, end the rank when it is lost.", 0 },
-  { A_MONITOR, "monitor", WT_OPT_ARG, "MS", S,
-    "Send weftrun a sample of what the rank uses every MS milliseconds (weftrun --monitor).", 0 },
-  { A_PROM, "monitor-prom", WT_OPT_ARG, "DIR", S,
-    "With --monitor: keep the rank in DIR/weft-JOB-HOST.prom, Prometheus's text format, "
-    "shared with the host's other ranks; the last to end removes it.", 0 },
-  { A_JOB, "job", WT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0 },
-  { A_PROBE, "probe", WT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0 },
-  { A_CHECK, "check", WT_OPT_ARG, "full|reach", S,
-    "weftrun --check: report this host's facts as records (full), or only answer (reach); "
-    "the program after '--' is looked for, not run.", 0 },
-  { A_CHECKID, "check-id", WT_OPT_ARG, "ID", S, "The check job's nonce.", 0 },
-  { A_CHECKDL, "check-deadline", WT_OPT_ARG, "SECONDS", S,
-    "Seconds the check has on this host, all included.", 0 },
-  { A_HELP, "help|h", WT_OPT_FLAG, NULL, S, "This help.", 0 },
-  { 0, NULL, 0, NULL, NULL, NULL, 0 },
+  {A_LAYOUT, "layout", WT_OPT_ARG, "C[xN],...[;...]", S,
+   "Ranks on each host in weftrun's order: C ranks on each of N hosts (per program).", 0},
+  {A_RANKBY, "rank-by", WT_OPT_ARG, "slot|node", S, "How ranks are numbered over hosts.", 0},
+  {A_OMPI, "ompi", WT_OPT_ARG, "POLICY", S,
+   "Open MPI placed and bound the ranks by POLICY: check that, do not bind.", 0},
+  {A_SLOTS, "slots", WT_OPT_ARG, "S[xN],...", S, "With --ompi: every host's slots.", 0},
+  {A_MAPBY, "map-by", WT_OPT_ARG, "POLICY", S, "As weftrun --map-by.", 0},
+  {A_BINDTO, "bind-to", WT_OPT_ARG, "WHAT", S, "As weftrun --bind-to.", 0},
+  {A_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, S, "Allow more ranks than slots.", 0},
+  {A_REPORT, "report-bindings", WT_OPT_FLAG, NULL, S, "Print this rank's placement.", 0},
+  {A_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S, "CUDA_VISIBLE_DEVICES mode.", 0},
+  {A_NCCL, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY", S, "NCCL preset.", 0},
+  {A_MADDR, "master-addr", WT_OPT_ARG, "ADDR", S, "MASTER_ADDR.", 0},
+  {A_MPORT, "master-port", WT_OPT_ARG, "PORT", S, "MASTER_PORT.", 0},
+  {A_IFNAME, "ifname", WT_OPT_ARG, "IF", S, "NCCL_SOCKET_IFNAME.", 0},
+  {A_TOPO, "topology", WT_OPT_ARG, "FILE|I=FILE", S,
+   "Topology of every host, or of host I of the layout.", 0},
+  {A_HOSTXML, "host-xml", WT_OPT_ARG, "FILE", S,
+   "weftrun's own host as hwloc XML, used in place of probing when this is that host.", 0},
+  {A_GPUS, "gpus", WT_OPT_ARG, "SET[*N];...", S,
+   "The GPUs the ranks of each host may have, in the layout's order (\"3-4*3\", \"all\", "
+   "\"none\").",
+   0},
+  {A_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S,
+   "The program's output into DIR/1/rank.R/stdout and stderr (engines without it).", 0},
+  {A_LINES, "lines", WT_OPT_FLAG, NULL, S,
+   "The program's stdout and stderr in whole lines, as records on the agent's stderr, "
+   "which weftrun reads (mpirun's reads cut lines anywhere).",
+   0},
+  {A_TAG, "tag-output", WT_OPT_FLAG, NULL, S,
+   "With --lines: each line starts with [JOB,RANK]<stdout>: or <stderr>:, as mpirun's.", 0},
+  {A_STAMP, "timestamp-output", WT_OPT_FLAG, NULL, S,
+   "With --lines: each line starts with the time, as mpirun's.", 0},
+  {A_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S,
+   "After a preemption notice: SECONDS from SIGTERM to SIGKILL.", 0},
+  {A_CONTROL, "control", WT_OPT_ARG, "ADDR:PORT", S,
+   "weftrun's control channel: connect (with $" WT_CTL_SECRET_ENV ") before starting the "
+   "rank, report to it, end the rank when it is lost.",
+   0},
+  {A_MONITOR, "monitor", WT_OPT_ARG, "MS", S,
+   "Send weftrun a sample of what the rank uses every MS milliseconds (weftrun --monitor).", 0},
+  {A_PROM, "monitor-prom", WT_OPT_ARG, "DIR", S,
+   "With --monitor: keep the rank in DIR/weft-JOB-HOST.prom, Prometheus's text format, "
+   "shared with the host's other ranks; the last to end removes it.",
+   0},
+  {A_JOB, "job", WT_OPT_ARG, "ID", S, "The job's name in the Prometheus labels.", 0},
+  {A_PROBE, "probe", WT_OPT_FLAG, NULL, S, "Print this host's topology as hwloc XML and exit.", 0},
+  {A_CHECK, "check", WT_OPT_ARG, "full|reach", S,
+   "weftrun --check: report this host's facts as records (full), or only answer (reach); "
+   "the program after '--' is looked for, not run.",
+   0},
+  {A_CHECKID, "check-id", WT_OPT_ARG, "ID", S, "The check job's nonce.", 0},
+  {A_CHECKDL, "check-deadline", WT_OPT_ARG, "SECONDS", S,
+   "Seconds the check has on this host, all included.", 0},
+  {A_HELP, "help|h", WT_OPT_FLAG, NULL, S, "This help.", 0},
+  {0, NULL, 0, NULL, NULL, NULL, 0},
 };
 #undef S
 
-void
-wt_agent_args_init(wt_agent_args *a)
+void wt_agent_args_init(wt_agent_args *a)
 {
   memset(a, 0, sizeof(*a));
   a->preempt_grace = -1;
@@ -154,8 +181,7 @@ typedef struct writer {
 } writer;
 
 /* "--NAME" of option \p id (its first spelling), then \p value when not NULL. */
-static void
-put(writer *w, int id, const char *value)
+static void put(writer *w, int id, const char *value)
 {
   char word[80];
   const wt_opt *o = wt_agent_options;
@@ -168,18 +194,16 @@ put(writer *w, int id, const char *value)
     w->rc = w->add(w->ud, value);
 }
 
-static void
-put_long(writer *w, int id, long v)
+static void put_long(writer *w, int id, long v)
 {
   char num[24];
   snprintf(num, sizeof(num), "%ld", v);
   put(w, id, num);
 }
 
-int
-wt_agent_args_write(const wt_agent_args *a, int (*add)(void *ud, const char *word), void *ud)
+int wt_agent_args_write(const wt_agent_args *a, int (*add)(void *ud, const char *word), void *ud)
 {
-  writer w = { add, ud, 0 };
+  writer w = {add, ud, 0};
   if (a->probe) {
     put(&w, A_PROBE, NULL);
     return w.rc;
@@ -246,9 +270,8 @@ wt_agent_args_write(const wt_agent_args *a, int (*add)(void *ud, const char *wor
   return w.rc;
 }
 
-static int
-handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
-       size_t len)
+static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2,
+                  char *why, size_t len)
 {
   wt_agent_args *a = ud;
   (void)a2;
@@ -309,15 +332,13 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   return -1;
 }
 
-int
-wt_agent_args_parse(wt_agent_args *a, int argc, char **argv, int *first, char *why,
-                      size_t whylen)
+int wt_agent_args_parse(wt_agent_args *a, int argc, char **argv, int *first, char *why,
+                        size_t whylen)
 {
   return wt_opt_parse(wt_agent_options, argc, argv, handle, a, first, why, whylen);
 }
 
-const char *
-wt_agent_topology_for(const wt_agent_args *a, int index)
+const char *wt_agent_topology_for(const wt_agent_args *a, int index)
 {
   for (int i = 0; i < a->nhost_topology; i++) {
     const char *kv = a->host_topology[i];
@@ -333,8 +354,7 @@ wt_agent_topology_for(const wt_agent_args *a, int index)
 
 #define FAIL_PREFIX "weft-rank: rank "
 
-void
-wt_agent_fail_print(FILE *out, const wt_agent_who *who, const char *why, int code, int sig)
+void wt_agent_fail_print(FILE *out, const wt_agent_who *who, const char *why, int code, int sig)
 {
   fprintf(out, FAIL_PREFIX "%d host %s gpu %s: %s%s", who->rank, who->host, who->gpu,
           why ? why : "", why ? "; " : "");
@@ -347,15 +367,14 @@ wt_agent_fail_print(FILE *out, const wt_agent_who *who, const char *why, int cod
 
 /* ---- The probe ------------------------------------------------------------ */
 
-void
-wt_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host)
+void wt_agent_gce_print(FILE *out, const char *machine_type, const char *physical_host)
 {
   fprintf(out, "\n" WT_AGENT_GCE_TAG " %s %s\n", machine_type,
           physical_host && physical_host[0] ? physical_host : "-");
 }
 
-size_t
-wt_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph, size_t phlen)
+size_t wt_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph,
+                          size_t phlen)
 {
   static const char tag[] = "\n" WT_AGENT_GCE_TAG " ";
   const char *t = NULL;
@@ -381,8 +400,7 @@ wt_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, char *ph
 
 /* ---- The check's records -------------------------------------------------- */
 
-void
-wt_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
+void wt_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
 {
   char value[2048];
   va_list ap;
@@ -395,9 +413,8 @@ wt_agent_check_print(FILE *out, int host, const char *key, const char *fmt, ...)
   fprintf(out, WT_AGENT_CHECK_TAG " %d %s %s\n", host, key, value);
 }
 
-int
-wt_agent_check_parse(const char *line, int *host, char *key, size_t keylen, const char **value,
-                       size_t *vlen)
+int wt_agent_check_parse(const char *line, int *host, char *key, size_t keylen, const char **value,
+                         size_t *vlen)
 {
   static const char tag[] = WT_AGENT_CHECK_TAG " ";
   const char *p = strstr(line, tag), *k, *v;

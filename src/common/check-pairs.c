@@ -9,8 +9,7 @@
 
 #include "agent.h"
 
-static void
-add(int *out, int *k, int max, int me, int n, long j)
+static void add(int *out, int *k, int max, int me, int n, long j)
 {
   int t = (int)(((j % n) + n) % n);
   if (t == me || *k >= max)
@@ -21,8 +20,7 @@ add(int *out, int *k, int max, int me, int n, long j)
   out[(*k)++] = t;
 }
 
-int
-wt_check_targets(int me, int n, int *out, int max)
+int wt_check_targets(int me, int n, int *out, int max)
 {
   int k = 0;
   if (n < 2 || me < 0 || me >= n || max <= 0)

@@ -22,16 +22,14 @@
 #include "ctl-io.h"
 #include "tcp.h"
 
-void
-wt_ctl_conn_init(wt_ctl_conn *c, int fd, size_t out_max)
+void wt_ctl_conn_init(wt_ctl_conn *c, int fd, size_t out_max)
 {
   memset(c, 0, sizeof(*c));
   c->fd = fd;
   c->out_max = out_max < WT_CTL_FRAME_MAX ? WT_CTL_FRAME_MAX : out_max;
 }
 
-void
-wt_ctl_conn_close(wt_ctl_conn *c)
+void wt_ctl_conn_close(wt_ctl_conn *c)
 {
   if (c->fd >= 0)
     close(c->fd);
@@ -43,8 +41,7 @@ wt_ctl_conn_close(wt_ctl_conn *c)
 }
 
 /* Room for \p need bytes in *buf (of *cap), doubling from 512; -1 without memory. */
-static int
-room(unsigned char **buf, size_t *cap, size_t need)
+static int room(unsigned char **buf, size_t *cap, size_t need)
 {
   if (need <= *cap)
     return 0;
@@ -59,8 +56,7 @@ room(unsigned char **buf, size_t *cap, size_t need)
   return 0;
 }
 
-int
-wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why, size_t whylen)
+int wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why, size_t whylen)
 {
   for (;;) {
     /* the whole frames already here first: a callback that stopped left some */
@@ -84,7 +80,7 @@ wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why, size_t 
     size_t need = c->in_len + 512;
     if (c->in_len >= WT_CTL_HEADER) {
       size_t f = WT_CTL_HEADER + (((size_t)c->in[4] << 24) | ((size_t)c->in[5] << 16) |
-                                    ((size_t)c->in[6] << 8) | c->in[7]);
+                                  ((size_t)c->in[6] << 8) | c->in[7]);
       need = f > c->in_len ? f : need;
     }
     if (need > WT_CTL_FRAME_MAX)
@@ -114,8 +110,7 @@ wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why, size_t 
   }
 }
 
-int
-wt_ctl_conn_queue(wt_ctl_conn *c, const wt_ctl_out *m)
+int wt_ctl_conn_queue(wt_ctl_conn *c, const wt_ctl_out *m)
 {
   if (c->fd < 0 || c->out_len + m->len > c->out_max)
     return -1;
@@ -126,8 +121,7 @@ wt_ctl_conn_queue(wt_ctl_conn *c, const wt_ctl_out *m)
   return 0;
 }
 
-int
-wt_ctl_conn_flush(wt_ctl_conn *c)
+int wt_ctl_conn_flush(wt_ctl_conn *c)
 {
   while (c->out_len && c->fd >= 0) {
     ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL);
@@ -145,8 +139,7 @@ wt_ctl_conn_flush(wt_ctl_conn *c)
   return 0;
 }
 
-int
-wt_ctl_conn_drain(wt_ctl_conn *c, double deadline)
+int wt_ctl_conn_drain(wt_ctl_conn *c, double deadline)
 {
   while (c->out_len) {
     if (wt_ctl_conn_flush(c))
@@ -156,15 +149,14 @@ wt_ctl_conn_drain(wt_ctl_conn *c, double deadline)
     double left = deadline - weftx_monotonic();
     if (left <= 0)
       return -1;
-    struct pollfd pf = { c->fd, POLLOUT, 0 };
+    struct pollfd pf = {c->fd, POLLOUT, 0};
     if (poll(&pf, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
       return -1;
   }
   return 0;
 }
 
-int
-wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
+int wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen)
 {
   const char *colon = strrchr(addr, ':');
   const char *h = addr;
@@ -184,8 +176,7 @@ wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, s
   return 0;
 }
 
-int
-wt_ctl_keepalive(int fd)
+int wt_ctl_keepalive(int fd)
 {
   int one = 1, idle = 1, intvl = 1, cnt = WT_CTL_UNANSWERED_S;
   unsigned int user_ms = WT_CTL_UNANSWERED_S * 1000;
@@ -200,8 +191,7 @@ wt_ctl_keepalive(int fd)
   return 0;
 }
 
-int
-wt_ctl_connect(const char *addr, double deadline, char *why, size_t whylen)
+int wt_ctl_connect(const char *addr, double deadline, char *why, size_t whylen)
 {
   char host[256], port[16];
   weftx_netaddr a;

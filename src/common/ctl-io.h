@@ -18,9 +18,9 @@ typedef struct wt_ctl_conn {
   unsigned char *in;
   size_t in_len, in_cap;
   unsigned char *out;
-  size_t out_len, out_max;  /* out_max: the outbox's bound */
-  unsigned long frames;     /* frames read so far */
-  int err;                  /* the errno that ended reading (0: closed, or none) */
+  size_t out_len, out_max; /* out_max: the outbox's bound */
+  unsigned long frames;    /* frames read so far */
+  int err;                 /* the errno that ended reading (0: closed, or none) */
 } wt_ctl_conn;
 
 /* A whole message read; non-zero when the connection must not be read on. */
@@ -33,8 +33,7 @@ void wt_ctl_conn_close(wt_ctl_conn *c);
  * each to \p fn (a frame is consumed whatever \p fn returns).
  * \return 0 (wait for more), 1 when \p fn asked to stop (call again for the rest),
  * -1 on EOF, an error, a bad frame or no memory (\p why says which). */
-int wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why,
-                       size_t whylen);
+int wt_ctl_conn_read(wt_ctl_conn *c, wt_ctl_on_msg fn, void *arg, char *why, size_t whylen);
 /** \brief Add a message to the outbox; -1 when it is full (the peer reads nothing)
  * or memory is short. */
 int wt_ctl_conn_queue(wt_ctl_conn *c, const wt_ctl_out *m);
@@ -43,8 +42,7 @@ int wt_ctl_conn_flush(wt_ctl_conn *c);
 /** \brief Write the whole outbox, waiting until \p deadline (weftx_monotonic()); -1 if not. */
 int wt_ctl_conn_drain(wt_ctl_conn *c, double deadline);
 /** \brief "ADDR:PORT" or "[V6]:PORT" into its parts; -1 when it is neither. */
-int wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port,
-                           size_t portlen);
+int wt_ctl_split_address(const char *addr, char *host, size_t hostlen, char *port, size_t portlen);
 /** \brief TCP keepalive on \p fd: a probe a second while the peer is quiet, the
  * connection failing with ETIMEDOUT (wt_ctl_conn's err) once its machine has
  * acknowledged nothing for WT_CTL_UNANSWERED_S. A starved or stopped process

@@ -13,15 +13,13 @@
 #include "ctl.h"
 #include "hmac.h"
 
-static void
-put_be(unsigned char *p, uint64_t v, int n)
+static void put_be(unsigned char *p, uint64_t v, int n)
 {
   for (int i = n - 1; i >= 0; i--, v >>= 8)
     p[i] = (unsigned char)(v & 0xff);
 }
 
-static uint64_t
-get_be(const unsigned char *p, int n)
+static uint64_t get_be(const unsigned char *p, int n)
 {
   uint64_t v = 0;
   for (int i = 0; i < n; i++)
@@ -29,8 +27,7 @@ get_be(const unsigned char *p, int n)
   return v;
 }
 
-void
-wt_ctl_begin(wt_ctl_out *m, int type)
+void wt_ctl_begin(wt_ctl_out *m, int type)
 {
   m->buf[0] = 'w';
   m->buf[1] = 'f';
@@ -41,8 +38,7 @@ wt_ctl_begin(wt_ctl_out *m, int type)
   m->full = 0;
 }
 
-static void
-put_field(wt_ctl_out *m, int tag, const void *v, size_t n)
+static void put_field(wt_ctl_out *m, int tag, const void *v, size_t n)
 {
   if (m->len + 3 + n > sizeof(m->buf)) {
     m->full = 1;
@@ -55,16 +51,14 @@ put_field(wt_ctl_out *m, int tag, const void *v, size_t n)
   put_be(m->buf + 4, m->len - WT_CTL_HEADER, 4);
 }
 
-void
-wt_ctl_put_int(wt_ctl_out *m, int tag, int64_t v)
+void wt_ctl_put_int(wt_ctl_out *m, int tag, int64_t v)
 {
   unsigned char b[8];
   put_be(b, (uint64_t)v, 8);
   put_field(m, tag, b, 8);
 }
 
-void
-wt_ctl_put_str(wt_ctl_out *m, int tag, const char *s)
+void wt_ctl_put_str(wt_ctl_out *m, int tag, const char *s)
 {
   size_t n = s ? strlen(s) : 0, room = sizeof(m->buf) - m->len;
   if (n > WT_CTL_MAX_TEXT)
@@ -80,24 +74,25 @@ wt_ctl_put_str(wt_ctl_out *m, int tag, const char *s)
   put_field(m, tag, s ? s : "", n);
 }
 
-long
-wt_ctl_frame(const unsigned char *buf, size_t len, char *why, size_t whylen)
+long wt_ctl_frame(const unsigned char *buf, size_t len, char *why, size_t whylen)
 {
   if (len >= 1 && buf[0] != 'w')
     goto bad_magic;
   if (len >= 2 && buf[1] != 'f')
     goto bad_magic;
   if (len >= 3 && buf[2] != WT_CTL_VERSION) {
-    snprintf(why, whylen, "control message of version %d; this weft speaks version %d (mixed "
-             "weft installations?)", buf[2], WT_CTL_VERSION);
+    snprintf(why, whylen,
+             "control message of version %d; this weft speaks version %d (mixed "
+             "weft installations?)",
+             buf[2], WT_CTL_VERSION);
     return -1;
   }
   if (len < WT_CTL_HEADER)
     return 0;
   uint64_t n = get_be(buf + 4, 4);
   if (n > WT_CTL_MAX_PAYLOAD) {
-    snprintf(why, whylen, "control message of %llu bytes; the most is %d",
-             (unsigned long long)n, WT_CTL_MAX_PAYLOAD);
+    snprintf(why, whylen, "control message of %llu bytes; the most is %d", (unsigned long long)n,
+             WT_CTL_MAX_PAYLOAD);
     return -1;
   }
   return len >= WT_CTL_HEADER + n ? (long)(WT_CTL_HEADER + n) : 0;
@@ -106,9 +101,7 @@ bad_magic:
   return -1;
 }
 
-int
-wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *why,
-                size_t whylen)
+int wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *why, size_t whylen)
 {
   char w[160];
   long n = wt_ctl_frame(frame, len, w, sizeof(w));
@@ -143,8 +136,7 @@ wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *why,
   return 0;
 }
 
-static const wt_ctl_field *
-find(const wt_ctl_msg *m, int tag)
+static const wt_ctl_field *find(const wt_ctl_msg *m, int tag)
 {
   for (int i = 0; i < m->nfields; i++)
     if (m->f[i].tag == tag)
@@ -152,8 +144,7 @@ find(const wt_ctl_msg *m, int tag)
   return NULL;
 }
 
-int
-wt_ctl_get_int(const wt_ctl_msg *m, int tag, int64_t *v)
+int wt_ctl_get_int(const wt_ctl_msg *m, int tag, int64_t *v)
 {
   const wt_ctl_field *f = find(m, tag);
   if (!f || f->len != 8)
@@ -162,15 +153,13 @@ wt_ctl_get_int(const wt_ctl_msg *m, int tag, int64_t *v)
   return 0;
 }
 
-int64_t
-wt_ctl_int_or(const wt_ctl_msg *m, int tag, int64_t def)
+int64_t wt_ctl_int_or(const wt_ctl_msg *m, int tag, int64_t def)
 {
   int64_t v;
   return wt_ctl_get_int(m, tag, &v) ? def : v;
 }
 
-int
-wt_ctl_get_str(const wt_ctl_msg *m, int tag, char *buf, size_t len)
+int wt_ctl_get_str(const wt_ctl_msg *m, int tag, char *buf, size_t len)
 {
   const wt_ctl_field *f = find(m, tag);
   if (!len)
@@ -185,23 +174,21 @@ wt_ctl_get_str(const wt_ctl_msg *m, int tag, char *buf, size_t len)
   return 0;
 }
 
-const char *
-wt_ctl_type_name(int type)
+const char *wt_ctl_type_name(int type)
 {
-  static const char *const names[] = { "?", "HELLO", "WELCOME", "REFUSE", "PLACED", "STARTED",
-                                       "EXITED", "HEARTBEAT", "PONG", "END", "STACK_REQ", "STACK",
-                                       "SAMPLE", "CHALLENGE" };
+  static const char *const names[] = {"?",         "HELLO",  "WELCOME",   "REFUSE",   "PLACED",
+                                      "STARTED",   "EXITED", "HEARTBEAT", "PONG",     "END",
+                                      "STACK_REQ", "STACK",  "SAMPLE",    "CHALLENGE"};
   return type > 0 && type < WT_CTL_TYPE_MAX ? names[type] : "?";
 }
 
-void
-wt_ctl_proof(const char *secret, const char *challenge, int64_t rank, const char *host,
-             char out[WT_CTL_PROOF_LEN + 1])
+void wt_ctl_proof(const char *secret, const char *challenge, int64_t rank, const char *host,
+                  char out[WT_CTL_PROOF_LEN + 1])
 {
   char msg[64 + WT_CTL_MAX_TEXT + WT_CTL_CHALLENGE_LEN], num[24];
   unsigned char mac[WT_SHA256_LEN];
   size_t n = 0;
-  const char *part[4] = { "weft-ctl-hello", challenge, num, host ? host : "" };
+  const char *part[4] = {"weft-ctl-hello", challenge, num, host ? host : ""};
   snprintf(num, sizeof(num), "%lld", (long long)rank);
   for (int i = 0; i < 4; i++) {
     size_t l = strnlen(part[i], WT_CTL_MAX_TEXT);

@@ -38,75 +38,75 @@
 #define WT_CTL_MAX_TEXT 4096
 #define WT_CTL_MAX_FIELDS 64
 #define WT_CTL_SECRET_ENV "WEFT_CONTROL_SECRET"
-#define WT_CTL_SECRET_LEN 32     /* hex digits: 16 bytes from getrandom() */
-#define WT_CTL_CHALLENGE_LEN 32  /* hex digits: 16 bytes from getrandom() */
-#define WT_CTL_PROOF_LEN 64      /* hex digits of an HMAC-SHA256 */
-#define WT_CTL_CONNECT_S 10.0    /* an agent's bound to reach weftrun and be welcomed */
+#define WT_CTL_SECRET_LEN 32    /* hex digits: 16 bytes from getrandom() */
+#define WT_CTL_CHALLENGE_LEN 32 /* hex digits: 16 bytes from getrandom() */
+#define WT_CTL_PROOF_LEN 64     /* hex digits of an HMAC-SHA256 */
+#define WT_CTL_CONNECT_S 10.0   /* an agent's bound to reach weftrun and be welcomed */
 /* A peer machine whose kernel has acknowledged nothing for this long is gone (a machine
  * down, a network cut), however long its agent or weftrun may be starved (keepalive). */
 #define WT_CTL_UNANSWERED_S 5
 
 /* Message types. A = agent to weftrun, W = weftrun to agent. */
 enum wt_ctl_type {
-  WT_CTL_HELLO = 1,   /* A: proof, rank, agent pid, host */
-  WT_CTL_WELCOME,     /* W: heartbeat and lost bounds, grace */
-  WT_CTL_REFUSE,      /* W: why (then weftrun closes) */
-  WT_CTL_PLACED,      /* A: gpu, cpus, nic of the rank */
-  WT_CTL_STARTED,     /* A: pid of the rank */
-  WT_CTL_EXITED,      /* A: how the rank ended, its last weft call */
-  WT_CTL_HEARTBEAT,   /* A: seq, the rank's current weft call (and later samples) */
-  WT_CTL_PONG,        /* W: seq of the heartbeat answered */
-  WT_CTL_END,         /* W: end the rank now (signal, why) */
-  WT_CTL_STACK_REQ,   /* W: send the rank's stack */
-  WT_CTL_STACK,       /* A: text of the rank's stack (or why there is none) */
-  WT_CTL_SAMPLE,      /* A: what the rank uses (--monitor; sample.h) */
-  WT_CTL_CHALLENGE,   /* W: challenge, the first message of every connection */
+  WT_CTL_HELLO = 1, /* A: proof, rank, agent pid, host */
+  WT_CTL_WELCOME,   /* W: heartbeat and lost bounds, grace */
+  WT_CTL_REFUSE,    /* W: why (then weftrun closes) */
+  WT_CTL_PLACED,    /* A: gpu, cpus, nic of the rank */
+  WT_CTL_STARTED,   /* A: pid of the rank */
+  WT_CTL_EXITED,    /* A: how the rank ended, its last weft call */
+  WT_CTL_HEARTBEAT, /* A: seq, the rank's current weft call (and later samples) */
+  WT_CTL_PONG,      /* W: seq of the heartbeat answered */
+  WT_CTL_END,       /* W: end the rank now (signal, why) */
+  WT_CTL_STACK_REQ, /* W: send the rank's stack */
+  WT_CTL_STACK,     /* A: text of the rank's stack (or why there is none) */
+  WT_CTL_SAMPLE,    /* A: what the rank uses (--monitor; sample.h) */
+  WT_CTL_CHALLENGE, /* W: challenge, the first message of every connection */
   WT_CTL_TYPE_MAX
 };
 
 /* Field tags; a tag means the same in every message. */
 enum wt_ctl_tag {
-  WT_CTL_T_PROOF = 1,  /* text: wt_ctl_proof()'s hex digits (version 1: the secret) */
-  WT_CTL_T_RANK,       /* number */
-  WT_CTL_T_PID,        /* number: the agent's (HELLO) or the rank's (STARTED) */
-  WT_CTL_T_HOST,       /* text: gethostname() of the agent's host */
-  WT_CTL_T_HB_MS,      /* number: heartbeat interval */
-  WT_CTL_T_LOST_MS,    /* number: silence after which the other end is lost */
-  WT_CTL_T_GRACE_MS,   /* number: SIGTERM to SIGKILL after END */
-  WT_CTL_T_WHY,        /* text */
-  WT_CTL_T_GPU,        /* text: "2 (0000:0a:00.0)" or "none" */
-  WT_CTL_T_CPUS,       /* text: "0-12,104-116" */
-  WT_CTL_T_NIC,        /* text */
-  WT_CTL_T_CODE,       /* number: exit status, 128+N for signal N */
-  WT_CTL_T_SIGNAL,     /* number: the signal that ended the rank, 0 none */
-  WT_CTL_T_STOPPED,    /* number: WT_CTL_STOP_* (why the agent stopped it) */
-  WT_CTL_T_SEQ,        /* number */
-  WT_CTL_T_WSTATE,     /* number: weftx_page_state of the rank's libweft */
-  WT_CTL_T_OP,         /* number: weftx_page_op of its current weft call, 0 none */
-  WT_CTL_T_GROUP,      /* text: the call's group name */
-  WT_CTL_T_GROUP_FIRST,/* number: world rank of the group's rank 0 */
-  WT_CTL_T_GROUP_SIZE, /* number */
-  WT_CTL_T_BYTES,      /* number: bytes of the call */
-  WT_CTL_T_IN_MS,      /* number: ms since the call began (or since the last one ended) */
-  WT_CTL_T_CALLS,      /* number: weft calls completed */
-  WT_CTL_T_MEMBERS,    /* text: a timed-out call's group, world ranks "0-3,8" */
-  WT_CTL_T_TEXT,       /* text: stack trace */
-  WT_CTL_T_LAST,       /* number: 1 on the last piece of a text sent in pieces */
-  WT_CTL_T_RUN_MS,     /* number: ms the rank has run */
+  WT_CTL_T_PROOF = 1,   /* text: wt_ctl_proof()'s hex digits (version 1: the secret) */
+  WT_CTL_T_RANK,        /* number */
+  WT_CTL_T_PID,         /* number: the agent's (HELLO) or the rank's (STARTED) */
+  WT_CTL_T_HOST,        /* text: gethostname() of the agent's host */
+  WT_CTL_T_HB_MS,       /* number: heartbeat interval */
+  WT_CTL_T_LOST_MS,     /* number: silence after which the other end is lost */
+  WT_CTL_T_GRACE_MS,    /* number: SIGTERM to SIGKILL after END */
+  WT_CTL_T_WHY,         /* text */
+  WT_CTL_T_GPU,         /* text: "2 (0000:0a:00.0)" or "none" */
+  WT_CTL_T_CPUS,        /* text: "0-12,104-116" */
+  WT_CTL_T_NIC,         /* text */
+  WT_CTL_T_CODE,        /* number: exit status, 128+N for signal N */
+  WT_CTL_T_SIGNAL,      /* number: the signal that ended the rank, 0 none */
+  WT_CTL_T_STOPPED,     /* number: WT_CTL_STOP_* (why the agent stopped it) */
+  WT_CTL_T_SEQ,         /* number */
+  WT_CTL_T_WSTATE,      /* number: weftx_page_state of the rank's libweft */
+  WT_CTL_T_OP,          /* number: weftx_page_op of its current weft call, 0 none */
+  WT_CTL_T_GROUP,       /* text: the call's group name */
+  WT_CTL_T_GROUP_FIRST, /* number: world rank of the group's rank 0 */
+  WT_CTL_T_GROUP_SIZE,  /* number */
+  WT_CTL_T_BYTES,       /* number: bytes of the call */
+  WT_CTL_T_IN_MS,       /* number: ms since the call began (or since the last one ended) */
+  WT_CTL_T_CALLS,       /* number: weft calls completed */
+  WT_CTL_T_MEMBERS,     /* text: a timed-out call's group, world ranks "0-3,8" */
+  WT_CTL_T_TEXT,        /* text: stack trace */
+  WT_CTL_T_LAST,        /* number: 1 on the last piece of a text sent in pieces */
+  WT_CTL_T_RUN_MS,      /* number: ms the rank has run */
   /* SAMPLE's (sample.h), and EXITED's CPU_MS and RSS: the rank's totals */
-  WT_CTL_T_SPAN_MS,    /* number: ms the sample's rates cover */
-  WT_CTL_T_CPU_PM,     /* number: CPU use in thousandths of one core */
-  WT_CTL_T_CPU_MS,     /* number: CPU time used, ms */
-  WT_CTL_T_RSS,        /* number: resident memory, bytes (EXITED: the peak) */
-  WT_CTL_T_THREADS,    /* number */
-  WT_CTL_T_PROCS,      /* number: processes of the rank */
-  WT_CTL_T_GPU_UTIL,   /* number: the rank's GPU's utilisation, percent (NVML) */
-  WT_CTL_T_GPU_MEM,    /* number: its memory used, bytes */
-  WT_CTL_T_GPU_POWER,  /* number: its power draw, milliwatts */
-  WT_CTL_T_GPU_TEMP,   /* number: its temperature, degrees C */
-  WT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
-  WT_CTL_T_NIC_RX,     /* number: bytes per second received */
-  WT_CTL_T_CHALLENGE,  /* text: WT_CTL_CHALLENGE_LEN hex digits */
+  WT_CTL_T_SPAN_MS,   /* number: ms the sample's rates cover */
+  WT_CTL_T_CPU_PM,    /* number: CPU use in thousandths of one core */
+  WT_CTL_T_CPU_MS,    /* number: CPU time used, ms */
+  WT_CTL_T_RSS,       /* number: resident memory, bytes (EXITED: the peak) */
+  WT_CTL_T_THREADS,   /* number */
+  WT_CTL_T_PROCS,     /* number: processes of the rank */
+  WT_CTL_T_GPU_UTIL,  /* number: the rank's GPU's utilisation, percent (NVML) */
+  WT_CTL_T_GPU_MEM,   /* number: its memory used, bytes */
+  WT_CTL_T_GPU_POWER, /* number: its power draw, milliwatts */
+  WT_CTL_T_GPU_TEMP,  /* number: its temperature, degrees C */
+  WT_CTL_T_NIC_TX,    /* number: bytes per second sent through the NIC */
+  WT_CTL_T_NIC_RX,    /* number: bytes per second received */
+  WT_CTL_T_CHALLENGE, /* text: WT_CTL_CHALLENGE_LEN hex digits */
   WT_CTL_T_MAX
 };
 
@@ -114,19 +114,19 @@ enum wt_ctl_tag {
  * on its own, which is what a failure is. */
 enum wt_ctl_stop {
   WT_CTL_STOP_NONE = 0,
-  WT_CTL_STOP_ENGINE,    /* a signal from the engine (mpirun's teardown) or the user */
-  WT_CTL_STOP_END,       /* weftrun's END */
-  WT_CTL_STOP_LOST,      /* the dead man's switch: weftrun lost */
-  WT_CTL_STOP_PREEMPT,   /* a Google Cloud preemption notice */
-  WT_CTL_STOP_SETUP,     /* never started: the agent could not set the rank up */
-  WT_CTL_STOP_DAEMON,    /* its host's engine daemon (orted, slurmstepd) died under it */
+  WT_CTL_STOP_ENGINE,  /* a signal from the engine (mpirun's teardown) or the user */
+  WT_CTL_STOP_END,     /* weftrun's END */
+  WT_CTL_STOP_LOST,    /* the dead man's switch: weftrun lost */
+  WT_CTL_STOP_PREEMPT, /* a Google Cloud preemption notice */
+  WT_CTL_STOP_SETUP,   /* never started: the agent could not set the rank up */
+  WT_CTL_STOP_DAEMON,  /* its host's engine daemon (orted, slurmstepd) died under it */
 };
 
 /* A message being written: the whole frame in buf. */
 typedef struct wt_ctl_out {
   unsigned char buf[WT_CTL_HEADER + WT_CTL_MAX_PAYLOAD];
   size_t len;
-  int full;                 /* a field did not fit and was left out */
+  int full; /* a field did not fit and was left out */
 } wt_ctl_out;
 
 /* A message read: fields point into the frame it was decoded from. */
@@ -153,8 +153,7 @@ void wt_ctl_put_str(wt_ctl_out *m, int tag, const char *s);
 long wt_ctl_frame(const unsigned char *buf, size_t len, char *why, size_t whylen);
 
 /** \brief Decode a complete frame (wt_ctl_frame() > 0). 0, or -1 with \p why. */
-int wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *why,
-                    size_t whylen);
+int wt_ctl_decode(const unsigned char *frame, size_t len, wt_ctl_msg *m, char *why, size_t whylen);
 
 /* A field's value; 0 when found (and of the right kind), -1 otherwise. A text
  * is copied NUL-terminated (cut to fit). */

@@ -12,8 +12,7 @@
 
 #include "help.h"
 
-int
-wt_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics)
+int wt_help_topic(FILE *out, const char *tool, const char *topic, const char *const *topics)
 {
   int known = 0;
   for (int i = 0; topics[i]; i++)
@@ -47,8 +46,7 @@ wt_help_topic(FILE *out, const char *tool, const char *topic, const char *const 
   return 0;
 }
 
-void
-wt_help_wrap(FILE *out, const char *text, int col, int indent, int width)
+void wt_help_wrap(FILE *out, const char *text, int col, int indent, int width)
 {
   const char *p = text;
   while (*p) {

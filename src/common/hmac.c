@@ -19,8 +19,7 @@ static const uint32_t K[64] = {
 
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static void
-compress(uint32_t h[8], const unsigned char *p)
+static void compress(uint32_t h[8], const unsigned char *p)
 {
   uint32_t w[64], a, b, c, d, e, f, g, hh;
   for (int t = 0; t < 16; t++)
@@ -40,18 +39,16 @@ compress(uint32_t h[8], const unsigned char *p)
   h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 }
 
-void
-wt_sha256_init(wt_sha256 *s)
+void wt_sha256_init(wt_sha256 *s)
 {
-  static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+  static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   memcpy(s->h, iv, sizeof(iv));
   s->bytes = 0;
   s->used = 0;
 }
 
-void
-wt_sha256_update(wt_sha256 *s, const void *data, size_t len)
+void wt_sha256_update(wt_sha256 *s, const void *data, size_t len)
 {
   const unsigned char *p = data;
   s->bytes += len;
@@ -68,11 +65,10 @@ wt_sha256_update(wt_sha256 *s, const void *data, size_t len)
   }
 }
 
-void
-wt_sha256_final(wt_sha256 *s, unsigned char out[WT_SHA256_LEN])
+void wt_sha256_final(wt_sha256 *s, unsigned char out[WT_SHA256_LEN])
 {
   uint64_t bits = s->bytes * 8;
-  unsigned char pad[72] = { 0x80 };
+  unsigned char pad[72] = {0x80};
   size_t n = (s->used < 56 ? 56 : 120) - s->used;
   for (int i = 0; i < 8; i++)
     pad[n + (size_t)i] = (unsigned char)(bits >> (56 - 8 * i));
@@ -86,11 +82,10 @@ wt_sha256_final(wt_sha256 *s, unsigned char out[WT_SHA256_LEN])
   memset(s, 0, sizeof(*s));
 }
 
-void
-wt_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
-               unsigned char out[WT_SHA256_LEN])
+void wt_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
+                    unsigned char out[WT_SHA256_LEN])
 {
-  unsigned char k[64] = { 0 }, ipad[64], opad[64], inner[WT_SHA256_LEN];
+  unsigned char k[64] = {0}, ipad[64], opad[64], inner[WT_SHA256_LEN];
   wt_sha256 s;
   if (keylen > 64) {
     wt_sha256_init(&s);
@@ -117,8 +112,7 @@ wt_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
   memset(inner, 0, sizeof(inner));
 }
 
-int
-wt_same_bytes(const void *a, const void *b, size_t n)
+int wt_same_bytes(const void *a, const void *b, size_t n)
 {
   const volatile unsigned char *x = a, *y = b;
   unsigned char d = 0;
@@ -127,8 +121,7 @@ wt_same_bytes(const void *a, const void *b, size_t n)
   return d == 0;
 }
 
-void
-wt_hex(const unsigned char *b, size_t n, char *out)
+void wt_hex(const unsigned char *b, size_t n, char *out)
 {
   static const char digits[] = "0123456789abcdef";
   for (size_t i = 0; i < n; i++) {

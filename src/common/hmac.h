@@ -16,9 +16,9 @@
 
 typedef struct wt_sha256 {
   uint32_t h[8];
-  uint64_t bytes;          /* message length so far */
+  uint64_t bytes; /* message length so far */
   unsigned char block[64];
-  size_t used;             /* bytes in block */
+  size_t used; /* bytes in block */
 } wt_sha256;
 
 void wt_sha256_init(wt_sha256 *s);

@@ -12,8 +12,7 @@
 
 #include "layout.h"
 
-int
-wt_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local)
+int wt_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local)
 {
   if (rank < 0)
     return -1;
@@ -43,8 +42,7 @@ wt_layout_host(const int *counts, int nhosts, int by_node, int rank, int *local)
   return -1;
 }
 
-int
-wt_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, int *local)
+int wt_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, int *local)
 {
   int r = 0;
   if (!by_node) {
@@ -76,8 +74,7 @@ wt_layout_assign(const int *counts, int nhosts, int by_node, int np, int *host, 
   return 0;
 }
 
-int
-wt_layout_parse(const char *s, int *counts, int max)
+int wt_layout_parse(const char *s, int *counts, int max)
 {
   int n = 0;
   while (*s) {
@@ -109,8 +106,7 @@ typedef const char *(*word_fn)(const void *items, int i, char *buf, size_t len);
 
 /* The run-length spelling of n words, SEP between runs, a run of equal ones written
  * once with TIMES and its length; allocated, NULL when out of memory. */
-static char *
-run_length(const void *items, int n, word_fn word, const char *sep, const char *times)
+static char *run_length(const void *items, int n, word_fn word, const char *sep, const char *times)
 {
   char *buf = NULL, a[1100], b[1100];
   size_t len = 0;
@@ -134,21 +130,18 @@ run_length(const void *items, int n, word_fn word, const char *sep, const char *
   return buf;
 }
 
-static const char *
-count_word(const void *items, int i, char *buf, size_t len)
+static const char *count_word(const void *items, int i, char *buf, size_t len)
 {
   snprintf(buf, len, "%d", ((const int *)items)[i]);
   return buf;
 }
 
-char *
-wt_layout_encode(const int *counts, int n)
+char *wt_layout_encode(const int *counts, int n)
 {
   return run_length(counts, n, count_word, ",", "x");
 }
 
-static const char *
-set_word(const void *items, int i, char *buf, size_t len)
+static const char *set_word(const void *items, int i, char *buf, size_t len)
 {
   const char *set = ((const char *const *)items)[i];
   (void)buf;
@@ -156,14 +149,12 @@ set_word(const void *items, int i, char *buf, size_t len)
   return !set ? "all" : !*set ? "none" : set;
 }
 
-char *
-wt_gpusets_encode(const char *const *sets, int n)
+char *wt_gpusets_encode(const char *const *sets, int n)
 {
   return run_length(sets, n, set_word, ";", "*");
 }
 
-int
-wt_gpusets_host(const char *s, int h, char *buf, size_t len)
+int wt_gpusets_host(const char *s, int h, char *buf, size_t len)
 {
   if (h < 0 || !s)
     return -1;

@@ -15,8 +15,7 @@
 #define NAME_MAX_LEN 64
 
 /* Copy the i-th spelling of o->names into buf; 0 when there is no i-th. */
-static int
-spelling(const wt_opt *o, int i, char *buf, size_t len)
+static int spelling(const wt_opt *o, int i, char *buf, size_t len)
 {
   const char *p = o->names;
   while (i-- > 0) {
@@ -33,14 +32,9 @@ spelling(const wt_opt *o, int i, char *buf, size_t len)
   return 1;
 }
 
-static const char *
-dashes(const char *name)
-{
-  return name[1] ? "--" : "-";
-}
+static const char *dashes(const char *name) { return name[1] ? "--" : "-"; }
 
-const wt_opt *
-wt_opt_find(const wt_opt *tab, const char *name)
+const wt_opt *wt_opt_find(const wt_opt *tab, const char *name)
 {
   char s[NAME_MAX_LEN];
   for (const wt_opt *o = tab; o->id; o++)
@@ -52,13 +46,13 @@ wt_opt_find(const wt_opt *tab, const char *name)
 
 /* Do \p a and \p b mean the opposite (one is the other with "no"/"no-"/"not-" in
  * front, or "enable"/"disable")? A suggestion must never turn one into the other. */
-static int
-opposite(const char *a, const char *b)
+static int opposite(const char *a, const char *b)
 {
-  static const char *const neg[] = { "no-", "not-", "no", NULL };
+  static const char *const neg[] = {"no-", "not-", "no", NULL};
   for (int k = 0; neg[k]; k++) {
     size_t n = strlen(neg[k]);
-    if ((!strncmp(a, neg[k], n) && !strcmp(a + n, b)) || (!strncmp(b, neg[k], n) && !strcmp(b + n, a)))
+    if ((!strncmp(a, neg[k], n) && !strcmp(a + n, b)) ||
+        (!strncmp(b, neg[k], n) && !strcmp(b + n, a)))
       return 1;
   }
   if ((!strncmp(a, "enable", 6) && !strncmp(b, "disable", 7) && !strcmp(a + 6, b + 7)) ||
@@ -67,8 +61,7 @@ opposite(const char *a, const char *b)
   return 0;
 }
 
-const char *
-wt_opt_suggest(const wt_opt *tab, const char *word, char *buf, size_t len)
+const char *wt_opt_suggest(const wt_opt *tab, const char *word, char *buf, size_t len)
 {
   char s[NAME_MAX_LEN], best[NAME_MAX_LEN] = "";
   int bestd = 1 << 20;
@@ -104,30 +97,26 @@ wt_opt_suggest(const wt_opt *tab, const char *word, char *buf, size_t len)
   return buf;
 }
 
-static int
-unknown(const wt_opt *tab, const char *word, char *why, size_t whylen)
+static int unknown(const wt_opt *tab, const char *word, char *why, size_t whylen)
 {
   char sug[NAME_MAX_LEN + 2];
   if (wt_opt_suggest(tab, word, sug, sizeof(sug)))
-    snprintf(why, whylen, "unknown option '%s'; did you mean '%s'? (--help lists them all)",
-             word, sug);
+    snprintf(why, whylen, "unknown option '%s'; did you mean '%s'? (--help lists them all)", word,
+             sug);
   else
-    snprintf(why, whylen, "unknown option '%s' (--help lists them all; put '--' before a "
-             "program whose name starts with '-')", word);
+    snprintf(why, whylen,
+             "unknown option '%s' (--help lists them all; put '--' before a "
+             "program whose name starts with '-')",
+             word);
   return -1;
 }
 
 /* The argument's name as --help and the man page show it: argname up to a
  * "{...}" that lists the completion's choices ("POLICY{gpu slot core}"). */
-static int
-metavar_len(const wt_opt *o)
-{
-  return o->argname ? (int)strcspn(o->argname, "{") : 0;
-}
+static int metavar_len(const wt_opt *o) { return o->argname ? (int)strcspn(o->argname, "{") : 0; }
 
-int
-wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
-               int *first, char *why, size_t whylen)
+int wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud, int *first,
+                 char *why, size_t whylen)
 {
   int i = 1;
   why[0] = '\0';
@@ -151,7 +140,7 @@ wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
     const wt_opt *o = wt_opt_find(tab, bare);
     const char *joined = NULL;
     if (!o && ndash == 1 && n > 1) {
-      char letter[2] = { bare[0], '\0' };
+      char letter[2] = {bare[0], '\0'};
       const wt_opt *j = wt_opt_find(tab, letter);
       if (j && j->kind == WT_OPT_ARG && (j->flags & WT_OPT_JOINED)) {
         o = j;
@@ -168,8 +157,10 @@ wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
     const char *a1 = NULL, *a2 = NULL;
     int need = o->kind == WT_OPT_ARG ? 1 : o->kind == WT_OPT_ARG2 ? 2 : 0;
     if (eq && (o->flags & WT_OPT_PASS)) {
-      snprintf(why, whylen, "option '%s' is passed to mpirun: give its argument as a separate "
-               "word ('%s %s')", buf, buf, eq + 1);
+      snprintf(why, whylen,
+               "option '%s' is passed to mpirun: give its argument as a separate "
+               "word ('%s %s')",
+               buf, buf, eq + 1);
       return -1;
     }
     if (eq && need != 1 && o->kind != WT_OPT_OPTARG) {
@@ -203,8 +194,7 @@ wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
   return 0;
 }
 
-int
-wt_opt_spellings(const wt_opt *o, char *buf, size_t len)
+int wt_opt_spellings(const wt_opt *o, char *buf, size_t len)
 {
   char s[NAME_MAX_LEN];
   size_t off = 0;
@@ -225,8 +215,7 @@ wt_opt_spellings(const wt_opt *o, char *buf, size_t len)
 }
 
 /* Sections in the order they first appear in the table. */
-static int
-first_of_section(const wt_opt *tab, const wt_opt *o)
+static int first_of_section(const wt_opt *tab, const wt_opt *o)
 {
   for (const wt_opt *p = tab; p != o; p++)
     if (!(p->flags & WT_OPT_HIDDEN) && !strcmp(p->section, o->section))
@@ -234,8 +223,7 @@ first_of_section(const wt_opt *tab, const wt_opt *o)
   return 1;
 }
 
-void
-wt_opt_help(FILE *out, const wt_opt *tab)
+void wt_opt_help(FILE *out, const wt_opt *tab)
 {
   char sp[1024];
   for (const wt_opt *s = tab; s->id; s++) {
@@ -269,8 +257,7 @@ wt_opt_help(FILE *out, const wt_opt *tab)
   }
 }
 
-void
-wt_roff(FILE *out, const char *s)
+void wt_roff(FILE *out, const char *s)
 {
   if (*s == '.' || *s == '\'')
     fputs("\\&", out);
@@ -284,8 +271,7 @@ wt_roff(FILE *out, const char *s)
   }
 }
 
-void
-wt_opt_man(FILE *out, const wt_opt *tab)
+void wt_opt_man(FILE *out, const wt_opt *tab)
 {
   char s[NAME_MAX_LEN];
   for (const wt_opt *h = tab; h->id; h++) {
@@ -322,8 +308,7 @@ wt_opt_man(FILE *out, const wt_opt *tab)
 /* KIND and WORDS of an option's argument, from its argname: the lower-case
  * words of "all|own|none" are its choices, FILE and PATH a file (a topology
  * for --topology), DIR a directory. */
-static void
-arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
+static void arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
 {
   char tok[NAME_MAX_LEN], first[NAME_MAX_LEN] = "";
   int file = 0, dir = 0, choices = 0;
@@ -333,8 +318,8 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
   spelling(o, 0, first, sizeof(first));
   if (o->kind != WT_OPT_ARG) {
     /* an optional argument comes only as --name=value: completed as a flag */
-    snprintf(kind, klen, "%s", o->kind == WT_OPT_FLAG || o->kind == WT_OPT_OPTARG ? "none"
-                                                                                    : "value2");
+    snprintf(kind, klen, "%s",
+             o->kind == WT_OPT_FLAG || o->kind == WT_OPT_OPTARG ? "none" : "value2");
     return;
   }
   for (const char *p = o->argname ? o->argname : ""; *p && *p != '{';) {
@@ -343,8 +328,8 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
 
     snprintf(tok, sizeof(tok), "%.*s", (int)(n < sizeof(tok) ? n : sizeof(tok) - 1), p);
     for (size_t i = 0; tok[i]; i++)
-      lower &= (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') ||
-               tok[i] == '-';
+      lower &=
+        (tok[i] >= 'a' && tok[i] <= 'z') || (tok[i] >= '0' && tok[i] <= '9') || tok[i] == '-';
     file |= !strcmp(tok, "FILE") || !strcmp(tok, "PATH");
     dir |= !strcmp(tok, "DIR");
     if (lower && used < wlen) {
@@ -377,8 +362,7 @@ arg_kind(const wt_opt *o, char *kind, size_t klen, char *words, size_t wlen)
     snprintf(kind, klen, "%s", file ? "file" : dir ? "dir" : "value");
 }
 
-void
-wt_opt_completion(FILE *out, const wt_opt *tab, const char *context)
+void wt_opt_completion(FILE *out, const wt_opt *tab, const char *context)
 {
   char s[NAME_MAX_LEN], kind[32], words[1024];
 

@@ -23,19 +23,20 @@ typedef enum wt_opt_kind {
 } wt_opt_kind;
 
 /* wt_opt.flags */
-#define WT_OPT_HIDDEN 0x1  /* parsed, but neither in --help nor in the man page */
-#define WT_OPT_PASS   0x2  /* passed through to the engine unchanged */
-#define WT_OPT_JOINED 0x4  /* its one-letter spelling also takes the argument in the
+#define WT_OPT_HIDDEN 0x1 /* parsed, but neither in --help nor in the man page */
+#define WT_OPT_PASS 0x2   /* passed through to the engine unchanged */
+#define WT_OPT_JOINED                                                                              \
+  0x4 /* its one-letter spelling also takes the argument in the
                                 same word, as getopt does ("-b1K" for "-b 1K") */
 
 typedef struct wt_opt {
-  int id;               /* given back to the handler; 0 ends the table */
-  const char *names;    /* "np|n|c": every spelling, the first is the one shown */
+  int id;            /* given back to the handler; 0 ends the table */
+  const char *names; /* "np|n|c": every spelling, the first is the one shown */
   wt_opt_kind kind;
-  const char *argname;  /* "N", "KEY VALUE", "WHAT{none core numa}" (braces: choices for
+  const char *argname; /* "N", "KEY VALUE", "WHAT{none core numa}" (braces: choices for
                            completion only); NULL for flags */
-  const char *section;  /* heading in --help and the man page */
-  const char *help;     /* one sentence */
+  const char *section; /* heading in --help and the man page */
+  const char *help;    /* one sentence */
   unsigned flags;
 } wt_opt;
 
@@ -43,15 +44,15 @@ typedef struct wt_opt {
  * as the user typed it: the argv word itself, or without "=value" (then only
  * valid during the call). Returns 0, or non-zero after
  * writing a one-line reason into why (parsing stops). */
-typedef int (*wt_opt_cb)(void *ud, const wt_opt *o, const char *spelled,
-                           const char *a1, const char *a2, char *why, size_t whylen);
+typedef int (*wt_opt_cb)(void *ud, const wt_opt *o, const char *spelled, const char *a1,
+                         const char *a2, char *why, size_t whylen);
 
 /** \brief Parse argv[1..] against \p tab.
  * \param first set to the index of the first word after the options (argc when none).
  * \return 0, or -1 with a one-line reason in \p why (unknown option with the
  *         closest known one, missing argument, or the handler's reason). */
-int wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud,
-                   int *first, char *why, size_t whylen);
+int wt_opt_parse(const wt_opt *tab, int argc, char **argv, wt_opt_cb cb, void *ud, int *first,
+                 char *why, size_t whylen);
 
 /** \brief The row whose spellings include \p name (bare, without dashes), or NULL. */
 const wt_opt *wt_opt_find(const wt_opt *tab, const char *name);
@@ -59,7 +60,6 @@ const wt_opt *wt_opt_find(const wt_opt *tab, const char *name);
 /** \brief The closest spelling to \p word (dashes ignored) within a small edit
  * distance, written as the user would type it ("--bind-to"), or NULL. */
 const char *wt_opt_suggest(const wt_opt *tab, const char *word, char *buf, size_t len);
-
 
 /** \brief Write the options part of --help: one line per option under its section. */
 void wt_opt_help(FILE *out, const wt_opt *tab);

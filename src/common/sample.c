@@ -12,8 +12,7 @@
 
 #include "sample.h"
 
-void
-wt_sample_init(wt_sample *s)
+void wt_sample_init(wt_sample *s)
 {
   s->seq = s->span_ms = s->cpu_pm = s->cpu_ms = s->rss = s->threads = s->procs = -1;
   s->nic_tx = s->nic_rx = -1;
@@ -23,8 +22,7 @@ wt_sample_init(wt_sample *s)
 }
 
 /* The next space-separated number of *p; -1 when there is none. */
-static int
-next_num(const char **p, int64_t *v)
+static int next_num(const char **p, int64_t *v)
 {
   const char *s = *p;
   char *end;
@@ -41,8 +39,7 @@ next_num(const char **p, int64_t *v)
   return 0;
 }
 
-int
-wt_sample_parse_stat(const char *text, wt_proc_stat *st)
+int wt_sample_parse_stat(const char *text, wt_proc_stat *st)
 {
   /* "pid (comm) state ppid ..." : fields numbered from 1 as proc(5) does */
   const char *rp = text ? strrchr(text, ')') : NULL;
@@ -80,8 +77,7 @@ wt_sample_parse_stat(const char *text, wt_proc_stat *st)
   return 0;
 }
 
-int
-wt_sample_parse_pids(const char *text, long *pids, int max)
+int wt_sample_parse_pids(const char *text, long *pids, int max)
 {
   const char *p = text;
   int64_t v;
@@ -100,8 +96,7 @@ wt_sample_parse_pids(const char *text, long *pids, int max)
   }
 }
 
-int
-wt_sample_parse_counter(const char *text, int64_t *v)
+int wt_sample_parse_counter(const char *text, int64_t *v)
 {
   const char *p = text;
   if (!text || next_num(&p, v) || *v < 0)
@@ -111,16 +106,14 @@ wt_sample_parse_counter(const char *text, int64_t *v)
   return *p ? -1 : 0;
 }
 
-int64_t
-wt_sample_rate(int64_t before, int64_t after, int64_t span_ms)
+int64_t wt_sample_rate(int64_t before, int64_t after, int64_t span_ms)
 {
   if (before < 0 || after < before || span_ms <= 0)
     return -1;
   return (int64_t)((double)(after - before) * 1000.0 / (double)span_ms + 0.5);
 }
 
-int64_t
-wt_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms)
+int64_t wt_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t span_ms)
 {
   if (ticks_before < 0 || ticks_after < ticks_before || hz <= 0 || span_ms <= 0)
     return -1;
@@ -130,8 +123,7 @@ wt_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int64_t spa
 }
 
 /* A label value: backslash, double quote and newline escaped. */
-static void
-label(FILE *out, const char *name, const char *v)
+static void label(FILE *out, const char *name, const char *v)
 {
   fprintf(out, "%s=\"", name);
   for (; v && *v; v++) {
@@ -148,9 +140,8 @@ label(FILE *out, const char *name, const char *v)
 /* One metric family: HELP and TYPE once, then a line for each rank that measured it
  * (the format wants a family's lines together); nothing when none did. The figure is
  * read at byte offset \p off of a wt_sample and divided by \p scale. */
-static void
-family(FILE *out, const wt_sample *s, const wt_sample_who *who, int n, const char *name,
-       const char *type, const char *help, size_t off, double scale)
+static void family(FILE *out, const wt_sample *s, const wt_sample_who *who, int n, const char *name,
+                   const char *type, const char *help, size_t off, double scale)
 {
   int said = 0;
   for (int i = 0; i < n; i++) {
@@ -172,11 +163,10 @@ family(FILE *out, const wt_sample *s, const wt_sample_who *who, int n, const cha
   }
 }
 
-#define FAMILY(field, scale, name, type, help) \
+#define FAMILY(field, scale, name, type, help)                                                     \
   family(out, s, who, n, name, type, help, offsetof(wt_sample, field), scale)
 
-void
-wt_sample_prom(FILE *out, const wt_sample *s, const wt_sample_who *who, int n)
+void wt_sample_prom(FILE *out, const wt_sample *s, const wt_sample_who *who, int n)
 {
   FAMILY(cpu_ms, 1000, "weft_rank_cpu_seconds_total", "counter",
          "CPU time used by the rank's processes.");
@@ -195,15 +185,13 @@ wt_sample_prom(FILE *out, const wt_sample *s, const wt_sample_who *who, int n)
          "Temperature of the rank's GPU.");
 }
 
-static void
-put(wt_ctl_out *m, int tag, int64_t v)
+static void put(wt_ctl_out *m, int tag, int64_t v)
 {
   if (v >= 0)
     wt_ctl_put_int(m, tag, v);
 }
 
-void
-wt_sample_put(wt_ctl_out *m, const wt_sample *s)
+void wt_sample_put(wt_ctl_out *m, const wt_sample *s)
 {
   wt_ctl_begin(m, WT_CTL_SAMPLE);
   put(m, WT_CTL_T_SEQ, s->seq);
@@ -227,15 +215,13 @@ wt_sample_put(wt_ctl_out *m, const wt_sample *s)
 }
 
 /* A number field that must not be negative: -1 when absent or negative. */
-static int64_t
-get(const wt_ctl_msg *m, int tag)
+static int64_t get(const wt_ctl_msg *m, int tag)
 {
   int64_t v;
   return wt_ctl_get_int(m, tag, &v) || v < 0 ? -1 : v;
 }
 
-int
-wt_sample_get(const wt_ctl_msg *m, wt_sample *s)
+int wt_sample_get(const wt_ctl_msg *m, wt_sample *s)
 {
   wt_sample_init(s);
   if (m->type != WT_CTL_SAMPLE || (s->seq = get(m, WT_CTL_T_SEQ)) < 0)

@@ -20,36 +20,36 @@
 #include "ctl.h"
 
 typedef struct wt_sample {
-  int64_t seq;               /* 1, 2, ... per rank */
-  int64_t span_ms;           /* the time the rates cover */
-  int64_t cpu_pm;            /* CPU use over span: thousandths of one core (2500: 2.5 cores) */
-  int64_t cpu_ms;            /* CPU time the rank's processes have used since it started */
-  int64_t rss;               /* resident memory, bytes: the sum over its processes */
-  int64_t threads;           /* the sum over its processes */
-  int64_t procs;             /* its processes (the program and its descendants) */
-  char nic[32];              /* the interface the NIC rates are of, "" none */
-  int64_t nic_tx, nic_rx;    /* bytes per second through it (all its traffic, not the rank's alone) */
+  int64_t seq;            /* 1, 2, ... per rank */
+  int64_t span_ms;        /* the time the rates cover */
+  int64_t cpu_pm;         /* CPU use over span: thousandths of one core (2500: 2.5 cores) */
+  int64_t cpu_ms;         /* CPU time the rank's processes have used since it started */
+  int64_t rss;            /* resident memory, bytes: the sum over its processes */
+  int64_t threads;        /* the sum over its processes */
+  int64_t procs;          /* its processes (the program and its descendants) */
+  char nic[32];           /* the interface the NIC rates are of, "" none */
+  int64_t nic_tx, nic_rx; /* bytes per second through it (all its traffic, not the rank's alone) */
   /* the rank's GPU through NVML (the whole GPU's figures, whoever uses it) */
-  int64_t gpu_util;          /* percent of the time a kernel ran, over NVML's last period */
-  int64_t gpu_mem;           /* memory used, bytes */
-  int64_t gpu_power;         /* milliwatts */
-  int64_t gpu_temp;          /* degrees C */
-  char why[160];             /* why the GPU figures are absent, "" when they are not (or no GPU);
+  int64_t gpu_util;  /* percent of the time a kernel ran, over NVML's last period */
+  int64_t gpu_mem;   /* memory used, bytes */
+  int64_t gpu_power; /* milliwatts */
+  int64_t gpu_temp;  /* degrees C */
+  char why[160];     /* why the GPU figures are absent, "" when they are not (or no GPU);
                                 sent once, in the first sample */
 } wt_sample;
 
 /* The fields of /proc/PID/stat a sample needs. */
 typedef struct wt_proc_stat {
-  char state;                /* 'R', 'S', 'Z', ... */
-  int exiting;               /* ended or ending (a zombie, or PF_EXITING): no
+  char state;    /* 'R', 'S', 'Z', ... */
+  int exiting;   /* ended or ending (a zombie, or PF_EXITING): no
                                 memory, threads or children worth counting */
-  int64_t ticks;             /* utime + stime, and cutime + cstime (its children it
+  int64_t ticks; /* utime + stime, and cutime + cstime (its children it
                                 waited for, theirs included): clock ticks */
   int64_t threads;
   int64_t rss_pages;
 } wt_proc_stat;
 
-void wt_sample_init(wt_sample *s);  /* every field -1, nic "" */
+void wt_sample_init(wt_sample *s); /* every field -1, nic "" */
 
 /** \brief Parse the text of /proc/PID/stat (the command name may hold spaces and
  * parentheses: the fields are counted after its last ')'). 0, or -1 when it is not
@@ -72,10 +72,10 @@ int64_t wt_sample_cpu_pm(int64_t ticks_before, int64_t ticks_after, long hz, int
 
 /* Whose figures a sample is: its labels in the Prometheus file. */
 typedef struct wt_sample_who {
-  const char *job;           /* weftrun's job: "HOST:PID" of weftrun */
+  const char *job; /* weftrun's job: "HOST:PID" of weftrun */
   int rank;
   const char *host;
-  const char *gpu;           /* the rank's GPU's index on its host, for the GPU figures; NULL none */
+  const char *gpu; /* the rank's GPU's index on its host, for the GPU figures; NULL none */
 } wt_sample_who;
 
 /** \brief Write the samples \p s of \p n ranks (one host's) in Prometheus's text

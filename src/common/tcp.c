@@ -17,8 +17,7 @@
 
 #include "tcp.h"
 
-static socklen_t
-sockaddr_of(const weftx_netaddr *a, int port, struct sockaddr_storage *ss)
+static socklen_t sockaddr_of(const weftx_netaddr *a, int port, struct sockaddr_storage *ss)
 {
   memset(ss, 0, sizeof(*ss));
   if (a->family == AF_INET6) {
@@ -36,8 +35,7 @@ sockaddr_of(const weftx_netaddr *a, int port, struct sockaddr_storage *ss)
 }
 
 /* close(2) that leaves errno as it was. */
-static int
-fail(int fd, int rc)
+static int fail(int fd, int rc)
 {
   int e = errno;
   close(fd);
@@ -45,8 +43,7 @@ fail(int fd, int rc)
   return rc;
 }
 
-int
-wt_tcp_listen(const weftx_netaddr *addr, int port, int backlog, int *got)
+int wt_tcp_listen(const weftx_netaddr *addr, int port, int backlog, int *got)
 {
   weftx_netaddr any;
   struct sockaddr_storage ss;
@@ -71,14 +68,9 @@ wt_tcp_listen(const weftx_netaddr *addr, int port, int backlog, int *got)
   return fd;
 }
 
-int
-wt_tcp_accept(int lfd)
-{
-  return accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-}
+int wt_tcp_accept(int lfd) { return accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
 
-int
-wt_tcp_dial_start(const weftx_netaddr *to, int port, const weftx_netaddr *from, int *done)
+int wt_tcp_dial_start(const weftx_netaddr *to, int port, const weftx_netaddr *from, int *done)
 {
   struct sockaddr_storage ss;
   *done = 0;
@@ -95,12 +87,11 @@ wt_tcp_dial_start(const weftx_netaddr *to, int port, const weftx_netaddr *from, 
   return fd;
 }
 
-int
-wt_tcp_dial_state(int fd)
+int wt_tcp_dial_state(int fd)
 {
   int err = 0;
   socklen_t el = sizeof(err);
-  struct pollfd p = { fd, POLLOUT, 0 };
+  struct pollfd p = {fd, POLLOUT, 0};
   if (poll(&p, 1, 0) <= 0)
     return 0;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
@@ -109,13 +100,12 @@ wt_tcp_dial_state(int fd)
   return err ? -1 : 1;
 }
 
-int
-wt_tcp_dial(const weftx_netaddr *to, int port, const weftx_netaddr *from, double deadline)
+int wt_tcp_dial(const weftx_netaddr *to, int port, const weftx_netaddr *from, double deadline)
 {
   int done, fd = wt_tcp_dial_start(to, port, from, &done);
   while (fd >= 0 && !done) {
     double left = deadline - weftx_monotonic();
-    struct pollfd p = { fd, POLLOUT, 0 };
+    struct pollfd p = {fd, POLLOUT, 0};
     int n = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
     int st = n > 0 ? wt_tcp_dial_state(fd) : 0;
     if (st > 0)
@@ -129,8 +119,7 @@ wt_tcp_dial(const weftx_netaddr *to, int port, const weftx_netaddr *from, double
   return fd;
 }
 
-void
-wt_tcp_room(long need)
+void wt_tcp_room(long need)
 {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)need &&

@@ -17,10 +17,7 @@ static void counts(struct bench_args *a, size_t bytes)
   a->send_inplace = (size_t)a->rank * a->sendcount;
 }
 
-static double factor(int n)
-{
-  return (double)(n - 1) / n;
-}
+static double factor(int n) { return (double)(n - 1) / n; }
 
 static void fill(struct bench_args *a)
 {
@@ -51,7 +48,8 @@ static int run_raw(struct bench_args *a)
     return WEFT_EOVERFLOW;
   return MPI_Allgather(a->in_place ? MPI_IN_PLACE : a->send, (int)a->sendcount, a->mpi_dtype,
                        a->recv, (int)a->sendcount, a->mpi_dtype, a->comm) == MPI_SUCCESS
-           ? 0 : WEFT_EMPI;
+           ? 0
+           : WEFT_EMPI;
 }
 
 static int run_nccl(struct bench_args *a)
@@ -60,9 +58,18 @@ static int run_nccl(struct bench_args *a)
 }
 
 const struct bench_coll bench_allgather = {
-  .name = "allgather", .alias = "all_gather", .reduces = 0, .rooted = 0, .min_ranks = 1,
-  .help = "every rank ends with all ranks' blocks in rank order", .busbw = "(n-1)/n",
-  .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .run = run, .run_raw = run_raw,
+  .name = "allgather",
+  .alias = "all_gather",
+  .reduces = 0,
+  .rooted = 0,
+  .min_ranks = 1,
+  .help = "every rank ends with all ranks' blocks in rank order",
+  .busbw = "(n-1)/n",
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

@@ -15,15 +15,9 @@ static void counts(struct bench_args *a, size_t bytes)
   a->bytes = a->count * a->esize;
 }
 
-static double factor(int n)
-{
-  return 2.0 * (n - 1) / n;
-}
+static double factor(int n) { return 2.0 * (n - 1) / n; }
 
-static void fill(struct bench_args *a)
-{
-  bench_fill_reduction(a, a->hsend, a->count, 0);
-}
+static void fill(struct bench_args *a) { bench_fill_reduction(a, a->hsend, a->count, 0); }
 
 static size_t check(const struct bench_args *a)
 {
@@ -53,9 +47,18 @@ static int run_nccl(struct bench_args *a)
 }
 
 const struct bench_coll bench_allreduce = {
-  .name = "allreduce", .alias = "all_reduce", .reduces = 1, .rooted = 0, .min_ranks = 1,
-  .help = "every rank ends with the reduction of all ranks' buffers", .busbw = "2(n-1)/n",
-  .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .run = run, .run_raw = run_raw,
+  .name = "allreduce",
+  .alias = "all_reduce",
+  .reduces = 1,
+  .rooted = 0,
+  .min_ranks = 1,
+  .help = "every rank ends with the reduction of all ranks' buffers",
+  .busbw = "2(n-1)/n",
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

@@ -21,15 +21,9 @@ static void counts(struct bench_args *a, size_t bytes)
   a->bytes = a->count * a->esize;
 }
 
-static double factor(int n)
-{
-  return (double)(n - 1) / n;
-}
+static double factor(int n) { return (double)(n - 1) / n; }
 
-static size_t block(const struct bench_args *a)
-{
-  return a->count / (size_t)a->nranks;
-}
+static size_t block(const struct bench_args *a) { return a->count / (size_t)a->nranks; }
 
 /* Element j of the block rank `from` sends: its index in the sender's buffer. */
 static void fill(struct bench_args *a)
@@ -61,7 +55,8 @@ static int run_raw(struct bench_args *a)
     return WEFT_EOVERFLOW;
   return MPI_Alltoall(a->send, (int)block(a), a->mpi_dtype, a->recv, (int)block(a), a->mpi_dtype,
                       a->comm) == MPI_SUCCESS
-           ? 0 : WEFT_EMPI;
+           ? 0
+           : WEFT_EMPI;
 }
 
 static int run_nccl(struct bench_args *a)
@@ -70,10 +65,19 @@ static int run_nccl(struct bench_args *a)
 }
 
 const struct bench_coll bench_alltoall = {
-  .name = "alltoall", .alias = "all_to_all", .reduces = 0, .rooted = 0, .min_ranks = 1,
-  .help = "block i of every rank goes to rank i (out of place only)", .busbw = "(n-1)/n",
+  .name = "alltoall",
+  .alias = "all_to_all",
+  .reduces = 0,
+  .rooted = 0,
+  .min_ranks = 1,
+  .help = "block i of every rank goes to rank i (out of place only)",
+  .busbw = "(n-1)/n",
   .out_of_place_only = 1,
-  .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .run = run, .run_raw = run_raw,
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

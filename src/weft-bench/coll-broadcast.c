@@ -53,19 +53,26 @@ static int run_raw(struct bench_args *a)
   if (a->count > INT_MAX)
     return WEFT_EOVERFLOW;
   return MPI_Bcast(a->recv, (int)a->count, a->mpi_dtype, a->root, a->comm) == MPI_SUCCESS
-           ? 0 : WEFT_EMPI;
+           ? 0
+           : WEFT_EMPI;
 }
 
-static int run_nccl(struct bench_args *a)
-{
-  return bench_nccl_broadcast(a, a->recv, a->count);
-}
+static int run_nccl(struct bench_args *a) { return bench_nccl_broadcast(a, a->recv, a->count); }
 
 const struct bench_coll bench_broadcast = {
-  .name = "broadcast", .alias = "bcast", .reduces = 0, .rooted = 1, .min_ranks = 1,
+  .name = "broadcast",
+  .alias = "bcast",
+  .reduces = 0,
+  .rooted = 1,
+  .min_ranks = 1,
   .in_place_only = 1,
-  .help = "the root's buffer (-r) reaches every rank, in place", .busbw = "1",
-  .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .run = run, .run_raw = run_raw,
+  .help = "the root's buffer (-r) reaches every rank, in place",
+  .busbw = "1",
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

@@ -24,10 +24,7 @@ static void counts(struct bench_args *a, size_t bytes)
   a->bytes = a->count * a->esize;
 }
 
-static double factor(int n)
-{
-  return 2.0 * (n - 1) / n;
-}
+static double factor(int n) { return 2.0 * (n - 1) / n; }
 
 static size_t ntensors(const struct bench_args *a)
 {
@@ -41,10 +38,7 @@ static size_t first(const struct bench_args *a, size_t n, size_t k)
 }
 
 /* In place: the tensors live in the receive buffer, where hsend is too. */
-static void fill(struct bench_args *a)
-{
-  bench_fill_reduction(a, a->hsend, a->count, 0);
-}
+static void fill(struct bench_args *a) { bench_fill_reduction(a, a->hsend, a->count, 0); }
 
 static size_t check(const struct bench_args *a)
 {
@@ -122,10 +116,22 @@ static int run_nccl(struct bench_args *a)
 }
 
 const struct bench_coll bench_bucket = {
-  .name = "bucket", .alias = "fusion", .reduces = 1, .rooted = 0, .min_ranks = 1,
+  .name = "bucket",
+  .alias = "fusion",
+  .reduces = 1,
+  .rooted = 0,
+  .min_ranks = 1,
   .help = "gradient fusion: --tensors N all-reduced in a few fused messages",
-  .busbw = "2(n-1)/n", .tensors = 1, .in_place_only = 1,
-  .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .setup = setup, .teardown = teardown, .run = run, .run_raw = run_raw,
+  .busbw = "2(n-1)/n",
+  .tensors = 1,
+  .in_place_only = 1,
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .setup = setup,
+  .teardown = teardown,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

@@ -18,15 +18,9 @@ static void counts(struct bench_args *a, size_t bytes)
   a->recv_inplace = (size_t)a->rank * a->recvcount;
 }
 
-static double factor(int n)
-{
-  return (double)(n - 1) / n;
-}
+static double factor(int n) { return (double)(n - 1) / n; }
 
-static void fill(struct bench_args *a)
-{
-  bench_fill_reduction(a, a->hsend, a->sendcount, 0);
-}
+static void fill(struct bench_args *a) { bench_fill_reduction(a, a->hsend, a->sendcount, 0); }
 
 static size_t check(const struct bench_args *a)
 {
@@ -35,8 +29,7 @@ static size_t check(const struct bench_args *a)
 
 static int run(struct bench_args *a)
 {
-  return weft_reduce_scatter(a->group, a->send, a->recv, a->recvcount, a->dtype, a->op,
-                             a->stream);
+  return weft_reduce_scatter(a->group, a->send, a->recv, a->recvcount, a->dtype, a->op, a->stream);
 }
 
 static int run_raw(struct bench_args *a)
@@ -59,9 +52,18 @@ static int run_nccl(struct bench_args *a)
 }
 
 const struct bench_coll bench_reduce_scatter = {
-  .name = "reduce_scatter", .alias = "reducescatter", .reduces = 1, .rooted = 0,
-  .help = "the reduction of all buffers, of which rank r keeps block r", .busbw = "(n-1)/n",
-  .min_ranks = 1, .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .run = run, .run_raw = run_raw,
+  .name = "reduce_scatter",
+  .alias = "reducescatter",
+  .reduces = 1,
+  .rooted = 0,
+  .help = "the reduction of all buffers, of which rank r keeps block r",
+  .busbw = "(n-1)/n",
+  .min_ranks = 1,
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

@@ -27,15 +27,9 @@ static double factor(int n)
   return 1.0;
 }
 
-static int next(const struct bench_args *a)
-{
-  return (a->rank + 1) % a->nranks;
-}
+static int next(const struct bench_args *a) { return (a->rank + 1) % a->nranks; }
 
-static int prev(const struct bench_args *a)
-{
-  return (a->rank + a->nranks - 1) % a->nranks;
-}
+static int prev(const struct bench_args *a) { return (a->rank + a->nranks - 1) % a->nranks; }
 
 static void fill(struct bench_args *a)
 {
@@ -59,8 +53,8 @@ static int run(struct bench_args *a)
   int rc;
 
   if (!a->in_place)
-    return weft_sendrecv(a->group, a->send, a->count, next(a), a->recv, a->count, prev(a),
-                         a->dtype, a->stream);
+    return weft_sendrecv(a->group, a->send, a->count, next(a), a->recv, a->count, prev(a), a->dtype,
+                         a->stream);
   if (a->rank % 2 == 0) {
     rc = weft_send(a->group, a->send, a->count, a->dtype, next(a), a->stream);
     if (rc == 0)
@@ -80,9 +74,10 @@ static int run_raw(struct bench_args *a)
   if (a->count > INT_MAX)
     return WEFT_EOVERFLOW;
   if (!a->in_place)
-    return MPI_Sendrecv(a->send, c, a->mpi_dtype, next(a), 0, a->recv, c, a->mpi_dtype, prev(a),
-                        0, a->comm, MPI_STATUS_IGNORE) == MPI_SUCCESS
-             ? 0 : WEFT_EMPI;
+    return MPI_Sendrecv(a->send, c, a->mpi_dtype, next(a), 0, a->recv, c, a->mpi_dtype, prev(a), 0,
+                        a->comm, MPI_STATUS_IGNORE) == MPI_SUCCESS
+             ? 0
+             : WEFT_EMPI;
   if (a->rank % 2 == 0) {
     rc = MPI_Send(a->send, c, a->mpi_dtype, next(a), 0, a->comm);
     if (rc == MPI_SUCCESS)
@@ -102,10 +97,20 @@ static int run_nccl(struct bench_args *a)
 }
 
 const struct bench_coll bench_sendrecv = {
-  .name = "sendrecv", .alias = "send_recv", .reduces = 0, .rooted = 0, .min_ranks = 2,
-  .help = "each rank sends to the next around a ring (2 ranks or more)", .busbw = "1",
-  .pairwise = 1, .in_place_unchecked = 1,
-  .counts = counts, .busbw_factor = factor, .fill = fill, .check = check,
-  .run = run, .run_raw = run_raw,
+  .name = "sendrecv",
+  .alias = "send_recv",
+  .reduces = 0,
+  .rooted = 0,
+  .min_ranks = 2,
+  .help = "each rank sends to the next around a ring (2 ranks or more)",
+  .busbw = "1",
+  .pairwise = 1,
+  .in_place_unchecked = 1,
+  .counts = counts,
+  .busbw_factor = factor,
+  .fill = fill,
+  .check = check,
+  .run = run,
+  .run_raw = run_raw,
   .run_nccl = run_nccl,
 };

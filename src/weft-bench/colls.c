@@ -12,19 +12,19 @@
 #include "driver.h"
 
 /* In --help's order; the first is the default of scale --coll. */
-#define BENCH_COLLS(X) \
-  X(allreduce)         \
-  X(allgather)         \
-  X(reduce_scatter)    \
-  X(broadcast)         \
-  X(alltoall)          \
-  X(sendrecv)          \
+#define BENCH_COLLS(X)                                                                             \
+  X(allreduce)                                                                                     \
+  X(allgather)                                                                                     \
+  X(reduce_scatter)                                                                                \
+  X(broadcast)                                                                                     \
+  X(alltoall)                                                                                      \
+  X(sendrecv)                                                                                      \
   X(bucket)
 
 #define DECLARE(name) extern const struct bench_coll bench_##name;
 #define ENTRY(name) &bench_##name,
 BENCH_COLLS(DECLARE)
-const struct bench_coll *const bench_colls[] = { BENCH_COLLS(ENTRY) NULL };
+const struct bench_coll *const bench_colls[] = {BENCH_COLLS(ENTRY) NULL};
 
 const struct bench_coll *bench_coll_find(const char *name)
 {
@@ -60,10 +60,10 @@ void bench_coll_unknown(const char *name, const char *more, char *why, size_t wh
 {
   char names[256];
   const char *best = NULL;
-  int bestd = 3;   /* two edits at most: "allreduse", "reduce-scatter" */
+  int bestd = 3; /* two edits at most: "allreduse", "reduce-scatter" */
 
   for (int i = 0; bench_colls[i]; i++) {
-    const char *words[2] = { bench_colls[i]->name, bench_colls[i]->alias };
+    const char *words[2] = {bench_colls[i]->name, bench_colls[i]->alias};
 
     for (int k = 0; k < 2; k++) {
       int d = weftx_edit_distance(name, words[k], 0);
@@ -76,8 +76,10 @@ void bench_coll_unknown(const char *name, const char *more, char *why, size_t wh
   }
   bench_coll_names(names, sizeof(names));
   if (best)
-    snprintf(why, whylen, "unknown collective '%s'; did you mean '%s'? (weft-bench --help "
-             "lists them all)", name, best);
+    snprintf(why, whylen,
+             "unknown collective '%s'; did you mean '%s'? (weft-bench --help "
+             "lists them all)",
+             name, best);
   else
     snprintf(why, whylen, "unknown collective '%s': use %s%s%s", name, names, more ? ", " : "",
              more ? more : "");

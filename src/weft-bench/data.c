@@ -36,8 +36,10 @@ int bench_same(weft_dtype dt, double got, double want, int nranks)
 
   if (!is_float(dt))
     return got == want;
-  eps = dt == WEFT_FLOAT16 ? 9.8e-4 : dt == WEFT_BFLOAT16 ? 7.9e-3
-        : dt == WEFT_FLOAT32 ? 1.2e-7 : 2.3e-16;
+  eps = dt == WEFT_FLOAT16    ? 9.8e-4
+        : dt == WEFT_BFLOAT16 ? 7.9e-3
+        : dt == WEFT_FLOAT32  ? 1.2e-7
+                              : 2.3e-16;
   return fabs(got - want) <= eps * (nranks + 1) * fmax(1.0, fabs(want));
 }
 
@@ -73,10 +75,7 @@ double bench_reduced(weft_op op, weft_dtype dt, int nranks, size_t i)
   return bench_round(dt, acc);
 }
 
-double bench_value(int rank, size_t i)
-{
-  return (double)(((size_t)rank * 3 + i) % 13 + 1);
-}
+double bench_value(int rank, size_t i) { return (double)(((size_t)rank * 3 + i) % 13 + 1); }
 
 void bench_poison(void *buf, weft_dtype dt, size_t n)
 {
@@ -90,14 +89,10 @@ void bench_poison(void *buf, weft_dtype dt, size_t n)
 static const struct {
   const char *name, *label, *alias;
 } dtype_names[WEFT_DTYPE_COUNT] = {
-  [WEFT_INT8] = { "int8", "int8", "char" },
-  [WEFT_UINT8] = { "uint8", "uint8", NULL },
-  [WEFT_INT32] = { "int32", "int32", "int" },
-  [WEFT_INT64] = { "int64", "int64", NULL },
-  [WEFT_FLOAT16] = { "float16", "half", "fp16" },
-  [WEFT_BFLOAT16] = { "bfloat16", "bfloat16", "bf16" },
-  [WEFT_FLOAT32] = { "float32", "float", "fp32" },
-  [WEFT_FLOAT64] = { "float64", "double", "fp64" },
+  [WEFT_INT8] = {"int8", "int8", "char"},        [WEFT_UINT8] = {"uint8", "uint8", NULL},
+  [WEFT_INT32] = {"int32", "int32", "int"},      [WEFT_INT64] = {"int64", "int64", NULL},
+  [WEFT_FLOAT16] = {"float16", "half", "fp16"},  [WEFT_BFLOAT16] = {"bfloat16", "bfloat16", "bf16"},
+  [WEFT_FLOAT32] = {"float32", "float", "fp32"}, [WEFT_FLOAT64] = {"float64", "double", "fp64"},
 };
 
 int bench_dtype_parse(const char *s, weft_dtype *dt)
@@ -118,7 +113,7 @@ const char *bench_dtype_label(weft_dtype dt)
 
 int bench_op_parse(const char *s, weft_op *op)
 {
-  static const char *const names[WEFT_OP_COUNT] = { "sum", "prod", "min", "max", "avg" };
+  static const char *const names[WEFT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
 
   for (int i = 0; i < WEFT_OP_COUNT; i++)
     if (!strcmp(s, names[i])) {
@@ -136,7 +131,7 @@ MPI_Datatype bench_mpi_dtype(weft_dtype dt)
   case WEFT_INT32: return MPI_INT32_T;
   case WEFT_INT64: return MPI_INT64_T;
   case WEFT_FLOAT16:
-  case WEFT_BFLOAT16: return MPI_UINT16_T;  /* moved as bits; reduced by the ops below */
+  case WEFT_BFLOAT16: return MPI_UINT16_T; /* moved as bits; reduced by the ops below */
   case WEFT_FLOAT32: return MPI_FLOAT;
   case WEFT_FLOAT64: return MPI_DOUBLE;
   default: return MPI_DATATYPE_NULL;
@@ -147,7 +142,7 @@ MPI_Op bench_mpi_op(weft_op op, weft_dtype dt)
 {
   static MPI_Op made[2][4];
   static int have[2][4];
-  int o = op == WEFT_AVG ? 0 : (int)op;   /* AVG: a sum, divided afterwards */
+  int o = op == WEFT_AVG ? 0 : (int)op; /* AVG: a sum, divided afterwards */
 
   if (o < 0 || o > 3)
     return MPI_OP_NULL;

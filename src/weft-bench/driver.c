@@ -23,9 +23,9 @@
 
 /* One rank's line of the header, gathered on rank 0. */
 struct rank_info {
-  int pid, nprocs;          /* nprocs: the machine's online processors */
+  int pid, nprocs; /* nprocs: the machine's online processors */
   char host[128], gpu[160], nic[64];
-  char boot[40];            /* the kernel's boot id: one per machine, network namespaces included */
+  char boot[40]; /* the kernel's boot id: one per machine, network namespaces included */
 };
 
 /* Everything one run holds; freed by run_free(). */
@@ -35,12 +35,12 @@ struct run {
   weft_ctx *ctx;
   MPI_Comm comm;
   struct bench_args a;
-  void *sendbuf, *recvbuf;    /* the buffers (host or device) */
-  void *hsendbuf, *hrecvbuf;  /* their host copies (the same for host memory) */
+  void *sendbuf, *recvbuf;   /* the buffers (host or device) */
+  void *hsendbuf, *hrecvbuf; /* their host copies (the same for host memory) */
   struct bench_report rep;
   struct rank_info *infos;
-  int skipped;              /* (type, operation) pairs weft does not take */
-  int injected;             /* WEFT_BENCH_INJECT_ERROR has spoilt its element */
+  int skipped;  /* (type, operation) pairs weft does not take */
+  int injected; /* WEFT_BENCH_INJECT_ERROR has spoilt its element */
 };
 
 /* The interface that carries the default route, for ranks whose launcher
@@ -151,8 +151,8 @@ static int gather_ranks(struct run *r, int probe_gpu)
         !rep->hosts)
       return WEFT_ENOMEM;
   }
-  if (MPI_Gather(&me, (int)sizeof(me), MPI_BYTE, r->infos, (int)sizeof(me), MPI_BYTE, 0,
-                 r->comm) != MPI_SUCCESS)
+  if (MPI_Gather(&me, (int)sizeof(me), MPI_BYTE, r->infos, (int)sizeof(me), MPI_BYTE, 0, r->comm) !=
+      MPI_SUCCESS)
     return WEFT_EMPI;
   if (r->a.rank != 0)
     return 0;
@@ -239,7 +239,7 @@ static void timed(struct run *r, double *weft_us, double *raw_us)
   int raw = r->rep.raw_name != NULL;
   int (*raw_fn)(struct bench_args *) = r->o->device ? c->run_nccl : c->run_raw;
   long rounds = raw ? (r->o->iters < 5 ? r->o->iters : 5) : 1;
-  double mine[2] = { 0, 0 }, all[2] = { 0, 0 };
+  double mine[2] = {0, 0}, all[2] = {0, 0};
 
   run_n(r, c->run, r->o->warmup, "warm-up");
   if (raw)
@@ -287,7 +287,7 @@ static long long check_once(struct run *r)
     fail(r, "checked", a->bytes, rc);
   if (r->o->inject && !r->injected && a->rank == a->nranks - 1 && a->recvcount > 0) {
     weftx_dtype_put(a->hrecv, a->dtype, a->recvcount / 2,
-              weftx_dtype_get(a->hrecv, a->dtype, a->recvcount / 2) + 1);
+                    weftx_dtype_get(a->hrecv, a->dtype, a->recvcount / 2) + 1);
     r->injected = 1;
   }
   wrong = (long long)c->check(a);
@@ -518,8 +518,10 @@ static int preflight(struct run *r)
 
     MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, r->comm);
     if (a->rank == first)
-      fprintf(stderr, "weft-bench: --memory device: rank %d%s: %s; run on GPU hosts or use "
-              "--memory host\n", a->rank, lacking > 1 ? " and others" : "", why);
+      fprintf(stderr,
+              "weft-bench: --memory device: rank %d%s: %s; run on GPU hosts or use "
+              "--memory host\n",
+              a->rank, lacking > 1 ? " and others" : "", why);
     return BENCH_EXIT_NODEVICE;
   }
   if (!o->device)
@@ -581,7 +583,7 @@ static int bench_run(const struct bench_opts *o)
   if (status == BENCH_EXIT_OK && r.skipped == o->ndtypes * (o->coll->reduces ? o->nops : 1)) {
     if (a->rank == 0)
       fprintf(stderr, "weft-bench: weft does not take this type and operation; see the line "
-              "above and choose others with -d and -o\n");
+                      "above and choose others with -d and -o\n");
     status = BENCH_EXIT_USAGE;
   }
   if (status == BENCH_EXIT_OK) {
@@ -608,7 +610,7 @@ int main(int argc, char **argv)
   if (weft_check_version(stderr, argv[0]))
     return BENCH_EXIT_RUNTIME;
   if (argc < 2 || argv[1][0] == '-') {
-    rc = bench_parse(argc, argv, &o);   /* --help, --version, or a usage error */
+    rc = bench_parse(argc, argv, &o); /* --help, --version, or a usage error */
     if (rc == BENCH_EXIT_OK) {
       char what[600];
       bench_coll_names(why, sizeof(why));

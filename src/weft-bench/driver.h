@@ -24,11 +24,11 @@
 /* Exit status of weft-bench (weft-bench(1), EXIT STATUS). */
 enum bench_exit {
   BENCH_EXIT_OK = 0,
-  BENCH_EXIT_WRONG = 1,     /* wrong data in at least one result */
-  BENCH_EXIT_USAGE = 2,     /* bad command line */
-  BENCH_EXIT_SLOW = 3,      /* average busbw below --min-busbw */
-  BENCH_EXIT_NODEVICE = 4,  /* --memory device without a usable GPU */
-  BENCH_EXIT_RUNTIME = 5    /* a weft, MPI or CUDA call failed; a scale run failed */
+  BENCH_EXIT_WRONG = 1,    /* wrong data in at least one result */
+  BENCH_EXIT_USAGE = 2,    /* bad command line */
+  BENCH_EXIT_SLOW = 3,     /* average busbw below --min-busbw */
+  BENCH_EXIT_NODEVICE = 4, /* --memory device without a usable GPU */
+  BENCH_EXIT_RUNTIME = 5   /* a weft, MPI or CUDA call failed; a scale run failed */
 };
 
 struct bench_coll;
@@ -39,22 +39,22 @@ struct bench_coll;
 struct bench_opts {
   const struct bench_coll *coll;
   size_t min_bytes, max_bytes;
-  size_t sizes[BENCH_MAX_SIZES];  /* --sizes: these instead of -b/-e/-f */
+  size_t sizes[BENCH_MAX_SIZES]; /* --sizes: these instead of -b/-e/-f */
   int nsizes;
   long factor, iters, warmup, tensors;
-  weft_dtype dtypes[WEFT_DTYPE_COUNT];  /* -d: one type, a list, or all */
-  weft_op ops[WEFT_OP_COUNT];           /* -o: one op, a list, or all */
+  weft_dtype dtypes[WEFT_DTYPE_COUNT]; /* -d: one type, a list, or all */
+  weft_op ops[WEFT_OP_COUNT];          /* -o: one op, a list, or all */
   int ndtypes, nops;
   int root, check, baseline, device, inject;
-  int average;              /* -a: a row's time over the ranks: 0 rank 0's, 1 mean, 2 min, 3 max */
-  int blocking;             /* -z: 0 none, 1 or 3 wait and barrier after each run, 2 wait */
-  double min_busbw;         /* GB/s; < 0: none */
-  const char *json;         /* --json FILE, or NULL */
+  int average;      /* -a: a row's time over the ranks: 0 rank 0's, 1 mean, 2 min, 3 max */
+  int blocking;     /* -z: 0 none, 1 or 3 wait and barrier after each run, 2 wait */
+  double min_busbw; /* GB/s; < 0: none */
+  const char *json; /* --json FILE, or NULL */
 };
 
 /* Where a collective's data lives: host memory or a GPU's. */
 struct bench_mem {
-  const char *name;         /* "host", "device" */
+  const char *name; /* "host", "device" */
   int (*alloc)(void **p, size_t bytes);
   void (*release)(void *p);
   int (*upload)(void *dst, const void *src, size_t bytes);
@@ -65,46 +65,46 @@ struct bench_mem {
 /* One row's buffers and geometry: everything a collective's functions see. */
 struct bench_args {
   weft_group *group;
-  MPI_Comm comm;            /* the same ranks, for raw MPI */
+  MPI_Comm comm; /* the same ranks, for raw MPI */
   MPI_Datatype mpi_dtype;
-  MPI_Op mpi_op;            /* MPI_OP_NULL when raw MPI has no such op */
+  MPI_Op mpi_op; /* MPI_OP_NULL when raw MPI has no such op */
   int rank, nranks, root;
   weft_dtype dtype;
   weft_op op;
-  size_t esize;             /* bytes per element */
-  size_t bytes;             /* the size column: bytes the collective moves as nccl-tests counts */
-  size_t count;             /* the count column: bytes / esize */
-  size_t sendcount, recvcount;  /* elements of the send and receive buffers */
+  size_t esize; /* bytes per element */
+  size_t bytes; /* the size column: bytes the collective moves as nccl-tests counts */
+  size_t count; /* the count column: bytes / esize */
+  size_t sendcount, recvcount; /* elements of the send and receive buffers */
   /* In place, the send and receive blocks lie in the receive buffer at these
    * element offsets (nccl-tests' sendInplaceOffset x rank, recvInplaceOffset
    * x rank): allgather sends from its own block, reduce_scatter keeps its
    * result at its own block. counts() sets them; 0 for the others. */
   size_t send_inplace, recv_inplace;
-  int in_place;             /* this run is the in-place one: send and recv may alias */
-  void *send, *recv;        /* what the collective reads and writes (host or device) */
-  void *hsend, *hrecv;      /* host copies, for filling and checking */
-  void *stream;             /* cudaStream_t for device memory, else NULL */
-  long tensors;             /* bucket: how many tensors the row is cut into */
-  void *priv;               /* the collective's own state for this row */
-  void *nccl;               /* raw NCCL communicator for the device baseline, or NULL */
+  int in_place;        /* this run is the in-place one: send and recv may alias */
+  void *send, *recv;   /* what the collective reads and writes (host or device) */
+  void *hsend, *hrecv; /* host copies, for filling and checking */
+  void *stream;        /* cudaStream_t for device memory, else NULL */
+  long tensors;        /* bucket: how many tensors the row is cut into */
+  void *priv;          /* the collective's own state for this row */
+  void *nccl;          /* raw NCCL communicator for the device baseline, or NULL */
 };
 
 /* A collective, filled by one coll-*.c and listed once in colls.c; its
  * command word, --help line and report come from here. Functions return 0 or
  * a WEFT_E* code. */
 struct bench_coll {
-  const char *name;         /* "allreduce": the command word */
-  const char *alias;        /* "all_reduce": nccl-tests' spelling, also accepted */
-  const char *help;         /* what it does, for --help */
-  const char *busbw;        /* its busbw factor as --help writes it: "2(n-1)/n" */
-  int reduces;              /* uses -o OP */
-  int rooted;               /* uses -r ROOT */
-  int tensors;              /* uses -t N */
-  int pairwise;             /* one rank to one rank: scale's test of neighbouring hosts */
-  int min_ranks;            /* fewest ranks it runs on */
-  int in_place_only;        /* weft has no out-of-place form (its columns say N/A) */
-  int out_of_place_only;    /* weft refuses in place (its in-place columns say N/A) */
-  int in_place_unchecked;   /* in place, the result is not defined (sendrecv on one
+  const char *name;       /* "allreduce": the command word */
+  const char *alias;      /* "all_reduce": nccl-tests' spelling, also accepted */
+  const char *help;       /* what it does, for --help */
+  const char *busbw;      /* its busbw factor as --help writes it: "2(n-1)/n" */
+  int reduces;            /* uses -o OP */
+  int rooted;             /* uses -r ROOT */
+  int tensors;            /* uses -t N */
+  int pairwise;           /* one rank to one rank: scale's test of neighbouring hosts */
+  int min_ranks;          /* fewest ranks it runs on */
+  int in_place_only;      /* weft has no out-of-place form (its columns say N/A) */
+  int out_of_place_only;  /* weft refuses in place (its in-place columns say N/A) */
+  int in_place_unchecked; /* in place, the result is not defined (sendrecv on one
                                buffer, as in nccl-tests): timed, #wrong N/A */
   /* Element counts for a row of about \p bytes bytes; the count may round
    * bytes down (to a multiple of nranks elements, say). */
@@ -116,12 +116,12 @@ struct bench_coll {
    * inside it); then count the elements of a->hrecv that are wrong. */
   void (*fill)(struct bench_args *a);
   size_t (*check)(const struct bench_args *a);
-  int (*setup)(struct bench_args *a);       /* may be NULL; before a row */
-  void (*teardown)(struct bench_args *a);   /* may be NULL; after a row */
-  int (*run)(struct bench_args *a);         /* once through weft */
-  int (*run_raw)(struct bench_args *a);     /* once through raw MPI (host memory);
+  int (*setup)(struct bench_args *a);     /* may be NULL; before a row */
+  void (*teardown)(struct bench_args *a); /* may be NULL; after a row */
+  int (*run)(struct bench_args *a);       /* once through weft */
+  int (*run_raw)(struct bench_args *a);   /* once through raw MPI (host memory);
                                                in place with MPI_IN_PLACE */
-  int (*run_nccl)(struct bench_args *a);    /* once through raw NCCL (device memory) */
+  int (*run_nccl)(struct bench_args *a);  /* once through raw NCCL (device memory) */
 };
 
 /* colls.c: the registry, NULL-terminated, in --help's order; the first is
@@ -152,11 +152,11 @@ int bench_is_first_rank(void);
 int bench_usage_fail(const char *why);
 
 /* data.c: element access for every dtype, and the expected values. */
-double bench_round(weft_dtype dt, double v);   /* what storing v gives back */
+double bench_round(weft_dtype dt, double v); /* what storing v gives back */
 int bench_same(weft_dtype dt, double got, double want, int nranks);
-double bench_input(weft_op op, int rank, int nranks, size_t i);  /* reduction input */
-double bench_reduced(weft_op op, weft_dtype dt, int nranks, size_t i);  /* its result */
-double bench_value(int rank, size_t i);        /* input of the moving collectives */
+double bench_input(weft_op op, int rank, int nranks, size_t i);        /* reduction input */
+double bench_reduced(weft_op op, weft_dtype dt, int nranks, size_t i); /* its result */
+double bench_value(int rank, size_t i); /* input of the moving collectives */
 void bench_poison(void *buf, weft_dtype dt, size_t n);
 MPI_Datatype bench_mpi_dtype(weft_dtype dt);
 MPI_Op bench_mpi_op(weft_op op, weft_dtype dt);
@@ -203,12 +203,12 @@ int bench_nccl_alltoall(struct bench_args *a, const void *s, void *r, size_t cou
 
 /* expect.c: what the machine family should reach. */
 struct bench_expect {
-  const char *machine;      /* "a3-megagpu-8g" */
-  const char *source;       /* "WEFT_MACHINE_TYPE", "GCE metadata" */
-  double nic_gbps;          /* GPU-data line rate of one VM, Gbit/s */
-  double ceiling;           /* ring busbw ceiling, GB/s (nic_gbps / 8) */
-  double healthy_lo, healthy_hi;  /* published healthy busbw range, GB/s; 0 when none */
-  const char *note;         /* where the range comes from */
+  const char *machine;           /* "a3-megagpu-8g" */
+  const char *source;            /* "WEFT_MACHINE_TYPE", "GCE metadata" */
+  double nic_gbps;               /* GPU-data line rate of one VM, Gbit/s */
+  double ceiling;                /* ring busbw ceiling, GB/s (nic_gbps / 8) */
+  double healthy_lo, healthy_hi; /* published healthy busbw range, GB/s; 0 when none */
+  const char *note;              /* where the range comes from */
 };
 /* Fill \p e for this machine; 0 when the family is known, else -1. */
 int bench_expect_lookup(struct bench_expect *e);
@@ -219,16 +219,16 @@ enum { BENCH_OUT_OF_PLACE, BENCH_IN_PLACE, BENCH_PLACES };
 
 /* One placement of one row: weft's figures and the baseline's. */
 struct bench_cell {
-  double time_us, algbw, busbw;   /* time < 0: not measured (N/A) */
-  long long wrong;                /* -1: not checked */
-  double raw_time_us, raw_algbw, raw_busbw;   /* < 0: no baseline */
+  double time_us, algbw, busbw;             /* time < 0: not measured (N/A) */
+  long long wrong;                          /* -1: not checked */
+  double raw_time_us, raw_algbw, raw_busbw; /* < 0: no baseline */
 };
 
 struct bench_row {
   weft_dtype dtype;
   weft_op op;
   size_t bytes, count;
-  struct bench_cell cell[BENCH_PLACES];   /* out of place, in place */
+  struct bench_cell cell[BENCH_PLACES]; /* out of place, in place */
 };
 
 /* raw time / weft time (above 1: weft is faster), or -1 when either is missing. */
@@ -237,8 +237,8 @@ double bench_speedup(const struct bench_cell *c);
 struct bench_report {
   const struct bench_opts *o;
   int nranks, nhosts;
-  char **rank_lines;        /* one per rank: "Rank 0 Pid ... on host GPU ... NIC ..." */
-  char **hosts;             /* distinct host names */
+  char **rank_lines; /* one per rank: "Rank 0 Pid ... on host GPU ... NIC ..." */
+  char **hosts;      /* distinct host names */
   char **rank_host, **rank_gpu, **rank_nic;
   int *rank_pid;
   char mpi_version[128], nccl_version[32];
@@ -246,11 +246,11 @@ struct bench_report {
   int have_expect;
   struct bench_row *rows;
   int nrows, cap;
-  int machines;             /* distinct machines (boot ids) under the hosts; 0 when unknown */
-  int shared;               /* ranks share cores: hosts on one machine, or more ranks than processors */
+  int machines; /* distinct machines (boot ids) under the hosts; 0 when unknown */
+  int shared;   /* ranks share cores: hosts on one machine, or more ranks than processors */
   int shared_ranks, shared_procs; /* the busiest machine's ranks and processors */
-  const char *raw_name;     /* "raw MPI", "raw NCCL", or NULL without a baseline */
-  char raw_note[160];       /* why --baseline has no columns, or "" */
+  const char *raw_name;           /* "raw MPI", "raw NCCL", or NULL without a baseline */
+  char raw_note[160];             /* why --baseline has no columns, or "" */
 };
 
 void bench_report_header(FILE *f, const struct bench_report *r);

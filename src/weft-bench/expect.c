@@ -19,41 +19,41 @@
 #include "driver.h"
 
 static const struct family {
-  const char *type;         /* machine type, or a prefix ending in '*' */
-  double nic_gbps;          /* GPU-data line rate per VM */
-  double lo, hi;            /* healthy busbw, GB/s; 0 when not published */
+  const char *type; /* machine type, or a prefix ending in '*' */
+  double nic_gbps;  /* GPU-data line rate per VM */
+  double lo, hi;    /* healthy busbw, GB/s; 0 when not published */
   const char *note;
 } families[] = {
-  { "a3-ultragpu-8g", 3200, 250, 336,
-    "GPUDirect RDMA: Google health check >= 250, best published 329-336 (all_gather, 2 VMs)" },
-  { "a4-highgpu-8g", 3200, 250, 0, "GPUDirect RDMA: Google health check >= 250 (all_gather, 2 VMs)" },
-  { "a3-megagpu-8g", 1600, 150, 189,
-    "GPUDirect-TCPXO: Google health check >= 150, best published 188.7 (all_gather, 2 VMs)" },
-  { "a3-highgpu-8g", 800, 60, 71,
-    "GPUDirect-TCPX: Google health check >= 60, best published 70.9 (all_gather, 2 VMs); "
-    "about 20 without TCPX" },
-  { "a3-edgegpu-8g", 400, 0, 0, "GPUDirect-TCPX, 400-800 Gbps by region; no published busbw" },
-  { "a3-highgpu-4g", 100, 0, 0, "one NIC, sockets; no published busbw" },
-  { "a3-highgpu-2g", 50, 0, 0, "one NIC, sockets; no published busbw" },
-  { "a3-highgpu-1g", 25, 0, 0, "one NIC, sockets; no published busbw" },
-  { "a2-megagpu-16g", 100, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-highgpu-8g", 100, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-ultragpu-8g", 100, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-highgpu-4g", 50, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-ultragpu-4g", 50, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-highgpu-2g", 32, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-ultragpu-2g", 32, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-highgpu-1g", 24, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "a2-ultragpu-1g", 24, 0, 0, "one NIC; no published multi-VM busbw" },
-  { "g2-standard-96", 100, 0, 0, "L4 over PCIe; no published multi-VM busbw" },
-  { "g2-standard-48", 50, 0, 0, "L4 over PCIe; no published multi-VM busbw" },
-  { "g2-standard-32", 32, 0, 0, "L4; no published multi-VM busbw" },
-  { "g2-standard-24", 32, 0, 0, "L4; no published multi-VM busbw" },
-  { "g2-standard-16", 32, 0, 0, "L4; no published multi-VM busbw" },
-  { "g2-standard-12", 16, 0, 0, "L4; no published multi-VM busbw" },
-  { "g2-standard-8", 16, 0, 0, "L4; no published multi-VM busbw" },
-  { "g2-standard-4", 10, 0, 0, "L4; no published multi-VM busbw" },
-  { "n1-*", 100, 0, 0, "N1 with GPUs: up to 100 Gbps by GPU and vCPU count; measure" },
+  {"a3-ultragpu-8g", 3200, 250, 336,
+   "GPUDirect RDMA: Google health check >= 250, best published 329-336 (all_gather, 2 VMs)"},
+  {"a4-highgpu-8g", 3200, 250, 0, "GPUDirect RDMA: Google health check >= 250 (all_gather, 2 VMs)"},
+  {"a3-megagpu-8g", 1600, 150, 189,
+   "GPUDirect-TCPXO: Google health check >= 150, best published 188.7 (all_gather, 2 VMs)"},
+  {"a3-highgpu-8g", 800, 60, 71,
+   "GPUDirect-TCPX: Google health check >= 60, best published 70.9 (all_gather, 2 VMs); "
+   "about 20 without TCPX"},
+  {"a3-edgegpu-8g", 400, 0, 0, "GPUDirect-TCPX, 400-800 Gbps by region; no published busbw"},
+  {"a3-highgpu-4g", 100, 0, 0, "one NIC, sockets; no published busbw"},
+  {"a3-highgpu-2g", 50, 0, 0, "one NIC, sockets; no published busbw"},
+  {"a3-highgpu-1g", 25, 0, 0, "one NIC, sockets; no published busbw"},
+  {"a2-megagpu-16g", 100, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-highgpu-8g", 100, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-ultragpu-8g", 100, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-highgpu-4g", 50, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-ultragpu-4g", 50, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-highgpu-2g", 32, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-ultragpu-2g", 32, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-highgpu-1g", 24, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"a2-ultragpu-1g", 24, 0, 0, "one NIC; no published multi-VM busbw"},
+  {"g2-standard-96", 100, 0, 0, "L4 over PCIe; no published multi-VM busbw"},
+  {"g2-standard-48", 50, 0, 0, "L4 over PCIe; no published multi-VM busbw"},
+  {"g2-standard-32", 32, 0, 0, "L4; no published multi-VM busbw"},
+  {"g2-standard-24", 32, 0, 0, "L4; no published multi-VM busbw"},
+  {"g2-standard-16", 32, 0, 0, "L4; no published multi-VM busbw"},
+  {"g2-standard-12", 16, 0, 0, "L4; no published multi-VM busbw"},
+  {"g2-standard-8", 16, 0, 0, "L4; no published multi-VM busbw"},
+  {"g2-standard-4", 10, 0, 0, "L4; no published multi-VM busbw"},
+  {"n1-*", 100, 0, 0, "N1 with GPUs: up to 100 Gbps by GPU and vCPU count; measure"},
 };
 
 int bench_expect_for(const char *machine_type, struct bench_expect *e)

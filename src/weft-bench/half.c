@@ -21,31 +21,19 @@
 
 #include "driver.h"
 
-static uint16_t from_f16(float v)
-{
-  return isnan(v) ? 0x7e00 : weft_float_to_half(v);
-}
+static uint16_t from_f16(float v) { return isnan(v) ? 0x7e00 : weft_float_to_half(v); }
 
-static uint16_t from_bf16(float v)
-{
-  return isnan(v) ? 0x7fc0 : weft_float_to_bf16(v);
-}
+static uint16_t from_bf16(float v) { return isnan(v) ? 0x7fc0 : weft_float_to_bf16(v); }
 
-static float rule_sum(float x, float y)
-{
-  return x + y;
-}
+static float rule_sum(float x, float y) { return x + y; }
 
-static float rule_prod(float x, float y)
-{
-  return x * y;
-}
+static float rule_prod(float x, float y) { return x * y; }
 
 static float rule_min(float x, float y)
 {
   if (isnan(x) || isnan(y))
     return NAN;
-  if (x == y)   /* equal: only the sign of a zero can differ */
+  if (x == y) /* equal: only the sign of a zero can differ */
     return signbit(x) ? x : y;
   return x < y ? x : y;
 }
@@ -60,14 +48,14 @@ static float rule_max(float x, float y)
 }
 
 /* MPI's signature has no room for the rule: one function per (type, op). */
-#define HALF_OP(name, to, from, rule)                                    \
-  static void name(void *in, void *inout, int *len, MPI_Datatype *type) \
-  {                                                                      \
-    const uint16_t *a = in;                                              \
-    uint16_t *b = inout;                                                 \
-    (void)type;                                                          \
-    for (int k = 0; k < *len; k++)                                       \
-      b[k] = from(rule(to(a[k]), to(b[k])));                             \
+#define HALF_OP(name, to, from, rule)                                                              \
+  static void name(void *in, void *inout, int *len, MPI_Datatype *type)                            \
+  {                                                                                                \
+    const uint16_t *a = in;                                                                        \
+    uint16_t *b = inout;                                                                           \
+    (void)type;                                                                                    \
+    for (int k = 0; k < *len; k++)                                                                 \
+      b[k] = from(rule(to(a[k]), to(b[k])));                                                       \
   }
 HALF_OP(f16_sum, weft_half_to_float, from_f16, rule_sum)
 HALF_OP(f16_prod, weft_half_to_float, from_f16, rule_prod)
@@ -81,10 +69,10 @@ HALF_OP(bf16_max, weft_bf16_to_float, from_bf16, rule_max)
 MPI_User_function *bench_half_fn(weft_dtype dt, weft_op op)
 {
   static MPI_User_function *const fns[2][4] = {
-    { f16_sum, f16_prod, f16_min, f16_max },
-    { bf16_sum, bf16_prod, bf16_min, bf16_max },
+    {f16_sum, f16_prod, f16_min, f16_max},
+    {bf16_sum, bf16_prod, bf16_min, bf16_max},
   };
-  int o = op == WEFT_AVG ? 0 : (int)op;   /* AVG: a sum, divided afterwards */
+  int o = op == WEFT_AVG ? 0 : (int)op; /* AVG: a sum, divided afterwards */
 
   if ((dt != WEFT_FLOAT16 && dt != WEFT_BFLOAT16) || o < 0 || o > 3)
     return NULL;

@@ -55,8 +55,12 @@ static int dev_sync(void *stream)
 }
 
 static const struct bench_mem mem_device = {
-  .name = "device", .alloc = dev_alloc, .release = dev_release,
-  .upload = dev_upload, .download = dev_download, .sync = dev_sync,
+  .name = "device",
+  .alloc = dev_alloc,
+  .release = dev_release,
+  .upload = dev_upload,
+  .download = dev_download,
+  .sync = dev_sync,
 };
 
 const struct bench_mem *bench_mem_device(int device, char *why, size_t whylen)
@@ -70,8 +74,10 @@ const struct bench_mem *bench_mem_device(int device, char *why, size_t whylen)
     return NULL;
   }
   if (device < 0 || device >= n) {
-    snprintf(why, whylen, "GPU %d does not exist: this host has %d (check WEFT_GPU and the "
-             "ranks per host)", device, n);
+    snprintf(why, whylen,
+             "GPU %d does not exist: this host has %d (check WEFT_GPU and the "
+             "ranks per host)",
+             device, n);
     return NULL;
   }
   e = cudaSetDevice(device);

@@ -10,7 +10,8 @@
 const struct bench_mem *bench_mem_device(int device, char *why, size_t whylen)
 {
   (void)device;
-  snprintf(why, whylen, "this weft-bench was built without CUDA (configure found no CUDA "
+  snprintf(why, whylen,
+           "this weft-bench was built without CUDA (configure found no CUDA "
            "runtime; see --with-cuda)");
   return NULL;
 }
@@ -22,12 +23,6 @@ void bench_gpu_describe(int device, int probe, char *buf, size_t len)
   snprintf(buf, len, "none");
 }
 
-void *bench_stream_create(void)
-{
-  return NULL;
-}
+void *bench_stream_create(void) { return NULL; }
 
-void bench_stream_destroy(void *stream)
-{
-  (void)stream;
-}
+void bench_stream_destroy(void *stream) { (void)stream; }

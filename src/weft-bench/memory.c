@@ -17,10 +17,7 @@ static int host_alloc(void **p, size_t bytes)
   return 0;
 }
 
-static void host_release(void *p)
-{
-  free(p);
-}
+static void host_release(void *p) { free(p); }
 
 static int host_copy(void *dst, const void *src, size_t bytes)
 {
@@ -36,6 +33,10 @@ static int host_sync(void *stream)
 }
 
 const struct bench_mem bench_mem_host = {
-  .name = "host", .alloc = host_alloc, .release = host_release,
-  .upload = host_copy, .download = host_copy, .sync = host_sync,
+  .name = "host",
+  .alloc = host_alloc,
+  .release = host_release,
+  .upload = host_copy,
+  .download = host_copy,
+  .sync = host_sync,
 };

@@ -24,8 +24,7 @@
 static int set_size(const char *sp, const char *v, size_t *dst, char *why, size_t whylen)
 {
   if (weftx_parse_size(v, dst) != 0) {
-    snprintf(why, whylen, "%s: '%s' is not a size: write bytes with an optional K, M or G", sp,
-             v);
+    snprintf(why, whylen, "%s: '%s' is not a size: write bytes with an optional K, M or G", sp, v);
     return -1;
   }
   return 0;
@@ -112,8 +111,8 @@ static int name_list(const char *sp, const char *v, int all, int (*parse)(const 
     int x, dup = 0;
 
     if (parse(tok, &x)) {
-      snprintf(w, n, "%s: unknown %s '%s': use %s, a comma-separated list, or all", sp, what,
-               tok, choices);
+      snprintf(w, n, "%s: unknown %s '%s': use %s, a comma-separated list, or all", sp, what, tok,
+               choices);
       return 0;
     }
     for (int i = 0; i < count; i++)
@@ -151,7 +150,8 @@ static int set_dtypes(const char *sp, const char *v, struct bench_opts *o, char 
 
   o->ndtypes = name_list(sp, v, WEFT_DTYPE_COUNT, parse_dtype, idx, "type",
                          "int8 uint8 int32 int64 half bfloat16 float double (or float16 "
-                         "float32 float64)", w, n);
+                         "float32 float64)",
+                         w, n);
   for (int i = 0; i < o->ndtypes; i++)
     o->dtypes[i] = (weft_dtype)idx[i];
   return o->ndtypes ? 0 : -1;
@@ -161,8 +161,8 @@ static int set_ops(const char *sp, const char *v, struct bench_opts *o, char *w,
 {
   int idx[WEFT_OP_COUNT];
 
-  o->nops = name_list(sp, v, WEFT_OP_COUNT, parse_op, idx, "operation", "sum prod min max avg",
-                      w, n);
+  o->nops =
+    name_list(sp, v, WEFT_OP_COUNT, parse_op, idx, "operation", "sum prod min max avg", w, n);
   for (int i = 0; i < o->nops; i++)
     o->ops[i] = (weft_op)idx[i];
   return o->nops ? 0 : -1;
@@ -176,85 +176,100 @@ struct cli_asked {
   int help, help_man, version, completion;
 };
 
-static int asked(struct cli_asked *a, const wt_opt *opt, const char *sp, char *why,
-                 size_t whylen)
+static int asked(struct cli_asked *a, const wt_opt *opt, const char *sp, char *why, size_t whylen)
 {
   switch (opt->id) {
   case O_HELP: a->help = 1; return 0;
   case O_HELP_MAN: a->help_man = 1; return 0;
   case O_VERSION: a->version = 1; return 0;
   case O_COMPLETION: a->completion = 1; return 0;
-  default:
-    snprintf(why, whylen, "%s: not handled", sp);
-    return -1;
+  default: snprintf(why, whylen, "%s: not handled", sp); return -1;
   }
 }
 
 /* ---- The benchmark ------------------------------------------------------- */
 
 enum {
-  B_MINBYTES = 1, B_MAXBYTES, B_SIZES, B_FACTOR, B_ITERS, B_WARMUP, B_CHECK, B_AVERAGE,
-  B_BLOCKING, B_MEMORY, B_BASELINE, B_DTYPE, B_OP, B_ROOT, B_TENSORS, B_JSON, B_MIN_BUSBW,
-  B_NTHREADS, B_NGPUS, B_AGG, B_GRAPH, B_PARALLEL,
+  B_MINBYTES = 1,
+  B_MAXBYTES,
+  B_SIZES,
+  B_FACTOR,
+  B_ITERS,
+  B_WARMUP,
+  B_CHECK,
+  B_AVERAGE,
+  B_BLOCKING,
+  B_MEMORY,
+  B_BASELINE,
+  B_DTYPE,
+  B_OP,
+  B_ROOT,
+  B_TENSORS,
+  B_JSON,
+  B_MIN_BUSBW,
+  B_NTHREADS,
+  B_NGPUS,
+  B_AGG,
+  B_GRAPH,
+  B_PARALLEL,
 };
 
 #define NCCL_TESTS "nccl-tests options with one meaning here"
 
-
 #define J WT_OPT_JOINED
 static const wt_opt bench_options[] = {
-  { B_MINBYTES, "b|minbytes", WT_OPT_ARG, "SIZE", "Sizes",
-    "smallest size, bytes with K/M/G (default 1K)", J },
-  { B_MAXBYTES, "e|maxbytes", WT_OPT_ARG, "SIZE", "Sizes", "largest size (default 32M)", J },
-  { B_SIZES, "s|sizes", WT_OPT_ARG, "LIST", "Sizes",
-    "these sizes (e.g. 1M,16M,64M) instead of -b, -e and -f", J },
-  { B_FACTOR, "f|stepfactor", WT_OPT_ARG, "N", "Sizes",
-    "multiply the size by N from row to row (default 2)", J },
-  { B_ITERS, "n|iters", WT_OPT_ARG, "N", "Runs", "timed iterations per size (default 20)", J },
-  { B_WARMUP, "w|warmup_iters", WT_OPT_ARG, "N", "Runs",
-    "untimed iterations before timing (default 5)", J },
-  { B_CHECK, "c|check", WT_OPT_ARG, "0|1", "Runs",
-    "check every result and count wrong elements (default 1)", J },
-  { B_AVERAGE, "a|average", WT_OPT_ARG, "0|1|2|3", "Runs",
-    "a row's time over the ranks: rank 0's (0), the mean (1, default), least (2), most (3)", J },
-  { B_BLOCKING, "z|blocking", WT_OPT_ARG, "0|1|2|3", "Runs",
-    "after each run: nothing (0, default), wait and barrier (1 or 3), wait (2)", J },
-  { B_MEMORY, "memory", WT_OPT_ARG, "host|device", "Runs",
-    "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", 0 },
-  { B_BASELINE, "B|baseline", WT_OPT_FLAG, NULL, "Runs",
-    "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
-    "(raw time / weft time)", 0 },
-  { B_DTYPE, "d|datatype", WT_OPT_ARG,
-    "TYPE{int8 uint8 int32 int64 half bfloat16 float double float16 float32 float64 all}", "Data",
-    "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
-    "or all (default float)", J },
-  { B_OP, "o|op", WT_OPT_ARG, "OP{sum prod min max avg all}", "Data",
-    "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J },
-  { B_ROOT, "r|root", WT_OPT_ARG, "RANK", "Data",
-    "root rank, for the collectives that have one (default 0)", J },
-  { B_TENSORS, "tensors", WT_OPT_ARG, "N", "Data",
-    "tensors per size, for the collectives that fuse them (default 1000)", 0 },
-  { B_JSON, "J|json", WT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE",
-    J },
-  { B_MIN_BUSBW, "min-busbw", WT_OPT_ARG, "GB/s", "Results",
-    "fail (exit 3) when the average busbw is lower", 0 },
-  { B_NTHREADS, "t|nthreads", WT_OPT_ARG, "1", NCCL_TESTS,
-    "threads per rank: one (start more ranks instead)", J },
-  { B_NGPUS, "g|ngpus", WT_OPT_ARG, "1", NCCL_TESTS,
-    "GPUs per thread: one (one rank per GPU, as weftrun starts them)", J },
-  { B_AGG, "m|agg_iters", WT_OPT_ARG, "1", NCCL_TESTS,
-    "collectives per timed iteration: one (weft has no grouped launch)", J },
-  { B_GRAPH, "G|cudagraph", WT_OPT_ARG, "0", NCCL_TESTS,
-    "CUDA graph launches: none (weft-bench does not capture graphs)", J },
-  { B_PARALLEL, "p|parallel_init", WT_OPT_ARG, "0|1", NCCL_TESTS,
-    "either: with one thread per rank there is nothing to start in parallel", J },
-  { O_HELP, "h|help", WT_OPT_FLAG, NULL, "Help", "print this help and exit", 0 },
-  { O_VERSION, "V|version", WT_OPT_FLAG, NULL, "Help", "print the version and exit", 0 },
-  { O_HELP_MAN, "help-man", WT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS",
-    WT_OPT_HIDDEN },
-  { O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Help",
-    "the options and collectives for shell completion", WT_OPT_HIDDEN },
-  { 0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0 },
+  {B_MINBYTES, "b|minbytes", WT_OPT_ARG, "SIZE", "Sizes",
+   "smallest size, bytes with K/M/G (default 1K)", J},
+  {B_MAXBYTES, "e|maxbytes", WT_OPT_ARG, "SIZE", "Sizes", "largest size (default 32M)", J},
+  {B_SIZES, "s|sizes", WT_OPT_ARG, "LIST", "Sizes",
+   "these sizes (e.g. 1M,16M,64M) instead of -b, -e and -f", J},
+  {B_FACTOR, "f|stepfactor", WT_OPT_ARG, "N", "Sizes",
+   "multiply the size by N from row to row (default 2)", J},
+  {B_ITERS, "n|iters", WT_OPT_ARG, "N", "Runs", "timed iterations per size (default 20)", J},
+  {B_WARMUP, "w|warmup_iters", WT_OPT_ARG, "N", "Runs",
+   "untimed iterations before timing (default 5)", J},
+  {B_CHECK, "c|check", WT_OPT_ARG, "0|1", "Runs",
+   "check every result and count wrong elements (default 1)", J},
+  {B_AVERAGE, "a|average", WT_OPT_ARG, "0|1|2|3", "Runs",
+   "a row's time over the ranks: rank 0's (0), the mean (1, default), least (2), most (3)", J},
+  {B_BLOCKING, "z|blocking", WT_OPT_ARG, "0|1|2|3", "Runs",
+   "after each run: nothing (0, default), wait and barrier (1 or 3), wait (2)", J},
+  {B_MEMORY, "memory", WT_OPT_ARG, "host|device", "Runs",
+   "where the buffers live: host (MPI) or this rank's GPU (NCCL) (default host)", 0},
+  {B_BASELINE, "B|baseline", WT_OPT_FLAG, NULL, "Runs",
+   "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
+   "(raw time / weft time)",
+   0},
+  {B_DTYPE, "d|datatype", WT_OPT_ARG,
+   "TYPE{int8 uint8 int32 int64 half bfloat16 float double float16 float32 float64 all}", "Data",
+   "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
+   "or all (default float)",
+   J},
+  {B_OP, "o|op", WT_OPT_ARG, "OP{sum prod min max avg all}", "Data",
+   "sum prod min max avg, a list, or all (default sum), for the collectives that reduce", J},
+  {B_ROOT, "r|root", WT_OPT_ARG, "RANK", "Data",
+   "root rank, for the collectives that have one (default 0)", J},
+  {B_TENSORS, "tensors", WT_OPT_ARG, "N", "Data",
+   "tensors per size, for the collectives that fuse them (default 1000)", 0},
+  {B_JSON, "J|json", WT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE", J},
+  {B_MIN_BUSBW, "min-busbw", WT_OPT_ARG, "GB/s", "Results",
+   "fail (exit 3) when the average busbw is lower", 0},
+  {B_NTHREADS, "t|nthreads", WT_OPT_ARG, "1", NCCL_TESTS,
+   "threads per rank: one (start more ranks instead)", J},
+  {B_NGPUS, "g|ngpus", WT_OPT_ARG, "1", NCCL_TESTS,
+   "GPUs per thread: one (one rank per GPU, as weftrun starts them)", J},
+  {B_AGG, "m|agg_iters", WT_OPT_ARG, "1", NCCL_TESTS,
+   "collectives per timed iteration: one (weft has no grouped launch)", J},
+  {B_GRAPH, "G|cudagraph", WT_OPT_ARG, "0", NCCL_TESTS,
+   "CUDA graph launches: none (weft-bench does not capture graphs)", J},
+  {B_PARALLEL, "p|parallel_init", WT_OPT_ARG, "0|1", NCCL_TESTS,
+   "either: with one thread per rank there is nothing to start in parallel", J},
+  {O_HELP, "h|help", WT_OPT_FLAG, NULL, "Help", "print this help and exit", 0},
+  {O_VERSION, "V|version", WT_OPT_FLAG, NULL, "Help", "print the version and exit", 0},
+  {O_HELP_MAN, "help-man", WT_OPT_FLAG, NULL, "Help", "the man page's OPTIONS", WT_OPT_HIDDEN},
+  {O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Help",
+   "the options and collectives for shell completion", WT_OPT_HIDDEN},
+  {0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0},
 };
 #undef J
 
@@ -298,15 +313,20 @@ static int on_bench_option(void *ud, const wt_opt *opt, const char *sp, const ch
   case B_AVERAGE: return set_int(sp, v, 0, 3, &o->average, why, whylen);
   case B_BLOCKING: return set_int(sp, v, 0, 3, &o->blocking, why, whylen);
   case B_NTHREADS:
-    return only(sp, v, 1, "weft-bench runs one thread per rank (nccl-tests' -t 1): start more "
-                "ranks instead; the bucket's tensors are --tensors", why, whylen);
+    return only(sp, v, 1,
+                "weft-bench runs one thread per rank (nccl-tests' -t 1): start more "
+                "ranks instead; the bucket's tensors are --tensors",
+                why, whylen);
   case B_NGPUS:
-    return only(sp, v, 1, "weft-bench drives one GPU per rank (nccl-tests' -g 1): start one "
-                "rank per GPU instead (weftrun does)", why, whylen);
+    return only(sp, v, 1,
+                "weft-bench drives one GPU per rank (nccl-tests' -g 1): start one "
+                "rank per GPU instead (weftrun does)",
+                why, whylen);
   case B_AGG:
-    return only(sp, v, 1, strcmp(v, "host") && strcmp(v, "device")
-                ? "weft has no grouped launch, so each timed iteration is one collective (-m 1)"
-                : "-m is nccl-tests' aggregated iterations; where the buffers live is --memory",
+    return only(sp, v, 1,
+                strcmp(v, "host") && strcmp(v, "device")
+                  ? "weft has no grouped launch, so each timed iteration is one collective (-m 1)"
+                  : "-m is nccl-tests' aggregated iterations; where the buffers live is --memory",
                 why, whylen);
   case B_GRAPH:
     return only(sp, v, 0, "weft-bench does not capture CUDA graphs (-G 0)", why, whylen);
@@ -331,8 +351,10 @@ static int on_bench_option(void *ud, const wt_opt *opt, const char *sp, const ch
     double d = strtod(v, &end);
 
     if (end == v || *end || !(d >= 0)) {
-      snprintf(why, whylen, "%s: '%s' is not a bandwidth: write GB/s as a number, e.g. 40 or "
-               "12.5", sp, v);
+      snprintf(why, whylen,
+               "%s: '%s' is not a bandwidth: write GB/s as a number, e.g. 40 or "
+               "12.5",
+               sp, v);
       return -1;
     }
     o->min_busbw = d;
@@ -417,13 +439,16 @@ void bench_usage(FILE *f)
   fputs("usage: weft-bench COLLECTIVE [options]\n"
         "       weft-bench scale [options] [-- options]   (weft-bench scale --help)\n"
         "Collective benchmarks with a data check, nccl-tests style; run it under weftrun or\n"
-        "mpirun.\n", f);
+        "mpirun.\n",
+        f);
   coll_help(f);
   wt_opt_help(f, bench_options);
   factors(busbw, sizeof(busbw));
-  snprintf(text, sizeof(text), "algbw = size / time; %s. Exit status: 0 OK, 1 wrong data, "
+  snprintf(text, sizeof(text),
+           "algbw = size / time; %s. Exit status: 0 OK, 1 wrong data, "
            "2 usage, 3 below --min-busbw, 4 no GPU for --memory device, 5 runtime error. "
-           "See weft-bench(1).", busbw);
+           "See weft-bench(1).",
+           busbw);
   fputs("\n", f);
   wrap(f, text, 88);
 }
@@ -441,7 +466,7 @@ static void bench_completion(FILE *f, const wt_opt *tab)
 
 int bench_is_first_rank(void)
 {
-  static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK" };
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK"};
 
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
     const char *v = getenv(vars[i]);
@@ -461,7 +486,7 @@ int bench_usage_fail(const char *why)
   /* mpirun aborts the job at the first rank that fails, and may kill the first rank
    * before its line is out: the others wait for that abort (at most 2 s) */
   for (int i = 0; i < 40; i++) {
-    struct timespec ts = { 0, 50 * 1000 * 1000 };
+    struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
   return BENCH_EXIT_USAGE;
@@ -470,7 +495,7 @@ int bench_usage_fail(const char *why)
 int bench_parse(int argc, char **argv, struct bench_opts *o)
 {
   const char *env = getenv("WEFT_BENCH_INJECT_ERROR");
-  struct bench_cli cli = { o, { 0, 0, 0, 0 } };
+  struct bench_cli cli = {o, {0, 0, 0, 0}};
   char why[512];
   int first = argc;
 
@@ -489,8 +514,7 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
   o->average = 1;
   o->min_busbw = -1;
   o->inject = env && !strcmp(env, "1");
-  if (wt_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why,
-                     sizeof(why)) != 0)
+  if (wt_opt_parse(bench_options, argc, argv, on_bench_option, &cli, &first, why, sizeof(why)) != 0)
     return bench_usage_fail(why);
   if (cli.asked.help || cli.asked.help_man || cli.asked.version || cli.asked.completion) {
     if (cli.asked.help)
@@ -504,8 +528,10 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
     return -1;
   }
   if (first < argc) {
-    snprintf(why, sizeof(why), "unexpected argument '%s' (weft-bench takes options only; "
-             "--help lists them)", argv[first]);
+    snprintf(why, sizeof(why),
+             "unexpected argument '%s' (weft-bench takes options only; "
+             "--help lists them)",
+             argv[first]);
     return bench_usage_fail(why);
   }
   if (o->nsizes) {
@@ -526,49 +552,58 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
 /* ---- weft-bench scale ------------------------------------------------------ */
 
 enum {
-  S_HOSTFILE = 1, S_NODES, S_PPN, S_NO_PAIRS, S_COLL, S_SIZES, S_ITERS, S_WARMUP, S_REPEAT,
-  S_LAUNCHER, S_LARG, S_TIMEOUT, S_OUT,
+  S_HOSTFILE = 1,
+  S_NODES,
+  S_PPN,
+  S_NO_PAIRS,
+  S_COLL,
+  S_SIZES,
+  S_ITERS,
+  S_WARMUP,
+  S_REPEAT,
+  S_LAUNCHER,
+  S_LARG,
+  S_TIMEOUT,
+  S_OUT,
 };
 
 static const wt_opt scale_options[] = {
-  { S_HOSTFILE, "hostfile", WT_OPT_ARG, "FILE", "Hosts",
-    "hosts, Open MPI syntax (default: the Slurm allocation's, else $WEFT_VCLUSTER_HOSTFILE)", 0 },
-  { S_NODES, "nodes", WT_OPT_ARG, "LIST", "Hosts",
-    "increasing node counts (default 1,2,4,... up to the hosts in FILE)", 0 },
-  { S_PPN, "ppn", WT_OPT_ARG, "N", "Hosts", "ranks per node (default 1)", 0 },
-  { S_NO_PAIRS, "no-pairs", WT_OPT_FLAG, NULL, "Hosts",
-    "skip the pairwise test of neighbouring hosts", 0 },
-  { S_COLL, "coll", WT_OPT_ARG, "NAME", "Benchmark",
-    "the collective (default: the first in the list of collectives)", 0 },
-  { S_SIZES, "sizes", WT_OPT_ARG, "LIST", "Benchmark",
-    "message sizes (default 1M,16M,64M; 64K,1M,4M on weft-vcluster)", 0 },
-  { S_ITERS, "iters", WT_OPT_ARG, "N", "Benchmark", "timed iterations per size (default 10)",
-    0 },
-  { S_WARMUP, "warmup", WT_OPT_ARG, "N", "Benchmark",
-    "untimed iterations per size (default 2)", 0 },
-  { S_REPEAT, "repeat", WT_OPT_ARG, "N", "Benchmark",
-    "measure everything N times, round after round, and report the median and spread "
-    "(default 3)", 0 },
-  { S_LAUNCHER, "launcher", WT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
-    "the launcher (default weftrun when found)", 0 },
-  { S_LARG, "launcher-arg", WT_OPT_ARG, "ARG", "Launch",
-    "one more launcher argument, before the program (repeat for more)", 0 },
-  { S_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", "Launch",
-    "end a run (its whole process group) that takes longer (default 600)", 0 },
-  { S_OUT, "out", WT_OPT_ARG, "DIR", "Output", "where the files go (default weft-bench-scale)",
-    0 },
-  { O_HELP, "h|help", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0 },
-  { O_HELP_MAN, "help-man", WT_OPT_FLAG, NULL, "Output", "the man page's scale options",
-    WT_OPT_HIDDEN },
-  { O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Output",
-    "the options for shell completion", WT_OPT_HIDDEN },
-  { 0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0 },
+  {S_HOSTFILE, "hostfile", WT_OPT_ARG, "FILE", "Hosts",
+   "hosts, Open MPI syntax (default: the Slurm allocation's, else $WEFT_VCLUSTER_HOSTFILE)", 0},
+  {S_NODES, "nodes", WT_OPT_ARG, "LIST", "Hosts",
+   "increasing node counts (default 1,2,4,... up to the hosts in FILE)", 0},
+  {S_PPN, "ppn", WT_OPT_ARG, "N", "Hosts", "ranks per node (default 1)", 0},
+  {S_NO_PAIRS, "no-pairs", WT_OPT_FLAG, NULL, "Hosts",
+   "skip the pairwise test of neighbouring hosts", 0},
+  {S_COLL, "coll", WT_OPT_ARG, "NAME", "Benchmark",
+   "the collective (default: the first in the list of collectives)", 0},
+  {S_SIZES, "sizes", WT_OPT_ARG, "LIST", "Benchmark",
+   "message sizes (default 1M,16M,64M; 64K,1M,4M on weft-vcluster)", 0},
+  {S_ITERS, "iters", WT_OPT_ARG, "N", "Benchmark", "timed iterations per size (default 10)", 0},
+  {S_WARMUP, "warmup", WT_OPT_ARG, "N", "Benchmark", "untimed iterations per size (default 2)", 0},
+  {S_REPEAT, "repeat", WT_OPT_ARG, "N", "Benchmark",
+   "measure everything N times, round after round, and report the median and spread "
+   "(default 3)",
+   0},
+  {S_LAUNCHER, "launcher", WT_OPT_ARG, "weftrun|mpirun|PATH", "Launch",
+   "the launcher (default weftrun when found)", 0},
+  {S_LARG, "launcher-arg", WT_OPT_ARG, "ARG", "Launch",
+   "one more launcher argument, before the program (repeat for more)", 0},
+  {S_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", "Launch",
+   "end a run (its whole process group) that takes longer (default 600)", 0},
+  {S_OUT, "out", WT_OPT_ARG, "DIR", "Output", "where the files go (default weft-bench-scale)", 0},
+  {O_HELP, "h|help", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
+  {O_HELP_MAN, "help-man", WT_OPT_FLAG, NULL, "Output", "the man page's scale options",
+   WT_OPT_HIDDEN},
+  {O_COMPLETION, "help-completion", WT_OPT_FLAG, NULL, "Output", "the options for shell completion",
+   WT_OPT_HIDDEN},
+  {0, NULL, WT_OPT_FLAG, NULL, NULL, NULL, 0},
 };
 
 struct scale_cli {
   struct scale_opts *o;
   struct cli_asked asked;
-  const char *last_arg;     /* the argument of the last option met, to tell it from "--" */
+  const char *last_arg; /* the argument of the last option met, to tell it from "--" */
 };
 
 static int parse_counts(const char *sp, const char *v, struct scale_opts *o, char *why,
@@ -612,9 +647,7 @@ static int on_scale_option(void *ud, const wt_opt *opt, const char *sp, const ch
     if (!o->coll)
       bench_coll_unknown(v, NULL, why, whylen);
     return o->coll ? 0 : -1;
-  case S_SIZES:
-    o->sizes_given = 1;
-    return set_sizes(sp, v, o->sizes, &o->nsizes, why, whylen);
+  case S_SIZES: o->sizes_given = 1; return set_sizes(sp, v, o->sizes, &o->nsizes, why, whylen);
   case S_ITERS: return set_long(sp, v, 1, 1000000, &o->iters, why, whylen);
   case S_WARMUP: return set_long(sp, v, 0, 1000000, &o->warmup, why, whylen);
   case S_REPEAT: return set_long(sp, v, 1, SCALE_MAX_REPEAT, &o->repeat, why, whylen);
@@ -641,13 +674,15 @@ static void scale_usage(FILE *f)
         "busbw with its spread, scaling efficiency, an alpha-beta fit with a prediction for\n"
         "larger counts, the links or hosts slower or faster than the others, and with a\n"
         "known machine family whether busbw is in its healthy range. Writes DIR/scale.csv,\n"
-        "scale.json, pairs.csv, scale.gp and a plot.\n", f);
+        "scale.json, pairs.csv, scale.gp and a plot.\n",
+        f);
   wt_opt_help(f, scale_options);
   bench_coll_names(names, sizeof(names));
-  fprintf(f, "\nCollectives: %s.\n"
+  fprintf(f,
+          "\nCollectives: %s.\n"
           "Options after -- (%d at most) go to every weft-bench run (weft-bench --help).\n"
-          "Exit status: 0 OK, 1 wrong data, 2 usage, 5 a run failed. See weft-bench(1).\n", names,
-          SCALE_MAX_BARGS);
+          "Exit status: 0 OK, 1 wrong data, 2 usage, 5 a run failed. See weft-bench(1).\n",
+          names, SCALE_MAX_BARGS);
 }
 
 static int scale_usage_error(const char *why)
@@ -658,7 +693,7 @@ static int scale_usage_error(const char *why)
 
 int scale_parse(int argc, char **argv, struct scale_opts *o)
 {
-  struct scale_cli cli = { o, { 0, 0, 0, 0 }, NULL };
+  struct scale_cli cli = {o, {0, 0, 0, 0}, NULL};
   char why[512];
   int first = argc;
 
@@ -672,8 +707,7 @@ int scale_parse(int argc, char **argv, struct scale_opts *o)
   o->pairs = 1;
   o->out = "weft-bench-scale";
   bench_parse_sizes("1M,16M,64M", o->sizes, &o->nsizes, NULL, 0);
-  if (wt_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why,
-                     sizeof(why)) != 0)
+  if (wt_opt_parse(scale_options, argc, argv, on_scale_option, &cli, &first, why, sizeof(why)) != 0)
     return scale_usage_error(why);
   if (cli.asked.help || cli.asked.help_man || cli.asked.completion) {
     if (cli.asked.help)

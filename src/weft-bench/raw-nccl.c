@@ -134,8 +134,8 @@ int bench_nccl_reduce_scatter(struct bench_args *a, const void *s, void *r, size
 
 int bench_nccl_broadcast(struct bench_args *a, void *buf, size_t count)
 {
-  return done(a, ncclBroadcast(buf, buf, count, nccl_type(a->dtype), a->root,
-                               (ncclComm_t)a->nccl, (cudaStream_t)a->stream));
+  return done(a, ncclBroadcast(buf, buf, count, nccl_type(a->dtype), a->root, (ncclComm_t)a->nccl,
+                               (cudaStream_t)a->stream));
 }
 
 int bench_nccl_sendrecv(struct bench_args *a, const void *s, void *r, size_t count, int to,

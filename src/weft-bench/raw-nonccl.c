@@ -15,10 +15,7 @@ int bench_nccl_open(struct bench_args *a, MPI_Comm comm, char *why, size_t whyle
   return WEFT_ENONCCL;
 }
 
-void bench_nccl_close(struct bench_args *a)
-{
-  (void)a;
-}
+void bench_nccl_close(struct bench_args *a) { (void)a; }
 
 int bench_nccl_allreduce(struct bench_args *a, const void *s, void *r, size_t count)
 {

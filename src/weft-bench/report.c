@@ -27,10 +27,10 @@
 #define ROW_FMT "%12s  %12s  %8s  %6s  %6s"
 #define CELL_FMT "  %7s  %6s  %6s  %6s"
 #define RAW_FMT "  %7s  %6s  %6s  %7s"
-#define CELL_WIDTH 33   /* what CELL_FMT prints */
-#define RAW_WIDTH 34    /* what RAW_FMT prints */
+#define CELL_WIDTH 33 /* what CELL_FMT prints */
+#define RAW_WIDTH 34  /* what RAW_FMT prints */
 
-static const char *const place_names[BENCH_PLACES] = { "out-of-place", "in-place" };
+static const char *const place_names[BENCH_PLACES] = {"out-of-place", "in-place"};
 
 /* A number in \p width characters, right-aligned, as nccl-tests' getFloatStr:
  * 2 decimals, then 1, then 0, then exponent notation; "N/A" for none. */
@@ -84,10 +84,10 @@ static void centre(char *line, size_t len, int width, const char *label)
 /* The three lines above the rows: placements, column names, units. */
 static void column_heads(FILE *f, const struct bench_report *r)
 {
-  static const char *const names[] = { "size", "count", "type", "redop", "root" };
-  static const char *const units[] = { "(B)", "(elements)", "", "", "" };
+  static const char *const names[] = {"size", "count", "type", "redop", "root"};
+  static const char *const units[] = {"(B)", "(elements)", "", "", ""};
   char line[512], raw[64];
-  const char *const *w[2] = { names, units };
+  const char *const *w[2] = {names, units};
   size_t n;
 
   /* nccl-tests' line, to the end of the in-place columns. */
@@ -113,8 +113,8 @@ static void column_heads(FILE *f, const struct bench_report *r)
 
 void bench_report_header(FILE *f, const struct bench_report *r)
 {
-  static const char *const average[] = { "rank 0's", "the mean over the ranks",
-                                         "the least of the ranks'", "the most of the ranks'" };
+  static const char *const average[] = {"rank 0's", "the mean over the ranks",
+                                        "the least of the ranks'", "the most of the ranks'"};
   const struct bench_opts *o = r->o;
 
   fprintf(f, "# weft-bench %s: weft %s, %s, NCCL %s\n", o->coll->name, weft_version_string(),
@@ -142,15 +142,18 @@ void bench_report_header(FILE *f, const struct bench_report *r)
     fprintf(f, "#  Rank %2d Group  0 Pid %6d on %10s device %s NIC %s\n", i, r->rank_pid[i],
             r->rank_host[i], r->rank_gpu[i], r->rank_nic[i]);
   if (r->shared)
-    fprintf(f, "# sharing: the %d host%s %s %d machine%s (one boot id each), %d ranks on %d "
+    fprintf(f,
+            "# sharing: the %d host%s %s %d machine%s (one boot id each), %d ranks on %d "
             "processors there: ranks share cores, and times measure that sharing\n",
             r->nhosts, r->nhosts == 1 ? "" : "s", r->nhosts == 1 ? "is" : "are", r->machines,
             r->machines == 1 ? "" : "s", r->shared_ranks, r->shared_procs);
   if (r->have_expect) {
     const struct bench_expect *e = &r->expect;
 
-    fprintf(f, "#\n# Machine %s (from %s): GPU-data NICs %.0f Gbps per VM, ring busbw ceiling %.1f "
-            "GB/s", e->machine, e->source, e->nic_gbps, e->ceiling);
+    fprintf(f,
+            "#\n# Machine %s (from %s): GPU-data NICs %.0f Gbps per VM, ring busbw ceiling %.1f "
+            "GB/s",
+            e->machine, e->source, e->nic_gbps, e->ceiling);
     if (e->healthy_lo > 0 && e->healthy_hi > 0)
       fprintf(f, ", healthy busbw %.0f-%.0f GB/s", e->healthy_lo, e->healthy_hi);
     else if (e->healthy_lo > 0)
@@ -159,13 +162,17 @@ void bench_report_header(FILE *f, const struct bench_report *r)
   }
   fputs("#\n", f);
   if (r->raw_name)
-    fprintf(f, "# speedup = %s time / weft time, same size and placement: above 1, weft is "
-            "faster\n", r->raw_name);
+    fprintf(f,
+            "# speedup = %s time / weft time, same size and placement: above 1, weft is "
+            "faster\n",
+            r->raw_name);
   if (o->coll->in_place_only)
     fprintf(f, "# %s runs in place only: its out-of-place columns say N/A\n", o->coll->name);
   if (o->coll->out_of_place_only)
-    fprintf(f, "# %s runs out of place only (weft refuses in place): its in-place columns say "
-            "N/A\n", o->coll->name);
+    fprintf(f,
+            "# %s runs out of place only (weft refuses in place): its in-place columns say "
+            "N/A\n",
+            o->coll->name);
   if (o->coll->in_place_unchecked && o->check)
     fprintf(f, "# %s in place sends and receives on one buffer: timed, not checked (#wrong N/A)\n",
             o->coll->name);
@@ -294,14 +301,15 @@ int bench_report_footer(FILE *f, const struct bench_report *r)
     fprintf(f, "# Out of bounds values : N/A (--check 0)\n");
   fprintf(f, "# Avg bus bandwidth    : %.3f", a.busbw);
   if (r->o->min_busbw >= 0)
-    fprintf(f, " (--min-busbw %g: %s)", r->o->min_busbw, a.busbw < r->o->min_busbw ? "FAILED" : "OK");
+    fprintf(f, " (--min-busbw %g: %s)", r->o->min_busbw,
+            a.busbw < r->o->min_busbw ? "FAILED" : "OK");
   fputs("\n", f);
   if (a.speedup > 0) {
-    fprintf(f, "# Avg speedup          : %.3f (geometric mean of %s time / weft time)",
-            a.speedup, r->raw_name);
+    fprintf(f, "# Avg speedup          : %.3f (geometric mean of %s time / weft time)", a.speedup,
+            r->raw_name);
     if (a.nbig)
-      fprintf(f, "; from 1 MiB: %.3f, median %.3f (%d cell%s)", a.speedup_big, a.median_big,
-              a.nbig, a.nbig == 1 ? "" : "s");
+      fprintf(f, "; from 1 MiB: %.3f, median %.3f (%d cell%s)", a.speedup_big, a.median_big, a.nbig,
+              a.nbig == 1 ? "" : "s");
     fputs("\n", f);
   }
   if (r->have_expect) {
@@ -314,12 +322,14 @@ int bench_report_footer(FILE *f, const struct bench_report *r)
     /* The family's figures are for GPU memory across VMs: nothing else is held against them. */
     if (r->nhosts < 2 || !r->o->device)
       fprintf(f, "# Peak bus bandwidth   : %.3f GB/s, not compared with %s's ceiling (%s)\n", peak,
-              e->machine, r->nhosts < 2 ? "1 host: busbw within a host, not between VMs"
-                                        : "host memory: MPI over the host's NIC, not GPU memory");
+              e->machine,
+              r->nhosts < 2 ? "1 host: busbw within a host, not between VMs"
+                            : "host memory: MPI over the host's NIC, not GPU memory");
     else
       fprintf(f, "# Peak bus bandwidth   : %.3f GB/s = %.0f%% of %s's ring ceiling (%.1f GB/s)%s\n",
               peak, 100 * peak / e->ceiling, e->machine, e->ceiling,
-              e->healthy_lo <= 0 ? "" : peak < e->healthy_lo ? ", BELOW the healthy range"
+              e->healthy_lo <= 0                          ? ""
+              : peak < e->healthy_lo                      ? ", BELOW the healthy range"
               : e->healthy_hi > 0 && peak > e->healthy_hi ? ", above the best published figure"
                                                           : ", in the healthy range");
   }
@@ -473,16 +483,19 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
     weftx_json_string(f, redop_name(o, o->ops[i]));
   }
   fputs("]", f);
-  fprintf(f, ",\n  \"root\": %d,\n  \"iters\": %ld,\n  \"warmup_iters\": %ld,\n  \"check\": %s,\n"
-          "  \"average\": %d,\n  \"blocking\": %d,\n", o->coll->rooted ? o->root : -1, o->iters,
-          o->warmup, o->check ? "true" : "false", o->average, o->blocking);
+  fprintf(f,
+          ",\n  \"root\": %d,\n  \"iters\": %ld,\n  \"warmup_iters\": %ld,\n  \"check\": %s,\n"
+          "  \"average\": %d,\n  \"blocking\": %d,\n",
+          o->coll->rooted ? o->root : -1, o->iters, o->warmup, o->check ? "true" : "false",
+          o->average, o->blocking);
   fputs("  \"baseline\": ", f);
   if (r->raw_name)
     weftx_json_string(f, r->raw_name);
   else
     fputs("null", f);
   fputs(",\n  \"speedup\": \"baseline time / weft time, same size and placement; above 1, weft "
-        "is faster\",\n  \"busbw_factor\": ", f);
+        "is faster\",\n  \"busbw_factor\": ",
+        f);
   bench_json_num(f, o->coll->busbw_factor(r->nranks));
   json_ranks(f, r);
   json_results(f, r);

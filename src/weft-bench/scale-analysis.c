@@ -66,8 +66,8 @@ const struct scale_point *scale_point_at(const struct scale_job *job, size_t byt
   return NULL;
 }
 
-double scale_predict(const struct scale_job *jobs, int njobs, int ranks,
-                     double (*factor_of)(int), size_t bytes)
+double scale_predict(const struct scale_job *jobs, int njobs, int ranks, double (*factor_of)(int),
+                     size_t bytes)
 {
   double sx = 0, sy = 0, sxx = 0, sxy = 0, n = 0, a0, a1, det, busbw_inf = NAN;
   const struct scale_job *last = NULL;
@@ -173,7 +173,7 @@ int scale_predictions(const struct scale_job *jobs, int njobs, int maxnodes, int
                       double (*factor_of)(int), const size_t *sizes, int nsizes,
                       struct scale_prediction *out)
 {
-  static const int mult[SCALE_PREDICT_N] = { 2, 4, 8 };
+  static const int mult[SCALE_PREDICT_N] = {2, 4, 8};
   int n = 0;
 
   for (int m = 0; m < SCALE_PREDICT_N; m++)
@@ -265,12 +265,14 @@ void scale_judge_links(const struct scale_job *pairs, int npairs, size_t bytes,
 int scale_comparable(const struct scale_job *job, char *why, size_t whylen)
 {
   if (job->nodes < 2) {
-    snprintf(why, whylen, "1 node: busbw within a host, over NVLink, PCIe or memory, not "
+    snprintf(why, whylen,
+             "1 node: busbw within a host, over NVLink, PCIe or memory, not "
              "between VMs");
     return 0;
   }
   if (!job->device) {
-    snprintf(why, whylen, "host memory: MPI over the host's NIC, not GPU memory over the GPU "
+    snprintf(why, whylen,
+             "host memory: MPI over the host's NIC, not GPU memory over the GPU "
              "NICs; add -- --memory device");
     return 0;
   }
@@ -288,8 +290,7 @@ enum scale_health scale_health(const struct bench_expect *e, double busbw)
   return SCALE_HEALTH_INSIDE;
 }
 
-int scale_status(const struct scale_job *jobs, int njobs, const struct scale_job *pairs,
-                 int npairs)
+int scale_status(const struct scale_job *jobs, int njobs, const struct scale_job *pairs, int npairs)
 {
   int status = BENCH_EXIT_OK;
 

@@ -20,15 +20,12 @@
 
 #define PLOT_TIMEOUT_S 60 /* gnuplot draws the plot in well under a second */
 
-static size_t largest(const struct scale_opts *o)
-{
-  return o->sizes[o->nsizes - 1];
-}
+static size_t largest(const struct scale_opts *o) { return o->sizes[o->nsizes - 1]; }
 
 /* "64 KiB", "1 MiB", "1.5 GiB", "1000 B". */
 static void human(size_t bytes, char *buf, size_t len)
 {
-  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = (double)bytes;
   int u = 0;
 
@@ -65,8 +62,10 @@ static void print_measured(const struct scale *s, FILE *f)
 {
   const struct scale_opts *o = &s->o;
 
-  fprintf(f, "#\n# each figure is the median of %ld run%s (--repeat); spread = (fastest - "
-          "slowest busbw) / median busbw\n", o->repeat, o->repeat == 1 ? "" : "s");
+  fprintf(f,
+          "#\n# each figure is the median of %ld run%s (--repeat); spread = (fastest - "
+          "slowest busbw) / median busbw\n",
+          o->repeat, o->repeat == 1 ? "" : "s");
   fprintf(f, "# %5s %6s %12s %12s %10s %10s %7s %10s\n", "nodes", "ranks", "size(B)", "time(us)",
           "algbw", "busbw", "spread", "efficiency");
   for (int i = 0; i < s->njobs; i++) {
@@ -81,8 +80,8 @@ static void print_measured(const struct scale *s, FILE *f)
       snprintf(eff, sizeof(eff), isnan(e) ? "-" : "%.2f", e);
       snprintf(spread, sizeof(spread), isnan(sp) ? "-" : "%.0f%%", 100 * sp);
       if (p && p->time_us > 0)
-        fprintf(f, "  %5d %6d %12zu %12.2f %10.3f %10.3f %7s %10s\n", j->nodes, j->ranks,
-                p->bytes, p->time_us, p->algbw, p->busbw, spread, eff);
+        fprintf(f, "  %5d %6d %12zu %12.2f %10.3f %10.3f %7s %10s\n", j->nodes, j->ranks, p->bytes,
+                p->time_us, p->algbw, p->busbw, spread, eff);
       else
         fprintf(f, "  %5d %6d %12zu %12s %10s %10s %7s %10s\n", j->nodes, j->ranks, o->sizes[k],
                 "FAILED", "-", "-", "-", "-");
@@ -110,7 +109,7 @@ static void print_fit(const struct scale *s, FILE *f)
   int fitted = 0, npred;
 
   fprintf(f, "#\n# alpha-beta fit per node count (time = alpha + size x beta, least squares on "
-          "relative error):\n");
+             "relative error):\n");
   fprintf(f, "# %5s %6s %12s %16s %16s\n", "nodes", "ranks", "alpha(us)", "1/beta(GB/s)",
           "busbw(GB/s)");
   for (int i = 0; i < s->njobs; i++) {
@@ -127,9 +126,10 @@ static void print_fit(const struct scale *s, FILE *f)
   }
   if (!fitted)
     return;
-  fprintf(f, "#\n# prediction (ring model: latency grows with ranks - 1, busbw stays at the fit of "
-          "the largest run):\n# %5s %6s %12s %12s %10s\n", "nodes", "ranks", "size(B)",
-          "time(us)", "busbw");
+  fprintf(f,
+          "#\n# prediction (ring model: latency grows with ranks - 1, busbw stays at the fit of "
+          "the largest run):\n# %5s %6s %12s %12s %10s\n",
+          "nodes", "ranks", "size(B)", "time(us)", "busbw");
   npred = predictions(s, pred);
   for (int i = 0; i < npred; i++)
     if (pred[i].bytes == largest(o))
@@ -144,9 +144,10 @@ static void print_pairs(const struct scale *s, FILE *f)
 
   if (!s->npairs)
     return;
-  fprintf(f, "#\n# pairs: %s between neighbouring hosts, 1 rank each, %zu bytes (median of %ld "
-          "run%s):\n", bench_coll_pairwise()->name, largest(&s->o), s->o.repeat,
-          s->o.repeat == 1 ? "" : "s");
+  fprintf(f,
+          "#\n# pairs: %s between neighbouring hosts, 1 rank each, %zu bytes (median of %ld "
+          "run%s):\n",
+          bench_coll_pairwise()->name, largest(&s->o), s->o.repeat, s->o.repeat == 1 ? "" : "s");
   for (int i = 0; i < s->npairs; i++) {
     const struct scale_point *p = scale_point_at(&s->pairs[i], largest(&s->o));
     double sp = p ? scale_spread(p) : NAN, b = scale_busbw_at(&s->pairs[i], largest(&s->o));
@@ -167,8 +168,10 @@ static void print_pairs(const struct scale *s, FILE *f)
     return;
   }
   if (!v.nout) {
-    fprintf(f, "# links: none stands out (every link within %.2f-%.2f x the median %.3f GB/s "
-            "of %d links)\n", SCALE_SLOW, SCALE_FAST, v.median, v.measured);
+    fprintf(f,
+            "# links: none stands out (every link within %.2f-%.2f x the median %.3f GB/s "
+            "of %d links)\n",
+            SCALE_SLOW, SCALE_FAST, v.median, v.measured);
     return;
   }
   fprintf(f, "# links: %d of %d stand%s out from the median %.3f GB/s (outside %.2f-%.2f x):\n",
@@ -214,8 +217,10 @@ static void print_machine(const struct scale *s, FILE *f)
     fprintf(f, "healthy busbw %.0f GB/s or more", e.healthy_lo);
   else
     fprintf(f, "no published healthy busbw");
-  fprintf(f, ", ring ceiling %.1f GB/s (GPU memory across VMs of 8 GPUs, all_gather, large "
-          "messages)\n", e.ceiling);
+  fprintf(f,
+          ", ring ceiling %.1f GB/s (GPU memory across VMs of 8 GPUs, all_gather, large "
+          "messages)\n",
+          e.ceiling);
   for (int i = 0; i < s->njobs; i++) {
     const struct scale_job *j = &s->jobs[i];
     double b = scale_busbw_at(j, largest(&s->o));
@@ -253,17 +258,18 @@ static void print_shared(const struct scale *s, FILE *f)
     return;
   for (int i = 0; i < s->njobs; i++)
     if (s->jobs[i].shared && used < sizeof(nodes)) {
-      int r = snprintf(nodes + used, sizeof(nodes) - used, "%s%d", used ? ", " : "",
-                       s->jobs[i].nodes);
+      int r =
+        snprintf(nodes + used, sizeof(nodes) - used, "%s%d", used ? ", " : "", s->jobs[i].nodes);
       used = r > 0 ? used + (size_t)r : used;
     }
   for (int i = 0; i < s->npairs; i++)
     pairs |= s->pairs[i].shared;
-  fprintf(f, "#\n# ranks share cores: in the runs on %s%s%s the nodes are one machine (one boot "
+  fprintf(f,
+          "#\n# ranks share cores: in the runs on %s%s%s the nodes are one machine (one boot "
           "id, as a virtual cluster's are) or it has fewer processors than ranks, so their times "
           "and efficiencies measure how the ranks share its cores, not how the collective scales; "
-          "run on separate machines to measure scaling\n", nodes[0] ? nodes : "",
-          nodes[0] ? (!strcmp(nodes, "1") ? " node" : " nodes") : "",
+          "run on separate machines to measure scaling\n",
+          nodes[0] ? nodes : "", nodes[0] ? (!strcmp(nodes, "1") ? " node" : " nodes") : "",
           pairs ? (nodes[0] ? " and the pairs" : "the pairs") : "");
 }
 
@@ -284,7 +290,7 @@ static void write_csv(const struct scale *s, FILE *csv)
   int npred = predictions(s, pred);
 
   fprintf(csv, "kind,nodes,ranks,size,time_us,algbw,busbw,efficiency,wrong,busbw_min,busbw_max,"
-          "repeats\n");
+               "repeats\n");
   for (int k = 0; k < o->nsizes; k++)
     for (int i = 0; i < s->njobs; i++) {
       const struct scale_job *j = &s->jobs[i];
@@ -331,9 +337,10 @@ static void write_json_point(const struct scale *s, const struct scale_job *j,
 
 static void write_json_run(const struct scale *s, const struct scale_job *j, FILE *js)
 {
-  fprintf(js, "    { \"nodes\": %d, \"ranks\": %d, \"exit_status\": %d, \"runs\": %d, "
-          "\"seconds\": %.2f, \"memory\": \"%s\", \"model\": %s, \"alpha_us\": ", j->nodes,
-          j->ranks, j->status, j->runs, j->seconds, j->device ? "device" : "host",
+  fprintf(js,
+          "    { \"nodes\": %d, \"ranks\": %d, \"exit_status\": %d, \"runs\": %d, "
+          "\"seconds\": %.2f, \"memory\": \"%s\", \"model\": %s, \"alpha_us\": ",
+          j->nodes, j->ranks, j->status, j->runs, j->seconds, j->device ? "device" : "host",
           scale_fit_valid(j) ? "true" : "false");
   bench_json_num(js, scale_fit_valid(j) ? j->alpha_us : NAN);
   fprintf(js, ", \"bandwidth_gbs\": ");
@@ -441,9 +448,11 @@ static void write_json(const struct scale *s, int status, FILE *js, FILE *pairs)
   }
   fprintf(js, "  ],\n  \"predictions\": [");
   for (int i = 0; i < npred; i++)
-    fprintf(js, "%s\n    { \"nodes\": %d, \"ranks\": %d, \"size\": %zu, \"time_us\": %.3f, "
-            "\"busbw\": %.6f }", i ? "," : "", pred[i].nodes, pred[i].ranks, pred[i].bytes,
-            pred[i].time_us, pred[i].busbw);
+    fprintf(js,
+            "%s\n    { \"nodes\": %d, \"ranks\": %d, \"size\": %zu, \"time_us\": %.3f, "
+            "\"busbw\": %.6f }",
+            i ? "," : "", pred[i].nodes, pred[i].ranks, pred[i].bytes, pred[i].time_us,
+            pred[i].busbw);
   fprintf(js, " ],\n  \"pairs\": [");
   fprintf(pairs, "host_a,host_b,size,time_us,busbw,exit_status,busbw_min,busbw_max,repeats\n");
   for (int i = 0; i < s->npairs; i++) {
@@ -470,7 +479,9 @@ static void write_json(const struct scale *s, int status, FILE *js, FILE *pairs)
   write_json_machine(s, js);
   fprintf(js, ",\n  \"shared_cores\": %s", scale_shared(s) ? "true" : "false");
   fprintf(js, ",\n  \"status\": ");
-  weftx_json_string(js, status != BENCH_EXIT_OK ? "FAILED" : scale_shared(s) ? "SHARED CORES" : "OK");
+  weftx_json_string(js, status != BENCH_EXIT_OK ? "FAILED"
+                        : scale_shared(s)       ? "SHARED CORES"
+                                                : "OK");
   fprintf(js, ",\n  \"exit_status\": %d\n}\n", status);
 }
 
@@ -488,9 +499,12 @@ int scale_write_files(const struct scale *s, int status)
   pairs = fopen(path, "w");
   if (!csv || !js || !pairs) {
     fprintf(stderr, "weft-bench scale: cannot write in %s: %s\n", o->out, strerror(errno));
-    if (csv) fclose(csv);
-    if (js) fclose(js);
-    if (pairs) fclose(pairs);
+    if (csv)
+      fclose(csv);
+    if (js)
+      fclose(js);
+    if (pairs)
+      fclose(pairs);
     return BENCH_EXIT_RUNTIME;
   }
   write_csv(s, csv);
@@ -507,9 +521,9 @@ int scale_write_files(const struct scale *s, int status)
  * multi-node run used GPU memory (a host-memory run is not held against it). */
 struct plot_facts {
   int points, efficiencies, band;
-  int xmin, xmax;           /* the node counts the x axis spans */
-  double ymax;              /* the largest busbw to show, the band's included */
-  double ymin;              /* the smallest busbw above 0 to show (a log axis) */
+  int xmin, xmax; /* the node counts the x axis spans */
+  double ymax;    /* the largest busbw to show, the band's included */
+  double ymin;    /* the smallest busbw above 0 to show (a log axis) */
   struct bench_expect e;
 };
 
@@ -544,8 +558,8 @@ static void plot_facts(const struct scale *s, struct plot_facts *pf)
     multi += j->nodes >= 2;
     comparable += scale_comparable(j, why, sizeof(why));
   }
-  pf->band = bench_expect_lookup(&pf->e) == 0 && pf->e.healthy_lo > 0 && multi &&
-             comparable == multi;
+  pf->band =
+    bench_expect_lookup(&pf->e) == 0 && pf->e.healthy_lo > 0 && multi && comparable == multi;
   for (int i = 0; i < npred; i++) {
     pf->xmax = pred[i].nodes > pf->xmax ? pred[i].nodes : pf->xmax;
     pf->ymax = fmax(pf->ymax, pred[i].busbw);
@@ -573,7 +587,8 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
     fprintf(stderr, "weft-bench scale: cannot write %s: %s\n", path, strerror(errno));
     return -1;
   }
-  fprintf(f, "# weft-bench scale: busbw against the node count, one line per size (measured,\n"
+  fprintf(f,
+          "# weft-bench scale: busbw against the node count, one line per size (measured,\n"
           "# the median of the repeats, bars from the slowest to the fastest), predicted points\n"
           "# labelled with their node count, and the scaling efficiency below.\n"
           "# Runs of 1 rank are left out: their busbw is 0 by definition.\n"
@@ -594,7 +609,7 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
     fprintf(f, "%s'%s'", k ? ", " : "", label);
   }
   fprintf(f, "]\nmeasured(i) = strcol(1) eq 'measured' && $3 >= 2 && strcol(4) eq word(sizes, i)\n"
-          "predicted(i) = strcol(1) eq 'predicted' && strcol(4) eq word(sizes, i)\n");
+             "predicted(i) = strcol(1) eq 'predicted' && strcol(4) eq word(sizes, i)\n");
   if (pf->efficiencies)
     fprintf(f, "set multiplot layout 2,1 title 'weft-bench scale: %s, %ld rank%s per node'\n",
             o->coll->name, o->ppn, o->ppn == 1 ? "" : "s");
@@ -602,20 +617,24 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
     fprintf(f, "set title 'weft-bench scale: %s, %ld rank%s per node'\n", o->coll->name, o->ppn,
             o->ppn == 1 ? "" : "s");
   /* busbw on a log axis: the sizes' lines and the predictions span decades */
-  fprintf(f, "set xlabel 'nodes'; set ylabel 'busbw (GB/s, log scale)'\n"
+  fprintf(f,
+          "set xlabel 'nodes'; set ylabel 'busbw (GB/s, log scale)'\n"
           "set logscale x 2; set logscale y 10; set grid; set key outside right top\n"
           "set lmargin at screen 0.1; set rmargin at screen 0.72\n"
-          "set xrange [%g:%g]; set yrange [%g:%g]\n", pf->xmin / 1.3, pf->xmax * 1.3,
-          pf->ymin > 0 ? pf->ymin / 2 : 0.001, pf->ymax > 0 ? pf->ymax * 2 : 1);
+          "set xrange [%g:%g]; set yrange [%g:%g]\n",
+          pf->xmin / 1.3, pf->xmax * 1.3, pf->ymin > 0 ? pf->ymin / 2 : 0.001,
+          pf->ymax > 0 ? pf->ymax * 2 : 1);
   if (pf->band) {
     hi = pf->e.healthy_hi > 0 ? pf->e.healthy_hi : pf->e.ceiling;
-    fprintf(f, "set object 1 rect from graph 0, first %g to graph 1, first %g behind "
+    fprintf(f,
+            "set object 1 rect from graph 0, first %g to graph 1, first %g behind "
             "fillcolor rgb '#d8f0d8' fillstyle solid noborder\n"
             "set label 1 '%s healthy busbw %g-%g GB/s' at graph 0.02, first %g offset 0,0.7 "
-            "textcolor rgb '#207020'\n", pf->e.healthy_lo, hi, pf->e.machine,
-            pf->e.healthy_lo, hi, hi);
+            "textcolor rgb '#207020'\n",
+            pf->e.healthy_lo, hi, pf->e.machine, pf->e.healthy_lo, hi, hi);
   }
-  fprintf(f, "plot for [i=1:words(sizes)] 'scale.csv' using 2:(measured(i) ? $7 : 1/0):"
+  fprintf(f,
+          "plot for [i=1:words(sizes)] 'scale.csv' using 2:(measured(i) ? $7 : 1/0):"
           "(measured(i) ? $10 : 1/0):(measured(i) ? $11 : 1/0) with yerrorlines linecolor i "
           "title label[i], \\\n"
           "     for [i=1:words(sizes)] 'scale.csv' using 2:(predicted(i) ? $7 : 1/0) with points "
@@ -623,7 +642,8 @@ static int write_gp(const struct scale *s, const struct plot_facts *pf, const ch
           "     'scale.csv' using 2:(predicted(words(sizes)) ? $7 : 1/0):(strcol(2).' nodes') "
           "with labels offset 0,1 font ',9' notitle\n");
   if (pf->efficiencies) {
-    fprintf(f, "unset object 1; unset label 1; unset title; unset logscale y\n"
+    fprintf(f,
+            "unset object 1; unset label 1; unset title; unset logscale y\n"
             "set ylabel 'scaling efficiency'; set yrange [0:*]; set offsets 0, 0, graph 0.1, 0\n"
             "set title 'efficiency: busbw over the busbw of the first multi-node run' font ',10'\n"
             "plot for [i=1:words(sizes)] 'scale.csv' using 2:((measured(i) && strcol(8) ne '') "
@@ -638,8 +658,8 @@ void scale_write_plot(const struct scale *s)
 {
   const struct scale_opts *o = &s->o;
   char path[PATH_MAX], png[PATH_MAX], svg[PATH_MAX], log[PATH_MAX];
-  char *argv[] = { "/bin/sh", "-c", "cd \"$1\" && exec gnuplot scale.gp", "sh",
-                   (char *)o->out, NULL };
+  char *argv[] = {"/bin/sh", "-c",           "cd \"$1\" && exec gnuplot scale.gp",
+                  "sh",      (char *)o->out, NULL};
   struct scale_job job;
   struct plot_facts pf;
   int started;
@@ -649,8 +669,7 @@ void scale_write_plot(const struct scale *s)
   if (write_gp(s, &pf, path) != 0)
     return;
   if (!pf.points) {
-    printf("# plot: nothing to plot (no run of 2 ranks or more succeeded; %s is written)\n",
-           path);
+    printf("# plot: nothing to plot (no run of 2 ranks or more succeeded; %s is written)\n", path);
     return;
   }
   snprintf(png, sizeof(png), "%s/scale.png", o->out);
@@ -667,8 +686,7 @@ void scale_write_plot(const struct scale *s)
   else if (started && job.status == 127)
     printf("# plot: gnuplot is not installed; %s is ready for it (gnuplot scale.gp)\n", path);
   else if (job.status == 124)
-    printf("# plot: gnuplot made no plot of %s within %d s (see %s)\n", path, PLOT_TIMEOUT_S,
-           log);
+    printf("# plot: gnuplot made no plot of %s within %d s (see %s)\n", path, PLOT_TIMEOUT_S, log);
   else
     printf("# plot: gnuplot failed on %s (exit %d; see %s)\n", path, job.status, log);
 }

@@ -101,7 +101,7 @@ int scale_run_job(char *const *argv, const char *out_path, const char *err_path,
 {
   weftx_proc_spec spec;
   weftx_proc_result r;
-  struct run_ctx c = { NULL, job };
+  struct run_ctx c = {NULL, job};
   char why[256];
   int err, rc;
 

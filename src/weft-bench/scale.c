@@ -32,10 +32,7 @@
 #define MAX_ARGV (SCALE_MAX_LARGS + SCALE_MAX_BARGS + 16)
 
 /* 1 when snprintf's result \p n fitted in \p len bytes. */
-static int fits(int n, size_t len)
-{
-  return n >= 0 && (size_t)n < len;
-}
+static int fits(int n, size_t len) { return n >= 0 && (size_t)n < len; }
 
 /* weftrun next to this program (build tree: ../weftrun/weftrun), else on
  * PATH; mpirun otherwise, or what --launcher says. */
@@ -50,7 +47,7 @@ static int find_launcher(struct scale *s)
     *slash = '\0';
   if (!want || !strcmp(want, "weftrun")) {
     char build[PATH_MAX], beside[PATH_MAX];
-    const char *look[] = { build, beside, "weftrun", NULL };
+    const char *look[] = {build, beside, "weftrun", NULL};
 
     if (!fits(snprintf(build, sizeof(build), "%s/../weftrun/weftrun", dir), sizeof(build)) ||
         !fits(snprintf(beside, sizeof(beside), "%s/weftrun", dir), sizeof(beside)))
@@ -64,15 +61,17 @@ static int find_launcher(struct scale *s)
       return 0;
     }
     if (want) {
-      fprintf(stderr, "weft-bench scale: weftrun is neither next to %s nor on PATH; install "
-              "weft or use --launcher mpirun\n", s->self);
+      fprintf(stderr,
+              "weft-bench scale: weftrun is neither next to %s nor on PATH; install "
+              "weft or use --launcher mpirun\n",
+              s->self);
       return BENCH_EXIT_USAGE;
     }
     want = "mpirun";
     printf("# weftrun not found next to weft-bench or on PATH: using mpirun\n");
   }
   {
-    const char *look[] = { want, NULL };
+    const char *look[] = {want, NULL};
 
     if (!weftx_find_exe(look, s->launcher, sizeof(s->launcher))) {
       fprintf(stderr, "weft-bench scale: launcher '%s' is %s\n", want,
@@ -92,8 +91,10 @@ static int slurm_hosts(struct scale *s, const char *nodes, char *why, size_t len
 
   if (rc == 0)
     rc = weftx_hosts_parse_slurm(s->hosts, nodes, NULL, why, len);
-  snprintf(s->source, sizeof(s->source), "the Slurm allocation SLURM_JOB_ID=%s "
-           "(SLURM_JOB_NODELIST=%s)", job ? job : "?", nodes);
+  snprintf(s->source, sizeof(s->source),
+           "the Slurm allocation SLURM_JOB_ID=%s "
+           "(SLURM_JOB_NODELIST=%s)",
+           job ? job : "?", nodes);
   s->o.hostfile = s->source;
   return rc;
 }
@@ -110,7 +111,8 @@ static int load_hosts(struct scale *s)
     file = s->source;
   } else {
     if (!file || !*file) {
-      fprintf(stderr, "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), run it "
+      fprintf(stderr,
+              "weft-bench scale: no hosts: give --hostfile FILE (Open MPI syntax), run it "
               "in a Slurm allocation (salloc -N4 weft-bench scale), or inside weft-vcluster run\n");
       return BENCH_EXIT_USAGE;
     }
@@ -141,9 +143,10 @@ static int load_hosts(struct scale *s)
     return BENCH_EXIT_USAGE;
   }
   if (s->o.pairs && s->o.counts[s->o.ncounts - 1] > SCALE_MAX_PAIRS) {
-    fprintf(stderr, "weft-bench scale: the pairwise test runs one job per host, for %d hosts at "
-            "most, and --nodes asks for %d; add --no-pairs\n", SCALE_MAX_PAIRS,
-            s->o.counts[s->o.ncounts - 1]);
+    fprintf(stderr,
+            "weft-bench scale: the pairwise test runs one job per host, for %d hosts at "
+            "most, and --nodes asks for %d; add --no-pairs\n",
+            SCALE_MAX_PAIRS, s->o.counts[s->o.ncounts - 1]);
     return BENCH_EXIT_USAGE;
   }
   return 0;
@@ -239,7 +242,10 @@ static int run_one(struct scale *s, struct scale_job *job, const struct bench_co
   if (s->tty)
     fprintf(stderr, " %s\n", job->status == 0 ? "done" : "FAILED");
   printf("# [%d/%d] %s: %s, output in %s\n", s->step, s->nsteps, label,
-         job->status == 0 ? "ok" : job->status == 124 ? "timed out" : "FAILED", out);
+         job->status == 0     ? "ok"
+         : job->status == 124 ? "timed out"
+                              : "FAILED",
+         out);
   if (job->status != 0)
     printf("#   exit status %d; see %s\n", job->status, err);
   fflush(stdout);
@@ -300,7 +306,7 @@ static int run_pairs(struct scale *s, int maxn, int r)
   s->o.ppn = 1;
   s->npairs = maxn == 2 ? 1 : maxn;
   for (int h = 0; h < s->npairs && rc == 0; h++) {
-    int idx[2] = { h, (h + 1) % maxn };
+    int idx[2] = {h, (h + 1) % maxn};
     struct scale_job *j = &s->pairs[h];
     char label[640], nm[64], a[256], b[256];
 
@@ -325,8 +331,8 @@ static void print_header(const struct scale *s, const char *sizes)
   for (int i = 0; i < s->o.ncounts; i++)
     printf("%s%d", i ? "," : " ", s->o.counts[i]);
   printf(", sizes %s%s, each measured %ld time%s\n# hosts from %s (%d), launcher %s\n", sizes,
-         s->vcluster_sizes ? " (a virtual cluster's default; --sizes for others)" : "",
-         s->o.repeat, s->o.repeat == 1 ? "" : "s", s->o.hostfile, weftx_hostlist_count(s->hosts), s->launcher);
+         s->vcluster_sizes ? " (a virtual cluster's default; --sizes for others)" : "", s->o.repeat,
+         s->o.repeat == 1 ? "" : "s", s->o.hostfile, weftx_hostlist_count(s->hosts), s->launcher);
   if (bench_expect_lookup(&e) == 0)
     printf("# machine %s: GPU-data NICs %.0f Gbps per VM, ring busbw ceiling %.1f GB/s; %s\n",
            e.machine, e.nic_gbps, e.ceiling, e.note);
@@ -364,8 +370,8 @@ int bench_scale_main(int argc, char **argv)
   }
   s->tty = isatty(STDERR_FILENO);
   maxn = s->o.counts[s->o.ncounts - 1];
-  s->nsteps = (int)s->o.repeat *
-              (s->o.ncounts + (s->o.pairs && maxn >= 2 ? (maxn == 2 ? 1 : maxn) : 0));
+  s->nsteps =
+    (int)s->o.repeat * (s->o.ncounts + (s->o.pairs && maxn >= 2 ? (maxn == 2 ? 1 : maxn) : 0));
   size_list(&s->o, sizes, sizeof(sizes));
   print_header(s, sizes);
   for (int r = 0; rc == 0 && r < s->o.repeat; r++) {

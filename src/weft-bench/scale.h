@@ -16,38 +16,38 @@
 
 #include "driver.h"
 
-#define SCALE_MAX_COUNTS 32     /* node counts in one sweep */
-#define SCALE_MAX_PAIRS 256     /* hosts in the pairwise test: one job each */
-#define SCALE_MAX_LARGS 48      /* --launcher-arg */
-#define SCALE_MAX_BARGS 30      /* weft-bench options after "--" */
-#define SCALE_PREDICT_N 3       /* predictions for 2, 4 and 8 times the largest count */
-#define SCALE_MAX_REPEAT 20     /* --repeat */
+#define SCALE_MAX_COUNTS 32 /* node counts in one sweep */
+#define SCALE_MAX_PAIRS 256 /* hosts in the pairwise test: one job each */
+#define SCALE_MAX_LARGS 48  /* --launcher-arg */
+#define SCALE_MAX_BARGS 30  /* weft-bench options after "--" */
+#define SCALE_PREDICT_N 3   /* predictions for 2, 4 and 8 times the largest count */
+#define SCALE_MAX_REPEAT 20 /* --repeat */
 
 /* One size of one measurement: what the rows of the child's tables said,
  * one per repeat (the out-of-place columns, or the in-place ones for a
  * collective that only runs in place). */
 struct scale_point {
   size_t bytes;
-  double times[SCALE_MAX_REPEAT];  /* us, one per repeat that gave this row */
+  double times[SCALE_MAX_REPEAT]; /* us, one per repeat that gave this row */
   int nrep;
-  double time_us, algbw, busbw;    /* at the median time of the repeats */
-  double busbw_lo, busbw_hi;       /* at the slowest and the fastest repeat */
-  long long wrong;                 /* over the repeats and placements; -1: not checked */
+  double time_us, algbw, busbw; /* at the median time of the repeats */
+  double busbw_lo, busbw_hi;    /* at the slowest and the fastest repeat */
+  long long wrong;              /* over the repeats and placements; -1: not checked */
 };
 
 /* One measurement, run --repeat times: a node count (or a pair of hosts) and
  * its rows. */
 struct scale_job {
   int nodes, ranks;
-  const char *host_a, *host_b;  /* pairs only */
-  int status;                   /* the first failed run's exit status, else 0; -1: not run */
-  int runs;                     /* repeats run so far */
-  int device;                   /* its table said "memory: device" */
-  int shared;                   /* its header said "sharing:": ranks shared cores */
-  double seconds;               /* all repeats together */
+  const char *host_a, *host_b; /* pairs only */
+  int status;                  /* the first failed run's exit status, else 0; -1: not run */
+  int runs;                    /* repeats run so far */
+  int device;                  /* its table said "memory: device" */
+  int shared;                  /* its header said "sharing:": ranks shared cores */
+  double seconds;              /* all repeats together */
   struct scale_point pts[BENCH_MAX_SIZES];
-  int npts, row;                /* points; the row of the current run being read */
-  double alpha_us, beta_us_per_byte;  /* fit of time = alpha + bytes * beta; NAN when none */
+  int npts, row;                     /* points; the row of the current run being read */
+  double alpha_us, beta_us_per_byte; /* fit of time = alpha + bytes * beta; NAN when none */
 };
 
 /* The command line of weft-bench scale. */
@@ -60,7 +60,7 @@ struct scale_opts {
   long ppn, iters, warmup, timeout, repeat;
   char *largs[SCALE_MAX_LARGS]; /* --launcher-arg, in order */
   int nlargs;
-  char **bargs;                 /* after "--": more weft-bench options */
+  char **bargs; /* after "--": more weft-bench options */
   int nbargs;
 };
 
@@ -70,7 +70,7 @@ struct scale {
   weftx_hostlist *hosts;
   char self[PATH_MAX], launcher[PATH_MAX];
   int launcher_is_weftrun, tty, vcluster_sizes;
-  char source[4200];              /* "the Slurm allocation ..." when the hosts come from one */
+  char source[4200]; /* "the Slurm allocation ..." when the hosts come from one */
   struct scale_job jobs[SCALE_MAX_COUNTS], pairs[SCALE_MAX_PAIRS];
   int njobs, npairs, step, nsteps;
 };
@@ -131,8 +131,8 @@ double scale_efficiency(const struct scale_job *jobs, int njobs, const struct sc
  * grows linearly with ranks - 1 (least squares over those jobs), bus
  * bandwidth stays at the largest job's; \p factor_of is the collective's
  * busbw factor. Returns the time in us for \p bytes, or NAN. */
-double scale_predict(const struct scale_job *jobs, int njobs, int ranks,
-                     double (*factor_of)(int), size_t bytes);
+double scale_predict(const struct scale_job *jobs, int njobs, int ranks, double (*factor_of)(int),
+                     size_t bytes);
 
 /* One predicted point. */
 struct scale_prediction {
@@ -158,18 +158,18 @@ int scale_predictions(const struct scale_job *jobs, int njobs, int maxnodes, int
 #define SCALE_FAST 1.25
 
 struct scale_outlier {
-  int link;             /* the pair's index; for a host, its link to the next host */
-  const char *host;     /* a host whose two links stand out, else NULL */
-  int faster;           /* 1: above SCALE_FAST x the median; 0: below SCALE_SLOW x */
-  double busbw, ratio;  /* of the link (a host: its faster link when slower, its
+  int link;            /* the pair's index; for a host, its link to the next host */
+  const char *host;    /* a host whose two links stand out, else NULL */
+  int faster;          /* 1: above SCALE_FAST x the median; 0: below SCALE_SLOW x */
+  double busbw, ratio; /* of the link (a host: its faster link when slower, its
                            slower link when faster), and over the median */
 };
 
 struct scale_links {
-  int measured;         /* links with a busbw; fewer than 3 are not judged */
-  double median;        /* of the measured links */
+  int measured;  /* links with a busbw; fewer than 3 are not judged */
+  double median; /* of the measured links */
   struct scale_outlier out[SCALE_MAX_PAIRS];
-  int nout;             /* the outliers, the farthest from the median first */
+  int nout; /* the outliers, the farthest from the median first */
 };
 
 /* Judge the ring of \p npairs links (pair i joins host i and host i + 1, the
@@ -185,10 +185,10 @@ int scale_comparable(const struct scale_job *job, char *why, size_t whylen);
 
 /* A comparable run's busbw against the family's healthy range. */
 enum scale_health {
-  SCALE_HEALTH_UNKNOWN,   /* no published range */
-  SCALE_HEALTH_BELOW,     /* below its lower bound */
-  SCALE_HEALTH_INSIDE,    /* at or above the lower bound, at most the upper one */
-  SCALE_HEALTH_ABOVE      /* above the best published figure */
+  SCALE_HEALTH_UNKNOWN, /* no published range */
+  SCALE_HEALTH_BELOW,   /* below its lower bound */
+  SCALE_HEALTH_INSIDE,  /* at or above the lower bound, at most the upper one */
+  SCALE_HEALTH_ABOVE    /* above the best published figure */
 };
 enum scale_health scale_health(const struct bench_expect *e, double busbw);
 

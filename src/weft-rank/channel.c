@@ -26,39 +26,36 @@ struct wk_channel {
   wt_ctl_conn conn;
   const wt_agent_who *who;
   double hb_s, lost_s, grace_s;
-  double heard;            /* last message from weftrun */
-  double welcome_by;       /* the open's deadline, for the WELCOME */
+  double heard;      /* last message from weftrun */
+  double welcome_by; /* the open's deadline, for the WELCOME */
   int welcomed;
-  const char *addr;        /* weftrun's (the caller's string), for the reasons */
+  const char *addr; /* weftrun's (the caller's string), for the reasons */
   double next_hb;
   long seq;
-  int lost;                /* the connection is gone */
-  wk_channel_event ev;     /* what the last pump brought */
+  int lost;                                 /* the connection is gone */
+  wk_channel_event ev;                      /* what the last pump brought */
   char challenge[WT_CTL_CHALLENGE_LEN + 8]; /* weftrun's, for this connection */
 };
 
 /* The secret, taken out of the environment for good. */
-static int
-take_secret(char *buf, size_t len)
+static int take_secret(char *buf, size_t len)
 {
   char *s = getenv(WT_CTL_SECRET_ENV);
   if (!s || strlen(s) != WT_CTL_SECRET_LEN || strlen(s) >= len)
     return -1;
   memcpy(buf, s, strlen(s) + 1);
-  memset(s, 'x', strlen(s));  /* the bytes /proc/PID/environ shows */
+  memset(s, 'x', strlen(s)); /* the bytes /proc/PID/environ shows */
   unsetenv(WT_CTL_SECRET_ENV);
   return 0;
 }
 
-void
-wk_channel_scrub(void)
+void wk_channel_scrub(void)
 {
   char s[WT_CTL_SECRET_LEN + 1];
   take_secret(s, sizeof(s));
 }
 
-static int
-on_welcome(void *arg, const wt_ctl_msg *m)
+static int on_welcome(void *arg, const wt_ctl_msg *m)
 {
   wk_channel *c = arg;
   c->ev.type = m->type;
@@ -77,16 +74,16 @@ on_welcome(void *arg, const wt_ctl_msg *m)
 }
 
 /* weftrun's first message, the challenge HELLO answers. */
-static int
-await_challenge(wk_channel *c, const char *addr, double deadline, char *why, size_t len)
+static int await_challenge(wk_channel *c, const char *addr, double deadline, char *why, size_t len)
 {
   char w[300];
   memset(&c->ev, 0, sizeof(c->ev));
   while (c->ev.type != WT_CTL_CHALLENGE) {
     double left = deadline - weftx_monotonic();
-    struct pollfd pf = { c->conn.fd, POLLIN, 0 };
+    struct pollfd pf = {c->conn.fd, POLLIN, 0};
     if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
-      snprintf(why, len, "weftrun at %s sent no challenge within %.0f s (a weftrun of weft "
+      snprintf(why, len,
+               "weftrun at %s sent no challenge within %.0f s (a weftrun of weft "
                "before control protocol %d sends none: install the same weft on every host)",
                addr, WT_CTL_CONNECT_S, WT_CTL_VERSION);
       return -1;
@@ -102,9 +99,10 @@ await_challenge(wk_channel *c, const char *addr, double deadline, char *why, siz
       return -1;
     }
     if (rc < 0) {
-      snprintf(why, len, "weftrun at %s: %s before its challenge (a weftrun of weft before "
-               "control protocol %d sends none: install the same weft on every host)", addr, w,
-               WT_CTL_VERSION);
+      snprintf(why, len,
+               "weftrun at %s: %s before its challenge (a weftrun of weft before "
+               "control protocol %d sends none: install the same weft on every host)",
+               addr, w, WT_CTL_VERSION);
       return -1;
     }
   }
@@ -117,9 +115,8 @@ await_challenge(wk_channel *c, const char *addr, double deadline, char *why, siz
   return 0;
 }
 
-int
-wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, char *why,
-                size_t len)
+int wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, char *why,
+                    size_t len)
 {
   char secret[WT_CTL_SECRET_LEN + 1], w[300];
   double deadline = weftx_monotonic() + WT_CTL_CONNECT_S;
@@ -133,16 +130,19 @@ wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, cha
   wt_ctl_conn_init(&c->conn, -1, 0);
   c->who = who;
   if (take_secret(secret, sizeof(secret))) {
-    snprintf(why, len, "%s is not set (or not %d hex digits): weft-rank --control runs under "
-             "weftrun, which sets it", WT_CTL_SECRET_ENV, WT_CTL_SECRET_LEN);
+    snprintf(why, len,
+             "%s is not set (or not %d hex digits): weft-rank --control runs under "
+             "weftrun, which sets it",
+             WT_CTL_SECRET_ENV, WT_CTL_SECRET_LEN);
     free(c);
     return -1;
   }
   int fd = wt_ctl_connect(addr, deadline, w, sizeof(w));
   if (fd < 0) {
-    snprintf(why, len, "cannot reach weftrun's control channel at %s within %.0f s: %s; the "
-             "hosts must reach weftrun's host on that address (a firewall?)", addr,
-             WT_CTL_CONNECT_S, w);
+    snprintf(why, len,
+             "cannot reach weftrun's control channel at %s within %.0f s: %s; the "
+             "hosts must reach weftrun's host on that address (a firewall?)",
+             addr, WT_CTL_CONNECT_S, w);
     free(c);
     return -1;
   }
@@ -150,8 +150,10 @@ wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, cha
   /* weftrun's machine gone or cut off is noticed in WT_CTL_UNANSWERED_S, before
    * the silence of --host-timeout (without keepalive, only that) */
   if (wt_ctl_keepalive(fd))
-    fprintf(stderr, "weft-rank: warning: no TCP keepalive on the control channel (%s): a cut "
-            "network is noticed after --host-timeout only\n", strerror(errno));
+    fprintf(stderr,
+            "weft-rank: warning: no TCP keepalive on the control channel (%s): a cut "
+            "network is noticed after --host-timeout only\n",
+            strerror(errno));
   if (await_challenge(c, addr, deadline, why, len)) {
     memset(secret, 0, sizeof(secret));
     wt_ctl_conn_close(&c->conn);
@@ -181,18 +183,16 @@ wk_channel_open(wk_channel **out, const char *addr, const wt_agent_who *who, cha
   return 0;
 }
 
-int
-wk_channel_welcomed(wk_channel *c, char *why, size_t len)
+int wk_channel_welcomed(wk_channel *c, char *why, size_t len)
 {
   char w[300];
   if (c->welcomed)
     return 0;
   while (c->ev.type != WT_CTL_WELCOME) {
     double left = c->welcome_by - weftx_monotonic();
-    struct pollfd pf = { c->conn.fd, POLLIN, 0 };
+    struct pollfd pf = {c->conn.fd, POLLIN, 0};
     if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
-      snprintf(why, len, "weftrun at %s did not answer within %.0f s", c->addr,
-               WT_CTL_CONNECT_S);
+      snprintf(why, len, "weftrun at %s did not answer within %.0f s", c->addr, WT_CTL_CONNECT_S);
       return -1;
     }
     int rc = wt_ctl_conn_read(&c->conn, on_welcome, c, w, sizeof(w));
@@ -212,20 +212,11 @@ wk_channel_welcomed(wk_channel *c, char *why, size_t len)
   return 0;
 }
 
-int
-wk_channel_fd(const wk_channel *c)
-{
-  return c && !c->lost ? c->conn.fd : -1;
-}
+int wk_channel_fd(const wk_channel *c) { return c && !c->lost ? c->conn.fd : -1; }
 
-double
-wk_channel_grace(const wk_channel *c)
-{
-  return c ? c->grace_s : 2.0;
-}
+double wk_channel_grace(const wk_channel *c) { return c ? c->grace_s : 2.0; }
 
-void
-wk_channel_send(wk_channel *c, const wt_ctl_out *m)
+void wk_channel_send(wk_channel *c, const wt_ctl_out *m)
 {
   if (!c || c->lost)
     return;
@@ -233,8 +224,7 @@ wk_channel_send(wk_channel *c, const wt_ctl_out *m)
     c->lost = 1;
 }
 
-static int
-on_msg(void *arg, const wt_ctl_msg *m)
+static int on_msg(void *arg, const wt_ctl_msg *m)
 {
   wk_channel *c = arg;
   switch (m->type) {
@@ -243,16 +233,13 @@ on_msg(void *arg, const wt_ctl_msg *m)
     c->ev.signal = (int)wt_ctl_int_or(m, WT_CTL_T_SIGNAL, 15);
     wt_ctl_get_str(m, WT_CTL_T_WHY, c->ev.why, sizeof(c->ev.why));
     return 1;
-  case WT_CTL_STACK_REQ:
-    c->ev.type = WT_CTL_STACK_REQ;
-    return 1;
-  default: /* PONG, and what a newer weftrun may send */
-    return 0;
+  case WT_CTL_STACK_REQ: c->ev.type = WT_CTL_STACK_REQ; return 1;
+  default: /* PONG, and what a newer weftrun may send */ return 0;
   }
 }
 
-const wk_channel_event *
-wk_channel_pump(wk_channel *c, double now, const weftx_page *page, char *why, size_t len)
+const wk_channel_event *wk_channel_pump(wk_channel *c, double now, const weftx_page *page,
+                                        char *why, size_t len)
 {
   memset(&c->ev, 0, sizeof(c->ev));
   if (c->lost) {
@@ -285,15 +272,13 @@ wk_channel_pump(wk_channel *c, double now, const weftx_page *page, char *why, si
   return &c->ev;
 }
 
-void
-wk_channel_heard(wk_channel *c, double now)
+void wk_channel_heard(wk_channel *c, double now)
 {
   if (c)
     c->heard = now;
 }
 
-double
-wk_channel_next(const wk_channel *c)
+double wk_channel_next(const wk_channel *c)
 {
   if (!c || c->lost)
     return 0;
@@ -301,15 +286,13 @@ wk_channel_next(const wk_channel *c)
   return c->next_hb < lost_at ? c->next_hb : lost_at;
 }
 
-void
-wk_channel_flush(wk_channel *c, double seconds)
+void wk_channel_flush(wk_channel *c, double seconds)
 {
   if (c && !c->lost && wt_ctl_conn_drain(&c->conn, weftx_monotonic() + seconds))
     c->lost = 1;
 }
 
-void
-wk_channel_close(wk_channel *c, double deadline)
+void wk_channel_close(wk_channel *c, double deadline)
 {
   if (!c)
     return;
@@ -317,12 +300,11 @@ wk_channel_close(wk_channel *c, double deadline)
    * closes its end (it does on our end-of-file): a close with unread data (a PONG
    * on its way) resets the connection, and the reset can overtake the EXITED still
    * in flight, which weftrun then never reads. */
-  if (!c->lost && !wt_ctl_conn_drain(&c->conn, deadline) &&
-      shutdown(c->conn.fd, SHUT_WR) == 0) {
+  if (!c->lost && !wt_ctl_conn_drain(&c->conn, deadline) && shutdown(c->conn.fd, SHUT_WR) == 0) {
     char junk[512];
     for (;;) {
       double left = deadline - weftx_monotonic();
-      struct pollfd pf = { c->conn.fd, POLLIN, 0 };
+      struct pollfd pf = {c->conn.fd, POLLIN, 0};
       if (left <= 0 || (poll(&pf, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR))
         break;
       ssize_t n = read(c->conn.fd, junk, sizeof(junk));

@@ -25,16 +25,14 @@ struct wk_gcp {
   char what[64], value[64];
 };
 
-static void
-warn(void *arg, const char *msg)
+static void warn(void *arg, const char *msg)
 {
   const wk_gcp *g = arg;
   fprintf(stderr, "weft-rank: host %s: warning: %s\n", g->who->host, msg);
 }
 
-int
-wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const wt_agent_who *who,
-               wk_gcp **out, char *why, size_t len)
+int wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const wt_agent_who *who,
+                   wk_gcp **out, char *why, size_t len)
 {
   wk_gcp *g = calloc(1, sizeof(*g));
   int rc;
@@ -58,42 +56,38 @@ wk_gcp_prepare(const char *nccl_preset, int nhosts, int local_rank, const wt_age
   return 0;
 }
 
-const char *
-wk_gcp_reserved_cpus(const wk_gcp *g)
+const char *wk_gcp_reserved_cpus(const wk_gcp *g)
 {
   return g ? weftx_preset_reserved_cpus(g->preset) : NULL;
 }
 
-int
-wk_gcp_apply(wk_gcp *g, weftx_env *env, char *why, size_t len)
+int wk_gcp_apply(wk_gcp *g, weftx_env *env, char *why, size_t len)
 {
   return g && g->preset ? weftx_preset_apply(g->preset, &g->info, env, why, len) : 0;
 }
 
-static void
-on_notice(void *arg, const char *what, const char *value)
+static void on_notice(void *arg, const char *what, const char *value)
 {
   wk_gcp *g = arg;
 
   snprintf(g->what, sizeof(g->what), "%s", what);
   snprintf(g->value, sizeof(g->value), "%s", value);
   atomic_store(&g->preempted, 1);
-  fprintf(stderr, "weft-rank: rank %d host %s gpu %s: GCE notice instance/%s = %s: the VM is going "
-          "away; stopping the rank (signal %d)\n", g->who->rank, g->who->host, g->who->gpu, what,
-          value, WEFTX_PREEMPT_SIGNAL);
+  fprintf(stderr,
+          "weft-rank: rank %d host %s gpu %s: GCE notice instance/%s = %s: the VM is going "
+          "away; stopping the rank (signal %d)\n",
+          g->who->rank, g->who->host, g->who->gpu, what, value, WEFTX_PREEMPT_SIGNAL);
   wk_supervise_preempt();
 }
 
-void
-wk_gcp_watch_start(wk_gcp *g)
+void wk_gcp_watch_start(wk_gcp *g)
 {
   /* Off GCE this makes no request and starts nothing. */
   if (g && weftx_gcp_watch_start(&g->watch, on_notice, g) != 0)
     g->watch = NULL;
 }
 
-int
-wk_gcp_watch_stop(wk_gcp *g, int rc)
+int wk_gcp_watch_stop(wk_gcp *g, int rc)
 {
   if (!g)
     return rc;
@@ -107,8 +101,7 @@ wk_gcp_watch_stop(wk_gcp *g, int rc)
   return WT_EXIT_PREEMPTED;
 }
 
-void
-wk_gcp_destroy(wk_gcp *g)
+void wk_gcp_destroy(wk_gcp *g)
 {
   if (!g)
     return;
@@ -117,8 +110,7 @@ wk_gcp_destroy(wk_gcp *g)
   free(g);
 }
 
-void
-wk_gcp_probe_facts(FILE *out)
+void wk_gcp_probe_facts(FILE *out)
 {
   weftx_gcp_info info;
   char why[512];

@@ -21,8 +21,7 @@
 /* Slurm's GPUs of this step: SLURM_STEP_GPUS (a step), else SLURM_JOB_GPUS (a batch
  * script), with the CUDA_VISIBLE_DEVICES Slurm set beside them. 1 when both are there and
  * agree in number (Slurm's, then), 0 otherwise. */
-static int
-slurm_pairs(wk_gpus *g)
+static int slurm_pairs(wk_gpus *g)
 {
   const char *name = "SLURM_STEP_GPUS", *s = getenv(name), *c = getenv("CUDA_VISIBLE_DEVICES");
   int nc = 0, cuda[WEFTX_SLURM_GPUS_MAX];
@@ -30,8 +29,10 @@ slurm_pairs(wk_gpus *g)
     name = "SLURM_JOB_GPUS";
     s = getenv(name);
   }
-  if (!s || !c || weftx_slurm_gpu_indices(name, s, g->node, WEFTX_SLURM_GPUS_MAX, &g->npairs, NULL, 0) ||
-      weftx_slurm_gpu_indices("CUDA_VISIBLE_DEVICES", c, cuda, WEFTX_SLURM_GPUS_MAX, &nc, NULL, 0) ||
+  if (!s || !c ||
+      weftx_slurm_gpu_indices(name, s, g->node, WEFTX_SLURM_GPUS_MAX, &g->npairs, NULL, 0) ||
+      weftx_slurm_gpu_indices("CUDA_VISIBLE_DEVICES", c, cuda, WEFTX_SLURM_GPUS_MAX, &nc, NULL,
+                              0) ||
       nc != g->npairs)
     return 0;
   memcpy(g->cuda, cuda, sizeof(cuda));
@@ -39,8 +40,7 @@ slurm_pairs(wk_gpus *g)
   return 1;
 }
 
-static int
-member(const int *v, int n, int x)
+static int member(const int *v, int n, int x)
 {
   for (int i = 0; i < n; i++)
     if (v[i] == x)
@@ -48,8 +48,7 @@ member(const int *v, int n, int x)
   return -1;
 }
 
-int
-wk_gpus_prepare(wk_gpus *g, const char *arg, int node, char *why, size_t len)
+int wk_gpus_prepare(wk_gpus *g, const char *arg, int node, char *why, size_t len)
 {
   int set[WEFTX_SLURM_GPUS_MAX], nset = 0;
   const char *c = getenv("CUDA_VISIBLE_DEVICES");
@@ -66,7 +65,8 @@ wk_gpus_prepare(wk_gpus *g, const char *arg, int node, char *why, size_t len)
   if ((g->slurm = slurm_pairs(g))) {
     for (int i = 0; g->limited && i < nset; i++)
       if (member(g->node, g->npairs, set[i]) < 0) {
-        snprintf(why, len, "weftrun planned GPUs %s on this host for the job, but Slurm gave the "
+        snprintf(why, len,
+                 "weftrun planned GPUs %s on this host for the job, but Slurm gave the "
                  "step this rank runs in only %s; report this with the weftrun command line",
                  g->set[0] ? g->set : "none", g->step_var);
         return -1;
@@ -86,15 +86,10 @@ wk_gpus_prepare(wk_gpus *g, const char *arg, int node, char *why, size_t len)
   return 0;
 }
 
-const char *
-wk_gpus_policy(const wk_gpus *g)
-{
-  return g->limited ? g->set : NULL;
-}
+const char *wk_gpus_policy(const wk_gpus *g) { return g->limited ? g->set : NULL; }
 
-int
-wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env *env,
-              weftx_gpu_visibility vis, char *why, size_t len)
+int wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env *env,
+                  weftx_gpu_visibility vis, char *why, size_t len)
 {
   int set[WEFTX_SLURM_GPUS_MAX], nset = 0;
   const char *c = weftx_env_get(env, "CUDA_VISIBLE_DEVICES");
@@ -107,9 +102,10 @@ wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env 
   /* under a CPU mapping Open MPI placed the rank and its GPU is the nearest one of
    * the host: it must be one this job may have */
   if (pl->gpu >= 0 && member(set, nset, pl->gpu) < 0) {
-    snprintf(why, len, "this rank's GPU %d (the nearest its binding) is not one of the GPUs "
-             "it may have on this host (%s%s%s); use --map-by gpu", pl->gpu, g->set,
-             g->slurm ? ", " : "", g->slurm ? g->step_var : "");
+    snprintf(why, len,
+             "this rank's GPU %d (the nearest its binding) is not one of the GPUs "
+             "it may have on this host (%s%s%s); use --map-by gpu",
+             pl->gpu, g->set, g->slurm ? ", " : "", g->slurm ? g->step_var : "");
     return -1;
   }
   if (g->slurm) {
@@ -128,10 +124,13 @@ wk_gpus_apply(wk_gpus *g, const weftx_place *pl, weftx_rank_info *ri, weftx_env 
     /* the user's: kept, so the rank's GPU must be one of it */
     int cv[WEFTX_SLURM_GPUS_MAX], nc = 0;
     if (pl->gpu >= 0 &&
-        !weftx_slurm_gpu_indices("CUDA_VISIBLE_DEVICES", c, cv, WEFTX_SLURM_GPUS_MAX, &nc, NULL, 0) &&
+        !weftx_slurm_gpu_indices("CUDA_VISIBLE_DEVICES", c, cv, WEFTX_SLURM_GPUS_MAX, &nc, NULL,
+                                 0) &&
         member(cv, nc, pl->gpu) < 0) {
-      snprintf(why, len, "this rank's GPU %d is not in CUDA_VISIBLE_DEVICES=%s, which you set; "
-               "unset it, or let weftrun see it", pl->gpu, c);
+      snprintf(why, len,
+               "this rank's GPU %d is not in CUDA_VISIBLE_DEVICES=%s, which you set; "
+               "unset it, or let weftrun see it",
+               pl->gpu, c);
       return -1;
     }
     return 0;

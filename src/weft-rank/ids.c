@@ -15,8 +15,7 @@
 
 #include "weft-rank.h"
 
-static int
-env_int(const char *name, int *out)
+static int env_int(const char *name, int *out)
 {
   const char *v = getenv(name);
   long l;
@@ -27,8 +26,7 @@ env_int(const char *name, int *out)
 }
 
 /* The tasks on this node of the step: SLURM_STEP_TASKS_PER_NODE's SLURM_NODEID-th count. */
-static int
-srun_local_size(int node, int *out, char *why, size_t len)
+static int srun_local_size(int node, int *out, char *why, size_t len)
 {
   const char *tpn = getenv("SLURM_STEP_TASKS_PER_NODE");
   int *counts = calloc(WT_AGENT_MAX_HOSTS, sizeof(*counts)), n = 0, rc = -1;
@@ -37,8 +35,8 @@ srun_local_size(int node, int *out, char *why, size_t len)
     snprintf(why, len, "out of memory");
     return -1;
   }
-  if (!tpn || weftx_slurm_per_node("SLURM_STEP_TASKS_PER_NODE", tpn, counts, WT_AGENT_MAX_HOSTS,
-                                   &n, inner, sizeof(inner)))
+  if (!tpn || weftx_slurm_per_node("SLURM_STEP_TASKS_PER_NODE", tpn, counts, WT_AGENT_MAX_HOSTS, &n,
+                                   inner, sizeof(inner)))
     snprintf(why, len, "SLURM_STEP_TASKS_PER_NODE %s%s", tpn ? "does not parse: " : "is not set",
              inner);
   else if (node >= n)
@@ -52,24 +50,26 @@ srun_local_size(int node, int *out, char *why, size_t len)
   return rc;
 }
 
-int
-wk_ids_get(wk_ids *ids, char *why, size_t len)
+int wk_ids_get(wk_ids *ids, char *why, size_t len)
 {
   int node, pmix;
   memset(ids, 0, sizeof(*ids));
   if (getenv("OMPI_COMM_WORLD_RANK")) {
     ids->from = "Open MPI";
-    if (env_int("OMPI_COMM_WORLD_RANK", &ids->rank) || env_int("OMPI_COMM_WORLD_SIZE", &ids->size) ||
+    if (env_int("OMPI_COMM_WORLD_RANK", &ids->rank) ||
+        env_int("OMPI_COMM_WORLD_SIZE", &ids->size) ||
         env_int("OMPI_COMM_WORLD_LOCAL_RANK", &ids->local) ||
         env_int("OMPI_COMM_WORLD_LOCAL_SIZE", &ids->lsize)) {
-      snprintf(why, len, "OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE are not all set to "
+      snprintf(why, len,
+               "OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE are not all set to "
                "numbers; weft-rank runs under weftrun, not by hand");
       return -1;
     }
     return 0;
   }
   if (!getenv("SLURM_PROCID") || !getenv("SLURM_STEP_ID")) {
-    snprintf(why, len, "neither OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpirun) nor "
+    snprintf(why, len,
+             "neither OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpirun) nor "
              "SLURM_PROCID and SLURM_STEP_ID (srun) are set: weft-rank runs under weftrun, not "
              "by hand");
     return -1;
@@ -77,16 +77,18 @@ wk_ids_get(wk_ids *ids, char *why, size_t len)
   ids->from = "srun";
   if (env_int("SLURM_PROCID", &ids->rank) || env_int("SLURM_NTASKS", &ids->size) ||
       env_int("SLURM_LOCALID", &ids->local) || env_int("SLURM_NODEID", &node)) {
-    snprintf(why, len, "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_NODEID are not all "
+    snprintf(why, len,
+             "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and SLURM_NODEID are not all "
              "set to numbers in this srun task");
     return -1;
   }
   if (srun_local_size(node, &ids->lsize, why, len))
     return -1;
   if (getenv("PMIX_RANK") && (env_int("PMIX_RANK", &pmix) || pmix != ids->rank)) {
-    snprintf(why, len, "PMIX_RANK=%s but SLURM_PROCID=%d: the MPI rank would not be this task's; "
-             "start the job with srun --mpi=pmix (weftrun --engine srun)", getenv("PMIX_RANK"),
-             ids->rank);
+    snprintf(why, len,
+             "PMIX_RANK=%s but SLURM_PROCID=%d: the MPI rank would not be this task's; "
+             "start the job with srun --mpi=pmix (weftrun --engine srun)",
+             getenv("PMIX_RANK"), ids->rank);
     return -1;
   }
   if (ids->rank >= ids->size || ids->local >= ids->lsize) {

@@ -43,24 +43,25 @@
  * \p handed: this process's environment named that XML to hwloc (agent.h), so mpirun's
  * daemon here read it too; on another host that is a daemon that took weftrun's
  * machine for its own, placing and binding from the wrong one: refused. */
-static int
-load_topology(const wt_agent_args *o, int node, int handed, weftx_topo **t, char *why,
-              size_t len)
+static int load_topology(const wt_agent_args *o, int node, int handed, weftx_topo **t, char *why,
+                         size_t len)
 {
   const char *file = wt_agent_topology_for(o, node), *env = getenv("WEFT_TOPOLOGY");
   int usable = !file && !(env && *env); /* nothing names another file for this host */
   if (o->host_xml && (handed || usable)) {
     char me[256];
     if (gethostname(me, sizeof(me)) == 0 &&
-        weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM | WEFTX_TOPO_NO_DETAILS, t, NULL,
-                        0) == 0) {
+        weftx_topo_load(o->host_xml, WEFTX_TOPO_THIS_SYSTEM | WEFTX_TOPO_NO_DETAILS, t, NULL, 0) ==
+          0) {
       me[sizeof(me) - 1] = '\0';
       if (handed && strcmp(weftx_topo_hostname(*t), me)) {
-        snprintf(why, len, "mpirun's daemon on %s read weftrun's topology of %s (HWLOC_XMLFILE "
+        snprintf(why, len,
+                 "mpirun's daemon on %s read weftrun's topology of %s (HWLOC_XMLFILE "
                  "reached it: the launcher that started it passed mpirun's environment on), so "
                  "Open MPI placed this host's ranks on another machine's processors; please "
                  "report it, and set HWLOC_THISSYSTEM=1 for weftrun to have every daemon probe "
-                 "its own machine", me, weftx_topo_hostname(*t));
+                 "its own machine",
+                 me, weftx_topo_hostname(*t));
         weftx_topo_destroy(*t);
         *t = NULL;
         return WEFT_EINVAL;
@@ -75,8 +76,7 @@ load_topology(const wt_agent_args *o, int node, int handed, weftx_topo **t, char
 }
 
 /* The rank's cpus, and its memory unless \p mem is 0 (Open MPI's layouts bind no memory). */
-static int
-bind_here(const weftx_topo *t, const weftx_place *pl, int mem, char *note, size_t len)
+static int bind_here(const weftx_topo *t, const weftx_place *pl, int mem, char *note, size_t len)
 {
   hwloc_topology_t h = weftx_topo_hwloc(t);
   if (hwloc_set_cpubind(h, pl->cpuset, HWLOC_CPUBIND_PROCESS)) {
@@ -94,8 +94,7 @@ bind_here(const weftx_topo *t, const weftx_place *pl, int mem, char *note, size_
 }
 
 /* PLACED: where the rank runs, for weftrun's summaries. */
-static void
-placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const char *gpu)
+static void placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const char *gpu)
 {
   wt_ctl_out m;
   char *cpus = NULL;
@@ -117,11 +116,10 @@ placed_msg(wk_channel *ch, const weftx_topo *t, const weftx_place *pl, const cha
 /* weftrun's layout: each program's ranks per host (';' between programs). */
 typedef struct layout {
   int napps, nhosts;
-  int *counts;                  /* napps x nhosts */
+  int *counts; /* napps x nhosts */
 } layout;
 
-static int
-layout_parse(const char *s, layout *l, char *why, size_t len)
+static int layout_parse(const char *s, layout *l, char *why, size_t len)
 {
   int *one = calloc(WT_AGENT_MAX_HOSTS, sizeof(int));
   char *copy = strdup(s), *seg, *save = NULL;
@@ -156,8 +154,8 @@ out:
 }
 
 /* Where rank \p rank is in \p l: its program, host, local rank and the host's ranks. */
-static int
-layout_find(const layout *l, int by_node, int rank, int *app, int *node, int *local, int *lsize)
+static int layout_find(const layout *l, int by_node, int rank, int *app, int *node, int *local,
+                       int *lsize)
 {
   int first = 0;
   for (int a = 0; a < l->napps; a++) {
@@ -186,16 +184,14 @@ layout_find(const layout *l, int by_node, int rank, int *app, int *node, int *lo
 }
 
 /* The ranks of each program on host \p node. */
-static void
-layout_here(const layout *l, int node, int *counts)
+static void layout_here(const layout *l, int node, int *counts)
 {
   for (int a = 0; a < l->napps; a++)
     counts[a] = l->counts[(size_t)a * (size_t)l->nhosts + (size_t)node];
 }
 
 /* mpirun's --report-bindings line, for a rank weft binds (Open MPI's own format). */
-static void
-report_ompi(const weftx_topo *t, int rank, hwloc_const_cpuset_t set)
+static void report_ompi(const weftx_topo *t, int rank, hwloc_const_cpuset_t set)
 {
   char host[256], what[2048], map[2048];
   if (gethostname(host, sizeof(host)))
@@ -212,8 +208,7 @@ report_ompi(const weftx_topo *t, int rank, hwloc_const_cpuset_t set)
 
 /* The command mpirun would have told the program it is (OMPI_COMMAND, OMPI_ARGV): it
  * told weft-rank's instead. */
-static int
-program_vars(char **program)
+static int program_vars(char **program)
 {
   char *copy = strdup(program[0]), *args = NULL;
   size_t len = 0;
@@ -239,8 +234,7 @@ program_vars(char **program)
 
 /* weftrun's probe: this host's topology (live through the per-user cache, or
  * WEFT_TOPOLOGY) as hwloc XML on stdout. */
-static int
-probe(void)
+static int probe(void)
 {
   weftx_topo *t = NULL;
   char why[600] = "";
@@ -262,8 +256,7 @@ probe(void)
 
 /* weftrun's WELCOME, if there is a channel: 0, or -1 said on stderr (the rank is not
  * to start) */
-static int
-welcomed(wk_channel *ch, const wt_agent_who *who)
+static int welcomed(wk_channel *ch, const wt_agent_who *who)
 {
   char why[600];
   if (!ch || wk_channel_welcomed(ch, why, sizeof(why)) == 0)
@@ -279,27 +272,26 @@ welcomed(wk_channel *ch, const wt_agent_who *who)
 typedef struct agent {
   wt_agent_args o;
   wt_agent_who who;
-  char **program;               /* after "--" */
-  int handed;                   /* this environment named weftrun's XML of this host (agent.h) */
+  char **program; /* after "--" */
+  int handed;     /* this environment named weftrun's XML of this host (agent.h) */
   wk_channel *ch;
   wk_page *page;
   wk_ids ids;
   int have_ids;
   char idwhy[600];
   layout lay;
-  int nhosts, node, app;        /* weftrun's hosts, this one's index, the rank's program */
-  int ompi_bound;               /* mpirun bound the rank to Open MPI's layout */
+  int nhosts, node, app; /* weftrun's hosts, this one's index, the rank's program */
+  int ompi_bound;        /* mpirun bound the rank to Open MPI's layout */
   weftx_topo *t;
-  int live;                     /* t is this machine's */
+  int live; /* t is this machine's */
   wk_gpus gp;
   wk_gcp *gcp;
   weftx_place pl;
   int placed;
-  char why[1200];               /* a setup failure's reason */
+  char why[1200]; /* a setup failure's reason */
 } agent;
 
-static void
-agent_init(agent *g)
+static void agent_init(agent *g)
 {
   memset(g, 0, sizeof(*g));
   wt_agent_args_init(&g->o);
@@ -310,8 +302,7 @@ agent_init(agent *g)
   g->who.host[sizeof(g->who.host) - 1] = '\0';
 }
 
-static void
-agent_free(agent *g)
+static void agent_free(agent *g)
 {
   wk_channel_close(g->ch, weftx_monotonic() + 3.0);
   wk_page_destroy(g->page);
@@ -324,8 +315,7 @@ agent_free(agent *g)
 
 /* A setup failure: its reason into g->why. -1. */
 static int failed(agent *g, const char *fmt, ...) WEFT_PRINTF(2, 3);
-static int
-failed(agent *g, const char *fmt, ...)
+static int failed(agent *g, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -336,8 +326,7 @@ failed(agent *g, const char *fmt, ...)
 
 /* This rank's numbers and the agent's arguments; weftrun's XML of this host, handed to
  * mpirun (agent.h), gone before hwloc is used here, and from the program's environment. */
-static int
-arguments(agent *g, int argc, char **argv)
+static int arguments(agent *g, int argc, char **argv)
 {
   char why[600];
   int first = argc;
@@ -356,8 +345,7 @@ arguments(agent *g, int argc, char **argv)
 
 /* Which host of weftrun's list this is (the torchrun NODE_RANK), and the engine's
  * placement of the rank checked against weftrun's plan. */
-static int
-where(agent *g)
+static int where(agent *g)
 {
   char why[600];
   int local, plsize;
@@ -376,10 +364,11 @@ where(agent *g)
   if (layout_find(&g->lay, g->o.by_node, g->ids.rank, &g->app, &g->node, &local, &plsize))
     return failed(g, "rank %d is outside weftrun's layout %s", g->ids.rank, g->o.layout);
   if (local != g->ids.local || plsize != g->ids.lsize)
-    return failed(g, "%s placed this rank as local rank %d of %d, weftrun planned %d of %d on "
+    return failed(g,
+                  "%s placed this rank as local rank %d of %d, weftrun planned %d of %d on "
                   "host %d: weftrun's %s; report this with the weftrun command line (mpirun "
-                  "alone runs it meanwhile)", g->ids.from, g->ids.local, g->ids.lsize, local,
-                  plsize, g->node,
+                  "alone runs it meanwhile)",
+                  g->ids.from, g->ids.local, g->ids.lsize, local, plsize, g->node,
                   g->ompi_bound ? "model of Open MPI 4.1's placement is wrong for this job"
                                 : "hostfile was not followed");
   return 0;
@@ -388,9 +377,8 @@ where(agent *g)
 /* Open MPI's binding of this rank against the model's prediction \p want: GPUs go by the
  * prediction every rank shares, so on a host with GPUs a difference is a failure; else a
  * warning. -1 with g->why, or 0. */
-static int
-ompi_mismatch(agent *g, const weftx_ompi_bound *b, hwloc_const_cpuset_t real,
-              hwloc_const_cpuset_t want)
+static int ompi_mismatch(agent *g, const weftx_ompi_bound *b, hwloc_const_cpuset_t real,
+                         hwloc_const_cpuset_t want)
 {
   int gpus[1024], anygpu = 0, lsize = g->ids.lsize;
   char r1[160], r2[160];
@@ -400,10 +388,13 @@ ompi_mismatch(agent *g, const weftx_ompi_bound *b, hwloc_const_cpuset_t real,
     for (int i = 0; i < lsize; i++)
       anygpu |= gpus[i] >= 0;
   if (anygpu)
-    return failed(g, "Open MPI bound this rank to cpus %s, weftrun's model of Open MPI said %s, "
+    return failed(g,
+                  "Open MPI bound this rank to cpus %s, weftrun's model of Open MPI said %s, "
                   "and the GPUs of this host go by that model; report this with the weftrun "
-                  "command line (--map-by gpu gives every rank its own GPU meanwhile)", r1, r2);
-  fprintf(stderr, "weft-rank: rank %d host %s: warning: Open MPI bound it to cpus %s, "
+                  "command line (--map-by gpu gives every rank its own GPU meanwhile)",
+                  r1, r2);
+  fprintf(stderr,
+          "weft-rank: rank %d host %s: warning: Open MPI bound it to cpus %s, "
           "weftrun's plan (--dry-run) said %s; report this with the weftrun command line\n",
           g->ids.rank, g->who.host, r1, r2);
   return 0;
@@ -412,8 +403,7 @@ ompi_mismatch(agent *g, const weftx_ompi_bound *b, hwloc_const_cpuset_t real,
 /* Open MPI's layout: its bindings on this host predicted with the model; mpirun's
  * binding (what the rank really has) is checked against the prediction, srun's rank
  * takes it; the GPU nearest goes by the prediction every rank shares. */
-static int
-place_ompi(agent *g)
+static int place_ompi(agent *g)
 {
   weftx_ompi_policy op;
   weftx_ompi_bound *b = NULL;
@@ -459,8 +449,7 @@ out:
 }
 
 /* weft's GPU rule: one rank per GPU, bound next to it. */
-static int
-place_gpu(agent *g)
+static int place_gpu(agent *g)
 {
   weftx_policy pol;
   char why[600] = "";
@@ -481,8 +470,7 @@ place_gpu(agent *g)
 /* This host's topology and the rank's place on it; the rank bound when weft binds it
  * (the GPU rule, or Open MPI's layout under srun), or what it would bind said; where it
  * runs told to weftrun and, with --report-bindings, to the user. */
-static int
-place(agent *g)
+static int place(agent *g)
 {
   char why[600] = "", note[160] = "";
   int err, rank = g->ids.rank;
@@ -511,28 +499,31 @@ place(agent *g)
   const weftx_nic *nic = pl->nic >= 0 ? weftx_topo_nic(g->t, pl->nic) : NULL;
   const weftx_gpu *gpu = pl->gpu >= 0 ? weftx_topo_gpu(g->t, pl->gpu) : NULL;
   wk_supervise_set_monitor(g->ch ? (double)g->o.monitor_ms / 1000.0 : 0,
-                           nic ? nic->name : g->o.ifname, gpu ? pl->gpu : -1,
-                           gpu ? gpu->pci : NULL, g->o.monitor_prom, g->o.job);
+                           nic ? nic->name : g->o.ifname, gpu ? pl->gpu : -1, gpu ? gpu->pci : NULL,
+                           g->o.monitor_prom, g->o.job);
   /* weft's line: where the rank's GPU and NIC are (Open MPI's line says the binding) */
   if (g->o.report_bindings && (!ompi_bound || pl->gpu >= 0)) {
     char line[600];
     if (weftx_place_format(g->t, g->who.host, rank, pl, line, sizeof(line)) == 0)
       fprintf(stderr, "[weft] %s%s%s%s\n", line,
-              ompi_bound ? " (bound by Open MPI)" : !pl->bound ? " (not bound)" :
-              live ? (note[0] ? " (" : " (bound)") : " (not bound: topology from ",
-              ompi_bound || !pl->bound ? "" : live ? note : weftx_topo_source(g->t),
+              ompi_bound   ? " (bound by Open MPI)"
+              : !pl->bound ? " (not bound)"
+              : live       ? (note[0] ? " (" : " (bound)")
+                           : " (not bound: topology from ",
+              ompi_bound || !pl->bound ? ""
+              : live                   ? note
+                                       : weftx_topo_source(g->t),
               !ompi_bound && pl->bound && (!live || note[0]) ? ")" : "");
   } else if (note[0]) {
-    fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank,
-            g->who.host, note);
+    fprintf(stderr, "weft-rank: rank %d host %s: warning: %s; running unbound\n", rank, g->who.host,
+            note);
   }
   return 0;
 }
 
 /* The per-rank environment: the user's variables first, weft's only where unset; then
  * the topology and the place are let go (the program may run for days). */
-static int
-environment(agent *g)
+static int environment(agent *g)
 {
   extern char **environ;
   weftx_rank_info ri;
@@ -579,8 +570,7 @@ environment(agent *g)
 }
 
 /* The program, once weftrun has welcomed the agent, under supervision: its exit code. */
-static int
-run(agent *g)
+static int run(agent *g)
 {
   wk_output *output = NULL;
   char why[600];
@@ -591,8 +581,7 @@ run(agent *g)
      * variable the user set stays) */
     if ((g->o.tag_output && setenv("OMPI_MCA_orte_tag_output", "1", 0)) ||
         (g->o.timestamp_output && setenv("OMPI_MCA_orte_timestamp_output", "1", 0)) ||
-        (g->o.output_filename &&
-         setenv("OMPI_MCA_orte_output_filename", g->o.output_filename, 0)))
+        (g->o.output_filename && setenv("OMPI_MCA_orte_output_filename", g->o.output_filename, 0)))
       return wk_setup_failed(g->ch, &g->who, "out of memory", WK_EXIT_SETUP);
   }
   if ((g->o.output_filename || g->o.lines) &&
@@ -605,8 +594,7 @@ run(agent *g)
   return rc;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   agent g;
   int rc;

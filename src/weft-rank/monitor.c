@@ -34,29 +34,24 @@
 struct wk_monitor {
   double every, next, last_at;
   long pid, hz, page;
-  wt_sample_who who;       /* the Prometheus file's labels */
+  wt_sample_who who; /* the Prometheus file's labels */
   char host[256], gpu[16];
-  struct gpu_watch *watch;   /* the rank's GPU's thread (NULL: none) */
+  struct gpu_watch *watch; /* the rank's GPU's thread (NULL: none) */
   double gpu_since;
-  char gpu_why[160];         /* why there are no GPU figures, sent once */
+  char gpu_why[160]; /* why there are no GPU figures, sent once */
   int said_why;
-  wk_prom *prom;             /* the host's Prometheus file's share (prom.c), NULL none */
+  wk_prom *prom; /* the host's Prometheus file's share (prom.c), NULL none */
   int tx_fd, rx_fd;
   char nic[32];
-  int64_t ticks, tx, rx;     /* the last reading, -1 none */
-  int64_t ticks_max;         /* the most ticks read: the total reported */
+  int64_t ticks, tx, rx; /* the last reading, -1 none */
+  int64_t ticks_max;     /* the most ticks read: the total reported */
   int64_t seq;
 };
 
-static int
-open_ro(const char *path)
-{
-  return open(path, O_RDONLY | O_CLOEXEC);
-}
+static int open_ro(const char *path) { return open(path, O_RDONLY | O_CLOEXEC); }
 
 /* The text of an open /proc or /sys file, NUL-terminated; -1 when unreadable. */
-static int
-read_text(int fd, char *buf, size_t len)
+static int read_text(int fd, char *buf, size_t len)
 {
   if (fd < 0)
     return -1;
@@ -70,8 +65,7 @@ read_text(int fd, char *buf, size_t len)
 /* The rank's tree: its processes' stat fields summed into \p sum (ticks, threads,
  * rss_pages); the number of live processes, 0 when the program itself is gone (or
  * has ended and not been reaped yet). */
-static int
-tree_read(long root, wt_proc_stat *sum)
+static int tree_read(long root, wt_proc_stat *sum)
 {
   static long stack[TREE_MAX];
   char path[96], buf[1024];
@@ -119,8 +113,7 @@ tree_read(long root, wt_proc_stat *sum)
   return n;
 }
 
-static int64_t
-counter(int fd)
+static int64_t counter(int fd)
 {
   char buf[64];
   int64_t v;
@@ -138,16 +131,15 @@ typedef struct gpu_watch {
   int gpu;
   char pci[32];
   int stop, done;
-  int state;                 /* 0 starting, 1 reading, -1 given up (why) */
+  int state; /* 0 starting, 1 reading, -1 given up (why) */
   char why[160];
   int64_t util, mem, power, temp;
-  double at;                 /* when they were read */
+  double at; /* when they were read */
 } gpu_watch;
 
-#define GPU_START_S 5.0      /* NVML's init and the device's lookup, at most */
+#define GPU_START_S 5.0 /* NVML's init and the device's lookup, at most */
 
-static void
-gpu_open(gpu_watch *w, wk_nvml *n, wk_nvml_dev *dev)
+static void gpu_open(gpu_watch *w, wk_nvml *n, wk_nvml_dev *dev)
 {
   char why[160], buf[64];
   wk_nvml_ret rc = WK_NVML_OK;
@@ -177,8 +169,7 @@ gpu_open(gpu_watch *w, wk_nvml *n, wk_nvml_dev *dev)
   w->state = 1;
 }
 
-static void *
-gpu_thread(void *arg)
+static void *gpu_thread(void *arg)
 {
   gpu_watch *w = arg;
   wk_nvml n;
@@ -198,7 +189,7 @@ gpu_thread(void *arg)
     wk_nvml_util u;
     wk_nvml_mem mem;
     unsigned v;
-    int64_t f[4] = { -1, -1, -1, -1 };
+    int64_t f[4] = {-1, -1, -1, -1};
     pthread_mutex_unlock(&w->mu);
     if (n.utilization && n.utilization(dev, &u) == WK_NVML_OK)
       f[0] = u.gpu;
@@ -215,7 +206,7 @@ gpu_thread(void *arg)
     if (w->stop)
       break;
     pthread_mutex_unlock(&w->mu);
-    struct timespec ts = { (time_t)w->every, (long)((w->every - (double)(time_t)w->every) * 1e9) };
+    struct timespec ts = {(time_t)w->every, (long)((w->every - (double)(time_t)w->every) * 1e9)};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&w->mu);
   }
@@ -232,8 +223,7 @@ gpu_thread(void *arg)
   return NULL;
 }
 
-static void
-gpu_start(wk_monitor *m, const wk_monitor_conf *c, double now)
+static void gpu_start(wk_monitor *m, const wk_monitor_conf *c, double now)
 {
   gpu_watch *w = calloc(1, sizeof(*w));
   pthread_t t;
@@ -259,8 +249,7 @@ gpu_start(wk_monitor *m, const wk_monitor_conf *c, double now)
 }
 
 /* The latest GPU figures into s, or why there are none (said once). */
-static void
-gpu_read(wk_monitor *m, wt_sample *s, double now)
+static void gpu_read(wk_monitor *m, wt_sample *s, double now)
 {
   gpu_watch *w = m->watch;
   if (w) {
@@ -282,8 +271,7 @@ gpu_read(wk_monitor *m, wt_sample *s, double now)
   }
 }
 
-wk_monitor *
-wk_monitor_new(long pid, const wk_monitor_conf *c, const wt_agent_who *who, double now)
+wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const wt_agent_who *who, double now)
 {
   char path[160];
   const char *nic = c->nic;
@@ -316,22 +304,17 @@ wk_monitor_new(long pid, const wk_monitor_conf *c, const wt_agent_who *who, doub
   m->rx = counter(m->rx_fd);
   if (c->gpu >= 0)
     gpu_start(m, c, now);
-  if (c->prom_dir && c->prom_dir[0] && !(m->prom = wk_prom_open(c->prom_dir, m->who.job, &m->who,
-                                                                c->every))) {
+  if (c->prom_dir && c->prom_dir[0] &&
+      !(m->prom = wk_prom_open(c->prom_dir, m->who.job, &m->who, c->every))) {
     wk_monitor_free(m);
     return NULL;
   }
   return m;
 }
 
-double
-wk_monitor_next(const wk_monitor *m)
-{
-  return m ? m->next : 0;
-}
+double wk_monitor_next(const wk_monitor *m) { return m ? m->next : 0; }
 
-void
-wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
+void wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
 {
   if (!m || now < m->next)
     return;
@@ -375,8 +358,7 @@ wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now)
     m->next += m->every;
 }
 
-void
-wk_monitor_free(wk_monitor *m)
+void wk_monitor_free(wk_monitor *m)
 {
   if (!m)
     return;

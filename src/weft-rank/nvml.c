@@ -16,15 +16,13 @@
 #include "weft-rank.h"
 
 /* dlsym() into a function pointer (POSIX guarantees the representations agree) */
-static void
-sym(void *h, const char *name, void *fn)
+static void sym(void *h, const char *name, void *fn)
 {
   void *p = dlsym(h, name);
   memcpy(fn, &p, sizeof(p));
 }
 
-int
-wk_nvml_load(wk_nvml *n, char *why, size_t len)
+int wk_nvml_load(wk_nvml *n, char *why, size_t len)
 {
   void *h = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
   memset(n, 0, sizeof(*n));
@@ -55,8 +53,7 @@ wk_nvml_load(wk_nvml *n, char *why, size_t len)
   return 0;
 }
 
-const char *
-wk_nvml_why(const wk_nvml *n, wk_nvml_ret rc, char *buf, size_t len)
+const char *wk_nvml_why(const wk_nvml *n, wk_nvml_ret rc, char *buf, size_t len)
 {
   if (n->error && n->error(rc))
     return n->error(rc);

@@ -49,34 +49,33 @@
 #include "weft-rank.h"
 
 #define DRAIN_S 3.0
-#define REC_MAX 4096                  /* a record at most; the pipe's page */
-#define PREFIX_MAX 96                 /* a tag and a time stamp at most */
+#define REC_MAX 4096  /* a record at most; the pipe's page */
+#define PREFIX_MAX 96 /* a tag and a time stamp at most */
 #define LINE_MAX_ (REC_MAX - 2 - PREFIX_MAX - (int)sizeof(WT_LINE_CUT)) /* bytes of a line */
-#define LINE_WAIT_S 0.2               /* a line without its end is flushed after this */
+#define LINE_WAIT_S 0.2 /* a line without its end is flushed after this */
 
 typedef struct line {
   char buf[LINE_MAX_];
   size_t len;
-  double since;                       /* when its first byte came (0: empty) */
-  int cont;                           /* its start went out already (a flushed piece) */
+  double since; /* when its first byte came (0: empty) */
+  int cont;     /* its start went out already (a flushed piece) */
 } line;
 
 struct wk_output {
-  int pipe[2];               /* read ends: stdout's (a terminal's master, or a pipe), stderr's */
-  int file[2];               /* DIR/1/rank.R/stdout, stderr; -1 none */
-  int orig[2];               /* the rank's descriptors 1 and 2 as they were */
-  int stop[2];               /* a byte here: the end has come, drain */
-  int lines, tag, stamp;     /* whole lines as records; tagged; time-stamped */
-  char tags[2][64];          /* "[J,R]<stdout>:", "[J,R]<stderr>:" */
+  int pipe[2];           /* read ends: stdout's (a terminal's master, or a pipe), stderr's */
+  int file[2];           /* DIR/1/rank.R/stdout, stderr; -1 none */
+  int orig[2];           /* the rank's descriptors 1 and 2 as they were */
+  int stop[2];           /* a byte here: the end has come, drain */
+  int lines, tag, stamp; /* whole lines as records; tagged; time-stamped */
+  char tags[2][64];      /* "[J,R]<stdout>:", "[J,R]<stderr>:" */
   line part[2];
-  char batch[REC_MAX];       /* records not written yet */
+  char batch[REC_MAX]; /* records not written yet */
   size_t blen;
   pthread_t thread;
   int started;
 };
 
-static void
-write_all(int fd, const char *p, size_t n)
+static void write_all(int fd, const char *p, size_t n)
 {
   while (fd >= 0 && n > 0) {
     ssize_t w = write(fd, p, n);
@@ -89,8 +88,7 @@ write_all(int fd, const char *p, size_t n)
   }
 }
 
-static void
-flush_batch(wk_output *o)
+static void flush_batch(wk_output *o)
 {
   write_all(o->orig[1], o->batch, o->blen);
   o->blen = 0;
@@ -98,8 +96,7 @@ flush_batch(wk_output *o)
 
 /* The line of stream \p i handed on: whole (end 1), a piece cut off a longer line (2),
  * or a piece without its end (0). */
-static void
-emit(wk_output *o, int i, int end)
+static void emit(wk_output *o, int i, int end)
 {
   line *l = &o->part[i];
   char prefix[PREFIX_MAX + 1] = "", rec[REC_MAX];
@@ -114,7 +111,9 @@ emit(wk_output *o, int i, int end)
         strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y", &tm);
     }
     snprintf(prefix, sizeof(prefix), "%s%s", when,
-             o->tag ? o->tags[i] : i ? "<stderr>:" : "<stdout>:");
+             o->tag ? o->tags[i]
+             : i    ? "<stderr>:"
+                    : "<stdout>:");
   }
   size_t plen = strlen(prefix);
   rec[n++] = WT_LINE_MARK;
@@ -142,8 +141,7 @@ emit(wk_output *o, int i, int end)
 }
 
 /* \p n bytes of stream \p i cut into lines. */
-static void
-take(wk_output *o, int i, const char *p, size_t n, double now)
+static void take(wk_output *o, int i, const char *p, size_t n, double now)
 {
   line *l = &o->part[i];
   while (n > 0) {
@@ -172,8 +170,7 @@ take(wk_output *o, int i, const char *p, size_t n, double now)
 }
 
 /* How long poll may wait: until the drain's deadline, or a waiting line's flush. */
-static int
-wait_ms(const wk_output *o, double deadline, double now)
+static int wait_ms(const wk_output *o, double deadline, double now)
 {
   double until = deadline;
   for (int i = 0; o->lines && i < 2; i++)
@@ -184,15 +181,14 @@ wait_ms(const wk_output *o, double deadline, double now)
   return until <= now ? 0 : (int)((until - now) * 1000) + 1;
 }
 
-static void *
-copy_main(void *arg)
+static void *copy_main(void *arg)
 {
   wk_output *o = arg;
   int open_ = 2;
   double deadline = -1;
   char buf[65536];
-  struct pollfd fds[3] = { { o->pipe[0], POLLIN, 0 }, { o->pipe[1], POLLIN, 0 },
-                           { o->stop[0], POLLIN, 0 } };
+  struct pollfd fds[3] = {
+    {o->pipe[0], POLLIN, 0}, {o->pipe[1], POLLIN, 0}, {o->stop[0], POLLIN, 0}};
   while (open_ > 0) {
     double now = weftx_monotonic();
     if (deadline >= 0 && now >= deadline)
@@ -238,8 +234,7 @@ copy_main(void *arg)
   return NULL;
 }
 
-static int
-cloexec_pipe(int fd[2])
+static int cloexec_pipe(int fd[2])
 {
   if (pipe(fd))
     return -1;
@@ -250,8 +245,7 @@ cloexec_pipe(int fd[2])
 
 /* A terminal for the program's stdout, as mpirun's daemon makes one: no echo, no
  * translation of line ends. 0 with the master in fd[0] and the slave in fd[1]. */
-static int
-cloexec_pty(int fd[2])
+static int cloexec_pty(int fd[2])
 {
   struct termios t;
   char name[128];
@@ -275,8 +269,7 @@ cloexec_pty(int fd[2])
 
 /* mpirun's tag of this rank's stream: "[J,R]<stdout>:", J the job's local number as
  * mpirun prints it (the low 16 bits of Open MPI's job id). */
-static void
-make_tags(wk_output *o, int rank)
+static void make_tags(wk_output *o, int rank)
 {
   const char *id = getenv("OMPI_MCA_ess_base_jobid");
   unsigned long job = id ? strtoul(id, NULL, 10) & 0xffff : 0;
@@ -285,8 +278,7 @@ make_tags(wk_output *o, int rank)
 }
 
 /* mkdir of one level; an existing directory is fine. */
-static int
-dir_at(const char *path, char *why, size_t len)
+static int dir_at(const char *path, char *why, size_t len)
 {
   if (mkdir(path, 0750) == 0 || errno == EEXIST)
     return 0;
@@ -294,8 +286,7 @@ dir_at(const char *path, char *why, size_t len)
   return -1;
 }
 
-static int
-open_files(wk_output *o, const char *dir, int rank, char *why, size_t len)
+static int open_files(wk_output *o, const char *dir, int rank, char *why, size_t len)
 {
   char path[4096], file[4200];
   snprintf(path, sizeof(path), "%s", dir);
@@ -317,8 +308,7 @@ open_files(wk_output *o, const char *dir, int rank, char *why, size_t len)
   return 0;
 }
 
-int
-wk_output_start(const wt_agent_args *a, int rank, wk_output **out, char *why, size_t len)
+int wk_output_start(const wt_agent_args *a, int rank, wk_output **out, char *why, size_t len)
 {
   wk_output *o = calloc(1, sizeof(*o));
   *out = NULL;
@@ -334,7 +324,7 @@ wk_output_start(const wt_agent_args *a, int rank, wk_output **out, char *why, si
   make_tags(o, rank);
   if (a->output_filename && open_files(o, a->output_filename, rank, why, len))
     goto fail;
-  int p[2][2] = { { -1, -1 }, { -1, -1 } };
+  int p[2][2] = {{-1, -1}, {-1, -1}};
   int pty = o->lines && isatty(1) && cloexec_pty(p[0]) == 0;
   if (cloexec_pipe(o->stop) || (!pty && cloexec_pipe(p[0])) || cloexec_pipe(p[1]) ||
       (o->orig[0] = fcntl(1, F_DUPFD_CLOEXEC, 3)) < 0 ||
@@ -375,8 +365,7 @@ fail:
   return -1;
 }
 
-void
-wk_output_finish(wk_output *o)
+void wk_output_finish(wk_output *o)
 {
   if (!o)
     return;

@@ -21,8 +21,7 @@ struct wk_page {
   weftx_page *p;
 };
 
-int
-wk_page_create(wk_page **out, char *why, size_t len)
+int wk_page_create(wk_page **out, char *why, size_t len)
 {
   wk_page *g = calloc(1, sizeof(*g));
   char path[64];
@@ -34,7 +33,7 @@ wk_page_create(wk_page **out, char *why, size_t len)
   g->fd = memfd_create("weft-rank-page", MFD_CLOEXEC);
   if (g->fd < 0 || ftruncate(g->fd, WEFTX_PAGE_SIZE) ||
       (g->p = mmap(NULL, WEFTX_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0)) ==
-          MAP_FAILED) {
+        MAP_FAILED) {
     snprintf(why, len, "cannot make the rank's call page: %s", strerror(errno));
     if (g->fd >= 0)
       close(g->fd);
@@ -54,8 +53,7 @@ wk_page_create(wk_page **out, char *why, size_t len)
   return 0;
 }
 
-void
-wk_page_destroy(wk_page *g)
+void wk_page_destroy(wk_page *g)
 {
   if (!g)
     return;
@@ -64,8 +62,7 @@ wk_page_destroy(wk_page *g)
   free(g);
 }
 
-int
-wk_page_read(const wk_page *g, weftx_page *copy)
+int wk_page_read(const wk_page *g, weftx_page *copy)
 {
   if (!g)
     return -1;
@@ -85,8 +82,7 @@ wk_page_read(const wk_page *g, weftx_page *copy)
   return copy->magic == WEFTX_PAGE_MAGIC && copy->version == WEFTX_PAGE_VERSION ? 0 : -1;
 }
 
-void
-wk_page_put(wt_ctl_out *m, const weftx_page *p, double now)
+void wk_page_put(wt_ctl_out *m, const weftx_page *p, double now)
 {
   (void)now;
   if (!p)

@@ -41,7 +41,7 @@
 
 struct wk_prom {
   char dir[4096];
-  char prefix[300];          /* ".weft-JOB-HOST.rank-": the host's samples */
+  char prefix[300]; /* ".weft-JOB-HOST.rank-": the host's samples */
   char file[4500], file_tmp[4500], lock[4500], mine[4500], mine_tmp[4510];
   const char *job, *host, *gpu;
   int rank;
@@ -57,28 +57,28 @@ typedef struct frag {
 } frag;
 
 /* A name as part of a file name: what is not a letter, digit, '.' or '-' becomes '_'. */
-static void
-file_word(const char *s, char *buf, size_t len)
+static void file_word(const char *s, char *buf, size_t len)
 {
   size_t i = 0;
   for (; s && s[i] && i + 1 < len && i < 64; i++)
     buf[i] = (char)((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                    (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-' ? s[i] : '_');
+                        (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-'
+                      ? s[i]
+                      : '_');
   buf[i] = '\0';
 }
 
-static void
-warn(wk_prom *p, const char *what, const char *path)
+static void warn(wk_prom *p, const char *what, const char *path)
 {
   if (!p->warned)
-    fprintf(stderr, "weft-rank: rank %d host %s: warning: --monitor-prom: cannot %s %s: %s; "
-            "this rank is left out of the host's Prometheus file\n", p->rank, p->host, what, path,
-            strerror(errno));
+    fprintf(stderr,
+            "weft-rank: rank %d host %s: warning: --monitor-prom: cannot %s %s: %s; "
+            "this rank is left out of the host's Prometheus file\n",
+            p->rank, p->host, what, path, strerror(errno));
   p->warned = 1;
 }
 
-wk_prom *
-wk_prom_open(const char *dir, const char *job, const wt_sample_who *who, double every)
+wk_prom *wk_prom_open(const char *dir, const char *job, const wt_sample_who *who, double every)
 {
   char j[80], h[80];
   wk_prom *p = calloc(1, sizeof(*p));
@@ -104,8 +104,7 @@ wk_prom_open(const char *dir, const char *job, const wt_sample_who *who, double 
 /* The host's lock, taken within LOCK_S: its fd (closing it lets go), or -1. The last
  * agent out removes the lock file while it holds it; one that was waiting on that
  * file then holds a lock nobody else can see, so it takes the new one. */
-static int
-lock_host(const wk_prom *p)
+static int lock_host(const wk_prom *p)
 {
   double until = weftx_monotonic() + LOCK_S;
   for (;;) {
@@ -118,7 +117,7 @@ lock_host(const wk_prom *p)
         close(fd);
         return -1;
       }
-      struct timespec ts = { 0, 2000000 };
+      struct timespec ts = {0, 2000000};
       nanosleep(&ts, NULL);
     }
     if (fstat(fd, &a) == 0 && stat(p->lock, &b) == 0 && a.st_ino == b.st_ino &&
@@ -134,8 +133,7 @@ lock_host(const wk_prom *p)
 
 /* This rank's sample into its own file: the frame weftrun gets, with the rank, the
  * agent's pid and the GPU label. */
-static int
-put_mine(const wk_prom *p, const wt_sample *s)
+static int put_mine(const wk_prom *p, const wt_sample *s)
 {
   wt_ctl_out o;
   wt_sample_put(&o, s);
@@ -156,8 +154,7 @@ put_mine(const wk_prom *p, const wt_sample *s)
 }
 
 /* A rank's sample file, if it is live (see the top). 0, or -1. */
-static int
-read_frag(const wk_prom *p, const char *path, frag *fr)
+static int read_frag(const wk_prom *p, const char *path, frag *fr)
 {
   unsigned char buf[WT_CTL_HEADER + WT_CTL_MAX_PAYLOAD];
   struct stat st;
@@ -172,8 +169,8 @@ read_frag(const wk_prom *p, const char *path, frag *fr)
   ssize_t n = fstat(fd, &st) ? -1 : read(fd, buf, sizeof(buf));
   close(fd);
   clock_gettime(CLOCK_REALTIME, &now);
-  double age = (double)(now.tv_sec - st.st_mtim.tv_sec) +
-               (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+  double age =
+    (double)(now.tv_sec - st.st_mtim.tv_sec) + (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
   if (n <= 0 || age > p->stale_s || wt_ctl_frame(buf, (size_t)n, why, sizeof(why)) != n ||
       wt_ctl_decode(buf, (size_t)n, &m, why, sizeof(why)) || wt_sample_get(&m, &fr->s) ||
       wt_ctl_get_int(&m, WT_CTL_T_RANK, &rank) || wt_ctl_get_int(&m, WT_CTL_T_PID, &pid) ||
@@ -187,8 +184,7 @@ read_frag(const wk_prom *p, const char *path, frag *fr)
 
 /* The live samples of the host's ranks into *out (malloc'd), how many; -1 when the
  * directory cannot be read or memory is short. */
-static int
-gather(const wk_prom *p, frag **out)
+static int gather(const wk_prom *p, frag **out)
 {
   size_t plen = strlen(p->prefix);
   int n = 0, cap = 0;
@@ -223,15 +219,13 @@ gather(const wk_prom *p, frag **out)
   return n;
 }
 
-static int
-by_rank(const void *a, const void *b)
+static int by_rank(const void *a, const void *b)
 {
   return ((const frag *)a)->rank - ((const frag *)b)->rank;
 }
 
 /* The host's file from \p n ranks' samples, replaced by rename. 0, or -1. */
-static int
-write_host(const wk_prom *p, frag *v, int n)
+static int write_host(const wk_prom *p, frag *v, int n)
 {
   wt_sample_who *who = calloc((size_t)(n > 0 ? n : 1), sizeof(*who));
   wt_sample *s = calloc((size_t)(n > 0 ? n : 1), sizeof(*s));
@@ -258,8 +252,7 @@ write_host(const wk_prom *p, frag *v, int n)
   return bad ? -1 : 0;
 }
 
-void
-wk_prom_put(wk_prom *p, const wt_sample *s)
+void wk_prom_put(wk_prom *p, const wt_sample *s)
 {
   frag *v = NULL;
   if (!p || p->warned)
@@ -286,8 +279,7 @@ wk_prom_put(wk_prom *p, const wt_sample *s)
 
 /* Every file of this host's share but the host's file: what agents killed before
  * the last one left (the last one out holds the lock). */
-static void
-sweep(const wk_prom *p)
+static void sweep(const wk_prom *p)
 {
   size_t plen = strlen(p->prefix);
   DIR *d = opendir(p->dir);
@@ -304,8 +296,7 @@ sweep(const wk_prom *p)
   unlink(p->file_tmp);
 }
 
-void
-wk_prom_close(wk_prom *p)
+void wk_prom_close(wk_prom *p)
 {
   frag *v = NULL;
   if (!p)
@@ -314,8 +305,10 @@ wk_prom_close(wk_prom *p)
   unlink(p->mine);
   unlink(p->mine_tmp);
   if (fd < 0) {
-    fprintf(stderr, "weft-rank: rank %d host %s: warning: --monitor-prom: cannot lock %s: %s; "
-            "%s may be left behind\n", p->rank, p->host, p->lock, strerror(errno), p->file);
+    fprintf(stderr,
+            "weft-rank: rank %d host %s: warning: --monitor-prom: cannot lock %s: %s; "
+            "%s may be left behind\n",
+            p->rank, p->host, p->lock, strerror(errno), p->file);
     free(p);
     return;
   }

@@ -17,8 +17,7 @@
 #define STACK_DEADLINE_S 15
 #define STACK_MAX (64 * 1024)
 
-static void
-send_text(wk_channel *ch, const char *text, const char *why)
+static void send_text(wk_channel *ch, const char *text, const char *why)
 {
   size_t len = text ? strlen(text) : 0, off = 0;
   do {
@@ -39,18 +38,19 @@ send_text(wk_channel *ch, const char *text, const char *why)
   } while (off < len);
 }
 
-void
-wk_stack_send(wk_channel *ch, long pid, const wt_agent_who *who)
+void wk_stack_send(wk_channel *ch, long pid, const wt_agent_who *who)
 {
   char path[4096], why[600], pidarg[32];
-  const char *eu[] = { "eu-stack", NULL }, *gdb[] = { "gdb", NULL };
+  const char *eu[] = {"eu-stack", NULL}, *gdb[] = {"gdb", NULL};
   weftx_proc_spec s;
   weftx_proc_result r;
 
   snprintf(pidarg, sizeof(pidarg), "%ld", pid);
-  char *const eu_argv[] = { path, (char *)"-p", pidarg, NULL };
-  char *const gdb_argv[] = { path, (char *)"-p", pidarg, (char *)"-batch", (char *)"-nx",
-                             (char *)"-q", (char *)"-ex", (char *)"thread apply all bt", NULL };
+  char *const eu_argv[] = {path, (char *)"-p", pidarg, NULL};
+  char *const gdb_argv[] = {
+    path,          (char *)"-p", pidarg,        (char *)"-batch",
+    (char *)"-nx", (char *)"-q", (char *)"-ex", (char *)"thread apply all bt",
+    NULL};
   weftx_proc_spec_init(&s);
   if (weftx_find_exe(eu, path, sizeof(path)))
     s.argv = eu_argv;

@@ -30,18 +30,17 @@
 #include "weft-rank.h"
 
 #define GRACE_S 5
-#define EXITED_SEND_S 3.0 /* the last message's bound */
+#define EXITED_SEND_S 3.0   /* the last message's bound */
 #define DAEMON_DEATH_MS 100 /* a stop: is the daemon dying (daemon_dead)? */
 
 static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
 static volatile sig_atomic_t preempting = 0;
 static unsigned preempt_grace = WEFTX_PREEMPT_GRACE_S;
-static wk_monitor_conf monitor = { .gpu = -1 }; /* --monitor: every 0 for none */
+static wk_monitor_conf monitor = {.gpu = -1}; /* --monitor: every 0 for none */
 
-void
-wk_supervise_set_monitor(double every, const char *nic, int gpu, const char *pci,
-                         const char *prom_dir, const char *job)
+void wk_supervise_set_monitor(double every, const char *nic, int gpu, const char *pci,
+                              const char *prom_dir, const char *job)
 {
   monitor.every = every;
   snprintf(monitor.nic, sizeof(monitor.nic), "%s", nic ? nic : "");
@@ -51,22 +50,16 @@ wk_supervise_set_monitor(double every, const char *nic, int gpu, const char *pci
   monitor.job = job;
 }
 
-void
-wk_supervise_set_grace(long seconds)
-{
-  preempt_grace = (unsigned)seconds;
-}
+void wk_supervise_set_grace(long seconds) { preempt_grace = (unsigned)seconds; }
 
 /* From the watcher's thread: the signal then reaches the handler below, on any thread. */
-void
-wk_supervise_preempt(void)
+void wk_supervise_preempt(void)
 {
   preempting = 1;
   kill(getpid(), WEFTX_PREEMPT_SIGNAL);
 }
 
-static void
-forward(int sig)
+static void forward(int sig)
 {
   if (sig == SIGALRM) {
     if (child > 0)
@@ -89,14 +82,13 @@ forward(int sig)
     kill(child, sig);
 }
 
-static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT,
-                                 SIGALRM };
+static const int forwarded[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,
+                                SIGUSR1, SIGUSR2, SIGCONT, SIGALRM};
 
 /* Run the program as Open MPI's daemon would: with mpirun --path DIRS (which Open MPI
  * hands on as OMPI_exec_path), a name without '/' is looked for in DIRS before $PATH.
  * Returns only on failure, with errno set. */
-static void
-exec_program(char **argv)
+static void exec_program(char **argv)
 {
   const char *dirs = getenv("OMPI_exec_path");
   char path[4096];
@@ -117,9 +109,8 @@ exec_program(char **argv)
   execvp(argv[0], argv);
 }
 
-static void
-exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, const wk_page *page,
-           double ran, const struct rusage *ru)
+static void exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why,
+                       const wk_page *page, double ran, const struct rusage *ru)
 {
   wt_ctl_out m;
   weftx_page snap;
@@ -130,7 +121,7 @@ exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, cons
   wt_ctl_put_int(&m, WT_CTL_T_RUN_MS, (int64_t)(ran * 1000));
   if (ru) { /* the rank's totals, from the kernel (with its descendants it waited for) */
     wt_ctl_put_int(&m, WT_CTL_T_CPU_MS,
-                     (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+                   (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
                      (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000);
     wt_ctl_put_int(&m, WT_CTL_T_RSS, (int64_t)ru->ru_maxrss * 1024);
   }
@@ -143,15 +134,13 @@ exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why, cons
 
 /* The failure line on stderr only when weftrun will not say it: no control channel
  * (weft-rank under plain mpirun or srun), or the channel lost before the word went. */
-static void
-fail_said(wk_channel *ch, const wt_agent_who *who, const char *why, int code, int sig)
+static void fail_said(wk_channel *ch, const wt_agent_who *who, const char *why, int code, int sig)
 {
   if (wk_channel_fd(ch) < 0)
     wt_agent_fail_print(stderr, who, why, code, sig);
 }
 
-int
-wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int code)
+int wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int code)
 {
   exited_msg(ch, code, 0, WT_CTL_STOP_SETUP, why, NULL, 0, NULL);
   wk_channel_flush(ch, EXITED_SEND_S);
@@ -159,16 +148,14 @@ wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int co
   return code;
 }
 
-static int
-setup_errno(wk_channel *ch, const wt_agent_who *who, const char *what, int e)
+static int setup_errno(wk_channel *ch, const wt_agent_who *who, const char *what, int e)
 {
   char why[200];
   snprintf(why, sizeof(why), "%s failed: %s", what, strerror(e));
   return wk_setup_failed(ch, who, why, WK_EXIT_SETUP);
 }
 
-static int
-pidfd_of(pid_t pid)
+static int pidfd_of(pid_t pid)
 {
 #ifdef SYS_pidfd_open
   return (int)syscall(SYS_pidfd_open, pid, 0);
@@ -179,8 +166,7 @@ pidfd_of(pid_t pid)
 }
 
 /* The command name of process pid (/proc/PID/comm) in buf; "" when unknown. */
-static const char *
-proc_comm(pid_t pid, char *buf, size_t len)
+static const char *proc_comm(pid_t pid, char *buf, size_t len)
 {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%ld/comm", (long)pid);
@@ -199,8 +185,7 @@ proc_comm(pid_t pid, char *buf, size_t len)
  * has ended: Open MPI's daemon here would wait for its launcher for as long as TCP
  * takes to give up (minutes), so it is ended too. Only the daemon of Open MPI
  * (orted), never another engine's. */
-static void
-end_orphaned_daemon(void)
+static void end_orphaned_daemon(void)
 {
   char comm[32];
   pid_t pp = getppid();
@@ -211,8 +196,7 @@ end_orphaned_daemon(void)
 /* Whether process pid is a host's engine daemon, whose death means its host is lost
  * to the job: Open MPI's orted (prted from 5.0 on) or Slurm's slurmstepd; not mpirun,
  * whose death is the engine's own end. */
-static int
-host_daemon(pid_t pid)
+static int host_daemon(pid_t pid)
 {
   char comm[32];
   proc_comm(pid, comm, sizeof(comm));
@@ -224,18 +208,16 @@ host_daemon(pid_t pid)
  * (SIGTERM) as soon as the thread that started them dies, while its other threads may
  * still be going: the stop can come before the daemon is gone. One that stops its
  * ranks itself (the engine's teardown) lives on until they are gone. */
-static int
-daemon_dead(int dfd, pid_t daemon, int ms)
+static int daemon_dead(int dfd, pid_t daemon, int ms)
 {
-  struct pollfd pf = { dfd, POLLIN, 0 };
+  struct pollfd pf = {dfd, POLLIN, 0};
   if (getppid() != daemon)
     return 1;
   return dfd >= 0 && poll(&pf, 1, ms) == 1;
 }
 
 /* Start ending the child: SIGTERM now, SIGKILL at *kill_at. */
-static void
-stop_child(pid_t pid, int sig, double grace, double *kill_at)
+static void stop_child(pid_t pid, int sig, double grace, double *kill_at)
 {
   if (*kill_at)
     return;
@@ -244,8 +226,7 @@ stop_child(pid_t pid, int sig, double grace, double *kill_at)
   *kill_at = weftx_monotonic() + grace;
 }
 
-int
-wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page)
+int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page)
 {
   int errp[2];
   if (pipe(errp))
@@ -278,7 +259,7 @@ wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != agent)
       _exit(128 + SIGKILL);
-    /* the agent's stack tools may look at the rank where Yama allows only ancestors */
+      /* the agent's stack tools may look at the rank where Yama allows only ancestors */
 #ifdef PR_SET_PTRACER
     prctl(PR_SET_PTRACER, (unsigned long)agent, 0, 0, 0);
 #endif
@@ -313,8 +294,8 @@ wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page
   struct rusage ru;
   memset(&ru, 0, sizeof(ru));
   wk_monitor *mon = ch && monitor.every > 0 && n != (ssize_t)sizeof(e)
-                        ? wk_monitor_new((long)pid, &monitor, who, weftx_monotonic())
-                        : NULL;
+                      ? wk_monitor_new((long)pid, &monitor, who, weftx_monotonic())
+                      : NULL;
   double kill_at = 0;
   pid_t w = 0;
   char why[300];
@@ -366,7 +347,7 @@ wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *page
       ms = ms < 0 ? 0 : 1000;
     if (pidfd < 0 && ms > 50)
       ms = 50;
-    struct pollfd pf[2] = { { ch ? wk_channel_fd(ch) : -1, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
+    struct pollfd pf[2] = {{ch ? wk_channel_fd(ch) : -1, POLLIN, 0}, {pidfd, POLLIN, 0}};
     poll(pf, 2, ms);
   }
   child = 0;

@@ -23,8 +23,8 @@
 /* channel.c: the control channel (NULL when weftrun asked for none). */
 typedef struct wk_channel wk_channel;
 typedef struct wk_channel_event {
-  int type;                 /* 0 nothing, -1 weftrun lost, WT_CTL_END, WT_CTL_STACK_REQ */
-  int signal;               /* END's */
+  int type;   /* 0 nothing, -1 weftrun lost, WT_CTL_END, WT_CTL_STACK_REQ */
+  int signal; /* END's */
   char why[256];
 } wk_channel_event;
 /* Connect and send HELLO with the secret (taken out of the environment), within
@@ -36,7 +36,7 @@ int wk_channel_open(wk_channel **c, const char *addr, const wt_agent_who *who, c
  * start only after it. The wait is apart from the open so that the agent sets the rank
  * up meanwhile. 0, or -1 with the reason (a REFUSE says why). */
 int wk_channel_welcomed(wk_channel *c, char *why, size_t len);
-void wk_channel_scrub(void);           /* the secret out of the environment, no channel */
+void wk_channel_scrub(void);            /* the secret out of the environment, no channel */
 int wk_channel_fd(const wk_channel *c); /* -1 once lost */
 double wk_channel_grace(const wk_channel *c);
 void wk_channel_send(wk_channel *c, const wt_ctl_out *m);
@@ -81,9 +81,16 @@ void wk_supervise_preempt(void);
  * (nvml.h's, stable since NVML 2); a function this NVML lacks is NULL. */
 typedef int wk_nvml_ret;
 typedef void *wk_nvml_dev;
-typedef struct wk_nvml_mem { unsigned long long total, free, used; } wk_nvml_mem;
-typedef struct wk_nvml_util { unsigned int gpu, memory; } wk_nvml_util;
-typedef struct wk_nvml_proc1 { unsigned int pid; unsigned long long used; } wk_nvml_proc1;
+typedef struct wk_nvml_mem {
+  unsigned long long total, free, used;
+} wk_nvml_mem;
+typedef struct wk_nvml_util {
+  unsigned int gpu, memory;
+} wk_nvml_util;
+typedef struct wk_nvml_proc1 {
+  unsigned int pid;
+  unsigned long long used;
+} wk_nvml_proc1;
 typedef struct wk_nvml_proc3 {
   unsigned int pid;
   unsigned long long used;
@@ -91,8 +98,8 @@ typedef struct wk_nvml_proc3 {
 } wk_nvml_proc3;
 #define WK_NVML_OK 0
 #define WK_NVML_ERROR_INSUFFICIENT_SIZE 7
-#define WK_NVML_UNCORRECTED 1     /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED */
-#define WK_NVML_VOLATILE 0        /* NVML_VOLATILE_ECC: since the driver loaded */
+#define WK_NVML_UNCORRECTED 1 /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED */
+#define WK_NVML_VOLATILE 0    /* NVML_VOLATILE_ECC: since the driver loaded */
 #define WK_NVML_TEMPERATURE_GPU 0
 typedef struct wk_nvml {
   wk_nvml_ret (*init)(void);
@@ -122,21 +129,21 @@ typedef struct wk_monitor wk_monitor;
 typedef struct wk_monitor_conf {
   double every;
   char nic[32];
-  int gpu;                   /* -1: none */
+  int gpu; /* -1: none */
   char pci[32];
   const char *prom_dir, *job;
 } wk_monitor_conf;
 wk_monitor *wk_monitor_new(long pid, const wk_monitor_conf *c, const wt_agent_who *who,
-                           double now); /* NULL: no memory */
-double wk_monitor_next(const wk_monitor *m);                   /* 0 for NULL */
+                           double now);                          /* NULL: no memory */
+double wk_monitor_next(const wk_monitor *m);                     /* 0 for NULL */
 void wk_monitor_tick(wk_monitor *m, wk_channel *ch, double now); /* sends when due */
 void wk_monitor_free(wk_monitor *m); /* its rank leaves the host's Prometheus file */
 
 /* prom.c: --monitor-prom DIR, the host's DIR/weft-JOB-HOST.prom shared by its agents. */
 typedef struct wk_prom wk_prom;
 wk_prom *wk_prom_open(const char *dir, const char *job, const wt_sample_who *who,
-                      double every); /* NULL: no memory */
-void wk_prom_put(wk_prom *p, const wt_sample *s);  /* each sample; NULL p: nothing */
+                      double every);              /* NULL: no memory */
+void wk_prom_put(wk_prom *p, const wt_sample *s); /* each sample; NULL p: nothing */
 void wk_prom_close(wk_prom *p); /* the rank ended: out of the file, the last one removes it */
 
 /* ids.c: this rank's numbers, from Open MPI's OMPI_COMM_WORLD_* (mpirun), else from
@@ -144,7 +151,7 @@ void wk_prom_close(wk_prom *p); /* the rank ended: out of the file, the last one
  * (checked against PMIX_RANK). 0, or -1 with a reason. */
 typedef struct wk_ids {
   int rank, size, local, lsize;
-  const char *from;          /* "Open MPI" or "srun" */
+  const char *from; /* "Open MPI" or "srun" */
 } wk_ids;
 int wk_ids_get(wk_ids *ids, char *why, size_t len);
 
@@ -153,10 +160,10 @@ int wk_ids_get(wk_ids *ids, char *why, size_t len);
  * policy's gpus), apply after: it fills ri's devices and GPU in the step's numbering and
  * leaves a CUDA_VISIBLE_DEVICES of Slurm's to weft. 0, or -1 with a reason. */
 typedef struct wk_gpus {
-  int limited;               /* set applies */
-  char set[1024];            /* "3-4": the GPUs (node indices) ranks here may have */
-  int slurm;                 /* CUDA_VISIBLE_DEVICES is Slurm's for this step */
-  char step_var[1100];       /* "SLURM_STEP_GPUS=3,4", for messages */
+  int limited;         /* set applies */
+  char set[1024];      /* "3-4": the GPUs (node indices) ranks here may have */
+  int slurm;           /* CUDA_VISIBLE_DEVICES is Slurm's for this step */
+  char step_var[1100]; /* "SLURM_STEP_GPUS=3,4", for messages */
   int node[WEFTX_SLURM_GPUS_MAX], cuda[WEFTX_SLURM_GPUS_MAX], npairs; /* node index -> CUDA's */
   int devices[WEFTX_SLURM_GPUS_MAX], ndevices;
 } wk_gpus;

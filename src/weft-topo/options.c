@@ -12,38 +12,60 @@
 #include "opt.h"
 
 enum {
-  O_TOPOLOGY = 1, O_LIST, O_HOST, O_NP, O_MAP_BY, O_BIND_TO, O_PE, O_OVERSUB, O_HWT, O_RESERVED, O_PRESET,
+  O_TOPOLOGY = 1,
+  O_LIST,
+  O_HOST,
+  O_NP,
+  O_MAP_BY,
+  O_BIND_TO,
+  O_PE,
+  O_OVERSUB,
+  O_HWT,
+  O_RESERVED,
+  O_PRESET,
   O_JSON,
-  O_HELP, O_VERSION, O_MAN, O_COMPLETION,
+  O_HELP,
+  O_VERSION,
+  O_MAN,
+  O_COMPLETION,
 };
 
 static const wt_opt options[] = {
   {O_TOPOLOGY, "topology|input|i", WT_OPT_ARG, "FILE|NAME", "Topology",
    "read this hwloc XML file, or the topology NAME of --list-topologies, not this machine "
-   "(default: $WEFT_TOPOLOGY)", 0},
+   "(default: $WEFT_TOPOLOGY)",
+   0},
   {O_LIST, "list-topologies", WT_OPT_FLAG, NULL, "Topology",
    "list the topology names --topology takes, with their descriptions, and exit", 0},
   {O_HOST, "host", WT_OPT_ARG, "NAME", "Topology",
    "call the host NAME (default: the topology's host name)", 0},
-  {O_NP, "np|n", WT_OPT_ARG, "N", "Placement",
-   "place N ranks and print where each goes", 0},
-  {O_MAP_BY, "map-by", WT_OPT_ARG, "POLICY{gpu slot hwthread core l1cache l2cache l3cache socket numa board node}", "Placement",
+  {O_NP, "np|n", WT_OPT_ARG, "N", "Placement", "place N ranks and print where each goes", 0},
+  {O_MAP_BY, "map-by", WT_OPT_ARG,
+   "POLICY{gpu slot hwthread core l1cache l2cache l3cache socket numa board node}", "Placement",
    "gpu or ppr:N:gpu (weft's), or Open MPI's slot, hwthread, core, l1cache, l2cache, l3cache, "
-   "socket, numa, board, node, ppr:N:OBJ, with :PE=N, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE", 0},
-  {O_BIND_TO, "bind-to", WT_OPT_ARG, "WHAT{gpu-local none hwthread core l1cache l2cache l3cache socket numa board}", "Placement",
+   "socket, numa, board, node, ppr:N:OBJ, with :PE=N, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE",
+   0},
+  {O_BIND_TO, "bind-to", WT_OPT_ARG,
+   "WHAT{gpu-local none hwthread core l1cache l2cache l3cache socket numa board}", "Placement",
    "gpu-local (weft's), or Open MPI's none, hwthread, core, l1cache, l2cache, l3cache, socket, "
-   "numa, board", 0},
+   "numa, board",
+   0},
   {O_PE, "pe|cpus-per-rank", WT_OPT_ARG, "N", "Placement",
    "give each rank N cores (as :PE=N; Open MPI's --cpus-per-proc N for a CPU layout)", 0},
   {O_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, "Placement",
    "allow more ranks than GPUs or cores (ranks share GPUs; Open MPI leaves its ranks unbound)", 0},
-  {O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, "Placement",
-   "count hardware threads as cores", 0},
+  {O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, "Placement", "count hardware threads as cores",
+   0},
   {O_RESERVED, "reserved-cpus", WT_OPT_ARG, "LIST", "Placement",
-   "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU (instead of the preset's)", 0},
-  {O_PRESET, "nccl-preset", WT_OPT_ARG, "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g a3-ultragpu-8g a4-highgpu-8g}", "Placement",
+   "never give processors LIST (\"8-21,112-125\") to ranks next to a GPU (instead of the preset's)",
+   0},
+  {O_PRESET, "nccl-preset", WT_OPT_ARG,
+   "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g "
+   "a3-ultragpu-8g a4-highgpu-8g}",
+   "Placement",
    "keep ranks off the cores this NCCL preset reserves, as weftrun does (auto: the preset of the "
-   "machine type the topology models, which weftrun applies to jobs of more than one VM)", 0},
+   "machine type the topology models, which weftrun applies to jobs of more than one VM)",
+   0},
   {O_JSON, "json", WT_OPT_FLAG, NULL, "Output",
    "print the placement as plan JSON (one rank per slot without -np)", 0},
   {O_HELP, "help|h", WT_OPT_FLAG, NULL, "Output", "print this help and exit", 0},
@@ -103,8 +125,10 @@ int topo_options(int argc, char **argv, struct topo_opts *o)
     return TOPO_EXIT_USAGE;
   }
   if (first < argc) {
-    fprintf(stderr, "weft-topo: unexpected argument '%s' (weft-topo runs no program; "
-            "--help lists the options)\n", argv[first]);
+    fprintf(stderr,
+            "weft-topo: unexpected argument '%s' (weft-topo runs no program; "
+            "--help lists the options)\n",
+            argv[first]);
     return TOPO_EXIT_USAGE;
   }
   return 0;
@@ -112,19 +136,15 @@ int topo_options(int argc, char **argv, struct topo_opts *o)
 
 void topo_usage(FILE *out, const char *prog)
 {
-  fprintf(out, "Usage: %s [--topology FILE|NAME] [-np N [--map-by POLICY] [--bind-to WHAT]] [--json]\n"
+  fprintf(out,
+          "Usage: %s [--topology FILE|NAME] [-np N [--map-by POLICY] [--bind-to WHAT]] [--json]\n"
           "       %s --list-topologies\n"
           "Show the GPUs, NICs and NUMA nodes of a machine, how near they are to each other,\n"
-          "and where -np N ranks would be placed.\n", prog, prog);
+          "and where -np N ranks would be placed.\n",
+          prog, prog);
   wt_opt_help(out, options);
 }
 
-void topo_man_options(FILE *out)
-{
-  wt_opt_man(out, options);
-}
+void topo_man_options(FILE *out) { wt_opt_man(out, options); }
 
-void topo_completion(FILE *out)
-{
-  wt_opt_completion(out, options, "-");
-}
+void topo_completion(FILE *out) { wt_opt_completion(out, options, "-"); }

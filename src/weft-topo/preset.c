@@ -63,9 +63,11 @@ void topo_preset_line(FILE *out, const struct topo_preset *p, const char *prefix
     return;
   name = weftx_preset_name(p->preset);
   if (p->automatic)
-    fprintf(out, "%snccl preset %s (auto) reserves cores %s, as weftrun does in a job of more than "
+    fprintf(out,
+            "%snccl preset %s (auto) reserves cores %s, as weftrun does in a job of more than "
             "one VM; in a job of one VM weftrun applies no preset under auto (--nccl-preset none "
-            "shows that)\n", prefix, name, p->reserved);
+            "shows that)\n",
+            prefix, name, p->reserved);
   else
     fprintf(out, "%snccl preset %s reserves cores %s, as weftrun --nccl-preset %s does\n", prefix,
             name, p->reserved, name);

@@ -41,9 +41,9 @@ static void summary(FILE *out, const weftx_topo *t, const char *host)
   char buf[1024], mem[32];
   int i;
 
-  fprintf(out, "# weft-topo: %s (host %s)\n",
-          weftx_topo_is_live(t) ? "this machine" : src, host);
-  fprintf(out, "Machine: %d package%s, %d NUMA node%s, %d cores, %d processors, %d GPU%s, %d NIC%s\n",
+  fprintf(out, "# weft-topo: %s (host %s)\n", weftx_topo_is_live(t) ? "this machine" : src, host);
+  fprintf(out,
+          "Machine: %d package%s, %d NUMA node%s, %d cores, %d processors, %d GPU%s, %d NIC%s\n",
           weftx_topo_npackages(t), weftx_topo_npackages(t) == 1 ? "" : "s", weftx_topo_nnuma(t),
           weftx_topo_nnuma(t) == 1 ? "" : "s", weftx_topo_ncores(t), weftx_topo_npus(t),
           weftx_topo_ngpus(t), weftx_topo_ngpus(t) == 1 ? "" : "s", weftx_topo_nnics(t),
@@ -180,7 +180,8 @@ static void matrix(FILE *out, const weftx_topo *t)
         "  PHB  = through PCIe and a PCIe host bridge\n"
         "  PXB  = through several PCIe bridges, no host bridge\n"
         "  PIX  = through at most one PCIe bridge (one PCIe switch)\n"
-        "  NV#  = through # bonded NVLinks (through NVSwitch on A2, A3, A4)\n", out);
+        "  NV#  = through # bonded NVLinks (through NVSwitch on A2, A3, A4)\n",
+        out);
   if (nn > 0) {
     fputs("\nNIC Legend:\n", out);
     for (i = 0; i < nn; i++) {
@@ -190,7 +191,8 @@ static void matrix(FILE *out, const weftx_topo *t)
     }
   }
   if (nn < weftx_topo_nnics(t))
-    fprintf(out, "\nNICs without an RDMA device (gVNIC, virtio-net) are left out, as nvidia-smi leaves "
+    fprintf(out,
+            "\nNICs without an RDMA device (gVNIC, virtio-net) are left out, as nvidia-smi leaves "
             "them out; the NIC table above lists every NIC.\n");
   free(nic);
 }
@@ -215,7 +217,7 @@ static void warn_line(void *arg, const char *msg)
 /* The topology's warnings, then Google Cloud's advice where it applies (weftx_gcp_topo_check). */
 static void warnings(FILE *out, const weftx_topo *t, const char *prefix, int blank)
 {
-  struct warn_to w = { out, prefix, blank };
+  struct warn_to w = {out, prefix, blank};
 
   for (int i = 0; i < weftx_topo_nwarnings(t); i++)
     warn_line(&w, weftx_topo_warning(t, i));
@@ -246,8 +248,8 @@ static int policy_of(const struct topo_opts *o, weftx_policy *p)
   }
   if (o->pe > 0) {
     if (p->pe > 0 && p->pe != o->pe) {
-      fprintf(stderr, "weft-topo: --pe %ld and --map-by %s disagree; give the count once\n",
-              o->pe, o->map_by);
+      fprintf(stderr, "weft-topo: --pe %ld and --map-by %s disagree; give the count once\n", o->pe,
+              o->map_by);
       return TOPO_EXIT_USAGE;
     }
     p->pe = (int)o->pe;
@@ -261,8 +263,8 @@ static void table(FILE *out, const weftx_topo *t, const weftx_plan *plan, const 
   char *list = NULL;
   int i;
 
-  fprintf(out, "# %d rank%s on %s: %s\n", plan->np, plan->np == 1 ? "" : "s",
-          plan->hosts[0].name, how);
+  fprintf(out, "# %d rank%s on %s: %s\n", plan->np, plan->np == 1 ? "" : "s", plan->hosts[0].name,
+          how);
   topo_preset_line(out, pr, "# ");
   fprintf(out, "%-5s %-5s %-12s  %-5s %-4s %-16s %s\n", "Rank", "GPU", "PCI", "Cores", "NUMA",
           "NIC", "Processors");
@@ -340,8 +342,9 @@ int topo_place(FILE *out, const weftx_topo *t, const char *host, const struct to
   if (rc != 0) {
     fprintf(stderr, "weft-topo: %s\n", why[0] ? why : weft_strerror(rc));
     topo_preset_clear(&pr);
-    return rc == WEFT_ENOMEM ? TOPO_EXIT_INTERNAL
-         : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT : TOPO_EXIT_USAGE;
+    return rc == WEFT_ENOMEM                        ? TOPO_EXIT_INTERNAL
+           : rc == WEFT_ENOFIT || rc == WEFT_ENOGPU ? TOPO_EXIT_NOFIT
+                                                    : TOPO_EXIT_USAGE;
   }
   ranks = calloc((size_t)m.n, sizeof(*ranks));
   if (!ranks) {

@@ -22,14 +22,14 @@ enum {
 };
 
 struct topo_opts {
-  const char *topology;   /* --topology FILE, or NULL */
-  const char *host;       /* --host NAME, or NULL for the topology's host name */
+  const char *topology; /* --topology FILE, or NULL */
+  const char *host;     /* --host NAME, or NULL for the topology's host name */
   const char *map_by;
   const char *bind_to;
-  const char *reserved;    /* --reserved-cpus, or NULL */
-  const char *preset;      /* --nccl-preset, or NULL for auto */
-  long np;                /* 0: no placement */
-  long pe;                /* 0: not given */
+  const char *reserved; /* --reserved-cpus, or NULL */
+  const char *preset;   /* --nccl-preset, or NULL for auto */
+  long np;              /* 0: no placement */
+  long pe;              /* 0: not given */
   int oversubscribe;
   int hwthreads;
   int json;
@@ -50,9 +50,9 @@ int topo_list(FILE *out);
 int topo_report(FILE *out, const weftx_topo *t, const char *host);
 /* The NCCL preset weft-topo applies (preset.c): its reserved cores keep ranks off them. */
 struct topo_preset {
-  weftx_preset *preset;   /* NULL: none */
-  const char *reserved;   /* the preset's reserve-cpus, NULL when none */
-  int automatic;          /* chosen by auto from the machine type */
+  weftx_preset *preset; /* NULL: none */
+  const char *reserved; /* the preset's reserve-cpus, NULL when none */
+  int automatic;        /* chosen by auto from the machine type */
 };
 /* Choose the preset for \p o's --nccl-preset; 0 or an exit status after one line. */
 int topo_preset(const weftx_topo *t, const struct topo_opts *o, struct topo_preset *p);

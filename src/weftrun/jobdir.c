@@ -18,15 +18,13 @@
 
 #include "weftrun.h"
 
-static const char *
-tmpdir(void)
+static const char *tmpdir(void)
 {
   const char *tmp = getenv("TMPDIR");
   return tmp && *tmp ? tmp : "/tmp";
 }
 
-void
-wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len)
+void wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len)
 {
   if (d->path[0])
     snprintf(buf, len, "%s", d->path);
@@ -34,8 +32,7 @@ wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len)
     snprintf(buf, len, "%s/weft-%ld-XXXXXX", tmpdir(), (long)getpid());
 }
 
-int
-wr_jobdir_try(const wr_jobdir *d)
+int wr_jobdir_try(const wr_jobdir *d)
 {
   char dir[sizeof(d->path)];
   if (d->path[0])
@@ -50,8 +47,8 @@ wr_jobdir_try(const wr_jobdir *d)
   return 0;
 }
 
-FILE *
-wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why, size_t whylen)
+FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why,
+                     size_t whylen)
 {
   if (!d->path[0]) {
     char dir[sizeof(d->path)];
@@ -83,8 +80,7 @@ wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why
   return f;
 }
 
-void
-wr_jobdir_remove(wr_jobdir *d)
+void wr_jobdir_remove(wr_jobdir *d)
 {
   for (int i = 0; i < d->nfiles; i++) {
     unlink(d->files[i]);

@@ -25,8 +25,7 @@ extern char **environ;
 
 #define VERSION_DEADLINE_S 30
 
-static int
-version(int stop_fd)
+static int version(int stop_fd)
 {
   printf("weftrun (weft) %s\n", weft_version_string());
   char mpirun[4096], why[600];
@@ -34,7 +33,7 @@ version(int stop_fd)
     printf("mpirun: not found on PATH\n");
     return 0;
   }
-  char *argv[] = { mpirun, (char *)"--version", NULL };
+  char *argv[] = {mpirun, (char *)"--version", NULL};
   weftx_proc_spec s;
   weftx_proc_result r;
   weftx_proc_spec_init(&s);
@@ -46,7 +45,9 @@ version(int stop_fd)
   s.stop_fd = stop_fd;
   if (weftx_proc_run(&s, &r, why, sizeof(why)) || r.status) {
     fprintf(stderr, "weftrun: %s --version: %s\n", mpirun,
-            why[0] ? why : r.timed_out ? "no answer" : "failed");
+            why[0]        ? why
+            : r.timed_out ? "no answer"
+                          : "failed");
     free(r.output);
     return WR_EXIT_ENGINE;
   }
@@ -63,10 +64,9 @@ version(int stop_fd)
 }
 
 /* --help [TOPIC], and the man page's generated sections. */
-static int
-help(const wr_opts *o)
+static int help(const wr_opts *o)
 {
-  static const char *const topics[] = { "placement", "environment", "exit-status", NULL };
+  static const char *const topics[] = {"placement", "environment", "exit-status", NULL};
   if (o->help_man)
     wt_opt_man(stdout, wr_options);
   else if (o->help_man_exit)
@@ -81,8 +81,7 @@ help(const wr_opts *o)
 }
 
 /* A stop request that came between stages: nothing is running, so stop here. */
-static int
-stopped(int stop_fd)
+static int stopped(int stop_fd)
 {
   int sig = wr_signals_pending(stop_fd);
   if (!sig)
@@ -91,11 +90,10 @@ stopped(int stop_fd)
   return 128 + sig;
 }
 
-static int
-plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
+static int plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
 {
   char why[1024];
-  wr_plan_here here = { wr_gcp_reserved_cpus(inv->gcp), inv->preset_env, inv->npreset_env, environ };
+  wr_plan_here here = {wr_gcp_reserved_cpus(inv->gcp), inv->preset_env, inv->npreset_env, environ};
   int rc = wr_plan_make(o, inv, &here, out, why, sizeof(why));
   if (rc)
     fprintf(stderr, "weftrun: %s\n", why);
@@ -103,8 +101,7 @@ plan(const wr_opts *o, const wr_inventory *inv, wr_plan **out)
 }
 
 /* Lines "# PREFIX: TEXT" of a text of lines. */
-static void
-print_lines(const char *prefix, const char *text)
+static void print_lines(const char *prefix, const char *text)
 {
   for (const char *line = text; *line;) {
     size_t n = strcspn(line, "\n");
@@ -115,8 +112,7 @@ print_lines(const char *prefix, const char *text)
 
 /* --dry-run: the engine and the command that would run (network choice left out), and
  * with -v what it changes in the environment and the hostfile it would read. */
-static int
-print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir *dir)
+static int print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir *dir)
 {
   char jobdir[4096], hostfile[4200], xml[4200], why[600];
   wr_jobdir_name(dir, jobdir, sizeof(jobdir));
@@ -124,7 +120,7 @@ print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir 
   snprintf(xml, sizeof(xml), "%s/topology.xml", jobdir);
   e->hostfile = hostfile;
   e->host_xml = wr_engine_local_topo(p) ? xml : NULL; /* as wr_run() writes it */
-  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  wr_argv a = {NULL, 0, 0}, env = {NULL, 0, 0};
   int rc = wr_engine_argv(p, o, NULL, e, &a, &env, why, sizeof(why));
   if (rc)
     fprintf(stderr, "weftrun: %s\n", why);
@@ -151,8 +147,7 @@ print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const wr_jobdir 
   return 0;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   if (weft_check_version(stderr, argv[0]))
     return WR_EXIT_ENGINE;

@@ -24,18 +24,70 @@
 
 enum {
   /* placement: modelled, and handed to mpirun when it places the ranks */
-  O_NP = 1, O_PERNODE, O_PERNODE1, O_NPERSOCKET, O_HOST, O_HOSTFILE, O_DEFHOSTFILE, O_MAPBY,
-  O_RANKBY, O_BINDTO, O_OVERSUB, O_NOOVERSUB, O_NOLOCAL, O_HWT, O_CPR, O_CPUSET, O_PPR,
-  O_BYNODE, O_BYSLOT, O_BYCORE, O_BINDCORE, O_BINDSOCKET,
+  O_NP = 1,
+  O_PERNODE,
+  O_PERNODE1,
+  O_NPERSOCKET,
+  O_HOST,
+  O_HOSTFILE,
+  O_DEFHOSTFILE,
+  O_MAPBY,
+  O_RANKBY,
+  O_BINDTO,
+  O_OVERSUB,
+  O_NOOVERSUB,
+  O_NOLOCAL,
+  O_HWT,
+  O_CPR,
+  O_CPUSET,
+  O_PPR,
+  O_BYNODE,
+  O_BYSLOT,
+  O_BYCORE,
+  O_BINDCORE,
+  O_BINDSOCKET,
   /* weft's */
-  O_GPN, O_TOPOLOGY, O_GPUVIS, O_NCCL, O_DRYRUN, O_CHECK, O_JSON, O_GRACE, O_HOSTTIMEOUT,
-  O_LAUNCHTIMEOUT, O_STACKS, O_VERBOSE, O_VERSION, O_HELP, O_HELPMAN, O_HELPMANEXIT, O_HELPCOMP, O_ENGINE,
-  O_MONITOR, O_MONITOR_OUT, O_MONITOR_PROM,
+  O_GPN,
+  O_TOPOLOGY,
+  O_GPUVIS,
+  O_NCCL,
+  O_DRYRUN,
+  O_CHECK,
+  O_JSON,
+  O_GRACE,
+  O_HOSTTIMEOUT,
+  O_LAUNCHTIMEOUT,
+  O_STACKS,
+  O_VERBOSE,
+  O_VERSION,
+  O_HELP,
+  O_HELPMAN,
+  O_HELPMANEXIT,
+  O_HELPCOMP,
+  O_ENGINE,
+  O_MONITOR,
+  O_MONITOR_OUT,
+  O_MONITOR_PROM,
   /* Open MPI's with a meaning weftrun knows */
-  O_X, O_MCA, O_GMCA, O_REPORT, O_DISPLAY, O_TAG, O_TIMESTAMP, O_OUTFILE, O_TIMEOUT,
-  O_STATE_TIMEOUT, O_ROOT, O_WDIR, O_PATH, O_PASS0, O_PASS1,
+  O_X,
+  O_MCA,
+  O_GMCA,
+  O_REPORT,
+  O_DISPLAY,
+  O_TAG,
+  O_TIMESTAMP,
+  O_OUTFILE,
+  O_TIMEOUT,
+  O_STATE_TIMEOUT,
+  O_ROOT,
+  O_WDIR,
+  O_PATH,
+  O_PASS0,
+  O_PASS1,
   /* Open MPI's that weftrun refuses */
-  O_REFUSE0, O_REFUSE1, O_REFUSE2,
+  O_REFUSE0,
+  O_REFUSE1,
+  O_REFUSE2,
 };
 
 #define S_PLACE "Ranks and hosts (Open MPI's)"
@@ -50,184 +102,210 @@ enum {
 
 #define H WT_OPT_HIDDEN
 const wt_opt wr_options[] = {
-  { O_NP, "np|n|c", WT_OPT_ARG, "N", S_PLACE,
-    "Start N ranks (default: one per slot of every host).", 0 },
-  { O_PERNODE, "N|npernode", WT_OPT_ARG, "K", S_PLACE, "Start K ranks on every host.", 0 },
-  { O_PERNODE1, "pernode", WT_OPT_FLAG, NULL, S_PLACE, "One rank on every host.", 0 },
-  { O_NPERSOCKET, "npersocket", WT_OPT_ARG, "K", S_PLACE,
-    "K ranks on every socket (deprecated by Open MPI: --map-by ppr:K:socket).", 0 },
-  { O_HOST, "H|host", WT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
-    "Run on these hosts; may be repeated. A host without :SLOTS has one slot (on GPU hosts "
-    "under --map-by gpu: one per GPU).", 0 },
-  { O_HOSTFILE, "hostfile|machinefile", WT_OPT_ARG, "FILE", S_PLACE,
-    "Read hosts from FILE (Open MPI grammar: 'host slots=N max_slots=M', '#' comments).", 0 },
-  { O_DEFHOSTFILE, "default-hostfile", WT_OPT_ARG, "FILE", S_PLACE,
-    "The hosts when neither -H nor --hostfile is given (as MCA orte_default_hostfile).", 0 },
-  { O_MAPBY, "map-by", WT_OPT_ARG, "POLICY{gpu slot hwthread core l1cache l2cache l3cache socket numa board node}", S_PLACE,
-    "gpu (weft's default on GPU hosts) or Open MPI's slot, hwthread, core, l1cache, l2cache, "
-    "l3cache, socket, numa, node, ppr:N:OBJ, with :PE=n, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE.", 0 },
-  { O_RANKBY, "rank-by", WT_OPT_ARG,
-    "POLICY{slot node hwthread core l1cache l2cache l3cache socket numa}", S_PLACE,
-    "Number ranks by slot, node, hwthread, core, l1cache, l2cache, l3cache, socket or numa "
-    "(:fill).", 0 },
-  { O_BINDTO, "bind-to", WT_OPT_ARG, "WHAT{gpu-local none hwthread core l1cache l2cache l3cache socket numa board cpu-list}", S_PLACE,
-    "gpu-local (weft's default with --map-by gpu), none, hwthread, core, l1cache, l2cache, "
-    "l3cache, socket (package), numa, board or cpu-list (:overload-allowed, :if-supported, "
-    ":ordered).", 0 },
-  { O_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, S_PLACE,
-    "Allow more ranks on a host than it has slots.", 0 },
-  { O_NOOVERSUB, "nooversubscribe", WT_OPT_FLAG, NULL, S_PLACE,
-    "Never more ranks on a host than its slots (Open MPI's default).", 0 },
-  { O_NOLOCAL, "nolocal", WT_OPT_FLAG, NULL, S_PLACE, "No rank on the host mpirun runs on.", 0 },
-  { O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, S_PLACE,
-    "Count hardware threads as cpus (slots of hosts without a count, binding).", 0 },
-  { O_CPR, "cpus-per-proc|cpus-per-rank", WT_OPT_ARG, "N", S_PLACE,
-    "N cpus per rank (deprecated by Open MPI: --map-by OBJ:PE=N).", 0 },
-  { O_CPUSET, "cpu-set|cpu-list", WT_OPT_ARG, "LIST", S_PLACE,
-    "Bind every rank to these logical cpus (with --bind-to cpu-list:ordered, one each).", 0 },
-  { O_PPR, "ppr", WT_OPT_ARG, "N:OBJ", S_PLACE, "As --map-by ppr:N:OBJ (deprecated).", H },
-  { O_BYNODE, "bynode", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by node (deprecated).", H },
-  { O_BYSLOT, "byslot", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by slot (deprecated).", H },
-  { O_BYCORE, "bycore", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by core (deprecated).", H },
-  { O_BINDCORE, "bind-to-core", WT_OPT_FLAG, NULL, S_PLACE, "As --bind-to core (deprecated).", H },
-  { O_BINDSOCKET, "bind-to-socket", WT_OPT_FLAG, NULL, S_PLACE,
-    "As --bind-to socket (deprecated).", H },
-  { O_GPN, "gpus-per-node", WT_OPT_ARG, "N", S_GPU,
-    "Trust that every host has N GPUs instead of probing.", 0 },
-  { O_TOPOLOGY, "topology", WT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
-    "Use this hwloc XML file instead of probing (all hosts, or one host); may be repeated.", 0 },
-  { O_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S_GPU,
-    "CUDA_VISIBLE_DEVICES: all GPUs with the rank's first (all), only its own (own), untouched (none).", 0 },
-  { O_NCCL, "nccl-preset", WT_OPT_ARG,
-    "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g a3-ultragpu-8g a4-highgpu-8g}", S_GPU,
-    "NCCL environment for the machine family (auto: detected).", 0 },
-  { O_X, "x", WT_OPT_ARG, "VAR[=VALUE]", S_ENV,
-    "Export VAR (with this value) to every rank; never overwritten by weft. VAR is a name of "
-    "letters, digits and '_'; up to 4096 -x.", 0 },
-  { O_MCA, "mca", WT_OPT_ARG2, "KEY VALUE", S_ENV, "Set an Open MPI MCA parameter.", 0 },
-  { O_GMCA, "gmca", WT_OPT_ARG2, "KEY VALUE", S_ENV,
-    "Set an Open MPI MCA parameter for every program of an MPMD job.", 0 },
-  { O_REPORT, "report-bindings", WT_OPT_FLAG, NULL, S_REPORT,
-    "Print Open MPI's line per rank ('MCW rank N bound to ...') and, for a rank with a GPU, "
-    "weft's line: host, rank, GPU, cores, NUMA nodes, NIC.", 0 },
-  { O_DISPLAY, "display-map|display-devel-map|display-diffable-map|display-allocation|"
-    "display-devel-allocation|display-topo", WT_OPT_FLAG, NULL, S_REPORT,
-    "Open MPI's map and allocation before the launch (under --map-by gpu: weft's plan).", 0 },
-  { O_DRYRUN, "dry-run", WT_OPT_FLAG, NULL, S_REPORT,
-    "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing (weftrun(1), PLAN).", 0 },
-  { O_CHECK, "check", WT_OPT_FLAG, NULL, S_REPORT,
-    "Check every host in one short job through the engine and print a table (weftrun(1) "
-    "CHECKS); start nothing else. Exit 0 all OK, 80 warnings, 81 failures.", 0 },
-  { O_JSON, "json", WT_OPT_FLAG, NULL, S_REPORT,
-    "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout "
-    "(schemas: weftrun(1), PLAN and CHECKS).", 0 },
-  { O_TAG, "tag-output", WT_OPT_FLAG, NULL, S_OUT,
-    "Prefix every output line with the job and rank ([1,R]<stdout>:). Under mpirun each "
-    "rank's output comes in whole lines, never glued to another rank's.", 0 },
-  { O_TIMESTAMP, "timestamp-output", WT_OPT_FLAG, NULL, S_OUT,
-    "Prefix every output line with the time.", 0 },
-  { O_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S_OUT,
-    "Write each rank's output into DIR/1/rank.R/stdout and stderr too.", 0 },
-  { O_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", S_RUN,
-    "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
-    "the whole check's deadline (default 60).", 0 },
-  { O_HOSTTIMEOUT, "host-timeout", WT_OPT_ARG, "SECONDS", S_RUN,
-    "A host whose agents say nothing for SECONDS (default 30) is lost: the job ends with 75. "
-    "A host whose machine acknowledges nothing for 5 s (down, cut off) is lost sooner.", 0 },
-  { O_LAUNCHTIMEOUT, "launch-timeout", WT_OPT_ARG, "SECONDS", S_RUN,
-    "Ranks that have not started SECONDS (default 60) after the last one that did: their hosts "
-    "are lost, the job ends with 75 (a daemon that cannot reach mpirun). 0: wait, as mpirun "
-    "does.", 0 },
-  { O_STACKS, "get-stack-traces", WT_OPT_FLAG, NULL, S_RUN,
-    "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
-    "still running (eu-stack or gdb).", 0 },
-  { O_STATE_TIMEOUT, "report-state-on-timeout", WT_OPT_FLAG, NULL, S_RUN,
-    "On --timeout, Open MPI's report of the job's state; mpirun then keeps the deadline.", 0 },
-  { O_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S_RUN,
-    "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
-    "SIGTERM and SIGKILL.", 0 },
-  { O_ENGINE, "engine", WT_OPT_ARG, "auto|mpirun|srun", S_RUN,
-    "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
-    "allocation (auto: mpirun; srun in an allocation without mpirun).", 0 },
-  { O_MONITOR, "monitor", WT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
-    "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
-    "its rank (CPU, memory, threads, NIC rates, its GPU's through NVML) and sends it to "
-    "weftrun: a live status line on a terminal, a line naming a rank whose CPU or GPU use stays "
-    "well below its peers' (a straggler), and the closing figures.", 0 },
-  { O_MONITOR_OUT, "monitor-out", WT_OPT_ARG, "DIR", S_WATCH,
-    "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
-    "per sample (weftrun(1) MONITORING gives the fields), and at the end its picture "
-    "DIR/timeline.html; DIR is made if needed, an existing timeline is never overwritten.", 0 },
-  { O_MONITOR_PROM, "monitor-prom", WT_OPT_ARG, "DIR", S_WATCH,
-    "With --monitor (implied): on every host, DIR/weft-JOB-HOST.prom holds that host's ranks "
-    "in Prometheus's text format for node_exporter's textfile collector (its "
-    "--collector.textfile.directory), replaced at each sample, removed when the host's last "
-    "rank ends (weftrun(1) MONITORING).", 0 },
-  { O_ROOT, "allow-run-as-root", WT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0 },
-  { O_WDIR, "wdir|wd", WT_OPT_ARG, "DIR", S_RUN,
-    "The ranks' working directory.", 0 },
-  { O_PATH, "path", WT_OPT_ARG, "DIRS", S_RUN,
-    "Look for PROGRAM in DIRS before $PATH on every host.", 0 },
-  { O_VERBOSE, "verbose|v", WT_OPT_FLAG, NULL, S_RUN,
-    "Print the engine's command and what weftrun decides on stderr (not passed to mpirun).", 0 },
-  { O_VERSION, "version|V", WT_OPT_FLAG, NULL, S_RUN,
-    "Print weftrun's and Open MPI's versions.", 0 },
-  { O_HELP, "help|h", WT_OPT_FLAG, NULL, S_RUN,
-    "Print this help; --help placement, environment or exit-status: more on one topic.", 0 },
-  { O_HELPMAN, "help-man", WT_OPT_FLAG, NULL, S_RUN,
-    "Print the OPTIONS section of the man page (roff).", H },
-  { O_HELPMANEXIT, "help-man-exit-status", WT_OPT_FLAG, NULL, S_RUN,
-    "Print the EXIT STATUS section of the man page (roff).", H },
-  { O_HELPCOMP, "help-completion", WT_OPT_FLAG, NULL, S_RUN,
-    "Print the options for shell completion (contrib/completion) and exit.", H },
+  {O_NP, "np|n|c", WT_OPT_ARG, "N", S_PLACE, "Start N ranks (default: one per slot of every host).",
+   0},
+  {O_PERNODE, "N|npernode", WT_OPT_ARG, "K", S_PLACE, "Start K ranks on every host.", 0},
+  {O_PERNODE1, "pernode", WT_OPT_FLAG, NULL, S_PLACE, "One rank on every host.", 0},
+  {O_NPERSOCKET, "npersocket", WT_OPT_ARG, "K", S_PLACE,
+   "K ranks on every socket (deprecated by Open MPI: --map-by ppr:K:socket).", 0},
+  {O_HOST, "H|host", WT_OPT_ARG, "HOST[:SLOTS],...", S_PLACE,
+   "Run on these hosts; may be repeated. A host without :SLOTS has one slot (on GPU hosts "
+   "under --map-by gpu: one per GPU).",
+   0},
+  {O_HOSTFILE, "hostfile|machinefile", WT_OPT_ARG, "FILE", S_PLACE,
+   "Read hosts from FILE (Open MPI grammar: 'host slots=N max_slots=M', '#' comments).", 0},
+  {O_DEFHOSTFILE, "default-hostfile", WT_OPT_ARG, "FILE", S_PLACE,
+   "The hosts when neither -H nor --hostfile is given (as MCA orte_default_hostfile).", 0},
+  {O_MAPBY, "map-by", WT_OPT_ARG,
+   "POLICY{gpu slot hwthread core l1cache l2cache l3cache socket numa board node}", S_PLACE,
+   "gpu (weft's default on GPU hosts) or Open MPI's slot, hwthread, core, l1cache, l2cache, "
+   "l3cache, socket, numa, node, ppr:N:OBJ, with :PE=n, :OVERSUBSCRIBE, :NOOVERSUBSCRIBE.",
+   0},
+  {O_RANKBY, "rank-by", WT_OPT_ARG,
+   "POLICY{slot node hwthread core l1cache l2cache l3cache socket numa}", S_PLACE,
+   "Number ranks by slot, node, hwthread, core, l1cache, l2cache, l3cache, socket or numa "
+   "(:fill).",
+   0},
+  {O_BINDTO, "bind-to", WT_OPT_ARG,
+   "WHAT{gpu-local none hwthread core l1cache l2cache l3cache socket numa board cpu-list}", S_PLACE,
+   "gpu-local (weft's default with --map-by gpu), none, hwthread, core, l1cache, l2cache, "
+   "l3cache, socket (package), numa, board or cpu-list (:overload-allowed, :if-supported, "
+   ":ordered).",
+   0},
+  {O_OVERSUB, "oversubscribe", WT_OPT_FLAG, NULL, S_PLACE,
+   "Allow more ranks on a host than it has slots.", 0},
+  {O_NOOVERSUB, "nooversubscribe", WT_OPT_FLAG, NULL, S_PLACE,
+   "Never more ranks on a host than its slots (Open MPI's default).", 0},
+  {O_NOLOCAL, "nolocal", WT_OPT_FLAG, NULL, S_PLACE, "No rank on the host mpirun runs on.", 0},
+  {O_HWT, "use-hwthread-cpus", WT_OPT_FLAG, NULL, S_PLACE,
+   "Count hardware threads as cpus (slots of hosts without a count, binding).", 0},
+  {O_CPR, "cpus-per-proc|cpus-per-rank", WT_OPT_ARG, "N", S_PLACE,
+   "N cpus per rank (deprecated by Open MPI: --map-by OBJ:PE=N).", 0},
+  {O_CPUSET, "cpu-set|cpu-list", WT_OPT_ARG, "LIST", S_PLACE,
+   "Bind every rank to these logical cpus (with --bind-to cpu-list:ordered, one each).", 0},
+  {O_PPR, "ppr", WT_OPT_ARG, "N:OBJ", S_PLACE, "As --map-by ppr:N:OBJ (deprecated).", H},
+  {O_BYNODE, "bynode", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by node (deprecated).", H},
+  {O_BYSLOT, "byslot", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by slot (deprecated).", H},
+  {O_BYCORE, "bycore", WT_OPT_FLAG, NULL, S_PLACE, "As --map-by core (deprecated).", H},
+  {O_BINDCORE, "bind-to-core", WT_OPT_FLAG, NULL, S_PLACE, "As --bind-to core (deprecated).", H},
+  {O_BINDSOCKET, "bind-to-socket", WT_OPT_FLAG, NULL, S_PLACE, "As --bind-to socket (deprecated).",
+   H},
+  {O_GPN, "gpus-per-node", WT_OPT_ARG, "N", S_GPU,
+   "Trust that every host has N GPUs instead of probing.", 0},
+  {O_TOPOLOGY, "topology", WT_OPT_ARG, "FILE|HOST=FILE", S_GPU,
+   "Use this hwloc XML file instead of probing (all hosts, or one host); may be repeated.", 0},
+  {O_GPUVIS, "gpu-visibility", WT_OPT_ARG, "all|own|none", S_GPU,
+   "CUDA_VISIBLE_DEVICES: all GPUs with the rank's first (all), only its own (own), untouched "
+   "(none).",
+   0},
+  {O_NCCL, "nccl-preset", WT_OPT_ARG,
+   "auto|none|FAMILY{n1 a2 g2 a3-highgpu-small a3-highgpu-8g a3-edgegpu-8g a3-megagpu-8g "
+   "a3-ultragpu-8g a4-highgpu-8g}",
+   S_GPU, "NCCL environment for the machine family (auto: detected).", 0},
+  {O_X, "x", WT_OPT_ARG, "VAR[=VALUE]", S_ENV,
+   "Export VAR (with this value) to every rank; never overwritten by weft. VAR is a name of "
+   "letters, digits and '_'; up to 4096 -x.",
+   0},
+  {O_MCA, "mca", WT_OPT_ARG2, "KEY VALUE", S_ENV, "Set an Open MPI MCA parameter.", 0},
+  {O_GMCA, "gmca", WT_OPT_ARG2, "KEY VALUE", S_ENV,
+   "Set an Open MPI MCA parameter for every program of an MPMD job.", 0},
+  {O_REPORT, "report-bindings", WT_OPT_FLAG, NULL, S_REPORT,
+   "Print Open MPI's line per rank ('MCW rank N bound to ...') and, for a rank with a GPU, "
+   "weft's line: host, rank, GPU, cores, NUMA nodes, NIC.",
+   0},
+  {O_DISPLAY,
+   "display-map|display-devel-map|display-diffable-map|display-allocation|"
+   "display-devel-allocation|display-topo",
+   WT_OPT_FLAG, NULL, S_REPORT,
+   "Open MPI's map and allocation before the launch (under --map-by gpu: weft's plan).", 0},
+  {O_DRYRUN, "dry-run", WT_OPT_FLAG, NULL, S_REPORT,
+   "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing "
+   "(weftrun(1), PLAN).",
+   0},
+  {O_CHECK, "check", WT_OPT_FLAG, NULL, S_REPORT,
+   "Check every host in one short job through the engine and print a table (weftrun(1) "
+   "CHECKS); start nothing else. Exit 0 all OK, 80 warnings, 81 failures.",
+   0},
+  {O_JSON, "json", WT_OPT_FLAG, NULL, S_REPORT,
+   "With --dry-run, --report-bindings or --check: print the plan (or the check) as JSON on stdout "
+   "(schemas: weftrun(1), PLAN and CHECKS).",
+   0},
+  {O_TAG, "tag-output", WT_OPT_FLAG, NULL, S_OUT,
+   "Prefix every output line with the job and rank ([1,R]<stdout>:). Under mpirun each "
+   "rank's output comes in whole lines, never glued to another rank's.",
+   0},
+  {O_TIMESTAMP, "timestamp-output", WT_OPT_FLAG, NULL, S_OUT,
+   "Prefix every output line with the time.", 0},
+  {O_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S_OUT,
+   "Write each rank's output into DIR/1/rank.R/stdout and stderr too.", 0},
+  {O_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", S_RUN,
+   "End the job after SECONDS (or $MPIEXEC_TIMEOUT); weftrun then exits 124. With --check: "
+   "the whole check's deadline (default 60).",
+   0},
+  {O_HOSTTIMEOUT, "host-timeout", WT_OPT_ARG, "SECONDS", S_RUN,
+   "A host whose agents say nothing for SECONDS (default 30) is lost: the job ends with 75. "
+   "A host whose machine acknowledges nothing for 5 s (down, cut off) is lost sooner.",
+   0},
+  {O_LAUNCHTIMEOUT, "launch-timeout", WT_OPT_ARG, "SECONDS", S_RUN,
+   "Ranks that have not started SECONDS (default 60) after the last one that did: their hosts "
+   "are lost, the job ends with 75 (a daemon that cannot reach mpirun). 0: wait, as mpirun "
+   "does.",
+   0},
+  {O_STACKS, "get-stack-traces", WT_OPT_FLAG, NULL, S_RUN,
+   "When --timeout, a lost host or a weft deadline ends the job: print the stack of each rank "
+   "still running (eu-stack or gdb).",
+   0},
+  {O_STATE_TIMEOUT, "report-state-on-timeout", WT_OPT_FLAG, NULL, S_RUN,
+   "On --timeout, Open MPI's report of the job's state; mpirun then keeps the deadline.", 0},
+  {O_GRACE, "preempt-grace", WT_OPT_ARG, "SECONDS", S_RUN,
+   "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
+   "SIGTERM and SIGKILL.",
+   0},
+  {O_ENGINE, "engine", WT_OPT_ARG, "auto|mpirun|srun", S_RUN,
+   "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
+   "allocation (auto: mpirun; srun in an allocation without mpirun).",
+   0},
+  {O_MONITOR, "monitor", WT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
+   "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
+   "its rank (CPU, memory, threads, NIC rates, its GPU's through NVML) and sends it to "
+   "weftrun: a live status line on a terminal, a line naming a rank whose CPU or GPU use stays "
+   "well below its peers' (a straggler), and the closing figures.",
+   0},
+  {O_MONITOR_OUT, "monitor-out", WT_OPT_ARG, "DIR", S_WATCH,
+   "With --monitor (implied): write the timeline DIR/timeline.jsonl, one JSON record per rank "
+   "per sample (weftrun(1) MONITORING gives the fields), and at the end its picture "
+   "DIR/timeline.html; DIR is made if needed, an existing timeline is never overwritten.",
+   0},
+  {O_MONITOR_PROM, "monitor-prom", WT_OPT_ARG, "DIR", S_WATCH,
+   "With --monitor (implied): on every host, DIR/weft-JOB-HOST.prom holds that host's ranks "
+   "in Prometheus's text format for node_exporter's textfile collector (its "
+   "--collector.textfile.directory), replaced at each sample, removed when the host's last "
+   "rank ends (weftrun(1) MONITORING).",
+   0},
+  {O_ROOT, "allow-run-as-root", WT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0},
+  {O_WDIR, "wdir|wd", WT_OPT_ARG, "DIR", S_RUN, "The ranks' working directory.", 0},
+  {O_PATH, "path", WT_OPT_ARG, "DIRS", S_RUN,
+   "Look for PROGRAM in DIRS before $PATH on every host.", 0},
+  {O_VERBOSE, "verbose|v", WT_OPT_FLAG, NULL, S_RUN,
+   "Print the engine's command and what weftrun decides on stderr (not passed to mpirun).", 0},
+  {O_VERSION, "version|V", WT_OPT_FLAG, NULL, S_RUN, "Print weftrun's and Open MPI's versions.", 0},
+  {O_HELP, "help|h", WT_OPT_FLAG, NULL, S_RUN,
+   "Print this help; --help placement, environment or exit-status: more on one topic.", 0},
+  {O_HELPMAN, "help-man", WT_OPT_FLAG, NULL, S_RUN,
+   "Print the OPTIONS section of the man page (roff).", H},
+  {O_HELPMANEXIT, "help-man-exit-status", WT_OPT_FLAG, NULL, S_RUN,
+   "Print the EXIT STATUS section of the man page (roff).", H},
+  {O_HELPCOMP, "help-completion", WT_OPT_FLAG, NULL, S_RUN,
+   "Print the options for shell completion (contrib/completion) and exit.", H},
   /* Open MPI options that change nothing weftrun plans: handed to mpirun */
-  { O_PASS0, "merge-stderr-to-stdout|quiet|q|xml|do-not-resolve|debug-devel|d|debug-daemons|"
-    "debug-daemons-file|leave-session-attached|noprefix|show-progress|use-regexp|"
-    "report-child-jobs-separately|disable-recovery|novm|fwd-mpirun-port|set-cwd-to-session-dir|"
-    "enable-instant-on-support", WT_OPT_FLAG, NULL, S_OMPI,
-    "Open MPI flags passed to mpirun as they are.", WT_OPT_PASS },
-  { O_PASS1, "prefix|launch-agent|stdin|xml-file|report-pid|report-uri|ompi-server|cartofile|cf|"
-    "preload-files|personality|report-events", WT_OPT_ARG, "ARG", S_OMPI,
-    "Open MPI options with one argument, passed to mpirun.", WT_OPT_PASS },
+  {O_PASS0,
+   "merge-stderr-to-stdout|quiet|q|xml|do-not-resolve|debug-devel|d|debug-daemons|"
+   "debug-daemons-file|leave-session-attached|noprefix|show-progress|use-regexp|"
+   "report-child-jobs-separately|disable-recovery|novm|fwd-mpirun-port|set-cwd-to-session-dir|"
+   "enable-instant-on-support",
+   WT_OPT_FLAG, NULL, S_OMPI, "Open MPI flags passed to mpirun as they are.", WT_OPT_PASS},
+  {O_PASS1,
+   "prefix|launch-agent|stdin|xml-file|report-pid|report-uri|ompi-server|cartofile|cf|"
+   "preload-files|personality|report-events",
+   WT_OPT_ARG, "ARG", S_OMPI, "Open MPI options with one argument, passed to mpirun.", WT_OPT_PASS},
   /* Open MPI options weftrun refuses (the message says what to use) */
-  { O_REFUSE1, "rankfile|rf", WT_OPT_ARG, "FILE", S_NO,
-    "use --map-by/--rank-by/--bind-to, or --cpu-set with --bind-to cpu-list:ordered", H },
-  { O_REFUSE1, "app", WT_OPT_ARG, "FILE", S_NO,
-    "write the programs on the command line, separated by ':' (-np 2 a : -np 2 b)", H },
-  { O_REFUSE0, "preload-binary|s", WT_OPT_FLAG, NULL, S_NO,
-    "copy the program to every host (or use a shared file system) before the launch", H },
-  { O_REFUSE0, "index-argv-by-rank", WT_OPT_FLAG, NULL, S_NO,
-    "read the rank from OMPI_COMM_WORLD_RANK (or RANK) in the program", H },
-  { O_REFUSE1, "xterm", WT_OPT_ARG, "RANKS", S_NO,
-    "use --output-filename DIR and follow the ranks' files", H },
-  { O_REFUSE0, "tv|debug", WT_OPT_FLAG, NULL, S_NO,
-    "attach the debugger to the program's process (its pid is in --report-pid's job)", H },
-  { O_REFUSE1, "debugger", WT_OPT_ARG, "LIST", S_NO,
-    "attach the debugger to the program's process", H },
-  { O_REFUSE0, "output-proctable", WT_OPT_FLAG, NULL, S_NO,
-    "the processes Open MPI starts are weft-rank's; find the programs as its children", H },
-  { O_REFUSE0, "do-not-launch", WT_OPT_FLAG, NULL, S_NO,
-    "use weftrun --dry-run, which prints the plan and starts nothing", H },
-  { O_REFUSE1, "hnp", WT_OPT_ARG, "URI", S_NO,
-    "start the job with weftrun alone (a persistent Open MPI VM is not supported)", H },
-  { O_REFUSE0, "dvm", WT_OPT_FLAG, NULL, S_NO, "run mpirun --dvm directly", H },
-  { O_REFUSE1, "sstore-load", WT_OPT_ARG, "SNAPSHOT", S_NO,
-    "restart from your program's own checkpoint", H },
-  { O_REFUSE1, "max-vm-size", WT_OPT_ARG, "N", S_NO,
-    "name the hosts to use with -H or --hostfile", H },
-  { O_REFUSE0, "crdebug", WT_OPT_FLAG, NULL, S_NO, "checkpoint/restart debugging is gone", H },
-  { O_REFUSE0, "enable-recovery|continuous", WT_OPT_FLAG, NULL, S_NO,
-    "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H },
-  { O_REFUSE1, "max-restarts", WT_OPT_ARG, "N", S_NO,
-    "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H },
-  { O_REFUSE1, "am|tune", WT_OPT_ARG, "FILE", S_NO,
-    "give the file's parameters as --mca KEY VALUE and -x VAR on the command line", H },
-  { 0, NULL, 0, NULL, NULL, NULL, 0 },
+  {O_REFUSE1, "rankfile|rf", WT_OPT_ARG, "FILE", S_NO,
+   "use --map-by/--rank-by/--bind-to, or --cpu-set with --bind-to cpu-list:ordered", H},
+  {O_REFUSE1, "app", WT_OPT_ARG, "FILE", S_NO,
+   "write the programs on the command line, separated by ':' (-np 2 a : -np 2 b)", H},
+  {O_REFUSE0, "preload-binary|s", WT_OPT_FLAG, NULL, S_NO,
+   "copy the program to every host (or use a shared file system) before the launch", H},
+  {O_REFUSE0, "index-argv-by-rank", WT_OPT_FLAG, NULL, S_NO,
+   "read the rank from OMPI_COMM_WORLD_RANK (or RANK) in the program", H},
+  {O_REFUSE1, "xterm", WT_OPT_ARG, "RANKS", S_NO,
+   "use --output-filename DIR and follow the ranks' files", H},
+  {O_REFUSE0, "tv|debug", WT_OPT_FLAG, NULL, S_NO,
+   "attach the debugger to the program's process (its pid is in --report-pid's job)", H},
+  {O_REFUSE1, "debugger", WT_OPT_ARG, "LIST", S_NO, "attach the debugger to the program's process",
+   H},
+  {O_REFUSE0, "output-proctable", WT_OPT_FLAG, NULL, S_NO,
+   "the processes Open MPI starts are weft-rank's; find the programs as its children", H},
+  {O_REFUSE0, "do-not-launch", WT_OPT_FLAG, NULL, S_NO,
+   "use weftrun --dry-run, which prints the plan and starts nothing", H},
+  {O_REFUSE1, "hnp", WT_OPT_ARG, "URI", S_NO,
+   "start the job with weftrun alone (a persistent Open MPI VM is not supported)", H},
+  {O_REFUSE0, "dvm", WT_OPT_FLAG, NULL, S_NO, "run mpirun --dvm directly", H},
+  {O_REFUSE1, "sstore-load", WT_OPT_ARG, "SNAPSHOT", S_NO,
+   "restart from your program's own checkpoint", H},
+  {O_REFUSE1, "max-vm-size", WT_OPT_ARG, "N", S_NO, "name the hosts to use with -H or --hostfile",
+   H},
+  {O_REFUSE0, "crdebug", WT_OPT_FLAG, NULL, S_NO, "checkpoint/restart debugging is gone", H},
+  {O_REFUSE0, "enable-recovery|continuous", WT_OPT_FLAG, NULL, S_NO,
+   "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H},
+  {O_REFUSE1, "max-restarts", WT_OPT_ARG, "N", S_NO,
+   "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H},
+  {O_REFUSE1, "am|tune", WT_OPT_ARG, "FILE", S_NO,
+   "give the file's parameters as --mca KEY VALUE and -x VAR on the command line", H},
+  {0, NULL, 0, NULL, NULL, NULL, 0},
 };
 #undef H
 
-void
-wr_opts_init(wr_opts *o)
+void wr_opts_init(wr_opts *o)
 {
   memset(o, 0, sizeof(*o));
   o->np = -1;
@@ -242,29 +320,28 @@ wr_opts_init(wr_opts *o)
  * bytes, and "..." when it is longer, so that what is wrong still follows it
  * within the message's buffer. */
 #define SHOWN_MAX 64
-#define SHOWN(w) (int)(strlen(w) > SHOWN_MAX ? SHOWN_MAX : strlen(w)), (w), \
-  (strlen(w) > SHOWN_MAX ? "..." : "")
+#define SHOWN(w)                                                                                   \
+  (int)(strlen(w) > SHOWN_MAX ? SHOWN_MAX : strlen(w)), (w), (strlen(w) > SHOWN_MAX ? "..." : "")
 
 /* The context being parsed, for the handler. */
 typedef struct parse_ctx {
   wr_opts *o;
   wr_app *app;
-  int index;              /* of the app context */
+  int index; /* of the app context */
 } parse_ctx;
 
-static int
-count(const char *spelled, const char *a, long min, long max, long *out, char *why, size_t len)
+static int count(const char *spelled, const char *a, long min, long max, long *out, char *why,
+                 size_t len)
 {
   if (weftx_parse_long(a, min, max, out)) {
-    snprintf(why, len, "%s '%.*s%s': expected a whole number from %ld to %ld", spelled, SHOWN(a), min,
-             max);
+    snprintf(why, len, "%s '%.*s%s': expected a whole number from %ld to %ld", spelled, SHOWN(a),
+             min, max);
     return -1;
   }
   return 0;
 }
 
-static int
-full(const char *spelled, int n, char *why, size_t len)
+static int full(const char *spelled, int n, char *why, size_t len)
 {
   if (n < WR_MAX_LIST)
     return 0;
@@ -272,8 +349,7 @@ full(const char *spelled, int n, char *why, size_t len)
   return -1;
 }
 
-static int
-directory(const char *spelled, const char *a, const char **out, char *why, size_t len)
+static int directory(const char *spelled, const char *a, const char **out, char *why, size_t len)
 {
   if (!a[0]) {
     snprintf(why, len, "%s '': give a directory", spelled);
@@ -283,8 +359,7 @@ directory(const char *spelled, const char *a, const char **out, char *why, size_
   return 0;
 }
 
-static int
-one_of(const char *spelled, const char *a, const char *const *ok, char *why, size_t len)
+static int one_of(const char *spelled, const char *a, const char *const *ok, char *why, size_t len)
 {
   for (int i = 0; ok[i]; i++)
     if (!strcmp(a, ok[i]))
@@ -298,8 +373,7 @@ one_of(const char *spelled, const char *a, const char *const *ok, char *why, siz
 }
 
 /* A word of the context's Open MPI options, kept as typed. */
-static int
-keep(wr_app *a, const char *w, int place, char *why, size_t len)
+static int keep(wr_app *a, const char *w, int place, char *why, size_t len)
 {
   if (a->nwords + 1 >= WR_MAX_WORDS) {
     snprintf(why, len, "more than %d option words before '%.*s%s'", WR_MAX_WORDS,
@@ -313,8 +387,7 @@ keep(wr_app *a, const char *w, int place, char *why, size_t len)
 
 /* A copy of \p s that the options own (the parser's spelling is temporary; it goes in
  * wr_opts_free()); NULL, with a reason, when out of memory. */
-static char *
-own(wr_opts *o, const char *s, char *why, size_t len)
+static char *own(wr_opts *o, const char *s, char *why, size_t len)
 {
   char *d = strdup(s), **v = d ? realloc(o->owned, (size_t)(o->nowned + 1) * sizeof(*v)) : NULL;
   if (!v) {
@@ -329,9 +402,8 @@ own(wr_opts *o, const char *s, char *why, size_t len)
 
 /* The option as mpirun is given it: its words, with --name=value split in two (mpirun
  * 4.1 does not read that form). The spelling is copied: the parser's is temporary. */
-static int
-keep_option(parse_ctx *c, const char *sp, const char *a1, const char *a2, int place, char *why,
-            size_t len)
+static int keep_option(parse_ctx *c, const char *sp, const char *a1, const char *a2, int place,
+                       char *why, size_t len)
 {
   char *s = own(c->o, sp, why, len);
   if (!s)
@@ -341,9 +413,8 @@ keep_option(parse_ctx *c, const char *sp, const char *a1, const char *a2, int pl
 }
 
 /* An MCA parameter the command line sets (as mpirun's own parser does). */
-static int
-cmd_mca(wr_opts *o, const char *key, const char *value, const char *spelled, int app, char *why,
-        size_t len)
+static int cmd_mca(wr_opts *o, const char *key, const char *value, const char *spelled, int app,
+                   char *why, size_t len)
 {
   if (o->ncmd_mca >= WR_MAX_LIST) {
     snprintf(why, len, "more than %d MCA parameters", WR_MAX_LIST);
@@ -357,18 +428,18 @@ cmd_mca(wr_opts *o, const char *key, const char *value, const char *spelled, int
 }
 
 /* Placement is the job's, as Open MPI reads it from the first program's options. */
-static int
-first_only(parse_ctx *c, const char *sp, char *why, size_t len)
+static int first_only(parse_ctx *c, const char *sp, char *why, size_t len)
 {
   if (c->index == 0)
     return 0;
-  snprintf(why, len, "%s after ':' (program %d): put the placement options before the first "
-           "program, where Open MPI reads them for the whole job", sp, c->index + 1);
+  snprintf(why, len,
+           "%s after ':' (program %d): put the placement options before the first "
+           "program, where Open MPI reads them for the whole job",
+           sp, c->index + 1);
   return -1;
 }
 
-static const char *
-mca_name_of(int id)
+static const char *mca_name_of(int id)
 {
   switch (id) {
   case O_MAPBY: return "rmaps_base_mapping_policy";
@@ -395,15 +466,14 @@ mca_name_of(int id)
   }
 }
 
-static int
-handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2, char *why,
-       size_t len)
+static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2,
+                  char *why, size_t len)
 {
   parse_ctx *c = ud;
   wr_opts *o = c->o;
   wr_app *app = c->app;
-  static const char *const vis[] = { "all", "own", "none", NULL };
-  static const char *const engines[] = { "auto", "mpirun", "srun", NULL };
+  static const char *const vis[] = {"all", "own", "none", NULL};
+  static const char *const engines[] = {"auto", "mpirun", "srun", NULL};
   const char *mca = mca_name_of(opt->id);
   int rc = 0;
 
@@ -423,8 +493,8 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
     return -1;
   /* options only mpirun carries out, for --engine srun to refuse (wr_srun_check()) */
   if ((opt->id == O_NOOVERSUB || opt->id == O_NOLOCAL || opt->id == O_STATE_TIMEOUT ||
-       opt->id == O_WDIR || opt->id == O_PATH) && !o->mpirun_only &&
-      !(o->mpirun_only = own(o, sp, why, len)))
+       opt->id == O_WDIR || opt->id == O_PATH) &&
+      !o->mpirun_only && !(o->mpirun_only = own(o, sp, why, len)))
     return -1;
   switch (opt->id) {
   case O_NP:
@@ -436,7 +506,10 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
     rc = count(sp, a1, 1, 100000, &o->per_node, why, len);
     o->cl.npernode = (int)o->per_node;
     break;
-  case O_PERNODE1: o->per_node = 1; o->cl.pernode = 1; break;
+  case O_PERNODE1:
+    o->per_node = 1;
+    o->cl.pernode = 1;
+    break;
   case O_NPERSOCKET:
     rc = count(sp, a1, 1, 100000, &o->npersocket, why, len);
     o->cl.npersocket = (int)o->npersocket;
@@ -452,8 +525,8 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
     break;
   case O_HOSTFILE:
     if (app->hostfile) {
-      snprintf(why, len, "%s given twice ('%.*s%s' and '%.*s%s'); Open MPI takes one hostfile",
-               sp, SHOWN(app->hostfile), SHOWN(a1));
+      snprintf(why, len, "%s given twice ('%.*s%s' and '%.*s%s'); Open MPI takes one hostfile", sp,
+               SHOWN(app->hostfile), SHOWN(a1));
       return -1;
     }
     app->hostfile = a1;
@@ -478,8 +551,7 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   case O_BYSLOT:
   case O_BYCORE:
   case O_BINDCORE:
-  case O_BINDSOCKET:
-    break;
+  case O_BINDSOCKET: break;
   case O_GPN: rc = count(sp, a1, 0, 1024, &o->gpus_per_node, why, len); return rc;
   case O_TOPOLOGY: {
     const char *eq = strchr(a1, '=');
@@ -501,8 +573,10 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   case O_GPUVIS: o->gpu_visibility = a1; return one_of(sp, a1, vis, why, len);
   case O_NCCL:
     if (!a1[0]) {
-      snprintf(why, len, "%s '': give auto, none, a family name such as a3-highgpu-8g, or a preset "
-               "file's path", sp);
+      snprintf(why, len,
+               "%s '': give auto, none, a family name such as a3-highgpu-8g, or a preset "
+               "file's path",
+               sp);
       return -1;
     }
     o->nccl_preset = a1;
@@ -535,8 +609,9 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
     }
     double v = strtod(a1, &end);
     if (end == a1 || *end || !(v >= 0.1 && v <= 3600)) {
-      snprintf(why, len, "%s=%.*s%s: expected seconds from 0.1 to 3600 (--monitor alone: every %s s)",
-               sp, SHOWN(a1), WR_MONITOR_DEFAULT_S_TEXT);
+      snprintf(why, len,
+               "%s=%.*s%s: expected seconds from 0.1 to 3600 (--monitor alone: every %s s)", sp,
+               SHOWN(a1), WR_MONITOR_DEFAULT_S_TEXT);
       return -1;
     }
     o->monitor = v;
@@ -552,8 +627,10 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   case O_HELPCOMP: wt_opt_completion(stdout, wr_options, "-"); exit(fflush(stdout) ? 1 : 0);
   case O_X: {
     if (o->nxvars >= WR_MAX_X) {
-      snprintf(why, len, "%s given more than %d times; forward the variables through a wrapper "
-               "script that sets them", sp, WR_MAX_X);
+      snprintf(why, len,
+               "%s given more than %d times; forward the variables through a wrapper "
+               "script that sets them",
+               sp, WR_MAX_X);
       return -1;
     }
     /* a name: letters, digits and '_', not starting with a digit (anything else is
@@ -564,9 +641,11 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
       ok = a1[i] == '_' || (a1[i] >= 'a' && a1[i] <= 'z') || (a1[i] >= 'A' && a1[i] <= 'Z') ||
            (a1[i] >= '0' && a1[i] <= '9');
     if (!ok) {
-      snprintf(why, len, "%s '%.*s%s': not a variable name%s; write %s VAR or %s VAR=VALUE (VAR "
-               "of letters, digits and '_', not starting with a digit)", sp, SHOWN(a1),
-               a1[0] == '-' ? " (an option? -x takes the name of a variable)" : "", sp, sp);
+      snprintf(why, len,
+               "%s '%.*s%s': not a variable name%s; write %s VAR or %s VAR=VALUE (VAR "
+               "of letters, digits and '_', not starting with a digit)",
+               sp, SHOWN(a1), a1[0] == '-' ? " (an option? -x takes the name of a variable)" : "",
+               sp, sp);
       return -1;
     }
     o->xvars[o->nxvars++] = a1;
@@ -597,8 +676,7 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
   case O_STATE_TIMEOUT: o->timeout_report = 1; break;
   case O_ROOT: o->allow_run_as_root = 1; break;
   case O_WDIR:
-  case O_PATH:
-    break;
+  case O_PATH: break;
   case O_PASS0:
   case O_PASS1:
     /* -q is mpirun's and weftrun's: no launch line, no closing figures */
@@ -617,17 +695,17 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
     snprintf(why, len, "'%s' is an Open MPI option that weftrun does not support; %s", sp,
              opt->help);
     return -1;
-  default:
-    snprintf(why, len, "%s: not handled", sp);
-    return -1;
+  default: snprintf(why, len, "%s: not handled", sp); return -1;
   }
   if (rc)
     return rc;
   /* the Open MPI options kept word for word: all of them for mpirun when it places the
    * ranks; those that do not place ranks (place 0) when weft does */
   {
-    int place = (opt->id >= O_NP && opt->id <= O_BINDSOCKET) || opt->id == O_REPORT ||
-                opt->id == O_DISPLAY ? WR_WORD_PLACE : WR_WORD_ANY;
+    int place =
+      (opt->id >= O_NP && opt->id <= O_BINDSOCKET) || opt->id == O_REPORT || opt->id == O_DISPLAY
+        ? WR_WORD_PLACE
+        : WR_WORD_ANY;
     if (opt->id == O_TIMEOUT || opt->id == O_STATE_TIMEOUT)
       place = WR_WORD_TIMEOUT;
     if (opt->id == O_TAG || opt->id == O_TIMESTAMP || opt->id == O_OUTFILE)
@@ -638,11 +716,10 @@ handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *
 
 /* One context: options, then the program and its arguments up to a ':' word. \p colon
  * says whether one ended it. */
-static int
-parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next, int *colon,
-              char *why, size_t len)
+static int parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next,
+                         int *colon, char *why, size_t len)
 {
-  parse_ctx c = { o, &o->apps[index], index };
+  parse_ctx c = {o, &o->apps[index], index};
   int first = argc - start + 1;
   wr_app *a = &o->apps[index];
 
@@ -653,8 +730,7 @@ parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next
     snprintf(why, len, "out of memory");
     return -1;
   }
-  if (wt_opt_parse(wr_options, argc - start + 1, argv + start - 1, handle, &c, &first, why,
-                     len))
+  if (wt_opt_parse(wr_options, argc - start + 1, argv + start - 1, handle, &c, &first, why, len))
     return -1;
   int p = start - 1 + first, end = p;
   while (end < argc && strcmp(argv[end], ":"))
@@ -670,15 +746,16 @@ parse_context(wr_opts *o, int index, int start, int argc, char **argv, int *next
   *colon = end < argc;
   *next = end < argc ? end + 1 : argc;
   if (*colon && a->nprogram == 0) {
-    snprintf(why, len, "no program before ':' (program %d); write 'weftrun [options] PROGRAM "
-             "[ARGS] : [options] PROGRAM [ARGS]'", index + 1);
+    snprintf(why, len,
+             "no program before ':' (program %d); write 'weftrun [options] PROGRAM "
+             "[ARGS] : [options] PROGRAM [ARGS]'",
+             index + 1);
     return -1;
   }
   return 0;
 }
 
-int
-wr_opts_parse(wr_opts *o, int argc, char **argv)
+int wr_opts_parse(wr_opts *o, int argc, char **argv)
 {
   char why[600];
   int i = 1, next, colon;
@@ -712,7 +789,8 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
   if (o->help || o->help_man || o->help_man_exit || o->version)
     return 0;
   if (o->preempt_grace > WEFTX_PREEMPT_GRACE_MAX_S)
-    fprintf(stderr, "weftrun: warning: --preempt-grace %ld: a Spot VM powers off %d s after the "
+    fprintf(stderr,
+            "weftrun: warning: --preempt-grace %ld: a Spot VM powers off %d s after the "
             "preemption notice, so the ranks may be cut short; give %d or less\n",
             o->preempt_grace, WEFTX_PREEMPT_GRACE_MAX_S, WEFTX_PREEMPT_GRACE_MAX_S - 5);
 
@@ -724,14 +802,13 @@ wr_opts_parse(wr_opts *o, int argc, char **argv)
   }
   if (o->nprogram == 0 && !o->dry_run && !o->check) {
     fprintf(stderr, "weftrun: no program to run; write 'weftrun [options] PROGRAM [ARGS]' "
-            "(weftrun --help lists the options)\n");
+                    "(weftrun --help lists the options)\n");
     return WR_EXIT_USAGE;
   }
   return 0;
 }
 
-const char *
-wr_opts_cpu_mapping(const wr_opts *o)
+const char *wr_opts_cpu_mapping(const wr_opts *o)
 {
   if (o->cpu_placement)
     return o->cpu_placement;
@@ -740,8 +817,7 @@ wr_opts_cpu_mapping(const wr_opts *o)
   return NULL;
 }
 
-void
-wr_opts_free(wr_opts *o)
+void wr_opts_free(wr_opts *o)
 {
   for (int i = 0; i < o->nowned; i++)
     free(o->owned[i]);
@@ -754,14 +830,14 @@ wr_opts_free(wr_opts *o)
   o->nowned = 0;
 }
 
-void
-wr_usage(FILE *out)
+void wr_usage(FILE *out)
 {
-  fputs("Usage: weftrun [options] [--] PROGRAM [ARGS...] [: [options] PROGRAM [ARGS...]]...\n"
-        "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun (or Slurm's srun), with\n"
-        "mpirun's options and placement. On GPU hosts one rank per GPU by default, each bound\n"
-        "to the cores, NUMA memory and NIC next to its GPU (weftrun(1), DIFFERENCES FROM MPIRUN).\n",
-        out);
+  fputs(
+    "Usage: weftrun [options] [--] PROGRAM [ARGS...] [: [options] PROGRAM [ARGS...]]...\n"
+    "Run PROGRAM as an MPI/NCCL job through Open MPI's mpirun (or Slurm's srun), with\n"
+    "mpirun's options and placement. On GPU hosts one rank per GPU by default, each bound\n"
+    "to the cores, NUMA memory and NIC next to its GPU (weftrun(1), DIFFERENCES FROM MPIRUN).\n",
+    out);
   wt_opt_help(out, wr_options);
   wt_exit_help(out);
 }

@@ -48,23 +48,21 @@ typedef struct job {
   wr_ctl *c;
   const wr_opts *o;
   const wr_engine *e;
-  double kill_at;           /* when mpirun is killed if it is still there */
-  wr_mon *mon;              /* --monitor */
-  int recap, launched;      /* the launch line and closing figures wanted; the first said */
-  wr_banners ban;           /* the engine's stderr, its accounts of the end held */
-  wr_lines lines;           /* the ranks' output, when the agents hand it on in lines */
+  double kill_at;      /* when mpirun is killed if it is still there */
+  wr_mon *mon;         /* --monitor */
+  int recap, launched; /* the launch line and closing figures wanted; the first said */
+  wr_banners ban;      /* the engine's stderr, its accounts of the end held */
+  wr_lines lines;      /* the ranks' output, when the agents hand it on in lines */
 } job;
 
 /* Before a rank's output is written: the monitor's line off the screen. */
-static void
-before_output(void *arg)
+static void before_output(void *arg)
 {
   job *j = arg;
   wr_mon_wipe(j->mon);
 }
 
-static void
-on_output(void *arg, int stream, const char *data, size_t len)
+static void on_output(void *arg, int stream, const char *data, size_t len)
 {
   job *j = arg;
   wr_lines_put(&j->lines, stream, data, len);
@@ -76,8 +74,7 @@ on_output(void *arg, int stream, const char *data, size_t len)
   wr_mon_hold(j->mon, j->lines.open);
 }
 
-static const char *
-reason(const wr_sup *s)
+static const char *reason(const wr_sup *s)
 {
   switch (s->end) {
   case WR_END_TIMEOUT: return "--timeout expired";
@@ -90,8 +87,7 @@ reason(const wr_sup *s)
   }
 }
 
-static double
-on_watch(void *arg, double now, int exited, int *stop)
+static double on_watch(void *arg, double now, int exited, int *stop)
 {
   job *j = arg;
   wr_ctl_pump(j->c, j->s, now);
@@ -126,8 +122,7 @@ on_watch(void *arg, double now, int exited, int *stop)
   return j->kill_at > 0 && j->kill_at < next ? j->kill_at : next;
 }
 
-static void
-on_event(void *arg, weftx_proc_event ev, int value)
+static void on_event(void *arg, weftx_proc_event ev, int value)
 {
   job *j = arg;
   wr_mon_wipe(j->mon);
@@ -139,34 +134,28 @@ on_event(void *arg, weftx_proc_event ev, int value)
   case WEFTX_PROC_EV_KILL:
     fprintf(stderr, "weftrun: %s did not end with its ranks; killing it\n", j->e->name);
     break;
-  case WEFTX_PROC_EV_EXIT:
-    wr_sup_engine_exit(j->s, value, weftx_monotonic());
-    break;
+  case WEFTX_PROC_EV_EXIT: wr_sup_engine_exit(j->s, value, weftx_monotonic()); break;
   case WEFTX_PROC_EV_DEADLINE:
-  case WEFTX_PROC_EV_CAP:
-    break;
+  case WEFTX_PROC_EV_CAP: break;
   }
 }
 
 /* The engine's stderr, as it comes (wr_banners_put()), to weftrun's. */
-static void
-to_stderr(void *arg, const char *data, size_t len)
+static void to_stderr(void *arg, const char *data, size_t len)
 {
   job *j = arg;
   wr_mon_wipe(j->mon);
   fwrite(data, 1, len, stderr);
 }
 
-static void
-banners_put(void *arg, const char *data, size_t len)
+static void banners_put(void *arg, const char *data, size_t len)
 {
   job *j = arg;
   wr_banners_put(&j->ban, data, len);
 }
 
 /* srun's stderr (no records): as it comes, but for mpirun-style accounts of the end. */
-static void
-on_engine_stderr(void *arg, int stream, const char *data, size_t len)
+static void on_engine_stderr(void *arg, int stream, const char *data, size_t len)
 {
   job *j = arg;
   if (stream == 2)
@@ -175,15 +164,13 @@ on_engine_stderr(void *arg, int stream, const char *data, size_t len)
 
 /* Does the summary name the cause of the end, so that the engine's own account of it
  * can go? Not when the engine failed on its own or ran fewer ranks than it should. */
-static int
-cause_named(const wr_sup *s)
+static int cause_named(const wr_sup *s)
 {
   return s->end != WR_END_NONE && s->end != WR_END_ENGINE && s->end != WR_END_MISSING;
 }
 
 /* No rank has started (every agent still to say hello). */
-static int
-none_started(const wr_sup *s)
+static int none_started(const wr_sup *s)
 {
   for (int r = 0; r < s->np; r++)
     if (s->r[r].state != WR_RANK_WAITING)
@@ -193,15 +180,14 @@ none_started(const wr_sup *s)
 
 /* The engine's command (env: variables set for it) run under supervision; the exit
  * status. */
-static int
-supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
-           const wr_argv *env, int stop_fd, wr_ctl *ctl, wr_inventory *inv, wr_jobdir *dir)
+static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
+                      const wr_argv *env, int stop_fd, wr_ctl *ctl, wr_inventory *inv,
+                      wr_jobdir *dir)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
-  job j = { wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0, NULL, wr_recap_wanted(o), 0,
-            { 0 } };
+  job j = {wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0, NULL, wr_recap_wanted(o), 0, {0}};
   char **envp = wr_env_build(env);
 
   if (!j.s || !envp) {
@@ -280,8 +266,7 @@ supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
 /* Once, when ranks go to other hosts: the user's variables that look meant for the job
  * but stay here under mpirun's rule (only -x variables reach the other hosts), with
  * the -x to add. A torchrun user expects the whole environment everywhere. */
-static void
-say_left_here(const wr_plan *p, const wr_opts *o)
+static void say_left_here(const wr_plan *p, const wr_opts *o)
 {
   char names[700], xs[1000] = "", list[800] = "";
   size_t nl = 0, nx = 0;
@@ -298,15 +283,15 @@ say_left_here(const wr_plan *p, const wr_opts *o)
     shown++;
   }
   list[nl] = xs[nx] = '\0';
-  fprintf(stderr, "weftrun: %s%s%.0d%s %s set here but reach%s only this host's ranks (mpirun "
+  fprintf(stderr,
+          "weftrun: %s%s%.0d%s %s set here but reach%s only this host's ranks (mpirun "
           "passes only -x variables to the other hosts); add %s to send %s to every host\n",
           list, shown < n ? " and " : "", shown < n ? n - shown : 0, shown < n ? " more" : "",
           n == 1 ? "is" : "are", n == 1 ? "es" : "", xs, n == 1 ? "it" : "them");
 }
 
 /* -v: what the ranks get besides mpirun's environment (plain mpirun sets none of it). */
-static void
-say_rank_vars(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_inventory *inv)
+static void say_rank_vars(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_inventory *inv)
 {
   wr_preview pv;
   char why[600];
@@ -327,8 +312,8 @@ say_rank_vars(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_inventor
 }
 
 /* The hostfile into the job directory; its path in \p path. */
-static int
-write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path, size_t len)
+static int write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path,
+                          size_t len)
 {
   char why[600];
   FILE *f = wr_jobdir_file(dir, "hostfile", path, len, why, sizeof(why));
@@ -339,8 +324,7 @@ write_hostfile(const wr_plan *p, const wr_engine *e, wr_jobdir *dir, char *path,
   return 0;
 }
 
-static void
-write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
+static void write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
 {
   char why[600];
   const weftx_topo *t = wr_engine_local_topo(p);
@@ -350,9 +334,8 @@ write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t len)
     path[0] = '\0';
 }
 
-int
-wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_inventory *inv,
-       wr_jobdir *dir, int stop_fd)
+int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_inventory *inv,
+           wr_jobdir *dir, int stop_fd)
 {
   char hostfile[4096], xml[4096], why[600];
   int rc = wr_engine_ready(o, e);
@@ -378,7 +361,7 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_i
   e->hostfile = hostfile;
   e->host_xml = xml[0] ? xml : NULL;
   e->control = wr_ctl_address(ctl);
-  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  wr_argv a = {NULL, 0, 0}, env = {NULL, 0, 0};
   if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
   if (!rc)
@@ -386,7 +369,8 @@ wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_i
   if (!rc && o->verbose) {
     say_rank_vars(p, o, net, inv);
     for (int i = 0; i < env.n; i++)
-      fprintf(stderr, "weftrun: environment %s%s\n", env.v[i], strchr(env.v[i], '=') ? "" : " (unset)");
+      fprintf(stderr, "weftrun: environment %s%s\n", env.v[i],
+              strchr(env.v[i], '=') ? "" : " (unset)");
     wr_argv_print(stderr, "weftrun: running", &a);
   }
   if (!rc)

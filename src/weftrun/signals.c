@@ -16,10 +16,9 @@
 
 #include "weftrun.h"
 
-static int sig_pipe[2] = { -1, -1 };
+static int sig_pipe[2] = {-1, -1};
 
-static void
-on_signal(int sig)
+static void on_signal(int sig)
 {
   int saved = errno;
   unsigned char c = (unsigned char)sig;
@@ -29,15 +28,13 @@ on_signal(int sig)
   errno = saved;
 }
 
-void
-wr_signals_request(int sig)
+void wr_signals_request(int sig)
 {
   if (sig_pipe[1] >= 0)
     on_signal(sig);
 }
 
-int
-wr_signals_install(void)
+int wr_signals_install(void)
 {
   if (sig_pipe[0] >= 0)
     return sig_pipe[0];
@@ -59,8 +56,7 @@ wr_signals_install(void)
   return sig_pipe[0];
 }
 
-int
-wr_signals_pending(int fd)
+int wr_signals_pending(int fd)
 {
   unsigned char c;
   return fd >= 0 && read(fd, &c, 1) == 1 ? c : 0;

@@ -19,8 +19,7 @@
 
 #include <weftx.h>
 
-static int
-num(const char *s)
+static int num(const char *s)
 {
   long v = 0;
   if (weftx_parse_long(s, 0, 1000000, &v)) {
@@ -30,8 +29,7 @@ num(const char *s)
   return (int)v;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   weftx_topo *t = NULL;
   weftx_ompi_mca m;
@@ -71,19 +69,30 @@ main(int argc, char **argv)
   memset(&cl, 0, sizeof(cl));
   for (i = 3; i < argc && strcmp(argv[i], "--"); i++) {
     /* mpirun's options: each sets its MCA parameter and the job's policy */
-    static const struct { const char *opt, *mca; int arg; } opts[] = {
-      { "--map-by", "rmaps_base_mapping_policy", 1 }, { "--rank-by", "rmaps_base_ranking_policy", 1 },
-      { "--bind-to", "hwloc_base_binding_policy", 1 }, { "-N", "rmaps_ppr_n_pernode", 1 },
-      { "--npernode", "rmaps_ppr_n_pernode", 1 }, { "--npersocket", "rmaps_ppr_n_persocket", 1 },
-      { "--cpus-per-proc", "rmaps_base_cpus_per_rank", 1 }, { "--cpu-set", "hwloc_base_cpu_set", 1 },
-      { "--cpu-list", "hwloc_base_cpu_list", 1 }, { "--ppr", "rmaps_ppr_pattern", 1 },
-      { "--oversubscribe", "rmaps_base_oversubscribe", 0 },
-      { "--nooversubscribe", "rmaps_base_no_oversubscribe", 0 },
-      { "--nolocal", "rmaps_base_no_schedule_local", 0 }, { "--pernode", "rmaps_ppr_pernode", 0 },
-      { "--use-hwthread-cpus", "hwloc_base_use_hwthreads_as_cpus", 0 },
-      { "--bycore", "rmaps_base_bycore", 0 }, { "--byslot", "rmaps_base_byslot", 0 },
-      { "--bynode", "rmaps_base_bynode", 0 }, { "--bind-to-core", "hwloc_base_bind_to_core", 0 },
-      { "--bind-to-socket", "hwloc_base_bind_to_socket", 0 },
+    static const struct {
+      const char *opt, *mca;
+      int arg;
+    } opts[] = {
+      {"--map-by", "rmaps_base_mapping_policy", 1},
+      {"--rank-by", "rmaps_base_ranking_policy", 1},
+      {"--bind-to", "hwloc_base_binding_policy", 1},
+      {"-N", "rmaps_ppr_n_pernode", 1},
+      {"--npernode", "rmaps_ppr_n_pernode", 1},
+      {"--npersocket", "rmaps_ppr_n_persocket", 1},
+      {"--cpus-per-proc", "rmaps_base_cpus_per_rank", 1},
+      {"--cpu-set", "hwloc_base_cpu_set", 1},
+      {"--cpu-list", "hwloc_base_cpu_list", 1},
+      {"--ppr", "rmaps_ppr_pattern", 1},
+      {"--oversubscribe", "rmaps_base_oversubscribe", 0},
+      {"--nooversubscribe", "rmaps_base_no_oversubscribe", 0},
+      {"--nolocal", "rmaps_base_no_schedule_local", 0},
+      {"--pernode", "rmaps_ppr_pernode", 0},
+      {"--use-hwthread-cpus", "hwloc_base_use_hwthreads_as_cpus", 0},
+      {"--bycore", "rmaps_base_bycore", 0},
+      {"--byslot", "rmaps_base_byslot", 0},
+      {"--bynode", "rmaps_base_bynode", 0},
+      {"--bind-to-core", "hwloc_base_bind_to_core", 0},
+      {"--bind-to-socket", "hwloc_base_bind_to_socket", 0},
     };
     char *eq = strchr(argv[i], '=');
     const char *val;

@@ -25,13 +25,13 @@
 #define RUNS 20
 #define WARM 5
 
-#define CU(call)                                                                             \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "bench-bucket-pack: %s: %s\n", #call, cudaGetErrorString(e_));         \
-      return 1;                                                                              \
-    }                                                                                        \
+#define CU(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "bench-bucket-pack: %s: %s\n", #call, cudaGetErrorString(e_));               \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 static int cmp(const void *a, const void *b)
@@ -108,8 +108,9 @@ int main(int argc, char **argv)
   qsort(t_copy, RUNS, sizeof(float), cmp);
   if (weft_rank(ctx) == 0)
     printf("bucket-pack: %s, %zu tensors of %zu bytes: bucket %.1f us, 2 copies %.1f us, "
-           "ratio %.2f%s\n", mode && !strcmp(mode, "each") ? "each" : "batch", nt, each,
-           t_bucket[RUNS / 2] * 1e3, t_copy[RUNS / 2] * 1e3,
+           "ratio %.2f%s\n",
+           mode && !strcmp(mode, "each") ? "each" : "batch", nt, each, t_bucket[RUNS / 2] * 1e3,
+           t_copy[RUNS / 2] * 1e3,
            t_copy[RUNS / 2] > 0 ? t_bucket[RUNS / 2] / t_copy[RUNS / 2] : -1.0,
            bad ? " WRONG DATA" : "");
   weft_bucket_destroy(bk);

@@ -53,14 +53,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK(cond, ...)                                                                        \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                                          \
-      fprintf(stderr, "\n");                                                                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-    }                                                                                        \
+#define CK(cond, ...)                                                                              \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                           \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                \
+    }                                                                                              \
   } while (0)
 #define CU(call) CK((call) == cudaSuccess, "%s", #call)
 
@@ -113,10 +113,7 @@ static void expect_floats(const float *d, size_t n, float v, const char *what)
   free(h);
 }
 
-static float sum_of_ranks(void)
-{
-  return (float)(size * (size - 1) / 2);
-}
+static float sum_of_ranks(void) { return (float)(size * (size - 1) / 2); }
 
 static void device_setup(void)
 {
@@ -146,7 +143,8 @@ static void cpu(void)
   if (size >= 2 && rank < 2) {
     int v = 42 + rank;
     CK(rank == 0 ? weft_send(world, &v, 1, WEFT_INT32, 1, NULL) == 0
-                 : weft_recv(world, &v, 1, WEFT_INT32, 0, NULL) == 0 && v == 42, "send/recv");
+                 : weft_recv(world, &v, 1, WEFT_INT32, 0, NULL) == 0 && v == 42,
+       "send/recv");
   }
 }
 
@@ -219,8 +217,7 @@ static void p2p_up(void)
   CK(weft_group_wait(world) == 0, "wait: %s", weft_last_error(ctx));
   if (rank == 1)
     expect_floats(d, 4096, 10, "received");
-  CK(now() - t0 < 10, "a send between two ranks took %.1fs (it waited for the others)",
-     now() - t0);
+  CK(now() - t0 < 10, "a send between two ranks took %.1fs (it waited for the others)", now() - t0);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -242,8 +239,7 @@ static void p2p_first(void)
     rc = WEFT_ETIMEDOUT;
   CK(rc == WEFT_ETIMEDOUT, "p2p without rank 2: %s (%s)", weft_strerror(rc), weft_last_error(ctx));
   if (rank == 0)
-    CK(strstr(weft_last_error(ctx), "2(absent)") != NULL, "rank 0 said: %s",
-       weft_last_error(ctx));
+    CK(strstr(weft_last_error(ctx), "2(absent)") != NULL, "rank 0 said: %s", weft_last_error(ctx));
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -264,8 +260,10 @@ static int __attribute__((noinline)) stack_untouched(double seconds)
   }
   for (i = 0; i < sizeof(buf); i++)
     if (buf[i] != 0x5a) {
-      fprintf(stderr, "rank %d: byte %zu of the stack changed under us (0x%02x): a late MPI "
-              "request wrote into a dead frame\n", rank, i, buf[i]);
+      fprintf(stderr,
+              "rank %d: byte %zu of the stack changed under us (0x%02x): a late MPI "
+              "request wrote into a dead frame\n",
+              rank, i, buf[i]);
       return 0;
     }
   return 1;
@@ -358,7 +356,8 @@ static void abort_all(void)
      weft_last_error(ctx));
   /* whichever rank timed out first told the other */
   CK(strstr(weft_last_error(ctx), "aborted the group's NCCL communicator") != NULL ||
-     strstr(weft_last_error(ctx), "timed out") != NULL, "said: %s", weft_last_error(ctx));
+       strstr(weft_last_error(ctx), "timed out") != NULL,
+     "said: %s", weft_last_error(ctx));
   MPI_Barrier(MPI_COMM_WORLD);
   fails_at_once(d, "after the group failed");
   MPI_Barrier(MPI_COMM_WORLD);
@@ -456,8 +455,8 @@ static void blocking(void)
   CK(weft_allreduce(a, e, e, 256, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce on a: %s",
      weft_last_error(ctx));
   CK(rank % 2 == 0 ? weft_send(a, d, 256, WEFT_FLOAT32, 1, st) == 0
-                   : weft_recv(a, d, 256, WEFT_FLOAT32, 0, st) == 0, "send/recv: %s",
-     weft_last_error(ctx));
+                   : weft_recv(a, d, 256, WEFT_FLOAT32, 0, st) == 0,
+     "send/recv: %s", weft_last_error(ctx));
   CK(weft_group_wait(a) == 0 && weft_group_wait(world) == 0, "wait: %s", weft_last_error(ctx));
   expect_floats(e, 256, (float)(rank / 2 * 4 + 1), "group a");
   expect_floats(d, 256, (float)size, "sent");
@@ -493,11 +492,21 @@ static const struct {
   const char *name;
   void (*fn)(void);
 } scenarios[] = {
-  {"cpu", cpu}, {"contexts", contexts}, {"one-visible", one_visible},
-  {"split-drain", split_drain}, {"p2p-up", p2p_up}, {"p2p-first", p2p_first},
-  {"late-root", late_root}, {"async-error", async_error}, {"async-late", async_error},
-  {"async-held", async_error}, {"abort-all", abort_all}, {"deadline", deadline},
-  {"watchdog", watchdog}, {"device-kept", device_kept}, {"blocking", blocking},
+  {"cpu", cpu},
+  {"contexts", contexts},
+  {"one-visible", one_visible},
+  {"split-drain", split_drain},
+  {"p2p-up", p2p_up},
+  {"p2p-first", p2p_first},
+  {"late-root", late_root},
+  {"async-error", async_error},
+  {"async-late", async_error},
+  {"async-held", async_error},
+  {"abort-all", abort_all},
+  {"deadline", deadline},
+  {"watchdog", watchdog},
+  {"device-kept", device_kept},
+  {"blocking", blocking},
   {"blocking-absent", blocking_absent},
   {"nonccl", nonccl},
 };

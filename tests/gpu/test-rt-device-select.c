@@ -28,14 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(cond, ...)                                                                        \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                                          \
-      fprintf(stderr, "\n");                                                                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-    }                                                                                        \
+#define CK(cond, ...)                                                                              \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL rank %d %s:%d: ", rank, __FILE__, __LINE__);                           \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                \
+    }                                                                                              \
   } while (0)
 #define CU(call) CK((call) == cudaSuccess, "%s", #call)
 
@@ -71,8 +71,8 @@ static void planned(void)
   fflush(stdout);
   CK(want && pci_key(bus) >= 0 && pci_key(bus) == pci_key(want),
      "weft_device() %d is the GPU at %s, not the planned one at %s (WEFT_GPU=%s "
-     "CUDA_VISIBLE_DEVICES=%s CUDA_DEVICE_ORDER=%s)", dev, bus, want ? want : "(unset)",
-     getenv("WEFT_GPU") ? getenv("WEFT_GPU") : "(unset)",
+     "CUDA_VISIBLE_DEVICES=%s CUDA_DEVICE_ORDER=%s)",
+     dev, bus, want ? want : "(unset)", getenv("WEFT_GPU") ? getenv("WEFT_GPU") : "(unset)",
      getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)",
      getenv("CUDA_DEVICE_ORDER") ? getenv("CUDA_DEVICE_ORDER") : "(unset)");
   /* a context and a communicator on that device; the stand-in ends a rank
@@ -83,8 +83,8 @@ static void planned(void)
     h[i] = (float)rank;
   CU(cudaMalloc((void **)&d, sizeof(h)));
   CU(cudaMemcpyAsync(d, h, sizeof(h), cudaMemcpyHostToDevice, st));
-  CK(weft_allreduce(weft_world(ctx), d, d, 64, WEFT_FLOAT32, WEFT_SUM, st) == 0,
-     "allreduce: %s", weft_last_error(ctx));
+  CK(weft_allreduce(weft_world(ctx), d, d, 64, WEFT_FLOAT32, WEFT_SUM, st) == 0, "allreduce: %s",
+     weft_last_error(ctx));
   CU(cudaMemcpyAsync(h, d, sizeof(h), cudaMemcpyDeviceToHost, st));
   CU(cudaStreamSynchronize(st));
   for (int i = 0; i < 64; i++)
@@ -104,8 +104,7 @@ static void refused(void)
   printf("rank %d weft_init: %s\n", rank, weft_err_name(rc));
   fflush(stdout);
   failed = 1;
-  CK(MPI_Allreduce(&failed, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS,
-     "allreduce");
+  CK(MPI_Allreduce(&failed, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS, "allreduce");
   CK(all == size, "weft_init failed on %d of %d ranks", all, size);
 }
 

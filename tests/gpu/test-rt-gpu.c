@@ -31,14 +31,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CK(cond, ...)                                                                        \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-      fprintf(stderr, __VA_ARGS__);                                                          \
-      fprintf(stderr, "\n");                                                                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-    }                                                                                        \
+#define CK(cond, ...)                                                                              \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                         \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                \
+    }                                                                                              \
   } while (0)
 #define CU(call) CK((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
 
@@ -54,10 +54,14 @@ static double reduce(size_t i, int p, weft_dtype dt, weft_op op)
   int r;
   for (r = 1; r < p; r++) {
     double v = val(r, i, dt);
-    if (op == WEFT_SUM || op == WEFT_AVG) acc += v;
-    else if (op == WEFT_PROD) acc *= v;
-    else if (op == WEFT_MIN) acc = v < acc ? v : acc;
-    else acc = v > acc ? v : acc;
+    if (op == WEFT_SUM || op == WEFT_AVG)
+      acc += v;
+    else if (op == WEFT_PROD)
+      acc *= v;
+    else if (op == WEFT_MIN)
+      acc = v < acc ? v : acc;
+    else
+      acc = v > acc ? v : acc;
   }
   return op == WEFT_AVG ? acc / p : acc;
 }
@@ -127,16 +131,18 @@ static int rounding(weft_ctx *ctx, weft_group *w, cudaStream_t st)
     weft_dtype dt = types[t];
     size_t es = weft_dtype_size(dt);
     /* relative precision of one rounding: 2^-11 (fp16), 2^-8 (bf16) */
-    double eps = dt == WEFT_FLOAT16 ? 1.0 / 2048 : dt == WEFT_BFLOAT16 ? 1.0 / 256
-                 : dt == WEFT_FLOAT32 ? 1e-7 : 1e-15;
+    double eps = dt == WEFT_FLOAT16    ? 1.0 / 2048
+                 : dt == WEFT_BFLOAT16 ? 1.0 / 256
+                 : dt == WEFT_FLOAT32  ? 1e-7
+                                       : 1e-15;
     char *h = malloc(N * es), *all = malloc((size_t)p * N * es), *d;
     CK(h && all, "malloc");
     CU(cudaMalloc((void **)&d, N * es));
     for (i = 0; i < N; i++)
       put(h, i, dt, 0.1 * (rank + 1) + 0.013 * (double)(i % 97) + 1.0 / 3.0);
     CU(cudaMemcpyAsync(d, h, N * es, cudaMemcpyHostToDevice, st));
-    CK(weft_allreduce(w, d, d, N, dt, WEFT_SUM, st) == 0, "allreduce %s: %s",
-       weft_dtype_name(dt), weft_last_error(ctx));
+    CK(weft_allreduce(w, d, d, N, dt, WEFT_SUM, st) == 0, "allreduce %s: %s", weft_dtype_name(dt),
+       weft_last_error(ctx));
     CU(cudaMemcpyAsync(h, d, N * es, cudaMemcpyDeviceToHost, st));
     CU(cudaStreamSynchronize(st));
     for (i = 0; i < N; i++) {
@@ -154,8 +160,10 @@ static int rounding(weft_ctx *ctx, weft_group *w, cudaStream_t st)
     CK(weft_allgather(w, h, all, N * es, WEFT_UINT8, NULL) == 0, "allgather: %s",
        weft_last_error(ctx));
     for (i = 1; i < (size_t)p; i++)
-      CK(!memcmp(all, all + i * N * es, N * es), "allreduce %s: rank %zu got other bits "
-         "than rank 0", weft_dtype_name(dt), i);
+      CK(!memcmp(all, all + i * N * es, N * es),
+         "allreduce %s: rank %zu got other bits "
+         "than rank 0",
+         weft_dtype_name(dt), i);
     cudaFree(d);
     free(h);
     free(all);
@@ -258,8 +266,8 @@ static void xfill(char *h, int from, int to, size_t bytes)
 static void xexpect(const char *h, int from, int to, size_t bytes, const char *what)
 {
   for (size_t b = 0; b < bytes; b++)
-    CK((unsigned char)h[b] == xbyte(from, to, b), "%s: byte %zu of the block from %d to %d",
-       what, b, from, to);
+    CK((unsigned char)h[b] == xbyte(from, to, b), "%s: byte %zu of the block from %d to %d", what,
+       b, from, to);
 }
 
 /* weft_alltoall of every type, weft_alltoallv with uneven counts (some 0)
@@ -281,8 +289,8 @@ static int a2a(weft_ctx *ctx, weft_group *w, cudaStream_t st)
     for (k = 0; k < p; k++)
       xfill(h + (size_t)k * blk, rank, k, blk);
     CU(cudaMemcpyAsync(ds, h, blk * (size_t)p, cudaMemcpyHostToDevice, st));
-    CK(weft_alltoall(w, ds, dr, n, (weft_dtype)dt, st) == 0, "alltoall %s: %s",
-       weft_dtype_name(dt), weft_last_error(ctx));
+    CK(weft_alltoall(w, ds, dr, n, (weft_dtype)dt, st) == 0, "alltoall %s: %s", weft_dtype_name(dt),
+       weft_last_error(ctx));
     CU(cudaMemcpyAsync(got, dr, blk * (size_t)p, cudaMemcpyDeviceToHost, st));
     CU(cudaStreamSynchronize(st));
     for (k = 0; k < p; k++)
@@ -403,12 +411,13 @@ static int absent(weft_ctx *ctx, weft_group *w, cudaStream_t st, const char *wha
     return 0;
   }
   if (!strcmp(what, "alltoall-absent")) {
-    CK(weft_alltoall(w, d, d + (size_t)p * 1024, 1024, WEFT_FLOAT32, st) == 0,
-       "alltoall: %s", weft_last_error(ctx));
+    CK(weft_alltoall(w, d, d + (size_t)p * 1024, 1024, WEFT_FLOAT32, st) == 0, "alltoall: %s",
+       weft_last_error(ctx));
     snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
   } else {
-    CK(weft_sendrecv(w, d, 1024, (rank + 1) % p, d + 1024, 1024, (rank + p - 1) % p,
-                     WEFT_FLOAT32, st) == 0, "sendrecv: %s", weft_last_error(ctx));
+    CK(weft_sendrecv(w, d, 1024, (rank + 1) % p, d + 1024, 1024, (rank + p - 1) % p, WEFT_FLOAT32,
+                     st) == 0,
+       "sendrecv: %s", weft_last_error(ctx));
     snprintf(want, sizeof(want), "world rank(s) %d never posted", p - 1);
   }
   rc = weft_group_wait(w);
@@ -517,8 +526,8 @@ int main(int argc, char **argv)
       for (i = 0; i < big; i++)
         put(h, i, (weft_dtype)dt, val(rank, i, (weft_dtype)dt));
       CU(cudaMemcpyAsync(ds, h, big * es, cudaMemcpyHostToDevice, st));
-      CK(weft_reduce_scatter(w, ds, dr, n, (weft_dtype)dt, WEFT_SUM, st) == 0,
-         "reduce_scatter: %s", weft_last_error(ctx));
+      CK(weft_reduce_scatter(w, ds, dr, n, (weft_dtype)dt, WEFT_SUM, st) == 0, "reduce_scatter: %s",
+         weft_last_error(ctx));
       CU(cudaMemcpyAsync(got, dr, n * es, cudaMemcpyDeviceToHost, st));
       CU(cudaStreamSynchronize(st));
       for (i = 0; i < n; i++)

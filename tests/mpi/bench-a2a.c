@@ -52,8 +52,8 @@ static double timed(weft_group *w, int which, int mode, void *s, void *r, size_t
     else if (which == 0)
       rc = weft_sendrecv(w, s, n, next, r, n, prev, WEFT_UINT8, NULL);
     else
-      rc = MPI_Sendrecv(s, (int)n, MPI_BYTE, next, 9, r, (int)n, MPI_BYTE, prev, 9,
-                        MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      rc = MPI_Sendrecv(s, (int)n, MPI_BYTE, next, 9, r, (int)n, MPI_BYTE, prev, 9, MPI_COMM_WORLD,
+                        MPI_STATUS_IGNORE);
   }
   t = (MPI_Wtime() - t0) / iters;
   if (rc != 0) {
@@ -142,8 +142,7 @@ int main(int argc, char **argv)
     }
     if (rank == 0) {
       double mw = median(tw, nr), mm = median(tm, nr);
-      printf("%s %zu %.2f %.2f %.3f\n", mode ? "sendrecv" : "a2a", n, mw * 1e6, mm * 1e6,
-             mm / mw);
+      printf("%s %zu %.2f %.2f %.3f\n", mode ? "sendrecv" : "a2a", n, mw * 1e6, mm * 1e6, mm / mw);
       fflush(stdout);
     }
     free(s);

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static int cmp(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
@@ -69,8 +68,8 @@ int main(int argc, char **argv)
   w = weft_world(ctx);
   rank = weft_rank(ctx);
   if (rank == 0)
-    printf("# bench-rt: %d ranks, float32, median of %d\n# %10s %12s %12s %8s\n",
-           weft_size(ctx), reps, "bytes", "weft_us", "mpi_us", "ratio");
+    printf("# bench-rt: %d ranks, float32, median of %d\n# %10s %12s %12s %8s\n", weft_size(ctx),
+           reps, "bytes", "weft_us", "mpi_us", "ratio");
   for (n = (1 << 20) / 4; n <= (16 << 20) / 4; n *= 4) {
     s = malloc(n * 4);
     d = malloc(n * 4);

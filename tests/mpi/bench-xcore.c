@@ -78,7 +78,8 @@ static void answer(_Atomic long *flag, _Atomic long *copy, char *buf)
 
 static int run(const int cpu[2])
 {
-  char *shared = mmap(NULL, BYTES + 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  char *shared =
+    mmap(NULL, BYTES + 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   _Atomic long *flag, *copy;
   char *buf, *mine;
   double t0, trip, spent = 0;
@@ -141,8 +142,9 @@ static int run(const int cpu[2])
     fprintf(stderr, "bench-xcore: the process on CPU %d failed\n", cpu[1]);
     return -1;
   }
-  printf("CPUs %d and %d: round trip %.0f ns, 1 MiB written on one and copied on the other %.1f GB/s\n",
-         cpu[0], cpu[1], trip * 1e9, (double)COPIES * (double)BYTES / spent / 1e9);
+  printf(
+    "CPUs %d and %d: round trip %.0f ns, 1 MiB written on one and copied on the other %.1f GB/s\n",
+    cpu[0], cpu[1], trip * 1e9, (double)COPIES * (double)BYTES / spent / 1e9);
   fflush(stdout);
   return 0;
 }

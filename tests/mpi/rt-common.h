@@ -13,16 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                                     \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      int r_ = 0;                                                                            \
-      MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                                    \
-      fprintf(stderr, "FAIL rank %d %s:%d: ", r_, __FILE__, __LINE__);                       \
-      fprintf(stderr, __VA_ARGS__);                                                          \
-      fprintf(stderr, "\n");                                                                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-    }                                                                                        \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      int r_ = 0;                                                                                  \
+      MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                                          \
+      fprintf(stderr, "FAIL rank %d %s:%d: ", r_, __FILE__, __LINE__);                             \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                                \
+    }                                                                                              \
   } while (0)
 
 /* Element i of buf as a double (weftx_dtype_put/get, weft-bench's too). */

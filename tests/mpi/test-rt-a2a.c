@@ -37,8 +37,8 @@ static void fill(char *p, int from, int to, size_t bytes)
 static void expect(const char *p, int from, int to, size_t bytes, const char *what)
 {
   for (size_t b = 0; b < bytes; b++)
-    CHECK((unsigned char)p[b] == byte(from, to, b), "%s: byte %zu of the block from %d to %d",
-          what, b, from, to);
+    CHECK((unsigned char)p[b] == byte(from, to, b), "%s: byte %zu of the block from %d to %d", what,
+          b, from, to);
 }
 
 static void untouched(const char *p, size_t bytes, const char *what)
@@ -57,8 +57,8 @@ static size_t alltoall(weft_ctx *ctx, weft_group *w, weft_dtype dt, size_t n)
   for (k = 0; k < p; k++)
     fill(s + (size_t)k * blk, rank, k, blk);
   memset(r, 0xa5, blk * (size_t)p + 1);
-  CHECK(weft_alltoall(w, s, r, n, dt, NULL) == 0, "alltoall %s n=%zu: %s", weft_dtype_name(dt),
-        n, weft_last_error(ctx));
+  CHECK(weft_alltoall(w, s, r, n, dt, NULL) == 0, "alltoall %s n=%zu: %s", weft_dtype_name(dt), n,
+        weft_last_error(ctx));
   for (k = 0; k < p; k++)
     expect(r + (size_t)k * blk, k, rank, blk, "alltoall");
   untouched(r + blk * (size_t)p, 1, "alltoall");
@@ -119,9 +119,9 @@ static size_t ring(weft_ctx *ctx, weft_group *w, size_t n)
   char *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 8), *ra = malloc(n * 4),
        *rb = malloc(n * 4), *rcv = malloc(n * 8);
   weft_p2p ops[6] = {
-    {WEFT_P2P_SEND, next, a, n, WEFT_FLOAT32},   {WEFT_P2P_SEND, next, b, n, WEFT_INT32},
-    {WEFT_P2P_SEND, prev, c, n, WEFT_FLOAT64},   {WEFT_P2P_RECV, prev, ra, n, WEFT_FLOAT32},
-    {WEFT_P2P_RECV, prev, rb, n, WEFT_INT32},    {WEFT_P2P_RECV, next, rcv, n, WEFT_FLOAT64},
+    {WEFT_P2P_SEND, next, a, n, WEFT_FLOAT32}, {WEFT_P2P_SEND, next, b, n, WEFT_INT32},
+    {WEFT_P2P_SEND, prev, c, n, WEFT_FLOAT64}, {WEFT_P2P_RECV, prev, ra, n, WEFT_FLOAT32},
+    {WEFT_P2P_RECV, prev, rb, n, WEFT_INT32},  {WEFT_P2P_RECV, next, rcv, n, WEFT_FLOAT64},
   };
 
   CHECK(a && b && c && ra && rb && rcv, "malloc");
@@ -237,8 +237,8 @@ static int mismatch(weft_ctx *ctx, weft_group *w)
   rc = weft_alltoallv(w, s, sc, sd, r, rc_, rd, WEFT_FLOAT32, NULL);
   snprintf(want, sizeof(want), "world rank %d sends 4 elements to world rank %d, which expects 5",
            weft_group_world_rank(w, 1), weft_group_world_rank(w, 0));
-  CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(ctx), want),
-        "mismatched counts: %s (%s)", weft_err_name(rc), weft_last_error(ctx));
+  CHECK(rc == WEFT_EINVAL && strstr(weft_last_error(ctx), want), "mismatched counts: %s (%s)",
+        weft_err_name(rc), weft_last_error(ctx));
   printf("MISMATCH-OK rank %d: %s\n", rank, weft_last_error(ctx));
   return 0;
 }

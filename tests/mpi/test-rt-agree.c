@@ -21,7 +21,8 @@ int main(int argc, char **argv)
   if (rc)
     return 0;
   CHECK(weft_allreduce(weft_world(ctx), &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 &&
-        y == weft_size(ctx), "all-reduce after weft_init");
+          y == weft_size(ctx),
+        "all-reduce after weft_init");
   weft_finalize(ctx);
   return 0;
 }

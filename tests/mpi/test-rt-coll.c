@@ -26,7 +26,8 @@ static void reference(void *out, size_t oi, size_t i, int p, weft_dtype dt, weft
   for (r = 1; r < p; r++) {
     double v = val(r, i, dt);
     switch (op) {
-    case WEFT_SUM: case WEFT_AVG: acc += v; break;
+    case WEFT_SUM:
+    case WEFT_AVG: acc += v; break;
     case WEFT_PROD: acc *= v; break;
     case WEFT_MIN: acc = v < acc ? v : acc; break;
     case WEFT_MAX: acc = v > acc ? v : acc; break;
@@ -84,9 +85,8 @@ int main(int argc, char **argv)
           for (i = 0; i < n; i++) {
             reference(ref, i, (size_t)rank * n + i, p, (weft_dtype)dt, (weft_op)op);
             CHECK(!memcmp(ref + i * es, rb + i * es, es),
-                  "reduce_scatter %s %s n=%zu inplace=%d [%zu]: %g, want %g",
-                  weft_dtype_name(dt), weft_op_name(op), n, ip, i, get(rb, i, dt),
-                  get(ref, i, dt));
+                  "reduce_scatter %s %s n=%zu inplace=%d [%zu]: %g, want %g", weft_dtype_name(dt),
+                  weft_op_name(op), n, ip, i, get(rb, i, dt), get(ref, i, dt));
           }
           tests += 2;
         }

@@ -9,13 +9,12 @@
 
 #include <stdint.h>
 
-#define EXPECT(call, code)                                                                   \
-  do {                                                                                       \
-    int rc_ = (call);                                                                        \
-    CHECK(rc_ == (code), "%s gave %s, want %s", #call, weft_err_name(rc_),                   \
-          weft_err_name(code));                                                              \
-    CHECK(*weft_last_error(ctx), "%s left no message", #call);                               \
-    checks++;                                                                                \
+#define EXPECT(call, code)                                                                         \
+  do {                                                                                             \
+    int rc_ = (call);                                                                              \
+    CHECK(rc_ == (code), "%s gave %s, want %s", #call, weft_err_name(rc_), weft_err_name(code));   \
+    CHECK(*weft_last_error(ctx), "%s left no message", #call);                                     \
+    checks++;                                                                                      \
   } while (0)
 
 int main(int argc, char **argv)
@@ -51,8 +50,7 @@ int main(int argc, char **argv)
   EXPECT(weft_allreduce(w, &x, &y, SIZE_MAX / 2, WEFT_INT32, WEFT_SUM, NULL), WEFT_EOVERFLOW);
   EXPECT(weft_allgather(w, &x, &y, SIZE_MAX / 4, WEFT_INT8, NULL),
          p > 3 ? WEFT_EOVERFLOW : WEFT_EOVERFLOW);
-  EXPECT(weft_reduce_scatter(w, &x, &y, SIZE_MAX / 2, WEFT_INT64, WEFT_SUM, NULL),
-         WEFT_EOVERFLOW);
+  EXPECT(weft_reduce_scatter(w, &x, &y, SIZE_MAX / 2, WEFT_INT64, WEFT_SUM, NULL), WEFT_EOVERFLOW);
   EXPECT(weft_allreduce(w, NULL, &y, 1, WEFT_INT32, WEFT_SUM, NULL), WEFT_EINVAL);
   EXPECT(weft_broadcast(w, &x, 1, WEFT_INT32, p, NULL), WEFT_ERANGE);
   EXPECT(weft_broadcast(w, &x, 1, WEFT_INT32, -1, NULL), WEFT_ERANGE);
@@ -66,8 +64,8 @@ int main(int argc, char **argv)
   weft_bucket_destroy(b);
   CHECK(weft_allreduce(NULL, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == WEFT_EINVAL, "NULL group");
   CHECK(weft_group_world_rank(w, p) == WEFT_ERANGE, "world rank out of range");
-  CHECK(weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 && y == p,
-        "still usable: %s", weft_last_error(ctx));
+  CHECK(weft_allreduce(w, &x, &y, 1, WEFT_INT32, WEFT_SUM, NULL) == 0 && y == p, "still usable: %s",
+        weft_last_error(ctx));
   if (weft_rank(ctx) == 0)
     printf("test-rt-errors: %d rank(s), %d errors checked; last: %s\n", p, checks,
            weft_last_error(ctx));

@@ -58,8 +58,8 @@ int main(int argc, char **argv)
             weft_group_size(g), n);
       CHECK(weft_allgather(g, &rank, got, 1, WEFT_INT32, NULL) == 0, "allgather");
       for (i = 0; i < n; i++) {
-        CHECK(got[i] == want[i], "%s/%s member %d is %d, want %d", layouts[li], dimsets[li][di],
-              i, got[i], want[i]);
+        CHECK(got[i] == want[i], "%s/%s member %d is %d, want %d", layouts[li], dimsets[li][di], i,
+              got[i], want[i]);
         CHECK(weft_group_world_rank(g, i) == want[i], "world rank");
       }
       CHECK(weft_allreduce(g, &rank, &sum, 1, WEFT_INT32, WEFT_SUM, NULL) == 0, "allreduce");

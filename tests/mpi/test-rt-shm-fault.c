@@ -61,8 +61,9 @@ int main(int argc, char **argv)
     how += 4;
     op = "alltoall";
   }
-#define CALL() (a2a ? weft_alltoall(w, buf, out, N / (size_t)p, WEFT_FLOAT32, NULL) \
-                    : weft_allreduce(w, buf, buf, N, WEFT_FLOAT32, WEFT_SUM, NULL))
+#define CALL()                                                                                     \
+  (a2a ? weft_alltoall(w, buf, out, N / (size_t)p, WEFT_FLOAT32, NULL)                             \
+       : weft_allreduce(w, buf, buf, N, WEFT_FLOAT32, WEFT_SUM, NULL))
   /* One call that everybody joins, through shared memory. */
   CHECK(CALL() == 0, "warm-up: %s", weft_last_error(ctx));
   CHECK(w->shm && w->shm->state == 1, "host shared memory is off");
@@ -81,8 +82,8 @@ int main(int argc, char **argv)
   CHECK(rc != 0, "%d all-reduces went through", i);
   /* A rank that died is WEFT_EPEER; one that never came or never finished
    * is WEFT_ETIMEDOUT; a dead rank may also be found by the deadline. */
-  CHECK(rc == WEFT_ETIMEDOUT || (rc == WEFT_EPEER && !strcmp(how, "killed")), "%s gave %s: %s",
-        how, weft_err_name(rc), weft_last_error(ctx));
+  CHECK(rc == WEFT_ETIMEDOUT || (rc == WEFT_EPEER && !strcmp(how, "killed")), "%s gave %s: %s", how,
+        weft_err_name(rc), weft_last_error(ctx));
   if (rc == WEFT_EPEER)
     snprintf(want, sizeof(want), "world rank %d ", p - 1);
   else

@@ -81,8 +81,8 @@ static double eps(weft_dtype dt)
 /* Two results of element i (of n) from the two paths: equal bits for
  * integers, MIN and MAX; for sums and products of p terms, within p
  * roundings of the largest magnitude involved. */
-static void same(const char *what, weft_dtype dt, weft_op op, int p, const char *a,
-                 const char *b, size_t n, int inplace)
+static void same(const char *what, weft_dtype dt, weft_op op, int p, const char *a, const char *b,
+                 size_t n, int inplace)
 {
   size_t es = weft_dtype_size(dt), i;
 
@@ -155,8 +155,8 @@ static int compare(weft_group *w, int which, weft_dtype dt, weft_op op, size_t n
       else
         rc = weft_allgather(w, s[k], res[k], n, dt, NULL);
     }
-    CHECK(rc == 0, "%s %s %s n=%zu (%s): %s", names[which], weft_dtype_name(dt),
-          weft_op_name(op), n, k ? "MPI" : "shm", weft_last_error(weft_group_ctx(w)));
+    CHECK(rc == 0, "%s %s %s n=%zu (%s): %s", names[which], weft_dtype_name(dt), weft_op_name(op),
+          n, k ? "MPI" : "shm", weft_last_error(weft_group_ctx(w)));
   }
   same(names[which], dt, op, p, res[0], res[1], out, inplace);
   everywhere(w, names[which], which == 1 ? NULL : res[0], which == 1 ? 0 : out * es);
@@ -234,7 +234,9 @@ static int rounds(weft_group *w)
   static const struct {
     weft_dtype dt;
     weft_op op;
-  } cases[] = {{WEFT_FLOAT64, WEFT_SUM}, {WEFT_INT32, WEFT_PROD}, {WEFT_BFLOAT16, WEFT_AVG},
+  } cases[] = {{WEFT_FLOAT64, WEFT_SUM},
+               {WEFT_INT32, WEFT_PROD},
+               {WEFT_BFLOAT16, WEFT_AVG},
                {WEFT_INT8, WEFT_SUM}};
   struct weft__shm *sh = w->shm;
   size_t n = 300007, es, c, t, total;
@@ -247,8 +249,8 @@ static int rounds(weft_group *w)
       seq0 = sh->seq;
       checks += compare(w, 0, cases[c].dt, cases[c].op, n, ip);
       CHECK(sh->seq - seq0 == calls(sh, n * es),
-            "allreduce of %zu bytes took %u call numbers, not %u (staged up to %zu bytes)",
-            n * es, sh->seq - seq0, calls(sh, n * es), sh->staged);
+            "allreduce of %zu bytes took %u call numbers, not %u (staged up to %zu bytes)", n * es,
+            sh->seq - seq0, calls(sh, n * es), sh->staged);
     }
   }
   /* Outputs apart from the input from WEFT__SHM_STREAM on are written
@@ -344,8 +346,7 @@ int main(int argc, char **argv)
             if (which != 2 || op == WEFT_SUM)
               checks += compare(w, which, (weft_dtype)dt, (weft_op)op, sizes[si], ip);
       /* Buckets: every type with SUM, every op with a few types. */
-      if (on &&
-          (op == WEFT_SUM || dt == WEFT_INT8 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32)) {
+      if (on && (op == WEFT_SUM || dt == WEFT_INT8 || dt == WEFT_BFLOAT16 || dt == WEFT_FLOAT32)) {
         checks += buckets(w, (weft_dtype)dt, (weft_op)op, 150, 3001); /* large */
         checks += buckets(w, (weft_dtype)dt, (weft_op)op, 20, 97);    /* through the slots */
       }

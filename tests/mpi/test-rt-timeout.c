@@ -69,8 +69,7 @@ int main(int argc, char **argv)
   else if (!strcmp(what, "bcast")) {
     what = "broadcast";
     rc = weft_broadcast(w, &x, 1, WEFT_INT32, p - 1, NULL); /* from the absent rank */
-  }
-  else if (!strcmp(what, "recv"))
+  } else if (!strcmp(what, "recv"))
     rc = weft_recv(w, &x, 1, WEFT_INT32, p - 1, NULL);
   else if (!strcmp(what, "alltoall")) {
     int *a = calloc((size_t)p, sizeof(int)), *b = calloc((size_t)p, sizeof(int));
@@ -94,13 +93,12 @@ int main(int argc, char **argv)
   if (!strcmp(what, "recv"))
     snprintf(want, sizeof(want), "recv with world rank %d", p - 1);
   else if (!strcmp(what, "sendrecv"))
-    snprintf(want, sizeof(want), "%s world rank %d", rank == 0 ? "receive from" : "send to",
-             p - 1);
+    snprintf(want, sizeof(want), "%s world rank %d", rank == 0 ? "receive from" : "send to", p - 1);
   else
     snprintf(want, sizeof(want), "world rank(s) %d had not joined", p - 1);
   CHECK(rc == WEFT_ETIMEDOUT, "%s gave %s", what, weft_err_name(rc));
   CHECK(strstr(weft_last_error(ctx), want) && strstr(weft_last_error(ctx), what) &&
-        strstr(weft_last_error(ctx), "world"),
+          strstr(weft_last_error(ctx), "world"),
         "message does not name the op, group and rank: %s", weft_last_error(ctx));
   printf("TIMEDOUT-OK rank %d\n", rank);
   fflush(stdout);

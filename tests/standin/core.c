@@ -31,20 +31,20 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int ndev_physical = 8;
-static int order[WSI_MAX_DEVICES];      /* CUDA's index -> physical (CUDA_DEVICE_ORDER) */
-static int visible[WSI_MAX_DEVICES];    /* ordinal -> physical */
+static int order[WSI_MAX_DEVICES];       /* CUDA's index -> physical (CUDA_DEVICE_ORDER) */
+static int visible[WSI_MAX_DEVICES];     /* ordinal -> physical */
 static int visible_mig[WSI_MAX_DEVICES]; /* ordinal is the physical device's MIG instance */
 static int nvisible;
 static int no_driver;
 static size_t memory_per_device = (size_t)16 << 30;
 static size_t used[WSI_MAX_DEVICES];
-static int active[WSI_MAX_DEVICES];     /* the primary context exists */
-static int retains[WSI_MAX_DEVICES];    /* cuDevicePrimaryCtxRetain not yet released */
+static int active[WSI_MAX_DEVICES];        /* the primary context exists */
+static int retains[WSI_MAX_DEVICES];       /* cuDevicePrimaryCtxRetain not yet released */
 static int runtime_holds[WSI_MAX_DEVICES]; /* the runtime initialised it: held to the end */
-static char handles[WSI_MAX_DEVICES];   /* CUcontext of physical P: &handles[P] */
+static char handles[WSI_MAX_DEVICES];      /* CUcontext of physical P: &handles[P] */
 static const char *log_path;
-static __thread int selected;           /* cudaSetDevice's device (ordinal), 0 until set */
-static __thread int bound = -1;         /* physical device of the current context, or -1 */
+static __thread int selected;   /* cudaSetDevice's device (ordinal), 0 until set */
+static __thread int bound = -1; /* physical device of the current context, or -1 */
 static __thread int in_host_fn;
 
 static struct wsi_alloc **allocs; /* sorted by address */
@@ -197,9 +197,21 @@ static void init_once(void)
 }
 
 void wsi_init(void) { pthread_once(&once, init_once); }
-int wsi_no_driver(void) { wsi_init(); return no_driver; }
-int wsi_ndevices(void) { wsi_init(); return no_driver ? 0 : nvisible; }
-size_t wsi_memory(void) { wsi_init(); return memory_per_device; }
+int wsi_no_driver(void)
+{
+  wsi_init();
+  return no_driver;
+}
+int wsi_ndevices(void)
+{
+  wsi_init();
+  return no_driver ? 0 : nvisible;
+}
+size_t wsi_memory(void)
+{
+  wsi_init();
+  return memory_per_device;
+}
 
 int wsi_physical(int ordinal)
 {
@@ -221,10 +233,7 @@ int wsi_ordinal(int physical)
 /* The runtime's current device (cudaGetDevice): the device of the context
  * current to the thread when there is one, else the device cudaSetDevice last
  * chose on this thread (0 when it never did). */
-int wsi_current(void)
-{
-  return bound >= 0 ? wsi_ordinal(bound) : selected;
-}
+int wsi_current(void) { return bound >= 0 ? wsi_ordinal(bound) : selected; }
 
 /* cudaSetDevice: the thread's device, and its primary context made current
  * ("by calling cuCtxSetCurrent()"); wsi_context then initialises it. */
@@ -253,10 +262,7 @@ int wsi_device_uuid(int ordinal, int mig_uuid, unsigned char uuid[16])
   return 0;
 }
 
-unsigned wsi_pci_bus(int physical)
-{
-  return standin_pci_bus(physical);
-}
+unsigned wsi_pci_bus(int physical) { return standin_pci_bus(physical); }
 
 int wsi_by_bus_id(const char *id)
 {
@@ -394,10 +400,7 @@ void *wsi_context_handle(int physical)
   return physical >= 0 && physical < WSI_MAX_DEVICES ? &handles[physical] : NULL;
 }
 
-void *wsi__ctx_current(void)
-{
-  return bound >= 0 ? &handles[bound] : NULL;
-}
+void *wsi__ctx_current(void) { return bound >= 0 ? &handles[bound] : NULL; }
 
 int wsi__ctx_physical(const void *ctx)
 {
@@ -482,9 +485,9 @@ struct wsi_alloc *wsi__find(const void *p)
   i--;
   /* Device memory answers for its whole reservation, so that a range that
    * runs past the end is named as such instead of passing for host memory. */
-  if (a >= allocs[i]->addr &&
-      a < allocs[i]->addr + (allocs[i]->kind == WSI_DEVICE ? allocs[i]->span
-                                                            : (allocs[i]->size ? allocs[i]->size : 1)))
+  if (a >= allocs[i]->addr && a < allocs[i]->addr + (allocs[i]->kind == WSI_DEVICE
+                                                       ? allocs[i]->span
+                                                       : (allocs[i]->size ? allocs[i]->size : 1)))
     return allocs[i];
   return NULL;
 }

@@ -25,16 +25,16 @@ uint64_t wsi__vc_get(const struct wsi_vc *vc, size_t i);
  * operation is known to be ordered after it. */
 struct wsi_access {
   size_t off, n;
-  size_t stream;       /* stream index */
-  uint64_t seq;        /* operation on that stream */
+  size_t stream; /* stream index */
+  uint64_t seq;  /* operation on that stream */
   int write;
-  const char *what;    /* the call that queued it */
+  const char *what; /* the call that queued it */
 };
 
 struct wsi_alloc {
-  uintptr_t addr;      /* device address: a PROT_NONE reservation */
+  uintptr_t addr; /* device address: a PROT_NONE reservation */
   size_t size, span;
-  char *bytes;         /* where the data is */
+  char *bytes; /* where the data is */
   int physical;
   enum wsi_mem kind;
   struct wsi_access *acc;

@@ -31,25 +31,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK(cond)                                                                             \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
-      exit(1);                                                                               \
-    }                                                                                        \
+#define CK(cond)                                                                                   \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                              \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 #define CU(call) CK((call) == cudaSuccess)
 #define DR(call) CK((call) == CUDA_SUCCESS)
 /* call returns the error want (and it stays as the last error) */
-#define ERR(call, want)                                                                      \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != (want)) {                                                                      \
-      fprintf(stderr, "FAIL %s:%d: %s: %s, want %s\n", __FILE__, __LINE__, #call,            \
-              cudaGetErrorName(e_), cudaGetErrorName(want));                                 \
-      exit(1);                                                                               \
-    }                                                                                        \
-    CK(cudaGetLastError() == (want));                                                        \
+#define ERR(call, want)                                                                            \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != (want)) {                                                                            \
+      fprintf(stderr, "FAIL %s:%d: %s: %s, want %s\n", __FILE__, __LINE__, #call,                  \
+              cudaGetErrorName(e_), cudaGetErrorName(want));                                       \
+      exit(1);                                                                                     \
+    }                                                                                              \
+    CK(cudaGetLastError() == (want));                                                              \
   } while (0)
 
 static const char *self;
@@ -176,13 +176,12 @@ static void probe(char *out, size_t len, ...)
   }
 }
 
-#define EXPECT(got, want)                                                                    \
-  do {                                                                                       \
-    if (strcmp((got), (want))) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: saw \"%s\", want \"%s\"\n", __FILE__, __LINE__, (got),    \
-              (want));                                                                       \
-      exit(1);                                                                               \
-    }                                                                                        \
+#define EXPECT(got, want)                                                                          \
+  do {                                                                                             \
+    if (strcmp((got), (want))) {                                                                   \
+      fprintf(stderr, "FAIL %s:%d: saw \"%s\", want \"%s\"\n", __FILE__, __LINE__, (got), (want)); \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 static int case_probe(void)
@@ -251,10 +250,7 @@ static void sleep_ms(void *arg)
   nanosleep(&ts, NULL);
 }
 
-static void count_up(void *arg)
-{
-  __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
-}
+static void count_up(void *arg) { __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST); }
 
 /* ---- 1. CUDA_DEVICE_ORDER ----
  * CUDA programming guide, "CUDA Environment Variables": CUDA_DEVICE_ORDER is
@@ -348,12 +344,15 @@ static int case_pci(void)
 {
   static const struct {
     const char *id;
-    int dev;                 /* >= 0 the device, -1 invalid value, -2 invalid device */
+    int dev; /* >= 0 the device, -1 invalid value, -2 invalid device */
   } t[] = {
-    {"0000:05:00.0", 0}, {"00000000:0a:00.0", 1}, {"0A:00.0", 1}, {"0000:0a:00", 1},
-    {"0000:04:00.0", -2},    /* hidden by CUDA_VISIBLE_DEVICES */
-    {"0000:99:00.0", -2}, {"0000:05:00.1", -2}, {"0001:05:00.0", -2},
-    {"05:00", -1}, {"junk", -1}, {" 0000:05:00.0", -1}, {"0x05:00.0", -1}, {"0000:05:00.0 ", -1},
+    {"0000:05:00.0", 0},   {"00000000:0a:00.0", 1},
+    {"0A:00.0", 1},        {"0000:0a:00", 1},
+    {"0000:04:00.0", -2}, /* hidden by CUDA_VISIBLE_DEVICES */
+    {"0000:99:00.0", -2},  {"0000:05:00.1", -2},
+    {"0001:05:00.0", -2},  {"05:00", -1},
+    {"junk", -1},          {" 0000:05:00.0", -1},
+    {"0x05:00.0", -1},     {"0000:05:00.0 ", -1},
     {"0000:005:00.0", -1}, {"", -1},
   };
   char bus[32];
@@ -416,7 +415,7 @@ static void *other_thread(void *arg)
 
   (void)arg;
   DR(cuCtxGetCurrent(&c));
-  CK(c == NULL);              /* contexts are per thread */
+  CK(c == NULL); /* contexts are per thread */
   CU(cudaGetDevice(&d));
   CK(d == 0);
   return NULL;
@@ -632,7 +631,7 @@ static int case_graph(void)
   CK(st == cudaStreamCaptureStatusActive);
   CU(cudaStreamGetCaptureInfo(s, &st, &id, &gi, &deps, &edges, &nd));
   CK(st == cudaStreamCaptureStatusActive && id > 0 && gi != NULL && nd == 0);
-  CU(cudaMemcpyAsync(a, in, 64, cudaMemcpyHostToDevice, s));   /* read at each launch */
+  CU(cudaMemcpyAsync(a, in, 64, cudaMemcpyHostToDevice, s)); /* read at each launch */
   CU(cudaMemsetAsync(b, 0, 64, s));
   dsts[0] = b;
   srcs[0] = a;
@@ -806,18 +805,10 @@ static int case_capture_invalidation(void)
     CU(cudaMemsetAsync(a, 1, 32, s));
     CU(cudaEventRecord(e, s));
     switch (round) {
-    case 0:
-      ERR(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
-      break;
-    case 1:
-      ERR(cudaStreamQuery(s), cudaErrorStreamCaptureUnsupported);
-      break;
-    case 2:
-      ERR(cudaEventQuery(e), cudaErrorCapturedEvent);
-      break;
-    case 3:
-      ERR(cudaEventSynchronize(e), cudaErrorCapturedEvent);
-      break;
+    case 0: ERR(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported); break;
+    case 1: ERR(cudaStreamQuery(s), cudaErrorStreamCaptureUnsupported); break;
+    case 2: ERR(cudaEventQuery(e), cudaErrorCapturedEvent); break;
+    case 3: ERR(cudaEventSynchronize(e), cudaErrorCapturedEvent); break;
     }
     CU(cudaStreamIsCapturing(s, &st));
     CK(st == cudaStreamCaptureStatusInvalidated);
@@ -964,8 +955,7 @@ static int case_capture_legacy(void)
   CU(cudaStreamCreate(&s));
   CU(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
   CU(cudaMalloc((void **)&a, 32));
-  ERR(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal),
-      cudaErrorStreamCaptureUnsupported);
+  ERR(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal), cudaErrorStreamCaptureUnsupported);
   ERR(cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal),
       cudaErrorStreamCaptureUnsupported);
   ERR(cudaStreamBeginCapture(s, (enum cudaStreamCaptureMode)3), cudaErrorInvalidValue);
@@ -1170,15 +1160,24 @@ static int case_graph_destroyed(void)
 static int case_exports(void)
 {
   static const char *const rt[] = {
-    "cudaGetDevice", "cudaSetDevice", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo",
-    "cudaDeviceGetByPCIBusId", "cudaDeviceGetPCIBusId", "cudaStreamBeginCapture",
-    "cudaStreamEndCapture", "cudaGraphInstantiate", "cudaGraphLaunch", "cudaGraphExecDestroy",
-    "cudaGraphDestroy", "cudaGraphGetNodes", "cudaThreadExchangeStreamCaptureMode"};
-  static const char *const drv[] = {
-    "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice", "cuDeviceGetByPCIBusId",
-    "cuDeviceGetPCIBusId", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease",
-    "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxGetState", "cuDeviceGetUuid",
-    "cuDeviceGetUuid_v2"};
+    "cudaGetDevice",           "cudaSetDevice",
+    "cudaStreamIsCapturing",   "cudaStreamGetCaptureInfo",
+    "cudaDeviceGetByPCIBusId", "cudaDeviceGetPCIBusId",
+    "cudaStreamBeginCapture",  "cudaStreamEndCapture",
+    "cudaGraphInstantiate",    "cudaGraphLaunch",
+    "cudaGraphExecDestroy",    "cudaGraphDestroy",
+    "cudaGraphGetNodes",       "cudaThreadExchangeStreamCaptureMode"};
+  static const char *const drv[] = {"cuCtxGetCurrent",
+                                    "cuCtxSetCurrent",
+                                    "cuCtxGetDevice",
+                                    "cuDeviceGetByPCIBusId",
+                                    "cuDeviceGetPCIBusId",
+                                    "cuDevicePrimaryCtxRetain",
+                                    "cuDevicePrimaryCtxRelease",
+                                    "cuDevicePrimaryCtxRelease_v2",
+                                    "cuDevicePrimaryCtxGetState",
+                                    "cuDeviceGetUuid",
+                                    "cuDeviceGetUuid_v2"};
   void *hr = dlopen("libcudart.so.13", RTLD_NOW), *hd = dlopen("libcuda.so.1", RTLD_NOW);
   size_t i;
 
@@ -1200,8 +1199,8 @@ static int case_exports(void)
 static const struct {
   const char *name;
   int (*fn)(void);
-  int sig;             /* expected end: 0 exit 0, else this signal */
-  const char *words;   /* on stderr */
+  int sig;           /* expected end: 0 exit 0, else this signal */
+  const char *words; /* on stderr */
 } cases[] = {
   {"device-order", case_device_order, 0, NULL},
   {"visible", case_visible, 0, NULL},

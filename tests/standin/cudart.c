@@ -49,12 +49,18 @@ static cudaError_t ret(cudaError_t e)
 /* A stream capture error of the stand-in as CUDA's. */
 static cudaError_t cap(int e)
 {
-  static const cudaError_t codes[] = {
-    cudaSuccess, cudaErrorStreamCaptureUnsupported, cudaErrorStreamCaptureInvalidated,
-    cudaErrorStreamCaptureImplicit, cudaErrorStreamCaptureIsolation,
-    cudaErrorStreamCaptureMerge, cudaErrorStreamCaptureUnmatched,
-    cudaErrorStreamCaptureUnjoined, cudaErrorStreamCaptureWrongThread, cudaErrorCapturedEvent,
-    cudaErrorIllegalState, cudaErrorInvalidValue};
+  static const cudaError_t codes[] = {cudaSuccess,
+                                      cudaErrorStreamCaptureUnsupported,
+                                      cudaErrorStreamCaptureInvalidated,
+                                      cudaErrorStreamCaptureImplicit,
+                                      cudaErrorStreamCaptureIsolation,
+                                      cudaErrorStreamCaptureMerge,
+                                      cudaErrorStreamCaptureUnmatched,
+                                      cudaErrorStreamCaptureUnjoined,
+                                      cudaErrorStreamCaptureWrongThread,
+                                      cudaErrorCapturedEvent,
+                                      cudaErrorIllegalState,
+                                      cudaErrorInvalidValue};
 
   return e == 0 ? cudaSuccess : ret(codes[e]);
 }
@@ -402,8 +408,8 @@ static const char *const kinds[] = {"cudaMemcpyHostToHost", "cudaMemcpyHostToDev
 /* Pageable memory is not captured: the stand-in refuses it as CUDA does
  * (cudaErrorStreamCaptureUnsupported), its copies being staged or waited
  * for at the call. */
-#define PAGEABLE_IN_CAPTURE                                                                     \
-  "a copy to or from pageable host memory cannot be captured (device or page-locked "        \
+#define PAGEABLE_IN_CAPTURE                                                                        \
+  "a copy to or from pageable host memory cannot be captured (device or page-locked "              \
   "memory only)"
 
 static cudaError_t copy(const char *fn, void *dst, const void *src, size_t n,
@@ -547,10 +553,7 @@ static void *batch_make(void *tmpl)
   return b;
 }
 
-static void batch_drop(void *tmpl)
-{
-  batch_free(tmpl);
-}
+static void batch_drop(void *tmpl) { batch_free(tmpl); }
 
 static const struct wsi_replay batch_replay = {batch_make, batch_drop};
 
@@ -585,8 +588,8 @@ EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *sr
   for (i = 0; i < count; i++) {
     if (!dsts[i] || !srcs[i])
       return ret(cudaErrorInvalidValue);
-    pageable |= wsi_kind(dsts[i], NULL, NULL) == WSI_HOST ||
-                wsi_kind(srcs[i], NULL, NULL) == WSI_HOST;
+    pageable |=
+      wsi_kind(dsts[i], NULL, NULL) == WSI_HOST || wsi_kind(srcs[i], NULL, NULL) == WSI_HOST;
   }
   s = wsi_stream_get(stream, "cudaMemcpyBatchAsync");
   if ((e = cap(wsi_capture_use(s, "cudaMemcpyBatchAsync", WSI_USE_ENQUEUE))))
@@ -650,10 +653,7 @@ static void *set_make(void *tmpl)
   return m;
 }
 
-static void set_drop(void *tmpl)
-{
-  free(tmpl);
-}
+static void set_drop(void *tmpl) { free(tmpl); }
 
 static const struct wsi_replay set_replay = {set_make, set_drop};
 
@@ -672,8 +672,8 @@ static cudaError_t set(const char *fn, void *p, int v, size_t n, cudaStream_t st
     return cudaSuccess;
   k = wsi_kind(p, NULL, NULL);
   if (k == WSI_HOST)
-    wsi_violation("host pointer passed as device memory", "%s(%p, %d, %zu): not device memory",
-                  fn, p, v, n);
+    wsi_violation("host pointer passed as device memory", "%s(%p, %d, %zu): not device memory", fn,
+                  p, v, n);
   s = wsi_stream_get(sync_api ? NULL : (void *)stream, fn);
   if ((e = cap(wsi_capture_use(s, fn, WSI_USE_ENQUEUE))))
     return e;
@@ -788,8 +788,8 @@ EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, u
   ev = wsi_event_get(event, "cudaStreamWaitEvent");
   if ((e = cap(wsi_capture_use(s, "cudaStreamWaitEvent", WSI_USE_ENQUEUE))))
     return e;
-  return cap(wsi_stream_wait_event(s, ev, (flags & cudaEventWaitExternal) != 0,
-                                   "cudaStreamWaitEvent"));
+  return cap(
+    wsi_stream_wait_event(s, ev, (flags & cudaEventWaitExternal) != 0, "cudaStreamWaitEvent"));
 }
 
 struct hostfn {
@@ -812,10 +812,7 @@ static void *hostfn_make(void *tmpl)
   return clone(tmpl, sizeof(struct hostfn), "a host function");
 }
 
-static void hostfn_drop(void *tmpl)
-{
-  free(tmpl);
-}
+static void hostfn_drop(void *tmpl) { free(tmpl); }
 
 static const struct wsi_replay hostfn_replay = {hostfn_make, hostfn_drop};
 
@@ -862,8 +859,8 @@ EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
     return e;
   if (!graph)
     return ret(cudaErrorInvalidValue);
-  e = cap(wsi_capture_end(wsi_stream_get(stream, "cudaStreamEndCapture"), &g,
-                          "cudaStreamEndCapture"));
+  e = cap(
+    wsi_capture_end(wsi_stream_get(stream, "cudaStreamEndCapture"), &g, "cudaStreamEndCapture"));
   *graph = (cudaGraph_t)(void *)g;
   return e;
 }
@@ -1009,8 +1006,8 @@ EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
   wsi_api("cudaGraphDestroy");
   if (!graph)
     return ret(cudaErrorInvalidValue);
-  return cap(wsi_graph_destroy(wsi_graph_get((void *)graph, "cudaGraphDestroy"),
-                               "cudaGraphDestroy"));
+  return cap(
+    wsi_graph_destroy(wsi_graph_get((void *)graph, "cudaGraphDestroy"), "cudaGraphDestroy"));
 }
 
 /* "If numNodes is higher than the actual number of nodes, the remaining
@@ -1044,8 +1041,8 @@ static cudaError_t event_create(cudaEvent_t *out, unsigned flags, const char *fn
 
   if (e != cudaSuccess)
     return e;
-  if (!out || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
-                                   cudaEventInterprocess)))
+  if (!out ||
+      (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess)))
     return ret(cudaErrorInvalidValue);
   if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
     return ret(cudaErrorInvalidValue);
@@ -1149,10 +1146,7 @@ EXPORT cudaError_t cudaGetLastError(void)
   return e;
 }
 
-EXPORT cudaError_t cudaPeekAtLastError(void)
-{
-  return last;
-}
+EXPORT cudaError_t cudaPeekAtLastError(void) { return last; }
 
 static const struct {
   cudaError_t code;
@@ -1169,7 +1163,8 @@ static const struct {
   {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
   {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
   {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
-  {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the "
+  {cudaErrorIllegalState, "cudaErrorIllegalState",
+   "the operation cannot be performed in the "
    "present state"},
   {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
    "operation not permitted when stream is capturing"},

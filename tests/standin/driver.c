@@ -234,14 +234,12 @@ static int attribute(CUpointer_attribute a, void *data, const void *ptr)
 
   switch (a) {
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-    *(unsigned *)data = k == WSI_DEVICE ? CU_MEMORYTYPE_DEVICE : k == WSI_PINNED ? CU_MEMORYTYPE_HOST : 0;
+    *(unsigned *)data = k == WSI_DEVICE   ? CU_MEMORYTYPE_DEVICE
+                        : k == WSI_PINNED ? CU_MEMORYTYPE_HOST
+                                          : 0;
     return 0;
-  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-    *(int *)data = k == WSI_DEVICE ? ordinal : -2;
-    return 0;
-  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    *(int *)data = 0;
-    return 0;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = k == WSI_DEVICE ? ordinal : -2; return 0;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 0; return 0;
   case CU_POINTER_ATTRIBUTE_CONTEXT:
     *(CUcontext *)data = k == WSI_DEVICE ? (CUcontext)wsi_context_handle(physical) : NULL;
     return 0;
@@ -251,8 +249,7 @@ static int attribute(CUpointer_attribute a, void *data, const void *ptr)
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     *(void **)data = k == WSI_PINNED ? (void *)(uintptr_t)ptr : NULL;
     return 0;
-  default:
-    return -1;
+  default: return -1;
   }
 }
 
@@ -316,12 +313,6 @@ static CUresult describe(CUresult code, const char **s, int name)
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-EXPORT CUresult cuGetErrorString(CUresult code, const char **s)
-{
-  return describe(code, s, 0);
-}
+EXPORT CUresult cuGetErrorString(CUresult code, const char **s) { return describe(code, s, 0); }
 
-EXPORT CUresult cuGetErrorName(CUresult code, const char **s)
-{
-  return describe(code, s, 1);
-}
+EXPORT CUresult cuGetErrorName(CUresult code, const char **s) { return describe(code, s, 1); }

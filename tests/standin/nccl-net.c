@@ -167,10 +167,7 @@ static int write_all(int fd, const void *buf, size_t n)
   return move_all(fd, (void *)(uintptr_t)buf, n, 1);
 }
 
-static int read_all(int fd, void *buf, size_t n)
-{
-  return move_all(fd, buf, n, 0);
-}
+static int read_all(int fd, void *buf, size_t n) { return move_all(fd, buf, n, 0); }
 
 /* Wait until fd is readable, or the communicator is aborted: 1, 0. */
 static int wait_readable(struct ncclComm *c, int fd)
@@ -296,14 +293,17 @@ ncclResult_t wsn_root_join(struct ncclComm *c, const char *path, const struct ws
   if (write_all(fd, &h, sizeof(h)) != 0 || !wait_readable(c, fd) ||
       read_all(fd, table, (size_t)me->nranks * sizeof(*table)) != 0) {
     close(fd);
-    snprintf(c->why, sizeof(c->why), "bootstrap: the root at %s did not answer (aborted, or "
-             "a rank never came)", path);
+    snprintf(c->why, sizeof(c->why),
+             "bootstrap: the root at %s did not answer (aborted, or "
+             "a rank never came)",
+             path);
     return ncclSystemError;
   }
   close(fd);
   for (i = 0; i < me->nranks; i++)
     if (table[i].error || table[i].nranks != me->nranks) {
-      snprintf(c->why, sizeof(c->why), "bootstrap: ranks disagree on the number of ranks or "
+      snprintf(c->why, sizeof(c->why),
+               "bootstrap: ranks disagree on the number of ranks or "
                "two claim one rank");
       return ncclInvalidUsage;
     }

@@ -31,19 +31,25 @@
 size_t wsn_type_size(ncclDataType_t dt)
 {
   switch (dt) {
-  case ncclInt8: case ncclUint8: return 1;
-  case ncclFloat16: case ncclBfloat16: return 2;
-  case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-  case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+  case ncclInt8:
+  case ncclUint8: return 1;
+  case ncclFloat16:
+  case ncclBfloat16: return 2;
+  case ncclInt32:
+  case ncclUint32:
+  case ncclFloat32: return 4;
+  case ncclInt64:
+  case ncclUint64:
+  case ncclFloat64: return 8;
   default: return 0;
   }
 }
 
 const char *wsn_type_name(ncclDataType_t dt)
 {
-  static const char *const names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                      "float16", "float32", "float64", "bfloat16",
-                                      "float8e4m3", "float8e5m2"};
+  static const char *const names[] = {"int8",    "uint8",    "int32",      "uint32",
+                                      "int64",   "uint64",   "float16",    "float32",
+                                      "float64", "bfloat16", "float8e4m3", "float8e5m2"};
 
   return (int)dt >= 0 && (int)dt < ncclNumTypes ? names[dt] : "?";
 }
@@ -145,10 +151,7 @@ static double round_to(double x, int mant, int emin, double max)
   return fabs(r) > max ? copysign(INFINITY, x) : r;
 }
 
-static uint16_t to_half(double x)
-{
-  return float_to_half((float)round_to(x, 11, -14, 65504.0));
-}
+static uint16_t to_half(double x) { return float_to_half((float)round_to(x, 11, -14, 65504.0)); }
 
 static uint16_t to_bf16(double x)
 {
@@ -178,17 +181,17 @@ static float fop(float x, float y, ncclRedOp_t op)
   }
 }
 
-#define STEP_INT(T, U)                                                                     \
-  do {                                                                                     \
-    T *a = acc;                                                                            \
-    const T *b = in;                                                                       \
-    for (i = 0; i < n; i++)                                                                \
-      switch (op) {                                                                        \
-      case ncclProd: a[i] = (T)((U)a[i] * (U)b[i]); break;                                 \
-      case ncclMax: a[i] = a[i] > b[i] ? a[i] : b[i]; break;                               \
-      case ncclMin: a[i] = a[i] < b[i] ? a[i] : b[i]; break;                               \
-      default: a[i] = (T)((U)a[i] + (U)b[i]); break;                                       \
-      }                                                                                    \
+#define STEP_INT(T, U)                                                                             \
+  do {                                                                                             \
+    T *a = acc;                                                                                    \
+    const T *b = in;                                                                               \
+    for (i = 0; i < n; i++)                                                                        \
+      switch (op) {                                                                                \
+      case ncclProd: a[i] = (T)((U)a[i] * (U)b[i]); break;                                         \
+      case ncclMax: a[i] = a[i] > b[i] ? a[i] : b[i]; break;                                       \
+      case ncclMin: a[i] = a[i] < b[i] ? a[i] : b[i]; break;                                       \
+      default: a[i] = (T)((U)a[i] + (U)b[i]); break;                                               \
+      }                                                                                            \
   } while (0)
 
 /* acc[i] = acc[i] op in[i], each result rounded to the type; ncclAvg sums
@@ -216,8 +219,10 @@ static void step(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRed
     double *a = acc;
     const double *b = in;
     for (i = 0; i < n; i++)
-      a[i] = op == ncclMax ? fmax(a[i], b[i]) : op == ncclMin ? fmin(a[i], b[i])
-             : op == ncclProd ? a[i] * b[i] : a[i] + b[i];
+      a[i] = op == ncclMax    ? fmax(a[i], b[i])
+             : op == ncclMin  ? fmin(a[i], b[i])
+             : op == ncclProd ? a[i] * b[i]
+                              : a[i] + b[i];
     break;
   }
   case ncclFloat16: {
@@ -234,8 +239,7 @@ static void step(void *acc, const void *in, size_t n, ncclDataType_t dt, ncclRed
       a[i] = to_bf16(dop(bf16_to_float(a[i]), bf16_to_float(b[i]), op));
     break;
   }
-  default:
-    break;
+  default: break;
   }
 }
 
@@ -274,28 +278,27 @@ static void premul(void *acc, size_t n, ncclDataType_t dt, int nranks)
       a[i] = to_bf16(bf16_to_float(a[i]) * s);
     break;
   }
-  default:
-    break;
+  default: break;
   }
 }
 
 /* FuncSumPostDiv (device/reduce_kernel.h divide): |x| / nranks with the sign
  * put back, for the integer types. */
-#define POSTDIV(T, U)                                                                      \
-  do {                                                                                     \
-    T *a = acc;                                                                            \
-    for (i = 0; i < n; i++) {                                                              \
-      int neg = a[i] < 0;                                                                  \
-      U q = (U)(neg ? (U)0 - (U)a[i] : (U)a[i]) / (U)by;                                   \
-      a[i] = (T)(neg ? (U)0 - q : q);                                                      \
-    }                                                                                      \
+#define POSTDIV(T, U)                                                                              \
+  do {                                                                                             \
+    T *a = acc;                                                                                    \
+    for (i = 0; i < n; i++) {                                                                      \
+      int neg = a[i] < 0;                                                                          \
+      U q = (U)(neg ? (U)0 - (U)a[i] : (U)a[i]) / (U)by;                                           \
+      a[i] = (T)(neg ? (U)0 - q : q);                                                              \
+    }                                                                                              \
   } while (0)
 
-#define POSTDIV_UNSIGNED(T)                                                                \
-  do {                                                                                     \
-    T *a = acc;                                                                            \
-    for (i = 0; i < n; i++)                                                                \
-      a[i] = (T)(a[i] / (T)by);                                                            \
+#define POSTDIV_UNSIGNED(T)                                                                        \
+  do {                                                                                             \
+    T *a = acc;                                                                                    \
+    for (i = 0; i < n; i++)                                                                        \
+      a[i] = (T)(a[i] / (T)by);                                                                    \
   } while (0)
 
 static void postdiv(void *acc, size_t n, ncclDataType_t dt, int by)
@@ -375,8 +378,8 @@ void wsn_ring_reduce(void *out, const char *const *in, int nranks, int root, siz
   chain(out, in, nranks, (root + 1) % nranks, 0, count, dt, op);
 }
 
-void wsn_ring_reduce_scatter(void *out, const char *const *in, int nranks, int rank,
-                             size_t count, ncclDataType_t dt, ncclRedOp_t op)
+void wsn_ring_reduce_scatter(void *out, const char *const *in, int nranks, int rank, size_t count,
+                             ncclDataType_t dt, ncclRedOp_t op)
 {
   chain(out, in, nranks, (rank + 1) % nranks, 0, count, dt, op);
 }

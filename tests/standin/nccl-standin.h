@@ -62,11 +62,11 @@ struct wsn_msg {
 
 struct wsn_peer {
   int fd;
-  pthread_mutex_t wmu;       /* one writer at a time */
+  pthread_mutex_t wmu; /* one writer at a time */
   struct wsn_msg *head, *tail;
   int closed, fin, aborted;
-  int dead;                  /* closed without finalising or aborting */
-  int net;                   /* reached over a network transport */
+  int dead; /* closed without finalising or aborting */
+  int net;  /* reached over a network transport */
   int pid;
   char hostid[64];
 };
@@ -74,29 +74,29 @@ struct wsn_peer {
 struct ncclComm {
   unsigned magic;
   char name[64];
-  char parent[64];           /* the parent's name for a split's child, "" after init */
+  char parent[64]; /* the parent's name for a split's child, "" after init */
   int rank, nranks, ordinal, physical, blocking;
-  ncclResult_t state;        /* ncclInProgress while init, split or finalize runs */
-  int settle;                /* polls until a non-blocking call has settled */
-  ncclResult_t error;        /* the asynchronous error, ncclSuccess if none */
+  ncclResult_t state; /* ncclInProgress while init, split or finalize runs */
+  int settle;         /* polls until a non-blocking call has settled */
+  ncclResult_t error; /* the asynchronous error, ncclSuccess if none */
   char why[256];
-  int peer_aborted;          /* a rank that called ncclCommAbort, or -1 */
+  int peer_aborted; /* a rank that called ncclCommAbort, or -1 */
   int local_abort, finalized, destroyed;
-  int error_seen;            /* ncclCommGetAsyncError returned the error */
-  int handed;                /* the caller has its handle */
-  int busy;                  /* an init, split or finalize thread runs */
-  int split_busy;            /* a non-blocking split of this parent runs */
-  int polled;                /* ncclCommGetAsyncError said ncclInProgress during the
+  int error_seen;              /* ncclCommGetAsyncError returned the error */
+  int handed;                  /* the caller has its handle */
+  int busy;                    /* an init, split or finalize thread runs */
+  int split_busy;              /* a non-blocking split of this parent runs */
+  int polled;                  /* ncclCommGetAsyncError said ncclInProgress during the
                                 non-blocking init or split that runs */
-  int split_failed;          /* a child whose split failed (NCCL hands it over) */
+  int split_failed;            /* a child whose split failed (NCCL hands it over) */
   struct ncclComm *abort_with; /* a child being split: its parent's abort ends it too */
   struct wsn_peer *peers;
   int wake[2];
   int progress_on;
   pthread_t progress;
   unsigned long long iter;
-  uint64_t issued, done;     /* operations queued on streams, and run */
-  uint64_t exec_next;        /* the operation that may run next (1-based) */
+  uint64_t issued, done; /* operations queued on streams, and run */
+  uint64_t exec_next;    /* the operation that may run next (1-based) */
   uint64_t coll_seq, split_seq;
   uint64_t *p2p_send, *p2p_recv;
   int listen_fd;
@@ -159,8 +159,8 @@ void wsn_ring_allreduce(void *out, const char *const *in, int nranks, size_t cou
                         ncclDataType_t dt, ncclRedOp_t op);
 void wsn_ring_reduce(void *out, const char *const *in, int nranks, int root, size_t count,
                      ncclDataType_t dt, ncclRedOp_t op);
-void wsn_ring_reduce_scatter(void *out, const char *const *in, int nranks, int rank,
-                             size_t count, ncclDataType_t dt, ncclRedOp_t op);
+void wsn_ring_reduce_scatter(void *out, const char *const *in, int nranks, int rank, size_t count,
+                             ncclDataType_t dt, ncclRedOp_t op);
 /* What a one-rank communicator does for ncclAvg on a floating-point type
  * (device/onerank.cu oneRankReduce with FuncPreMulSum): out = in * (1/1). */
 void wsn_premul_one(void *out, const void *in, size_t count, ncclDataType_t dt);

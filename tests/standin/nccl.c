@@ -60,7 +60,8 @@
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define PALIAS(name) extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
+#define PALIAS(name)                                                                               \
+  extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
 /* Every entry point: its name, the NCCL version it came in, and its own
  * frame (for the check of a late split handle on a returned frame). QUERY:
  * one that makes no CUDA call (it may run in a host function). */
@@ -69,7 +70,7 @@
 #define V(x, y) NCCL_VERSION(x, y, 0)
 
 enum coll { C_ALLREDUCE, C_BROADCAST, C_REDUCE, C_ALLGATHER, C_REDUCESCATTER, C_SEND, C_RECV };
-static const char *const coll_names[] = {"ncclAllReduce", "ncclBroadcast", "ncclReduce",
+static const char *const coll_names[] = {"ncclAllReduce", "ncclBroadcast",     "ncclReduce",
                                          "ncclAllGather", "ncclReduceScatter", "ncclSend",
                                          "ncclRecv"};
 
@@ -82,7 +83,7 @@ struct wsn_op {
   int coll;
   const void *send_dev;
   void *recv_dev;
-  char *send, *recv;          /* where the bytes are */
+  char *send, *recv; /* where the bytes are */
   size_t send_bytes, recv_bytes, count;
   ncclDataType_t dt;
   ncclRedOp_t op;
@@ -90,8 +91,8 @@ struct wsn_op {
   uint64_t exec, seq;
   wsi_stream *stream;
   int state;
-  struct wsn_msg **in;        /* collectives: each peer's message */
-  struct wsn_msg *m;          /* send: the receiver's ready; receive: the data */
+  struct wsn_msg **in; /* collectives: each peer's message */
+  struct wsn_msg *m;   /* send: the receiver's ready; receive: the data */
 };
 
 /* What runs as one piece of work on a stream: one operation, or the
@@ -102,8 +103,8 @@ struct unit {
   size_t n, ncomms, nstreams;
   struct wsn_op *ops;
   struct ncclComm **comms;
-  uint64_t *first, *count;    /* per communicator: its first operation, how many */
-  wsi_stream **streams;       /* streams[0] runs it */
+  uint64_t *first, *count; /* per communicator: its first operation, how many */
+  wsi_stream **streams;    /* streams[0] runs it */
 };
 
 struct pending {
@@ -178,7 +179,8 @@ static void parse_faults(void)
   }
   return;
 bad:
-  fprintf(stderr, "weft-standin: WEFT_STANDIN_NCCL_FAULT=%s: use init-absent:RANK, "
+  fprintf(stderr,
+          "weft-standin: WEFT_STANDIN_NCCL_FAULT=%s: use init-absent:RANK, "
           "hang:RANK:N, async-error:RANK:N, late:RANK:N or held:RANK:N, separated by commas\n",
           getenv("WEFT_STANDIN_NCCL_FAULT"));
   exit(2);
@@ -222,8 +224,10 @@ static void parse_version(void)
   snprintf(version_text, sizeof(version_text), "%d.%d.%d", x, y, z);
   return;
 bad:
-  fprintf(stderr, "weft-standin: WEFT_STANDIN_NCCL_VERSION=%s: use X.Y or X.Y.Z, from 2.0 to "
-          "%d.%d.%d\n", s, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+  fprintf(stderr,
+          "weft-standin: WEFT_STANDIN_NCCL_VERSION=%s: use X.Y or X.Y.Z, from 2.0 to "
+          "%d.%d.%d\n",
+          s, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
   exit(2);
 }
 
@@ -412,8 +416,8 @@ static void usable(struct ncclComm *c, const char *fn, int ends)
                   "before the next call",
                   fn, c->name);
   if (fin && strcmp(fn, "ncclCommDestroy") != 0)
-    wsi_violation("use after ncclCommFinalize", "%s on communicator %s after ncclCommFinalize",
-                  fn, c->name);
+    wsi_violation("use after ncclCommFinalize", "%s on communicator %s after ncclCommFinalize", fn,
+                  c->name);
 }
 
 /* The queries (ncclCommCount, ncclCommCuDevice, ncclCommUserRank) call
@@ -528,10 +532,23 @@ static void post_coll(const struct wsn_op *o)
     if (p == c->rank)
       continue;
     switch (o->coll) {
-    case C_ALLREDUCE: case C_ALLGATHER: data = o->send; bytes = n; break;
-    case C_BROADCAST: if (c->rank == o->root) data = o->send, bytes = n; break;
-    case C_REDUCE: if (p == o->root) data = o->send, bytes = n; break;
-    case C_REDUCESCATTER: data = o->send + (size_t)p * n; bytes = n; break;
+    case C_ALLREDUCE:
+    case C_ALLGATHER:
+      data = o->send;
+      bytes = n;
+      break;
+    case C_BROADCAST:
+      if (c->rank == o->root)
+        data = o->send, bytes = n;
+      break;
+    case C_REDUCE:
+      if (p == o->root)
+        data = o->send, bytes = n;
+      break;
+    case C_REDUCESCATTER:
+      data = o->send + (size_t)p * n;
+      bytes = n;
+      break;
     default: break;
     }
     post(o, p, WSN_COLL, data, bytes);
@@ -554,7 +571,9 @@ static size_t expected(const struct wsn_op *o, int from)
   size_t n = o->count * wsn_type_size(o->dt);
 
   switch (o->coll) {
-  case C_ALLREDUCE: case C_ALLGATHER: case C_REDUCESCATTER: return n;
+  case C_ALLREDUCE:
+  case C_ALLGATHER:
+  case C_REDUCESCATTER: return n;
   case C_BROADCAST: return from == o->root ? n : 0;
   case C_REDUCE: return c->rank == o->root ? n : 0;
   default: return 0;
@@ -599,9 +618,7 @@ static void compute_coll(struct wsn_op *o)
     wsn_ring_reduce(tmp, ins, c->nranks, o->root, o->count, o->dt, o->op);
     memcpy(o->recv, tmp, n);
     break;
-  case C_BROADCAST:
-    memmove(o->recv, ins[o->root], n);
-    break;
+  case C_BROADCAST: memmove(o->recv, ins[o->root], n); break;
   case C_ALLGATHER:
     tmp = scratch(n * N);
     for (p = 0; p < N; p++)
@@ -614,8 +631,7 @@ static void compute_coll(struct wsn_op *o)
     wsn_ring_reduce_scatter(tmp, ins, c->nranks, c->rank, o->count, o->dt, o->op);
     memcpy(o->recv, tmp, n);
     break;
-  default:
-    break;
+  default: break;
   }
   free(tmp);
   free(ins);
@@ -629,9 +645,8 @@ static void finish_recv(struct wsn_op *o)
     wsi_violation("send and receive disagree",
                   "ncclRecv %llu of %zu %s from rank %d of communicator %s matched an ncclSend "
                   "of %llu %s",
-                  (unsigned long long)o->seq, o->count, wsn_type_name(o->dt), o->peer,
-                  o->c->name, (unsigned long long)m->h.count,
-                  wsn_type_name((ncclDataType_t)m->h.dtype));
+                  (unsigned long long)o->seq, o->count, wsn_type_name(o->dt), o->peer, o->c->name,
+                  (unsigned long long)m->h.count, wsn_type_name((ncclDataType_t)m->h.dtype));
   if (o->recv_bytes)
     memcpy(o->recv, m->data, o->recv_bytes);
 }
@@ -640,15 +655,9 @@ static void finish_recv(struct wsn_op *o)
 static void act(struct wsn_op *o)
 {
   switch (o->coll) {
-  case C_SEND:
-    post(o, o->peer, WSN_P2P, o->send, o->send_bytes);
-    break;
-  case C_RECV:
-    finish_recv(o);
-    break;
-  default:
-    compute_coll(o);
-    break;
+  case C_SEND: post(o, o->peer, WSN_P2P, o->send, o->send_bytes); break;
+  case C_RECV: finish_recv(o); break;
+  default: compute_coll(o); break;
   }
 }
 
@@ -742,10 +751,8 @@ static int poll_op(struct wsn_op *o)
   int p, all = 1;
 
   switch (o->coll) {
-  case C_SEND:
-    return o->m || (o->m = wsn_try_take(c, o->peer, WSN_READY, o->seq)) != NULL;
-  case C_RECV:
-    return o->m || (o->m = wsn_try_take(c, o->peer, WSN_P2P, o->seq)) != NULL;
+  case C_SEND: return o->m || (o->m = wsn_try_take(c, o->peer, WSN_READY, o->seq)) != NULL;
+  case C_RECV: return o->m || (o->m = wsn_try_take(c, o->peer, WSN_P2P, o->seq)) != NULL;
   default:
     for (p = 0; p < c->nranks; p++) {
       struct wsn_msg *m;
@@ -877,9 +884,10 @@ static uint64_t number(struct unit *u, struct ncclComm **held_comm)
     else
       o->seq = ++c->coll_seq;
     ops_count++;
-    o->fault = ops_count == fault_hang_at ? FAULT_HANG
+    o->fault = ops_count == fault_hang_at    ? FAULT_HANG
                : ops_count == fault_error_at ? FAULT_ERROR
-               : ops_count == fault_late_at  ? FAULT_LATE : FAULT_NONE;
+               : ops_count == fault_late_at  ? FAULT_LATE
+                                             : FAULT_NONE;
     if (ops_count == fault_held_at) {
       held = o->exec;
       *held_comm = c;
@@ -933,10 +941,7 @@ static void *unit_make(void *tmpl)
   return u;
 }
 
-static void unit_drop(void *tmpl)
-{
-  unit_free(tmpl);
-}
+static void unit_drop(void *tmpl) { unit_free(tmpl); }
 
 static const struct wsi_replay unit_replay = {unit_make, unit_drop};
 
@@ -1091,8 +1096,9 @@ static void one_rank(const struct wsn_op *o)
   w->count = o->count;
   w->dt = o->dt;
   w->premul = premul;
-  wsi_enqueue_replayable(o->stream, premul ? "ncclAllReduce (a one-rank ncclAvg kernel)"
-                                           : "a one-rank NCCL collective (a device copy)",
+  wsi_enqueue_replayable(o->stream,
+                         premul ? "ncclAllReduce (a one-rank ncclAvg kernel)"
+                                : "a one-rank NCCL collective (a device copy)",
                          r, 2, one_run, w, &one_replay);
 }
 
@@ -1116,11 +1122,26 @@ static void sizes(struct wsn_op *o, size_t n)
   struct ncclComm *c = o->c;
 
   switch (o->coll) {
-  case C_ALLREDUCE: o->send_bytes = n; o->recv_bytes = n; break;
-  case C_BROADCAST: o->send_bytes = c->rank == o->root ? n : 0; o->recv_bytes = n; break;
-  case C_REDUCE: o->send_bytes = n; o->recv_bytes = c->rank == o->root ? n : 0; break;
-  case C_ALLGATHER: o->send_bytes = n; o->recv_bytes = n * (size_t)c->nranks; break;
-  case C_REDUCESCATTER: o->send_bytes = n * (size_t)c->nranks; o->recv_bytes = n; break;
+  case C_ALLREDUCE:
+    o->send_bytes = n;
+    o->recv_bytes = n;
+    break;
+  case C_BROADCAST:
+    o->send_bytes = c->rank == o->root ? n : 0;
+    o->recv_bytes = n;
+    break;
+  case C_REDUCE:
+    o->send_bytes = n;
+    o->recv_bytes = c->rank == o->root ? n : 0;
+    break;
+  case C_ALLGATHER:
+    o->send_bytes = n;
+    o->recv_bytes = n * (size_t)c->nranks;
+    break;
+  case C_REDUCESCATTER:
+    o->send_bytes = n * (size_t)c->nranks;
+    o->recv_bytes = n;
+    break;
   case C_SEND: o->send_bytes = n; break;
   default: o->recv_bytes = n; break;
   }
@@ -1134,15 +1155,14 @@ static wsi_stream *op_stream(struct ncclComm *c, cudaStream_t stream, const char
   char sname[96];
 
   if (wsi_stream_physical(s) != c->physical)
-    wsi_violation("stream of another device",
-                  "%s on communicator %s (device %d) on %s", fn, c->name, c->ordinal,
-                  wsi_stream_name(s, sname, sizeof(sname)));
+    wsi_violation("stream of another device", "%s on communicator %s (device %d) on %s", fn,
+                  c->name, c->ordinal, wsi_stream_name(s, sname, sizeof(sname)));
   return wsi_capture_use(s, fn, WSI_USE_ENQUEUE) == WSI_OK ? s : NULL;
 }
 
 /* The arguments as enqueue.cc ArgsCheck checks them; 0 or an NCCL error. */
-static ncclResult_t args(struct ncclComm *c, int coll, ncclDataType_t dt, ncclRedOp_t op,
-                         int root, int peer)
+static ncclResult_t args(struct ncclComm *c, int coll, ncclDataType_t dt, ncclRedOp_t op, int root,
+                         int peer)
 {
   const char *fn = coll_names[coll];
   int reduces = coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_REDUCESCATTER;
@@ -1152,11 +1172,15 @@ static ncclResult_t args(struct ncclComm *c, int coll, ncclDataType_t dt, ncclRe
   if (reduces && ((int)op < 0 || (int)op >= ncclNumOps))
     return fail(c, ncclInvalidArgument, "%s: invalid reduction operation %d", fn, (int)op);
   if ((coll == C_BROADCAST || coll == C_REDUCE) && (root < 0 || root >= c->nranks))
-    return fail(c, ncclInvalidArgument, "%s: invalid root %d (root should be in the 0..%d "
-                "range)", fn, root, c->nranks);
+    return fail(c, ncclInvalidArgument,
+                "%s: invalid root %d (root should be in the 0..%d "
+                "range)",
+                fn, root, c->nranks);
   if ((coll == C_SEND || coll == C_RECV) && (peer < 0 || peer >= c->nranks))
-    return fail(c, ncclInvalidArgument, "%s: invalid peer %d (peer should be in the 0..%d "
-                "range)", fn, peer, c->nranks);
+    return fail(c, ncclInvalidArgument,
+                "%s: invalid peer %d (peer should be in the 0..%d "
+                "range)",
+                fn, peer, c->nranks);
   return ncclSuccess;
 }
 
@@ -1192,8 +1216,10 @@ static ncclResult_t operation(int coll, const void *send, void *recv, size_t cou
   o.root = coll == C_BROADCAST || coll == C_REDUCE ? root : -1;
   o.peer = p2p ? peer : -1;
   if (!(o.stream = op_stream(c, stream, fn)))
-    return fail(c, ncclUnhandledCudaError, "%s: CUDA refuses work on that stream now (stream "
-                "capture; see the stand-in's log)", fn);
+    return fail(c, ncclUnhandledCudaError,
+                "%s: CUDA refuses work on that stream now (stream "
+                "capture; see the stand-in's log)",
+                fn);
   sizes(&o, count * wsn_type_size(dt));
   o.send_dev = send;
   o.recv_dev = recv;
@@ -1221,8 +1247,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclData
                    __builtin_frame_address(0));
 }
 
-EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t dt,
-                                  int root, ncclComm_t comm, cudaStream_t stream)
+EXPORT ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t dt, int root,
+                                  ncclComm_t comm, cudaStream_t stream)
 {
   return operation(C_BROADCAST, s, r, count, dt, ncclSum, root, -1, comm, stream,
                    __builtin_frame_address(0));
@@ -1331,7 +1357,8 @@ static ncclResult_t launch_group(const struct pending *ops, size_t n)
   if (n == 0)
     return ncclSuccess;
   if (capture_mixed(ops, n))
-    return fail(NULL, ncclInvalidUsage, "Either none or all communicators in a ncclGroup() can "
+    return fail(NULL, ncclInvalidUsage,
+                "Either none or all communicators in a ncclGroup() can "
                 "be CUDA graph captured.");
   for (i = 0; i < n; i++)
     if (!ops[i].o.c->blocking) {
@@ -1407,8 +1434,8 @@ static void exit_check(void)
   }
   for (c = all_comms; c; c = c->all_next)
     if (c->magic == WSN_MAGIC && c->handed)
-      wsi_log("nccl comm %s rank %d leaked: neither ncclCommDestroy nor ncclCommAbort",
-              c->name, c->rank);
+      wsi_log("nccl comm %s rank %d leaked: neither ncclCommDestroy nor ncclCommAbort", c->name,
+              c->rank);
 }
 
 static struct ncclComm *new_comm(const char *name, int blocking, int ordinal)
@@ -1461,8 +1488,7 @@ static ncclResult_t read_config(const ncclConfig_t *config, int *blocking, char 
       snprintf(name, len, "%s", config->commName);
   }
   if (b != 0 && b != 1 && (b != NCCL_CONFIG_UNDEF_INT || wsn_version() < V(2, 17)))
-    return fail(NULL, ncclInvalidArgument, "%s: Invalid config blocking attribute value %d",
-                fn, b);
+    return fail(NULL, ncclInvalidArgument, "%s: Invalid config blocking attribute value %d", fn, b);
   *blocking = env_blocking(b == NCCL_CONFIG_UNDEF_INT ? 1 : b);
   return ncclSuccess;
 }
@@ -1623,8 +1649,10 @@ static ncclResult_t init_comm(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     return r;
   memcpy(&w, id.internal, sizeof(w));
   if (memcmp(w.magic, "WSNID01", 8) != 0)
-    return fail(NULL, ncclInvalidArgument, "%s: not a unique id from this stand-in's "
-                "ncclGetUniqueId", fn);
+    return fail(NULL, ncclInvalidArgument,
+                "%s: not a unique id from this stand-in's "
+                "ncclGetUniqueId",
+                fn);
   if (wsi_physical(ordinal) < 0)
     return fail(NULL, ncclUnhandledCudaError, "%s: no current CUDA device", fn);
   wsi_context(ordinal, fn);
@@ -1681,8 +1709,10 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int r
 {
   ENTER("ncclCommInitRankScalable", V(2, 23));
   if (!ids || nId <= 0 || nId > nranks)
-    return fail(NULL, ncclInvalidArgument, "improper usage of ncclCommInitRank: nId = %d, "
-                "nranks=%d", nId, nranks);
+    return fail(NULL, ncclInvalidArgument,
+                "improper usage of ncclCommInitRank: nId = %d, "
+                "nranks=%d",
+                nId, nranks);
   return init_comm(comm, nranks, ids[0], rank, config, "ncclCommInitRankScalable", 0);
 }
 
@@ -1723,11 +1753,11 @@ static ncclResult_t split_gather(struct split *s, struct wsn_hello *all, int *co
     m = wsn_take_bootstrap(p, i, WSN_SPLIT, s->seq, &closed);
     if (!m || m->h.bytes != sizeof(all[i])) {
       wsn_msg_free(m);
-      snprintf(s->why, sizeof(s->why), closed
-               ? "bootstrap: rank %d of %s closed its connection during ncclCommSplit "
-                 "(socketProgress: Connection closed by remote peer)"
-               : "bootstrap: aborted while waiting for rank %d of %s in ncclCommSplit", i,
-               p->name);
+      snprintf(s->why, sizeof(s->why),
+               closed ? "bootstrap: rank %d of %s closed its connection during ncclCommSplit "
+                        "(socketProgress: Connection closed by remote peer)"
+                      : "bootstrap: aborted while waiting for rank %d of %s in ncclCommSplit",
+               i, p->name);
       return closed ? ncclRemoteError : ncclSystemError;
     }
     memcpy(&all[i], m->data, sizeof(all[i]));
@@ -2051,7 +2081,8 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     return fail(NULL, ncclInvalidArgument, "ncclCommSplit: %s argument is NULL",
                 comm ? "newcomm" : "comm");
   if (group_depth > 0)
-    return fail(NULL, ncclInvalidUsage, "ncclCommSplit inside ncclGroupStart/ncclGroupEnd: "
+    return fail(NULL, ncclInvalidUsage,
+                "ncclCommSplit inside ncclGroupStart/ncclGroupEnd: "
                 "not in the weft stand-in");
   usable(comm, "ncclCommSplit", 0);
   wsi_lock();

@@ -46,7 +46,9 @@ enum {
 };
 #define MAX_DEVICES 64
 
-typedef struct nvmlMemory { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct nvmlMemory {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
 typedef struct nvmlProcessInfo {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -54,14 +56,16 @@ typedef struct nvmlProcessInfo {
 } nvmlProcessInfo_t;
 
 typedef struct device {
-  int index;                   /* position by PCI bus */
-  int physical;                /* the stand-in's device (pci.h) */
-  unsigned long long ecc;      /* uncorrected, volatile */
+  int index;              /* position by PCI bus */
+  int physical;           /* the stand-in's device (pci.h) */
+  unsigned long long ecc; /* uncorrected, volatile */
   int retired_pending;
-  unsigned int busy_pid;       /* 0: no process */
-  unsigned int util;           /* percent (--monitor) */
+  unsigned int busy_pid; /* 0: no process */
+  unsigned int util;     /* percent (--monitor) */
 } device;
-typedef struct nvmlUtilization { unsigned int gpu, memory; } nvmlUtilization_t;
+typedef struct nvmlUtilization {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
 
 /* nvml.h's declarations of what is here */
 EXPORT int nvmlInit_v2(void);
@@ -86,11 +90,10 @@ static int inits;
 static int ndev = -1;
 static int persistence = 1;
 static int hang;
-static int reverse;            /* NVML's index i is device ndev - 1 - i */
+static int reverse; /* NVML's index i is device ndev - 1 - i */
 static device devs[MAX_DEVICES];
 
-static long
-env_long(const char *name, long dflt, long lo, long hi)
+static long env_long(const char *name, long dflt, long lo, long hi)
 {
   const char *v = getenv(name);
   char *end;
@@ -103,8 +106,7 @@ env_long(const char *name, long dflt, long lo, long hi)
 }
 
 /* WEFT_STANDIN_NVML_FAULT: ecc:I:N, retired:I, busy:I:PID, persistence-off, hang */
-static void
-setup(void)
+static void setup(void)
 {
   if (ndev >= 0)
     return;
@@ -161,8 +163,7 @@ setup(void)
   }
 }
 
-static const device *
-dev_of(const void *handle)
+static const device *dev_of(const void *handle)
 {
   const device *d = handle;
   return d >= devs && d < devs + ndev ? d : NULL;
@@ -170,8 +171,7 @@ dev_of(const void *handle)
 
 EXPORT int weft_standin_marker = 1;
 
-EXPORT int
-nvmlInit_v2(void)
+EXPORT int nvmlInit_v2(void)
 {
   setup();
   const char *nd = getenv("WEFT_STANDIN_NO_DRIVER");
@@ -183,8 +183,7 @@ nvmlInit_v2(void)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlShutdown(void)
+EXPORT int nvmlShutdown(void)
 {
   if (inits == 0)
     return NVML_ERROR_UNINITIALIZED;
@@ -192,8 +191,7 @@ nvmlShutdown(void)
   return NVML_SUCCESS;
 }
 
-EXPORT const char *
-nvmlErrorString(int rc)
+EXPORT const char *nvmlErrorString(int rc)
 {
   switch (rc) {
   case NVML_SUCCESS: return "Success";
@@ -207,8 +205,7 @@ nvmlErrorString(int rc)
   return "Unknown Error";
 }
 
-EXPORT int
-nvmlDeviceGetCount_v2(unsigned int *count)
+EXPORT int nvmlDeviceGetCount_v2(unsigned int *count)
 {
   if (!inits)
     return NVML_ERROR_UNINITIALIZED;
@@ -218,8 +215,7 @@ nvmlDeviceGetCount_v2(unsigned int *count)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **handle)
+EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **handle)
 {
   if (!inits)
     return NVML_ERROR_UNINITIALIZED;
@@ -231,15 +227,15 @@ nvmlDeviceGetHandleByIndex_v2(unsigned int index, void **handle)
 
 /* "DOMAIN:BUS:DEVICE.FUNCTION" (NVML's own form has an 8-digit domain, lspci's 4)
  * or "BUS:DEVICE.FUNCTION", hexadecimal, either case. */
-EXPORT int
-nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle)
+EXPORT int nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle)
 {
   unsigned dom = 0, bus, dev, fn;
   char end;
   if (!inits)
     return NVML_ERROR_UNINITIALIZED;
-  if (!pci || !handle || (sscanf(pci, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &end) != 4 &&
-                          (dom = 0, sscanf(pci, "%x:%x.%x%c", &bus, &dev, &fn, &end) != 3)))
+  if (!pci || !handle ||
+      (sscanf(pci, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &end) != 4 &&
+       (dom = 0, sscanf(pci, "%x:%x.%x%c", &bus, &dev, &fn, &end) != 3)))
     return NVML_ERROR_INVALID_ARGUMENT;
   for (int i = 0; i < ndev; i++)
     if (dom == 0 && dev == 0 && fn == 0 && bus == standin_pci_bus(devs[i].physical)) {
@@ -249,15 +245,14 @@ nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **handle)
   return NVML_ERROR_NOT_FOUND;
 }
 
-#define DEVICE(h)                                   \
-  const device *d = dev_of(h);                      \
-  if (!inits)                                       \
-    return NVML_ERROR_UNINITIALIZED;                \
-  if (!d)                                           \
-    return NVML_ERROR_INVALID_ARGUMENT
+#define DEVICE(h)                                                                                  \
+  const device *d = dev_of(h);                                                                     \
+  if (!inits)                                                                                      \
+    return NVML_ERROR_UNINITIALIZED;                                                               \
+  if (!d)                                                                                          \
+  return NVML_ERROR_INVALID_ARGUMENT
 
-EXPORT int
-nvmlDeviceGetName(void *h, char *name, unsigned int length)
+EXPORT int nvmlDeviceGetName(void *h, char *name, unsigned int length)
 {
   static const char n[] = "weft stand-in (not a GPU)";
   DEVICE(h);
@@ -271,8 +266,7 @@ nvmlDeviceGetName(void *h, char *name, unsigned int length)
 
 /* "GPU-..." as nvidia-smi -L writes it; NVML_DEVICE_UUID_V2_BUFFER_SIZE is 96,
  * a smaller buffer that cannot hold it is NVML_ERROR_INSUFFICIENT_SIZE. */
-EXPORT int
-nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length)
+EXPORT int nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length)
 {
   unsigned char u[16];
   char s[48];
@@ -287,8 +281,7 @@ nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m)
+EXPORT int nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m)
 {
   DEVICE(h);
   if (!m)
@@ -299,8 +292,7 @@ nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *u)
+EXPORT int nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *u)
 {
   DEVICE(h);
   if (!u)
@@ -310,8 +302,7 @@ nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *u)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetPowerUsage(void *h, unsigned int *mw)
+EXPORT int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw)
 {
   DEVICE(h);
   if (!mw)
@@ -320,8 +311,7 @@ nvmlDeviceGetPowerUsage(void *h, unsigned int *mw)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c)
+EXPORT int nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c)
 {
   DEVICE(h);
   if (!c || sensor != 0) /* NVML_TEMPERATURE_GPU */
@@ -330,8 +320,7 @@ nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetPersistenceMode(void *h, int *mode)
+EXPORT int nvmlDeviceGetPersistenceMode(void *h, int *mode)
 {
   DEVICE(h);
   if (!mode)
@@ -340,8 +329,7 @@ nvmlDeviceGetPersistenceMode(void *h, int *mode)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *count)
+EXPORT int nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *count)
 {
   DEVICE(h);
   if (!count || type < 0 || type > 1 || counter < 0 || counter > 1)
@@ -350,8 +338,7 @@ nvmlDeviceGetTotalEccErrors(void *h, int type, int counter, unsigned long long *
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetRetiredPagesPendingStatus(void *h, int *pending)
+EXPORT int nvmlDeviceGetRetiredPagesPendingStatus(void *h, int *pending)
 {
   DEVICE(h);
   if (!pending)
@@ -360,8 +347,8 @@ nvmlDeviceGetRetiredPagesPendingStatus(void *h, int *pending)
   return NVML_SUCCESS;
 }
 
-EXPORT int
-nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *count, nvmlProcessInfo_t *infos)
+EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *count,
+                                                   nvmlProcessInfo_t *infos)
 {
   DEVICE(h);
   unsigned need = d->busy_pid ? 1 : 0;

@@ -25,16 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline unsigned
-standin_pci_bus(int p)
+static inline unsigned standin_pci_bus(int p)
 {
   const char *s = getenv("WEFT_STANDIN_PCI_BUS");
   for (int i = 0; s && *s; i++) {
     char *end;
     unsigned long b = strtoul(s, &end, 16);
     if (end == s || b > 0xff || (*end && *end != ',')) {
-      fprintf(stderr, "weft-standin: WEFT_STANDIN_PCI_BUS='%s': expected hexadecimal bus "
-              "numbers 00 to ff, comma-separated\n", getenv("WEFT_STANDIN_PCI_BUS"));
+      fprintf(stderr,
+              "weft-standin: WEFT_STANDIN_PCI_BUS='%s': expected hexadecimal bus "
+              "numbers 00 to ff, comma-separated\n",
+              getenv("WEFT_STANDIN_PCI_BUS"));
       abort();
     }
     if (i == p)
@@ -47,8 +48,7 @@ standin_pci_bus(int p)
 /* order[k] = the physical device with the k-th lowest bus, k < n: the order of
  * CUDA_DEVICE_ORDER=PCI_BUS_ID and of NVML's indexes. Two devices on one bus
  * end the process (a real machine has no such thing). */
-static inline void
-standin_pci_order(int n, int *order)
+static inline void standin_pci_order(int n, int *order)
 {
   for (int i = 0; i < n; i++) {
     int k = i;
@@ -60,17 +60,18 @@ standin_pci_order(int n, int *order)
       k--;
     }
     if (k > 0 && standin_pci_bus(order[k - 1]) == standin_pci_bus(order[k])) {
-      fprintf(stderr, "weft-standin: WEFT_STANDIN_PCI_BUS='%s' puts devices %d and %d on bus "
-              "%02x\n", getenv("WEFT_STANDIN_PCI_BUS") ? getenv("WEFT_STANDIN_PCI_BUS") : "",
-              order[k - 1], order[k], standin_pci_bus(order[k]));
+      fprintf(stderr,
+              "weft-standin: WEFT_STANDIN_PCI_BUS='%s' puts devices %d and %d on bus "
+              "%02x\n",
+              getenv("WEFT_STANDIN_PCI_BUS") ? getenv("WEFT_STANDIN_PCI_BUS") : "", order[k - 1],
+              order[k], standin_pci_bus(order[k]));
       abort();
     }
   }
 }
 
 /* The 16 bytes of physical device p's UUID, or of its MIG instance's. */
-static inline void
-standin_uuid(int p, int mig, unsigned char u[16])
+static inline void standin_uuid(int p, int mig, unsigned char u[16])
 {
   memset(u, 0, 16);
   u[0] = 0x57;
@@ -82,18 +83,16 @@ standin_uuid(int p, int mig, unsigned char u[16])
 
 /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (or "MIG-..."), as nvidia-smi -L
  * writes it; len >= 41. */
-static inline void
-standin_uuid_str(const unsigned char u[16], int mig, char *buf, size_t len)
+static inline void standin_uuid_str(const unsigned char u[16], int mig, char *buf, size_t len)
 {
   snprintf(buf, len, "%s-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-           mig ? "MIG" : "GPU", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-           u[10], u[11], u[12], u[13], u[14], u[15]);
+           mig ? "MIG" : "GPU", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+           u[11], u[12], u[13], u[14], u[15]);
 }
 
 /* One hexadecimal field of at most max digits ending at a character of stop
  * (or at the end when stop has '\0'); its value, or -1. */
-static inline long
-standin_hex_field(const char **s, int max, const char *stop)
+static inline long standin_hex_field(const char **s, int max, const char *stop)
 {
   long v = 0;
   int n = 0;
@@ -112,8 +111,8 @@ standin_hex_field(const char **s, int max, const char *stop)
  * [domain]:[bus]:[device] or [bus]:[device].[function], hexadecimal, either
  * case ("0000:04:00.0", "00000000:04:00.0", "04:00.0"). 0, or -1 when s is
  * none of them (no sign, space or 0x). */
-static inline int
-standin_parse_bus_id(const char *s, unsigned *dom, unsigned *bus, unsigned *dev, unsigned *fn)
+static inline int standin_parse_bus_id(const char *s, unsigned *dom, unsigned *bus, unsigned *dev,
+                                       unsigned *fn)
 {
   const char *p = s;
   long a, b, c, d = 0;

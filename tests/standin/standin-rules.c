@@ -35,12 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CK(cond)                                                                             \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                        \
-      exit(1);                                                                               \
-    }                                                                                        \
+#define CK(cond)                                                                                   \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                              \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 #define CU(call) CK((call) == cudaSuccess)
 #define NC(call) CK((call) == ncclSuccess)
@@ -53,10 +53,7 @@ static void sleep_ms(void *arg)
   nanosleep(&ts, NULL);
 }
 
-static void nap(int ms)
-{
-  sleep_ms((void *)(size_t)ms);
-}
+static void nap(int ms) { sleep_ms((void *)(size_t)ms); }
 
 static double now_ms(void)
 {
@@ -169,8 +166,7 @@ static void barrier(int rank)
  * while it holds the allocator's lock leaves the child stuck in its first
  * malloc (seen under AddressSanitizer); the id reaches the children through
  * a pipe. A child dies with this process. */
-static int team(int n, const int *dev, const char *const *host,
-                int (*fn)(ncclComm_t c, int rank))
+static int team(int n, const int *dev, const char *const *host, int (*fn)(ncclComm_t c, int rank))
 {
   int fds[2], status, rc, r, bad = 0;
   pid_t pid[8];
@@ -355,16 +351,10 @@ static int case_works(void)
 
 /* NCCL on two processes (forked before any CUDA call: neither CUDA nor the
  * stand-in survives a fork of a process whose threads are running). */
-static int case_nccl(void)
-{
-  return two(0, 1, NULL, colls);
-}
+static int case_nccl(void) { return two(0, 1, NULL, colls); }
 
 /* The same device is fine for two "hosts" (NCCL_HOSTID). */
-static int case_nccl_hostid(void)
-{
-  return two(2, 2, "other-host", colls);
-}
+static int case_nccl_hostid(void) { return two(2, 2, "other-host", colls); }
 
 /* init.cc ncclCommSplit on a non-blocking parent: ncclInProgress, *newcomm
  * NULL until the split completes, the parent in progress until then; the
@@ -410,10 +400,7 @@ static int split_nb_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_split_nonblocking(void)
-{
-  return two(0, 1, NULL, split_nb_fn);
-}
+static int case_split_nonblocking(void) { return two(0, 1, NULL, split_nb_fn); }
 
 /* A failed split (rank 1 is gone: the bootstrap sees its connection close):
  * on a non-blocking parent the error is the parent's (group.cc
@@ -446,10 +433,7 @@ static int split_fail_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_split_fail(void)
-{
-  return two(0, 1, NULL, split_fail_fn);
-}
+static int case_split_fail(void) { return two(0, 1, NULL, split_fail_fn); }
 
 /* ncclSend completes once the receive has started on the peer: an empty
  * one too. Rank 1 receives only after rank 0 saw its send still waiting. */
@@ -483,10 +467,7 @@ static int rendezvous_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_send_rendezvous(void)
-{
-  return two(0, 1, NULL, rendezvous_fn);
-}
+static int case_send_rendezvous(void) { return two(0, 1, NULL, rendezvous_fn); }
 
 /* Both ranks send first, outside a group: each send waits for a receive
  * that comes after it on the same stream, as on a GPU; only aborts end it. */
@@ -506,10 +487,7 @@ static int send_order_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_send_order(void)
-{
-  return two(0, 1, NULL, send_order_fn);
-}
+static int case_send_order(void) { return two(0, 1, NULL, send_order_fn); }
 
 /* Two communicators used in different orders on the two ranks, on one
  * stream: each waits for the other rank, which waits for the other one. */
@@ -531,10 +509,7 @@ static int comm_order_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_comm_order(void)
-{
-  return two(0, 1, NULL, comm_order_fn);
-}
+static int case_comm_order(void) { return two(0, 1, NULL, comm_order_fn); }
 
 /* In a group, sends and receives complete in any order: on one stream, on
  * two streams of one communicator (one launch after both), and on two
@@ -578,10 +553,7 @@ static int group_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_group_order(void)
-{
-  return two(0, 1, NULL, group_fn);
-}
+static int case_group_order(void) { return two(0, 1, NULL, group_fn); }
 
 /* A broadcast's root is done only once every rank has entered it. */
 static int bcast_fn(ncclComm_t c, int rank)
@@ -604,10 +576,7 @@ static int bcast_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_bcast_waits(void)
-{
-  return two(0, 1, NULL, bcast_fn);
-}
+static int case_bcast_waits(void) { return two(0, 1, NULL, bcast_fn); }
 
 /* Rank 1 dies. Over a network transport the proxy sees the connection
  * closed: ncclRemoteError; between ranks of one host nothing notices and
@@ -644,10 +613,7 @@ static int death_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_death_p2p(void)
-{
-  return two(0, 1, NULL, death_fn);
-}
+static int case_death_p2p(void) { return two(0, 1, NULL, death_fn); }
 
 static int case_death_net(void)
 {
@@ -822,10 +788,7 @@ static int not_ready_split(const char *version)
   return 0;
 }
 
-static int case_version_218_split(void)
-{
-  return not_ready_split("2.18.6");
-}
+static int case_version_218_split(void) { return not_ready_split("2.18.6"); }
 
 static int case_version_219(void)
 {
@@ -872,10 +835,7 @@ static int named(const char *version, int honoured)
   return 0;
 }
 
-static int case_version_223(void)
-{
-  return named("2.23.4", 0);
-}
+static int case_version_223(void) { return named("2.23.4", 0); }
 
 static int case_version_228(void)
 {
@@ -950,10 +910,7 @@ static int zero_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_zero_count(void)
-{
-  return two(0, 1, NULL, zero_fn);
-}
+static int case_zero_count(void) { return two(0, 1, NULL, zero_fn); }
 
 /* Ring order on three ranks (device/all_reduce.h runRing): chunk c of 8
  * halves starts at rank c+1 and ends at rank c, every sum rounded to fp16.
@@ -1066,10 +1023,7 @@ static int capture_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_capture(void)
-{
-  return two(0, 1, NULL, capture_fn);
-}
+static int case_capture(void) { return two(0, 1, NULL, capture_fn); }
 
 static int case_no_context(void)
 {
@@ -1194,10 +1148,7 @@ static int dup_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_duplicate(void)
-{
-  return two(0, 0, NULL, dup_fn);
-}
+static int case_duplicate(void) { return two(0, 0, NULL, dup_fn); }
 
 static int abort_fn(ncclComm_t c, int rank)
 {
@@ -1213,10 +1164,7 @@ static int abort_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_abort_all(void)
-{
-  return two(0, 1, NULL, abort_fn);
-}
+static int case_abort_all(void) { return two(0, 1, NULL, abort_fn); }
 
 static int case_unsettled(void)
 {
@@ -1268,10 +1216,7 @@ static int split_fail_use_fn(ncclComm_t c, int rank)
   return 0;
 }
 
-static int case_split_fail_use(void)
-{
-  return two(0, 1, NULL, split_fail_use_fn);
-}
+static int case_split_fail_use(void) { return two(0, 1, NULL, split_fail_use_fn); }
 
 /* The handle of a non-blocking split in a frame that returns before the
  * split completes (NCCL writes it late). */
@@ -1429,9 +1374,9 @@ static int log_lines(const char *log)
 static const struct {
   const char *name;
   int (*fn)(void);
-  int sig;             /* expected end: 0 exit (code), else this signal */
+  int sig; /* expected end: 0 exit (code), else this signal */
   int code;
-  const char *words;   /* on stderr */
+  const char *words; /* on stderr */
   const char *words2;
   int (*check)(const char *log);
 } cases[] = {
@@ -1466,8 +1411,8 @@ static const struct {
   {"host-fn", case_host_fn, SIGABRT, 0, "CUDA call from a host function", NULL, NULL},
   {"bounds", case_bounds, SIGABRT, 0, "out of bounds", NULL, NULL},
   {"host-deref", case_host_deref, SIGSEGV, 0, NULL, NULL, NULL},
-  {"nccl-host-ptr", case_nccl_host_ptr, SIGABRT, 0, "host pointer passed as device memory",
-   NULL, NULL},
+  {"nccl-host-ptr", case_nccl_host_ptr, SIGABRT, 0, "host pointer passed as device memory", NULL,
+   NULL},
   {"nccl-other-device", case_nccl_other_device, SIGABRT, 0, "device pointer from another device",
    NULL, NULL},
   {"split-queued", case_split_queued, SIGABRT, 0, "split with queued operations", NULL, NULL},
@@ -1495,15 +1440,14 @@ static const struct {
    "NCCL 2.18.6 does not check this", NULL},
   {"version-2.19", case_version_219, SIGABRT, 0, "communicator not ready",
    "ncclCommEnsureReady returns ncclInvalidArgument", NULL},
-  {"version-bad", case_version_bad, 0, 2, "WEFT_STANDIN_NCCL_VERSION=2.29: use X.Y or X.Y.Z",
-   NULL, NULL},
+  {"version-bad", case_version_bad, 0, 2, "WEFT_STANDIN_NCCL_VERSION=2.29: use X.Y or X.Y.Z", NULL,
+   NULL},
   {"transport-bad", case_transport_bad, 0, 2,
    "WEFT_STANDIN_NCCL_TRANSPORT=ib: use auto, net or p2p", NULL, NULL},
   {"one-rank-copy", case_one_rank_copy, SIGABRT, 0, "race between streams", NULL, NULL},
-  {"batch-legacy", case_batch_legacy, SIGABRT, 0, "cudaMemcpyBatchAsync on the legacy stream",
-   NULL, NULL},
-  {"direction", case_direction, SIGABRT, 0, "copy direction does not match the memory", NULL,
+  {"batch-legacy", case_batch_legacy, SIGABRT, 0, "cudaMemcpyBatchAsync on the legacy stream", NULL,
    NULL},
+  {"direction", case_direction, SIGABRT, 0, "copy direction does not match the memory", NULL, NULL},
 };
 
 /* Run one case as a child process; 0 when it ended as it should. */
@@ -1537,8 +1481,8 @@ static int run_child(size_t k, const char *log)
          (cases[k].sig == SIGSEGV && strstr(buf, "AddressSanitizer: SEGV"));
   ok = ok && (!cases[k].words || strstr(buf, cases[k].words)) &&
        (!cases[k].words2 || strstr(buf, cases[k].words2));
-  printf("%s %s%s%s\n", ok ? "ok:  " : "FAIL:", cases[k].name,
-         cases[k].words ? ": " : "", cases[k].words ? cases[k].words : "");
+  printf("%s %s%s%s\n", ok ? "ok:  " : "FAIL:", cases[k].name, cases[k].words ? ": " : "",
+         cases[k].words ? cases[k].words : "");
   if (!ok)
     fprintf(stderr, "--- %s: status %d, stderr:\n%s---\n", cases[k].name, status, buf);
   return !ok;

@@ -92,8 +92,8 @@ void wsi_api(const char *fn);
 /* The one lock of the stand-in's shared state, and its condition. */
 void wsi_lock(void);
 void wsi_unlock(void);
-void wsi_wait(void);            /* wait on the condition, lock held */
-int wsi_wait_ms(int ms);        /* the same with a time limit; 0 on timeout */
+void wsi_wait(void);     /* wait on the condition, lock held */
+int wsi_wait_ms(int ms); /* the same with a time limit; 0 on timeout */
 void wsi_broadcast(void);
 
 /* ---- memory (core.c) ---- */
@@ -151,25 +151,25 @@ typedef void (*wsi_fn)(void *arg);
 /* Enqueue on s. The ranges are checked against every unfinished or unordered
  * access from other streams (a race is a violation). Returns the operation's
  * sequence number on s. */
-uint64_t wsi_enqueue(wsi_stream *s, const char *what, const struct wsi_range *r, int nr,
-                     wsi_fn run, void *arg);
+uint64_t wsi_enqueue(wsi_stream *s, const char *what, const struct wsi_range *r, int nr, wsi_fn run,
+                     void *arg);
 /* Wait until operation seq of s has run; the host then knows it. */
 void wsi_wait_op(wsi_stream *s, uint64_t seq);
 
 /* The errors of stream capture, for libcudart to say as cudaError_t. */
 enum wsi_capture_error {
   WSI_OK = 0,
-  WSI_E_UNSUPPORTED,      /* cudaErrorStreamCaptureUnsupported */
-  WSI_E_INVALIDATED,      /* cudaErrorStreamCaptureInvalidated */
-  WSI_E_IMPLICIT,         /* cudaErrorStreamCaptureImplicit */
-  WSI_E_ISOLATION,        /* cudaErrorStreamCaptureIsolation */
-  WSI_E_MERGE,            /* cudaErrorStreamCaptureMerge */
-  WSI_E_UNMATCHED,        /* cudaErrorStreamCaptureUnmatched */
-  WSI_E_UNJOINED,         /* cudaErrorStreamCaptureUnjoined */
-  WSI_E_WRONG_THREAD,     /* cudaErrorStreamCaptureWrongThread */
-  WSI_E_CAPTURED_EVENT,   /* cudaErrorCapturedEvent */
-  WSI_E_ILLEGAL_STATE,    /* cudaErrorIllegalState */
-  WSI_E_INVALID_VALUE     /* cudaErrorInvalidValue */
+  WSI_E_UNSUPPORTED,    /* cudaErrorStreamCaptureUnsupported */
+  WSI_E_INVALIDATED,    /* cudaErrorStreamCaptureInvalidated */
+  WSI_E_IMPLICIT,       /* cudaErrorStreamCaptureImplicit */
+  WSI_E_ISOLATION,      /* cudaErrorStreamCaptureIsolation */
+  WSI_E_MERGE,          /* cudaErrorStreamCaptureMerge */
+  WSI_E_UNMATCHED,      /* cudaErrorStreamCaptureUnmatched */
+  WSI_E_UNJOINED,       /* cudaErrorStreamCaptureUnjoined */
+  WSI_E_WRONG_THREAD,   /* cudaErrorStreamCaptureWrongThread */
+  WSI_E_CAPTURED_EVENT, /* cudaErrorCapturedEvent */
+  WSI_E_ILLEGAL_STATE,  /* cudaErrorIllegalState */
+  WSI_E_INVALID_VALUE   /* cudaErrorInvalidValue */
 };
 
 wsi_event *wsi_event_create(int ordinal, int timing);
@@ -208,8 +208,8 @@ struct wsi_replay {
  * (cudaStreamBeginCapture), the work becomes a node of the capture (arg is
  * its template, run(make(arg)) at each launch, the ranges checked then) and
  * 0 is returned; otherwise it is wsi_enqueue(s, what, r, nr, run, arg). */
-uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct wsi_range *r,
-                                int nr, wsi_fn run, void *arg, const struct wsi_replay *rp);
+uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct wsi_range *r, int nr,
+                                wsi_fn run, void *arg, const struct wsi_replay *rp);
 /* 1 while s is capturing (cudaStreamBeginCapture to cudaStreamEndCapture,
  * including a stream forked into a capture, and a capture that was
  * invalidated: work queued then is dropped, its template too). It takes no

@@ -64,10 +64,10 @@ struct wsi_stream {
   struct op *head, *tail;
   struct wsi_vc vc;
   int running, destroyed;
-  struct capture *cap;   /* the capture sequence it belongs to, or NULL */
-  int capturing;         /* cap != NULL, for wsi_stream_capturing without the lock */
-  struct nodeset deps;   /* while capturing: the next node's dependencies */
-  struct nodeset info;   /* what cudaStreamGetCaptureInfo last handed out */
+  struct capture *cap; /* the capture sequence it belongs to, or NULL */
+  int capturing;       /* cap != NULL, for wsi_stream_capturing without the lock */
+  struct nodeset deps; /* while capturing: the next node's dependencies */
+  struct nodeset info; /* what cudaStreamGetCaptureInfo last handed out */
 };
 
 struct wsi_event {
@@ -77,9 +77,9 @@ struct wsi_event {
   uint64_t seq, gen;
   struct wsi_vc vc;
   double t;
-  int captured;          /* last recorded in a capturing stream */
-  struct capture *cap;   /* that capture while it goes on, else NULL */
-  struct nodeset nodes;  /* what it stands for in that capture */
+  int captured;         /* last recorded in a capturing stream */
+  struct capture *cap;  /* that capture while it goes on, else NULL */
+  struct nodeset nodes; /* what it stands for in that capture */
 };
 
 static wsi_stream **streams;
@@ -136,10 +136,7 @@ void wsi__vc_set(struct wsi_vc *vc, size_t i, uint64_t seq)
     vc->v[i] = seq;
 }
 
-uint64_t wsi__vc_get(const struct wsi_vc *vc, size_t i)
-{
-  return i < vc->n ? vc->v[i] : 0;
-}
+uint64_t wsi__vc_get(const struct wsi_vc *vc, size_t i) { return i < vc->n ? vc->v[i] : 0; }
 
 static void vc_copy(struct wsi_vc *dst, const struct wsi_vc *src)
 {
@@ -260,7 +257,8 @@ void wsi_stream_destroy(wsi_stream *s, const char *fn)
   if (s->cap)
     wsi_violation("not modelled by the stand-in",
                   "%s of %s while it captures a graph: end the capture first "
-                  "(cudaStreamEndCapture)", fn, wsi_stream_name(s, name, sizeof(name)));
+                  "(cudaStreamEndCapture)",
+                  fn, wsi_stream_name(s, name, sizeof(name)));
   /* Work still queued runs to its end, as CUDA does; then the worker goes. */
   s->magic = DEAD_MAGIC;
   s->destroyed = 1;
@@ -456,8 +454,8 @@ static uint64_t enqueue_locked(wsi_stream *s, const char *what, const struct wsi
   return o->seq;
 }
 
-uint64_t wsi_enqueue(wsi_stream *s, const char *what, const struct wsi_range *r, int nr,
-                     wsi_fn run, void *arg)
+uint64_t wsi_enqueue(wsi_stream *s, const char *what, const struct wsi_range *r, int nr, wsi_fn run,
+                     void *arg)
 {
   uint64_t seq;
   char name[96];
@@ -466,8 +464,8 @@ uint64_t wsi_enqueue(wsi_stream *s, const char *what, const struct wsi_range *r,
   if (s->cap)
     wsi_violation("work the stand-in cannot capture",
                   "%s on %s while it captures a graph: only work queued through "
-                  "wsi_enqueue_replayable can be captured", what,
-                  wsi_stream_name(s, name, sizeof(name)));
+                  "wsi_enqueue_replayable can be captured",
+                  what, wsi_stream_name(s, name, sizeof(name)));
   seq = enqueue_locked(s, what, r, nr, run, arg, NULL);
   wsi_unlock();
   return seq;
@@ -492,17 +490,17 @@ enum { NODE_WORK, NODE_WAIT };
 
 struct node {
   int kind;
-  size_t index;                  /* in its body */
-  uint64_t mark;                 /* scratch of walks */
+  size_t index;  /* in its body */
+  uint64_t mark; /* scratch of walks */
   const char *what;
-  size_t stream;                 /* index of the stream it was captured in */
+  size_t stream; /* index of the stream it was captured in */
   struct wsi_range *r;
-  unsigned char *dev;            /* r[i] was device memory at capture */
+  unsigned char *dev; /* r[i] was device memory at capture */
   int nr;
   wsi_fn run;
   void *tmpl;
   const struct wsi_replay *rp;
-  wsi_event *ev;                 /* NODE_WAIT: an external event (cudaEventWaitExternal) */
+  wsi_event *ev; /* NODE_WAIT: an external event (cudaEventWaitExternal) */
   struct nodeset deps;
 };
 
@@ -512,38 +510,38 @@ struct body {
   struct node **v;
   size_t n, cap;
   int physical;
-  uint64_t gen;                  /* of walks */
+  uint64_t gen; /* of walks */
 };
 
 struct capture {
   uint64_t id;
   wsi_stream *origin;
-  int mode;                      /* enum cudaStreamCaptureMode's values */
+  int mode; /* enum cudaStreamCaptureMode's values */
   pthread_t thread;
   int invalid;
   wsi_graph *g;
   struct capture *next;
 };
 
-#define GRAPH_MAGIC 0x57475248u  /* "WGRH" */
-#define EXEC_MAGIC 0x57455843u   /* "WEXC" */
+#define GRAPH_MAGIC 0x57475248u /* "WGRH" */
+#define EXEC_MAGIC 0x57455843u  /* "WEXC" */
 
 struct wsi_graph {
   unsigned magic;
   struct body *b;
-  struct capture *cap;           /* the capture still filling it, or NULL */
+  struct capture *cap; /* the capture still filling it, or NULL */
 };
 
 struct wsi_exec {
   unsigned magic;
   struct body *b;
-  size_t n;                      /* the nodes it has */
-  wsi_stream *last;              /* where its last launch's last node is */
+  size_t n;         /* the nodes it has */
+  wsi_stream *last; /* where its last launch's last node is */
   uint64_t last_seq;
-  struct wsi_vc vc;              /* and what that node came after */
+  struct wsi_vc vc; /* and what that node came after */
 };
 
-static struct capture *captures;  /* those under way */
+static struct capture *captures; /* those under way */
 static uint64_t capture_ids;
 static __thread int capture_mode; /* cudaStreamCaptureModeGlobal (0) */
 static wsi_graph **graphs;
@@ -616,12 +614,18 @@ static void invalidate(struct capture *c, const char *fn, const char *why)
 /* Lock held: an error a call returns, with a line in the log. */
 static int refuse(int err, const char *fn, const char *why)
 {
-  static const char *const names[] = {
-    "", "cudaErrorStreamCaptureUnsupported", "cudaErrorStreamCaptureInvalidated",
-    "cudaErrorStreamCaptureImplicit", "cudaErrorStreamCaptureIsolation",
-    "cudaErrorStreamCaptureMerge", "cudaErrorStreamCaptureUnmatched",
-    "cudaErrorStreamCaptureUnjoined", "cudaErrorStreamCaptureWrongThread",
-    "cudaErrorCapturedEvent", "cudaErrorIllegalState", "cudaErrorInvalidValue"};
+  static const char *const names[] = {"",
+                                      "cudaErrorStreamCaptureUnsupported",
+                                      "cudaErrorStreamCaptureInvalidated",
+                                      "cudaErrorStreamCaptureImplicit",
+                                      "cudaErrorStreamCaptureIsolation",
+                                      "cudaErrorStreamCaptureMerge",
+                                      "cudaErrorStreamCaptureUnmatched",
+                                      "cudaErrorStreamCaptureUnjoined",
+                                      "cudaErrorStreamCaptureWrongThread",
+                                      "cudaErrorCapturedEvent",
+                                      "cudaErrorIllegalState",
+                                      "cudaErrorInvalidValue"};
 
   wsi_log("capture error %s: %s: %s", names[err], fn, why);
   return err;
@@ -720,7 +724,7 @@ static const char *graph_what(const char *what)
     struct named *next;
     const char *what;
     char name[];
-  } *names;
+  } * names;
   struct named *n;
   size_t len = strlen(what) + sizeof(" (a graph node)");
 
@@ -753,10 +757,7 @@ static struct node *new_node(int kind, const char *what)
 
 /* Lock held: one reference to b less; b when the caller must free it (after
  * unlocking: the nodes' drop may take the lock). */
-static struct body *body_release(struct body *b)
-{
-  return --b->refs == 0 ? b : NULL;
-}
+static struct body *body_release(struct body *b) { return --b->refs == 0 ? b : NULL; }
 
 static void body_free(struct body *b)
 {
@@ -777,8 +778,8 @@ static void body_free(struct body *b)
   free(b);
 }
 
-uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct wsi_range *r,
-                                int nr, wsi_fn run, void *arg, const struct wsi_replay *rp)
+uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct wsi_range *r, int nr,
+                                wsi_fn run, void *arg, const struct wsi_replay *rp)
 {
   struct node *x;
   char name[96];
@@ -798,8 +799,8 @@ uint64_t wsi_enqueue_replayable(wsi_stream *s, const char *what, const struct ws
   if (s->cap->invalid) {
     /* cudaErrorStreamCaptureInvalidated for the caller that can say it; the
      * work is not captured. */
-    wsi_log("capture %llu: %s dropped: the capture was invalidated",
-            (unsigned long long)s->cap->id, what);
+    wsi_log("capture %llu: %s dropped: the capture was invalidated", (unsigned long long)s->cap->id,
+            what);
     wsi_unlock();
     if (rp->drop)
       rp->drop(arg);
@@ -1096,8 +1097,7 @@ int wsi_graph_destroy(wsi_graph *g, const char *fn)
   wsi_lock();
   if (g->cap) {
     wsi_unlock();
-    return refuse(WSI_E_ILLEGAL_STATE, fn,
-                  "a graph cannot be destroyed while a capture fills it");
+    return refuse(WSI_E_ILLEGAL_STATE, fn, "a graph cannot be destroyed while a capture fills it");
   }
   g->magic = DEAD_MAGIC;
   drop = body_release(g->b);
@@ -1146,8 +1146,10 @@ wsi_exec *wsi_exec_get(void *handle, const char *fn)
       x = execs[i];
   wsi_unlock();
   if (!x)
-    wsi_violation("not an executable graph", "%s: %p is not an executable graph this process "
-                  "made", fn, handle);
+    wsi_violation("not an executable graph",
+                  "%s: %p is not an executable graph this process "
+                  "made",
+                  fn, handle);
   if (x->magic != EXEC_MAGIC)
     wsi_violation("use of a destroyed executable graph", "%s after cudaGraphExecDestroy", fn);
   return x;
@@ -1187,12 +1189,13 @@ int wsi_graph_launch(wsi_exec *x, wsi_stream *s, const char *fn)
   if (s->cap)
     wsi_violation("not modelled by the stand-in",
                   "%s into %s while it captures (a child graph node): the stand-in does not "
-                  "capture graph launches", fn, wsi_stream_name(s, name, sizeof(name)));
+                  "capture graph launches",
+                  fn, wsi_stream_name(s, name, sizeof(name)));
   if (s->physical != b->physical)
     wsi_violation("not modelled by the stand-in",
                   "%s of a graph captured on device %d into %s: the stand-in runs a graph on "
-                  "its own device only", fn, wsi_ordinal(b->physical),
-                  wsi_stream_name(s, name, sizeof(name)));
+                  "its own device only",
+                  fn, wsi_ordinal(b->physical), wsi_stream_name(s, name, sizeof(name)));
   /* Memory a node uses must still be there: a graph keeps addresses. */
   for (i = 0; i < x->n; i++)
     for (k = 0; k < v[i]->nr; k++) {
@@ -1202,7 +1205,8 @@ int wsi_graph_launch(wsi_exec *x, wsi_stream *s, const char *fn)
           (!m || m->kind != WSI_DEVICE || (uintptr_t)r->p - m->addr + r->n > m->size))
         wsi_violation("graph uses freed memory",
                       "%s: node %zu (%s) uses %zu bytes of device memory at %p that are no "
-                      "longer allocated", fn, i, v[i]->what, r->n, r->p);
+                      "longer allocated",
+                      fn, i, v[i]->what, r->n, r->p);
     }
   wsi_unlock();
   /* Each replay's own arguments, made on this thread in node order. */
@@ -1227,7 +1231,8 @@ int wsi_graph_launch(wsi_exec *x, wsi_stream *s, const char *fn)
       if (e->magic != EVENT_MAGIC)
         wsi_violation("use of a destroyed event",
                       "%s: the graph waits for an event (cudaEventWaitExternal) that was "
-                      "destroyed", fn);
+                      "destroyed",
+                      fn);
       if (e->s && !e->captured) {
         wsi__vc_join(&s->vc, &e->vc);
         if (extra)
@@ -1498,16 +1503,16 @@ int wsi_stream_wait_event(wsi_stream *s, wsi_event *e, int external, const char 
   if (e->captured) {
     struct capture *c = e->cap;
     if (!c)
-      err = refuse(WSI_E_CAPTURED_EVENT, fn,
-                   "the event was last recorded in a capture that has ended");
+      err =
+        refuse(WSI_E_CAPTURED_EVENT, fn, "the event was last recorded in a capture that has ended");
     else if (s->legacy) {
       invalidate(c, fn, "the legacy stream waited for an event of the capture");
       err = refuse(WSI_E_UNSUPPORTED, fn, "the legacy stream cannot join a capture");
     } else if (s->physical != e->physical)
       wsi_violation("not modelled by the stand-in",
                     "%s: %s waits for an event captured on device %d: the stand-in captures "
-                    "on one device only", fn, wsi_stream_name(s, name, sizeof(name)),
-                    wsi_ordinal(e->physical));
+                    "on one device only",
+                    fn, wsi_stream_name(s, name, sizeof(name)), wsi_ordinal(e->physical));
     else if (s->cap && s->cap != c) {
       invalidate(c, fn, "a stream of another capture waited for its event");
       invalidate(s->cap, fn, "it waited for an event of another capture");

@@ -27,15 +27,12 @@
 
 /* ---- scale analysis -------------------------------------------------- */
 
-static double ring(int n)
-{
-  return 2.0 * (n - 1) / n;
-}
+static double ring(int n) { return 2.0 * (n - 1) / n; }
 
 /* A job whose times are exactly alpha + bytes * beta. */
 static void make_job(struct scale_job *j, int nodes, int ranks, double alpha, double beta)
 {
-  static const size_t sizes[] = { 1 << 10, 1 << 16, 1 << 20, 1 << 24 };
+  static const size_t sizes[] = {1 << 10, 1 << 16, 1 << 20, 1 << 24};
 
   memset(j, 0, sizeof(*j));
   j->nodes = nodes;
@@ -48,11 +45,11 @@ static void make_job(struct scale_job *j, int nodes, int ranks, double alpha, do
   }
 }
 
-#define assert_near(got, want, tol)                                                \
-  do {                                                                             \
-    double g_ = (got), w_ = (want);                                                \
-    if (!(fabs(g_ - w_) <= (tol) * fmax(1.0, fabs(w_))))                           \
-      fail_msg("%s = %.9g, expected %.9g", #got, g_, w_);                          \
+#define assert_near(got, want, tol)                                                                \
+  do {                                                                                             \
+    double g_ = (got), w_ = (want);                                                                \
+    if (!(fabs(g_ - w_) <= (tol)*fmax(1.0, fabs(w_))))                                             \
+      fail_msg("%s = %.9g, expected %.9g", #got, g_, w_);                                          \
   } while (0)
 
 /* busbw 10 GB/s = 1e4 bytes/us at every size on 2, 4 and 8 ranks, with
@@ -115,9 +112,9 @@ static void test_repeats(void **state)
   j.ranks = 2;
   j.npts = 1;
   p->bytes = 1000000;
-  p->times[0] = 200;    /* busbw 1e6 / 200 / 1e3 x ring(2) = 5 GB/s */
-  p->times[1] = 100;    /* 10 */
-  p->times[2] = 400;    /* 2.5 */
+  p->times[0] = 200; /* busbw 1e6 / 200 / 1e3 x ring(2) = 5 GB/s */
+  p->times[1] = 100; /* 10 */
+  p->times[2] = 400; /* 2.5 */
   p->nrep = 3;
   scale_job_finish(&j, ring);
   assert_near(p->time_us, 200, 0);
@@ -137,7 +134,7 @@ static void test_predict(void **state)
 {
   struct scale_job jobs[3];
   struct scale_prediction pred[SCALE_PREDICT_N * 2];
-  size_t sizes[2] = { 1 << 20, 1 << 24 };
+  size_t sizes[2] = {1 << 20, 1 << 24};
   int n;
 
   (void)state;
@@ -168,7 +165,7 @@ static void test_predict(void **state)
 
 static void test_median(void **state)
 {
-  double v[] = { 5, 1, 4, 2, 3 }, w[] = { 4, 1, 3, 2 }, one[] = { 7 };
+  double v[] = {5, 1, 4, 2, 3}, w[] = {4, 1, 3, 2}, one[] = {7};
 
   (void)state;
   assert_near(scale_median(v, 5), 3, 0);
@@ -194,15 +191,15 @@ static void test_efficiency(void **state)
   struct scale_job jobs[4];
 
   (void)state;
-  bw_job(&jobs[0], 1, 4, 80, 0);   /* intra-node: no reference, no efficiency */
-  bw_job(&jobs[1], 2, 8, 20, 0);   /* the reference */
+  bw_job(&jobs[0], 1, 4, 80, 0); /* intra-node: no reference, no efficiency */
+  bw_job(&jobs[1], 2, 8, 20, 0); /* the reference */
   bw_job(&jobs[2], 4, 16, 15, 0);
-  bw_job(&jobs[3], 8, 32, 10, 1);  /* failed */
+  bw_job(&jobs[3], 8, 32, 10, 1); /* failed */
   assert_true(isnan(scale_efficiency(jobs, 4, &jobs[0], 1 << 20)));
   assert_near(scale_efficiency(jobs, 4, &jobs[1], 1 << 20), 1, 0);
   assert_near(scale_efficiency(jobs, 4, &jobs[2], 1 << 20), 0.75, 1e-12);
   assert_true(isnan(scale_efficiency(jobs, 4, &jobs[3], 1 << 20)));
-  assert_true(isnan(scale_efficiency(jobs, 4, &jobs[2], 1 << 10)));  /* no such size */
+  assert_true(isnan(scale_efficiency(jobs, 4, &jobs[2], 1 << 10))); /* no such size */
   assert_near(scale_busbw_at(&jobs[3], 1 << 20), -1, 0);
   /* The reference run failed: the next multi-node one takes its place. */
   jobs[1].status = 5;
@@ -218,7 +215,7 @@ static void test_efficiency(void **state)
 /* A ring of pairs h0-h1, h1-h2, ..., with the given busbw (< 0: failed). */
 static void ring_of_pairs(struct scale_job *pairs, const double *bw, int n)
 {
-  static const char *const hosts[] = { "h0", "h1", "h2", "h3", "h4", "h5" };
+  static const char *const hosts[] = {"h0", "h1", "h2", "h3", "h4", "h5"};
 
   for (int i = 0; i < n; i++) {
     bw_job(&pairs[i], 2, 2, bw[i] < 0 ? 0 : bw[i], bw[i] < 0);
@@ -231,10 +228,10 @@ static void test_links(void **state)
 {
   struct scale_job pairs[6];
   struct scale_links v;
-  const double even[] = { 10, 10.5, 9.5, 10, 9 }, link[] = { 10, 10, 5, 10, 10 },
-               host_b[] = { 10, 4, 5, 10, 10 }, host_a[] = { 5, 10, 10, 10, 4 },
-               two[] = { 10, -1, -1, 2 }, fast[] = { 10, 36, 10, 10 },
-               fast_host[] = { 10, 10, 30, 30, 10 }, both[] = { 10, 3, 10, 10, 20, 10 };
+  const double even[] = {10, 10.5, 9.5, 10, 9}, link[] = {10, 10, 5, 10, 10},
+               host_b[] = {10, 4, 5, 10, 10}, host_a[] = {5, 10, 10, 10, 4},
+               two[] = {10, -1, -1, 2}, fast[] = {10, 36, 10, 10},
+               fast_host[] = {10, 10, 30, 30, 10}, both[] = {10, 3, 10, 10, 20, 10};
 
   (void)state;
   ring_of_pairs(pairs, even, 5);
@@ -347,9 +344,9 @@ static void test_status(void **state)
   assert_int_equal(scale_status(jobs, 2, pairs, 1), BENCH_EXIT_OK);
   pairs[0].status = 124;
   assert_int_equal(scale_status(jobs, 2, pairs, 1), BENCH_EXIT_RUNTIME);
-  jobs[1].pts[0].wrong = 3;   /* wrong data outranks a failed run */
+  jobs[1].pts[0].wrong = 3; /* wrong data outranks a failed run */
   assert_int_equal(scale_status(jobs, 2, pairs, 1), BENCH_EXIT_WRONG);
-  jobs[1].pts[0].wrong = -1;  /* not checked */
+  jobs[1].pts[0].wrong = -1; /* not checked */
   pairs[0].status = 0;
   assert_int_equal(scale_status(jobs, 2, pairs, 1), BENCH_EXIT_OK);
 }
@@ -360,15 +357,14 @@ static void test_status(void **state)
  * whose sums and products round on a tie, infinities and NaNs of both signs
  * with payloads. */
 static const uint16_t specials16[] = {
-  0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x0003, 0x03ff, 0x83ff, 0x0400, 0x0401,
-  0x3800, 0x3c00, 0xbc00, 0x3c01, 0x3c02, 0x3e00, 0x3e01, 0x1000, 0x1400, 0x4000,
-  0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7d55, 0xffff, 0x5140,
-  0x3f00, 0x3f80, 0xbf80, 0x3f81, 0x0080, 0x007f, 0x8080, 0x7f7f, 0xff7f, 0x7f80,
-  0xff80, 0x7fc0, 0xffc0, 0x7f81, 0x3b80, 0x4b80, 0x2000, 0x0040,
+  0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x0003, 0x03ff, 0x83ff, 0x0400, 0x0401, 0x3800, 0x3c00,
+  0xbc00, 0x3c01, 0x3c02, 0x3e00, 0x3e01, 0x1000, 0x1400, 0x4000, 0x7bff, 0xfbff, 0x7c00, 0xfc00,
+  0x7e00, 0xfe00, 0x7c01, 0x7d55, 0xffff, 0x5140, 0x3f00, 0x3f80, 0xbf80, 0x3f81, 0x0080, 0x007f,
+  0x8080, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81, 0x3b80, 0x4b80, 0x2000, 0x0040,
 };
 #define NSPECIALS (sizeof(specials16) / sizeof(specials16[0]))
 
-static const weft_op ops[] = { WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG };
+static const weft_op ops[] = {WEFT_SUM, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG};
 
 /* Apply one MPI user function to n pairs: out[i] = x[i] op y[i]. */
 static void reduce(MPI_User_function *fn, const uint16_t *x, const uint16_t *y, uint16_t *out,
@@ -384,7 +380,7 @@ static void reduce(MPI_User_function *fn, const uint16_t *x, const uint16_t *y, 
  * rank counts; the first difference fails the test with its operands. */
 static void compare(weft_dtype dt, weft_op op, const uint16_t *x, const uint16_t *y, int n)
 {
-  static const int nranks[] = { 1, 2, 3, 4, 7, 8 };
+  static const int nranks[] = {1, 2, 3, 4, 7, 8};
   MPI_User_function *lib = weft__op16_fn(dt, op), *bench = bench_half_fn(dt, op);
   uint16_t *a = calloc((size_t)n, sizeof(*a)), *b = calloc((size_t)n, sizeof(*b));
 
@@ -396,8 +392,8 @@ static void compare(weft_dtype dt, weft_op op, const uint16_t *x, const uint16_t
   reduce(bench, x, y, b, n);
   for (int i = 0; i < n; i++)
     if (a[i] != b[i])
-      fail_msg("%s %s of 0x%04x and 0x%04x: libweft 0x%04x, weft-bench 0x%04x",
-               weft_dtype_name(dt), weft_op_name(op), x[i], y[i], a[i], b[i]);
+      fail_msg("%s %s of 0x%04x and 0x%04x: libweft 0x%04x, weft-bench 0x%04x", weft_dtype_name(dt),
+               weft_op_name(op), x[i], y[i], a[i], b[i]);
   for (size_t k = 0; op == WEFT_AVG && k < sizeof(nranks) / sizeof(nranks[0]); k++) {
     uint16_t *sum = calloc((size_t)n, sizeof(*sum));
 
@@ -487,7 +483,7 @@ static void test_nan_rule(void **state)
   assert_int_equal(one(WEFT_FLOAT16, WEFT_PROD, 0x7c00, 0x0000), 0x7e00);
   assert_int_equal(one(WEFT_FLOAT16, WEFT_MIN, 0x7c00, 0xfc00), 0xfc00);
   assert_int_equal(one(WEFT_FLOAT16, WEFT_MAX, 0x7c00, 0xfc00), 0x7c00);
-  assert_int_equal(one(WEFT_FLOAT16, WEFT_SUM, 0x7bff, 0x7bff), 0x7c00);  /* overflow */
+  assert_int_equal(one(WEFT_FLOAT16, WEFT_SUM, 0x7bff, 0x7bff), 0x7c00); /* overflow */
   assert_int_equal(one(WEFT_BFLOAT16, WEFT_SUM, 0x7f80, 0xff80), 0x7fc0);
   /* Signed zeros: min takes -0, max +0, in either order. */
   assert_int_equal(one(WEFT_FLOAT16, WEFT_MIN, 0x0000, 0x8000), 0x8000);
@@ -501,11 +497,11 @@ static void test_nan_rule(void **state)
   assert_int_equal(one(WEFT_FLOAT16, WEFT_SUM, 0x3c00, 0x1000), 0x3c00);
   assert_int_equal(one(WEFT_FLOAT16, WEFT_SUM, 0x3c01, 0x1000), 0x3c02);
   assert_int_equal(one(WEFT_FLOAT16, WEFT_PROD, 0x3e00, 0x3c01), 0x3e02);
-  assert_int_equal(one(WEFT_BFLOAT16, WEFT_SUM, 0x3f80, 0x3b80), 0x3f80);  /* 1 + 2^-8 */
+  assert_int_equal(one(WEFT_BFLOAT16, WEFT_SUM, 0x3f80, 0x3b80), 0x3f80); /* 1 + 2^-8 */
   /* Subnormals: exact sums, and products that round on a tie. */
   assert_int_equal(one(WEFT_FLOAT16, WEFT_SUM, 0x0001, 0x0001), 0x0002);
-  assert_int_equal(one(WEFT_FLOAT16, WEFT_PROD, 0x0001, 0x3800), 0x0000);  /* 2^-25: to 0 */
-  assert_int_equal(one(WEFT_FLOAT16, WEFT_PROD, 0x0003, 0x3800), 0x0002);  /* 1.5 x 2^-24 */
+  assert_int_equal(one(WEFT_FLOAT16, WEFT_PROD, 0x0001, 0x3800), 0x0000); /* 2^-25: to 0 */
+  assert_int_equal(one(WEFT_FLOAT16, WEFT_PROD, 0x0003, 0x3800), 0x0002); /* 1.5 x 2^-24 */
   assert_int_equal(one(WEFT_FLOAT16, WEFT_MIN, 0x8001, 0x0001), 0x8001);
   assert_int_equal(one(WEFT_BFLOAT16, WEFT_PROD, 0x0001, 0x3f00), 0x0000);
   assert_int_equal(one(WEFT_BFLOAT16, WEFT_SUM, 0x0001, 0x0001), 0x0002);

@@ -19,8 +19,7 @@
 
 #include <weftx.h>
 
-static int
-sh(const char *script, weftx_proc_spec *s, weftx_proc_result *r)
+static int sh(const char *script, weftx_proc_spec *s, weftx_proc_result *r)
 {
   static char *argv[4];
   char why[256];
@@ -32,8 +31,7 @@ sh(const char *script, weftx_proc_spec *s, weftx_proc_result *r)
   return weftx_proc_run(s, r, why, sizeof(why));
 }
 
-static void
-test_status(void **state)
+static void test_status(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -48,8 +46,7 @@ test_status(void **state)
   assert_false(r.timed_out);
 }
 
-static void
-test_keep_and_cap(void **state)
+static void test_keep_and_cap(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -79,8 +76,7 @@ typedef struct lines {
   int nevents;
 } lines;
 
-static void
-on_output(void *arg, int stream, const char *data, size_t len)
+static void on_output(void *arg, int stream, const char *data, size_t len)
 {
   lines *l = arg;
   size_t have = strlen(l->text[stream - 1]);
@@ -91,8 +87,7 @@ on_output(void *arg, int stream, const char *data, size_t len)
   l->calls[stream - 1]++;
 }
 
-static void
-on_event(void *arg, weftx_proc_event ev, int value)
+static void on_event(void *arg, weftx_proc_event ev, int value)
 {
   lines *l = arg;
   (void)value;
@@ -100,8 +95,7 @@ on_event(void *arg, weftx_proc_event ev, int value)
     l->events[l->nevents++] = (int)ev;
 }
 
-static void
-test_lines(void **state)
+static void test_lines(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -121,8 +115,7 @@ test_lines(void **state)
   assert_int_equal(l.calls[0], 2);
 }
 
-static void
-test_deadline(void **state)
+static void test_deadline(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -144,7 +137,8 @@ test_deadline(void **state)
   l.nevents = 0;
   s.stop_group = 1;
   char script[256];
-  snprintf(script, sizeof(script), "trap '' TERM; sleep 30 & echo $! >%s/weft-test-core-proc-%ld; wait",
+  snprintf(script, sizeof(script),
+           "trap '' TERM; sleep 30 & echo $! >%s/weft-test-core-proc-%ld; wait",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
   assert_int_equal(sh(script, &s, &r), 0);
   assert_int_equal(r.status, WEFTX_PROC_TIMEOUT);
@@ -153,8 +147,8 @@ test_deadline(void **state)
   assert_int_equal(l.events[1], WEFTX_PROC_EV_KILL);
   assert_int_equal(l.events[2], WEFTX_PROC_EV_EXIT);
   char path[256];
-  snprintf(path, sizeof(path), "%s/weft-test-core-proc-%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-           (long)getpid());
+  snprintf(path, sizeof(path), "%s/weft-test-core-proc-%ld",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
   FILE *f = fopen(path, "r");
   long bg = 0;
   assert_non_null(f);
@@ -187,8 +181,7 @@ typedef struct watching {
   double first;
 } watching;
 
-static double
-on_watch(void *arg, double now, int exited, int *stop)
+static double on_watch(void *arg, double now, int exited, int *stop)
 {
   watching *w = arg;
   if (!w->calls++)
@@ -200,12 +193,11 @@ on_watch(void *arg, double now, int exited, int *stop)
   return now + 0.1;
 }
 
-static void
-test_watch(void **state)
+static void test_watch(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
-  watching w = { 0, 0, -1, 0 };
+  watching w = {0, 0, -1, 0};
   int p[2];
   (void)state;
   assert_int_equal(pipe(p), 0);
@@ -216,16 +208,15 @@ test_watch(void **state)
   s.arg = &w;
   s.death_signal = SIGTERM;
   assert_int_equal(sh("exec sleep 30", &s, &r), 0);
-  assert_int_equal(r.status, 128 + SIGTERM);   /* stopped by the watch */
+  assert_int_equal(r.status, 128 + SIGTERM); /* stopped by the watch */
   assert_true(w.calls >= 4);
-  assert_int_equal(w.after_exit, 3);            /* the loop went on until it said done */
+  assert_int_equal(w.after_exit, 3); /* the loop went on until it said done */
   assert_true(r.seconds < 3);
   close(p[0]);
   close(p[1]);
 }
 
-static void
-test_stop(void **state)
+static void test_stop(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
@@ -244,13 +235,12 @@ test_stop(void **state)
   close(p[1]);
 }
 
-static void
-test_noexec_and_find(void **state)
+static void test_noexec_and_find(void **state)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[256], buf[4096];
-  char *argv[] = { (char *)"weft-no-such-program", NULL };
+  char *argv[] = {(char *)"weft-no-such-program", NULL};
   (void)state;
   weftx_proc_spec_init(&s);
   s.argv = argv;
@@ -258,25 +248,24 @@ test_noexec_and_find(void **state)
   assert_int_equal(r.status, WEFTX_PROC_NOEXEC);
   assert_non_null(strstr(why, "cannot run weft-no-such-program"));
 
-  const char *sh_[] = { "/nonexistent/sh", "weft-no-such-program", "sh", NULL };
+  const char *sh_[] = {"/nonexistent/sh", "weft-no-such-program", "sh", NULL};
   assert_non_null(weftx_find_exe(sh_, buf, sizeof(buf)));
   assert_non_null(strstr(buf, "/sh"));
-  const char *none[] = { "$ORIGIN/weft-no-such-program", "weft-no-such-program", NULL };
+  const char *none[] = {"$ORIGIN/weft-no-such-program", "weft-no-such-program", NULL};
   assert_null(weftx_find_exe(none, buf, sizeof(buf)));
   /* this test program itself, next to itself: made canonical */
-  const char *self[] = { "$ORIGIN/test-core-proc", "$ORIGIN/lt-test-core-proc", NULL };
+  const char *self[] = {"$ORIGIN/test-core-proc", "$ORIGIN/lt-test-core-proc", NULL};
   assert_non_null(weftx_find_exe(self, buf, sizeof(buf)));
   assert_true(buf[0] == '/');
   assert_null(strstr(buf, "/./"));
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_status),   cmocka_unit_test(test_keep_and_cap),
-    cmocka_unit_test(test_lines),    cmocka_unit_test(test_deadline),
-    cmocka_unit_test(test_stop),     cmocka_unit_test(test_noexec_and_find),
+    cmocka_unit_test(test_status), cmocka_unit_test(test_keep_and_cap),
+    cmocka_unit_test(test_lines),  cmocka_unit_test(test_deadline),
+    cmocka_unit_test(test_stop),   cmocka_unit_test(test_noexec_and_find),
     cmocka_unit_test(test_watch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

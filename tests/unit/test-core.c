@@ -14,11 +14,11 @@
 
 /* The one table of <weft/errors.h>, as written. */
 static const struct {
-  const char *name;   /* "INVAL" */
+  const char *name; /* "INVAL" */
   int value;
   const char *msg;
 } error_table[] = {
-#define XX(name, value, msg) { #name, value, msg },
+#define XX(name, value, msg) {#name, value, msg},
   WEFT_ERRNO_MAP(XX)
 #undef XX
 };
@@ -172,8 +172,9 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_errors_table), cmocka_unit_test(test_version),
-    cmocka_unit_test(test_parse_long), cmocka_unit_test(test_parse_size),
-    cmocka_unit_test(test_verbose), cmocka_unit_test(test_edit_distance), cmocka_unit_test(test_json_string),
+    cmocka_unit_test(test_parse_long),   cmocka_unit_test(test_parse_size),
+    cmocka_unit_test(test_verbose),      cmocka_unit_test(test_edit_distance),
+    cmocka_unit_test(test_json_string),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

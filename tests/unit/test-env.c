@@ -105,10 +105,20 @@ static void test_list(void **state)
 
 static void test_forward(void **state)
 {
-  char *user[] = { "PATH=/usr/bin", "HOME=/root", "NCCL_DEBUG=INFO", "CUDA_VISIBLE_DEVICES=1",
-                   "PYTHONPATH=/x", "OMP_PROC_BIND=true", "WEFT_VERBOSE=env", "LD_LIBRARY_PATH=/l",
-                   "LD_PRELOAD=/evil.so", "OMPI_MCA_x=1", "SECRET=1", "junk",
-                   "GLOO_SOCKET_IFNAME=eth1", NULL };
+  char *user[] = {"PATH=/usr/bin",
+                  "HOME=/root",
+                  "NCCL_DEBUG=INFO",
+                  "CUDA_VISIBLE_DEVICES=1",
+                  "PYTHONPATH=/x",
+                  "OMP_PROC_BIND=true",
+                  "WEFT_VERBOSE=env",
+                  "LD_LIBRARY_PATH=/l",
+                  "LD_PRELOAD=/evil.so",
+                  "OMPI_MCA_x=1",
+                  "SECRET=1",
+                  "junk",
+                  "GLOO_SOCKET_IFNAME=eth1",
+                  NULL};
   weftx_env *e = new_env();
   (void)state;
 
@@ -146,8 +156,8 @@ static void expect_cvd(weftx_gpu_visibility mode, int ngpus, int gpu, int lr, in
   char buf[128];
   int got = weftx_cuda_visible_devices(mode, ngpus, gpu, lr, buf, sizeof(buf));
   if (got != rc || strcmp(buf, want) != 0)
-    fail_msg("mode %d ngpus %d gpu %d local %d: got %d '%s', wanted %d '%s'", mode, ngpus, gpu,
-             lr, got, buf, rc, want);
+    fail_msg("mode %d ngpus %d gpu %d local %d: got %d '%s', wanted %d '%s'", mode, ngpus, gpu, lr,
+             got, buf, rc, want);
 }
 
 static void test_cuda_visible(void **state)
@@ -178,7 +188,7 @@ static void test_cuda_visible(void **state)
     for (int g = 0; g < n; g++)
       for (int lr = 0; lr < n; lr++) {
         char buf[128], *p = buf;
-        int seen[16] = { 0 };
+        int seen[16] = {0};
         assert_int_equal(weftx_cuda_visible_devices(WEFTX_GPUVIS_ALL, n, g, lr, buf, sizeof(buf)),
                          0);
         for (int pos = 0; pos < n; pos++) {
@@ -194,7 +204,7 @@ static void test_cuda_visible(void **state)
       }
   /* Over the GPUs a Slurm job was given, as the process numbers them. */
   {
-    static const int job[] = { 3, 4 }, six[] = { 0, 2, 3, 5, 6, 7 };
+    static const int job[] = {3, 4}, six[] = {0, 2, 3, 5, 6, 7};
     char buf[64];
     assert_int_equal(weftx_cuda_visible_list(WEFTX_GPUVIS_ALL, job, 2, 4, 0, buf, sizeof(buf)), 0);
     assert_string_equal(buf, "4,3");
@@ -251,15 +261,31 @@ static weftx_rank_info sample_info(void)
 static void test_rank_env(void **state)
 {
   static const char *want[][2] = {
-    { "RANK", "11" }, { "WORLD_SIZE", "16" }, { "LOCAL_RANK", "3" }, { "LOCAL_WORLD_SIZE", "8" },
-    { "NODE_RANK", "1" }, { "GROUP_RANK", "1" }, { "GROUP_WORLD_SIZE", "2" },
-    { "ROLE_RANK", "11" }, { "ROLE_WORLD_SIZE", "16" }, { "TORCHELASTIC_RUN_ID", "vm-a:4242" },
-    { "MASTER_ADDR", "10.0.0.2" }, { "MASTER_PORT", "29500" },
-    { "CUDA_DEVICE_ORDER", "PCI_BUS_ID" }, { "CUDA_VISIBLE_DEVICES", "0,1,2,5,3,4,6,7" },
-    { "OMP_NUM_THREADS", "13" }, { "NCCL_SOCKET_IFNAME", "ens4" },
-    { "GLOO_SOCKET_IFNAME", "ens4" }, { "WEFT_GPU", "5" }, { "WEFT_GPU_PCI", "0000:8a:00.0" },
-    { "WEFT_CPUS", "52-64" }, { "WEFT_NIC", "enp6s0" }, { "WEFT_LOCAL_RANK", "3" },
-    { "WEFT_LOCAL_SIZE", "8" }, { "WEFT_NODE_RANK", "1" }, { "WEFT_NNODES", "2" },
+    {"RANK", "11"},
+    {"WORLD_SIZE", "16"},
+    {"LOCAL_RANK", "3"},
+    {"LOCAL_WORLD_SIZE", "8"},
+    {"NODE_RANK", "1"},
+    {"GROUP_RANK", "1"},
+    {"GROUP_WORLD_SIZE", "2"},
+    {"ROLE_RANK", "11"},
+    {"ROLE_WORLD_SIZE", "16"},
+    {"TORCHELASTIC_RUN_ID", "vm-a:4242"},
+    {"MASTER_ADDR", "10.0.0.2"},
+    {"MASTER_PORT", "29500"},
+    {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+    {"CUDA_VISIBLE_DEVICES", "0,1,2,5,3,4,6,7"},
+    {"OMP_NUM_THREADS", "13"},
+    {"NCCL_SOCKET_IFNAME", "ens4"},
+    {"GLOO_SOCKET_IFNAME", "ens4"},
+    {"WEFT_GPU", "5"},
+    {"WEFT_GPU_PCI", "0000:8a:00.0"},
+    {"WEFT_CPUS", "52-64"},
+    {"WEFT_NIC", "enp6s0"},
+    {"WEFT_LOCAL_RANK", "3"},
+    {"WEFT_LOCAL_SIZE", "8"},
+    {"WEFT_NODE_RANK", "1"},
+    {"WEFT_NNODES", "2"},
   };
   weftx_rank_info ri = sample_info();
   weftx_env *e = new_env();
@@ -295,7 +321,7 @@ static void test_rank_env(void **state)
 
   /* The GPUs of a Slurm job: CUDA_VISIBLE_DEVICES and WEFT_GPU among them only. */
   {
-    static const int job[] = { 3, 4 };
+    static const int job[] = {3, 4};
     ri = sample_info();
     ri.devices = job;
     ri.ndevices = 2;
@@ -371,8 +397,8 @@ static void test_rank_info_set_place(void **state)
 
 static void test_rank_env_precedence(void **state)
 {
-  char *user[] = { "CUDA_VISIBLE_DEVICES=2,3", "MASTER_PORT=1234", "OMP_NUM_THREADS=1",
-                   "NCCL_SOCKET_IFNAME=eth9", "PATH=/bin", NULL };
+  char *user[] = {"CUDA_VISIBLE_DEVICES=2,3", "MASTER_PORT=1234", "OMP_NUM_THREADS=1",
+                  "NCCL_SOCKET_IFNAME=eth9",  "PATH=/bin",        NULL};
   weftx_rank_info ri = sample_info();
   weftx_env *e = new_env();
   (void)state;
@@ -400,7 +426,7 @@ static void test_rank_env_precedence(void **state)
   /* WEFT_GPU_PCI only beside weft's own WEFT_GPU: a WEFT_GPU of the user's may be another
    * GPU than the placement's, whose address would then contradict it */
   {
-    char *gpu[] = { "WEFT_GPU=2", NULL }, *pci[] = { "WEFT_GPU_PCI=0000:04:00.0", NULL };
+    char *gpu[] = {"WEFT_GPU=2", NULL}, *pci[] = {"WEFT_GPU_PCI=0000:04:00.0", NULL};
     e = new_env();
     assert_int_equal(weftx_env_import(e, gpu, WEFTX_ENV_USER), 0);
     assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
@@ -422,18 +448,20 @@ static void test_rank_env_precedence(void **state)
  * user, a preset or weft) as exact names; nothing for an exclusion list. */
 static void test_rank_env_gloo(void **state)
 {
-  static const struct { const char *user, *gloo; } cases[] = {
-    { NULL, "ens4" },                                  /* weft's choice */
-    { "GLOO_SOCKET_IFNAME=eth3", "eth3" },             /* never over the user's */
-    { "NCCL_SOCKET_IFNAME=eth1,eth2", "eth1,eth2" },   /* gloo takes lists too */
-    { "NCCL_SOCKET_IFNAME==eth1", "eth1" },            /* NCCL's exact-match '=' */
-    { "NCCL_SOCKET_IFNAME=^docker,lo", NULL },         /* an exclusion list is not a name */
-    { "NCCL_SOCKET_IFNAME==", NULL },
+  static const struct {
+    const char *user, *gloo;
+  } cases[] = {
+    {NULL, "ens4"},                                /* weft's choice */
+    {"GLOO_SOCKET_IFNAME=eth3", "eth3"},           /* never over the user's */
+    {"NCCL_SOCKET_IFNAME=eth1,eth2", "eth1,eth2"}, /* gloo takes lists too */
+    {"NCCL_SOCKET_IFNAME==eth1", "eth1"},          /* NCCL's exact-match '=' */
+    {"NCCL_SOCKET_IFNAME=^docker,lo", NULL},       /* an exclusion list is not a name */
+    {"NCCL_SOCKET_IFNAME==", NULL},
   };
   (void)state;
 
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-    char *user[] = { (char *)cases[i].user, NULL };
+    char *user[] = {(char *)cases[i].user, NULL};
     weftx_rank_info ri = sample_info();
     weftx_env *e = new_env();
     const char *v;
@@ -450,7 +478,8 @@ static void test_rank_env_gloo(void **state)
     weftx_rank_info ri = sample_info();
     weftx_env *e = new_env();
     assert_int_equal(weftx_env_set_default(e, "NCCL_SOCKET_IFNAME", "enp0s12", WEFTX_ENV_PRESET,
-                                           "preset a3-highgpu-8g"), 0);
+                                           "preset a3-highgpu-8g"),
+                     0);
     assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), 0);
     assert_string_equal(weftx_env_get(e, "GLOO_SOCKET_IFNAME"), "enp0s12");
     weftx_env_destroy(e);
@@ -462,13 +491,13 @@ static void test_rank_env_invalid(void **state)
   weftx_env *e = new_env();
   weftx_rank_info ri;
   (void)state;
-#define BAD(field, value, part)                                                               \
-  do {                                                                                        \
-    ri = sample_info();                                                                       \
-    ri.field = value;                                                                         \
-    why[0] = '\0';                                                                            \
-    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), WEFT_EINVAL);                   \
-    assert_non_null(strstr(why, part));                                                       \
+#define BAD(field, value, part)                                                                    \
+  do {                                                                                             \
+    ri = sample_info();                                                                            \
+    ri.field = value;                                                                              \
+    why[0] = '\0';                                                                                 \
+    assert_int_equal(weftx_rank_env(e, &ri, why, sizeof(why)), WEFT_EINVAL);                       \
+    assert_non_null(strstr(why, part));                                                            \
   } while (0)
   BAD(rank, 16, "rank 16");
   BAD(rank, -1, "rank -1");
@@ -486,16 +515,19 @@ static void test_rank_env_invalid(void **state)
 /* The interface list of a cloud GPU VM with docker and a bridge. */
 static int make_ifs(weftx_netif *ifs)
 {
-  static const struct { const char *name, *cidr; unsigned flags; } list[] = {
-    { "lo", "127.0.0.1/8", IFF_UP | IFF_LOOPBACK },
-    { "docker0", "172.17.0.1/16", IFF_UP },
-    { "veth12ab", "169.254.1.1/16", IFF_UP },
-    { "virbr0", "192.168.122.1/24", IFF_UP },
-    { "br-5f2a", "172.18.0.1/16", IFF_UP },
-    { "ens4", "10.128.0.5/32", IFF_UP },        /* GCE: /32, peers reached via the gateway */
-    { "ens5", "192.168.1.5/24", IFF_UP },       /* a second NIC with the peers' subnet */
-    { "ens6", "10.200.0.5/24", 0 },             /* down */
-    { "ens5", "fd00::5/64", IFF_UP },
+  static const struct {
+    const char *name, *cidr;
+    unsigned flags;
+  } list[] = {
+    {"lo", "127.0.0.1/8", IFF_UP | IFF_LOOPBACK},
+    {"docker0", "172.17.0.1/16", IFF_UP},
+    {"veth12ab", "169.254.1.1/16", IFF_UP},
+    {"virbr0", "192.168.122.1/24", IFF_UP},
+    {"br-5f2a", "172.18.0.1/16", IFF_UP},
+    {"ens4", "10.128.0.5/32", IFF_UP},  /* GCE: /32, peers reached via the gateway */
+    {"ens5", "192.168.1.5/24", IFF_UP}, /* a second NIC with the peers' subnet */
+    {"ens6", "10.200.0.5/24", 0},       /* down */
+    {"ens5", "fd00::5/64", IFF_UP},
   };
   for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
     assert_int_equal(weftx_netif_make(&ifs[i], list[i].name, list[i].cidr, list[i].flags), 0);
@@ -519,13 +551,13 @@ static void test_netif_choose(void **state)
 {
   weftx_netif ifs[16], only[4];
   weftx_netaddr a;
-  const char *peers[] = { "192.168.1.6", "192.168.1.7" };
-  const char *far[] = { "10.128.0.6", "10.128.0.7" };
-  const char *far_routes[] = { "ens4", "ens4" };
-  const char *docker_peer[] = { "172.17.0.2" };
-  const char *docker_route[] = { "docker0" };
-  const char *loop[] = { "127.0.1.1" };
-  const char *v6[] = { "fd00::6" };
+  const char *peers[] = {"192.168.1.6", "192.168.1.7"};
+  const char *far[] = {"10.128.0.6", "10.128.0.7"};
+  const char *far_routes[] = {"ens4", "ens4"};
+  const char *docker_peer[] = {"172.17.0.2"};
+  const char *docker_route[] = {"docker0"};
+  const char *loop[] = {"127.0.1.1"};
+  const char *v6[] = {"fd00::6"};
   int n = make_ifs(ifs), idx;
   (void)state;
 
@@ -582,7 +614,7 @@ static void test_netif_probe(void **state)
   weftx_netif *ifs = NULL;
   weftx_netaddr a;
   char name[32], addr[64], defif[32];
-  const char *hosts[] = { "localhost" };
+  const char *hosts[] = {"localhost"};
   int n = 0, has_lo = 0;
   (void)state;
 
@@ -599,19 +631,19 @@ static void test_netif_probe(void **state)
   /* No buffer: refused before /proc/net/route is opened (LeakSanitizer sees a leak). */
   assert_int_equal(weftx_netif_default_route(NULL, 0), WEFT_EINVAL);
   /* A single-host job always finds an interface (lo at worst). */
-  assert_int_equal(weftx_netif_pick(hosts, 1, name, sizeof(name), addr, sizeof(addr), why,
-                                   sizeof(why)), 0);
+  assert_int_equal(
+    weftx_netif_pick(hosts, 1, name, sizeof(name), addr, sizeof(addr), why, sizeof(why)), 0);
   assert_int_equal(weftx_host_resolve("localhost", &a, why, sizeof(why)), 0);
   /* Refused before any DNS query (a test must not wait on a resolver). */
   assert_int_equal(weftx_host_resolve("a;reboot", &a, why, sizeof(why)), WEFT_ENAME);
   assert_non_null(strstr(why, "';'"));
   assert_int_equal(weftx_master_addr("localhost", NULL, addr, sizeof(addr), why, sizeof(why)), 0);
   assert_string_equal(addr, "127.0.0.1");
-  assert_int_equal(weftx_master_addr("localhost", "10.0.0.5", addr, sizeof(addr), why,
-                                    sizeof(why)), 0);
+  assert_int_equal(weftx_master_addr("localhost", "10.0.0.5", addr, sizeof(addr), why, sizeof(why)),
+                   0);
   assert_string_equal(addr, "10.0.0.5");
-  assert_int_equal(weftx_master_addr("192.0.2.7", "10.0.0.5", addr, sizeof(addr), why,
-                                    sizeof(why)), 0);
+  assert_int_equal(weftx_master_addr("192.0.2.7", "10.0.0.5", addr, sizeof(addr), why, sizeof(why)),
+                   0);
   assert_string_equal(addr, "192.0.2.7");
 }
 
@@ -634,12 +666,11 @@ static void test_port(void **state)
 }
 
 /* apply: the list becomes the whole environment, its values exactly */
-static void
-test_apply(void **state)
+static void test_apply(void **state)
 {
   extern char **environ;
   char **saved = environ;
-  char *fake[] = { "WEFT_T_KEEP=1", "WEFT_T_GONE=2", "WEFT_T_CHANGE=3", NULL };
+  char *fake[] = {"WEFT_T_KEEP=1", "WEFT_T_GONE=2", "WEFT_T_CHANGE=3", NULL};
   weftx_env *e;
 
   (void)state;
@@ -666,12 +697,18 @@ test_apply(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_list),           cmocka_unit_test(test_forward),
-    cmocka_unit_test(test_cuda_visible),   cmocka_unit_test(test_rank_env),
-    cmocka_unit_test(test_rank_info_set_place), cmocka_unit_test(test_rank_env_precedence),
-    cmocka_unit_test(test_rank_env_gloo),       cmocka_unit_test(test_rank_env_invalid),
-    cmocka_unit_test(test_netif_choose),   cmocka_unit_test(test_netif_probe),
-    cmocka_unit_test(test_port),           cmocka_unit_test(test_apply),
+    cmocka_unit_test(test_list),
+    cmocka_unit_test(test_forward),
+    cmocka_unit_test(test_cuda_visible),
+    cmocka_unit_test(test_rank_env),
+    cmocka_unit_test(test_rank_info_set_place),
+    cmocka_unit_test(test_rank_env_precedence),
+    cmocka_unit_test(test_rank_env_gloo),
+    cmocka_unit_test(test_rank_env_invalid),
+    cmocka_unit_test(test_netif_choose),
+    cmocka_unit_test(test_netif_probe),
+    cmocka_unit_test(test_port),
+    cmocka_unit_test(test_apply),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,23 +128,27 @@ static long control(const char *fmt, ...)
   return body ? strtol(body + 4, NULL, 10) : -1;
 }
 
-static const char *tree_json =
-  "{\"instance\": {"
-  "  \"machine-type\": \"projects/123/machineTypes/a3-highgpu-8g\","
-  "  \"zone\": \"projects/123/zones/us-central1-a\","
-  "  \"hostname\": \"vm-a.c.proj.internal\","
-  "  \"preempted\": \"FALSE\","
-  "  \"maintenance-event\": \"NONE\","
-  "  \"scheduling\": {\"preemptible\": \"TRUE\"},"
-  "  \"attributes\": {\"physical_host\": \"/c1/r7/h3\"},"
-  "  \"network-interfaces\": {"
-  "    \"0\": {\"mac\": \"42:01:0A:00:00:02\", \"ip\": \"10.0.0.2\", \"network\": \"projects/123/networks/host\"},"
-  "    \"1\": {\"mac\": \"42:01:0a:01:00:02\", \"ip\": \"10.1.0.2\", \"network\": \"projects/123/networks/gpu0\"},"
-  "    \"2\": {\"mac\": \"42:01:0a:02:00:02\", \"ip\": \"10.2.0.2\", \"network\": \"projects/123/networks/gpu1\"},"
-  "    \"3\": {\"mac\": \"42:01:0a:03:00:02\", \"ip\": \"10.3.0.2\", \"network\": \"projects/123/networks/gpu2\"},"
-  "    \"4\": {\"mac\": \"42:01:0a:04:00:02\", \"ip\": \"10.4.0.2\", \"network\": \"projects/123/networks/gpu3\"}"
-  "  }},"
-  " \"project\": {\"project-id\": \"proj\"}}";
+static const char *tree_json = "{\"instance\": {"
+                               "  \"machine-type\": \"projects/123/machineTypes/a3-highgpu-8g\","
+                               "  \"zone\": \"projects/123/zones/us-central1-a\","
+                               "  \"hostname\": \"vm-a.c.proj.internal\","
+                               "  \"preempted\": \"FALSE\","
+                               "  \"maintenance-event\": \"NONE\","
+                               "  \"scheduling\": {\"preemptible\": \"TRUE\"},"
+                               "  \"attributes\": {\"physical_host\": \"/c1/r7/h3\"},"
+                               "  \"network-interfaces\": {"
+                               "    \"0\": {\"mac\": \"42:01:0A:00:00:02\", \"ip\": \"10.0.0.2\", "
+                               "\"network\": \"projects/123/networks/host\"},"
+                               "    \"1\": {\"mac\": \"42:01:0a:01:00:02\", \"ip\": \"10.1.0.2\", "
+                               "\"network\": \"projects/123/networks/gpu0\"},"
+                               "    \"2\": {\"mac\": \"42:01:0a:02:00:02\", \"ip\": \"10.2.0.2\", "
+                               "\"network\": \"projects/123/networks/gpu1\"},"
+                               "    \"3\": {\"mac\": \"42:01:0a:03:00:02\", \"ip\": \"10.3.0.2\", "
+                               "\"network\": \"projects/123/networks/gpu2\"},"
+                               "    \"4\": {\"mac\": \"42:01:0a:04:00:02\", \"ip\": \"10.4.0.2\", "
+                               "\"network\": \"projects/123/networks/gpu3\"}"
+                               "  }},"
+                               " \"project\": {\"project-id\": \"proj\"}}";
 
 static int start_server(void **state)
 {
@@ -253,20 +257,20 @@ static const weftx_preset_var *var(const weftx_preset_var *v, int n, const char 
 static void test_family(void **state)
 {
   static const char *const cases[][2] = {
-    { "n1-standard-8", "n1" },
-    { "projects/1/machineTypes/n1-highmem-96", "n1" },
-    { "a2-highgpu-8g", "a2" },
-    { "a2-megagpu-16g", "a2" },
-    { "a2-ultragpu-1g", "a2" },
-    { "g2-standard-24", "g2" },
-    { "a3-highgpu-1g", "a3-highgpu-small" },
-    { "a3-highgpu-2g", "a3-highgpu-small" },
-    { "a3-highgpu-4g", "a3-highgpu-small" },
-    { "a3-highgpu-8g", "a3-highgpu-8g" },
-    { "zones/x/machineTypes/a3-edgegpu-8g", "a3-edgegpu-8g" },
-    { "a3-megagpu-8g", "a3-megagpu-8g" },
-    { "a3-ultragpu-8g", "a3-ultragpu-8g" },
-    { "a4-highgpu-8g", "a4-highgpu-8g" },
+    {"n1-standard-8", "n1"},
+    {"projects/1/machineTypes/n1-highmem-96", "n1"},
+    {"a2-highgpu-8g", "a2"},
+    {"a2-megagpu-16g", "a2"},
+    {"a2-ultragpu-1g", "a2"},
+    {"g2-standard-24", "g2"},
+    {"a3-highgpu-1g", "a3-highgpu-small"},
+    {"a3-highgpu-2g", "a3-highgpu-small"},
+    {"a3-highgpu-4g", "a3-highgpu-small"},
+    {"a3-highgpu-8g", "a3-highgpu-8g"},
+    {"zones/x/machineTypes/a3-edgegpu-8g", "a3-edgegpu-8g"},
+    {"a3-megagpu-8g", "a3-megagpu-8g"},
+    {"a3-ultragpu-8g", "a3-ultragpu-8g"},
+    {"a4-highgpu-8g", "a4-highgpu-8g"},
   };
   (void)state;
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(cases); i++) {
@@ -295,9 +299,9 @@ static void test_family(void **state)
 /* Each family detected from the fake server's machine type. */
 static void test_detect_families(void **state)
 {
-  static const char *const types[] = { "n1-standard-16", "a2-highgpu-8g", "g2-standard-48",
-    "a3-highgpu-4g", "a3-highgpu-8g", "a3-edgegpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
-    "a4-highgpu-8g" };
+  static const char *const types[] = {"n1-standard-16", "a2-highgpu-8g",  "g2-standard-48",
+                                      "a3-highgpu-4g",  "a3-highgpu-8g",  "a3-edgegpu-8g",
+                                      "a3-megagpu-8g",  "a3-ultragpu-8g", "a4-highgpu-8g"};
   weftx_gcp_info info;
   char why[512];
   (void)state;
@@ -314,7 +318,7 @@ static void test_detect_families(void **state)
 
 static void test_detect_a3(void **state)
 {
-  static const char *const gpu[] = { "enp6s0", "enp12s0", "enp134s0", "enp140s0" };
+  static const char *const gpu[] = {"enp6s0", "enp12s0", "enp134s0", "enp140s0"};
   weftx_gcp_info info;
   char why[512];
   (void)state;
@@ -406,7 +410,7 @@ static void test_retry_503(void **state)
   assert_string_equal(v, "projects/123/zones/us-central1-a");
   assert_true(etag[0] != '\0');
   free(v);
-  assert_true(now_s() - t0 >= 0.6);   /* 100 + 200 + 400 ms of backoff */
+  assert_true(now_s() - t0 >= 0.6); /* 100 + 200 + 400 ms of backoff */
   /* More failures than tries: an error, in bounded time. */
   control("/control/fail503?n=50");
   t0 = now_s();
@@ -440,16 +444,18 @@ static void test_wait_for_change(void **state)
   free(v);
   /* A stale ETag returns at once with the current value. */
   t0 = now_s();
-  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", "0", 30, &v, etag2, sizeof(etag2)), 0);
+  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", "0", 30, &v, etag2, sizeof(etag2)),
+                   0);
   assert_string_equal(v, "FALSE");
   assert_string_equal(etag2, etag);
   assert_true(now_s() - t0 < 5);
   free(v);
   /* The current ETag waits for the change. */
-  assert_int_equal(pthread_create(&th, NULL, flip_later,
-                                  "/control/set?path=instance/preempted&value=TRUE"), 0);
+  assert_int_equal(
+    pthread_create(&th, NULL, flip_later, "/control/set?path=instance/preempted&value=TRUE"), 0);
   t0 = now_s();
-  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", etag, 30, &v, etag2, sizeof(etag2)), 0);
+  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", etag, 30, &v, etag2, sizeof(etag2)),
+                   0);
   pthread_join(th, NULL);
   assert_string_equal(v, "TRUE");
   assert_string_not_equal(etag2, etag);
@@ -457,7 +463,8 @@ static void test_wait_for_change(void **state)
   free(v);
   /* No change: the server answers with the same value after timeout_sec. */
   t0 = now_s();
-  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", etag2, 1, &v, etag, sizeof(etag)), 0);
+  assert_int_equal(weftx_gcp_md_wait(md, "instance/preempted", etag2, 1, &v, etag, sizeof(etag)),
+                   0);
   assert_string_equal(v, "TRUE");
   assert_string_equal(etag, etag2);
   assert_true(now_s() - t0 >= 0.9);
@@ -498,7 +505,7 @@ static int wait_calls(struct notice *n, double limit)
 
 static void watch_case(const char *flip, const char *what, const char *value)
 {
-  struct notice n = { PTHREAD_MUTEX_INITIALIZER, 0, "", "" };
+  struct notice n = {PTHREAD_MUTEX_INITIALIZER, 0, "", ""};
   weftx_gcp_watch *w;
   double t0;
 
@@ -535,7 +542,7 @@ static void test_watch_maintenance(void **state)
 
 static void test_watch_already_preempted_and_stop(void **state)
 {
-  struct notice n = { PTHREAD_MUTEX_INITIALIZER, 0, "", "" };
+  struct notice n = {PTHREAD_MUTEX_INITIALIZER, 0, "", ""};
   weftx_gcp_watch *w;
   double t0;
   (void)state;
@@ -557,7 +564,7 @@ static void test_watch_already_preempted_and_stop(void **state)
 
 static void test_preset_a3_high(void **state)
 {
-  const char *user[] = { "NCCL_ALGO=Tree", "NCCL_DEBUG", NULL };
+  const char *user[] = {"NCCL_ALGO=Tree", "NCCL_DEBUG", NULL};
   const weftx_preset_var *v, *x;
   weftx_gcp_info info;
   weftx_preset *p;
@@ -578,7 +585,7 @@ static void test_preset_a3_high(void **state)
   assert_int_equal(weftx_preset_mtu(p), 8244);
   assert_int_equal(weftx_preset_resolve(p, &info, user, &v, &n, why, sizeof(why)), 0);
   assert_true(n > 15);
-  assert_null(var(v, n, "NCCL_ALGO"));          /* the user's value wins */
+  assert_null(var(v, n, "NCCL_ALGO")); /* the user's value wins */
   x = var(v, n, "NCCL_NET");
   assert_non_null(x);
   assert_string_equal(x->value, "GPUDirectTCPX_v7");
@@ -601,7 +608,8 @@ static void test_preset_a3_high(void **state)
   assert_string_equal(var(v, n, "NCCL_NET")->source, "preset a3-edgegpu-8g");
   assert_string_equal(weftx_preset_reserved_cpus(p), "8-35,112-139,60-87,164-191");
   weftx_preset_free(p);
-  assert_int_equal(weftx_preset_select("no-such-family", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
+  assert_int_equal(weftx_preset_select("no-such-family", &info, 1, &p, why, sizeof(why)),
+                   WEFT_ENAME);
   assert_non_null(strstr(why, "no-such-family"));
   assert_int_equal(weftx_preset_select("../etc", &info, 1, &p, why, sizeof(why)), WEFT_ENAME);
 }
@@ -664,7 +672,7 @@ static void test_preset_off_gce(void **state)
   assert_non_null(strstr(why, "not a GCE VM"));
   /* ... unless the user set it. */
   {
-    const char *user[] = { "NCCL_SOCKET_IFNAME=eth0", NULL };
+    const char *user[] = {"NCCL_SOCKET_IFNAME=eth0", NULL};
     assert_int_equal(weftx_preset_resolve(p, &info, user, &v, &n, why, sizeof(why)), 0);
     assert_int_equal(n, 0);
   }
@@ -694,9 +702,10 @@ static void test_preset_off_gce(void **state)
 
 static void test_preset_parse_errors(void **state)
 {
-  static const char *const bad[] = { "lowercase=1\n", "NCCL_X=@nic@\n", "mtu lots\n",
-    "reserve-cpus all\n", "frobnicate 1\n", "prepend-path LD_LIBRARY_PATH relative\n",
-    "include ../x\n", "include loop\n" };
+  static const char *const bad[] = {"lowercase=1\n",  "NCCL_X=@nic@\n",
+                                    "mtu lots\n",     "reserve-cpus all\n",
+                                    "frobnicate 1\n", "prepend-path LD_LIBRARY_PATH relative\n",
+                                    "include ../x\n", "include loop\n"};
   char path[512], why[512], datadir[512];
   weftx_preset *p;
   (void)state;
@@ -742,9 +751,9 @@ static void test_preset_mega_profile(void **state)
   /* With it installed: its values, our interface names. */
   snprintf(path, sizeof(path), "%s/var/lib/tcpxo/lib64/nccl-env-profile.sh", sysroot);
   write_file(path, "echo noise\nexport LD_LIBRARY_PATH=${NCCL_LIB_DIR}:$LD_LIBRARY_PATH\n"
-             "export NCCL_FASTRAK_IFNAME=eth1,eth2\nexport NCCL_BUFFSIZE=4194304\n"
-             "export NCCL_NEW_KNOB=1\n"
-             "export NCCL_TUNER_CONFIG_PATH=${NCCL_LIB_DIR}/tuner.textproto\n");
+                   "export NCCL_FASTRAK_IFNAME=eth1,eth2\nexport NCCL_BUFFSIZE=4194304\n"
+                   "export NCCL_NEW_KNOB=1\n"
+                   "export NCCL_TUNER_CONFIG_PATH=${NCCL_LIB_DIR}/tuner.textproto\n");
   assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), 0);
   assert_string_equal(var(v, n, "NCCL_FASTRAK_IFNAME")->value, "enp6s0,enp12s0,enp134s0,enp140s0");
   assert_string_equal(var(v, n, "NCCL_FASTRAK_IFNAME")->source, "preset a3-megagpu-8g");
@@ -765,7 +774,7 @@ static void test_preset_mega_profile(void **state)
   assert_non_null(strstr(why, "nccl-env-profile.sh"));
   /* Output too large to read whole is refused, not merged cut. */
   write_file(path, "for i in 1 2 3; do export NCCL_BIG$i=$(head -c 100000 /dev/zero | tr '\\0' x); "
-             "done\n");
+                   "done\n");
   assert_int_equal(weftx_preset_resolve(p, &info, NULL, &v, &n, why, sizeof(why)), WEFT_ESYS);
   assert_non_null(strstr(why, "more than 256 KiB"));
   weftx_preset_free(p);
@@ -806,9 +815,9 @@ static void test_checks(void **state)
   weftx_preset_free(p);
   /* Mixed machine types. */
   {
-    const char *hosts[] = { "vm-a", "vm-b", "vm-c" };
-    const char *same[] = { "a3-highgpu-8g", NULL, "a3-highgpu-8g" };
-    const char *mixed[] = { "a3-highgpu-8g", "a3-highgpu-8g", "a3-megagpu-8g" };
+    const char *hosts[] = {"vm-a", "vm-b", "vm-c"};
+    const char *same[] = {"a3-highgpu-8g", NULL, "a3-highgpu-8g"};
+    const char *mixed[] = {"a3-highgpu-8g", "a3-highgpu-8g", "a3-megagpu-8g"};
     msgs[0] = '\0';
     assert_int_equal(weftx_gcp_check_mixed(hosts, same, 3, collect, msgs), 0);
     assert_int_equal(weftx_gcp_check_mixed(hosts, mixed, 3, collect, msgs), 1);
@@ -838,7 +847,8 @@ static void test_topo_advice(void **state)
   t = load_topo("n1-standard-32-4xv100"); /* GCE's DMI product name, a virtio NIC */
   msgs[0] = '\0';
   assert_int_equal(weftx_gcp_topo_check(t, collect, msgs), 1);
-  assert_non_null(strstr(msgs, "this topology file models a Google Compute Engine VM without gVNIC"));
+  assert_non_null(
+    strstr(msgs, "this topology file models a Google Compute Engine VM without gVNIC"));
   assert_non_null(strstr(msgs, "--network-interface=nic-type=GVNIC"));
   assert_null(strstr(msgs, "this is a"));
   weftx_topo_destroy(t);
@@ -864,14 +874,14 @@ static void test_topo_advice(void **state)
 
 static void test_order_hosts(void **state)
 {
-  const char *ph[] = { "/c2/r1/h1", "/c1/r9/h2", "/c1/r10/h1", "/c1/r9/h1", "/c1/r9/h2" };
-  const char *some[] = { "/c1/r1/h1", "", "/c1/r1/h2" };
+  const char *ph[] = {"/c2/r1/h1", "/c1/r9/h2", "/c1/r10/h1", "/c1/r9/h1", "/c1/r9/h2"};
+  const char *some[] = {"/c1/r1/h1", "", "/c1/r1/h2"};
   int order[5];
   (void)state;
   assert_int_equal(weftx_gcp_order_hosts(ph, 5, order), 0);
-  assert_int_equal(order[0], 2);   /* /c1/r10 sorts before /c1/r9 as strings */
+  assert_int_equal(order[0], 2); /* /c1/r10 sorts before /c1/r9 as strings */
   assert_int_equal(order[1], 3);
-  assert_int_equal(order[2], 1);   /* ties keep input order */
+  assert_int_equal(order[2], 1); /* ties keep input order */
   assert_int_equal(order[3], 4);
   assert_int_equal(order[4], 0);
   assert_int_equal(weftx_gcp_order_hosts(some, 3, order), WEFT_ENOENT);

@@ -66,8 +66,7 @@ static void expect_file_error(const char *text, int code, int line, const char *
   snprintf(prefix, sizeof(prefix), "%s:%d: ", path, line);
   unlink(path);
   if (rc != code || strncmp(why, prefix, strlen(prefix)) != 0 || !strstr(why, part))
-    fail_msg("for %s: got %d '%s', wanted %d at '%s' with '%s'", text, rc, why, code, prefix,
-             part);
+    fail_msg("for %s: got %d '%s', wanted %d at '%s' with '%s'", text, rc, why, code, prefix, part);
   weftx_hostlist_destroy(hl);
 }
 
@@ -82,14 +81,15 @@ static void assert_host(const weftx_hostlist *hl, int i, const char *name, int s
 
 static void test_names(void **state)
 {
-  static const char *good[] = { "a", "node-01", "vm-a.c.proj.internal", "10.0.0.7",
-                                "root@node1", "j.doe@10.1.2.3", "A1", "j_doe@node1", NULL };
-  static const char *bad[] = { "", "-oProxyCommand=x", "a;rm -rf", "$(x)", "`x`", "a b", "a|b",
-                               "a&b", "a>b", "host-", "a..b", ".a", "a.", "user@", "@h",
-                               "-u@h", "u@-h", "a@b@c", "10.0.0.300", "1.2.3", "x:y", "a\tb",
-                               "a'b", "a\"b", "a\\b", "h*", "h?", "a/b", "~a",
-                               /* Open MPI 4.1 refuses these (its node-name parser, measured) */
-                               "gpu_7", "fe80::1", "::1", NULL };
+  static const char *good[] = {"a",        "node-01",     "vm-a.c.proj.internal",
+                               "10.0.0.7", "root@node1",  "j.doe@10.1.2.3",
+                               "A1",       "j_doe@node1", NULL};
+  static const char *bad[] = {"", "-oProxyCommand=x", "a;rm -rf", "$(x)", "`x`", "a b", "a|b",
+                              "a&b", "a>b", "host-", "a..b", ".a", "a.", "user@", "@h", "-u@h",
+                              "u@-h", "a@b@c", "10.0.0.300", "1.2.3", "x:y", "a\tb", "a'b", "a\"b",
+                              "a\\b", "h*", "h?", "a/b", "~a",
+                              /* Open MPI 4.1 refuses these (its node-name parser, measured) */
+                              "gpu_7", "fe80::1", "::1", NULL};
   (void)state;
   for (int i = 0; good[i]; i++)
     if (weftx_hostname_check(good[i], why, sizeof(why)) != 0)
@@ -163,15 +163,28 @@ static void test_arg(void **state)
 
 static void test_arg_garbage(void **state)
 {
-  static const struct { const char *arg; int rc; const char *part; } cases[] = {
-    { "a,,b", WEFT_EPARSE, "empty host" }, { "", WEFT_EPARSE, "empty host" },
-    { "a,", WEFT_EPARSE, "empty host" }, { "a:0", WEFT_ERANGE, "slot count" },
-    { "a:x", WEFT_EPARSE, "slot count" }, { "a:", WEFT_EPARSE, "slot count" },
-    { "a:-1", WEFT_EPARSE, "slot count" }, { "a:100001", WEFT_ERANGE, "slot count" },
-    { "a;b", WEFT_ENAME, "';'" }, { "$(reboot)", WEFT_ENAME, "'$'" },
-    { "-oProxyCommand=sh", WEFT_ENAME, "'-'" }, { "[fe80::1", WEFT_ENAME, "IPv6" },
-    { "[fe80::1]:2", WEFT_ENAME, "IPv6" }, { "fe80::1", WEFT_ENAME, "IPv6" },
-    { "::1", WEFT_ENAME, "IPv6" }, { "a b", WEFT_ENAME, "space" }, { "a_b", WEFT_ENAME, "'_'" },
+  static const struct {
+    const char *arg;
+    int rc;
+    const char *part;
+  } cases[] = {
+    {"a,,b", WEFT_EPARSE, "empty host"},
+    {"", WEFT_EPARSE, "empty host"},
+    {"a,", WEFT_EPARSE, "empty host"},
+    {"a:0", WEFT_ERANGE, "slot count"},
+    {"a:x", WEFT_EPARSE, "slot count"},
+    {"a:", WEFT_EPARSE, "slot count"},
+    {"a:-1", WEFT_EPARSE, "slot count"},
+    {"a:100001", WEFT_ERANGE, "slot count"},
+    {"a;b", WEFT_ENAME, "';'"},
+    {"$(reboot)", WEFT_ENAME, "'$'"},
+    {"-oProxyCommand=sh", WEFT_ENAME, "'-'"},
+    {"[fe80::1", WEFT_ENAME, "IPv6"},
+    {"[fe80::1]:2", WEFT_ENAME, "IPv6"},
+    {"fe80::1", WEFT_ENAME, "IPv6"},
+    {"::1", WEFT_ENAME, "IPv6"},
+    {"a b", WEFT_ENAME, "space"},
+    {"a_b", WEFT_ENAME, "'_'"},
   };
   (void)state;
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -250,7 +263,8 @@ static void test_hostfile_garbage(void **state)
   expect_file_error("a@b username=c\n", WEFT_EPARSE, 1, "keep one");
   expect_file_error("u@a\nv@a\n", WEFT_ENAME, 2, "already listed with user 'u'");
   /* a slot count for a host already listed: mpirun 4.1 refuses it (measured) */
-  expect_file_error("a slots=2\na slots=2\n", WEFT_EPARSE, 2, "refuses a slot count on a host "
+  expect_file_error("a slots=2\na slots=2\n", WEFT_EPARSE, 2,
+                    "refuses a slot count on a host "
                     "listed twice");
   expect_file_error("a\nb\na slots=3\n", WEFT_EPARSE, 3, "already listed");
   expect_file_error("::1 slots=2\n", WEFT_ENAME, 1, "IPv6");
@@ -341,9 +355,9 @@ static void test_slurm(void **state)
 
 static void test_slurm_garbage(void **state)
 {
-  static const char *bad[] = { "gpu[01-04", "gpu01-04]", "a[[1-2]]", "a[2-1]", "a[]", "a[x]",
-                               "a[1-]", "a[-1]", "a,,b", ",a", "a[1-2],", "a[0-999999]",
-                               "a[1234567890]", "a[1,,2]", NULL };
+  static const char *bad[] = {"gpu[01-04", "gpu01-04]",   "a[[1-2]]",      "a[2-1]",  "a[]",
+                              "a[x]",      "a[1-]",       "a[-1]",         "a,,b",    ",a",
+                              "a[1-2],",   "a[0-999999]", "a[1234567890]", "a[1,,2]", NULL};
   int counts[8], n = 0;
   weftx_hostlist *hl;
   (void)state;
@@ -367,7 +381,7 @@ static void test_slurm_garbage(void **state)
   assert_int_equal(counts[3], 1);
   assert_int_equal(weftx_slurm_tasks_per_node("2(x9)", counts, 8, &n, why, sizeof(why)),
                    WEFT_ERANGE);
-  static const char *badtasks[] = { "", "x", "2(3)", "2(x)", "2(x3", "0", "2,", "2(x3)x", NULL };
+  static const char *badtasks[] = {"", "x", "2(3)", "2(x)", "2(x3", "0", "2,", "2(x3)x", NULL};
   for (int i = 0; badtasks[i]; i++)
     if (weftx_slurm_tasks_per_node(badtasks[i], counts, 8, &n, why, sizeof(why)) != WEFT_EPARSE)
       fail_msg("'%s' accepted", badtasks[i]);
@@ -377,13 +391,15 @@ static void test_slurm_per_node(void **state)
 {
   int counts[8], n = 0;
   (void)state;
-  assert_int_equal(weftx_slurm_per_node("SLURM_JOB_CPUS_PER_NODE", "208(x2),104", counts, 8, &n,
-                                        why, sizeof(why)), 0);
+  assert_int_equal(
+    weftx_slurm_per_node("SLURM_JOB_CPUS_PER_NODE", "208(x2),104", counts, 8, &n, why, sizeof(why)),
+    0);
   assert_int_equal(n, 3);
   assert_int_equal(counts[0], 208);
   assert_int_equal(counts[2], 104);
-  assert_int_equal(weftx_slurm_per_node("SLURM_JOB_CPUS_PER_NODE", "2(x)", counts, 8, &n, why,
-                                        sizeof(why)), WEFT_EPARSE);
+  assert_int_equal(
+    weftx_slurm_per_node("SLURM_JOB_CPUS_PER_NODE", "2(x)", counts, 8, &n, why, sizeof(why)),
+    WEFT_EPARSE);
   assert_string_equal(why, "SLURM_JOB_CPUS_PER_NODE '2(x)': expected counts like '2(x3),1'");
 }
 
@@ -405,8 +421,8 @@ static void expect_indices(const char *s, const char *want)
 
 static void test_slurm_gpu_indices(void **state)
 {
-  static const char *bad[] = { ",", "0,", ",0", "0,,1", "x", "0-", "-1", "1-0", "0,0", "0-2,1",
-                               "256", "0 1", "GPU-5e7b", "0;1", "1234567", NULL };
+  static const char *bad[] = {",",   "0,",    ",0",  "0,,1", "x",        "0-",  "-1",      "1-0",
+                              "0,0", "0-2,1", "256", "0 1",  "GPU-5e7b", "0;1", "1234567", NULL};
   int idx[4], n = 0;
   (void)state;
   expect_indices("0,1", "0 1");
@@ -431,8 +447,8 @@ static void test_slurm_gpu_indices(void **state)
 
 static void test_slurm_gpus_count(void **state)
 {
-  static const char *bad[] = { "", "x", "h100:", ":2", "2,", "h100:2:1", "2x", "-1", "1234567",
-                               "a100:1,", "h 100:2", NULL };
+  static const char *bad[] = {"",   "x",  "h100:",   ":2",      "2,",      "h100:2:1",
+                              "2x", "-1", "1234567", "a100:1,", "h 100:2", NULL};
   int c = -1;
   (void)state;
   assert_int_equal(weftx_slurm_gpus_count("SLURM_GPUS_PER_NODE", "2", &c, why, sizeof(why)), 0);
@@ -471,9 +487,10 @@ static void expect_gres(const char *s, int count, const char *type, const char *
 
 static void test_slurm_gres(void **state)
 {
-  static const char *bad[] = { "gpu:", ":2", "gpu:h100:x", "gpu:2(IDX:0-2)", "gpu:2(IDX:0-1",
-                               "gpu:2(X:0)", "gpu:2,", "gpu:2 ", "gpu:a:b:c", "gpu:2(IDX:0,0)",
-                               "gpu:2(IDX:)x", "gpu:2(IDX:)", "gpu;2", NULL };
+  static const char *bad[] = {
+    "gpu:",   ":2",     "gpu:h100:x", "gpu:2(IDX:0-2)", "gpu:2(IDX:0-1", "gpu:2(X:0)",
+    "gpu:2,", "gpu:2 ", "gpu:a:b:c",  "gpu:2(IDX:0,0)", "gpu:2(IDX:)x",  "gpu:2(IDX:)",
+    "gpu;2",  NULL};
   weftx_slurm_gres g;
   (void)state;
   expect_gres("gpu:2", 2, "", "-");
@@ -509,17 +526,16 @@ static void test_slurm_gres(void **state)
  * line per group of nodes with the same allocation. */
 static void test_slurm_job_gpus(void **state)
 {
-  static const char text[] =
-    "JobId=12 JobName=interactive\n"
-    "   NodeList=vnode[0-2]\n"
-    "   NumNodes=3 NumCPUs=6 NumTasks=6 CPUs/Task=1 ReqB:S:C:T=0:0:*:*\n"
-    "   JOB_GRES=gpu:5\n"
-    "     Nodes=vnode[0-1] CPU_IDs=2-3 Mem=0 GRES=gpu:2(IDX:3-4)\n"
-    "     Nodes=vnode2 CPU_IDs=0-1 Mem=0 GRES=gpu:1(IDX:6)\n"
-    "     Nodes=gpu07 CPU_IDs=0 Mem=0 GRES=\n"
-    "     Nodes=gpu08 CPU_IDs=0 Mem=0\n"
-    "     Nodes=gpu09 CPU_IDs=0 Mem=0 GRES=gpu:2\n"
-    "   TresPerNode=gres:gpu:2\n";
+  static const char text[] = "JobId=12 JobName=interactive\n"
+                             "   NodeList=vnode[0-2]\n"
+                             "   NumNodes=3 NumCPUs=6 NumTasks=6 CPUs/Task=1 ReqB:S:C:T=0:0:*:*\n"
+                             "   JOB_GRES=gpu:5\n"
+                             "     Nodes=vnode[0-1] CPU_IDs=2-3 Mem=0 GRES=gpu:2(IDX:3-4)\n"
+                             "     Nodes=vnode2 CPU_IDs=0-1 Mem=0 GRES=gpu:1(IDX:6)\n"
+                             "     Nodes=gpu07 CPU_IDs=0 Mem=0 GRES=\n"
+                             "     Nodes=gpu08 CPU_IDs=0 Mem=0\n"
+                             "     Nodes=gpu09 CPU_IDs=0 Mem=0 GRES=gpu:2\n"
+                             "   TresPerNode=gres:gpu:2\n";
   weftx_slurm_node_gpus *v = NULL;
   int n = -1;
   (void)state;
@@ -544,8 +560,8 @@ static void test_slurm_job_gpus(void **state)
   assert_int_equal(weftx_slurm_job_gpus("JobId=3\n", &v, &n, why, sizeof(why)), 0);
   assert_int_equal(n, 0);
   weftx_slurm_job_gpus_free(v, n);
-  assert_int_equal(weftx_slurm_job_gpus("Nodes=a GRES=gpu:h100:4(IDX:0-1,4,6)", &v, &n, why,
-                                        sizeof(why)), 0);
+  assert_int_equal(
+    weftx_slurm_job_gpus("Nodes=a GRES=gpu:h100:4(IDX:0-1,4,6)", &v, &n, why, sizeof(why)), 0);
   assert_int_equal(n, 1);
   assert_string_equal(v[0].idx, "0-1,4,6");
   weftx_slurm_job_gpus_free(v, n);
@@ -557,14 +573,15 @@ static void test_slurm_job_gpus(void **state)
   assert_non_null(strstr(why, "scontrol show job -d, line 2: "));
   assert_int_equal(weftx_slurm_job_gpus("Nodes=a GRES=gpu:2(IDX:0)", &v, &n, why, sizeof(why)),
                    WEFT_EPARSE);
-  assert_string_equal(why, "scontrol show job -d, line 1: GRES 'gpu:2(IDX:0)': 2 GPUs but 1 indices");
+  assert_string_equal(why,
+                      "scontrol show job -d, line 1: GRES 'gpu:2(IDX:0)': 2 GPUs but 1 indices");
   assert_int_equal(weftx_slurm_job_gpus(NULL, &v, &n, why, sizeof(why)), WEFT_EINVAL);
 }
 
 static void test_gather(void **state)
 {
-  const char *args[] = { "b:2,c" };
-  weftx_hosts_input in = { NULL, 0, NULL, NULL, NULL, "me" };
+  const char *args[] = {"b:2,c"};
+  weftx_hosts_input in = {NULL, 0, NULL, NULL, NULL, "me"};
   weftx_hostlist *hl = NULL;
   const char *path;
   (void)state;
@@ -619,12 +636,18 @@ static void test_gather(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_names),        cmocka_unit_test(test_arg),
-    cmocka_unit_test(test_arg_garbage),  cmocka_unit_test(test_hostfile),
-    cmocka_unit_test(test_hostfile_garbage), cmocka_unit_test(test_slurm),
-    cmocka_unit_test(test_slurm_garbage), cmocka_unit_test(test_slurm_per_node),
-    cmocka_unit_test(test_slurm_gpu_indices), cmocka_unit_test(test_slurm_gpus_count),
-    cmocka_unit_test(test_slurm_gres), cmocka_unit_test(test_slurm_job_gpus),
+    cmocka_unit_test(test_names),
+    cmocka_unit_test(test_arg),
+    cmocka_unit_test(test_arg_garbage),
+    cmocka_unit_test(test_hostfile),
+    cmocka_unit_test(test_hostfile_garbage),
+    cmocka_unit_test(test_slurm),
+    cmocka_unit_test(test_slurm_garbage),
+    cmocka_unit_test(test_slurm_per_node),
+    cmocka_unit_test(test_slurm_gpu_indices),
+    cmocka_unit_test(test_slurm_gpus_count),
+    cmocka_unit_test(test_slurm_gres),
+    cmocka_unit_test(test_slurm_job_gpus),
     cmocka_unit_test(test_gather),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

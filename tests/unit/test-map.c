@@ -176,10 +176,13 @@ static void test_parse_garbage(void **state)
   expect_error(NULL, "core:sometimes", WEFT_EINVAL, "unknown qualifier 'sometimes'");
   expect_error("core", "gpu-local", WEFT_EINVAL, "--map-by gpu");
   expect_error("gpu", "l3cache", WEFT_EINVAL, "gpu-local, core, numa, socket or none");
-  expect_error("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-               NULL, WEFT_EINVAL, "too long");
+  expect_error(
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    "aa"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    "aa"
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    NULL, WEFT_EINVAL, "too long");
   assert_int_equal(weftx_policy_parse(NULL, "gpu", NULL, NULL, 0), WEFT_EINVAL);
 }
 
@@ -230,7 +233,8 @@ static void check_gpu_full(const char *file, int expect_cores)
     assert_false(hwloc_bitmap_intersects(all, pl.cpuset));
     hwloc_bitmap_or(all, all, pl.cpuset);
     for (s = 0; s < weftx_topo_nnics(t); s++)
-      if (weftx_topo_gpu_nic_near(t, pl.gpu, s) == WEFTX_NEAR_SWITCH && weftx_topo_nic(t, s)->name[0]) {
+      if (weftx_topo_gpu_nic_near(t, pl.gpu, s) == WEFTX_NEAR_SWITCH &&
+          weftx_topo_nic(t, s)->name[0]) {
         assert_true(pl.nic >= 0);
         assert_int_equal(weftx_topo_gpu_nic_near(t, pl.gpu, pl.nic), WEFTX_NEAR_SWITCH);
       }
@@ -276,7 +280,8 @@ static void test_gpu_a3(void **state)
   assert_string_equal(weftx_topo_nic(t, pl.nic)->name, "enp6s0");
   assert_string_equal(pl.note, "");
   assert_int_equal(weftx_place_format(t, "vm-a", 0, &pl, line, sizeof(line)), 0);
-  assert_string_equal(line, "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12,104-116 NUMA 0 NIC enp6s0");
+  assert_string_equal(
+    line, "vm-a rank 0 (local 0): GPU 0 (0000:04:00.0) cores 0-12,104-116 NUMA 0 NIC enp6s0");
   weftx_place_clear(&pl);
   assert_int_equal(gpu_of(t, &p, 7, 8, &pl), 7);
   assert_string_equal(list(pl.cpuset), "91-103,195-207");
@@ -723,16 +728,20 @@ static void test_json(void **state)
   assert_non_null(f);
   assert_int_equal(weftx_plan_write_json(f, &plan), 0);
   fclose(f);
-  assert_string_equal(buf,
+  assert_string_equal(
+    buf,
     "{ \"version\": 1, \"np\": 2,\n"
     "  \"hosts\": [\n"
     "    { \"name\": \"vm-a\", \"slots\": 8, \"gpus\": 8, \"topology\": \"a3-highgpu-8g.xml\" },\n"
     "    { \"name\": \"vm-\\\"b\\\"\", \"slots\": 8, \"gpus\": 8, \"topology\": \"live\" }\n"
     "  ],\n"
     "  \"ranks\": [\n"
-    "    { \"rank\": 0, \"host\": \"vm-a\", \"node_rank\": 0, \"local_rank\": 0, \"gpu\": { \"index\": 0, "
-    "\"pci\": \"0000:04:00.0\" }, \"cpus\": \"0-12,104-116\", \"numa\": [0], \"nic\": \"enp6s0\" },\n"
-    "    { \"rank\": 1, \"host\": \"vm-\\\"b\\\"\", \"node_rank\": 1, \"local_rank\": 0, \"gpu\": { \"index\": 0, "
+    "    { \"rank\": 0, \"host\": \"vm-a\", \"node_rank\": 0, \"local_rank\": 0, \"gpu\": { "
+    "\"index\": 0, "
+    "\"pci\": \"0000:04:00.0\" }, \"cpus\": \"0-12,104-116\", \"numa\": [0], \"nic\": \"enp6s0\" "
+    "},\n"
+    "    { \"rank\": 1, \"host\": \"vm-\\\"b\\\"\", \"node_rank\": 1, \"local_rank\": 0, \"gpu\": "
+    "{ \"index\": 0, "
     "\"pci\": \"0000:04:00.0\" }, \"cpus\": \"0-12,104-116\", \"numa\": [0], \"nic\": null }\n"
     "  ],\n"
     "  \"env\": {\n"
@@ -767,18 +776,12 @@ static void test_json(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_parse_valid),
-    cmocka_unit_test(test_parse_garbage),
-    cmocka_unit_test(test_gpu_full),
-    cmocka_unit_test(test_gpu_a3),
-    cmocka_unit_test(test_gpu_allowed),
-    cmocka_unit_test(test_gpu_interleaved),
-    cmocka_unit_test(test_gpu_flat),
-    cmocka_unit_test(test_nic_spread),
-    cmocka_unit_test(test_nic_unnamed),
-    cmocka_unit_test(test_cpu),
-    cmocka_unit_test(test_no_cores),
-    cmocka_unit_test(test_json),
+    cmocka_unit_test(test_parse_valid), cmocka_unit_test(test_parse_garbage),
+    cmocka_unit_test(test_gpu_full),    cmocka_unit_test(test_gpu_a3),
+    cmocka_unit_test(test_gpu_allowed), cmocka_unit_test(test_gpu_interleaved),
+    cmocka_unit_test(test_gpu_flat),    cmocka_unit_test(test_nic_spread),
+    cmocka_unit_test(test_nic_unnamed), cmocka_unit_test(test_cpu),
+    cmocka_unit_test(test_no_cores),    cmocka_unit_test(test_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,8 +175,12 @@ static void test_half(void **state)
     float f;
     uint16_t h;
   } exact[] = {
-    {0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3c00}, {-2.0f, 0xc000}, {65504.0f, 0x7bff},
-    {6.103515625e-05f, 0x0400},   /* smallest normal */
+    {0.0f, 0x0000},
+    {-0.0f, 0x8000},
+    {1.0f, 0x3c00},
+    {-2.0f, 0xc000},
+    {65504.0f, 0x7bff},
+    {6.103515625e-05f, 0x0400},        /* smallest normal */
     {5.9604644775390625e-08f, 0x0001}, /* smallest subnormal */
     {0.333251953125f, 0x3555},
   };
@@ -195,10 +199,10 @@ static void test_half(void **state)
   assert_int_equal(weft_float_to_half(1.0f + 0x1p-11f), 0x3c00);
   assert_int_equal(weft_float_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);
   assert_int_equal(weft_float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
-  assert_int_equal(weft_float_to_half(0x1p-25f), 0x0000);          /* tie to even zero */
+  assert_int_equal(weft_float_to_half(0x1p-25f), 0x0000); /* tie to even zero */
   assert_int_equal(weft_float_to_half(0x1p-25f + 0x1p-30f), 0x0001);
-  assert_int_equal(weft_float_to_half(3 * 0x1p-25f), 0x0002);      /* 1.5 ulp: to even */
-  assert_int_equal(weft_float_to_half(65520.0f), 0x7c00);          /* rounds up to Inf */
+  assert_int_equal(weft_float_to_half(3 * 0x1p-25f), 0x0002); /* 1.5 ulp: to even */
+  assert_int_equal(weft_float_to_half(65520.0f), 0x7c00);     /* rounds up to Inf */
   assert_int_equal(weft_float_to_half(65519.0f), 0x7bff);
   assert_int_equal(weft_float_to_half(INFINITY), 0x7c00);
   assert_int_equal(weft_float_to_half(-INFINITY), 0xfc00);
@@ -213,11 +217,11 @@ static void test_bf16(void **state)
   (void)state;
   assert_int_equal(weft_float_to_bf16(1.0f), 0x3f80);
   assert_int_equal(weft_float_to_bf16(-0.0f), 0x8000);
-  assert_int_equal(weft_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);   /* tie to even */
+  assert_int_equal(weft_float_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie to even */
   assert_int_equal(weft_float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
   assert_int_equal(weft_float_to_bf16(1.0f + 0x1p-8f + 0x1p-16f), 0x3f81);
   assert_int_equal(weft_float_to_bf16(INFINITY), 0x7f80);
-  assert_int_equal(weft_float_to_bf16(3.4e38f), 0x7f80);          /* rounds up to Inf */
+  assert_int_equal(weft_float_to_bf16(3.4e38f), 0x7f80); /* rounds up to Inf */
   assert_true(isnan(weft_bf16_to_float(weft_float_to_bf16(NAN))));
   for (i = 0; i < 0x10000; i++)
     if ((i & 0x7f80) != 0x7f80)
@@ -266,8 +270,8 @@ static uint64_t next(uint64_t *s)
 /* Inputs with the type's edge values among random ones. */
 static void fill(void *buf, weft_dtype dt, uint64_t seed)
 {
-  static const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, 65504.0f,
-                                   -65520.0f, 3.0e38f, 1.0f, -1.0f};
+  static const float specials[] = {0.0f,     -0.0f,     INFINITY, -INFINITY, NAN,  1e-40f,
+                                   65504.0f, -65520.0f, 3.0e38f,  1.0f,      -1.0f};
   size_t es = weft_dtype_size(dt), i;
   uint64_t s = seed;
 
@@ -300,22 +304,22 @@ static float ref16(float x, float y, weft_op op)
   }
 }
 
-#define REF(T, U)                                                                              \
-  do {                                                                                       \
-    T x = ((const T *)a)[i], y = ((const T *)b)[i];                                          \
-    ((T *)d)[i] = op == WEFT_PROD  ? (T)(U)((U)x * (U)y)                                     \
-                  : op == WEFT_MIN ? (x < y ? x : y)                                         \
-                  : op == WEFT_MAX ? (x > y ? x : y)                                         \
-                                   : (T)(U)((U)x + (U)y);                                    \
+#define REF(T, U)                                                                                  \
+  do {                                                                                             \
+    T x = ((const T *)a)[i], y = ((const T *)b)[i];                                                \
+    ((T *)d)[i] = op == WEFT_PROD  ? (T)(U)((U)x * (U)y)                                           \
+                  : op == WEFT_MIN ? (x < y ? x : y)                                               \
+                  : op == WEFT_MAX ? (x > y ? x : y)                                               \
+                                   : (T)(U)((U)x + (U)y);                                          \
   } while (0)
 
-#define REFF(T)                                                                                \
-  do {                                                                                       \
-    T x = ((const T *)a)[i], y = ((const T *)b)[i];                                          \
-    ((T *)d)[i] = op == WEFT_PROD  ? x * y                                                   \
-                  : op == WEFT_MIN ? (x < y ? x : y)                                         \
-                  : op == WEFT_MAX ? (x > y ? x : y)                                         \
-                                   : x + y;                                                  \
+#define REFF(T)                                                                                    \
+  do {                                                                                             \
+    T x = ((const T *)a)[i], y = ((const T *)b)[i];                                                \
+    ((T *)d)[i] = op == WEFT_PROD  ? x * y                                                         \
+                  : op == WEFT_MIN ? (x < y ? x : y)                                               \
+                  : op == WEFT_MAX ? (x > y ? x : y)                                               \
+                                   : x + y;                                                        \
   } while (0)
 
 static void reference(weft_dtype dt, weft_op op, void *d, const void *a, const void *b)
@@ -364,8 +368,8 @@ static void test_reduce_kernels(void **state)
         memset(d, 0x5a, sizeof(d));
         weft__reduce((weft_dtype)dt, (weft_op)op, d, a, b, n);
         if (memcmp(d, want, n * es) != 0)
-          fail_msg("%s %s n=%zu: differs from the reference", weft_dtype_name(dt),
-                   weft_op_name(op), n);
+          fail_msg("%s %s n=%zu: differs from the reference", weft_dtype_name(dt), weft_op_name(op),
+                   n);
         if (n == RN)
           break;
       }
@@ -443,14 +447,14 @@ static int slot_of(const char *var)
 
 static void test_settings_agree(void **state)
 {
-  static const char *const vars[] = {"WEFT_BACKEND", "WEFT_ALLREDUCE", "WEFT_HIER_THRESHOLD",
-                                     "WEFT_MPI_CHUNK", "WEFT_COLL_TIMEOUT", "WEFT_INIT_TIMEOUT",
-                                     "WEFT_HOST_SHM", "WEFT_HOST_SHM_THRESHOLD",
-                                     "WEFT_HOST_SHM_STAGED", "WEFT_RANKS_PER_NODE"};
+  static const char *const vars[] = {
+    "WEFT_BACKEND",         "WEFT_ALLREDUCE",     "WEFT_HIER_THRESHOLD", "WEFT_MPI_CHUNK",
+    "WEFT_COLL_TIMEOUT",    "WEFT_INIT_TIMEOUT",  "WEFT_HOST_SHM",       "WEFT_HOST_SHM_THRESHOLD",
+    "WEFT_HOST_SHM_STAGED", "WEFT_RANKS_PER_NODE"};
   static const char *const set[3][2] = {
-    {"WEFT_COLL_TIMEOUT", "3"},  /* rank 0 */
+    {"WEFT_COLL_TIMEOUT", "3"},   /* rank 0 */
     {"WEFT_COLL_TIMEOUT", "3.0"}, /* rank 1: the same value */
-    {"WEFT_HOST_SHM", "1"},      /* rank 2: the default written out, and no timeout */
+    {"WEFT_HOST_SHM", "1"},       /* rank 2: the default written out, and no timeout */
   };
   int64_t rec[3][WEFT__SETTINGS_MAX], red[2 * WEFT__SETTINGS_MAX];
   int n = weft__settings_count();
@@ -490,10 +494,9 @@ static void test_settings_agree(void **state)
 
   /* Each kind refuses what it cannot read, naming the variable. */
   static const char *const bad[][2] = {
-    {"WEFT_BACKEND", "gloo"},        {"WEFT_HIER_THRESHOLD", "lots"},
-    {"WEFT_MPI_CHUNK", "0"},         {"WEFT_COLL_TIMEOUT", "-1"},
-    {"WEFT_INIT_TIMEOUT", "nan"},    {"WEFT_HOST_SHM", "2"},
-    {"WEFT_RANKS_PER_NODE", "1.5"},  {"WEFT_HOST_SHM_STAGED", "16Q"},
+    {"WEFT_BACKEND", "gloo"},       {"WEFT_HIER_THRESHOLD", "lots"}, {"WEFT_MPI_CHUNK", "0"},
+    {"WEFT_COLL_TIMEOUT", "-1"},    {"WEFT_INIT_TIMEOUT", "nan"},    {"WEFT_HOST_SHM", "2"},
+    {"WEFT_RANKS_PER_NODE", "1.5"}, {"WEFT_HOST_SHM_STAGED", "16Q"},
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     memset(&ctx, 0, sizeof(ctx));
@@ -558,8 +561,8 @@ static void test_vis_entry(void **state)
     long idx = 42;
     enum weft__vis_kind k = weft__vis_entry(cases[i].s, strlen(cases[i].s), &idx);
     if (k != cases[i].kind || idx != cases[i].index)
-      fail_msg("'%s': kind %d index %ld, want %d %ld", cases[i].s, (int)k, idx,
-               (int)cases[i].kind, cases[i].index);
+      fail_msg("'%s': kind %d index %ld, want %d %ld", cases[i].s, (int)k, idx, (int)cases[i].kind,
+               cases[i].index);
   }
   /* an entry is its len bytes, not the rest of the list */
   {
@@ -600,8 +603,8 @@ static void test_gpu_index_trusted(void **state)
     int t = weft__gpu_index_trusted(cases[i].vis, cases[i].order, why, sizeof(why));
     if (t != cases[i].trusted || !strstr(why, cases[i].says))
       fail_msg("vis %s order %s: trusted %d (%s), want %d (%s)",
-               cases[i].vis ? cases[i].vis : "unset", cases[i].order ? cases[i].order : "unset",
-               t, why, cases[i].trusted, cases[i].says);
+               cases[i].vis ? cases[i].vis : "unset", cases[i].order ? cases[i].order : "unset", t,
+               why, cases[i].trusted, cases[i].says);
   }
 }
 
@@ -635,8 +638,17 @@ static void test_pci_parse(void **state)
   assert_int_equal(weft__pci_parse("0000:00:1f.7", 12, &b), 0);
   assert_int_equal(weft__pci_parse("0000:04:00.0,0000:05:00.0", 12, &b), 0); /* len bytes */
   static const char *const bad[] = {
-    "", "04:00.0", "0000:04:00", "0000:04:00.8", "0000:04:20.0", "0000:104:00.0",
-    "0000:04:00.0x", "000000000:04:00.0", "0000-04:00.0", "zzzz:04:00.0", "0000::00.0",
+    "",
+    "04:00.0",
+    "0000:04:00",
+    "0000:04:00.8",
+    "0000:04:20.0",
+    "0000:104:00.0",
+    "0000:04:00.0x",
+    "000000000:04:00.0",
+    "0000-04:00.0",
+    "zzzz:04:00.0",
+    "0000::00.0",
   };
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     if (weft__pci_parse(bad[i], strlen(bad[i]), &a) == 0)
@@ -646,14 +658,22 @@ static void test_pci_parse(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_layout_ok),   cmocka_unit_test(test_layout_errors),
-    cmocka_unit_test(test_mask),        cmocka_unit_test(test_coords),
-    cmocka_unit_test(test_mesh_golden), cmocka_unit_test(test_half),
-    cmocka_unit_test(test_bf16),        cmocka_unit_test(test_dtypes),
-    cmocka_unit_test(test_divide),      cmocka_unit_test(test_reduce_kernels),
-    cmocka_unit_test(test_reduce_rules), cmocka_unit_test(test_settings_agree),
-    cmocka_unit_test(test_settings_line), cmocka_unit_test(test_vis_entry),
-    cmocka_unit_test(test_gpu_index_trusted), cmocka_unit_test(test_gpu_ordinal),
+    cmocka_unit_test(test_layout_ok),
+    cmocka_unit_test(test_layout_errors),
+    cmocka_unit_test(test_mask),
+    cmocka_unit_test(test_coords),
+    cmocka_unit_test(test_mesh_golden),
+    cmocka_unit_test(test_half),
+    cmocka_unit_test(test_bf16),
+    cmocka_unit_test(test_dtypes),
+    cmocka_unit_test(test_divide),
+    cmocka_unit_test(test_reduce_kernels),
+    cmocka_unit_test(test_reduce_rules),
+    cmocka_unit_test(test_settings_agree),
+    cmocka_unit_test(test_settings_line),
+    cmocka_unit_test(test_vis_entry),
+    cmocka_unit_test(test_gpu_index_trusted),
+    cmocka_unit_test(test_gpu_ordinal),
     cmocka_unit_test(test_pci_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

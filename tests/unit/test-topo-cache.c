@@ -59,8 +59,8 @@ static char root[300];
 static const char *changed(const char *before)
 {
   static char out[128];
-  static const char *const names[] = { "boot", "host", "hwloc", "weft", "pci", "net", "cpu", "env",
-                                       NULL };
+  static const char *const names[] = {"boot", "host", "hwloc", "weft", "pci",
+                                      "net",  "cpu",  "env",   NULL};
   char key[512], a[64];
   assert_int_equal(weft__topo_cache_key(root, key, sizeof(key)), 0);
   out[0] = '\0';
@@ -68,7 +68,8 @@ static const char *changed(const char *before)
     assert_int_equal(weft__snprintf(a, sizeof(a), "%s", part(before, names[i])), 0);
     if (strcmp(a, part(key, names[i])))
       assert_int_equal(weft__snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
-                                      out[0] ? " " : "", names[i]), 0);
+                                      out[0] ? " " : "", names[i]),
+                       0);
   }
   return out;
 }
@@ -91,25 +92,31 @@ static void test_key(void **state)
   put("root/sys/devices/system/cpu/online", "0-7\n");
   put("root/sys/devices/system/node/online", "0\n");
   put("root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-7\nMems_allowed_list:\t0\n"
-      "VmRSS:\t100 kB\n");
+                               "VmRSS:\t100 kB\n");
   put("root/proc/self/cgroup", "0::/user.slice/job1\n");
   put("root/sys/fs/cgroup/user.slice/job1/cpuset.cpus.effective", "0-7\n");
   key_now(key, sizeof(key));
   assert_string_equal(changed(key), "");
 
   /* one change at a time: the part that covers it changes, and no other */
-  static const struct { const char *file, *text, *parts; } steps[] = {
-    { "root/proc/sys/kernel/random/boot_id", "0f1e2d3c-aaaa-bbbb-cccc-000000000002\n", "boot" },
-    { "root/sys/bus/pci/devices/0000:00:05.0/uevent", "DRIVER=gve\nPCI_CLASS=20000\n", "pci" },
-    { "root/sys/bus/pci/devices/0000:00:04.0/uevent", /* the driver unbound */
-      "PCI_CLASS=30200\nPCI_ID=10DE:2330\nPCI_SLOT_NAME=0000:00:04.0\n", "pci" },
-    { "root/sys/devices/system/cpu/online", "0-3\n", "cpu" },
-    { "root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
-      "VmRSS:\t100 kB\n", "cpu" },
-    { "root/proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
-      "VmRSS:\t999 kB\n", "" }, /* a line hwloc does not read */
-    { "root/sys/fs/cgroup/user.slice/job1/cpuset.cpus.effective", "0-5\n", "cpu" },
-    { "root/proc/self/cgroup", "0::/user.slice/job2\n", "cpu" },
+  static const struct {
+    const char *file, *text, *parts;
+  } steps[] = {
+    {"root/proc/sys/kernel/random/boot_id", "0f1e2d3c-aaaa-bbbb-cccc-000000000002\n", "boot"},
+    {"root/sys/bus/pci/devices/0000:00:05.0/uevent", "DRIVER=gve\nPCI_CLASS=20000\n", "pci"},
+    {"root/sys/bus/pci/devices/0000:00:04.0/uevent", /* the driver unbound */
+     "PCI_CLASS=30200\nPCI_ID=10DE:2330\nPCI_SLOT_NAME=0000:00:04.0\n", "pci"},
+    {"root/sys/devices/system/cpu/online", "0-3\n", "cpu"},
+    {"root/proc/self/status",
+     "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
+     "VmRSS:\t100 kB\n",
+     "cpu"},
+    {"root/proc/self/status",
+     "Name:\tx\nCpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n"
+     "VmRSS:\t999 kB\n",
+     ""}, /* a line hwloc does not read */
+    {"root/sys/fs/cgroup/user.slice/job1/cpuset.cpus.effective", "0-5\n", "cpu"},
+    {"root/proc/self/cgroup", "0::/user.slice/job2\n", "cpu"},
   };
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(steps); i++) {
     put(steps[i].file, steps[i].text);
@@ -146,10 +153,7 @@ static weftx_topo *load(int expect)
   return t;
 }
 
-static void load_and_drop(int expect)
-{
-  weftx_topo_destroy(load(expect));
-}
+static void load_and_drop(int expect) { weftx_topo_destroy(load(expect)); }
 
 static mode_t mode_of(const char *path)
 {
@@ -184,7 +188,8 @@ static void test_cache(void **state)
       *c = '_';
   assert_int_equal(weft__snprintf(xdg, sizeof(xdg), "%s/cache", tmpdir), 0);
   assert_int_equal(weft__snprintf(cachedir, sizeof(cachedir), "%s/weft", xdg), 0);
-  assert_int_equal(weft__snprintf(cachefile, sizeof(cachefile), "%s/topology-%s.xml", cachedir, host), 0);
+  assert_int_equal(
+    weft__snprintf(cachefile, sizeof(cachefile), "%s/topology-%s.xml", cachedir, host), 0);
   assert_int_equal(setenv("XDG_CACHE_HOME", xdg, 1), 0);
   assert_int_equal(unsetenv("WEFT_TOPOLOGY"), 0);
   assert_int_equal(unsetenv("WEFT_TOPOLOGY_CACHE"), 0);
@@ -269,7 +274,8 @@ static void test_cache(void **state)
     assert_int_equal(setenv("HOME", home, 1), 0);
     load_and_drop(WEFTX_TOPO_CACHE_WRITTEN);
     assert_int_equal(weft__snprintf(other_file, sizeof(other_file), "%s/.cache/weft/%s", home,
-                                    strrchr(cachefile, '/') + 1), 0);
+                                    strrchr(cachefile, '/') + 1),
+                     0);
     assert_int_equal(mode_of(other_file) & 0777, 0600);
     load_and_drop(WEFTX_TOPO_CACHE_HIT);
     assert_int_equal(chown(xdg, 0, 0), 0);
@@ -289,8 +295,8 @@ static void test_cache(void **state)
   load_and_drop(WEFTX_TOPO_CACHE_WRITTEN);
   assert_int_equal(unsetenv("WEFT_TOPOLOGY_CACHE"), 0);
   char xml[1024];
-  assert_int_equal(weft__snprintf(xml, sizeof(xml), "%s/topologies/n2-standard-16.xml",
-                                  weftx_datadir()), 0);
+  assert_int_equal(
+    weft__snprintf(xml, sizeof(xml), "%s/topologies/n2-standard-16.xml", weftx_datadir()), 0);
   assert_int_equal(setenv("HWLOC_XMLFILE", xml, 1), 0);
   weftx_topo *t = NULL;
   char why[600];
@@ -310,8 +316,10 @@ static void test_cache(void **state)
 static int setup(void **state)
 {
   (void)state;
-  assert_int_equal(weft__snprintf(tmpdir, sizeof(tmpdir), "%s/weft-topo-cache.XXXXXX",
-                                  getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"), 0);
+  assert_int_equal(
+    weft__snprintf(tmpdir, sizeof(tmpdir), "%s/weft-topo-cache.XXXXXX",
+                   getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"),
+    0);
   return mkdtemp(tmpdir) ? 0 : -1;
 }
 

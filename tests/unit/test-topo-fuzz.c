@@ -36,10 +36,7 @@ static uint64_t rng(void)
   return rng_state * 2685821657736338717ULL;
 }
 
-static size_t below(size_t n)
-{
-  return n ? (size_t)(rng() % n) : 0;
-}
+static size_t below(size_t n) { return n ? (size_t)(rng() % n) : 0; }
 
 /* Offsets of line starts in buf[0..len). */
 static size_t line_start(const char *buf, size_t len, size_t k, size_t *end)
@@ -79,9 +76,7 @@ static size_t damage(const char *in, size_t len, char *out)
     for (size_t k = 1 + below(8); k > 0; k--)
       out[below(n)] = junk[below(sizeof(junk) - 1)];
     break;
-  case 2: /* truncate */
-    n = below(len);
-    break;
+  case 2: /* truncate */ n = below(len); break;
   case 3: /* delete a few lines */
     for (size_t k = 1 + below(5); k > 0; k--) {
       lines = count_lines(out, n);
@@ -179,7 +174,8 @@ static void fuzz_file(const char *name, int rounds, int *nok, int *nerr)
   size_t len, n;
   char *in, *out;
 
-  assert_int_equal(weft__snprintf(src, sizeof(src), "%s/topologies/%s.xml", weftx_datadir(), name), 0);
+  assert_int_equal(weft__snprintf(src, sizeof(src), "%s/topologies/%s.xml", weftx_datadir(), name),
+                   0);
   assert_int_equal(weft__snprintf(path, sizeof(path), "%s/damaged.xml", tmpdir), 0);
   in = slurp(src, &len);
   out = malloc(2 * len + 64);
@@ -237,7 +233,8 @@ static int setup(void **state)
 {
   const char *base = getenv("TMPDIR");
   (void)state;
-  if (weft__snprintf(tmpdir, sizeof(tmpdir), "%s/test-topo-fuzz.XXXXXX", base && *base ? base : "/tmp"))
+  if (weft__snprintf(tmpdir, sizeof(tmpdir), "%s/test-topo-fuzz.XXXXXX",
+                     base && *base ? base : "/tmp"))
     return -1;
   return mkdtemp(tmpdir) ? 0 : -1;
 }

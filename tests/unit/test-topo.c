@@ -27,7 +27,8 @@ static char tmpdir[256];
 static const char *topo_path(const char *name)
 {
   static char buf[1024];
-  assert_int_equal(weft__snprintf(buf, sizeof(buf), "%s/topologies/%s.xml", weftx_datadir(), name), 0);
+  assert_int_equal(weft__snprintf(buf, sizeof(buf), "%s/topologies/%s.xml", weftx_datadir(), name),
+                   0);
   return buf;
 }
 
@@ -65,13 +66,13 @@ static const struct shape {
   {"a3-megagpu-8g", 8, 9, 2, 2, 104, 208, 1, 0},
   {"a3-ultragpu-8g", 8, 10, 2, 2, 112, 224, 1, 0}, /* 8 CX-7 + 2 gVNIC */
   {"a4-highgpu-8g", 8, 10, 2, 2, 112, 224, 1, 0},
-  {"a2-highgpu-8g", 8, 1, 2, 2, 48, 96, 1, 4},    /* GPUs 4-7: no NIC on NUMA 1 */
+  {"a2-highgpu-8g", 8, 1, 2, 2, 48, 96, 1, 4}, /* GPUs 4-7: no NIC on NUMA 1 */
   {"a2-megagpu-16g", 16, 1, 2, 2, 48, 96, 1, 8},
   {"g2-standard-48", 4, 1, 1, 1, 24, 48, 1, 0},
   {"n1-standard-32-4xv100", 4, 1, 1, 1, 16, 32, 1, 0}, /* no gVNIC: lib/gcp's advice, not topo's */
   {"n2-standard-16", 0, 1, 1, 1, 8, 16, 1, 0},
   {"gpu-numa-interleaved", 4, 2, 2, 2, 16, 32, 1, 0},
-  {"flat-vm-2numa", 2, 1, 2, 2, 8, 16, 0, 1},  /* no locality */
+  {"flat-vm-2numa", 2, 1, 2, 2, 8, 16, 0, 1}, /* no locality */
 };
 
 static void check_devices(const weftx_topo *t, const struct shape *s)
@@ -116,8 +117,11 @@ static void check_devices(const weftx_topo *t, const struct shape *s)
  * on G2; PCI paths PIX (one switch), NODE (another host bridge, same NUMA node), SYS. */
 static void test_links(void **state)
 {
-  static const struct { const char *name; int links; } nv[] = {
-    {"a3-highgpu-8g", 18}, {"a3-megagpu-8g", 18}, {"a3-ultragpu-8g", 18}, {"a4-highgpu-8g", 18},
+  static const struct {
+    const char *name;
+    int links;
+  } nv[] = {
+    {"a3-highgpu-8g", 18}, {"a3-megagpu-8g", 18},  {"a3-ultragpu-8g", 18}, {"a4-highgpu-8g", 18},
     {"a2-highgpu-8g", 12}, {"a2-megagpu-16g", 12}, {"g2-standard-48", 0},
   };
   weftx_topo *t;
@@ -146,7 +150,7 @@ static void test_links(void **state)
   assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 1), WEFTX_PATH_PIX);
   assert_int_equal(weftx_topo_gpu_gpu_path(t, 0, 2), WEFTX_PATH_PHB);
   assert_int_equal(weftx_topo_gpu_nic_path(t, 0, 1), WEFTX_PATH_PIX); /* enp6s0 */
-  assert_int_equal(weftx_topo_gpu_nvlinks(t, 0, 8), 0);                /* no such GPU */
+  assert_int_equal(weftx_topo_gpu_nvlinks(t, 0, 8), 0);               /* no such GPU */
   weftx_topo_destroy(t);
 }
 
@@ -202,7 +206,7 @@ static void test_a3_highgpu(void **state)
 {
   weftx_topo *t = load_ok("a3-highgpu-8g");
   static const char *const bus[8] = {"04", "05", "0a", "0b", "84", "85", "8a", "8b"};
-  static const char *const nic_of[8] = {"enp6s0", "enp6s0", "enp12s0", "enp12s0",
+  static const char *const nic_of[8] = {"enp6s0",   "enp6s0",   "enp12s0",  "enp12s0",
                                         "enp134s0", "enp134s0", "enp140s0", "enp140s0"};
   const weftx_gpu *g;
   const weftx_nic *host;
@@ -372,8 +376,10 @@ static const char one_pu_xml[] =
   "  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
   "allowed_cpuset=\"0x00000001\" nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" "
   "allowed_nodeset=\"0x00000001\" gp_index=\"1\">\n"
-  "    <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
-  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\" local_memory=\"1048576\"/>\n"
+  "    <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x00000001\" "
+  "complete_cpuset=\"0x00000001\" "
+  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\" "
+  "local_memory=\"1048576\"/>\n"
   "    <object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\" complete_cpuset=\"0x00000001\" "
   "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"3\"/>\n"
   "  </object>\n"
@@ -386,7 +392,8 @@ static const char no_pu_xml[] =
   "  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x0\" complete_cpuset=\"0x0\" "
   "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"1\">\n"
   "    <object type=\"NUMANode\" os_index=\"0\" cpuset=\"0x0\" complete_cpuset=\"0x0\" "
-  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\" local_memory=\"1048576\"/>\n"
+  "nodeset=\"0x00000001\" complete_nodeset=\"0x00000001\" gp_index=\"2\" "
+  "local_memory=\"1048576\"/>\n"
   "  </object>\n"
   "</topology>\n";
 
@@ -406,7 +413,8 @@ static void test_errors(void **state)
   expect_error(write_tmp("empty.xml", "", 0), WEFT_EPARSE, "empty");
   expect_error(write_tmp("blank.xml", " \n\n", 3), WEFT_EPARSE, "empty");
   expect_error(write_tmp("text.xml", "hello world\n", 12), WEFT_EPARSE, "not an hwloc XML");
-  expect_error(write_tmp("other.xml", "<?xml version=\"1.0\"?><html></html>", 35), WEFT_EPARSE, NULL);
+  expect_error(write_tmp("other.xml", "<?xml version=\"1.0\"?><html></html>", 35), WEFT_EPARSE,
+               NULL);
   expect_error(write_tmp("half.xml", a3, len / 2), WEFT_EPARSE, "not a valid hwloc XML");
   expect_error(write_tmp("head.xml", a3, 120), WEFT_EPARSE, NULL);
   expect_error(write_tmp("nul.xml", "<topology>\0</topology>", 22), WEFT_EPARSE, "NUL");
@@ -419,25 +427,29 @@ static void test_errors(void **state)
     assert_non_null(x);
     at = strstr(strstr(x, "type=\"PU\""), "complete_cpuset");
     at[3] = 'X'; /* "comXlete_cpuset": the PU has no complete_cpuset */
-    expect_error(write_tmp("nocomplete.xml", x, strlen(x)), WEFT_EPARSE, ":6: PU object has no complete_cpuset");
+    expect_error(write_tmp("nocomplete.xml", x, strlen(x)), WEFT_EPARSE,
+                 ":6: PU object has no complete_cpuset");
     free(x);
     x = strdup(one_pu_xml);
     assert_non_null(x);
     at = strstr(strstr(x, "type=\"PU\""), "cpuset=\"0x");
     at[8] = ','; /* cpuset=",x00000001": hwloc_bitmap_sscanf asserts */
-    expect_error(write_tmp("badset.xml", x, strlen(x)), WEFT_EPARSE, ":6: attribute cpuset is not an hwloc bitmap");
+    expect_error(write_tmp("badset.xml", x, strlen(x)), WEFT_EPARSE,
+                 ":6: attribute cpuset is not an hwloc bitmap");
     free(x);
     x = strdup(one_pu_xml);
     assert_non_null(x);
     at = strstr(x, "\"Machine\"");
     memcpy(at, "\"Core\"   ", 9);
-    expect_error(write_tmp("noroot.xml", x, strlen(x)), WEFT_EPARSE, ":4: the first object is not the Machine");
+    expect_error(write_tmp("noroot.xml", x, strlen(x)), WEFT_EPARSE,
+                 ":4: the first object is not the Machine");
     free(x);
   }
 
   /* No GPUs and no I/O at all is fine. */
-  assert_int_equal(weftx_topo_load(write_tmp("onepu.xml", one_pu_xml, sizeof(one_pu_xml) - 1), 0, &t,
-                                  why, sizeof(why)), 0);
+  assert_int_equal(weftx_topo_load(write_tmp("onepu.xml", one_pu_xml, sizeof(one_pu_xml) - 1), 0,
+                                   &t, why, sizeof(why)),
+                   0);
   assert_int_equal(weftx_topo_ngpus(t), 0);
   assert_int_equal(weftx_topo_nnics(t), 0);
   assert_int_equal(weftx_topo_npus(t), 1);
@@ -633,9 +645,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-  static const char *const names[] = {"empty.xml", "blank.xml", "text.xml", "other.xml", "half.xml",
-                                      "head.xml", "nul.xml", "nopu.xml", "onepu.xml", "nocomplete.xml",
-                                      "badset.xml", "noroot.xml"};
+  static const char *const names[] = {"empty.xml", "blank.xml",      "text.xml",   "other.xml",
+                                      "half.xml",  "head.xml",       "nul.xml",    "nopu.xml",
+                                      "onepu.xml", "nocomplete.xml", "badset.xml", "noroot.xml"};
   char path[512];
   (void)state;
   for (size_t i = 0; i < WEFT__ARRAY_SIZE(names); i++)
@@ -647,18 +659,12 @@ static int teardown(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_shipped),
-    cmocka_unit_test(test_links),
-    cmocka_unit_test(test_a3_highgpu),
-    cmocka_unit_test(test_a3_megagpu),
-    cmocka_unit_test(test_numa_interleaved),
-    cmocka_unit_test(test_flat_vm),
-    cmocka_unit_test(test_warnings),
-    cmocka_unit_test(test_names),
-    cmocka_unit_test(test_errors),
-    cmocka_unit_test(test_env_and_live),
-    cmocka_unit_test(test_hwloc_export),
-    cmocka_unit_test(test_cpuset_format),
+    cmocka_unit_test(test_shipped),          cmocka_unit_test(test_links),
+    cmocka_unit_test(test_a3_highgpu),       cmocka_unit_test(test_a3_megagpu),
+    cmocka_unit_test(test_numa_interleaved), cmocka_unit_test(test_flat_vm),
+    cmocka_unit_test(test_warnings),         cmocka_unit_test(test_names),
+    cmocka_unit_test(test_errors),           cmocka_unit_test(test_env_and_live),
+    cmocka_unit_test(test_hwloc_export),     cmocka_unit_test(test_cpuset_format),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -20,11 +20,13 @@
 #include "engine/engine.h"
 
 #define RULE "--------------------------------------------------------------------------\n"
-#define ENDED RULE "Primary job  terminated normally, but 1 process returned\n" \
-  "a non-zero exit code. Per user-direction, the job has been aborted.\n" RULE
-#define DETECTED RULE "mpirun detected that one or more processes exited with non-zero " \
-  "status, thus causing\nthe job to be terminated. The first process to do so was:\n\n" \
-  "  Process name: [[8338,1],1]\n  Exit code:    3\n" RULE
+#define ENDED                                                                                      \
+  RULE "Primary job  terminated normally, but 1 process returned\n"                                \
+       "a non-zero exit code. Per user-direction, the job has been aborted.\n" RULE
+#define DETECTED                                                                                   \
+  RULE "mpirun detected that one or more processes exited with non-zero "                          \
+       "status, thus causing\nthe job to be terminated. The first process to do so was:\n\n"       \
+       "  Process name: [[8338,1],1]\n  Exit code:    3\n" RULE
 #define OTHER RULE "WARNING: There was an error initializing an OpenFabrics device.\n" RULE
 
 typedef struct sink {
@@ -32,8 +34,7 @@ typedef struct sink {
   size_t len;
 } sink;
 
-static void
-put(void *arg, const char *data, size_t len)
+static void put(void *arg, const char *data, size_t len)
 {
   sink *s = arg;
   assert_true(s->len + len < sizeof(s->buf));
@@ -43,8 +44,7 @@ put(void *arg, const char *data, size_t len)
 }
 
 /* \p in through a filter in reads of \p step bytes (0: one read); the end with \p drop. */
-static void
-run(const char *in, size_t step, int drop, sink *out)
+static void run(const char *in, size_t step, int drop, sink *out)
 {
   wr_banners b;
   size_t n = strlen(in);
@@ -56,10 +56,9 @@ run(const char *in, size_t step, int drop, sink *out)
 }
 
 /* The same for every cut of the input into reads. */
-static void
-expect(const char *in, int drop, const char *want)
+static void expect(const char *in, int drop, const char *want)
 {
-  size_t steps[] = { 0, 1, 2, 3, 7, 73, 74, 75, 100 };
+  size_t steps[] = {0, 1, 2, 3, 7, 73, 74, 75, 100};
   for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
     sink out;
     run(in, steps[k], drop, &out);
@@ -68,11 +67,11 @@ expect(const char *in, int drop, const char *want)
   }
 }
 
-static void
-test_text_passes(void **state)
+static void test_text_passes(void **state)
 {
   (void)state;
-  const char *t = "rank 0 here\n- a list item\n--verbose\n----\n" "x-y\nno newline at the end";
+  const char *t = "rank 0 here\n- a list item\n--verbose\n----\n"
+                  "x-y\nno newline at the end";
   expect(t, 1, t);
   expect("", 1, "");
   /* a rule alone, or 75 dashes, or a block never closed: not Open MPI's */
@@ -80,8 +79,7 @@ test_text_passes(void **state)
   expect("-" RULE, 1, "-" RULE);
 }
 
-static void
-test_accounts_held(void **state)
+static void test_accounts_held(void **state)
 {
   (void)state;
   expect("rank 1 fails\n" ENDED DETECTED, 1, "rank 1 fails\n");
@@ -93,8 +91,7 @@ test_accounts_held(void **state)
          "Traceback: connection closed\nlate\n");
 }
 
-static void
-test_others_pass_at_once(void **state)
+static void test_others_pass_at_once(void **state)
 {
   (void)state;
   expect(OTHER "a\n" ENDED, 1, OTHER "a\n");
@@ -117,8 +114,7 @@ test_others_pass_at_once(void **state)
   assert_string_equal(out.buf, OTHER "prompt> " ENDED "\n" DETECTED);
 }
 
-static void
-test_take(void **state)
+static void test_take(void **state)
 {
   (void)state;
   wr_banners b;
@@ -135,8 +131,7 @@ test_take(void **state)
   free(h);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_text_passes),

@@ -27,8 +27,7 @@
 
 /* ---- Records ------------------------------------------------------------- */
 
-static void
-test_records(void **state)
+static void test_records(void **state)
 {
   char buf[512], key[64];
   const char *v;
@@ -47,27 +46,30 @@ test_records(void **state)
   assert_int_equal(vlen, 6);
   assert_memory_equal(v, "2.28.9", 6);
   /* an engine's prefix is allowed; an empty value is a value */
-  assert_int_equal(wt_agent_check_parse("[1,7]<stdout>:#weft-check 7 end \n", &host, key,
-                                          sizeof(key), &v, &vlen), 1);
+  assert_int_equal(
+    wt_agent_check_parse("[1,7]<stdout>:#weft-check 7 end \n", &host, key, sizeof(key), &v, &vlen),
+    1);
   assert_int_equal(host, 7);
   assert_string_equal(key, "end");
   assert_int_equal(vlen, 0);
-  assert_int_equal(wt_agent_check_parse("#weft-check 0 end", &host, key, sizeof(key), &v, &vlen), 1);
+  assert_int_equal(wt_agent_check_parse("#weft-check 0 end", &host, key, sizeof(key), &v, &vlen),
+                   1);
   /* not records */
   assert_int_equal(wt_agent_check_parse("weft-check 1 a b", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(wt_agent_check_parse("#weft-check x a b", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(wt_agent_check_parse("#weft-check -1 a b", &host, key, sizeof(key), &v, &vlen), 0);
+  assert_int_equal(wt_agent_check_parse("#weft-check x a b", &host, key, sizeof(key), &v, &vlen),
+                   0);
+  assert_int_equal(wt_agent_check_parse("#weft-check -1 a b", &host, key, sizeof(key), &v, &vlen),
+                   0);
   assert_int_equal(wt_agent_check_parse("#weft-check 1", &host, key, sizeof(key), &v, &vlen), 0);
   assert_int_equal(wt_agent_check_parse("#weft-check 1 ", &host, key, sizeof(key), &v, &vlen), 0);
-  assert_int_equal(wt_agent_check_parse("#weft-check 99999999 a b", &host, key, sizeof(key), &v,
-                                          &vlen), 0);
+  assert_int_equal(
+    wt_agent_check_parse("#weft-check 99999999 a b", &host, key, sizeof(key), &v, &vlen), 0);
   char small[4];
-  assert_int_equal(wt_agent_check_parse("#weft-check 1 longkey v", &host, small, sizeof(small),
-                                          &v, &vlen), 0);
+  assert_int_equal(
+    wt_agent_check_parse("#weft-check 1 longkey v", &host, small, sizeof(small), &v, &vlen), 0);
 }
 
-static int
-add_word(void *ud, const char *w)
+static int add_word(void *ud, const char *w)
 {
   char **argv = ud;
   int n = 0;
@@ -77,11 +79,10 @@ add_word(void *ud, const char *w)
   return argv[n] ? 0 : -1;
 }
 
-static void
-test_agent_check_args(void **state)
+static void test_agent_check_args(void **state)
 {
   wt_agent_args a, b;
-  char *argv[32] = { NULL }, why[200];
+  char *argv[32] = {NULL}, why[200];
   int first = 0;
   (void)state;
   argv[0] = strdup("weft-rank");
@@ -110,7 +111,7 @@ test_agent_check_args(void **state)
   assert_string_equal(argv[first], "prog");
   for (int i = 0; argv[i]; i++)
     free(argv[i]);
-  char *bad[] = { (char *)"weft-rank", (char *)"--check", (char *)"most", NULL };
+  char *bad[] = {(char *)"weft-rank", (char *)"--check", (char *)"most", NULL};
   wt_agent_args_init(&b);
   assert_int_equal(wt_agent_args_parse(&b, 3, bad, &first, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "full or reach"));
@@ -118,8 +119,7 @@ test_agent_check_args(void **state)
 
 /* ---- The pair rule ------------------------------------------------------------ */
 
-static void
-test_pairs_small(void **state)
+static void test_pairs_small(void **state)
 {
   int t[WT_CHECK_MAX_TARGETS];
   (void)state;
@@ -135,11 +135,10 @@ test_pairs_small(void **state)
   assert_int_equal(wt_check_targets(0, 4, t, 2), 2);
 }
 
-static void
-test_pairs_large(void **state)
+static void test_pairs_large(void **state)
 {
   (void)state;
-  static const int sizes[] = { WT_CHECK_ALL_PAIRS + 1, 64, 100, 1000, 16384 };
+  static const int sizes[] = {WT_CHECK_ALL_PAIRS + 1, 64, 100, 1000, 16384};
   for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
     int n = sizes[s];
     int *in = calloc((size_t)n, sizeof(int)), t[WT_CHECK_MAX_TARGETS];
@@ -176,8 +175,7 @@ typedef struct fhost {
   char store[MAXF][2][160];
 } fhost;
 
-static void
-fact(fhost *h, const char *key, const char *value)
+static void fact(fhost *h, const char *key, const char *value)
 {
   int i = h->h.nfacts++;
   assert_true(i < MAXF);
@@ -189,8 +187,7 @@ fact(fhost *h, const char *key, const char *value)
 }
 
 /* Replace (or add) the value of \p key. */
-static void
-set(fhost *h, const char *key, const char *value)
+static void set(fhost *h, const char *key, const char *value)
 {
   for (int i = 0; i < h->h.nfacts; i++)
     if (!strcmp(h->f[i].key, key)) {
@@ -200,11 +197,10 @@ set(fhost *h, const char *key, const char *value)
   fact(h, key, value);
 }
 
-static const char *const names[] = { "vm-a", "vm-b", "vm-c", "vm-d", "vm-e" };
+static const char *const names[] = {"vm-a", "vm-b", "vm-c", "vm-d", "vm-e"};
 
 /* \p n healthy hosts of 8 GPUs each, every pair tested, vm-a the master. */
-static fhost *
-healthy(int n)
+static fhost *healthy(int n)
 {
   fhost *v = calloc((size_t)n, sizeof(*v));
   char buf[64];
@@ -252,19 +248,18 @@ healthy(int n)
 }
 
 /* Evaluate \p n hosts (their facts as they are now). */
-static void
-evaluate(fhost *v, int n, const char *plan_why, wr_check_result *r)
+static void evaluate(fhost *v, int n, const char *plan_why, wr_check_result *r)
 {
   wr_check_host hosts[8];
   for (int i = 0; i < n; i++)
     hosts[i] = v[i].h;
-  wr_check_input in = { hosts, n, "mpirun", "0.1.0", "eth0", 0, 29500, plan_why };
+  wr_check_input in = {hosts, n, "mpirun", "0.1.0", "eth0", 0, 29500, plan_why};
   assert_int_equal(wr_check_evaluate(&in, r), 0);
 }
 
 /* The one problem whose text contains \p needle, with \p status; fails otherwise. */
-static const wr_check_problem *
-problem_with(const wr_check_result *r, wr_check_status status, const char *needle)
+static const wr_check_problem *problem_with(const wr_check_result *r, wr_check_status status,
+                                            const char *needle)
 {
   const wr_check_problem *found = NULL;
   for (int i = 0; i < r->nproblems; i++)
@@ -282,14 +277,12 @@ problem_with(const wr_check_result *r, wr_check_status status, const char *needl
   return found;
 }
 
-static const wr_check_cell *
-cell(const wr_check_result *r, int host, int col)
+static const wr_check_cell *cell(const wr_check_result *r, int host, int col)
 {
   return wr_check_cell_at(r, host, col);
 }
 
-static void
-test_all_well(void **state)
+static void test_all_well(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(4);
@@ -314,8 +307,7 @@ test_all_well(void **state)
   free(v);
 }
 
-static void
-test_versions(void **state)
+static void test_versions(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(4);
@@ -360,8 +352,7 @@ test_versions(void **state)
   free(v);
 }
 
-static void
-test_reach(void **state)
+static void test_reach(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(3);
@@ -398,8 +389,7 @@ test_reach(void **state)
   free(v);
 }
 
-static void
-test_gpus(void **state)
+static void test_gpus(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(3);
@@ -446,8 +436,7 @@ test_gpus(void **state)
   free(v);
 }
 
-static void
-test_net(void **state)
+static void test_net(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(4);
@@ -477,8 +466,7 @@ test_net(void **state)
 }
 
 /* host \p a's test of \p b fails with \p why */
-static void
-cut(fhost *v, int a, int b, const char *why)
+static void cut(fhost *v, int a, int b, const char *why)
 {
   char want[16], buf[160];
   snprintf(want, sizeof(want), "%d ok", b);
@@ -491,8 +479,7 @@ cut(fhost *v, int a, int b, const char *why)
   fail_msg("no test of %d by %d", b, a);
 }
 
-static void
-test_pairs_eval(void **state)
+static void test_pairs_eval(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(4);
@@ -542,8 +529,7 @@ test_pairs_eval(void **state)
   free(v);
 }
 
-static void
-test_clock_memory(void **state)
+static void test_clock_memory(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(3);
@@ -566,8 +552,7 @@ test_clock_memory(void **state)
   free(v);
 }
 
-static void
-test_timeout_program(void **state)
+static void test_timeout_program(void **state)
 {
   wr_check_result r;
   fhost *v = healthy(3);
@@ -575,7 +560,8 @@ test_timeout_program(void **state)
   fact(&v[1], WT_CK_TIMEOUT, "gpus 5");
   set(&v[2], WT_CK_PROGRAM, "missing train");
   evaluate(v, 3, NULL, &r);
-  const wr_check_problem *p = problem_with(&r, WR_CHECK_FAIL, "the gpus check did not finish within 5 s");
+  const wr_check_problem *p =
+    problem_with(&r, WR_CHECK_FAIL, "the gpus check did not finish within 5 s");
   assert_int_equal(p->col, WR_CHECK_GPUS);
   assert_string_equal(cell(&r, 1, WR_CHECK_GPUS)->value, "no answer");
   problem_with(&r, WR_CHECK_FAIL, "vm-c: train is not there (not found on PATH)");
@@ -594,22 +580,15 @@ test_timeout_program(void **state)
   free(v);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_records),
-    cmocka_unit_test(test_agent_check_args),
-    cmocka_unit_test(test_pairs_small),
-    cmocka_unit_test(test_pairs_large),
-    cmocka_unit_test(test_all_well),
-    cmocka_unit_test(test_versions),
-    cmocka_unit_test(test_reach),
-    cmocka_unit_test(test_gpus),
-    cmocka_unit_test(test_net),
-    cmocka_unit_test(test_pairs_eval),
-    cmocka_unit_test(test_clock_memory),
-    cmocka_unit_test(test_timeout_program),
+    cmocka_unit_test(test_records),      cmocka_unit_test(test_agent_check_args),
+    cmocka_unit_test(test_pairs_small),  cmocka_unit_test(test_pairs_large),
+    cmocka_unit_test(test_all_well),     cmocka_unit_test(test_versions),
+    cmocka_unit_test(test_reach),        cmocka_unit_test(test_gpus),
+    cmocka_unit_test(test_net),          cmocka_unit_test(test_pairs_eval),
+    cmocka_unit_test(test_clock_memory), cmocka_unit_test(test_timeout_program),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,16 +30,14 @@
 
 static double pumped;
 
-static void
-pump(wr_ctl *c, wr_sup *s)
+static void pump(wr_ctl *c, wr_sup *s)
 {
   double t = weftx_monotonic();
   wr_ctl_pump(c, s, t);
   pumped += weftx_monotonic() - t;
 }
 
-static int
-on_challenge(void *arg, const wt_ctl_msg *m)
+static int on_challenge(void *arg, const wt_ctl_msg *m)
 {
   char *ch = arg;
   if (m->type == WT_CTL_CHALLENGE)
@@ -48,8 +46,7 @@ on_challenge(void *arg, const wt_ctl_msg *m)
 }
 
 /* The connection's challenge (weftrun pumped until it comes), into ch. */
-static void
-challenge_of(wr_ctl *c, wr_sup *s, wt_ctl_conn *a, char ch[WT_CTL_CHALLENGE_LEN + 1])
+static void challenge_of(wr_ctl *c, wr_sup *s, wt_ctl_conn *a, char ch[WT_CTL_CHALLENGE_LEN + 1])
 {
   char why[300];
   ch[0] = '\0';
@@ -63,8 +60,7 @@ challenge_of(wr_ctl *c, wr_sup *s, wt_ctl_conn *a, char ch[WT_CTL_CHALLENGE_LEN 
 }
 
 /* HELLO for rank on host h, its proof made with secret over challenge ch. */
-static void
-hello(wt_ctl_out *m, const char *secret, const char *ch, int rank)
+static void hello(wt_ctl_out *m, const char *secret, const char *ch, int rank)
 {
   char proof[WT_CTL_PROOF_LEN + 1];
   wt_ctl_proof(secret, ch, rank, "h", proof);
@@ -75,16 +71,14 @@ hello(wt_ctl_out *m, const char *secret, const char *ch, int rank)
   wt_ctl_put_str(m, WT_CTL_T_HOST, "h");
 }
 
-static int
-on_any(void *arg, const wt_ctl_msg *m)
+static int on_any(void *arg, const wt_ctl_msg *m)
 {
   int *seen = arg;
   seen[m->type]++;
   return 0;
 }
 
-static void
-test_many_agents(void **state)
+static void test_many_agents(void **state)
 {
   static wt_ctl_conn a[NP];
   static wr_host host;
@@ -144,7 +138,7 @@ test_many_agents(void **state)
     assert_int_equal(wt_ctl_conn_queue(&a[r], &m), 0);
     assert_int_equal(wt_ctl_conn_flush(&a[r]), 0);
   }
-  int seen[WT_CTL_TYPE_MAX] = { 0 };
+  int seen[WT_CTL_TYPE_MAX] = {0};
   for (int round = 0; round < 3; round++) {
     for (int r = 0; r < NP; r++) {
       wt_ctl_begin(&m, WT_CTL_HEARTBEAT);
@@ -188,7 +182,7 @@ test_many_agents(void **state)
   /* the strays got their challenge, nothing more, and were closed */
   for (int k = 0; k < 2; k++) {
     wt_ctl_conn st;
-    int seen_st[WT_CTL_TYPE_MAX] = { 0 };
+    int seen_st[WT_CTL_TYPE_MAX] = {0};
     wt_ctl_conn_init(&st, stray[k], 4 * WT_CTL_FRAME_MAX);
     for (int w = 0; w < 5000 && wt_ctl_conn_read(&st, on_any, seen_st, why, sizeof(why)) >= 0; w++)
       usleep(1000);
@@ -205,11 +199,10 @@ test_many_agents(void **state)
 }
 
 /* A connection weftrun must close with no WELCOME and no REFUSE: it proved nothing. */
-static void
-dropped(wr_ctl *c, wr_sup *s, wt_ctl_conn *a)
+static void dropped(wr_ctl *c, wr_sup *s, wt_ctl_conn *a)
 {
   char why[300];
-  int seen[WT_CTL_TYPE_MAX] = { 0 }, rc = 0;
+  int seen[WT_CTL_TYPE_MAX] = {0}, rc = 0;
   for (int k = 0; k < 5000 && rc >= 0; k++) {
     pump(c, s);
     rc = wt_ctl_conn_read(a, on_any, seen, why, sizeof(why));
@@ -222,8 +215,7 @@ dropped(wr_ctl *c, wr_sup *s, wt_ctl_conn *a)
   wt_ctl_conn_close(a);
 }
 
-static void
-connect_to(wr_ctl *c, wt_ctl_conn *a)
+static void connect_to(wr_ctl *c, wt_ctl_conn *a)
 {
   char why[300];
   int fd = wt_ctl_connect(wr_ctl_address(c), weftx_monotonic() + 5, why, sizeof(why));
@@ -234,8 +226,7 @@ connect_to(wr_ctl *c, wt_ctl_conn *a)
 /* The secret proves itself without travelling: a HELLO captured on the network,
  * replayed on another connection, is refused (its challenge differs); so is a proof
  * made for another rank, with another job's secret, or over another challenge. */
-static void
-test_replay(void **state)
+static void test_replay(void **state)
 {
   static wr_host host;
   static wr_plan_host ph;
@@ -339,10 +330,9 @@ test_replay(void **state)
   wr_sup_free(s);
 }
 
-int
-main(void)
+int main(void)
 {
-  const struct CMUnitTest tests[] = { cmocka_unit_test(test_replay),
-                                      cmocka_unit_test(test_many_agents) };
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_replay),
+                                     cmocka_unit_test(test_many_agents)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,8 +24,7 @@
 #include "hmac.h"
 #include "supervise/supervise.h"
 
-static void
-test_roundtrip(void **state)
+static void test_roundtrip(void **state)
 {
   wt_ctl_out o;
   wt_ctl_msg m;
@@ -56,8 +55,7 @@ test_roundtrip(void **state)
   assert_string_equal(wt_ctl_type_name(99), "?");
 }
 
-static void
-unhex(const char *h, unsigned char *out, size_t *n)
+static void unhex(const char *h, unsigned char *out, size_t *n)
 {
   *n = 0;
   for (; h[0] && h[1]; h += 2) {
@@ -69,40 +67,39 @@ unhex(const char *h, unsigned char *out, size_t *n)
 
 /* HMAC-SHA256 against RFC 4231's test cases 1-7 (case 5's truncated output
  * compared as far as it goes), and SHA-256 of FIPS 180-4's examples. */
-static void
-test_hmac(void **state)
+static void test_hmac(void **state)
 {
   static const struct {
     const char *key, *data, *mac;
   } v[] = {
-    { "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "4869205468657265",
-      "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7" },
-    { "4a656665", "7768617420646f2079612077616e7420666f72206e6f7468696e673f",
-      "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" },
-    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-      "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
-      "dddddddddddd",
-      "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe" },
-    { "0102030405060708090a0b0c0d0e0f10111213141516171819",
-      "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"
-      "cdcdcdcdcdcd",
-      "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b" },
-    { "0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c", "546573742057697468205472756e636174696f6e",
-      "a3b6167473100ee06e0c796c2955552b" },
-    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-      "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579202d2048617368"
-      "204b6579204669727374",
-      "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54" },
-    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-      "5468697320697320612074657374207573696e672061206c6172676572207468616e20626c6f636b2d73697a"
-      "65206b657920616e642061206c6172676572207468616e20626c6f636b2d73697a6520646174612e20546865"
-      "206b6579206e6565647320746f20626520686173686564206265666f7265206265696e6720757365642062"
-      "792074686520484d414320616c676f726974686d2e",
-      "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2" },
+    {"0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b", "4869205468657265",
+     "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+    {"4a656665", "7768617420646f2079612077616e7420666f72206e6f7468696e673f",
+     "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+     "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+     "dddddddddddd",
+     "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"},
+    {"0102030405060708090a0b0c0d0e0f10111213141516171819",
+     "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"
+     "cdcdcdcdcdcd",
+     "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b"},
+    {"0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c", "546573742057697468205472756e636174696f6e",
+     "a3b6167473100ee06e0c796c2955552b"},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+     "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579202d2048617368"
+     "204b6579204669727374",
+     "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+    {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+     "5468697320697320612074657374207573696e672061206c6172676572207468616e20626c6f636b2d73697a"
+     "65206b657920616e642061206c6172676572207468616e20626c6f636b2d73697a6520646174612e20546865"
+     "206b6579206e6565647320746f20626520686173686564206265666f7265206265696e6720757365642062"
+     "792074686520484d414320616c676f726974686d2e",
+     "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
   };
   unsigned char key[200], data[200], mac[WT_SHA256_LEN];
   char hex[2 * WT_SHA256_LEN + 1];
@@ -156,8 +153,7 @@ test_hmac(void **state)
   assert_false(wt_same_bytes("abc", "abd", 3));
 }
 
-static void
-test_bounds(void **state)
+static void test_bounds(void **state)
 {
   static wt_ctl_out o;
   static char big[WT_CTL_MAX_TEXT * 8];
@@ -168,7 +164,7 @@ test_bounds(void **state)
   wt_ctl_begin(&o, WT_CTL_STACK);
   for (int i = 0; i < 6; i++)
     wt_ctl_put_str(&o, WT_CTL_T_TEXT, big);
-  assert_true(o.full);                                  /* what did not fit was left out */
+  assert_true(o.full); /* what did not fit was left out */
   assert_true(o.len <= WT_CTL_HEADER + WT_CTL_MAX_PAYLOAD);
   assert_int_equal(wt_ctl_decode(o.buf, o.len, &m, why, sizeof(why)), 0);
   /* damaged frames */
@@ -223,10 +219,9 @@ static weftx_plan_rank pranks[6];
 static wr_plan plan;
 static wr_opts opts;
 
-static wr_sup *
-sup(double timeout)
+static wr_sup *sup(double timeout)
 {
-  static const char *const names[] = { "vnode0", "vnode1", "vnode2" };
+  static const char *const names[] = {"vnode0", "vnode1", "vnode2"};
   memset(&plan, 0, sizeof(plan));
   for (int h = 0; h < 3; h++) {
     memset(&hosts[h], 0, sizeof(hosts[h]));
@@ -250,8 +245,8 @@ sup(double timeout)
   assert_non_null(s);
   char why[200];
   for (int r = 0; r < 6; r++)
-    assert_int_equal(wr_sup_hello(s, r, 100 + r, plan.hosts[r / 2].host->name, 0.1, why,
-                                  sizeof(why)), 0);
+    assert_int_equal(
+      wr_sup_hello(s, r, 100 + r, plan.hosts[r / 2].host->name, 0.1, why, sizeof(why)), 0);
   assert_int_equal(wr_sup_hello(s, 3, 1, "x", 0.1, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "has an agent already"));
   assert_int_equal(wr_sup_hello(s, 6, 1, "x", 0.1, why, sizeof(why)), -1);
@@ -259,8 +254,7 @@ sup(double timeout)
 }
 
 /* Feed one message built by the caller. */
-static void
-feed(wr_sup *s, int rank, wt_ctl_out *o, double t)
+static void feed(wr_sup *s, int rank, wt_ctl_out *o, double t)
 {
   wt_ctl_msg m;
   char why[100];
@@ -268,8 +262,7 @@ feed(wr_sup *s, int rank, wt_ctl_out *o, double t)
   wr_sup_msg(s, rank, &m, t);
 }
 
-static void
-started_all(wr_sup *s, double t)
+static void started_all(wr_sup *s, double t)
 {
   for (int r = 0; r < 6; r++) {
     wt_ctl_out o;
@@ -279,8 +272,7 @@ started_all(wr_sup *s, double t)
   }
 }
 
-static void
-heartbeat(wr_sup *s, int rank, int op, const char *group, double t)
+static void heartbeat(wr_sup *s, int rank, int op, const char *group, double t)
 {
   wt_ctl_out o;
   wt_ctl_begin(&o, WT_CTL_HEARTBEAT);
@@ -295,8 +287,7 @@ heartbeat(wr_sup *s, int rank, int op, const char *group, double t)
   feed(s, rank, &o, t);
 }
 
-static void
-exited(wr_sup *s, int rank, int code, int sig, int stopped, int deadline, double t)
+static void exited(wr_sup *s, int rank, int code, int sig, int stopped, int deadline, double t)
 {
   wt_ctl_out o;
   wt_ctl_begin(&o, WT_CTL_EXITED);
@@ -314,8 +305,7 @@ exited(wr_sup *s, int rank, int code, int sig, int stopped, int deadline, double
   feed(s, rank, &o, t);
 }
 
-static char *
-summary(wr_sup *s, int *code)
+static char *summary(wr_sup *s, int *code)
 {
   char *buf = NULL;
   size_t len = 0;
@@ -325,8 +315,7 @@ summary(wr_sup *s, int *code)
   return buf;
 }
 
-static void
-test_rank_failure(void **state)
+static void test_rank_failure(void **state)
 {
   int code;
   (void)state;
@@ -338,7 +327,7 @@ test_rank_failure(void **state)
   exited(s, 2, 3, 0, WT_CTL_STOP_NONE, 0, 1.1);
   exited(s, 5, 9, 0, WT_CTL_STOP_NONE, 0, 1.2); /* second: not the one named */
   assert_int_equal(s->end, WR_END_RANK);
-  assert_int_equal(wr_sup_tick(s, 1.2), 0);        /* mpirun's teardown first */
+  assert_int_equal(wr_sup_tick(s, 1.2), 0); /* mpirun's teardown first */
   assert_int_equal(wr_sup_tick(s, 2.2), WR_ACT_END);
   char *out = summary(s, &code);
   assert_int_equal(code, 3);
@@ -356,8 +345,7 @@ test_rank_failure(void **state)
   wr_sup_free(s);
 }
 
-static void
-test_deadline_blames_absent(void **state)
+static void test_deadline_blames_absent(void **state)
 {
   int code;
   (void)state;
@@ -373,14 +361,14 @@ test_deadline_blames_absent(void **state)
   assert_int_equal(code, 124);
   assert_non_null(strstr(out, "weftrun: job failed: rank 0 host vnode0 gpu none: allreduce on "
                               "group world timed out after 30 s (exit 124)\n"));
-  assert_non_null(strstr(out, "weftrun:   absent: rank 4 host vnode2 gpu none: pid 1004, in no weft call"));
+  assert_non_null(
+    strstr(out, "weftrun:   absent: rank 4 host vnode2 gpu none: pid 1004, in no weft call"));
   assert_null(strstr(out, "rank 1 host"));
   free(out);
   wr_sup_free(s);
 }
 
-static void
-test_host_silent(void **state)
+static void test_host_silent(void **state)
 {
   int code;
   (void)state;
@@ -394,7 +382,7 @@ test_host_silent(void **state)
   }
   assert_int_equal(s->end, WR_END_LOST);
   assert_int_equal(s->end_host, 1);
-  assert_true(s->end_at > 4.4 && s->end_at < 5.1);  /* 3 s after the last word */
+  assert_true(s->end_at > 4.4 && s->end_at < 5.1); /* 3 s after the last word */
   char *out = summary(s, &code);
   assert_int_equal(code, WR_EXIT_HOSTLOST);
   assert_non_null(strstr(out, "weftrun: job failed: host vnode1 lost (ranks 2-3): no word from its "
@@ -403,8 +391,7 @@ test_host_silent(void **state)
   wr_sup_free(s);
 }
 
-static void
-test_host_closed_and_agent(void **state)
+static void test_host_closed_and_agent(void **state)
 {
   int code;
   (void)state;
@@ -413,7 +400,7 @@ test_host_closed_and_agent(void **state)
   wr_sup_gone(s, 4, 0, 1.0);
   wr_sup_gone(s, 5, 0, 1.05);
   wr_sup_tick(s, 1.1);
-  assert_int_equal(s->end, WR_END_NONE);             /* settling */
+  assert_int_equal(s->end, WR_END_NONE); /* settling */
   wr_sup_tick(s, 1.4);
   assert_int_equal(s->end, WR_END_LOST);
   char *out = summary(s, &code);
@@ -426,9 +413,10 @@ test_host_closed_and_agent(void **state)
     int first, last, unanswered;
     const char *says;
   } cases[] = {
-    { 1, 1, 0, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended without a word" },
-    { 2, 3, 1, "host vnode1 lost (ranks 2-3): the machine acknowledged nothing for 5 s (machine "
-               "down or network cut)" },
+    {1, 1, 0, "rank 1 host vnode0 gpu none: its agent (weft-rank, pid 101) ended without a word"},
+    {2, 3, 1,
+     "host vnode1 lost (ranks 2-3): the machine acknowledged nothing for 5 s (machine "
+     "down or network cut)"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     s = sup(0);
@@ -446,8 +434,7 @@ test_host_closed_and_agent(void **state)
 
 /* An agent whose host's daemon died under it (the parent death signal) says so; the
  * host is lost, whatever mpirun's end says after; after another verdict it is not. */
-static void
-test_daemon_died(void **state)
+static void test_daemon_died(void **state)
 {
   int code;
   (void)state;
@@ -481,8 +468,7 @@ test_daemon_died(void **state)
 
 /* Without --host-timeout an agent may be starved for 6 s (an overloaded machine: 5.7 s
  * was seen) without its host being lost; 30 s of silence is. */
-static void
-test_host_timeout_default(void **state)
+static void test_host_timeout_default(void **state)
 {
   char why[200];
   (void)state;
@@ -491,8 +477,8 @@ test_host_timeout_default(void **state)
   wr_sup *s = wr_sup_new(&plan, &opts, 0);
   assert_non_null(s);
   for (int r = 0; r < 6; r++)
-    assert_int_equal(wr_sup_hello(s, r, 100 + r, plan.hosts[r / 2].host->name, 0.1, why,
-                                  sizeof(why)), 0);
+    assert_int_equal(
+      wr_sup_hello(s, r, 100 + r, plan.hosts[r / 2].host->name, 0.1, why, sizeof(why)), 0);
   started_all(s, 0.2);
   for (double t = 0.5; t < 40 && !s->end; t += 0.5) {
     for (int r = 0; r < 6; r++)
@@ -511,8 +497,7 @@ test_host_timeout_default(void **state)
 /* --launch-timeout: ranks whose agents have not come that long after the last one
  * that did are given up on (their daemon never started, or cannot reach mpirun);
  * a launch that keeps making progress is never cut; 0 waits, as mpirun does */
-static void
-test_launch_timeout(void **state)
+static void test_launch_timeout(void **state)
 {
   char why[200];
   int code;
@@ -525,7 +510,7 @@ test_launch_timeout(void **state)
     wr_sup *s = wr_sup_new(&plan, &opts, 0);
     assert_non_null(s);
     /* hosts 0 and 2 come, host 1 never; in mode 1 they come slowly, 50 s apart */
-    const int order[4] = { 0, 1, 4, 5 };
+    const int order[4] = {0, 1, 4, 5};
     double last = 0;
     for (int i = 0; i < 4; i++) {
       last = mode == 1 ? 0.1 + 50.0 * i : 0.1 + 0.5 * i;
@@ -582,8 +567,7 @@ test_launch_timeout(void **state)
   wr_sup_free(s);
 }
 
-static void
-test_timeout_names_running(void **state)
+static void test_timeout_names_running(void **state)
 {
   int code;
   (void)state;
@@ -605,8 +589,7 @@ test_timeout_names_running(void **state)
   wr_sup_free(s);
 }
 
-static void
-test_engine_end(void **state)
+static void test_engine_end(void **state)
 {
   int code;
   (void)state;
@@ -642,8 +625,9 @@ test_engine_end(void **state)
     wr_sup_tick(s, 2.6);
     out = summary(s, &code);
     assert_int_equal(code, WR_EXIT_ENGINE);
-    assert_non_null(strstr(out, k ? "weftrun: mpirun failed with status 255 before any rank reported"
-                                  : "weftrun: mpirun was killed by signal 9 (exit 70)"));
+    assert_non_null(
+      strstr(out, k ? "weftrun: mpirun failed with status 255 before any rank reported"
+                    : "weftrun: mpirun was killed by signal 9 (exit 70)"));
     assert_non_null(strstr(out, "weftrun:   rank 5 host vnode2 gpu none: pid 1005"));
     free(out);
     wr_sup_free(s);
@@ -688,8 +672,7 @@ test_engine_end(void **state)
   wr_sup_free(s);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_roundtrip),

@@ -30,8 +30,7 @@ static const char stat_line[] =
   "4242 (my ) (prog x) R 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 7 0 12345 "
   "123456789 1000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
 
-static void
-test_stat(void **state)
+static void test_stat(void **state)
 {
   wt_proc_stat st;
   (void)state;
@@ -42,24 +41,31 @@ test_stat(void **state)
   assert_int_equal(st.rss_pages, 1000);
   assert_int_equal(st.exiting, 0);
   /* in exit: PF_EXITING (0x4) in the flags (field 9), memory gone, state still R */
-  assert_int_equal(wt_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194308 100 0 0 0 250 50 0 0 "
-                                          "20 0 1 0 12345 0 0 0\n", &st), 0);
+  assert_int_equal(
+    wt_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194308 100 0 0 0 250 50 0 0 "
+                         "20 0 1 0 12345 0 0 0\n",
+                         &st),
+    0);
   assert_int_equal(st.exiting, 1);
   assert_int_equal(st.rss_pages, 0);
-  assert_int_equal(wt_sample_parse_stat("4242 (prog) Z 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 "
-                                          "20 0 1 0 12345 0 0 0\n", &st), 0);
+  assert_int_equal(
+    wt_sample_parse_stat("4242 (prog) Z 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 "
+                         "20 0 1 0 12345 0 0 0\n",
+                         &st),
+    0);
   assert_int_equal(st.exiting, 1);
   /* damaged: no ')', cut short, a word where a number goes, empty */
   assert_int_equal(wt_sample_parse_stat("4242 prog R 1 2 3", &st), -1);
   assert_int_equal(wt_sample_parse_stat("4242 (prog) R 1 4242 4242 0 -1 4194304 100 0", &st), -1);
   assert_int_equal(wt_sample_parse_stat("4242 (prog) R 1 4242 x 0 -1 4194304 100 0 0 0 250 50 0 0 "
-                                          "20 0 7 0 1 2 3\n", &st), -1);
+                                        "20 0 7 0 1 2 3\n",
+                                        &st),
+                   -1);
   assert_int_equal(wt_sample_parse_stat("", &st), -1);
   assert_int_equal(wt_sample_parse_stat(NULL, &st), -1);
 }
 
-static void
-test_counter_rates(void **state)
+static void test_counter_rates(void **state)
 {
   int64_t v;
   (void)state;
@@ -81,8 +87,7 @@ test_counter_rates(void **state)
   assert_int_equal(wt_sample_cpu_pm(0, 1, 0, 1000), -1);
 }
 
-static void
-decode(const wt_ctl_out *o, wt_ctl_msg *m)
+static void decode(const wt_ctl_out *o, wt_ctl_msg *m)
 {
   char why[200];
   assert_false(o->full);
@@ -90,8 +95,7 @@ decode(const wt_ctl_out *o, wt_ctl_msg *m)
   assert_int_equal(wt_ctl_decode(o->buf, o->len, m, why, sizeof(why)), 0);
 }
 
-static void
-test_message(void **state)
+static void test_message(void **state)
 {
   wt_sample s, r;
   wt_ctl_out o;
@@ -166,11 +170,10 @@ test_message(void **state)
   assert_int_equal(wt_sample_get(&m, &r), -1);
 }
 
-static void
-test_prom(void **state)
+static void test_prom(void **state)
 {
   wt_sample s[2];
-  wt_sample_who who[2] = { { "vm:12", 3, "a\"b\\c\nd", NULL }, { "vm:12", 5, "h", "2" } };
+  wt_sample_who who[2] = {{"vm:12", 3, "a\"b\\c\nd", NULL}, {"vm:12", 5, "h", "2"}};
   char *text = NULL;
   size_t len = 0;
   (void)state;
@@ -213,21 +216,23 @@ test_prom(void **state)
   free(text);
 }
 
-static void
-test_picture(void **state)
+static void test_picture(void **state)
 {
-  wr_point pt, a[3] = { { 0.5, 0.9, 1 << 20, 0, -1 }, { 1.0, -1, -1, 0, -1 },
-                        { 1.5, 1.0, 2 << 20, 0, -1 } };
-  wr_series v[2] = { { a, 3, 3, "vm-a" }, { NULL, 0, 0, "" } };
+  wr_point pt,
+    a[3] = {{0.5, 0.9, 1 << 20, 0, -1}, {1.0, -1, -1, 0, -1}, {1.5, 1.0, 2 << 20, 0, -1}};
+  wr_series v[2] = {{a, 3, 3, "vm-a"}, {NULL, 0, 0, ""}};
   char host[64], *text = NULL;
   size_t len = 0;
   (void)state;
   assert_int_equal(wr_timeline_parse("{\"t\":1.250,\"rank\":7,\"host\":\"vm-b\",\"seq\":3,"
-                                     "\"cpu\":0.125,\"rss\":4096}\n", &pt, host, sizeof(host)), 0);
+                                     "\"cpu\":0.125,\"rss\":4096}\n",
+                                     &pt, host, sizeof(host)),
+                   0);
   assert_true(pt.t == 1.25 && pt.rank == 7 && pt.cpu == 0.125 && pt.rss == 4096 && pt.gpu == -1);
   assert_string_equal(host, "vm-b");
-  assert_int_equal(wr_timeline_parse("{\"t\":1,\"rank\":1,\"gpu_mem\":7,\"gpu\":0.35}", &pt, host,
-                                     sizeof(host)), 0);
+  assert_int_equal(
+    wr_timeline_parse("{\"t\":1,\"rank\":1,\"gpu_mem\":7,\"gpu\":0.35}", &pt, host, sizeof(host)),
+    0);
   assert_true(pt.gpu == 0.35);
   /* absent figures are -1; what is not a record is refused */
   assert_int_equal(wr_timeline_parse("{\"t\":2,\"rank\":0}", &pt, host, sizeof(host)), 0);
@@ -267,8 +272,8 @@ test_picture(void **state)
   wr_series w[4];
   for (int r = 0; r < 4; r++) {
     for (int i = 0; i < 2; i++)
-      b[r][i] = (wr_point){ i, r == 2 ? 0.2 : 0.8, 1 << 20, r, r == 2 ? 0.1 : 0.9 };
-    w[r] = (wr_series){ b[r], 2, 2, "vm" };
+      b[r][i] = (wr_point){i, r == 2 ? 0.2 : 0.8, 1 << 20, r, r == 2 ? 0.1 : 0.9};
+    w[r] = (wr_series){b[r], 2, 2, "vm"};
   }
   f = open_memstream(&text, &len);
   assert_non_null(f);
@@ -278,7 +283,7 @@ test_picture(void **state)
   assert_null(strstr(text, "Straggler"));
   assert_null(strstr(text, "stroke-width=\"3\""));
   free(text);
-  char named_cpu[4] = { 0, 0, 1, 0 }, named_gpu[4] = { 0, 1, 0, 0 };
+  char named_cpu[4] = {0, 0, 1, 0}, named_gpu[4] = {0, 1, 0, 0};
   f = open_memstream(&text, &len);
   assert_non_null(f);
   wr_picture_draw(f, w, 4, "job", named_cpu, named_gpu);
@@ -306,8 +311,7 @@ test_picture(void **state)
 }
 
 /* The live line's NIC rates: left out on one host; across hosts each host's NIC once. */
-static void
-test_nic_rates(void **state)
+static void test_nic_rates(void **state)
 {
   wr_host h[2];
   wr_plan_host ph[2];
@@ -357,18 +361,16 @@ test_nic_rates(void **state)
   assert_int_equal(wr_mon_nic_rates(&s, scratch, &tx, &rx), 0);
 }
 
-static void
-test_median(void **state)
+static void test_median(void **state)
 {
-  int64_t v[] = { 900, -1, 100, 1000, 950 }, scratch[5];
+  int64_t v[] = {900, -1, 100, 1000, 950}, scratch[5];
   (void)state;
   assert_int_equal(wr_median(v, 5, scratch), 925);
   assert_int_equal(wr_median(v, 3, scratch), 500);
   assert_int_equal(wr_median(v, 2, scratch), -1); /* one value: no peers */
 }
 
-static void
-test_straggler(void **state)
+static void test_straggler(void **state)
 {
   wr_straggle st;
   (void)state;
@@ -397,8 +399,7 @@ test_straggler(void **state)
   wr_straggle_free(&st);
 }
 
-static int
-parse(wr_opts *o, const char *a, const char *b)
+static int parse(wr_opts *o, const char *a, const char *b)
 {
   /* static: the options point into it after the call */
   static char *argv[5];
@@ -413,8 +414,7 @@ parse(wr_opts *o, const char *a, const char *b)
   return wr_opts_parse(o, argc, argv);
 }
 
-static void
-test_options(void **state)
+static void test_options(void **state)
 {
   wr_opts o;
   (void)state;
@@ -440,15 +440,14 @@ test_options(void **state)
   assert_true(o.monitor == 0);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_stat),         cmocka_unit_test(test_counter_rates),
-    cmocka_unit_test(test_message),      cmocka_unit_test(test_prom),
-    cmocka_unit_test(test_picture),      cmocka_unit_test(test_median),
-    cmocka_unit_test(test_nic_rates),
-    cmocka_unit_test(test_straggler),    cmocka_unit_test(test_options),
+    cmocka_unit_test(test_stat),      cmocka_unit_test(test_counter_rates),
+    cmocka_unit_test(test_message),   cmocka_unit_test(test_prom),
+    cmocka_unit_test(test_picture),   cmocka_unit_test(test_median),
+    cmocka_unit_test(test_nic_rates), cmocka_unit_test(test_straggler),
+    cmocka_unit_test(test_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,8 +25,7 @@
 
 static weftx_topo *a3, *g2, *n2;
 
-static weftx_topo *
-load(const char *name)
+static weftx_topo *load(const char *name)
 {
   char path[1024], why[512];
   const char *dir = getenv("WEFT_DATADIR");
@@ -37,8 +36,7 @@ load(const char *name)
   return t;
 }
 
-static int
-setup(void **state)
+static int setup(void **state)
 {
   (void)state;
   a3 = load("a3-highgpu-8g.xml");
@@ -47,8 +45,7 @@ setup(void **state)
   return 0;
 }
 
-static int
-teardown(void **state)
+static int teardown(void **state)
 {
   (void)state;
   weftx_topo_destroy(a3);
@@ -58,8 +55,7 @@ teardown(void **state)
 }
 
 /* A host as the hosts and facts stages leave it. */
-static wr_host
-host(const char *name, int index, int slots, const weftx_topo *t)
+static wr_host host(const char *name, int index, int slots, const weftx_topo *t)
 {
   wr_host h;
   memset(&h, 0, sizeof(h));
@@ -75,14 +71,13 @@ host(const char *name, int index, int slots, const weftx_topo *t)
   return h;
 }
 
-static char *const no_env[] = { NULL };
-static const wr_plan_here here0 = { NULL, NULL, 0, no_env };
+static char *const no_env[] = {NULL};
+static const wr_plan_here here0 = {NULL, NULL, 0, no_env};
 
 /* The inventory the hosts and facts stages leave (the hosts, no MCA parameter). */
 static wr_inventory inv0;
 
-static const wr_inventory *
-inventory(const wr_host *hosts, int n)
+static const wr_inventory *inventory(const wr_host *hosts, int n)
 {
   memset(&inv0, 0, sizeof(inv0));
   inv0.hosts = (wr_host *)hosts;
@@ -90,9 +85,8 @@ inventory(const wr_host *hosts, int n)
   return &inv0;
 }
 
-static int
-make_here(wr_opts *o, const wr_host *hosts, int n, const wr_plan_here *here, wr_plan **p,
-          char *why, size_t len)
+static int make_here(wr_opts *o, const wr_host *hosts, int n, const wr_plan_here *here, wr_plan **p,
+                     char *why, size_t len)
 {
   wr_inventory *inv = (wr_inventory *)inventory(hosts, n);
   /* mpirun's placement options set their MCA parameters too */
@@ -106,20 +100,18 @@ make_here(wr_opts *o, const wr_host *hosts, int n, const wr_plan_here *here, wr_
   return rc;
 }
 
-static int
-make(wr_opts *o, const wr_host *hosts, int n, wr_plan **p, char *why, size_t len)
+static int make(wr_opts *o, const wr_host *hosts, int n, wr_plan **p, char *why, size_t len)
 {
   return make_here(o, hosts, n, &here0, p, why, len);
 }
 
 /* Hosts of 8 and 4 GPUs without slots: one rank per GPU on each, GPU i for local rank i. */
-static void
-test_mixed_gpus(void **state)
+static void test_mixed_gpus(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[2] = { host("a", 0, 0, a3), host("b", 1, 0, g2) };
+  wr_host h[2] = {host("a", 0, 0, a3), host("b", 1, 0, g2)};
   (void)state;
   wr_opts_init(&o);
   assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), 0);
@@ -144,13 +136,12 @@ test_mixed_gpus(void **state)
   wr_plan_destroy(p);
 }
 
-static void
-test_given_slots(void **state)
+static void test_given_slots(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[2] = { host("a", 0, 2, a3), host("b", 1, 3, a3) };
+  wr_host h[2] = {host("a", 0, 2, a3), host("b", 1, 3, a3)};
   (void)state;
   wr_opts_init(&o);
   assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), 0);
@@ -170,14 +161,13 @@ test_given_slots(void **state)
 
 /* A Slurm job's GPUs (the facts stage's gpus_allowed): slots, choice and placement
  * within them, on each host its own; none given: CPU ranks, and --map-by gpu refused. */
-static void
-test_slurm_gpus(void **state)
+static void test_slurm_gpus(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
   char job[] = "3-4", other[] = "6", none[] = "";
-  wr_host h[2] = { host("a", 0, 0, a3), host("b", 1, 2, a3) };
+  wr_host h[2] = {host("a", 0, 0, a3), host("b", 1, 2, a3)};
   (void)state;
   wr_opts_init(&o);
   h[0].gpus_allowed = job;
@@ -204,17 +194,17 @@ test_slurm_gpus(void **state)
   wr_plan_destroy(p);
   o.map_by = "gpu";
   assert_int_equal(make(&o, h, 2, &p, why, sizeof(why)), WR_EXIT_NOGPU);
-  assert_string_equal(why, "--map-by gpu but Slurm job 12 has no GPU on host 'b'; ask for GPUs "
-                           "(salloc or sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core");
+  assert_string_equal(why,
+                      "--map-by gpu but Slurm job 12 has no GPU on host 'b'; ask for GPUs "
+                      "(salloc or sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core");
 }
 
-static void
-test_per_node(void **state)
+static void test_per_node(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[3] = { host("a", 0, 0, a3), host("b", 1, 0, g2), host("c", 2, 0, a3) };
+  wr_host h[3] = {host("a", 0, 0, a3), host("b", 1, 0, g2), host("c", 2, 0, a3)};
   (void)state;
   wr_opts_init(&o);
   o.per_node = 2;
@@ -242,13 +232,12 @@ test_per_node(void **state)
   wr_plan_destroy(p);
 }
 
-static void
-test_map_by_node(void **state)
+static void test_map_by_node(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[3] = { host("a", 0, 2, n2), host("b", 1, 1, n2), host("c", 2, 2, n2) };
+  wr_host h[3] = {host("a", 0, 2, n2), host("b", 1, 1, n2), host("c", 2, 2, n2)};
   (void)state;
   wr_opts_init(&o);
   o.map_by = o.cl.map_by = "node";
@@ -258,7 +247,7 @@ test_map_by_node(void **state)
   assert_true(p->by_node);
   assert_int_equal(p->np, 5);
   /* round-robin over the hosts that still have room: a b c a c */
-  const int want_host[] = { 0, 1, 2, 0, 2 }, want_local[] = { 0, 0, 0, 1, 1 };
+  const int want_host[] = {0, 1, 2, 0, 2}, want_local[] = {0, 0, 0, 1, 1};
   for (int r = 0; r < 5; r++) {
     assert_int_equal(p->ranks[r].host, want_host[r]);
     assert_int_equal(p->ranks[r].local_rank, want_local[r]);
@@ -272,13 +261,12 @@ test_map_by_node(void **state)
   wr_plan_destroy(p);
 }
 
-static void
-test_oversubscribe(void **state)
+static void test_oversubscribe(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[2] = { host("a", 0, 0, a3), host("b", 1, 0, a3) };
+  wr_host h[2] = {host("a", 0, 0, a3), host("b", 1, 0, a3)};
   (void)state;
   wr_opts_init(&o);
   o.np = 20;
@@ -294,14 +282,13 @@ test_oversubscribe(void **state)
   wr_plan_destroy(p);
 }
 
-static void
-test_gpus_per_node(void **state)
+static void test_gpus_per_node(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
   /* two remote hosts known only by --gpus-per-node 8, this machine a CPU box */
-  wr_host h[2] = { host("a", 0, 0, n2), host("b", 1, 0, n2) };
+  wr_host h[2] = {host("a", 0, 0, n2), host("b", 1, 0, n2)};
   (void)state;
   for (int i = 0; i < 2; i++) {
     h[i].file = NULL;
@@ -328,13 +315,12 @@ test_gpus_per_node(void **state)
   assert_non_null(strstr(why, "host 'a' has no GPU"));
 }
 
-static void
-test_physical_host_order(void **state)
+static void test_physical_host_order(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[3] = { host("a", 0, 0, a3), host("b", 1, 0, g2), host("c", 2, 0, a3) };
+  wr_host h[3] = {host("a", 0, 0, a3), host("b", 1, 0, g2), host("c", 2, 0, a3)};
   (void)state;
   snprintf(h[0].physical_host, sizeof(h[0].physical_host), "/c1/r2/h1");
   snprintf(h[1].physical_host, sizeof(h[1].physical_host), "/c1/r1/h9");
@@ -358,16 +344,15 @@ test_physical_host_order(void **state)
   wr_plan_destroy(p);
 }
 
-static void
-test_environment(void **state)
+static void test_environment(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[1] = { host("a", 0, 1, a3) };
-  char *env[] = { (char *)"BAR=from-env", (char *)"BARX=no", NULL };
-  char *preset[] = { (char *)"NCCL_NET=GPUDirectTCPX_v7" };
-  wr_plan_here here = { "8-35", preset, 1, env };
+  wr_host h[1] = {host("a", 0, 1, a3)};
+  char *env[] = {(char *)"BAR=from-env", (char *)"BARX=no", NULL};
+  char *preset[] = {(char *)"NCCL_NET=GPUDirectTCPX_v7"};
+  wr_plan_here here = {"8-35", preset, 1, env};
   (void)state;
   wr_opts_init(&o);
   o.xvars[o.nxvars++] = "FOO=1";
@@ -388,13 +373,12 @@ test_environment(void **state)
 
 /* -H a,b,c -np 3 on hosts without GPUs: one slot each, one rank each (a host without
  * a count has one slot in Open MPI, not its cores) */
-static void
-test_ompi_dash_host(void **state)
+static void test_ompi_dash_host(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[3] = { host("a", 0, 1, n2), host("b", 1, 1, n2), host("c", 2, 1, n2) };
+  wr_host h[3] = {host("a", 0, 1, n2), host("b", 1, 1, n2), host("c", 2, 1, n2)};
   (void)state;
   wr_opts_init(&o);
   o.apps[0].np = 3;
@@ -419,13 +403,12 @@ test_ompi_dash_host(void **state)
 
 /* --map-by node -np 3 on 3 hosts of 2 slots: one per host (it was a, b, a); and
  * ppr:1:node without -np: one per host, not every slot */
-static void
-test_ompi_spread(void **state)
+static void test_ompi_spread(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[3] = { host("vnode0", 0, 2, n2), host("vnode1", 1, 2, n2), host("vnode2", 2, 2, n2) };
+  wr_host h[3] = {host("vnode0", 0, 2, n2), host("vnode1", 1, 2, n2), host("vnode2", 2, 2, n2)};
   (void)state;
   wr_opts_init(&o);
   o.napps = 1;
@@ -445,13 +428,12 @@ test_ompi_spread(void **state)
 }
 
 /* mpirun's own host is Open MPI's first, whatever the order given */
-static void
-test_ompi_local_first(void **state)
+static void test_ompi_local_first(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[2] = { host("far", 0, 2, n2), host("here", 1, 2, n2) };
+  wr_host h[2] = {host("far", 0, 2, n2), host("here", 1, 2, n2)};
   (void)state;
   h[1].local = 1;
   wr_opts_init(&o);
@@ -465,13 +447,12 @@ test_ompi_local_first(void **state)
 
 /* Open MPI's defaults from MCA parameters: binding none, oversubscription allowed (as
  * weft-vcluster sets them) */
-static void
-test_ompi_mca_defaults(void **state)
+static void test_ompi_mca_defaults(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[1] = { host("a", 0, 2, n2) };
+  wr_host h[1] = {host("a", 0, 2, n2)};
   wr_inventory *inv;
   (void)state;
   wr_opts_init(&o);
@@ -494,13 +475,12 @@ test_ompi_mca_defaults(void **state)
 
 /* A CPU mapping on a GPU host keeps GPUs by locality when the ranks are no more than the
  * GPUs: --map-by ppr:4:socket on a3-highgpu-8g gives GPU 0-3 to socket 0's ranks */
-static void
-test_ompi_gpus_by_locality(void **state)
+static void test_ompi_gpus_by_locality(void **state)
 {
   wr_opts o;
   wr_plan *p;
   char why[512];
-  wr_host h[1] = { host("a", 0, 8, a3) };
+  wr_host h[1] = {host("a", 0, 8, a3)};
   (void)state;
   wr_opts_init(&o);
   o.napps = 1;
@@ -525,18 +505,16 @@ test_ompi_gpus_by_locality(void **state)
   wr_plan_destroy(p);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mixed_gpus),        cmocka_unit_test(test_given_slots),
-    cmocka_unit_test(test_slurm_gpus),
-    cmocka_unit_test(test_per_node),          cmocka_unit_test(test_map_by_node),
-    cmocka_unit_test(test_oversubscribe),     cmocka_unit_test(test_gpus_per_node),
-    cmocka_unit_test(test_physical_host_order), cmocka_unit_test(test_environment),
-    cmocka_unit_test(test_ompi_dash_host),    cmocka_unit_test(test_ompi_spread),
-    cmocka_unit_test(test_ompi_local_first),  cmocka_unit_test(test_ompi_mca_defaults),
-    cmocka_unit_test(test_ompi_gpus_by_locality),
+    cmocka_unit_test(test_slurm_gpus),        cmocka_unit_test(test_per_node),
+    cmocka_unit_test(test_map_by_node),       cmocka_unit_test(test_oversubscribe),
+    cmocka_unit_test(test_gpus_per_node),     cmocka_unit_test(test_physical_host_order),
+    cmocka_unit_test(test_environment),       cmocka_unit_test(test_ompi_dash_host),
+    cmocka_unit_test(test_ompi_spread),       cmocka_unit_test(test_ompi_local_first),
+    cmocka_unit_test(test_ompi_mca_defaults), cmocka_unit_test(test_ompi_gpus_by_locality),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

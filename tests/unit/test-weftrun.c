@@ -24,8 +24,7 @@
 #include "engine/engine.h"
 
 /* Parse a NULL-terminated word list as weftrun's argv; returns wr_opts_parse()'s code. */
-static int
-parse(wr_opts *o, const char **words)
+static int parse(wr_opts *o, const char **words)
 {
   static char *argv[64];
   int argc = 0;
@@ -37,14 +36,31 @@ parse(wr_opts *o, const char **words)
   return wr_opts_parse(o, argc, argv);
 }
 
-static void
-test_mpirun_spellings(void **state)
+static void test_mpirun_spellings(void **state)
 {
   wr_opts o;
   (void)state;
-  const char *a[] = { "-np", "4", "-H", "a,b:2", "-host", "c", "--host", "d", "-x", "FOO=1",
-                      "-mca", "btl", "self,tcp", "--map-by=gpu", "-bind-to", "none",
-                      "--oversubscribe", "./prog", "-np", "3", NULL };
+  const char *a[] = {"-np",
+                     "4",
+                     "-H",
+                     "a,b:2",
+                     "-host",
+                     "c",
+                     "--host",
+                     "d",
+                     "-x",
+                     "FOO=1",
+                     "-mca",
+                     "btl",
+                     "self,tcp",
+                     "--map-by=gpu",
+                     "-bind-to",
+                     "none",
+                     "--oversubscribe",
+                     "./prog",
+                     "-np",
+                     "3",
+                     NULL};
   assert_int_equal(parse(&o, a), 0);
   assert_int_equal(o.np, 4);
   assert_int_equal(o.nhost_args, 3);
@@ -60,43 +76,41 @@ test_mpirun_spellings(void **state)
   assert_string_equal(o.program[0], "./prog");
   assert_string_equal(o.program[1], "-np");
 
-  const char *b[] = { "-n", "2", "--np", "3", "-c", "5", "-N", "2", "-hostfile", "h1", NULL };
+  const char *b[] = {"-n", "2", "--np", "3", "-c", "5", "-N", "2", "-hostfile", "h1", NULL};
   assert_int_equal(parse(&o, b), WR_EXIT_USAGE); /* no program */
-  const char *p1[] = { "-pernode", "--timeout=5", "prog", NULL };
+  const char *p1[] = {"-pernode", "--timeout=5", "prog", NULL};
   assert_int_equal(parse(&o, p1), 0);
   assert_int_equal(o.per_node, 1);
   assert_int_equal(o.timeout, 5);
   setenv("MPIEXEC_TIMEOUT", "7", 1);
-  const char *p2[] = { "prog", NULL };
+  const char *p2[] = {"prog", NULL};
   assert_int_equal(parse(&o, p2), 0);
   assert_int_equal(o.timeout, 7);
   setenv("MPIEXEC_TIMEOUT", "soon", 1);
   assert_int_equal(parse(&o, p2), WR_EXIT_USAGE);
   unsetenv("MPIEXEC_TIMEOUT");
-  const char *c[] = { "-machinefile", "h", "--dry-run", NULL };
+  const char *c[] = {"-machinefile", "h", "--dry-run", NULL};
   assert_int_equal(parse(&o, c), 0);
   assert_string_equal(o.hostfile, "h");
   assert_int_equal(o.nprogram, 0);
 }
 
-static void
-test_double_dash_ends_options(void **state)
+static void test_double_dash_ends_options(void **state)
 {
   wr_opts o;
   (void)state;
-  const char *a[] = { "-np", "2", "--", "-weird-program", "--np", NULL };
+  const char *a[] = {"-np", "2", "--", "-weird-program", "--np", NULL};
   assert_int_equal(parse(&o, a), 0);
   assert_int_equal(o.nprogram, 2);
   assert_string_equal(o.program[0], "-weird-program");
 }
 
-static void
-test_unknown_and_bad(void **state)
+static void test_unknown_and_bad(void **state)
 {
   wr_opts o;
   char buf[64];
   (void)state;
-  const char *a[] = { "--bind-too", "core", "prog", NULL };
+  const char *a[] = {"--bind-too", "core", "prog", NULL};
   assert_int_equal(parse(&o, a), WR_EXIT_USAGE);
   assert_string_equal(wt_opt_suggest(wr_options, "--bind-too", buf, sizeof(buf)), "--bind-to");
   assert_string_equal(wt_opt_suggest(wr_options, "-hostfil", buf, sizeof(buf)), "--hostfile");
@@ -106,31 +120,31 @@ test_unknown_and_bad(void **state)
                       "--gpus-per-node");
   assert_null(wt_opt_suggest(wr_options, "--completely-different", buf, sizeof(buf)));
   /* one-letter options take one dash only */
-  const char *b[] = { "--x", "A", "prog", NULL };
+  const char *b[] = {"--x", "A", "prog", NULL};
   assert_int_equal(parse(&o, b), WR_EXIT_USAGE);
-  const char *c[] = { "-np", NULL };
+  const char *c[] = {"-np", NULL};
   assert_int_equal(parse(&o, c), WR_EXIT_USAGE);
-  const char *d[] = { "-np", "zero", "prog", NULL };
+  const char *d[] = {"-np", "zero", "prog", NULL};
   assert_int_equal(parse(&o, d), WR_EXIT_USAGE);
-  const char *e[] = { "--gpu-visibility", "some", "prog", NULL };
+  const char *e[] = {"--gpu-visibility", "some", "prog", NULL};
   assert_int_equal(parse(&o, e), WR_EXIT_USAGE);
-  const char *f[] = { "--mca", "btl", NULL };
+  const char *f[] = {"--mca", "btl", NULL};
   assert_int_equal(parse(&o, f), WR_EXIT_USAGE);
-  const char *g[] = { "--json", "prog", NULL };
+  const char *g[] = {"--json", "prog", NULL};
   assert_int_equal(parse(&o, g), WR_EXIT_USAGE);
-  const char *h[] = { "--oversubscribe=1", "prog", NULL };
+  const char *h[] = {"--oversubscribe=1", "prog", NULL};
   assert_int_equal(parse(&o, h), WR_EXIT_USAGE);
-  const char *i[] = { "--timeout", "-1", "prog", NULL };
+  const char *i[] = {"--timeout", "-1", "prog", NULL};
   assert_int_equal(parse(&o, i), WR_EXIT_USAGE);
 }
 
-static void
-test_pass_through(void **state)
+static void test_pass_through(void **state)
 {
   wr_opts o;
   (void)state;
-  const char *a[] = { "--display-map", "-wdir", "/tmp", "--topology", "a=x.xml", "--topology",
-                      "y.xml", "--leave-session-attached", "-prefix", "/opt/ompi", "prog", NULL };
+  const char *a[] = {"--display-map", "-wdir",      "/tmp",  "--topology",
+                     "a=x.xml",       "--topology", "y.xml", "--leave-session-attached",
+                     "-prefix",       "/opt/ompi",  "prog",  NULL};
   assert_int_equal(parse(&o, a), 0);
   assert_int_equal(o.npass, 3);
   assert_string_equal(o.pass[0], "--leave-session-attached");
@@ -150,8 +164,7 @@ test_pass_through(void **state)
 }
 
 /* parse(), with what weftrun says on stderr into \p msg. */
-static int
-parse_said(wr_opts *o, const char **words, char *msg, size_t len)
+static int parse_said(wr_opts *o, const char **words, char *msg, size_t len)
 {
   FILE *t = tmpfile();
   int saved = dup(2), rc;
@@ -171,16 +184,17 @@ parse_said(wr_opts *o, const char **words, char *msg, size_t len)
 
 /* Open MPI's options that weftrun refuses: one line naming the option, saying Open MPI
  * has it and weftrun does not, and what to use instead */
-static void
-test_refused(void **state)
+static void test_refused(void **state)
 {
-  static const char *refused[] = { "-rf", "--rankfile", "--app", "--preload-binary", "-s",
-                                   "--index-argv-by-rank", "--do-not-launch", "--tv", "--debug",
-                                   "--enable-recovery", "--tune", "--am", NULL };
+  static const char *refused[] = {
+    "-rf",     "--rankfile",           "--app",           "--preload-binary",
+    "-s",      "--index-argv-by-rank", "--do-not-launch", "--tv",
+    "--debug", "--enable-recovery",    "--tune",          "--am",
+    NULL};
   wr_opts o;
   (void)state;
   for (int i = 0; refused[i]; i++) {
-    const char *a[] = { refused[i], "x", "prog", NULL };
+    const char *a[] = {refused[i], "x", "prog", NULL};
     char msg[1200];
     assert_int_equal(parse_said(&o, a, msg, sizeof(msg)), WR_EXIT_USAGE);
     assert_non_null(strstr(msg, refused[i]));
@@ -191,8 +205,7 @@ test_refused(void **state)
 }
 
 /* A suggestion never means the opposite, and Open MPI's options are found as they are */
-static void
-test_suggestions(void **state)
+static void test_suggestions(void **state)
 {
   char buf[64];
   (void)state;
@@ -208,13 +221,12 @@ test_suggestions(void **state)
 }
 
 /* Colon-separated programs (MPMD): each its own options and arguments */
-static void
-test_mpmd(void **state)
+static void test_mpmd(void **state)
 {
   wr_opts o;
   (void)state;
-  const char *a[] = { "-np", "1", "--map-by", "node", "a", "x", ":", "-np", "2", "-H", "h", "b",
-                      NULL };
+  const char *a[] = {"-np", "1", "--map-by", "node", "a", "x", ":",
+                     "-np", "2", "-H",       "h",    "b", NULL};
   assert_int_equal(parse(&o, a), 0);
   assert_int_equal(o.napps, 2);
   assert_int_equal(o.apps[0].np, 1);
@@ -225,17 +237,16 @@ test_mpmd(void **state)
   assert_string_equal(o.map_by, "node");
   wr_opts_free(&o);
   /* placement options belong before the first program */
-  const char *b[] = { "-np", "1", "a", ":", "--map-by", "core", "-np", "1", "b", NULL };
+  const char *b[] = {"-np", "1", "a", ":", "--map-by", "core", "-np", "1", "b", NULL};
   assert_int_equal(parse(&o, b), WR_EXIT_USAGE);
   wr_opts_free(&o);
-  const char *c[] = { "-np", "1", "a", ":", NULL };
+  const char *c[] = {"-np", "1", "a", ":", NULL};
   assert_int_equal(parse(&o, c), WR_EXIT_USAGE);
   wr_opts_free(&o);
 }
 
 /* Every visible option appears in --help and in the man page entries. */
-static void
-test_help_and_man_cover_table(void **state)
+static void test_help_and_man_cover_table(void **state)
 {
   char *help = NULL, *man = NULL, sp[1024];
   size_t hl = 0, ml = 0;
@@ -275,8 +286,7 @@ test_help_and_man_cover_table(void **state)
   free(man);
 }
 
-static void
-test_distance(void **state)
+static void test_distance(void **state)
 {
   (void)state;
   assert_int_equal(weftx_edit_distance("", "", 0), 0);
@@ -285,10 +295,9 @@ test_distance(void **state)
   assert_int_equal(weftx_edit_distance("bind-to", "bind-too", 0), 1);
 }
 
-static void
-test_layout(void **state)
+static void test_layout(void **state)
 {
-  int counts[3] = { 2, 1, 3 }, local = -1;
+  int counts[3] = {2, 1, 3}, local = -1;
   (void)state;
   /* by slot: 0 1 | 2 | 3 4 5 */
   assert_int_equal(wt_layout_host(counts, 3, 0, 0, &local), 0);
@@ -334,7 +343,7 @@ test_layout(void **state)
   assert_int_equal(c[2], 4);
   assert_int_equal(wt_layout_parse("1x5", c, 4), -1);
   assert_int_equal(wt_layout_parse("2x3,1x2", c, 4), -1);
-  const char *bad[] = { "8x0", "x2", "8x", "8x-1", "-1", "8,", "8x2x2", "8;2", "" };
+  const char *bad[] = {"8x0", "x2", "8x", "8x-1", "-1", "8,", "8x2x2", "8;2", ""};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
     assert_true(wt_layout_parse(bad[i], c, 4) <= 0);
   int *big = calloc(WT_AGENT_MAX_HOSTS, sizeof(int));
@@ -346,14 +355,14 @@ test_layout(void **state)
   assert_string_equal(enc, "8x16383,4");
   free(enc);
   free(big);
-  int mixed[] = { 9, 9, 8, 7, 7, 7 };
+  int mixed[] = {9, 9, 8, 7, 7, 7};
   enc = wt_layout_encode(mixed, 6);
   assert_string_equal(enc, "9x2,8,7x3");
   assert_int_equal(wt_layout_parse(enc, c, 4), -1); /* 6 hosts, room for 4 */
   free(enc);
 
   /* The GPUs of each host: a set per host, coded the same way. */
-  const char *sets[] = { "3-4", "3-4", "3-4", NULL, "", "0,2", "0,2" };
+  const char *sets[] = {"3-4", "3-4", "3-4", NULL, "", "0,2", "0,2"};
   char set[32];
   enc = wt_gpusets_encode(sets, 7);
   assert_string_equal(enc, "3-4*3;all;none;0,2*2");
@@ -370,21 +379,23 @@ test_layout(void **state)
   assert_int_equal(wt_gpusets_host(enc, -1, set, sizeof(set)), -1);
   assert_int_equal(wt_gpusets_host(enc, 0, set, 3), -1); /* does not fit */
   free(enc);
-  const char *same[] = { "0-7", "0-7" };
+  const char *same[] = {"0-7", "0-7"};
   enc = wt_gpusets_encode(same, 2);
   assert_string_equal(enc, "0-7*2");
   free(enc);
-  const char *badsets[] = { "3-4*0", "3-4*", "*2", "3;;4", "a-b", "3-4*2x", "3-4*-1", "", ";" };
+  const char *badsets[] = {"3-4*0", "3-4*", "*2", "3;;4", "a-b", "3-4*2x", "3-4*-1", "", ";"};
   for (size_t i = 0; i < sizeof(badsets) / sizeof(badsets[0]); i++)
     if (wt_gpusets_host(badsets[i], 0, set, sizeof(set)) != -1 &&
         wt_gpusets_host(badsets[i], 1, set, sizeof(set)) != -1)
       fail_msg("'%s' was taken", badsets[i]);
 }
 
-typedef struct words { char *v[600]; int n; } words;
+typedef struct words {
+  char *v[600];
+  int n;
+} words;
 
-static int
-add_word(void *ud, const char *w)
+static int add_word(void *ud, const char *w)
 {
   words *ws = ud;
   if (ws->n >= 599)
@@ -394,11 +405,10 @@ add_word(void *ud, const char *w)
   return 0;
 }
 
-static void
-test_agent_args(void **state)
+static void test_agent_args(void **state)
 {
   wt_agent_args a, b;
-  words ws = { { (char *)"weft-rank" }, 1 };
+  words ws = {{(char *)"weft-rank"}, 1};
   char why[256];
   int first = 0;
   (void)state;
@@ -454,16 +464,15 @@ test_agent_args(void **state)
   assert_int_equal(ws.n, 2);
   assert_string_equal(ws.v[1], "--probe");
   free(ws.v[1]);
-  char *gpn[] = { (char *)"weft-rank", (char *)"--gpus-per-node", (char *)"8", NULL };
+  char *gpn[] = {(char *)"weft-rank", (char *)"--gpus-per-node", (char *)"8", NULL};
   wt_agent_args_init(&b);
   assert_int_equal(wt_agent_args_parse(&b, 3, gpn, &first, why, sizeof(why)), -1);
   assert_non_null(strstr(why, "unknown option '--gpus-per-node'"));
 }
 
-static void
-test_fail_line(void **state)
+static void test_fail_line(void **state)
 {
-  wt_agent_who who = { 3, "vm-b", "2 (0000:0a:00.0)" };
+  wt_agent_who who = {3, "vm-b", "2 (0000:0a:00.0)"};
   char *buf = NULL;
   size_t len = 0;
   (void)state;
@@ -474,16 +483,16 @@ test_fail_line(void **state)
   wt_agent_fail_print(out, &who, "cannot run 'x': No such file or directory", 127, 0);
   wt_agent_fail_print(out, &who, NULL, 137, 9);
   fclose(out);
-  assert_string_equal(buf, "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3\n"
-                           "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): cannot run 'x': No "
-                           "such file or directory; exited with status 127\n"
-                           "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): killed by signal 9 "
-                           "(Killed)\n");
+  assert_string_equal(buf,
+                      "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): exited with status 3\n"
+                      "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): cannot run 'x': No "
+                      "such file or directory; exited with status 127\n"
+                      "weft-rank: rank 3 host vm-b gpu 2 (0000:0a:00.0): killed by signal 9 "
+                      "(Killed)\n");
   free(buf);
 }
 
-static void
-test_gce_line(void **state)
+static void test_gce_line(void **state)
 {
   char *buf = NULL, mt[64] = "", ph[256] = "";
   size_t len = 0;
@@ -509,8 +518,7 @@ test_gce_line(void **state)
   assert_string_equal(mt, "n2-standard-8");
 }
 
-static char *
-render(void (*fn)(FILE *))
+static char *render(void (*fn)(FILE *))
 {
   char *buf = NULL;
   size_t len = 0;
@@ -521,8 +529,7 @@ render(void (*fn)(FILE *))
   return buf;
 }
 
-static void
-test_exit_table(void **state)
+static void test_exit_table(void **state)
 {
   (void)state;
   char *help = render(wt_exit_help), *topic = render(wt_exit_topic), *man = render(wt_exit_man);
@@ -557,15 +564,10 @@ test_exit_table(void **state)
   free(man);
 }
 
-static void
-count_call(void *arg)
-{
-  (*(int *)arg)++;
-}
+static void count_call(void *arg) { (*(int *)arg)++; }
 
 /* The text of a temporary file, from its start. */
-static void
-file_text(FILE *f, char *buf, size_t len)
+static void file_text(FILE *f, char *buf, size_t len)
 {
   size_t n;
   rewind(f);
@@ -576,8 +578,7 @@ file_text(FILE *f, char *buf, size_t len)
 /* mpirun's stderr under --lines: each record's line to weftrun's stdout or stderr, a
  * piece without its end of line as it is, anything else as it came; the callback once
  * per batch, before anything is written. */
-static void
-test_lines(void **state)
+static void test_lines(void **state)
 {
   char out[512], err[512];
   int calls = 0, o = dup(1), e = dup(2);
@@ -617,8 +618,7 @@ test_lines(void **state)
   assert_int_equal(calls, 5);
 }
 
-int
-main(void)
+int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mpirun_spellings),

@@ -16,8 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int
-check(int rc, const char *what)
+static int check(int rc, const char *what)
 {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -30,25 +29,21 @@ check(int rc, const char *what)
   return 1;
 }
 
-static int
-allreduce_ok(int rank, int size)
+static int allreduce_ok(int rank, int size)
 {
   long mine = rank + 1, sum = 0;
   long want = (long)size * (size + 1) / 2;
 
-  if (check(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD),
-            "MPI_Allreduce"))
+  if (check(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce"))
     return 0;
   if (sum != want) {
-    fprintf(stderr, "mpi-hello: rank %d: all-reduce gave %ld, expected %ld\n",
-            rank, sum, want);
+    fprintf(stderr, "mpi-hello: rank %d: all-reduce gave %ld, expected %ld\n", rank, sum, want);
     return 0;
   }
   return 1;
 }
 
-int
-main(int argc, char **argv)
+int main(int argc, char **argv)
 {
   char host[MPI_MAX_PROCESSOR_NAME];
   int rank = 0, size = 0, len = 0, ok;

@@ -12,41 +12,41 @@
 #include <weft/common.h>
 
 /* XX(NAME, VALUE, MESSAGE) */
-#define WEFT_ERRNO_MAP(XX)                                                    \
-  XX(INVAL, -1, "invalid argument")                                           \
-  XX(NOMEM, -2, "out of memory")                                              \
-  XX(NOENT, -3, "no such file or object")                                     \
-  XX(IO, -4, "input/output error")                                            \
-  XX(PARSE, -5, "malformed input")                                            \
-  XX(RANGE, -6, "value out of range")                                         \
-  XX(NOTSUP, -7, "not supported by this build or machine")                    \
-  XX(NOGPU, -8, "no GPU where one is needed")                                 \
-  XX(NOCUDA, -9, "CUDA is not available")                                     \
-  XX(NONCCL, -10, "NCCL is not available")                                    \
-  XX(TOPO, -11, "topology could not be loaded")                               \
-  XX(NOFIT, -12, "placement request cannot be met")                           \
-  XX(MPI, -13, "MPI call failed")                                             \
-  XX(NCCL, -14, "NCCL call failed")                                           \
-  XX(CUDA, -15, "CUDA call failed")                                           \
-  XX(TIMEDOUT, -16, "operation timed out")                                    \
-  XX(HTTP, -17, "HTTP request failed")                                        \
-  XX(NOTGCE, -18, "not running on Google Compute Engine")                     \
-  XX(VERSION, -19, "library version mismatch")                                \
-  XX(STATE, -20, "call not allowed in this state")                            \
-  XX(OVERFLOW, -21, "count too large")                                        \
-  XX(DTYPE, -22, "data type and operation do not go together")                \
-  XX(PEER, -23, "a peer rank failed or is unreachable")                       \
-  XX(NAME, -24, "invalid or unknown name")                                    \
-  XX(EXIST, -25, "already exists")                                            \
-  XX(SYS, -26, "system call failed")                                          \
-  XX(NOCURL, -27, "built without libcurl")                                    \
+#define WEFT_ERRNO_MAP(XX)                                                                         \
+  XX(INVAL, -1, "invalid argument")                                                                \
+  XX(NOMEM, -2, "out of memory")                                                                   \
+  XX(NOENT, -3, "no such file or object")                                                          \
+  XX(IO, -4, "input/output error")                                                                 \
+  XX(PARSE, -5, "malformed input")                                                                 \
+  XX(RANGE, -6, "value out of range")                                                              \
+  XX(NOTSUP, -7, "not supported by this build or machine")                                         \
+  XX(NOGPU, -8, "no GPU where one is needed")                                                      \
+  XX(NOCUDA, -9, "CUDA is not available")                                                          \
+  XX(NONCCL, -10, "NCCL is not available")                                                         \
+  XX(TOPO, -11, "topology could not be loaded")                                                    \
+  XX(NOFIT, -12, "placement request cannot be met")                                                \
+  XX(MPI, -13, "MPI call failed")                                                                  \
+  XX(NCCL, -14, "NCCL call failed")                                                                \
+  XX(CUDA, -15, "CUDA call failed")                                                                \
+  XX(TIMEDOUT, -16, "operation timed out")                                                         \
+  XX(HTTP, -17, "HTTP request failed")                                                             \
+  XX(NOTGCE, -18, "not running on Google Compute Engine")                                          \
+  XX(VERSION, -19, "library version mismatch")                                                     \
+  XX(STATE, -20, "call not allowed in this state")                                                 \
+  XX(OVERFLOW, -21, "count too large")                                                             \
+  XX(DTYPE, -22, "data type and operation do not go together")                                     \
+  XX(PEER, -23, "a peer rank failed or is unreachable")                                            \
+  XX(NAME, -24, "invalid or unknown name")                                                         \
+  XX(EXIST, -25, "already exists")                                                                 \
+  XX(SYS, -26, "system call failed")                                                               \
+  XX(NOCURL, -27, "built without libcurl")                                                         \
   XX(DISAGREE, -28, "ranks disagree on a setting")
 
 typedef enum weft_errno {
 #define WEFT__XX(name, value, msg) WEFT_E##name = (value),
   WEFT_ERRNO_MAP(WEFT__XX)
 #undef WEFT__XX
-  WEFT_ERRNO_LAST = -29
+    WEFT_ERRNO_LAST = -29
 } weft_errno;
 
 WEFT_BEGIN_DECLS

@@ -20,7 +20,7 @@ typedef enum weft_subsys {
   WEFT_LOG_ENV,
   WEFT_LOG_GCP,
   WEFT_LOG_RT,
-  WEFT_LOG_RUN,   /* weftrun and weft-rank */
+  WEFT_LOG_RUN, /* weftrun and weft-rank */
   WEFT_LOG_BENCH,
   WEFT_LOG_NSUBSYS
 } weft_subsys;

@@ -178,8 +178,8 @@ WEFT_EXPORT int weft_allreduce(weft_group *g, const void *sendbuf, void *recvbuf
 WEFT_EXPORT int weft_broadcast(weft_group *g, void *buf, size_t count, weft_dtype dt, int root,
                                void *stream);
 /** recvbuf holds sendcount * group size elements, in group rank order. */
-WEFT_EXPORT int weft_allgather(weft_group *g, const void *sendbuf, void *recvbuf,
-                               size_t sendcount, weft_dtype dt, void *stream);
+WEFT_EXPORT int weft_allgather(weft_group *g, const void *sendbuf, void *recvbuf, size_t sendcount,
+                               weft_dtype dt, void *stream);
 /** sendbuf holds recvcount * group size elements; block i goes to rank i. */
 WEFT_EXPORT int weft_reduce_scatter(weft_group *g, const void *sendbuf, void *recvbuf,
                                     size_t recvcount, weft_dtype dt, weft_op op, void *stream);
@@ -223,14 +223,11 @@ WEFT_EXPORT int weft_alltoallv(weft_group *g, const void *sendbuf, const size_t 
 
 /** One operation of a batch: send count elements of buf to group rank peer,
  * or receive them from it. */
-typedef enum weft_p2p_kind {
-  WEFT_P2P_SEND = 0,
-  WEFT_P2P_RECV = 1
-} weft_p2p_kind;
+typedef enum weft_p2p_kind { WEFT_P2P_SEND = 0, WEFT_P2P_RECV = 1 } weft_p2p_kind;
 typedef struct weft_p2p {
   weft_p2p_kind kind;
-  int peer;        /* group rank, not this rank */
-  void *buf;       /* read for a send, written for a receive */
+  int peer;  /* group rank, not this rank */
+  void *buf; /* read for a send, written for a receive */
   size_t count;
   weft_dtype dt;
 } weft_p2p;

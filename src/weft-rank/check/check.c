@@ -36,7 +36,7 @@
 #include "layout.h"
 
 #define DEFAULT_DEADLINE_S 10
-#define GROUP_SHARE 0.5        /* a local check's deadline: this share of the agent's */
+#define GROUP_SHARE 0.5 /* a local check's deadline: this share of the agent's */
 
 /* ---- The checks of this host --------------------------------------------- */
 
@@ -49,8 +49,7 @@ typedef struct ctx {
 } ctx;
 
 /* "2.28.9" from NCCL's code (2.9 and later: major*10000 + minor*100 + patch) */
-static void
-nccl_version(int code, char *buf, size_t len)
+static void nccl_version(int code, char *buf, size_t len)
 {
   if (code >= 20900)
     snprintf(buf, len, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
@@ -61,8 +60,7 @@ nccl_version(int code, char *buf, size_t len)
 /* A library's version through one of its functions, "absent" without the library. */
 typedef int (*int_fn)(int *);
 
-static int
-lib_int(const char *const *sonames, const char *sym, int *v)
+static int lib_int(const char *const *sonames, const char *sym, int *v)
 {
   for (int i = 0; sonames[i]; i++) {
     void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_LOCAL);
@@ -77,11 +75,11 @@ lib_int(const char *const *sonames, const char *sym, int *v)
   return -1;
 }
 
-static void
-open_mpi(wk_facts *f)
+static void open_mpi(wk_facts *f)
 {
   void *h = dlopen("libmpi.so.40", RTLD_LAZY | RTLD_LOCAL);
-  int (*fn)(char *, int *) = h ? (int (*)(char *, int *))(uintptr_t)dlsym(h, "MPI_Get_library_version") : NULL;
+  int (*fn)(char *, int *) =
+    h ? (int (*)(char *, int *))(uintptr_t)dlsym(h, "MPI_Get_library_version") : NULL;
   char buf[8192] = "";
   int len = 0;
   if (!fn || fn(buf, &len) != 0) {
@@ -95,13 +93,12 @@ open_mpi(wk_facts *f)
     wk_fact(f, WT_CK_VER_OMPI, "%.*s", (int)strcspn(buf, ",\n"), buf);
 }
 
-static void
-versions(ctx *c, wk_facts *f)
+static void versions(ctx *c, wk_facts *f)
 {
-  static const char *const nccl[] = { "libnccl.so.2", NULL };
-  static const char *const cudart[] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
-                                        "libcudart.so", NULL };
-  static const char *const cuda[] = { "libcuda.so.1", NULL };
+  static const char *const nccl[] = {"libnccl.so.2", NULL};
+  static const char *const cudart[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                                       "libcudart.so", NULL};
+  static const char *const cuda[] = {"libcuda.so.1", NULL};
   char buf[64];
   int v;
   (void)c;
@@ -147,8 +144,7 @@ versions(ctx *c, wk_facts *f)
     fclose(p);
 }
 
-static const char *
-machine_name(unsigned m, char *buf, size_t len)
+static const char *machine_name(unsigned m, char *buf, size_t len)
 {
   switch (m) {
   case 3: return "i386";
@@ -164,8 +160,7 @@ machine_name(unsigned m, char *buf, size_t len)
 }
 
 /* A bare name on $PATH that exists but is not executable, into \p buf. */
-static int
-on_path_noexec(const char *name, char *buf, size_t len)
+static int on_path_noexec(const char *name, char *buf, size_t len)
 {
   const char *path = getenv("PATH");
   struct stat st;
@@ -182,16 +177,15 @@ on_path_noexec(const char *name, char *buf, size_t len)
 /* The program on this host: found (PATH as the job's ranks get it), executable, an
  * ELF file of which class and machine, or a script whose interpreter is there; for
  * "python3 train.py" also the script. */
-static void
-check_program(ctx *c, wk_facts *f)
+static void check_program(ctx *c, wk_facts *f)
 {
   const char *name = c->program[0], *arg = c->program[1];
   char path[4096], head[256], what[6400];
-  const char *look[] = { name, NULL };
+  const char *look[] = {name, NULL};
   struct stat st;
   if (!weftx_find_exe(look, path, sizeof(path))) {
-    if ((strchr(name, '/') && stat(name, &st) == 0) || (!strchr(name, '/') &&
-                                                        on_path_noexec(name, path, sizeof(path))))
+    if ((strchr(name, '/') && stat(name, &st) == 0) ||
+        (!strchr(name, '/') && on_path_noexec(name, path, sizeof(path))))
       wk_fact(f, WT_CK_PROGRAM, "noexec %s", strchr(name, '/') ? name : path);
     else
       wk_fact(f, WT_CK_PROGRAM, "missing %s", name);
@@ -205,7 +199,10 @@ check_program(ctx *c, wk_facts *f)
     const unsigned char *u = (const unsigned char *)head;
     unsigned m = u[5] == 2 ? (unsigned)(u[18] << 8 | u[19]) : (unsigned)(u[19] << 8 | u[18]);
     char mb[32];
-    snprintf(what, sizeof(what), "elf %s %s %s", u[4] == 1 ? "ELF32" : u[4] == 2 ? "ELF64" : "ELF?",
+    snprintf(what, sizeof(what), "elf %s %s %s",
+             u[4] == 1   ? "ELF32"
+             : u[4] == 2 ? "ELF64"
+                         : "ELF?",
              machine_name(m, mb, sizeof(mb)), path);
   } else if (got >= 2 && head[0] == '#' && head[1] == '!') {
     char interp[2048], found[2048];
@@ -218,7 +215,7 @@ check_program(ctx *c, wk_facts *f)
       s += strspn(s, " \t");
       snprintf(interp, sizeof(interp), "%.*s", (int)strcspn(s, " \t\n"), s);
     }
-    const char *il[] = { interp, NULL };
+    const char *il[] = {interp, NULL};
     if (!interp[0] || !weftx_find_exe(il, found, sizeof(found))) {
       wk_fact(f, WT_CK_PROGRAM, "nointerp %s %s", interp[0] ? interp : "?", path);
       return;
@@ -235,8 +232,7 @@ check_program(ctx *c, wk_facts *f)
     wk_fact(f, WT_CK_PROGRAM, "%s", what);
 }
 
-static void
-memory(ctx *c, wk_facts *f)
+static void memory(ctx *c, wk_facts *f)
 {
   FILE *m = fopen("/proc/meminfo", "r");
   char line[256];
@@ -267,8 +263,7 @@ memory(ctx *c, wk_facts *f)
 
 /* The job's interface here: its address, MTU, whether it is a gVNIC, and the
  * interface the kernel would reach the master through. */
-static void
-netif(ctx *c, wk_facts *f)
+static void netif(ctx *c, wk_facts *f)
 {
   const char *ifname = c->o->ifname;
   weftx_netif *ifs = NULL;
@@ -307,17 +302,12 @@ netif(ctx *c, wk_facts *f)
   free(ifs);
 }
 
-static void
-on_gce_warn(void *arg, const char *msg)
-{
-  wk_fact(arg, WT_CK_GCE_WARN, "%s", msg);
-}
+static void on_gce_warn(void *arg, const char *msg) { wk_fact(arg, WT_CK_GCE_WARN, "%s", msg); }
 
 /* On a Google Cloud VM: its machine type and placement, and weftx_gcp_check()'s
  * warnings against the family's preset (plugin, gVNIC, GPU NIC MTUs, NIC names).
  * Off GCE no request is made. */
-static void
-gce(ctx *c, wk_facts *f)
+static void gce(ctx *c, wk_facts *f)
 {
   weftx_gcp_info info;
   weftx_preset *p = NULL;
@@ -337,19 +327,22 @@ gce(ctx *c, wk_facts *f)
   weftx_preset_free(p);
 }
 
-static double
-inject_skew(const char *host);
+static double inject_skew(const char *host);
 
-static void
-net(ctx *c, wk_facts *f)
+static void net(ctx *c, wk_facts *f)
 {
-  wk_check_net a = { c->me, c->n, c->o->check_id ? c->o->check_id : "-", c->o->master_addr,
-                     (int)c->o->master_port, c->o->ifname, inject_skew(c->host), c->deadline - 0.5 };
+  wk_check_net a = {c->me,
+                    c->n,
+                    c->o->check_id ? c->o->check_id : "-",
+                    c->o->master_addr,
+                    (int)c->o->master_port,
+                    c->o->ifname,
+                    inject_skew(c->host),
+                    c->deadline - 0.5};
   wk_check_net_run(&a, f);
 }
 
-static void
-gpus(ctx *c, wk_facts *f)
+static void gpus(ctx *c, wk_facts *f)
 {
   (void)c;
   wk_check_gpus(f);
@@ -358,7 +351,7 @@ gpus(ctx *c, wk_facts *f)
 /* ---- Running them side by side ------------------------------------------- */
 
 typedef struct group {
-  const char *col;             /* its column, for "timeout COLUMN SECONDS" */
+  const char *col; /* its column, for "timeout COLUMN SECONDS" */
   void (*fn)(ctx *, wk_facts *);
   double deadline;
   ctx *c;
@@ -369,11 +362,10 @@ typedef struct group {
   pthread_cond_t *cv;
 } group;
 
-static void *
-run_group(void *arg)
+static void *run_group(void *arg)
 {
   group *g = arg;
-  wk_facts f = { NULL, 0, 0 };
+  wk_facts f = {NULL, 0, 0};
   g->fn(g->c, &f);
   pthread_mutex_lock(g->mu);
   g->facts = f;
@@ -387,8 +379,7 @@ run_group(void *arg)
  * VALUE for KEY instead of what it found; KEY "clock.skew" adds VALUE seconds to
  * its clock as the other hosts' agents see it. Never set outside tests: it makes
  * the check lie. */
-static const char *
-inject(const char *host, const char *key, char *buf, size_t len)
+static const char *inject(const char *host, const char *key, char *buf, size_t len)
 {
   const char *spec = getenv("WEFT_CHECK_INJECT");
   size_t hl = strlen(host), kl = strlen(key);
@@ -405,15 +396,13 @@ inject(const char *host, const char *key, char *buf, size_t len)
   return NULL;
 }
 
-static double
-inject_skew(const char *host)
+static double inject_skew(const char *host)
 {
   char buf[64];
   return inject(host, "clock.skew", buf, sizeof(buf)) ? strtod(buf, NULL) : 0;
 }
 
-static void
-print_facts(const ctx *c, const wk_facts *f)
+static void print_facts(const ctx *c, const wk_facts *f)
 {
   for (int i = 0; i < f->n; i++) {
     char key[64], buf[1024];
@@ -434,8 +423,7 @@ print_facts(const ctx *c, const wk_facts *f)
 /* Index and number of hosts: this rank's host in the check job's layout (one rank
  * per host), the rank as Open MPI gives it (or PMIx, or Slurm, for other engines);
  * 0 of 1 when run by hand, outside any engine. */
-static int
-where(const wt_agent_args *o, int *me, int *n, char *why, size_t len)
+static int where(const wt_agent_args *o, int *me, int *n, char *why, size_t len)
 {
   const char *r = getenv("OMPI_COMM_WORLD_RANK");
   if (!r)
@@ -463,8 +451,7 @@ where(const wt_agent_args *o, int *me, int *n, char *why, size_t len)
   return 0;
 }
 
-int
-wk_check(const wt_agent_args *o, char **program)
+int wk_check(const wt_agent_args *o, char **program)
 {
   ctx c;
   char why[300];
@@ -495,13 +482,13 @@ wk_check(const wt_agent_args *o, char **program)
 
   double local = c.t0 + GROUP_SHARE * (c.deadline - c.t0);
   group g[] = {
-    { "versions", versions, local, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
-    { "program", program[0] ? check_program : NULL, local, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
-    { "gpus", gpus, local, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
-    { "memory", memory, local, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
-    { "net", netif, local, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
-    { "net", gce, local, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
-    { "pairs", net, c.deadline - 0.2, &c, { NULL, 0, 0 }, 0, 0, 0, &mu, &cv },
+    {"versions", versions, local, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
+    {"program", program[0] ? check_program : NULL, local, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
+    {"gpus", gpus, local, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
+    {"memory", memory, local, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
+    {"net", netif, local, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
+    {"net", gce, local, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
+    {"pairs", net, c.deadline - 0.2, &c, {NULL, 0, 0}, 0, 0, 0, &mu, &cv},
   };
   int ng = (int)(sizeof(g) / sizeof(g[0])), pending = 0;
   pthread_condattr_init(&ca);
@@ -528,7 +515,7 @@ wk_check(const wt_agent_args *o, char **program)
         print_facts(&c, &g[i].facts);
       } else if (now >= g[i].deadline) {
         wt_agent_check_print(stdout, c.me, WT_CK_TIMEOUT, "%s %.0f", g[i].col,
-                               g[i].deadline - c.t0);
+                             g[i].deadline - c.t0);
       } else {
         if (!next || g[i].deadline < next)
           next = g[i].deadline;

@@ -36,13 +36,13 @@ void wk_check_gpus(wk_facts *f);
  * agent makes, as a job's ranks do), the clock offset from the master's, and the TCP
  * connections of the pair rule (agent.h) on the job's interface. */
 typedef struct wk_check_net {
-  int me, n;                   /* this host's index, the hosts */
-  const char *id;              /* the check's nonce */
-  const char *master_addr;     /* MASTER_ADDR; NULL for a job on one host here */
+  int me, n;               /* this host's index, the hosts */
+  const char *id;          /* the check's nonce */
+  const char *master_addr; /* MASTER_ADDR; NULL for a job on one host here */
   int master_port;
-  const char *ifname;          /* the job's interface, or NULL */
-  double skew;                 /* seconds added to this host's clock (tests only) */
-  double deadline;             /* weftx_monotonic() by which it has ended */
+  const char *ifname; /* the job's interface, or NULL */
+  double skew;        /* seconds added to this host's clock (tests only) */
+  double deadline;    /* weftx_monotonic() by which it has ended */
 } wk_check_net;
 void wk_check_net_run(const wk_check_net *a, wk_facts *f);
 /* The job's interface \p ifname among \p ifs: the index of its first IPv4 address, else

@@ -13,8 +13,7 @@
 
 #include "check.h"
 
-void
-wk_fact(wk_facts *f, const char *key, const char *fmt, ...)
+void wk_fact(wk_facts *f, const char *key, const char *fmt, ...)
 {
   char value[1024], *line = NULL;
   va_list ap;
@@ -36,8 +35,7 @@ wk_fact(wk_facts *f, const char *key, const char *fmt, ...)
   }
 }
 
-void
-wk_fact_raw(wk_facts *f, const char *key, const char *data, size_t len)
+void wk_fact_raw(wk_facts *f, const char *key, const char *data, size_t len)
 {
   wk_fact(f, key, "%s", "");
   if (f->n == 0 || strncmp(f->v[f->n - 1], key, strlen(key)))

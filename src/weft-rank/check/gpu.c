@@ -21,8 +21,7 @@
 #define MAX_PROCS 64
 
 /* The processes on one GPU: pid and name, one record each. */
-static void
-procs(const wk_nvml *n, wk_nvml_dev d, unsigned idx, wk_facts *f)
+static void procs(const wk_nvml *n, wk_nvml_dev d, unsigned idx, wk_facts *f)
 {
   unsigned cnt = MAX_PROCS;
   unsigned pids[MAX_PROCS];
@@ -52,8 +51,7 @@ procs(const wk_nvml *n, wk_nvml_dev d, unsigned idx, wk_facts *f)
   }
 }
 
-static void
-nvml_facts(wk_facts *f)
+static void nvml_facts(wk_facts *f)
 {
   wk_nvml n;
   char why[200], buf[64];
@@ -68,7 +66,8 @@ nvml_facts(wk_facts *f)
     return;
   }
   if ((rc = n.count(&count)) != WK_NVML_OK) {
-    wk_fact(f, WT_CK_GPU_NVML, "absent nvmlDeviceGetCount: %s", wk_nvml_why(&n, rc, buf, sizeof(buf)));
+    wk_fact(f, WT_CK_GPU_NVML, "absent nvmlDeviceGetCount: %s",
+            wk_nvml_why(&n, rc, buf, sizeof(buf)));
     n.shutdown();
     return;
   }
@@ -109,8 +108,7 @@ nvml_facts(wk_facts *f)
   n.shutdown();
 }
 
-void
-wk_check_gpus(wk_facts *f)
+void wk_check_gpus(wk_facts *f)
 {
   weftx_topo *t = NULL;
   char why[600] = "";

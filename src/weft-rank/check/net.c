@@ -40,9 +40,9 @@
 #include "check.h"
 #include "tcp.h"
 
-#define PAIR_S 2.0           /* one pair: connect and answer */
-#define HELLO_S 1.5          /* the master's answer on a port */
-#define REG_S 5.0            /* the master waits this long for every agent to register */
+#define PAIR_S 2.0  /* one pair: connect and answer */
+#define HELLO_S 1.5 /* the master's answer on a port */
+#define REG_S 5.0   /* the master waits this long for every agent to register */
 #define PINGS 3
 #define RENDEZVOUS_PORTS 8   /* ports the rendezvous may move to when MASTER_PORT is taken */
 #define MAX_CLIENTS_EXTRA 64 /* connections beyond the agents' (strangers, retries) */
@@ -57,24 +57,21 @@ typedef struct conn {
   size_t len;
 } conn;
 
-static double
-now_real(const wk_check_net *a)
+static double now_real(const wk_check_net *a)
 {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + a->skew;
 }
 
-static int
-ms_until(double deadline)
+static int ms_until(double deadline)
 {
   double d = deadline - weftx_monotonic();
   return d <= 0 ? 0 : (int)(d * 1000) + 1;
 }
 
 static int sendf(int fd, double deadline, const char *fmt, ...) WEFT_PRINTF(3, 4);
-static int
-sendf(int fd, double deadline, const char *fmt, ...)
+static int sendf(int fd, double deadline, const char *fmt, ...)
 {
   char line[512];
   va_list ap;
@@ -91,7 +88,7 @@ sendf(int fd, double deadline, const char *fmt, ...)
     }
     if (w < 0 && errno != EAGAIN && errno != EINTR)
       return -1;
-    struct pollfd p = { fd, POLLOUT, 0 };
+    struct pollfd p = {fd, POLLOUT, 0};
     if (poll(&p, 1, ms_until(deadline)) <= 0)
       return -1;
   }
@@ -99,8 +96,7 @@ sendf(int fd, double deadline, const char *fmt, ...)
 }
 
 /* A whole line out of what has arrived (without its '\n'): 1; 0 when none yet. */
-static int
-take_line(conn *c, char *out, size_t len)
+static int take_line(conn *c, char *out, size_t len)
 {
   char *nl = memchr(c->buf, '\n', c->len);
   if (!nl)
@@ -113,8 +109,7 @@ take_line(conn *c, char *out, size_t len)
 }
 
 /* Read what is there: 0, or -1 at the end of the stream, an error or a line too long. */
-static int
-fill(conn *c)
+static int fill(conn *c)
 {
   if (c->len >= sizeof(c->buf))
     return -1;
@@ -125,13 +120,12 @@ fill(conn *c)
 }
 
 /* The next line: 1, 0 at the deadline, -1 at the end of the stream. */
-static int
-read_line(conn *c, char *out, size_t len, double deadline)
+static int read_line(conn *c, char *out, size_t len, double deadline)
 {
   for (;;) {
     if (take_line(c, out, len))
       return 1;
-    struct pollfd p = { c->fd, POLLIN, 0 };
+    struct pollfd p = {c->fd, POLLIN, 0};
     int n = poll(&p, 1, ms_until(deadline));
     if (n == 0)
       return 0;
@@ -142,8 +136,7 @@ read_line(conn *c, char *out, size_t len, double deadline)
   }
 }
 
-static void
-errno_why(int e, char *why, size_t len)
+static void errno_why(int e, char *why, size_t len)
 {
   switch (e) {
   case ECONNREFUSED: snprintf(why, len, "connection refused"); break;
@@ -158,8 +151,7 @@ errno_why(int e, char *why, size_t len)
 }
 
 /* Why a connect failed (wt_tcp_dial's -1 or -2, with errno). */
-static void
-dial_why(int rc, int e, char *why, size_t len)
+static void dial_why(int rc, int e, char *why, size_t len)
 {
   if (rc == -2)
     snprintf(why, len, "cannot bind to the job's interface: %s", strerror(e));
@@ -170,9 +162,8 @@ dial_why(int rc, int e, char *why, size_t len)
 /* A connect to ADDR:PORT from \p src (NULL: the kernel's choice): started, the socket
  * with *done 1 when it is made already (\p deadline < 0), or made by \p deadline; -1
  * with the reason. */
-static int
-dial(const char *addr, int port, const weftx_netaddr *src, double deadline, int *done, char *why,
-     size_t len)
+static int dial(const char *addr, int port, const weftx_netaddr *src, double deadline, int *done,
+                char *why, size_t len)
 {
   weftx_netaddr a;
   int fd;
@@ -190,10 +181,9 @@ dial(const char *addr, int port, const weftx_netaddr *src, double deadline, int 
 /* ---- Who holds a port -------------------------------------------------------- */
 
 /* The socket inode listening on TCP \p port (/proc/net/tcp, tcp6), or 0. */
-static unsigned long
-listener_inode(int port)
+static unsigned long listener_inode(int port)
 {
-  static const char *const files[] = { "/proc/net/tcp", "/proc/net/tcp6", NULL };
+  static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6", NULL};
   for (int i = 0; files[i]; i++) {
     FILE *f = fopen(files[i], "r");
     char line[512];
@@ -216,8 +206,7 @@ listener_inode(int port)
 }
 
 /* The process with socket \p inode open: 1 with its pid and name, else 0. */
-static int
-inode_owner(unsigned long inode, long *pid, char *comm, size_t len)
+static int inode_owner(unsigned long inode, long *pid, char *comm, size_t len)
 {
   char want[64];
   DIR *proc = opendir("/proc");
@@ -261,8 +250,7 @@ inode_owner(unsigned long inode, long *pid, char *comm, size_t len)
 
 /* ---- Ports and addresses ------------------------------------------------------ */
 
-static unsigned long
-id_hash(const char *id)
+static unsigned long id_hash(const char *id)
 {
   unsigned long h = 1469598103934665603UL;
   for (; *id; id++)
@@ -271,8 +259,7 @@ id_hash(const char *id)
 }
 
 /* The ports the rendezvous may be on, in the order the master tries them. */
-static int
-ports(const wk_check_net *a, int *out)
+static int ports(const wk_check_net *a, int *out)
 {
   int n = 0;
   if (a->master_port > 0)
@@ -285,8 +272,7 @@ ports(const wk_check_net *a, int *out)
   return n;
 }
 
-int
-wk_check_ifaddr(const weftx_netif *ifs, int nifs, const char *ifname)
+int wk_check_ifaddr(const weftx_netif *ifs, int nifs, const char *ifname)
 {
   int found = -1;
   for (int i = 0; ifname && i < nifs; i++)
@@ -297,8 +283,7 @@ wk_check_ifaddr(const weftx_netif *ifs, int nifs, const char *ifname)
 }
 
 /* This host's address on the job's interface: 0, or -1 when it has none. */
-static int
-job_address(const wk_check_net *a, weftx_netaddr *out)
+static int job_address(const wk_check_net *a, weftx_netaddr *out)
 {
   weftx_netif *ifs = NULL;
   int nifs = 0, i;
@@ -324,8 +309,7 @@ typedef struct responder {
 
 #define MAX_ANSWERING 256
 
-static void *
-respond(void *arg)
+static void *respond(void *arg)
 {
   responder *r = arg;
   conn c[MAX_ANSWERING];
@@ -333,10 +317,10 @@ respond(void *arg)
   int nc = 0;
   for (;;) {
     struct pollfd p[MAX_ANSWERING + 2];
-    p[0] = (struct pollfd){ r->stop[0], POLLIN, 0 };
-    p[1] = (struct pollfd){ nc < MAX_ANSWERING ? r->lfd : -1, POLLIN, 0 };
+    p[0] = (struct pollfd){r->stop[0], POLLIN, 0};
+    p[1] = (struct pollfd){nc < MAX_ANSWERING ? r->lfd : -1, POLLIN, 0};
     for (int i = 0; i < nc; i++)
-      p[i + 2] = (struct pollfd){ c[i].fd, POLLIN, 0 };
+      p[i + 2] = (struct pollfd){c[i].fd, POLLIN, 0};
     if (weftx_monotonic() >= r->deadline)
       break;
     int n = poll(p, (nfds_t)nc + 2, 200);
@@ -383,7 +367,7 @@ respond(void *arg)
 /* ---- The table of hosts, as the master sends it ------------------------------- */
 
 typedef struct peer {
-  int idx;                   /* -1: not registered */
+  int idx; /* -1: not registered */
   char addr[64];
   int port;
 } peer;
@@ -393,7 +377,7 @@ typedef struct peer {
 typedef struct master {
   const wk_check_net *a;
   int lfd;
-  peer *table;               /* a->n entries, indexed by host */
+  peer *table; /* a->n entries, indexed by host */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int table_ready, self_done, over;
@@ -404,15 +388,14 @@ typedef struct master {
 
 typedef struct client {
   conn c;
-  int idx;                   /* -1 until it registers */
-  int ready;                 /* its clock is measured: it waits for its list */
-  int listed;                /* its list was sent */
+  int idx;    /* -1 until it registers */
+  int ready;  /* its clock is measured: it waits for its list */
+  int listed; /* its list was sent */
   int done;
 } client;
 
 /* The entries of host \p idx's targets: "PEERS K" then "J ADDR PORT" lines. */
-static void
-send_table(master *m, client *cl)
+static void send_table(master *m, client *cl)
 {
   const wk_check_net *a = m->a;
   int t[WT_CHECK_MAX_TARGETS], k = wt_check_targets(cl->idx, a->n, t, WT_CHECK_MAX_TARGETS);
@@ -421,13 +404,13 @@ send_table(master *m, client *cl)
     return;
   for (int i = 0; i < k; i++) {
     const peer *p = &m->table[t[i]];
-    if (sendf(cl->c.fd, dl, "%d %s %d\n", t[i], p->idx >= 0 ? p->addr : "-", p->idx >= 0 ? p->port : 0))
+    if (sendf(cl->c.fd, dl, "%d %s %d\n", t[i], p->idx >= 0 ? p->addr : "-",
+              p->idx >= 0 ? p->port : 0))
       return;
   }
 }
 
-static void
-on_client_line(master *m, client *cl, const char *line)
+static void on_client_line(master *m, client *cl, const char *line)
 {
   const wk_check_net *a = m->a;
   char id[64], what[16], addr[64];
@@ -455,8 +438,7 @@ on_client_line(master *m, client *cl, const char *line)
   }
 }
 
-static void *
-serve(void *arg)
+static void *serve(void *arg)
 {
   master *m = arg;
   const wk_check_net *a = m->a;
@@ -488,10 +470,10 @@ serve(void *arg)
     pthread_mutex_unlock(&m->mu);
     if (all)
       break;
-    p[0] = (struct pollfd){ m->stop[0], POLLIN, 0 };
-    p[1] = (struct pollfd){ nc < cap ? m->lfd : -1, POLLIN, 0 };
+    p[0] = (struct pollfd){m->stop[0], POLLIN, 0};
+    p[1] = (struct pollfd){nc < cap ? m->lfd : -1, POLLIN, 0};
     for (int i = 0; i < nc; i++)
-      p[i + 2] = (struct pollfd){ cl[i].c.fd, POLLIN, 0 };
+      p[i + 2] = (struct pollfd){cl[i].c.fd, POLLIN, 0};
     int n = poll(p, (nfds_t)nc + 2, 100);
     if (n < 0 && errno != EINTR)
       break;
@@ -549,8 +531,7 @@ out:
 
 /* The master binds MASTER_PORT (its record says free or who holds it), else the
  * next rendezvous port; the socket, or -1. */
-static int
-master_listen(const wk_check_net *a, wk_facts *f)
+static int master_listen(const wk_check_net *a, wk_facts *f)
 {
   int list[RENDEZVOUS_PORTS + 1], np = ports(a, list), got = 0;
   weftx_netaddr any, m;
@@ -584,14 +565,14 @@ typedef struct probe {
   int j;
   char addr[64];
   int port;
-  int fd, state;             /* 0 connecting, 1 waiting for the answer, 2 ok, 3 failed */
+  int fd, state; /* 0 connecting, 1 waiting for the answer, 2 ok, 3 failed */
   double t0, ms;
   conn c;
   char why[120];
 } probe;
 
-static void
-pairs(const wk_check_net *a, const peer *targets, int k, const weftx_netaddr *src, wk_facts *f)
+static void pairs(const wk_check_net *a, const peer *targets, int k, const weftx_netaddr *src,
+                  wk_facts *f)
 {
   probe *p = calloc((size_t)k + 1, sizeof(*p));
   struct pollfd *pf = calloc((size_t)k + 1, sizeof(*pf));
@@ -619,7 +600,7 @@ pairs(const wk_check_net *a, const peer *targets, int k, const weftx_netaddr *sr
   for (;;) {
     int open = 0;
     for (int i = 0; i < k; i++) {
-      pf[i] = (struct pollfd){ p[i].state < 2 ? p[i].fd : -1, p[i].state == 0 ? POLLOUT : POLLIN, 0 };
+      pf[i] = (struct pollfd){p[i].state < 2 ? p[i].fd : -1, p[i].state == 0 ? POLLOUT : POLLIN, 0};
       open += p[i].state < 2;
     }
     if (!open || weftx_monotonic() >= deadline)
@@ -636,8 +617,7 @@ pairs(const wk_check_net *a, const peer *targets, int k, const weftx_netaddr *sr
         if (st < 0) {
           errno_why(errno, p[i].why, sizeof(p[i].why));
           p[i].state = 3;
-        }
-        else if (st > 0)
+        } else if (st > 0)
           p[i].state = sendf(p[i].fd, deadline, TAG " %s PAIR %d\n", a->id, a->me) ? 3 : 1;
         if (p[i].state == 3 && !p[i].why[0])
           snprintf(p[i].why, sizeof(p[i].why), "cannot send");
@@ -676,14 +656,13 @@ pairs(const wk_check_net *a, const peer *targets, int k, const weftx_netaddr *sr
 
 /* A client: register with the master, measure the clock, get the targets. The
  * connection, or -1 (the record says why). */
-static int
-join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **targets, int *k,
-     wk_facts *f)
+static int join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **targets,
+                int *k, wk_facts *f)
 {
-  int list[RENDEZVOUS_PORTS + 1], np = ports(a, list), stranger[RENDEZVOUS_PORTS + 1] = { 0 };
+  int list[RENDEZVOUS_PORTS + 1], np = ports(a, list), stranger[RENDEZVOUS_PORTS + 1] = {0};
   double reg_end = weftx_monotonic() + REG_S, t_hi = 0;
   char why[160] = "no answer", line[256];
-  conn c = { -1, "", 0 };
+  conn c = {-1, "", 0};
   if (reg_end > a->deadline - PAIR_S - 1)
     reg_end = a->deadline - PAIR_S - 1;
   while (c.fd < 0 && weftx_monotonic() < reg_end) {
@@ -705,10 +684,12 @@ join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **target
       if (src)
         weftx_netaddr_format(src->family, src->addr, me, sizeof(me));
       else if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        inet_ntop(ss.ss_family, ss.ss_family == AF_INET6 ?
-                  (void *)&((struct sockaddr_in6 *)(void *)&ss)->sin6_addr :
-                  (void *)&((struct sockaddr_in *)(void *)&ss)->sin_addr, me, sizeof(me));
-      conn try = { fd, "", 0 };
+        inet_ntop(ss.ss_family,
+                  ss.ss_family == AF_INET6
+                    ? (void *)&((struct sockaddr_in6 *)(void *)&ss)->sin6_addr
+                    : (void *)&((struct sockaddr_in *)(void *)&ss)->sin_addr,
+                  me, sizeof(me));
+      conn try = {fd, "", 0};
       char id[64] = "", what[16] = "";
       int got = !sendf(fd, dl, TAG " %s REG %d %s %d\n", a->id, a->me, me[0] ? me : "-", my_port) &&
                 read_line(&try, line, sizeof(line), dl) == 1;
@@ -738,7 +719,8 @@ join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **target
   for (int i = 0; i < PINGS; i++) {
     double t1 = now_real(a), t2, dl = weftx_monotonic() + 1;
     char id[64];
-    if (sendf(c.fd, dl, TAG " %s PING %.6f\n", a->id, t1) || read_line(&c, line, sizeof(line), dl) != 1 ||
+    if (sendf(c.fd, dl, TAG " %s PING %.6f\n", a->id, t1) ||
+        read_line(&c, line, sizeof(line), dl) != 1 ||
         sscanf(line, TAG " %63s PONG %lf", id, &t2) != 2)
       break;
     double t3 = now_real(a);
@@ -759,7 +741,8 @@ join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **target
   char id[64];
   int want = -1;
   if (read_line(&c, line, sizeof(line), dl) != 1 ||
-      sscanf(line, TAG " %63s PEERS %d", id, &want) != 2 || want < 0 || want > WT_CHECK_MAX_TARGETS) {
+      sscanf(line, TAG " %63s PEERS %d", id, &want) != 2 || want < 0 ||
+      want > WT_CHECK_MAX_TARGETS) {
     wk_fact(f, WT_CK_MASTER, "fail the master sent no list of hosts to test");
     close(c.fd);
     return -1;
@@ -769,7 +752,8 @@ join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **target
   *k = 0;
   for (int i = 0; *targets && i < want; i++) {
     peer *p = &(*targets)[*k];
-    if (read_line(&c, line, sizeof(line), dl) != 1 || sscanf(line, "%d %63s %d", &p->idx, p->addr, &p->port) != 3)
+    if (read_line(&c, line, sizeof(line), dl) != 1 ||
+        sscanf(line, "%d %63s %d", &p->idx, p->addr, &p->port) != 3)
       break;
     if (!strcmp(p->addr, "-"))
       wk_fact(f, WT_CK_PAIR, "%d skip not registered with the master", p->idx);
@@ -779,11 +763,10 @@ join(const wk_check_net *a, const weftx_netaddr *src, int my_port, peer **target
   return c.fd;
 }
 
-void
-wk_check_net_run(const wk_check_net *a, wk_facts *f)
+void wk_check_net_run(const wk_check_net *a, wk_facts *f)
 {
   weftx_netaddr src, *srcp = job_address(a, &src) == 0 ? &src : NULL;
-  responder r = { -1, a->me, a->id, { -1, -1 }, a->deadline, 0 };
+  responder r = {-1, a->me, a->id, {-1, -1}, a->deadline, 0};
   int rport = 0, responding = 0;
   peer *targets = NULL;
   int k = 0;
@@ -869,7 +852,7 @@ wk_check_net_run(const wk_check_net *a, wk_facts *f)
     int fd = join(a, srcp, rport, &targets, &k, f);
     if (fd >= 0) {
       char line[128];
-      conn c = { fd, "", 0 };
+      conn c = {fd, "", 0};
       pairs(a, targets, k, srcp, f);
       /* done; wait until everyone is (the master's BYE), so that this host keeps
        * answering the others' tests until then */

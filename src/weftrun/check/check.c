@@ -29,10 +29,10 @@
 #include "hosts/hosts.h"
 #include "plan/plan.h"
 
-#define DEFAULT_TIMEOUT_S 60    /* the whole check, without --timeout */
-#define AGENT_S 10              /* what each agent has, all included */
-#define START_S 10.0            /* every hello within this, plus 1 s per 50 hosts */
-#define SPLIT 8                 /* a failed job's silent hosts go into this many groups */
+#define DEFAULT_TIMEOUT_S 60 /* the whole check, without --timeout */
+#define AGENT_S 10           /* what each agent has, all included */
+#define START_S 10.0         /* every hello within this, plus 1 s per 50 hosts */
+#define SPLIT 8              /* a failed job's silent hosts go into this many groups */
 
 extern char **environ;
 
@@ -40,33 +40,28 @@ enum { UNKNOWN = 0, REACHED, UNREACHABLE, NONAME };
 
 typedef struct check {
   const wr_opts *o;
-  wr_opts oc;                   /* the options the check jobs are built from */
+  wr_opts oc;                          /* the options the check jobs are built from */
   const char *words[WR_MAX_WORDS + 1]; /* its first program's option words */
   int place[WR_MAX_WORDS + 1];
   wr_inventory *inv;
   wr_jobdir *dir;
   int stop_fd;
   double t0, end;
-  const wr_engine *e;           /* the real job's engine */
+  const wr_engine *e; /* the real job's engine */
   char id[40];
-  wr_net net;                   /* chosen for the hosts that resolve */
-  int master;                   /* the first of them: MASTER_ADDR */
-  int port;                     /* MASTER_PORT */
-  int user_port;                /* it is the user's (-x MASTER_PORT) */
-  int *state;                   /* per host of the inventory */
-  char **why;                   /* per host: why it was not reached */
+  wr_net net;    /* chosen for the hosts that resolve */
+  int master;    /* the first of them: MASTER_ADDR */
+  int port;      /* MASTER_PORT */
+  int user_port; /* it is the user's (-x MASTER_PORT) */
+  int *state;    /* per host of the inventory */
+  char **why;    /* per host: why it was not reached */
   int njobs;
 } check;
 
-static double
-left(const check *c)
-{
-  return c->end - weftx_monotonic();
-}
+static double left(const check *c) { return c->end - weftx_monotonic(); }
 
 static void set_why(check *c, int h, const char *fmt, ...) WEFT_PRINTF(3, 4);
-static void
-set_why(check *c, int h, const char *fmt, ...)
+static void set_why(check *c, int h, const char *fmt, ...)
 {
   char buf[400];
   va_list ap;
@@ -78,8 +73,7 @@ set_why(check *c, int h, const char *fmt, ...)
 }
 
 /* The engine's first words worth showing: its first line that is not a rule or blank. */
-static void
-engine_says(const char *err, char *buf, size_t len)
+static void engine_says(const char *err, char *buf, size_t len)
 {
   buf[0] = '\0';
   for (const char *l = err ? err : ""; *l;) {
@@ -100,8 +94,7 @@ engine_says(const char *err, char *buf, size_t len)
 
 /* MASTER_PORT: the user's (-x MASTER_PORT=N, or -x MASTER_PORT from the environment)
  * when given, as the ranks would get it; else weftrun's own choice. */
-static int
-master_port(const wr_opts *o, int chosen, int *user)
+static int master_port(const wr_opts *o, int chosen, int *user)
 {
   *user = 0;
   for (int i = 0; i < o->nxvars; i++) {
@@ -119,13 +112,13 @@ master_port(const wr_opts *o, int chosen, int *user)
   return chosen;
 }
 
-static void
-make_id(char *buf, size_t len)
+static void make_id(char *buf, size_t len)
 {
   unsigned char r[8];
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0 || read(fd, r, sizeof(r)) != (ssize_t)sizeof(r)) {
-    unsigned long x = (unsigned long)getpid() * 2654435761UL ^ (unsigned long)(weftx_monotonic() * 1e9);
+    unsigned long x =
+      (unsigned long)getpid() * 2654435761UL ^ (unsigned long)(weftx_monotonic() * 1e9);
     memcpy(r, &x, sizeof(r) < sizeof(x) ? sizeof(r) : sizeof(x));
   }
   if (fd >= 0)
@@ -135,8 +128,7 @@ make_id(char *buf, size_t len)
 }
 
 /* A plan of one rank on each of the hosts \p idx, for the engine. */
-static int
-one_each(const check *c, const int *idx, int k, wr_plan *p)
+static int one_each(const check *c, const int *idx, int k, wr_plan *p)
 {
   memset(p, 0, sizeof(*p));
   p->hosts = calloc((size_t)k + 1, sizeof(*p->hosts));
@@ -160,14 +152,13 @@ one_each(const check *c, const int *idx, int k, wr_plan *p)
 }
 
 /* One check job of the hosts \p idx through the engine, in \p mode ("full" or "reach"). */
-static int
-make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
+static int make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
 {
   char hostfile[4096], why[600], name[32];
   wr_plan p;
   wr_net net = c->net;
   wt_agent_args ag;
-  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  wr_argv a = {NULL, 0, 0}, env = {NULL, 0, 0};
   wr_engine e = *c->e;
   int rc = -1;
 
@@ -179,8 +170,8 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   /* a job without the first host has another master */
   if (idx[0] != c->master || !c->net.addr[0]) {
     const wr_host *first = &c->inv->hosts[idx[0]];
-    if (weftx_master_addr(first->name, net.ifaddr[0] ? net.ifaddr : NULL, net.addr, sizeof(net.addr),
-                          why, sizeof(why)))
+    if (weftx_master_addr(first->name, net.ifaddr[0] ? net.ifaddr : NULL, net.addr,
+                          sizeof(net.addr), why, sizeof(why)))
       snprintf(net.addr, sizeof(net.addr), "%s", first->name);
     /* the port the job would use there: the user's, or one free here when here */
     if (c->user_port || !first->local || weftx_master_port(0, &net.port, why, sizeof(why)))
@@ -210,7 +201,7 @@ make_job(check *c, const int *idx, int k, const char *mode, wr_check_job *j)
   }
   if (c->o->verbose)
     wr_argv_print(stderr, "weftrun: checking:", &a);
-  j->argv = a.v;                /* the job's from here */
+  j->argv = a.v; /* the job's from here */
   j->env = env;
   j->nhosts = k;
   j->start_s = START_S + k / 50.0;
@@ -229,8 +220,7 @@ out:
 }
 
 /* wr_check_run()'s result as weftrun's: a pipe it could not make is a failure to launch */
-static int
-ran(int rc)
+static int ran(int rc)
 {
   if (rc < 0) {
     fprintf(stderr, "weftrun: cannot run the check: %s\n", strerror(errno));
@@ -247,8 +237,7 @@ typedef struct group {
 } group;
 
 /* The silent hosts of the job of \p idx, into \p out. */
-static int
-silent(const wr_check_job *j, const int *idx, int *out)
+static int silent(const wr_check_job *j, const int *idx, int *out)
 {
   int k = 0;
   for (int i = 0; i < j->nhosts; i++)
@@ -258,8 +247,7 @@ silent(const wr_check_job *j, const int *idx, int *out)
 }
 
 /* Split \p idx (k) into at most \p parts groups appended to \p g. */
-static int
-split(const int *idx, int k, int parts, group *g, int *ng)
+static int split(const int *idx, int k, int parts, group *g, int *ng)
 {
   if (parts > k)
     parts = k;
@@ -276,8 +264,7 @@ split(const int *idx, int k, int parts, group *g, int *ng)
 
 /* Reach jobs over the hosts \p idx until each is reached or found alone unreachable
  * (or the deadline). 0, or 128+N when stopped. */
-static int
-find_unreachable(check *c, const int *idx, int k)
+static int find_unreachable(check *c, const int *idx, int k)
 {
   int n = c->inv->nhosts, ng = 0, rc = 0;
   group *g = calloc((size_t)2 * n + 2, sizeof(*g)), *next = calloc((size_t)2 * n + 2, sizeof(*g));
@@ -313,8 +300,9 @@ find_unreachable(check *c, const int *idx, int k)
         } else if (says[0])
           set_why(c, quiet[0], "%s", says);
         else
-          set_why(c, quiet[0], "%s", j->status ? "the engine failed there" :
-                  "the engine ended without starting weft-rank there");
+          set_why(c, quiet[0], "%s",
+                  j->status ? "the engine failed there"
+                            : "the engine ended without starting weft-rank there");
       } else if (q > 0 && !rc && split(quiet, q, q > 1 ? 2 : 1, next, &nn)) {
         rc = WR_EXIT_ENGINE;
       }
@@ -341,8 +329,7 @@ out:
 
 /* The probed topologies and Google Cloud facts of the hosts that answered, into the
  * inventory, as the probe would have put them. */
-static int
-learn(check *c, const int *idx, const wr_check_job *j)
+static int learn(check *c, const int *idx, const wr_check_job *j)
 {
   int n = c->inv->nhosts, rc = 0;
   char **paths = calloc((size_t)n + 1, sizeof(*paths));
@@ -372,19 +359,19 @@ learn(check *c, const int *idx, const wr_check_job *j)
   return rc;
 }
 
-static int
-exit_of(wr_check_status s)
+static int exit_of(wr_check_status s)
 {
-  return s == WR_CHECK_FAIL ? WR_EXIT_CHECKFAIL : s == WR_CHECK_WARN ? WR_EXIT_CHECKWARN : WR_EXIT_OK;
+  return s == WR_CHECK_FAIL   ? WR_EXIT_CHECKFAIL
+         : s == WR_CHECK_WARN ? WR_EXIT_CHECKWARN
+                              : WR_EXIT_OK;
 }
 
 /* The plan, made as the real job's would be, its ranks per host into the input;
  * the plan itself is kept for --dry-run. */
-static void
-expect(check *c, wr_check_host *hosts, wr_plan **plan, char *why, size_t len)
+static void expect(check *c, wr_check_host *hosts, wr_plan **plan, char *why, size_t len)
 {
-  wr_plan_here here = { wr_gcp_reserved_cpus(c->inv->gcp), c->inv->preset_env,
-                        c->inv->npreset_env, environ };
+  wr_plan_here here = {wr_gcp_reserved_cpus(c->inv->gcp), c->inv->preset_env, c->inv->npreset_env,
+                       environ};
   *plan = NULL;
   if (wr_plan_make(c->o, c->inv, &here, plan, why, len)) {
     wr_plan_destroy(*plan);
@@ -401,8 +388,7 @@ expect(check *c, wr_check_host *hosts, wr_plan **plan, char *why, size_t len)
   }
 }
 
-static int
-report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
+static int report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
 {
   int n = c->inv->nhosts, rc;
   wr_check_host *hosts = calloc((size_t)n + 1, sizeof(*hosts));
@@ -436,9 +422,10 @@ report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
   }
   if (j && learn(c, idx, j) == 0)
     expect(c, hosts, &plan, plan_why, sizeof(plan_why));
-  wr_check_input in = { hosts, n, c->e->name, weft_version_string(), c->net.ifname,
-                          j && j->nhosts ? idx[0] : -1, c->port,
-                          plan_why[0] ? plan_why : net_why };
+  wr_check_input in = {hosts,         n,
+                       c->e->name,    weft_version_string(),
+                       c->net.ifname, j && j->nhosts ? idx[0] : -1,
+                       c->port,       plan_why[0] ? plan_why : net_why};
   if (wr_check_evaluate(&in, &res)) {
     fprintf(stderr, "weftrun: out of memory\n");
     wr_plan_destroy(plan);
@@ -446,9 +433,10 @@ report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
     return WR_EXIT_ENGINE;
   }
   rc = exit_of(res.worst);
-  wr_check_report r = { &in, &res, n <= WT_CHECK_ALL_PAIRS ? "every pair, both ways" :
-                        "ring neighbours, the master and 4 more per host",
-                        weftx_monotonic() - c->t0, rc };
+  wr_check_report r = {&in, &res,
+                       n <= WT_CHECK_ALL_PAIRS ? "every pair, both ways"
+                                               : "ring neighbours, the master and 4 more per host",
+                       weftx_monotonic() - c->t0, rc};
   if (c->o->dry_run && !c->o->json && plan)
     wr_report(plan, c->inv, &c->net, c->o, stdout);
   if (c->o->json)
@@ -466,8 +454,7 @@ report(check *c, const int *idx, const wr_check_job *j, const char *net_why)
 
 /* The full check of the hosts \p idx: 0 (the job in \p j), 128+N when stopped by
  * signal N, WR_EXIT_ENGINE when it cannot be made. */
-static int
-run_full(check *c, const int *idx, int k, wr_check_job *j)
+static int run_full(check *c, const int *idx, int k, wr_check_job *j)
 {
   if (make_job(c, idx, k, "full", j))
     return WR_EXIT_ENGINE;
@@ -478,13 +465,22 @@ run_full(check *c, const int *idx, int k, wr_check_job *j)
  * not to files, nothing merged into it, no stdin, no reports). The option words go to
  * mpirun as the user typed them (engine/mpirun.c): those are filtered by name, each
  * with as many arguments as weftrun's option table gives it. */
-static void
-job_options(check *c)
+static void job_options(check *c)
 {
-  static const char *const drop[] = {
-    "xml", "merge-stderr-to-stdout", "stdin", "report-pid", "report-uri", "tag-output",
-    "timestamp-output", "output-filename", "report-bindings", "display-map",
-    "display-allocation", "display-devel-map", "display-topo", NULL };
+  static const char *const drop[] = {"xml",
+                                     "merge-stderr-to-stdout",
+                                     "stdin",
+                                     "report-pid",
+                                     "report-uri",
+                                     "tag-output",
+                                     "timestamp-output",
+                                     "output-filename",
+                                     "report-bindings",
+                                     "display-map",
+                                     "display-allocation",
+                                     "display-devel-map",
+                                     "display-topo",
+                                     NULL};
   wr_opts *oc = &c->oc;
   const wr_app *a = &c->o->apps[0];
   int n = 0;
@@ -529,9 +525,8 @@ job_options(check *c)
   }
 }
 
-int
-wr_check_unreachable(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
-                     int stop_fd, double seconds, int *state, char **why)
+int wr_check_unreachable(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                         int stop_fd, double seconds, int *state, char **why)
 {
   check c;
   int n = inv->nhosts, rc = 0, k = 0;
@@ -582,14 +577,14 @@ wr_check_unreachable(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr
     rc = find_unreachable(&c, idx, k);
   }
   for (int h = 0; h < n; h++)
-    state[h] = state[h] == UNREACHABLE ? WR_HOST_UNREACHABLE : state[h] == NONAME ?
-               WR_HOST_NONAME : 0;
+    state[h] = state[h] == UNREACHABLE ? WR_HOST_UNREACHABLE
+               : state[h] == NONAME    ? WR_HOST_NONAME
+                                       : 0;
   free(idx);
   return rc;
 }
 
-int
-wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
+int wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir, int stop_fd)
 {
   check c;
   int n = inv->nhosts, rc, k = 0;
@@ -641,7 +636,8 @@ wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir
     free(p.ranks);
     if (rc) {
       rc = 0;
-      snprintf(net_why, sizeof(net_why), "weftrun found no network interface for the job (see "
+      snprintf(net_why, sizeof(net_why),
+               "weftrun found no network interface for the job (see "
                "above); every agent checks without one");
       memset(&c.net, 0, sizeof(c.net));
     }
@@ -665,7 +661,8 @@ wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir
         if (c.state[idx[i]] == REACHED)
           done_idx[r++] = idx[i];
         else if (c.state[idx[i]] == UNKNOWN && !c.why[idx[i]])
-          set_why(&c, idx[i], "%s", "no answer, and the check's deadline came before it was "
+          set_why(&c, idx[i], "%s",
+                  "no answer, and the check's deadline came before it was "
                   "tried alone");
       wr_check_job_free(&job);
       final = NULL;
@@ -694,9 +691,8 @@ out:
   return rc;
 }
 
-int
-wr_check_name_unreached(const wr_opts *o, const wr_engine *e, wr_inventory *inv,
-                        wr_jobdir *dir, int stop_fd, double seconds)
+int wr_check_name_unreached(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                            int stop_fd, double seconds)
 {
   int n = inv->nhosts, rc = WR_EXIT_ENGINE, found = 0, noname = 0;
   int *state = calloc((size_t)n + 1, sizeof(int));
@@ -709,14 +705,18 @@ wr_check_name_unreached(const wr_opts *o, const wr_engine *e, wr_inventory *inv,
   }
   for (int h = 0; found && h < n; h++) {
     if (state[h] == WR_HOST_NONAME)
-      fprintf(stderr, "weftrun: job failed: host %s is unknown: %s; no rank started; correct "
-              "its name in %s (exit %d)\n", inv->hosts[h].name, why[h] ? why[h] : "",
-              o->hostfile ? o->hostfile : "-H", WR_EXIT_NOHOST);
+      fprintf(stderr,
+              "weftrun: job failed: host %s is unknown: %s; no rank started; correct "
+              "its name in %s (exit %d)\n",
+              inv->hosts[h].name, why[h] ? why[h] : "", o->hostfile ? o->hostfile : "-H",
+              WR_EXIT_NOHOST);
     else if (state[h])
-      fprintf(stderr, "weftrun: job failed: host %s cannot be reached through %s (%s); no rank "
+      fprintf(stderr,
+              "weftrun: job failed: host %s cannot be reached through %s (%s); no rank "
               "started; check that it is up and that %s can start processes there, or leave it "
-              "out of the job (exit %d)\n", inv->hosts[h].name, e->name,
-              why[h] ? why[h] : "no answer", e->name, WR_EXIT_HOSTLOST);
+              "out of the job (exit %d)\n",
+              inv->hosts[h].name, e->name, why[h] ? why[h] : "no answer", e->name,
+              WR_EXIT_HOSTLOST);
   }
   for (int h = 0; why && h < n; h++)
     free(why[h]);

@@ -18,20 +18,18 @@
 
 #include "check.h"
 
-#define MAX_PAIR_PROBLEMS 20   /* failing pairs spelt out one by one; the rest summed up */
+#define MAX_PAIR_PROBLEMS 20 /* failing pairs spelt out one by one; the rest summed up */
 
 #define COL_NAME(name, word) word,
-static const char *const col_names[] = { WR_CHECK_COLUMNS(COL_NAME) NULL };
+static const char *const col_names[] = {WR_CHECK_COLUMNS(COL_NAME) NULL};
 #undef COL_NAME
 
-const char *
-wr_check_col_name(int col)
+const char *wr_check_col_name(int col)
 {
   return col >= 0 && col < WR_CHECK_NCOLS ? col_names[col] : "?";
 }
 
-const char *
-wr_check_status_name(wr_check_status s)
+const char *wr_check_status_name(wr_check_status s)
 {
   switch (s) {
   case WR_CHECK_OK: return "OK";
@@ -42,8 +40,7 @@ wr_check_status_name(wr_check_status s)
   return "-";
 }
 
-const char *
-wr_check_fact_get(const wr_check_host *h, const char *key)
+const char *wr_check_fact_get(const wr_check_host *h, const char *key)
 {
   for (int i = 0; i < h->nfacts; i++)
     if (!strcmp(h->facts[i].key, key))
@@ -51,8 +48,7 @@ wr_check_fact_get(const wr_check_host *h, const char *key)
   return NULL;
 }
 
-const wr_check_cell *
-wr_check_cell_at(const wr_check_result *r, int host, int col)
+const wr_check_cell *wr_check_cell_at(const wr_check_result *r, int host, int col)
 {
   return &r->cells[(size_t)host * WR_CHECK_NCOLS + (size_t)col];
 }
@@ -66,16 +62,14 @@ typedef struct eval {
   int nomem;
 } eval;
 
-static wr_check_cell *
-cell_of(eval *e, int host, int col)
+static wr_check_cell *cell_of(eval *e, int host, int col)
 {
   return &e->r->cells[(size_t)host * WR_CHECK_NCOLS + (size_t)col];
 }
 
 static void cell(eval *e, int host, int col, wr_check_status s, const char *fmt, ...)
   WEFT_PRINTF(5, 6);
-static void
-cell(eval *e, int host, int col, wr_check_status s, const char *fmt, ...)
+static void cell(eval *e, int host, int col, wr_check_status s, const char *fmt, ...)
 {
   wr_check_cell *c = cell_of(e, host, col);
   va_list ap;
@@ -86,8 +80,7 @@ cell(eval *e, int host, int col, wr_check_status s, const char *fmt, ...)
 }
 
 /* Raise a cell's status to at least \p s (its value stays). */
-static void
-worsen(eval *e, int host, int col, wr_check_status s)
+static void worsen(eval *e, int host, int col, wr_check_status s)
 {
   wr_check_cell *c = cell_of(e, host, col);
   if (c->status < s)
@@ -96,8 +89,7 @@ worsen(eval *e, int host, int col, wr_check_status s)
 
 static void problem(eval *e, wr_check_status s, int col, int host, const char *fmt, ...)
   WEFT_PRINTF(5, 6);
-static void
-problem(eval *e, wr_check_status s, int col, int host, const char *fmt, ...)
+static void problem(eval *e, wr_check_status s, int col, int host, const char *fmt, ...)
 {
   wr_check_result *r = e->r;
   va_list ap;
@@ -122,21 +114,12 @@ problem(eval *e, wr_check_status s, int col, int host, const char *fmt, ...)
     worsen(e, host, col, s);
 }
 
-static const wr_check_host *
-H(const eval *e, int h)
-{
-  return &e->in->hosts[h];
-}
+static const wr_check_host *H(const eval *e, int h) { return &e->in->hosts[h]; }
 
-static int
-usable(const eval *e, int h)
-{
-  return H(e, h)->answered;
-}
+static int usable(const eval *e, int h) { return H(e, h)->answered; }
 
 /* "1.5G", "512M" */
-static void
-bytes(char *buf, size_t len, double b)
+static void bytes(char *buf, size_t len, double b)
 {
   static const char units[] = "KMGTP";
   const char *u = NULL;
@@ -151,8 +134,7 @@ bytes(char *buf, size_t len, double b)
 }
 
 /* The first word of \p s into \p w; the rest after spaces is returned. */
-static const char *
-word(const char *s, char *w, size_t len)
+static const char *word(const char *s, char *w, size_t len)
 {
   size_t n = strcspn(s, " ");
   snprintf(w, len, "%.*s", (int)(n < len ? n : len - 1), s);
@@ -163,13 +145,15 @@ word(const char *s, char *w, size_t len)
 }
 
 /* "vnode2", "vnode2 and vnode5", "vnode2, vnode5 and 3 more" */
-static void
-names(const eval *e, const int *idx, int k, char *buf, size_t len)
+static void names(const eval *e, const int *idx, int k, char *buf, size_t len)
 {
   size_t off = 0;
   buf[0] = '\0';
   for (int i = 0; i < k && i < 3 && off < len; i++)
-    off += (size_t)snprintf(buf + off, len - off, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ",
+    off += (size_t)snprintf(buf + off, len - off, "%s%s",
+                            i == 0       ? ""
+                            : i == k - 1 ? " and "
+                                         : ", ",
                             H(e, idx[i])->name);
   if (k > 3 && off < len)
     snprintf(buf + off, len - off, " and %d more", k - 3);
@@ -178,14 +162,13 @@ names(const eval *e, const int *idx, int k, char *buf, size_t len)
 /* ---- The most common value, and who differs ------------------------------ */
 
 typedef struct tally {
-  const char **value;          /* per host: its value, NULL when it has none */
-  const char *common;          /* the most common value */
-  int ncommon, nwith;          /* hosts with it, hosts with any value */
-  int tie;                     /* another value is as common */
+  const char **value; /* per host: its value, NULL when it has none */
+  const char *common; /* the most common value */
+  int ncommon, nwith; /* hosts with it, hosts with any value */
+  int tie;            /* another value is as common */
 } tally;
 
-static int
-tally_make(eval *e, tally *t, const char *(*get)(const eval *, int, void *), void *arg)
+static int tally_make(eval *e, tally *t, const char *(*get)(const eval *, int, void *), void *arg)
 {
   int n = e->in->nhosts, best = 0;
   memset(t, 0, sizeof(*t));
@@ -223,9 +206,9 @@ tally_make(eval *e, tally *t, const char *(*get)(const eval *, int, void *), voi
 
 /* Each value other than the common one, with the hosts that have it: \p fn is
  * called once per such value with those hosts' indexes. */
-static void
-tally_odd(eval *e, const tally *t, void (*fn)(eval *, const tally *, const char *, const int *, int,
-                                               void *), void *arg)
+static void tally_odd(eval *e, const tally *t,
+                      void (*fn)(eval *, const tally *, const char *, const int *, int, void *),
+                      void *arg)
 {
   int n = e->in->nhosts;
   int *idx = malloc(((size_t)n + 1) * sizeof(*idx));
@@ -251,15 +234,13 @@ tally_odd(eval *e, const tally *t, void (*fn)(eval *, const tally *, const char 
   free(idx);
 }
 
-static const char *
-get_fact(const eval *e, int h, void *key)
+static const char *get_fact(const eval *e, int h, void *key)
 {
   return wr_check_fact_get(H(e, h), key);
 }
 
 /* "the other 3 hosts have 2.28.9", or, with no majority, "2.28.9 on vnode0 and vnode1" */
-static void
-others(const eval *e, const tally *t, char *buf, size_t len)
+static void others(const eval *e, const tally *t, char *buf, size_t len)
 {
   if (!t->tie) {
     if (t->ncommon == 1)
@@ -284,8 +265,7 @@ others(const eval *e, const tally *t, char *buf, size_t len)
 
 /* ---- REACH -------------------------------------------------------------- */
 
-static void
-check_reach(eval *e)
+static void check_reach(eval *e)
 {
   const char *eng = e->in->engine ? e->in->engine : "the engine";
   for (int h = 0; h < e->in->nhosts; h++) {
@@ -295,20 +275,20 @@ check_reach(eval *e)
       cell(e, h, WR_CHECK_REACH, WR_CHECK_FAIL, "no answer");
       problem(e, WR_CHECK_FAIL, WR_CHECK_REACH, h,
               "%s: not reached through %s%s%s%s; check that it is up and that %s can start "
-              "processes there, or leave it out of the job", w->name, eng, why ? " (" : "",
-              why ? why : "", why ? ")" : "", eng);
+              "processes there, or leave it out of the job",
+              w->name, eng, why ? " (" : "", why ? why : "", why ? ")" : "", eng);
     } else if (!w->complete) {
       cell(e, h, WR_CHECK_REACH, WR_CHECK_FAIL, "ended early");
       problem(e, WR_CHECK_FAIL, WR_CHECK_REACH, h,
               "%s: weft-rank --check ended there before it had reported everything%s%s%s; run "
-              "'weftrun -v --check -H %s' to see its messages", w->name, why ? " (" : "",
-              why ? why : "", why ? ")" : "", w->name);
+              "'weftrun -v --check -H %s' to see its messages",
+              w->name, why ? " (" : "", why ? why : "", why ? ")" : "", w->name);
     } else if (w->start_s > WR_CHECK_START_WARN_S) {
       cell(e, h, WR_CHECK_REACH, WR_CHECK_WARN, "%.1f s", w->start_s);
       problem(e, WR_CHECK_WARN, WR_CHECK_REACH, h,
               "%s: %s took %.1f s to start a process there (more than %.0f s); a slow ssh "
-              "login (DNS, a login script) delays every job", w->name, eng, w->start_s,
-              WR_CHECK_START_WARN_S);
+              "login (DNS, a login script) delays every job",
+              w->name, eng, w->start_s, WR_CHECK_START_WARN_S);
     } else {
       cell(e, h, WR_CHECK_REACH, WR_CHECK_OK, "%.2f s", w->start_s);
     }
@@ -316,8 +296,7 @@ check_reach(eval *e)
 }
 
 /* Checks that ran out of time on a host (timeout COLUMN SECONDS). */
-static void
-check_timeouts(eval *e)
+static void check_timeouts(eval *e)
 {
   for (int h = 0; h < e->in->nhosts; h++) {
     const wr_check_host *w = H(e, h);
@@ -329,15 +308,16 @@ check_timeouts(eval *e)
       for (int c = 0; c < WR_CHECK_NCOLS; c++)
         if (!strcmp(colw, col_names[c])) {
           cell(e, h, c, WR_CHECK_FAIL, "no answer");
-          problem(e, WR_CHECK_FAIL, c, h, "%s: the %s check did not finish within %s s there "
-                  "(a hung driver, file system or metadata server?)", w->name, colw, secs);
+          problem(e, WR_CHECK_FAIL, c, h,
+                  "%s: the %s check did not finish within %s s there "
+                  "(a hung driver, file system or metadata server?)",
+                  w->name, colw, secs);
         }
     }
   }
 }
 
-static int
-timed_out(const eval *e, int h, int col)
+static int timed_out(const eval *e, int h, int col)
 {
   const wr_check_host *w = H(e, h);
   size_t n = strlen(col_names[col]);
@@ -355,21 +335,26 @@ typedef struct component {
 } component;
 
 static const component components[] = {
-  { WT_CK_VER_WEFT, "weft" },          { WT_CK_VER_OMPI, "Open MPI" },
-  { WT_CK_VER_HWLOC, "hwloc" },        { WT_CK_VER_NCCL, "NCCL" },
-  { WT_CK_VER_CUDART, "CUDA runtime" }, { WT_CK_VER_CUDA, "CUDA driver library" },
-  { WT_CK_VER_DRIVER, "NVIDIA driver" }, { NULL, NULL },
+  {WT_CK_VER_WEFT, "weft"},
+  {WT_CK_VER_OMPI, "Open MPI"},
+  {WT_CK_VER_HWLOC, "hwloc"},
+  {WT_CK_VER_NCCL, "NCCL"},
+  {WT_CK_VER_CUDART, "CUDA runtime"},
+  {WT_CK_VER_CUDA, "CUDA driver library"},
+  {WT_CK_VER_DRIVER, "NVIDIA driver"},
+  {NULL, NULL},
 };
 
-static void
-odd_version(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
+static void odd_version(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
 {
   const component *c = arg;
   char who[200], rest[300];
   names(e, idx, k, who, sizeof(who));
   others(e, t, rest, sizeof(rest));
-  problem(e, WR_CHECK_FAIL, WR_CHECK_VERSIONS, idx[0], "%s: %s %s, %s; install the same %s "
-          "on every host", who, c->label, v, rest, c->label);
+  problem(e, WR_CHECK_FAIL, WR_CHECK_VERSIONS, idx[0],
+          "%s: %s %s, %s; install the same %s "
+          "on every host",
+          who, c->label, v, rest, c->label);
   /* the cell names the first component that differs (its value was weft's until then) */
   for (int i = 0; i < k; i++) {
     wr_check_cell *cl = cell_of(e, idx[i], WR_CHECK_VERSIONS);
@@ -378,8 +363,7 @@ odd_version(eval *e, const tally *t, const char *v, const int *idx, int k, void 
   }
 }
 
-static void
-check_versions(eval *e)
+static void check_versions(eval *e)
 {
   const char *mine = e->in->version;
   for (int h = 0; h < e->in->nhosts; h++) {
@@ -406,9 +390,10 @@ check_versions(eval *e)
         if (t.value[h])
           idx[k++] = h;
       names(e, idx, k, who, sizeof(who));
-      problem(e, WR_CHECK_FAIL, WR_CHECK_VERSIONS, idx[0], "%s: weft %s, but weftrun here is "
-              "weft %s; install the same weft where weftrun runs and on every host", who,
-              t.common, mine);
+      problem(e, WR_CHECK_FAIL, WR_CHECK_VERSIONS, idx[0],
+              "%s: weft %s, but weftrun here is "
+              "weft %s; install the same weft where weftrun runs and on every host",
+              who, t.common, mine);
       for (int i = 0; i < k; i++)
         cell(e, idx[i], WR_CHECK_VERSIONS, WR_CHECK_FAIL, "weft %s", t.common);
       free(idx);
@@ -424,29 +409,28 @@ typedef struct archs {
   char (*v)[48];
 } archs;
 
-static const char *
-get_arch(const eval *e, int h, void *arg)
+static const char *get_arch(const eval *e, int h, void *arg)
 {
   const archs *a = arg;
   return a->v[h][0] ? a->v[h] : NULL;
 }
 
-static void
-odd_arch(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
+static void odd_arch(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
 {
   char who[200], rest[300];
   (void)arg;
   names(e, idx, k, who, sizeof(who));
   others(e, t, rest, sizeof(rest));
-  problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, idx[0], "%s: the program is %s there, %s; "
-          "install a build for every host's architecture", who, v, rest);
+  problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, idx[0],
+          "%s: the program is %s there, %s; "
+          "install a build for every host's architecture",
+          who, v, rest);
 }
 
-static void
-check_program(eval *e)
+static void check_program(eval *e)
 {
   int n = e->in->nhosts;
-  archs a = { calloc((size_t)n + 1, sizeof(*a.v)) };
+  archs a = {calloc((size_t)n + 1, sizeof(*a.v))};
   if (!a.v) {
     e->nomem = 1;
     return;
@@ -469,22 +453,29 @@ check_program(eval *e)
       cell(e, h, WR_CHECK_PROGRAM, WR_CHECK_OK, "script (%s)", b ? b + 1 : f1);
     } else if (!strcmp(what, "missing")) {
       cell(e, h, WR_CHECK_PROGRAM, WR_CHECK_FAIL, "missing");
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h, "%s: %s is not there (not found %s); "
-              "install it there or give a path every host has", w->name, f1,
-              strchr(f1, '/') ? "at that path" : "on PATH");
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h,
+              "%s: %s is not there (not found %s); "
+              "install it there or give a path every host has",
+              w->name, f1, strchr(f1, '/') ? "at that path" : "on PATH");
     } else if (!strcmp(what, "noexec")) {
       cell(e, h, WR_CHECK_PROGRAM, WR_CHECK_FAIL, "not executable");
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h, "%s: %s is there but not executable "
-              "(chmod +x, or a noexec mount)", w->name, f1);
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h,
+              "%s: %s is there but not executable "
+              "(chmod +x, or a noexec mount)",
+              w->name, f1);
     } else if (!strcmp(what, "nointerp")) {
       word(rest, f2, sizeof(f2));
       cell(e, h, WR_CHECK_PROGRAM, WR_CHECK_FAIL, "no interpreter");
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h, "%s: %s starts with #!%s, which is not "
-              "there; install it", w->name, f2, f1);
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h,
+              "%s: %s starts with #!%s, which is not "
+              "there; install it",
+              w->name, f2, f1);
     } else if (!strcmp(what, "noscript")) {
       cell(e, h, WR_CHECK_PROGRAM, WR_CHECK_FAIL, "script missing");
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h, "%s: the script %s is not there; copy "
-              "it to every host (or to a shared file system)", w->name, f1);
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h,
+              "%s: the script %s is not there; copy "
+              "it to every host (or to a shared file system)",
+              w->name, f1);
     }
   }
   tally t;
@@ -498,8 +489,7 @@ check_program(eval *e)
 
 /* ---- GPUS --------------------------------------------------------------- */
 
-static int
-as_int(const char *s, long *v)
+static int as_int(const char *s, long *v)
 {
   char *end;
   if (!s)
@@ -509,8 +499,7 @@ as_int(const char *s, long *v)
 }
 
 /* GPUs of a host: NVML's count when NVML answered, else the PCI bus's; -1 unknown */
-static long
-gpus_of(const eval *e, int h)
+static long gpus_of(const eval *e, int h)
 {
   long v;
   if (as_int(wr_check_fact_get(H(e, h), WT_CK_GPU_NVML), &v) ||
@@ -523,37 +512,37 @@ typedef struct counts {
   char (*v)[24];
 } counts;
 
-static const char *
-get_count(const eval *e, int h, void *arg)
+static const char *get_count(const eval *e, int h, void *arg)
 {
   const counts *c = arg;
   return c->v[h][0] ? c->v[h] : NULL;
 }
 
-static void
-odd_count(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
+static void odd_count(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
 {
   char who[200], rest[300];
   (void)arg;
   names(e, idx, k, who, sizeof(who));
   others(e, t, rest, sizeof(rest));
-  problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, idx[0], "%s: %s GPUs, %s; a GPU may be missing "
-          "(nvidia-smi), or the hosts are of different kinds", who, v, rest);
+  problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, idx[0],
+          "%s: %s GPUs, %s; a GPU may be missing "
+          "(nvidia-smi), or the hosts are of different kinds",
+          who, v, rest);
 }
 
-static void
-odd_model(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
+static void odd_model(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
 {
   char who[200], rest[300];
   (void)arg;
   names(e, idx, k, who, sizeof(who));
   others(e, t, rest, sizeof(rest));
-  problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, idx[0], "%s: GPUs %s, %s; the slowest GPU sets "
-          "the pace of the whole job", who, v, rest);
+  problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, idx[0],
+          "%s: GPUs %s, %s; the slowest GPU sets "
+          "the pace of the whole job",
+          who, v, rest);
 }
 
-static void
-gpu_host(eval *e, int h)
+static void gpu_host(eval *e, int h)
 {
   const wr_check_host *w = H(e, h);
   const char *nvml = wr_check_fact_get(w, WT_CK_GPU_NVML);
@@ -571,11 +560,15 @@ gpu_host(eval *e, int h)
   else
     cell(e, h, WR_CHECK_GPUS, WR_CHECK_OK, "%ld%s", n, have_nvml ? "" : " (no NVML)");
   if (w->planned_gpus > n)
-    problem(e, WR_CHECK_FAIL, WR_CHECK_GPUS, h, "%s: the plan puts %d ranks there, each on a "
-            "GPU of its own, and it has %ld GPUs; lower -np or -N, give the host's slots (-H %s:%ld), "
-            "or fix the host", w->name, w->planned_gpus, n, w->name, n);
+    problem(
+      e, WR_CHECK_FAIL, WR_CHECK_GPUS, h,
+      "%s: the plan puts %d ranks there, each on a "
+      "GPU of its own, and it has %ld GPUs; lower -np or -N, give the host's slots (-H %s:%ld), "
+      "or fix the host",
+      w->name, w->planned_gpus, n, w->name, n);
   if (have_nvml && pci >= 0 && nv != pci)
-    problem(e, WR_CHECK_FAIL, WR_CHECK_GPUS, h, "%s: NVML sees %ld GPUs, the PCI bus %ld: a "
+    problem(e, WR_CHECK_FAIL, WR_CHECK_GPUS, h,
+            "%s: NVML sees %ld GPUs, the PCI bus %ld: a "
             "GPU has fallen off the bus or lost its driver; look at nvidia-smi and dmesg (Xid)",
             w->name, nv, pci);
   int persist_off = 0;
@@ -584,16 +577,21 @@ gpu_host(eval *e, int h)
     char idx[16], a[64];
     const char *rest = word(v, idx, sizeof(idx));
     if (!strcmp(k, WT_CK_GPU_ECC)) {
-      problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h, "%s: GPU %s has had %s uncorrected ECC "
+      problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h,
+              "%s: GPU %s has had %s uncorrected ECC "
               "errors since the driver loaded; drain it and look at 'nvidia-smi -q -d ECC'",
               w->name, idx, rest);
     } else if (!strcmp(k, WT_CK_GPU_RETIRED)) {
-      problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h, "%s: GPU %s has retired memory pages "
-              "waiting for a reset; reset the GPU (nvidia-smi -r) or reboot the host", w->name, idx);
+      problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h,
+              "%s: GPU %s has retired memory pages "
+              "waiting for a reset; reset the GPU (nvidia-smi -r) or reboot the host",
+              w->name, idx);
     } else if (!strcmp(k, WT_CK_GPU_BUSY)) {
       rest = word(rest, a, sizeof(a));
-      problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h, "%s: GPU %s is in use by pid %s (%s); "
-              "is another job still running there?", w->name, idx, a, *rest ? rest : "?");
+      problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h,
+              "%s: GPU %s is in use by pid %s (%s); "
+              "is another job still running there?",
+              w->name, idx, a, *rest ? rest : "?");
     } else if (!strcmp(k, WT_CK_GPU_PERSIST)) {
       long p;
       if (as_int(v, &p) && p > 0)
@@ -601,16 +599,17 @@ gpu_host(eval *e, int h)
     }
   }
   if (persist_off)
-    problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h, "%s: persistence mode is off on %d GPU%s, so "
+    problem(e, WR_CHECK_WARN, WR_CHECK_GPUS, h,
+            "%s: persistence mode is off on %d GPU%s, so "
             "every job start waits for the driver to initialise them; 'nvidia-smi -pm 1' (or "
-            "nvidia-persistenced)", w->name, persist_off, persist_off == 1 ? "" : "s");
+            "nvidia-persistenced)",
+            w->name, persist_off, persist_off == 1 ? "" : "s");
 }
 
-static void
-check_gpus(eval *e)
+static void check_gpus(eval *e)
 {
   int n = e->in->nhosts;
-  counts c = { calloc((size_t)n + 1, sizeof(*c.v)) };
+  counts c = {calloc((size_t)n + 1, sizeof(*c.v))};
   if (!c.v) {
     e->nomem = 1;
     return;
@@ -639,38 +638,37 @@ check_gpus(eval *e)
 
 /* ---- NET ------------------------------------------------------------------ */
 
-static void
-odd_mtu(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
+static void odd_mtu(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
 {
   const char *ifname = arg;
   char who[200], rest[300];
   names(e, idx, k, who, sizeof(who));
   others(e, t, rest, sizeof(rest));
-  problem(e, WR_CHECK_WARN, WR_CHECK_NET, idx[0], "%s: %s has MTU %s, %s; give it the same "
+  problem(e, WR_CHECK_WARN, WR_CHECK_NET, idx[0],
+          "%s: %s has MTU %s, %s; give it the same "
           "MTU on every host ('ip link set %s mtu %s'): mismatched MTUs drop large packets",
           who, ifname, v, rest, ifname, t->common);
 }
 
-static void
-odd_type(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
+static void odd_type(eval *e, const tally *t, const char *v, const int *idx, int k, void *arg)
 {
   char who[200], rest[300];
   (void)arg;
   names(e, idx, k, who, sizeof(who));
   others(e, t, rest, sizeof(rest));
-  problem(e, WR_CHECK_WARN, WR_CHECK_NET, idx[0], "%s: machine type %s, %s; NCCL's settings "
-          "(--nccl-preset) are one family's", who, v, rest);
+  problem(e, WR_CHECK_WARN, WR_CHECK_NET, idx[0],
+          "%s: machine type %s, %s; NCCL's settings "
+          "(--nccl-preset) are one family's",
+          who, v, rest);
 }
 
-static const char *
-get_type(const eval *e, int h, void *arg)
+static const char *get_type(const eval *e, int h, void *arg)
 {
-  char (*types)[64] = arg;
+  char(*types)[64] = arg;
   return types[h][0] ? types[h] : NULL;
 }
 
-static void
-check_net(eval *e)
+static void check_net(eval *e)
 {
   const wr_check_input *in = e->in;
   const char *ifname = in->ifname && *in->ifname ? in->ifname : NULL;
@@ -686,21 +684,24 @@ check_net(eval *e)
       continue;
     if (ifname && nif && !strncmp(nif, "missing ", 8)) {
       cell(e, h, WR_CHECK_NET, WR_CHECK_FAIL, "no %s", ifname);
-      problem(e, WR_CHECK_FAIL, WR_CHECK_NET, h, "%s: has no interface %s, which the job "
+      problem(e, WR_CHECK_FAIL, WR_CHECK_NET, h,
+              "%s: has no interface %s, which the job "
               "uses (chosen on this host for Open MPI and NCCL); give the hosts' interfaces one "
-              "name, or set NCCL_SOCKET_IFNAME and --mca btl_tcp_if_include to a subnet", w->name,
-              ifname);
+              "name, or set NCCL_SOCKET_IFNAME and --mca btl_tcp_if_include to a subnet",
+              w->name, ifname);
       continue;
     }
     if (ifname && nif)
-      cell(e, h, WR_CHECK_NET, WR_CHECK_OK, "%s%s%s%s", ifname, mtu ? " mtu " : "",
-           mtu ? mtu : "", gce && gv ? (!strcmp(gv, "yes") ? " gVNIC" : " not gVNIC") : "");
+      cell(e, h, WR_CHECK_NET, WR_CHECK_OK, "%s%s%s%s", ifname, mtu ? " mtu " : "", mtu ? mtu : "",
+           gce && gv ? (!strcmp(gv, "yes") ? " gVNIC" : " not gVNIC") : "");
     else if (mtu)
       cell(e, h, WR_CHECK_NET, WR_CHECK_OK, "mtu %s", mtu);
     if (ifname && route && *route && strcmp(route, ifname))
-      problem(e, WR_CHECK_WARN, WR_CHECK_NET, h, "%s: reaches the master through %s, not %s: "
+      problem(e, WR_CHECK_WARN, WR_CHECK_NET, h,
+              "%s: reaches the master through %s, not %s: "
               "its traffic to the master leaves by another interface than the job's; check "
-              "its routes ('ip route get MASTER_ADDR')", w->name, route, ifname);
+              "its routes ('ip route get MASTER_ADDR')",
+              w->name, route, ifname);
     for (int i = 0; i < w->nfacts; i++)
       if (!strcmp(w->facts[i].key, WT_CK_GCE_WARN))
         problem(e, WR_CHECK_WARN, WR_CHECK_NET, h, "%s: %s", w->name, w->facts[i].value);
@@ -713,12 +714,15 @@ check_net(eval *e)
         rest = word(rest, pid, sizeof(pid));
         cell(e, h, WR_CHECK_NET, WR_CHECK_FAIL, "port %s taken", p);
         if (pid[0] && strcmp(pid, "?"))
-          problem(e, WR_CHECK_FAIL, WR_CHECK_NET, h, "%s: MASTER_PORT %s is taken there, by "
-                  "pid %s (%s); set another (-x MASTER_PORT=N) or end that process", w->name, p,
-                  pid, *rest ? rest : "?");
+          problem(e, WR_CHECK_FAIL, WR_CHECK_NET, h,
+                  "%s: MASTER_PORT %s is taken there, by "
+                  "pid %s (%s); set another (-x MASTER_PORT=N) or end that process",
+                  w->name, p, pid, *rest ? rest : "?");
         else
-          problem(e, WR_CHECK_FAIL, WR_CHECK_NET, h, "%s: MASTER_PORT %s is taken there (by a "
-                  "process this user cannot see); set another with -x MASTER_PORT=N", w->name, p);
+          problem(e, WR_CHECK_FAIL, WR_CHECK_NET, h,
+                  "%s: MASTER_PORT %s is taken there (by a "
+                  "process this user cannot see); set another with -x MASTER_PORT=N",
+                  w->name, p);
       }
     }
   }
@@ -730,7 +734,7 @@ check_net(eval *e)
       free(t.value);
     }
   }
-  char (*types)[64] = calloc((size_t)n + 1, sizeof(*types));
+  char(*types)[64] = calloc((size_t)n + 1, sizeof(*types));
   if (!types) {
     e->nomem = 1;
     return;
@@ -756,8 +760,7 @@ typedef struct pairfail {
   const char *why;
 } pairfail;
 
-static void
-check_pairs(eval *e)
+static void check_pairs(eval *e)
 {
   const wr_check_input *in = e->in;
   int n = in->nhosts, nf = 0, cap = 0;
@@ -776,10 +779,11 @@ check_pairs(eval *e)
     const char *m = wr_check_fact_get(w, WT_CK_MASTER);
     if (m && !strncmp(m, "fail", 4) && in->master >= 0 && in->master < n) {
       cell(e, h, WR_CHECK_PAIRS, WR_CHECK_FAIL, "no master");
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, h, "%s: cannot reach the master %s on port "
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, h,
+              "%s: cannot reach the master %s on port "
               "%d (%s): every rank must reach MASTER_ADDR:MASTER_PORT; check the firewall and "
-              "routes between them", w->name, H(e, in->master)->name, in->master_port,
-              m[4] == ' ' ? m + 5 : "no answer");
+              "routes between them",
+              w->name, H(e, in->master)->name, in->master_port, m[4] == ' ' ? m + 5 : "no answer");
     }
     for (int i = 0; i < w->nfacts; i++) {
       char j[16], st[8];
@@ -816,8 +820,7 @@ check_pairs(eval *e)
     if (!usable(e, h) || cell_of(e, h, WR_CHECK_PAIRS)->status == WR_CHECK_FAIL)
       continue;
     if (tried[h] || failed[h])
-      cell(e, h, WR_CHECK_PAIRS, failed[h] ? WR_CHECK_FAIL : WR_CHECK_OK, "%d/%d", ok[h],
-           tried[h]);
+      cell(e, h, WR_CHECK_PAIRS, failed[h] ? WR_CHECK_FAIL : WR_CHECK_OK, "%d/%d", ok[h], tried[h]);
   }
   /* a host every one of whose tests failed, both ways, with two or more hosts: one
    * line for it instead of one per pair */
@@ -833,9 +836,10 @@ check_pairs(eval *e)
         if (f[i].from == h || f[i].to == h)
           why = f[i].why;
       cut[h] = 1;
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, h, "%s: no TCP connection to or from any host "
-              "it was tested with on %s (%s): its link is down or a firewall closes it", H(e, h)->name,
-              ifname, why ? why : "?");
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, h,
+              "%s: no TCP connection to or from any host "
+              "it was tested with on %s (%s): its link is down or a firewall closes it",
+              H(e, h)->name, ifname, why ? why : "?");
     }
   int shown = 0, more = 0;
   for (int i = 0; i < nf; i++) {
@@ -857,18 +861,22 @@ check_pairs(eval *e)
     }
     shown++;
     if (back)
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, a, "%s <-> %s: no TCP connection on %s either "
-              "way (%s; %s): a firewall or a route between them", H(e, a)->name, H(e, b)->name,
-              ifname, f[i].why, back);
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, a,
+              "%s <-> %s: no TCP connection on %s either "
+              "way (%s; %s): a firewall or a route between them",
+              H(e, a)->name, H(e, b)->name, ifname, f[i].why, back);
     else
-      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, a, "%s -> %s: no TCP connection on %s (%s; the "
-              "other way works): a firewall on %s or a route between them", H(e, a)->name,
-              H(e, b)->name, ifname, f[i].why, H(e, b)->name);
+      problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, a,
+              "%s -> %s: no TCP connection on %s (%s; the "
+              "other way works): a firewall on %s or a route between them",
+              H(e, a)->name, H(e, b)->name, ifname, f[i].why, H(e, b)->name);
     worsen(e, b, WR_CHECK_PAIRS, WR_CHECK_FAIL);
   }
   if (more)
-    problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, -1, "%d more pairs of hosts have no TCP "
-            "connection on %s (--json lists every test)", more, ifname);
+    problem(e, WR_CHECK_FAIL, WR_CHECK_PAIRS, -1,
+            "%d more pairs of hosts have no TCP "
+            "connection on %s (--json lists every test)",
+            more, ifname);
   free(cut);
 out:
   free(f);
@@ -880,8 +888,7 @@ out:
 
 /* ---- CLOCK ------------------------------------------------------------- */
 
-static void
-check_clock(eval *e)
+static void check_clock(eval *e)
 {
   const wr_check_input *in = e->in;
   for (int h = 0; h < in->nhosts; h++) {
@@ -896,9 +903,11 @@ check_clock(eval *e)
     }
     if (fabs(off) > WR_CHECK_CLOCK_WARN_S) {
       cell(e, h, WR_CHECK_CLOCK, WR_CHECK_WARN, "%+.1f s", off);
-      problem(e, WR_CHECK_WARN, WR_CHECK_CLOCK, h, "%s: its clock is %.1f s %s the master's "
+      problem(e, WR_CHECK_WARN, WR_CHECK_CLOCK, h,
+              "%s: its clock is %.1f s %s the master's "
               "(%s); logs and timeouts across hosts will disagree: run NTP (chrony) on every "
-              "host", w->name, fabs(off), off > 0 ? "ahead of" : "behind",
+              "host",
+              w->name, fabs(off), off > 0 ? "ahead of" : "behind",
               in->master >= 0 ? H(e, in->master)->name : "?");
     } else {
       cell(e, h, WR_CHECK_CLOCK, WR_CHECK_OK, fabs(off) < 1 ? "%+.2f ms" : "%+.3f s",
@@ -909,8 +918,7 @@ check_clock(eval *e)
 
 /* ---- MEMORY ------------------------------------------------------------ */
 
-static void
-check_memory(eval *e)
+static void check_memory(eval *e)
 {
   for (int h = 0; h < e->in->nhosts; h++) {
     const wr_check_host *w = H(e, h);
@@ -929,26 +937,32 @@ check_memory(eval *e)
     cell(e, h, WR_CHECK_MEMORY, WR_CHECK_OK, "%s free", b1);
     if (t > 0 && a * 100 < t * WR_CHECK_MEM_AVAIL_PCT) {
       bytes(b2, sizeof(b2), t);
-      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h, "%s: only %s of %s memory is available; "
-              "is another job still running there?", w->name, b1, b2);
+      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h,
+              "%s: only %s of %s memory is available; "
+              "is another job still running there?",
+              w->name, b1, b2);
     }
     if (shm && !strcmp(shm, "absent")) {
-      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h, "%s: no /dev/shm; NCCL and Open MPI's "
-              "shared-memory transports need it (mount a tmpfs there)", w->name);
+      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h,
+              "%s: no /dev/shm; NCCL and Open MPI's "
+              "shared-memory transports need it (mount a tmpfs there)",
+              w->name);
     } else if (shm && (s = strtod(shm, NULL)) < (double)WR_CHECK_SHM_MIN && gpus > 0) {
       bytes(b2, sizeof(b2), s);
-      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h, "%s: /dev/shm is only %s; NCCL needs more "
-              "between the GPUs of a host (remount it larger, or docker --shm-size=16g)", w->name,
-              b2);
+      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h,
+              "%s: /dev/shm is only %s; NCCL needs more "
+              "between the GPUs of a host (remount it larger, or docker --shm-size=16g)",
+              w->name, b2);
     }
     long rdma = 0;
     as_int(wr_check_fact_get(w, WT_CK_NET_RDMA), &rdma);
     if (lock && strcmp(lock, "unlimited") && rdma > 0) {
       bytes(b2, sizeof(b2), strtod(lock, NULL));
-      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h, "%s: ulimit -l is %s and it has %ld RDMA "
+      problem(e, WR_CHECK_WARN, WR_CHECK_MEMORY, h,
+              "%s: ulimit -l is %s and it has %ld RDMA "
               "device%s; NCCL and MPI over RDMA need it unlimited: 'memlock unlimited' in "
-              "/etc/security/limits.conf (LimitMEMLOCK=infinity for a service)", w->name, b2, rdma,
-              rdma == 1 ? "" : "s");
+              "/etc/security/limits.conf (LimitMEMLOCK=infinity for a service)",
+              w->name, b2, rdma, rdma == 1 ? "" : "s");
     }
   }
 }
@@ -956,8 +970,7 @@ check_memory(eval *e)
 /* ---- Order ---------------------------------------------------------------- */
 
 /* FAILs first, then by host (the job's own last), then by column. */
-static int
-before(const wr_check_problem *p, const wr_check_problem *q)
+static int before(const wr_check_problem *p, const wr_check_problem *q)
 {
   long ph = p->host < 0 ? 1L << 30 : p->host, qh = q->host < 0 ? 1L << 30 : q->host;
   if (p->status != q->status)
@@ -968,8 +981,7 @@ before(const wr_check_problem *p, const wr_check_problem *q)
 }
 
 /* A stable merge sort: problems of one host and column keep the order they were found in. */
-static int
-sort_problems(wr_check_problem *v, int n)
+static int sort_problems(wr_check_problem *v, int n)
 {
   wr_check_problem *tmp = malloc(((size_t)n + 1) * sizeof(*tmp));
   if (!tmp)
@@ -991,10 +1003,9 @@ sort_problems(wr_check_problem *v, int n)
   return 0;
 }
 
-int
-wr_check_evaluate(const wr_check_input *in, wr_check_result *out)
+int wr_check_evaluate(const wr_check_input *in, wr_check_result *out)
 {
-  eval e = { in, out, 0, 0 };
+  eval e = {in, out, 0, 0};
   memset(out, 0, sizeof(*out));
   out->nhosts = in->nhosts;
   if (!(out->cells = calloc((size_t)in->nhosts * WR_CHECK_NCOLS + 1, sizeof(*out->cells))))
@@ -1009,8 +1020,10 @@ wr_check_evaluate(const wr_check_input *in, wr_check_result *out)
   check_memory(&e);
   check_timeouts(&e);
   if (in->plan_why)
-    problem(&e, WR_CHECK_FAIL, WR_CHECK_GPUS, -1, "the job's plan cannot be made with what "
-            "the hosts have: %s", in->plan_why);
+    problem(&e, WR_CHECK_FAIL, WR_CHECK_GPUS, -1,
+            "the job's plan cannot be made with what "
+            "the hosts have: %s",
+            in->plan_why);
   if (e.nomem) {
     wr_check_result_free(out);
     return WEFT_ENOMEM;
@@ -1029,8 +1042,7 @@ wr_check_evaluate(const wr_check_input *in, wr_check_result *out)
   return 0;
 }
 
-void
-wr_check_result_free(wr_check_result *r)
+void wr_check_result_free(wr_check_result *r)
 {
   free(r->cells);
   free(r->problems);

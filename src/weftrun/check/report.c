@@ -12,8 +12,7 @@
 
 #include "check.h"
 
-static void
-cell_text(const wr_check_cell *c, char *buf, size_t len)
+static void cell_text(const wr_check_cell *c, char *buf, size_t len)
 {
   if (c->status == WR_CHECK_NONE)
     snprintf(buf, len, "-");
@@ -21,8 +20,7 @@ cell_text(const wr_check_cell *c, char *buf, size_t len)
     snprintf(buf, len, "%s %s", wr_check_status_name(c->status), c->value);
 }
 
-static void
-header(const wr_check_report *r, FILE *out)
+static void header(const wr_check_report *r, FILE *out)
 {
   const wr_check_input *in = r->in;
   fprintf(out, "# weftrun --check: %d host%s through %s", in->nhosts, in->nhosts == 1 ? "" : "s",
@@ -36,8 +34,7 @@ header(const wr_check_report *r, FILE *out)
   fputc('\n', out);
 }
 
-void
-wr_check_print(const wr_check_report *r, FILE *out)
+void wr_check_print(const wr_check_report *r, FILE *out)
 {
   const wr_check_input *in = r->in;
   const wr_check_result *res = r->res;
@@ -89,8 +86,7 @@ wr_check_print(const wr_check_report *r, FILE *out)
           r->seconds);
 }
 
-void
-wr_check_print_json(const wr_check_report *r, FILE *out)
+void wr_check_print_json(const wr_check_report *r, FILE *out)
 {
   const wr_check_input *in = r->in;
   const wr_check_result *res = r->res;

@@ -24,30 +24,29 @@
 
 #include "check.h"
 
-#define GRACE_S 3.0            /* from stopping the engine to SIGKILL of its group */
-#define LINE_MAX_BYTES 65536   /* longest record kept */
-#define STOP_LATE 0xfe         /* our stop byte: the start deadline passed */
+#define GRACE_S 3.0          /* from stopping the engine to SIGKILL of its group */
+#define LINE_MAX_BYTES 65536 /* longest record kept */
+#define STOP_LATE 0xfe       /* our stop byte: the start deadline passed */
 
 typedef struct stream {
-  char *buf;                   /* a partial line */
+  char *buf; /* a partial line */
   size_t len, cap;
-  size_t raw_left;             /* bytes of XML still to come */
+  size_t raw_left; /* bytes of XML still to come */
 } stream;
 
 struct wr_check_priv {
   stream *rank;
-  wr_streams out;              /* the engine's stdout, cut into the ranks' */
+  wr_streams out; /* the engine's stdout, cut into the ranks' */
   pthread_mutex_t mu;
   int nhello;
   int stop[2];
-  int done_fd;                 /* written when the job has ended */
+  int done_fd; /* written when the job has ended */
   double t0;
   pthread_t thread;
   int started, stop_sent;
 };
 
-static void
-add_fact(wr_check_got *g, const char *key, const char *value, size_t vlen)
+static void add_fact(wr_check_got *g, const char *key, const char *value, size_t vlen)
 {
   if (g->nfacts == g->cap) {
     int cap = g->cap ? 2 * g->cap : 32;
@@ -67,8 +66,7 @@ add_fact(wr_check_got *g, const char *key, const char *value, size_t vlen)
   g->facts[g->nfacts++].value = val;
 }
 
-static void
-on_record(wr_check_job *j, int rank, const char *line)
+static void on_record(wr_check_job *j, int rank, const char *line)
 {
   char key[64];
   const char *value;
@@ -99,8 +97,7 @@ on_record(wr_check_job *j, int rank, const char *line)
 }
 
 /* Rank \p r's bytes, as it printed them. */
-static void
-feed(void *arg, int r, const char *data, size_t len)
+static void feed(void *arg, int r, const char *data, size_t len)
 {
   wr_check_job *j = arg;
   stream *s = &j->priv->rank[r];
@@ -142,8 +139,7 @@ feed(void *arg, int r, const char *data, size_t len)
   }
 }
 
-static void
-on_output(void *arg, int which, const char *data, size_t len)
+static void on_output(void *arg, int which, const char *data, size_t len)
 {
   wr_check_job *j = arg;
   if (which == 1) {
@@ -169,8 +165,7 @@ on_output(void *arg, int which, const char *data, size_t len)
   j->err[j->errlen] = '\0';
 }
 
-static void *
-run_one(void *arg)
+static void *run_one(void *arg)
 {
   wr_check_job *j = arg;
   weftx_proc_spec s;
@@ -218,8 +213,7 @@ run_one(void *arg)
   return NULL;
 }
 
-static void
-job_free_priv(wr_check_job *j)
+static void job_free_priv(wr_check_job *j)
 {
   if (!j->priv)
     return;
@@ -234,8 +228,7 @@ job_free_priv(wr_check_job *j)
   j->priv = NULL;
 }
 
-void
-wr_check_job_free(wr_check_job *j)
+void wr_check_job_free(wr_check_job *j)
 {
   job_free_priv(j);
   for (int i = 0; j->argv && j->argv[i]; i++)
@@ -257,14 +250,13 @@ wr_check_job_free(wr_check_job *j)
   j->err = NULL;
 }
 
-static int
-job_init(wr_check_job *j, int done_fd)
+static int job_init(wr_check_job *j, int done_fd)
 {
   j->got = calloc((size_t)j->nhosts + 1, sizeof(*j->got));
   j->err = calloc(WR_CHECK_ERR_MAX, 1);
   j->priv = calloc(1, sizeof(*j->priv));
-  if (!j->got || !j->err || !j->priv || !(j->priv->rank = calloc((size_t)j->nhosts + 1,
-                                                                  sizeof(*j->priv->rank))))
+  if (!j->got || !j->err || !j->priv ||
+      !(j->priv->rank = calloc((size_t)j->nhosts + 1, sizeof(*j->priv->rank))))
     return -1;
   for (int h = 0; h < j->nhosts; h++)
     j->got[h].hello = -1;
@@ -277,8 +269,7 @@ job_init(wr_check_job *j, int done_fd)
   return 0;
 }
 
-int
-wr_check_run(wr_check_job *jobs, int n, int stop_fd)
+int wr_check_run(wr_check_job *jobs, int n, int stop_fd)
 {
   int done[2], running = 0, stopped = 0;
   if (pipe(done))
@@ -293,8 +284,8 @@ wr_check_run(wr_check_job *jobs, int n, int stop_fd)
     }
     if (pthread_create(&j->priv->thread, NULL, run_one, j)) {
       j->status = WEFTX_PROC_NOEXEC;
-      j->errlen = (size_t)snprintf(j->err, WR_CHECK_ERR_MAX, "cannot start a thread: %s",
-                                   strerror(errno));
+      j->errlen =
+        (size_t)snprintf(j->err, WR_CHECK_ERR_MAX, "cannot start a thread: %s", strerror(errno));
       continue;
     }
     j->priv->started = 1;
@@ -324,7 +315,7 @@ wr_check_run(wr_check_job *jobs, int n, int stop_fd)
         next = at;
       }
     }
-    struct pollfd p[2] = { { done[0], POLLIN, 0 }, { stop_fd, POLLIN, 0 } };
+    struct pollfd p[2] = {{done[0], POLLIN, 0}, {stop_fd, POLLIN, 0}};
     int ms = next ? (int)((next - weftx_monotonic()) * 1000) + 1 : 1000;
     if (ms < 1)
       ms = 1;

@@ -20,28 +20,26 @@
 
 #include "engine.h"
 
-#define RULE_LEN 74               /* Open MPI's show_help rule */
-#define BLOCK_MAX (64 * 1024)     /* a longer "block" is not one of Open MPI's */
+#define RULE_LEN 74           /* Open MPI's show_help rule */
+#define BLOCK_MAX (64 * 1024) /* a longer "block" is not one of Open MPI's */
 
 enum { TEXT = 0, RULE, BLOCK };
 
 /* The accounts of how the job ended; weftrun(1) SUPERVISION says which. */
 static const char *const ended[] = {
-  "terminated normally, but",                                  /* a rank exited non-zero */
+  "terminated normally, but", /* a rank exited non-zero */
   "mpirun detected that one or more processes exited with non-zero status",
-  "mpirun noticed that process rank",                          /* killed by a signal */
-  "mpirun has exited due to process rank",                     /* exit 0 without finalize */
+  "mpirun noticed that process rank",      /* killed by a signal */
+  "mpirun has exited due to process rank", /* exit 0 without finalize */
   "MPI_ABORT was invoked on rank",
   "ORTE was unable to reliably start one or more daemons",
   "ORTE does not know how to route a message to the specified daemon",
   "ORTE has lost communication with a remote daemon",
   "An ORTE daemon has unexpectedly failed after launch",
   "mpirun was unable to start the specified application",
-  NULL
-};
+  NULL};
 
-void
-wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, size_t len), void *arg)
+void wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, size_t len), void *arg)
 {
   memset(b, 0, sizeof(*b));
   b->put = put;
@@ -50,8 +48,7 @@ wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, size_t l
 }
 
 /* Keep \p n bytes of \p data at the end of the block; -1 when out of memory. */
-static int
-keep(wr_banners *b, const char *data, size_t n)
+static int keep(wr_banners *b, const char *data, size_t n)
 {
   if (b->len + n > b->cap) {
     size_t cap = b->cap ? b->cap : 1024;
@@ -68,16 +65,14 @@ keep(wr_banners *b, const char *data, size_t n)
   return 0;
 }
 
-static void
-emit_kept(wr_banners *b)
+static void emit_kept(wr_banners *b)
 {
   if (b->len)
     b->put(b->arg, b->buf, b->len);
   b->len = 0;
 }
 
-static int
-is_ending(const char *block, size_t len)
+static int is_ending(const char *block, size_t len)
 {
   for (int i = 0; ended[i]; i++) {
     size_t n = strlen(ended[i]);
@@ -89,15 +84,14 @@ is_ending(const char *block, size_t len)
 }
 
 /* A whole block (both rules) is in buf: held when it tells how the job ended. */
-static void
-block_done(wr_banners *b)
+static void block_done(wr_banners *b)
 {
   if (!is_ending(b->buf, b->len)) {
     emit_kept(b);
     return;
   }
   char *h = realloc(b->held, b->nheld + b->len);
-  if (!h) {               /* out of memory: shown, never lost */
+  if (!h) { /* out of memory: shown, never lost */
     emit_kept(b);
     return;
   }
@@ -108,8 +102,7 @@ block_done(wr_banners *b)
   b->len = 0;
 }
 
-void
-wr_banners_put(wr_banners *b, const char *data, size_t len)
+void wr_banners_put(wr_banners *b, const char *data, size_t len)
 {
   size_t i = 0;
   while (i < len) {
@@ -183,10 +176,9 @@ wr_banners_put(wr_banners *b, const char *data, size_t len)
   }
 }
 
-void
-wr_banners_end(wr_banners *b, int drop_held)
+void wr_banners_end(wr_banners *b, int drop_held)
 {
-  emit_kept(b);           /* a block never closed: not one of Open MPI's */
+  emit_kept(b); /* a block never closed: not one of Open MPI's */
   b->mode = TEXT;
   b->bol = 1;
   if (b->nheld && !drop_held)
@@ -197,8 +189,7 @@ wr_banners_end(wr_banners *b, int drop_held)
   b->nheld = b->len = b->cap = 0;
 }
 
-char *
-wr_banners_take(wr_banners *b, size_t *len)
+char *wr_banners_take(wr_banners *b, size_t *len)
 {
   char *h = b->held;
   emit_kept(b);

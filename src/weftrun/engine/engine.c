@@ -21,8 +21,7 @@
 #include "engine.h"
 #include "layout.h"
 
-static int
-engine_of(const char *name, wr_engine *e)
+static int engine_of(const char *name, wr_engine *e)
 {
   if (!strcmp(name, "mpirun")) {
     e->kind = WR_ENGINE_MPIRUN;
@@ -39,8 +38,7 @@ engine_of(const char *name, wr_engine *e)
   return 0;
 }
 
-int
-wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
+int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
 {
   char why[600];
   memset(e, 0, sizeof(*e));
@@ -68,8 +66,7 @@ wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
 
 /* A topology file as the agents get it: absolute, so that it reads the same from any
  * working directory. */
-static char *
-absolute(const char *f, int index)
+static char *absolute(const char *f, int index)
 {
   char *real = realpath(f, NULL), *out = NULL;
   const char *path = real ? real : f;
@@ -86,8 +83,7 @@ absolute(const char *f, int index)
 
 /* The layout weft-rank gets: each program's ranks per host in plan order, run-length
  * coded, ';' between programs (layout.h). Allocated. */
-static char *
-agent_layout(const wr_plan *p)
+static char *agent_layout(const wr_plan *p)
 {
   int *counts = calloc((size_t)p->nhosts, sizeof(*counts));
   char *all = NULL;
@@ -112,8 +108,7 @@ agent_layout(const wr_plan *p)
 }
 
 /* The GPUs each host's ranks may have, when some host has a limit. */
-static char *
-gpu_sets(const wr_plan *p, int *none)
+static char *gpu_sets(const wr_plan *p, int *none)
 {
   const char **sets = calloc((size_t)(p->nhosts > 0 ? p->nhosts : 1), sizeof(*sets));
   char *enc = NULL;
@@ -131,9 +126,8 @@ gpu_sets(const wr_plan *p, int *none)
 
 /* weft-rank, its arguments for a plan, "--" and program \p app's words (for both
  * engines). */
-static int
-agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-                const char *output_filename, int app, wr_argv *a, char *why, size_t whylen)
+static int agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                 const char *output_filename, int app, wr_argv *a, char *why, size_t whylen)
 {
   wt_agent_args ag;
   int *slots = calloc((size_t)p->nhosts, sizeof(*slots));
@@ -149,9 +143,10 @@ agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
   if (!slots || !(layout = agent_layout(p)))
     goto out;
   if (strlen(layout) >= WT_AGENT_ARG_MAX) {
-    snprintf(why, whylen, "the ranks per host of %d hosts take %zu bytes as weft-rank's --layout, "
-             "more than the %d one argument may have; give the hosts equal slots", p->nhosts,
-             strlen(layout), WT_AGENT_ARG_MAX - 1);
+    snprintf(why, whylen,
+             "the ranks per host of %d hosts take %zu bytes as weft-rank's --layout, "
+             "more than the %d one argument may have; give the hosts equal slots",
+             p->nhosts, strlen(layout), WT_AGENT_ARG_MAX - 1);
     goto out;
   }
   ag.layout = layout;
@@ -196,8 +191,9 @@ agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
     goto out;
   for (int h = 0; h < p->nhosts; h++) {
     const wr_host *w = p->hosts[h].host;
-    const char *f = w->file && w->file != o->topology ? w->file :
-                    !w->file && w->local && here && *here ? here : NULL;
+    const char *f = w->file && w->file != o->topology       ? w->file
+                    : !w->file && w->local && here && *here ? here
+                                                            : NULL;
     if (!f)
       continue;
     if (nhost_topo >= WT_AGENT_MAX_TOPOLOGY) {
@@ -214,8 +210,10 @@ agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
   if (!(gpus = gpu_sets(p, &no_gpus)) && !no_gpus)
     goto out;
   if (gpus && strlen(gpus) >= WT_AGENT_ARG_MAX) {
-    snprintf(why, whylen, "the GPUs of %d hosts take %zu bytes as weft-rank's --gpus, more than "
-             "one argument may have", p->nhosts, strlen(gpus));
+    snprintf(why, whylen,
+             "the GPUs of %d hosts take %zu bytes as weft-rank's --gpus, more than "
+             "one argument may have",
+             p->nhosts, strlen(gpus));
     goto out;
   }
   ag.gpus = gpus;
@@ -244,9 +242,8 @@ out:
   return rc;
 }
 
-int
-wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-               wr_argv *a, wr_argv *env, char *why, size_t whylen)
+int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                   wr_argv *a, wr_argv *env, char *why, size_t whylen)
 {
   if (e->kind == WR_ENGINE_SRUN) {
     /* srun has no --output-filename: each agent writes its rank's files itself; it
@@ -274,28 +271,21 @@ wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_e
   return 0;
 }
 
-int
-wr_engine_lines(const wr_engine *e)
-{
-  return e->kind == WR_ENGINE_MPIRUN && !e->agent_args;
-}
+int wr_engine_lines(const wr_engine *e) { return e->kind == WR_ENGINE_MPIRUN && !e->agent_args; }
 
-int
-wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out)
+int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out)
 {
   return e->kind == WR_ENGINE_SRUN ? wr_srun_hostfile(p, out) : wr_mpirun_hostfile(p, out);
 }
 
-int
-wr_engine_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
-                     wr_argv *a, wr_argv *env)
+int wr_engine_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                         wr_argv *a, wr_argv *env)
 {
-  return e->kind == WR_ENGINE_SRUN ? wr_srun_probe_argv(o, e, n, hostfile, a, env) :
-         wr_mpirun_probe_argv(o, e, n, hostfile, a);
+  return e->kind == WR_ENGINE_SRUN ? wr_srun_probe_argv(o, e, n, hostfile, a, env)
+                                   : wr_mpirun_probe_argv(o, e, n, hostfile, a);
 }
 
-const weftx_topo *
-wr_engine_local_topo(const wr_plan *p)
+const weftx_topo *wr_engine_local_topo(const wr_plan *p)
 {
   for (int h = 0; h < p->nhosts; h++) {
     const wr_host *w = p->hosts[h].host;

@@ -16,10 +16,13 @@
 #include "weftrun.h"
 
 /* exec.c: the programs weftrun starts and their argument vectors. */
-typedef struct wr_argv { char **v; int n, cap; } wr_argv;
-int wr_argv_add(wr_argv *a, const char *s);   /* 0 or WEFT_ENOMEM */
+typedef struct wr_argv {
+  char **v;
+  int n, cap;
+} wr_argv;
+int wr_argv_add(wr_argv *a, const char *s);                      /* 0 or WEFT_ENOMEM */
 int wr_argv_put(wr_argv *a, const char *key, const char *value); /* "KEY=VALUE" */
-int wr_argv_add_cb(void *a, const char *s);   /* the same, as wt_agent_args_write() calls it */
+int wr_argv_add_cb(void *a, const char *s); /* the same, as wt_agent_args_write() calls it */
 void wr_argv_free(wr_argv *a);
 void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
 const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
@@ -43,7 +46,7 @@ int wr_engine_ready(const wr_opts *o, const wr_engine *e);
  * for it ("KEY=VALUE", into env), and the hostfile it reads. */
 int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
                    wr_argv *out, wr_argv *env, char *why, size_t whylen); /* WR_EXIT_* */
-int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out); /* 0 or -1 */
+int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out);  /* 0 or -1 */
 /* 1 when the engine's job hands the ranks' output on in whole lines: mpirun's (not the
  * check's), whose agents write records (agent.h, WT_LINE_MARK) on their stderr, read from
  * mpirun's by wr_lines_put(). */
@@ -61,13 +64,13 @@ const weftx_topo *wr_engine_local_topo(const wr_plan *p);
 /* streams.c: the engine's stdout cut into its ranks' streams (mpirun's --tag-output
  * tags, srun's --label labels), as it is read: each rank's bytes go to \p to, in order. */
 typedef struct wr_streams {
-  int labels;                   /* srun's labels, not mpirun's tags */
-  int n;                        /* ranks */
+  int labels; /* srun's labels, not mpirun's tags */
+  int n;      /* ranks */
   void (*to)(void *arg, int rank, const char *data, size_t len);
   void *arg;
-  int cur;                      /* the rank the output is of now, -1: none */
-  int in_line;                  /* srun: past the label of the line now */
-  char label[16];               /* srun: the label read so far */
+  int cur;        /* the rank the output is of now, -1: none */
+  int in_line;    /* srun: past the label of the line now */
+  char label[16]; /* srun: the label read so far */
   int labellen;
 } wr_streams;
 void wr_streams_init(wr_streams *s, int labels, int n,
@@ -80,13 +83,13 @@ void wr_streams_put(wr_streams *s, const char *data, size_t len);
 typedef struct wr_banners {
   void (*put)(void *arg, const char *data, size_t len);
   void *arg;
-  int mode, bol;                /* what is being read; at the start of a line */
-  size_t dashes;                /* RULE: dashes so far */
-  char *buf;                    /* the rule or block being read */
-  size_t len, cap, line;        /* line: where the block's last line starts */
-  char *held;                   /* the blocks held, in order */
+  int mode, bol;         /* what is being read; at the start of a line */
+  size_t dashes;         /* RULE: dashes so far */
+  char *buf;             /* the rule or block being read */
+  size_t len, cap, line; /* line: where the block's last line starts */
+  char *held;            /* the blocks held, in order */
   size_t nheld;
-  int nblocks;                  /* how many */
+  int nblocks; /* how many */
 } wr_banners;
 void wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, size_t len),
                      void *arg);
@@ -105,12 +108,12 @@ char *wr_banners_take(wr_banners *b, size_t *len);
 typedef struct wr_lines {
   void (*before)(void *arg);
   void *arg;
-  int in_piece[3];              /* per stream: inside a line longer than a piece */
-  FILE *piece_to[3];            /* and where that line goes */
-  int piece_rec[3];             /* and whether it is a rank's record */
+  int in_piece[3];   /* per stream: inside a line longer than a piece */
+  FILE *piece_to[3]; /* and where that line goes */
+  int piece_rec[3];  /* and whether it is a rank's record */
   int open;
-  int broken;                   /* 1: a write found its reader gone (EPIPE) */
-  FILE *last;                   /* the stream written last */
+  int broken; /* 1: a write found its reader gone (EPIPE) */
+  FILE *last; /* the stream written last */
   /* when set, mpirun's own stderr lines (not a rank's records) go here instead, as they
    * come: to wr_banners_put() */
   void (*rest)(void *arg, const char *data, size_t len);
@@ -136,8 +139,7 @@ int wr_slurm_cvd_is_slurms(void);
  * and probe. */
 int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a);
 int wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env);
-int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app,
-                       wr_argv *a);
+int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a);
 int wr_mpirun_hostfile(const wr_plan *p, FILE *out);
 int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
                          wr_argv *a);

@@ -12,8 +12,7 @@
 
 #include "engine.h"
 
-int
-wr_argv_add(wr_argv *a, const char *s)
+int wr_argv_add(wr_argv *a, const char *s)
 {
   if (a->n + 2 > a->cap) {
     int cap = a->cap ? a->cap * 2 : 64;
@@ -29,8 +28,7 @@ wr_argv_add(wr_argv *a, const char *s)
   return 0;
 }
 
-int
-wr_argv_put(wr_argv *a, const char *key, const char *value)
+int wr_argv_put(wr_argv *a, const char *key, const char *value)
 {
   size_t n = strlen(key) + strlen(value) + 2;
   char *kv = malloc(n);
@@ -43,14 +41,9 @@ wr_argv_put(wr_argv *a, const char *key, const char *value)
   return rc;
 }
 
-int
-wr_argv_add_cb(void *a, const char *s)
-{
-  return wr_argv_add(a, s);
-}
+int wr_argv_add_cb(void *a, const char *s) { return wr_argv_add(a, s); }
 
-void
-wr_argv_free(wr_argv *a)
+void wr_argv_free(wr_argv *a)
 {
   for (int i = 0; i < a->n; i++)
     free(a->v[i]);
@@ -58,8 +51,7 @@ wr_argv_free(wr_argv *a)
   memset(a, 0, sizeof(*a));
 }
 
-void
-wr_argv_print(FILE *out, const char *prefix, const wr_argv *a)
+void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a)
 {
   fputs(prefix, out);
   for (int i = 0; i < a->n; i++)
@@ -69,21 +61,19 @@ wr_argv_print(FILE *out, const char *prefix, const wr_argv *a)
 
 /* weft-rank: $WEFT_RANK_PATH, the build tree next to this weftrun (src/weftrun/ or
  * src/weftrun/.libs/), the installed libexec. */
-const char *
-wr_find_rank_agent(char *buf, size_t len)
+const char *wr_find_rank_agent(char *buf, size_t len)
 {
   const char *env = getenv("WEFT_RANK_PATH");
   if (env && *env) {
-    const char *look[] = { env, NULL };
+    const char *look[] = {env, NULL};
     return weftx_find_exe(look, buf, len);
   }
-  const char *look[] = { "$ORIGIN/../weft-rank/weft-rank", "$ORIGIN/../../weft-rank/weft-rank",
-                         WEFT_LIBEXECDIR "/weft-rank", NULL };
+  const char *look[] = {"$ORIGIN/../weft-rank/weft-rank", "$ORIGIN/../../weft-rank/weft-rank",
+                        WEFT_LIBEXECDIR "/weft-rank", NULL};
   return weftx_find_exe(look, buf, len);
 }
 
-int
-wr_engine_ready(const wr_opts *o, const wr_engine *e)
+int wr_engine_ready(const wr_opts *o, const wr_engine *e)
 {
   if (!e->found && e->kind == WR_ENGINE_MPIRUN) {
     fprintf(stderr, "weftrun: mpirun not found on PATH%s; install Open MPI or set WEFT_MPIRUN%s\n",
@@ -92,60 +82,60 @@ wr_engine_ready(const wr_opts *o, const wr_engine *e)
     return WR_EXIT_ENGINE;
   }
   if (!e->found) {
-    fprintf(stderr, "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
-            "WEFT_SRUN\n", getenv("WEFT_SRUN") ? " (WEFT_SRUN is not executable)" : "");
+    fprintf(stderr,
+            "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
+            "WEFT_SRUN\n",
+            getenv("WEFT_SRUN") ? " (WEFT_SRUN is not executable)" : "");
     return WR_EXIT_ENGINE;
   }
   const char *r1 = getenv("OMPI_ALLOW_RUN_AS_ROOT"), *r2 = getenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM");
   if (e->kind == WR_ENGINE_MPIRUN && geteuid() == 0 && !o->allow_run_as_root &&
       !(r1 && !strcmp(r1, "1") && r2 && !strcmp(r2, "1"))) {
-    fprintf(stderr, "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
+    fprintf(stderr,
+            "weftrun: running as root, which mpirun refuses; add --allow-run-as-root (or set "
             "OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), or run as a user\n");
     return WR_EXIT_ENGINE;
   }
   if (access(e->agent, X_OK)) {
-    fprintf(stderr, "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
-            "%s); reinstall weft or set WEFT_RANK_PATH\n", WEFT_LIBEXECDIR);
+    fprintf(stderr,
+            "weftrun: weft-rank not found (looked at $WEFT_RANK_PATH, the build tree and "
+            "%s); reinstall weft or set WEFT_RANK_PATH\n",
+            WEFT_LIBEXECDIR);
     return WR_EXIT_ENGINE;
   }
   return 0;
 }
 
-const char *
-wr_engine_given(wr_engine_kind kind)
+const char *wr_engine_given(wr_engine_kind kind)
 {
   const char *env = getenv(kind == WR_ENGINE_MPIRUN ? "WEFT_MPIRUN" : "WEFT_SRUN");
   return env && *env ? env : kind == WR_ENGINE_MPIRUN ? "mpirun" : "srun";
 }
 
 /* mpirun: $WEFT_MPIRUN, else the first one on $PATH. */
-const char *
-wr_find_mpirun(char *buf, size_t len)
+const char *wr_find_mpirun(char *buf, size_t len)
 {
-  const char *look[] = { wr_engine_given(WR_ENGINE_MPIRUN), NULL };
+  const char *look[] = {wr_engine_given(WR_ENGINE_MPIRUN), NULL};
   return weftx_find_exe(look, buf, len);
 }
 
 /* srun: $WEFT_SRUN, else the first one on $PATH. */
-const char *
-wr_find_srun(char *buf, size_t len)
+const char *wr_find_srun(char *buf, size_t len)
 {
-  const char *look[] = { wr_engine_given(WR_ENGINE_SRUN), NULL };
+  const char *look[] = {wr_engine_given(WR_ENGINE_SRUN), NULL};
   return weftx_find_exe(look, buf, len);
 }
 
 extern char **environ;
 
 /* Is environment entry \p e the variable named by change \p c ("KEY=VALUE" or "KEY")? */
-static int
-same_key(const char *e, const char *c)
+static int same_key(const char *e, const char *c)
 {
   size_t n = strcspn(c, "=");
   return !strncmp(e, c, n) && e[n] == '=';
 }
 
-char **
-wr_env_build(const wr_argv *changes)
+char **wr_env_build(const wr_argv *changes)
 {
   int n = 0;
   for (char **e = environ; *e; e++)

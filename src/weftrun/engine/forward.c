@@ -16,16 +16,14 @@
 #include "engine.h"
 
 /* Both lists parse as GPU indices and have as many: Slurm's pair. */
-static int
-same_count(const char *a, const char *b)
+static int same_count(const char *a, const char *b)
 {
   int x[WEFTX_SLURM_GPUS_MAX], y[WEFTX_SLURM_GPUS_MAX], nx = 0, ny = 0;
   return !weftx_slurm_gpu_indices("a", a, x, WEFTX_SLURM_GPUS_MAX, &nx, NULL, 0) &&
          !weftx_slurm_gpu_indices("b", b, y, WEFTX_SLURM_GPUS_MAX, &ny, NULL, 0) && nx == ny;
 }
 
-int
-wr_slurm_cvd_is_slurms(void)
+int wr_slurm_cvd_is_slurms(void)
 {
   const char *c = getenv("CUDA_VISIBLE_DEVICES"), *s = getenv("SLURM_STEP_GPUS");
   if (!s)
@@ -34,13 +32,12 @@ wr_slurm_cvd_is_slurms(void)
 }
 
 /* Forwarded by default, whoever places the ranks. */
-static int
-forwarded(const char *name, size_t n)
+static int forwarded(const char *name, size_t n)
 {
   /* WEFT_TOPOLOGY and weft-vcluster's node name describe one host, so they stay with
    * the host they were set on (each host has its own). */
-  static const char *const kept[] = { "WEFT_TOPOLOGY", "WEFT_VCLUSTER_NODE", "WEFT_RANK_PATH",
-                                      "WEFT_MPIRUN", "WEFT_SRUN", NULL };
+  static const char *const kept[] = {"WEFT_TOPOLOGY", "WEFT_VCLUSTER_NODE", "WEFT_RANK_PATH",
+                                     "WEFT_MPIRUN",   "WEFT_SRUN",          NULL};
   char *copy = strndup(name, n);
   int yes = copy != NULL;
   for (int i = 0; yes && kept[i]; i++)
@@ -54,8 +51,7 @@ forwarded(const char *name, size_t n)
   return yes;
 }
 
-int
-wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
+int wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
 {
   /* When Open MPI places the ranks, everything else is as mpirun passes it */
   if (p->mpirun_binds && (n <= 5 || strncmp(name, "WEFT_", 5) != 0))
@@ -65,14 +61,13 @@ wr_engine_forwards(const wr_plan *p, const char *name, size_t n)
 
 /* Names that look meant for the job: libraries' and frameworks' settings a torchrun
  * user expects on every node (torchrun's workers inherit the whole environment). */
-static int
-looks_meant(const char *name, size_t n)
+static int looks_meant(const char *name, size_t n)
 {
   static const char *const prefixes[] = {
-    "NCCL_", "GLOO_", "CUDA_", "OMP_", "PYTHON", "TORCH", "HF_", "TRANSFORMERS_", "WANDB_",
-    "MKL_", "KMP_", "UCX_", "FI_", "NVIDIA_", "XLA_", "JAX_", "TF_", NULL };
-  static const char *const names[] = { "LD_LIBRARY_PATH", "LD_PRELOAD", "VIRTUAL_ENV",
-                                       "CONDA_PREFIX", NULL };
+    "NCCL_", "GLOO_", "CUDA_", "OMP_", "PYTHON",  "TORCH", "HF_",  "TRANSFORMERS_", "WANDB_",
+    "MKL_",  "KMP_",  "UCX_",  "FI_",  "NVIDIA_", "XLA_",  "JAX_", "TF_",           NULL};
+  static const char *const names[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "VIRTUAL_ENV",
+                                      "CONDA_PREFIX", NULL};
   for (int i = 0; prefixes[i]; i++)
     if (n >= strlen(prefixes[i]) && !strncmp(name, prefixes[i], strlen(prefixes[i])))
       return 1;
@@ -83,8 +78,7 @@ looks_meant(const char *name, size_t n)
 }
 
 /* Given with -x (NAME or NAME=VALUE). */
-static int
-given(const wr_opts *o, const char *name, size_t n)
+static int given(const wr_opts *o, const char *name, size_t n)
 {
   for (int i = 0; i < o->nxvars; i++)
     if (!strncmp(o->xvars[i], name, n) && (o->xvars[i][n] == '\0' || o->xvars[i][n] == '='))
@@ -92,9 +86,8 @@ given(const wr_opts *o, const char *name, size_t n)
   return 0;
 }
 
-int
-wr_engine_left_here(const wr_plan *p, const wr_opts *o, char *const *envp, char *buf,
-                    size_t len)
+int wr_engine_left_here(const wr_plan *p, const wr_opts *o, char *const *envp, char *buf,
+                        size_t len)
 {
   int found = 0, remote = 0, full = 0;
   size_t used = 0;
@@ -111,7 +104,7 @@ wr_engine_left_here(const wr_plan *p, const wr_opts *o, char *const *envp, char 
       continue;
     int w = snprintf(buf + used, len - used, "%s%.*s", used ? " " : "", (int)n, *envp);
     if (w < 0 || (size_t)w >= len - used) {
-      buf[used] = '\0';    /* whole names only; the count says how many */
+      buf[used] = '\0'; /* whole names only; the count says how many */
       full = 1;
     } else {
       used += (size_t)w;

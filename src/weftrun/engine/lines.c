@@ -18,16 +18,14 @@
 
 #include "engine.h"
 
-void
-wr_lines_init(wr_lines *l, void (*before)(void *arg), void *arg)
+void wr_lines_init(wr_lines *l, void (*before)(void *arg), void *arg)
 {
   memset(l, 0, sizeof(*l));
   l->before = before;
   l->arg = arg;
 }
 
-void
-wr_lines_put(wr_lines *l, int stream, const char *data, size_t len)
+void wr_lines_put(wr_lines *l, int stream, const char *data, size_t len)
 {
   int said = 0;
   while (len > 0) {

@@ -28,8 +28,7 @@
 extern char **environ;
 
 /* -x for the variables weft forwards to every host that the user did not name. */
-static int
-add_env(const wr_plan *p, const wr_opts *o, wr_argv *a)
+static int add_env(const wr_plan *p, const wr_opts *o, wr_argv *a)
 {
   int rc = 0;
   for (char **e = environ; *e && !rc; e++) {
@@ -50,8 +49,7 @@ add_env(const wr_plan *p, const wr_opts *o, wr_argv *a)
 }
 
 /* The user's option words of program \p app that mpirun gets in this mode. */
-static int
-user_words(const wr_plan *p, const wr_opts *o, int app, wr_argv *a)
+static int user_words(const wr_plan *p, const wr_opts *o, int app, wr_argv *a)
 {
   const wr_app *ap = &o->apps[app];
   int rc = 0;
@@ -66,8 +64,7 @@ user_words(const wr_plan *p, const wr_opts *o, int app, wr_argv *a)
 
 /* The value of an MCA parameter the user set, on the command line (the last one) or as
  * OMPI_MCA_KEY; NULL when neither sets it. */
-static const char *
-mca_value(const wr_opts *o, const char *key)
+static const char *mca_value(const wr_opts *o, const char *key)
 {
   static const char pre[] = "OMPI_MCA_";
   size_t n = strlen(key);
@@ -82,15 +79,10 @@ mca_value(const wr_opts *o, const char *key)
 }
 
 /* An MCA parameter the user set, on the command line or as OMPI_MCA_KEY. */
-static int
-has_mca(const wr_opts *o, const char *key)
-{
-  return mca_value(o, key) != NULL;
-}
+static int has_mca(const wr_opts *o, const char *key) { return mca_value(o, key) != NULL; }
 
 /* 1 when a line of the parameter file \p path sets one of \p keys. */
-static int
-file_sets(const char *path, const char *const *keys)
+static int file_sets(const char *path, const char *const *keys)
 {
   char line[1024];
   int yes = 0;
@@ -111,10 +103,9 @@ file_sets(const char *path, const char *const *keys)
  * $OMPI_MCA_mca_base_param_files, else ~/.openmpi/mca-params.conf and the system's,
  * and the system's override file (Debian's /etc/openmpi, or PREFIX/etc next to
  * mpirun's PREFIX/bin). */
-static int
-param_files_set(const char *mpirun, const char *const *keys)
+static int param_files_set(const char *mpirun, const char *const *keys)
 {
-  static const char *const sys[] = { "openmpi-mca-params.conf", "openmpi-mca-params-override.conf" };
+  static const char *const sys[] = {"openmpi-mca-params.conf", "openmpi-mca-params-override.conf"};
   const char *list = getenv("OMPI_MCA_mca_base_param_files"), *home = getenv("HOME");
   const char *slash = strrchr(mpirun, '/');
   size_t n = slash ? (size_t)(slash - mpirun) : 0;
@@ -130,15 +121,17 @@ param_files_set(const char *mpirun, const char *const *keys)
         return 1;
     }
   }
-  if (!list && home && snprintf(path, sizeof(path), "%s/.openmpi/mca-params.conf", home) <
-      (int)sizeof(path) && file_sets(path, keys))
+  if (!list && home &&
+      snprintf(path, sizeof(path), "%s/.openmpi/mca-params.conf", home) < (int)sizeof(path) &&
+      file_sets(path, keys))
     return 1;
   for (int i = list ? 1 : 0; i < 2; i++) {
     if (snprintf(path, sizeof(path), "/etc/openmpi/%s", sys[i]) < (int)sizeof(path) &&
         file_sets(path, keys))
       return 1;
-    if (n > 0 && snprintf(path, sizeof(path), "%.*setc/%s", (int)n, mpirun, sys[i]) <
-        (int)sizeof(path) && file_sets(path, keys))
+    if (n > 0 &&
+        snprintf(path, sizeof(path), "%.*setc/%s", (int)n, mpirun, sys[i]) < (int)sizeof(path) &&
+        file_sets(path, keys))
       return 1;
   }
   return 0;
@@ -151,13 +144,13 @@ param_files_set(const char *mpirun, const char *const *keys)
  * ssh does). srun, PBS's tm, LSF and Grid Engine's qrsh pass mpirun's environment on,
  * and so may an agent of another name. A daemon that read it all the same is caught by
  * weft-rank there, which fails the job (load_topology()). */
-static int
-fresh_remote_env(const wr_opts *o, const wr_engine *e)
+static int fresh_remote_env(const wr_opts *o, const wr_engine *e)
 {
-  static const char *const rm[] = { "SLURM_JOB_ID", "SLURM_JOBID", "PBS_JOBID", "PBS_ENVIRONMENT",
-                                    "LSB_JOBID", "PE_HOSTFILE", "SGE_ROOT", "FLUX_URI", NULL };
-  static const char *const agents[] = { "plm_rsh_agent", "orte_rsh_agent", "plm_ssh_agent", NULL };
-  static const char *const plm[] = { "plm", NULL };
+  static const char *const rm[] = {"SLURM_JOB_ID",    "SLURM_JOBID", "PBS_JOBID",
+                                   "PBS_ENVIRONMENT", "LSB_JOBID",   "PE_HOSTFILE",
+                                   "SGE_ROOT",        "FLUX_URI",    NULL};
+  static const char *const agents[] = {"plm_rsh_agent", "orte_rsh_agent", "plm_ssh_agent", NULL};
+  static const char *const plm[] = {"plm", NULL};
   const char *v = mca_value(o, "plm");
   for (int i = 0; rm[i]; i++)
     if (getenv(rm[i]))
@@ -185,10 +178,9 @@ fresh_remote_env(const wr_opts *o, const wr_engine *e)
  * hwloc's variables (they are how this is done, and they choose what a probe sees)
  * and no topology file of Open MPI's own: on the command line, in the environment, or
  * in Open MPI's parameter files (-am and --tune, which name more, are refused). */
-static int
-reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
+static int reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
 {
-  static const char *const keys[] = { "hwloc_base_topo_file", NULL };
+  static const char *const keys[] = {"hwloc_base_topo_file", NULL};
   int remote = 0;
   if (!e->host_xml)
     return 0;
@@ -211,8 +203,7 @@ reuse_topology(const wr_plan *p, const wr_opts *o, const wr_engine *e)
  * its binding report came out empty), and so does the PMIx server inside mpirun,
  * which probes again on its own. weft-rank removes both variables before anything
  * else, so the program sees the environment plain mpirun gives it. */
-int
-wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env)
+int wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *env)
 {
   if (!reuse_topology(p, o, e))
     return 0;
@@ -226,8 +217,7 @@ wr_mpirun_env(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *e
  * too, would be launched in another order than planned (and each rank would
  * place itself as another host's rank). The same holds for hosts ordered by
  * physical_host. */
-static int
-need_seq(const wr_plan *p)
+static int need_seq(const wr_plan *p)
 {
   const wr_host *first = NULL;
   if (p->ordered)
@@ -243,8 +233,7 @@ need_seq(const wr_plan *p)
   return 0;
 }
 
-int
-wr_mpirun_hostfile(const wr_plan *p, FILE *out)
+int wr_mpirun_hostfile(const wr_plan *p, FILE *out)
 {
   if (need_seq(p)) {
     for (int r = 0; r < p->np; r++)
@@ -259,8 +248,7 @@ wr_mpirun_hostfile(const wr_plan *p, FILE *out)
 
 /* mpirun; when weft places the ranks, where they go and this machine's topology when
  * mpirun may read it. */
-int
-wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a)
+int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a)
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", p->np);
@@ -284,8 +272,7 @@ wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *
  * gives other hosts only -x variables, and libweft's ranks must agree on those, while
  * the control channel's secret must reach every agent, which unsets it for the
  * program), the network weft chose. */
-int
-wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
+int wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int app, wr_argv *a)
 {
   int rc = user_words(p, o, app, a) || add_env(p, o, a);
   const char *ifname = net && net->ifname[0] ? net->ifname : NULL;
@@ -302,21 +289,21 @@ wr_mpirun_app_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, int ap
 
 /* The probe: n ranks by the sequential mapper, one per line of \p hostfile, each output
  * tagged with its rank. */
-int
-wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
-                     wr_argv *a)
+int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                         wr_argv *a)
 {
   char np[16];
   snprintf(np, sizeof(np), "%d", n);
   int rc = wr_argv_add(a, e->call);
   if (!rc && o->allow_run_as_root)
     rc = wr_argv_add(a, "--allow-run-as-root");
-  const char *const fixed[] = { "-np", np, "--hostfile", hostfile, "--mca", "rmaps", "seq",
-                                "--bind-to", "none", "--tag-output", NULL };
+  const char *const fixed[] = {"-np", np,          "--hostfile", hostfile,       "--mca", "rmaps",
+                               "seq", "--bind-to", "none",       "--tag-output", NULL};
   for (int i = 0; !rc && fixed[i]; i++)
     rc = wr_argv_add(a, fixed[i]);
   for (int i = 0; !rc && i < o->nmca; i++)
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
+    rc =
+      wr_argv_add(a, "--mca") || wr_argv_add(a, o->mca[i].key) || wr_argv_add(a, o->mca[i].value);
   for (int i = 0; !rc && i < o->npass; i++)
     rc = wr_argv_add(a, o->pass[i]);
   /* a metadata server named for the job (off GCE: tests) is asked on every host */

@@ -25,8 +25,7 @@
 extern char **environ;
 
 /* Every host of the job in the allocation (SLURM_JOB_NODELIST). */
-static int
-in_allocation(const wr_inventory *inv, char *why, size_t len)
+static int in_allocation(const wr_inventory *inv, char *why, size_t len)
 {
   const char *nodes = getenv("SLURM_JOB_NODELIST");
   weftx_hostlist *hl = NULL;
@@ -43,56 +42,65 @@ in_allocation(const wr_inventory *inv, char *why, size_t len)
   }
   for (int h = 0; h < inv->nhosts && !rc; h++)
     if (weftx_hostlist_find(hl, inv->hosts[h].name) < 0) {
-      snprintf(why, len, "--engine srun starts ranks only on the nodes of Slurm job %s "
+      snprintf(why, len,
+               "--engine srun starts ranks only on the nodes of Slurm job %s "
                "(SLURM_JOB_NODELIST=%.200s), and host '%s' (from %s) is not one of them; drop "
-               "it, or use --engine mpirun", inv->slurm_job, nodes, inv->hosts[h].name,
-               weftx_hosts_origin_name(inv->origin));
+               "it, or use --engine mpirun",
+               inv->slurm_job, nodes, inv->hosts[h].name, weftx_hosts_origin_name(inv->origin));
       rc = -1;
     }
   weftx_hostlist_destroy(hl);
   return rc;
 }
 
-int
-wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
+int wr_srun_check(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
 {
   const char *bind = getenv("SLURM_CPU_BIND");
   if (!inv->slurm_job) {
-    snprintf(why, len, "--engine srun starts the ranks inside a Slurm allocation, and there is "
+    snprintf(why, len,
+             "--engine srun starts the ranks inside a Slurm allocation, and there is "
              "none here (SLURM_JOB_ID is not set); run weftrun under salloc or sbatch, or use "
              "--engine mpirun");
     return -1;
   }
   if (o->napps > 1) {
-    snprintf(why, len, "%d programs separated by ':': --engine srun runs one program; use "
-             "--engine mpirun", o->napps);
+    snprintf(why, len,
+             "%d programs separated by ':': --engine srun runs one program; use "
+             "--engine mpirun",
+             o->napps);
     return -1;
   }
   if (o->mpirun_only) {
-    snprintf(why, len, "%s is an option of Open MPI's mpirun, which --engine srun does not run; "
-             "drop it, or use --engine mpirun", o->mpirun_only);
+    snprintf(why, len,
+             "%s is an option of Open MPI's mpirun, which --engine srun does not run; "
+             "drop it, or use --engine mpirun",
+             o->mpirun_only);
     return -1;
   }
   if (o->timestamp_output) {
-    snprintf(why, len, "--timestamp-output: srun cannot stamp the ranks' output lines; drop it, "
+    snprintf(why, len,
+             "--timestamp-output: srun cannot stamp the ranks' output lines; drop it, "
              "or use --engine mpirun");
     return -1;
   }
   if (o->npass > 0) {
-    snprintf(why, len, "%s is an option of Open MPI's mpirun, which --engine srun does not run; "
-             "drop it, or use --engine mpirun", o->pass[0]);
+    snprintf(why, len,
+             "%s is an option of Open MPI's mpirun, which --engine srun does not run; "
+             "drop it, or use --engine mpirun",
+             o->pass[0]);
     return -1;
   }
   if (bind && *bind && strcmp(bind, "none") && (!o->bind_to || strcmp(o->bind_to, "none"))) {
-    snprintf(why, len, "SLURM_CPU_BIND=%s asks Slurm to bind the ranks, and weft binds them too; "
-             "add --bind-to none to keep Slurm's binding, or unset SLURM_CPU_BIND", bind);
+    snprintf(why, len,
+             "SLURM_CPU_BIND=%s asks Slurm to bind the ranks, and weft binds them too; "
+             "add --bind-to none to keep Slurm's binding, or unset SLURM_CPU_BIND",
+             bind);
     return -1;
   }
   return in_allocation(inv, why, len);
 }
 
-int
-wr_srun_hostfile(const wr_plan *p, FILE *out)
+int wr_srun_hostfile(const wr_plan *p, FILE *out)
 {
   for (int r = 0; r < p->np; r++)
     fprintf(out, "%s\n", p->hosts[p->ranks[r].host].host->name);
@@ -100,8 +108,7 @@ wr_srun_hostfile(const wr_plan *p, FILE *out)
 }
 
 /* An MCA parameter the user set, with --mca or as OMPI_MCA_KEY. */
-static int
-has_mca(const wr_opts *o, const char *key)
+static int has_mca(const wr_opts *o, const char *key)
 {
   char name[256];
   snprintf(name, sizeof(name), "OMPI_MCA_%s", key);
@@ -112,8 +119,7 @@ has_mca(const wr_opts *o, const char *key)
 }
 
 /* srun's options that both the job and the probe take. */
-static int
-common(const wr_engine *e, int np, int nnodes, wr_argv *a)
+static int common(const wr_engine *e, int np, int nnodes, wr_argv *a)
 {
   char n[32], nodes[32];
   const char *bind = getenv("SLURM_CPU_BIND");
@@ -128,17 +134,15 @@ common(const wr_engine *e, int np, int nnodes, wr_argv *a)
 }
 
 /* The variables srun's environment gets or loses (a word without '=': unset). */
-static int
-common_env(const char *hostfile, wr_argv *env)
+static int common_env(const char *hostfile, wr_argv *env)
 {
   /* the layout is the hostfile's; an salloc --ntasks-per-node would contradict it */
   return wr_argv_put(env, "SLURM_HOSTFILE", hostfile) ||
          wr_argv_add(env, "SLURM_NTASKS_PER_NODE") || wr_argv_add(env, "WEFT_TOPOLOGY");
 }
 
-int
-wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
-             wr_argv *a, wr_argv *env)
+int wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_engine *e,
+                 wr_argv *a, wr_argv *env)
 {
   int nnodes = 0, rc;
   for (int h = 0; h < p->nhosts; h++)
@@ -166,9 +170,8 @@ wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr_eng
 }
 
 /* The probe: one task per line of \p hostfile, its output labelled with the task. */
-int
-wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
-                   wr_argv *a, wr_argv *env)
+int wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                       wr_argv *a, wr_argv *env)
 {
   (void)o;
   return common(e, n, n, a) || wr_argv_add(a, "--mpi=none") || wr_argv_add(a, "--label") ||

@@ -15,9 +15,8 @@
 
 #include "engine.h"
 
-void
-wr_streams_init(wr_streams *s, int labels, int n,
-                void (*to)(void *arg, int rank, const char *data, size_t len), void *arg)
+void wr_streams_init(wr_streams *s, int labels, int n,
+                     void (*to)(void *arg, int rank, const char *data, size_t len), void *arg)
 {
   memset(s, 0, sizeof(*s));
   s->labels = labels;
@@ -28,8 +27,7 @@ wr_streams_init(wr_streams *s, int labels, int n,
 }
 
 /* mpirun's: cut at its tags. */
-static void
-tags(wr_streams *s, const char *data, size_t len)
+static void tags(wr_streams *s, const char *data, size_t len)
 {
   size_t start = 0;
   for (size_t k = 0; k < len; k++) {
@@ -47,8 +45,7 @@ tags(wr_streams *s, const char *data, size_t len)
 }
 
 /* The task of srun's label "T: " (padded with spaces in front), -1 when not one. */
-static int
-label_task(const char *l, int n)
+static int label_task(const char *l, int n)
 {
   long t = 0;
   int digits = 0;
@@ -60,8 +57,7 @@ label_task(const char *l, int n)
 }
 
 /* srun's: a line at a time, its label first; a line without one is dropped. */
-static void
-labels(wr_streams *s, const char *data, size_t len)
+static void labels(wr_streams *s, const char *data, size_t len)
 {
   size_t k = 0;
   while (k < len) {
@@ -94,8 +90,7 @@ labels(wr_streams *s, const char *data, size_t len)
   }
 }
 
-void
-wr_streams_put(wr_streams *s, const char *data, size_t len)
+void wr_streams_put(wr_streams *s, const char *data, size_t len)
 {
   (s->labels ? labels : tags)(s, data, len);
 }

@@ -27,12 +27,11 @@
 #define RESOLVE_DEADLINE_S 15.0
 
 struct wr_topo_entry {
-  char *path;                   /* NULL: this machine */
+  char *path; /* NULL: this machine */
   weftx_topo *topo;
 };
 
-static int
-topo_get(wr_inventory *inv, const char *path, const weftx_topo **out)
+static int topo_get(wr_inventory *inv, const char *path, const weftx_topo **out)
 {
   for (int i = 0; i < inv->ntopos; i++)
     if ((!path && !inv->topos[i].path) ||
@@ -70,8 +69,7 @@ topo_get(wr_inventory *inv, const char *path, const weftx_topo **out)
  * facts order the hosts); else when the host's slots depend on it: weft's (its GPUs)
  * when weft may place the ranks, Open MPI's (its cores, its objects for ppr and
  * --npersocket) when Open MPI is asked to. */
-static int
-probed(const wr_opts *o, const wr_host *w, int gce_here)
+static int probed(const wr_opts *o, const wr_host *w, int gce_here)
 {
   if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE") || w->file || w->local)
     return 0;
@@ -86,9 +84,8 @@ probed(const wr_opts *o, const wr_host *w, int gce_here)
 /* Remote hosts without a topology file, probed (once, all together) when their slots
  * are not given, a report needs their placement, or this host is on GCE (their facts
  * then order the hosts). */
-static int
-probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_here,
-             wr_jobdir *dir, int stop_fd, char **paths)
+static int probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_here,
+                        wr_jobdir *dir, int stop_fd, char **paths)
 {
   /* --check's own job brings each host's topology back (check/check.c) */
   if (o->gpus_per_node >= 0 || getenv("WEFT_NO_PROBE") || o->check)
@@ -117,10 +114,9 @@ probe_remote(const wr_opts *o, const wr_engine *e, wr_inventory *inv, int gce_he
 
 /* Is \p a this machine's: an address of one of its interfaces, or the loopback (as
  * Open MPI's opal_ifislocal() compares)? */
-static int
-own_address(const weftx_netif *ifs, int n, const weftx_netaddr *a)
+static int own_address(const weftx_netif *ifs, int n, const weftx_netaddr *a)
 {
-  static const unsigned char lo4[4] = { 127, 0, 0, 1 }, lo6[16] = { [15] = 1 };
+  static const unsigned char lo4[4] = {127, 0, 0, 1}, lo6[16] = {[15] = 1};
   if ((a->family == AF_INET && !memcmp(a->addr, lo4, 4)) ||
       (a->family == AF_INET6 && !memcmp(a->addr, lo6, 16)))
     return 1;
@@ -132,13 +128,12 @@ own_address(const weftx_netif *ifs, int n, const weftx_netaddr *a)
 
 /* Every host's name, resolved at once: mpirun's own host by address; a name that does
  * not resolve stops a launch, and a dry run that would probe it. */
-static int
-resolve(const wr_opts *o, wr_inventory *inv, int gce_here)
+static int resolve(const wr_opts *o, wr_inventory *inv, int gce_here)
 {
   const char **names = calloc((size_t)inv->nhosts, sizeof(*names));
   weftx_netaddr *addr = calloc((size_t)inv->nhosts, sizeof(*addr));
-  int *err = calloc((size_t)inv->nhosts, sizeof(*err)), *which = calloc((size_t)inv->nhosts,
-                                                                      sizeof(*which));
+  int *err = calloc((size_t)inv->nhosts, sizeof(*err)),
+      *which = calloc((size_t)inv->nhosts, sizeof(*which));
   weftx_netif *ifs = NULL;
   int n = 0, nifs = 0, rc = 0;
   char why[512] = "";
@@ -168,12 +163,16 @@ resolve(const wr_opts *o, wr_inventory *inv, int gce_here)
       w->local = own_address(ifs, nifs, &addr[i]);
       continue;
     }
-    snprintf(w->unresolved, sizeof(w->unresolved), "%s", err[i] == EAI_AGAIN ?
-             "the resolver could not answer (no name server reached, or none answered in "
-             "time)" : gai_strerror(err[i]));
+    snprintf(w->unresolved, sizeof(w->unresolved), "%s",
+             err[i] == EAI_AGAIN
+               ? "the resolver could not answer (no name server reached, or none answered in "
+                 "time)"
+               : gai_strerror(err[i]));
     if (!o->dry_run || probed(o, w, gce_here)) {
-      fprintf(stderr, "weftrun: cannot resolve host '%s' (%s): %s; check the name or "
-              "/etc/hosts\n", names[i], weftx_hosts_origin_name(inv->origin), w->unresolved);
+      fprintf(stderr,
+              "weftrun: cannot resolve host '%s' (%s): %s; check the name or "
+              "/etc/hosts\n",
+              names[i], weftx_hosts_origin_name(inv->origin), w->unresolved);
       rc = WR_EXIT_NOHOST;
     }
   }
@@ -186,16 +185,14 @@ out:
   return rc;
 }
 
-static void
-warn(void *arg, const char *msg)
+static void warn(void *arg, const char *msg)
 {
   (void)arg;
   fprintf(stderr, "weftrun: warning: %s\n", msg);
 }
 
 /* One machine type for all hosts, or a warning. */
-static int
-check_mixed(const wr_inventory *inv)
+static int check_mixed(const wr_inventory *inv)
 {
   if (inv->nhosts < 2)
     return 0;
@@ -217,15 +214,16 @@ check_mixed(const wr_inventory *inv)
   return 0;
 }
 
-int
-wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths)
+int wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths)
 {
   int rc = 0;
   for (int h = 0; !rc && h < inv->nhosts; h++) {
     wr_host *w = &inv->hosts[h];
     const char *path = w->file ? w->file : paths[h];
-    w->from = w->file ? WR_TOPO_FILE : paths[h] ? WR_TOPO_PROBED :
-              w->local ? WR_TOPO_HERE : WR_TOPO_ASSUMED;
+    w->from = w->file    ? WR_TOPO_FILE
+              : paths[h] ? WR_TOPO_PROBED
+              : w->local ? WR_TOPO_HERE
+                         : WR_TOPO_ASSUMED;
     rc = topo_get(inv, path, &w->topo);
     if (!rc) {
       w->gpus_trusted = o->gpus_per_node >= 0 && !w->file;
@@ -235,9 +233,8 @@ wr_facts_topologies(const wr_opts *o, wr_inventory *inv, char *const *paths)
   return rc;
 }
 
-int
-wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
-                int stop_fd)
+int wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                    int stop_fd)
 {
   int rc, gce_here = 0;
   char **paths = NULL;
@@ -274,8 +271,7 @@ wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobd
   return rc ? rc : check_mixed(inv);
 }
 
-void
-wr_inventory_free(wr_inventory *inv)
+void wr_inventory_free(wr_inventory *inv)
 {
   for (int i = 0; i < inv->ntopos; i++) {
     weftx_topo_destroy(inv->topos[i].topo);

@@ -18,21 +18,19 @@
 struct wr_gcp {
   weftx_gcp_info info;
   weftx_preset *preset;
-  weftx_env *env;               /* the preset's variables, as resolved here */
-  weftx_env *over;              /* the user's variables that the preset would have set */
-  weftx_env *unresolved;        /* KEY -> why its value in env still holds a placeholder */
+  weftx_env *env;        /* the preset's variables, as resolved here */
+  weftx_env *over;       /* the user's variables that the preset would have set */
+  weftx_env *unresolved; /* KEY -> why its value in env still holds a placeholder */
 };
 
-static void
-warn(void *arg, const char *msg)
+static void warn(void *arg, const char *msg)
 {
   (void)arg;
   fprintf(stderr, "weftrun: warning: %s\n", msg);
 }
 
 /* The variables the user gives the ranks: they win over the preset. */
-static int
-user_env(const wr_opts *o, weftx_env *env)
+static int user_env(const wr_opts *o, weftx_env *env)
 {
   extern char **environ;
   char why[512];
@@ -45,8 +43,7 @@ user_env(const wr_opts *o, weftx_env *env)
 
 /* Every variable of the preset as the file has it where this VM cannot fill a
  * placeholder, with the reason in g->unresolved, after the user's own. */
-static int
-preview(wr_gcp *g, const weftx_env *user)
+static int preview(wr_gcp *g, const weftx_env *user)
 {
   const weftx_preset_var *vars;
   char why[512];
@@ -55,9 +52,10 @@ preview(wr_gcp *g, const weftx_env *user)
     return WEFT_ENOMEM;
   rc = weftx_preset_preview(g->preset, &g->info, NULL, &vars, &nvars, why, sizeof(why));
   for (int i = 0; !rc && i < nvars; i++) {
-    const char *mine = weftx_env_get(user, vars[i].key), *detail = vars[i].source + strlen("preset ");
+    const char *mine = weftx_env_get(user, vars[i].key),
+               *detail = vars[i].source + strlen("preset ");
     if (mine && !vars[i].prepend)
-      continue; /* the user's value wins */
+      continue;          /* the user's value wins */
     if (mine && *mine) { /* a path list: the preset's directory in front of the user's */
       size_t n = strlen(vars[i].value) + strlen(mine) + 2;
       char *v = malloc(n);
@@ -77,8 +75,7 @@ preview(wr_gcp *g, const weftx_env *user)
   return rc == WEFT_ENOMEM ? rc : 0;
 }
 
-int
-wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
+int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
 {
   char why[1024];
   weftx_env *user = NULL;
@@ -134,26 +131,19 @@ wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out)
   return rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : 0;
 }
 
-const weftx_env *
-wr_gcp_preset_env(const wr_gcp *g)
-{
-  return g ? g->env : NULL;
-}
+const weftx_env *wr_gcp_preset_env(const wr_gcp *g) { return g ? g->env : NULL; }
 
-const char *
-wr_gcp_unresolved(const wr_gcp *g, const char *key)
+const char *wr_gcp_unresolved(const wr_gcp *g, const char *key)
 {
   return g && g->unresolved ? weftx_env_get(g->unresolved, key) : NULL;
 }
 
-const char *
-wr_gcp_reserved_cpus(const wr_gcp *g)
+const char *wr_gcp_reserved_cpus(const wr_gcp *g)
 {
   return g ? weftx_preset_reserved_cpus(g->preset) : NULL;
 }
 
-int
-wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen)
+int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen)
 {
   weftx_gcp_info info;
   char why[512];
@@ -171,8 +161,7 @@ wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen)
   return 1;
 }
 
-int
-wr_gcp_env(const wr_gcp *g, char ***env, int *n)
+int wr_gcp_env(const wr_gcp *g, char ***env, int *n)
 {
   int count = g && g->env ? weftx_env_count(g->env) : 0;
   *env = NULL;
@@ -193,8 +182,7 @@ wr_gcp_env(const wr_gcp *g, char ***env, int *n)
   return 0;
 }
 
-void
-wr_gcp_print(const wr_gcp *g, FILE *out)
+void wr_gcp_print(const wr_gcp *g, FILE *out)
 {
   if (!g || !g->preset)
     return;
@@ -204,14 +192,12 @@ wr_gcp_print(const wr_gcp *g, FILE *out)
           weftx_preset_reserved_cpus(g->preset) ? weftx_preset_reserved_cpus(g->preset) : "");
 }
 
-const char *
-wr_gcp_overrides(const wr_gcp *g, const char *key)
+const char *wr_gcp_overrides(const wr_gcp *g, const char *key)
 {
   return g && g->over && weftx_env_get(g->over, key) ? weftx_preset_name(g->preset) : NULL;
 }
 
-void
-wr_gcp_destroy(wr_gcp *g)
+void wr_gcp_destroy(wr_gcp *g)
 {
   if (!g)
     return;

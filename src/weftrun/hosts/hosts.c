@@ -19,8 +19,7 @@
 
 #include "hosts.h"
 
-static int
-is_local_name(const char *name)
+static int is_local_name(const char *name)
 {
   char me[256];
   if (!strcasecmp(name, "localhost") || !strcmp(name, "127.0.0.1"))
@@ -38,8 +37,7 @@ is_local_name(const char *name)
 }
 
 /* One of this machine's addresses (or a loopback one), written as a number. */
-static int
-is_local_address(const char *name)
+static int is_local_address(const char *name)
 {
   weftx_netaddr a;
   weftx_netif *ifs = NULL;
@@ -52,8 +50,7 @@ is_local_address(const char *name)
   return local;
 }
 
-static int
-fail_hosts(int rc, const char *why)
+static int fail_hosts(int rc, const char *why)
 {
   fprintf(stderr, "weftrun: %s\n", why[0] ? why : weft_strerror(rc));
   return rc == WEFT_ENOENT || rc == WEFT_EIO ? WR_EXIT_NOINPUT : WR_EXIT_HOSTS;
@@ -61,11 +58,10 @@ fail_hosts(int rc, const char *why)
 
 /* The default hostfile: whether to read it (1), with its path. A file Open MPI only
  * looks for by default may be missing; one named must be there. */
-static int
-default_hostfile(const wr_opts *o, const wr_inventory *inv, const char **path)
+static int default_hostfile(const wr_opts *o, const wr_inventory *inv, const char **path)
 {
-  const char *d = o->default_hostfile ? o->default_hostfile
-                  : inv->mca.m.v[WEFTX_OMPI_MCA_DEFAULT_HOSTFILE];
+  const char *d =
+    o->default_hostfile ? o->default_hostfile : inv->mca.m.v[WEFTX_OMPI_MCA_DEFAULT_HOSTFILE];
   *path = d;
   if (!d || !*d || !strcmp(d, "none"))
     return 0;
@@ -74,11 +70,10 @@ default_hostfile(const wr_opts *o, const wr_inventory *inv, const char **path)
   return 1;
 }
 
-static int
-gather(const wr_opts *o, wr_inventory *inv)
+static int gather(const wr_opts *o, wr_inventory *inv)
 {
   weftx_hosts_input in;
-  char why[1024] = "";   /* -H's message quotes 400 bytes of it before what is wrong */
+  char why[1024] = ""; /* -H's message quotes 400 bytes of it before what is wrong */
   int keep_fqdn = 0, rc;
   const char *dflt;
 
@@ -132,14 +127,14 @@ gather(const wr_opts *o, wr_inventory *inv)
   inv->origin = weftx_hostlist_origin(inv->hl);
   inv->nhosts = weftx_hostlist_count(inv->hl);
   /* inside an allocation whatever named the hosts (srun checks they are in it) */
-  if (getenv("SLURM_JOB_NODELIST") && (inv->slurm_job = getenv("SLURM_JOB_ID")) &&
-      !*inv->slurm_job)
+  if (getenv("SLURM_JOB_NODELIST") && (inv->slurm_job = getenv("SLURM_JOB_ID")) && !*inv->slurm_job)
     inv->slurm_job = NULL;
   if (inv->origin == WEFTX_HOSTS_SLURM)
-    weft_log(WEFT_LOG_HOSTS, "%d host%s from the Slurm allocation SLURM_JOB_ID=%s: "
-             "SLURM_JOB_NODELIST=%s SLURM_TASKS_PER_NODE=%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
-             inv->slurm_job ? inv->slurm_job : "(unset)", in.slurm_nodelist,
-             in.slurm_tasks_per_node ? in.slurm_tasks_per_node : "(unset)");
+    weft_log(WEFT_LOG_HOSTS,
+             "%d host%s from the Slurm allocation SLURM_JOB_ID=%s: "
+             "SLURM_JOB_NODELIST=%s SLURM_TASKS_PER_NODE=%s",
+             inv->nhosts, inv->nhosts == 1 ? "" : "s", inv->slurm_job ? inv->slurm_job : "(unset)",
+             in.slurm_nodelist, in.slurm_tasks_per_node ? in.slurm_tasks_per_node : "(unset)");
   else
     weft_log(WEFT_LOG_HOSTS, "%d host%s from %s%s%s", inv->nhosts, inv->nhosts == 1 ? "" : "s",
              weftx_hosts_origin_name(inv->origin), in.hostfile ? " " : "",
@@ -152,8 +147,7 @@ gather(const wr_opts *o, wr_inventory *inv)
 }
 
 /* The hosts each program may use: its own -H or hostfile, else every host. */
-static int
-app_hosts(const wr_opts *o, wr_inventory *inv)
+static int app_hosts(const wr_opts *o, wr_inventory *inv)
 {
   char why[1024];
 
@@ -187,8 +181,7 @@ app_hosts(const wr_opts *o, wr_inventory *inv)
 }
 
 /* --topology HOST=FILE for named hosts, --topology FILE for the others. */
-static int
-assign_files(const wr_opts *o, wr_inventory *inv)
+static int assign_files(const wr_opts *o, wr_inventory *inv)
 {
   for (int k = 0; k < o->nhost_topology; k++) {
     const char *kv = o->host_topology[k].key;
@@ -217,9 +210,10 @@ assign_files(const wr_opts *o, wr_inventory *inv)
         if (inv->hosts[i].local)
           h = i;
     if (h < 0) {
-      fprintf(stderr, "weftrun: --topology '%s': host '%s' is not one of the job's hosts "
-              "(they come from %s); fix the name or add the host\n", kv, host,
-              weftx_hosts_origin_name(inv->origin));
+      fprintf(stderr,
+              "weftrun: --topology '%s': host '%s' is not one of the job's hosts "
+              "(they come from %s); fix the name or add the host\n",
+              kv, host, weftx_hosts_origin_name(inv->origin));
       return WR_EXIT_NOHOST;
     }
     inv->hosts[h].file = o->host_topology[k].value;
@@ -230,8 +224,7 @@ assign_files(const wr_opts *o, wr_inventory *inv)
   return 0;
 }
 
-int
-wr_hosts_gather(const wr_opts *o, wr_inventory *inv)
+int wr_hosts_gather(const wr_opts *o, wr_inventory *inv)
 {
   int rc;
   memset(inv, 0, sizeof(*inv));

@@ -48,12 +48,13 @@ int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);
 
 /* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
  * checks (warnings), this VM's Google Cloud facts. */
-int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out);   /* WR_EXIT_* */
+int wr_gcp_prepare(const wr_opts *o, int nhosts, wr_gcp **out); /* WR_EXIT_* */
 const char *wr_gcp_reserved_cpus(const wr_gcp *g);
-int wr_gcp_env(const wr_gcp *g, char ***env, int *n);             /* "KEY=VALUE", allocated */
-const weftx_env *wr_gcp_preset_env(const wr_gcp *g);              /* with origins; NULL: none */
-const char *wr_gcp_unresolved(const wr_gcp *g, const char *key);  /* why KEY holds a placeholder */
-const char *wr_gcp_overrides(const wr_gcp *g, const char *key);   /* the preset the user's KEY beats */
+int wr_gcp_env(const wr_gcp *g, char ***env, int *n);            /* "KEY=VALUE", allocated */
+const weftx_env *wr_gcp_preset_env(const wr_gcp *g);             /* with origins; NULL: none */
+const char *wr_gcp_unresolved(const wr_gcp *g, const char *key); /* why KEY holds a placeholder */
+const char *wr_gcp_overrides(const wr_gcp *g,
+                             const char *key); /* the preset the user's KEY beats */
 int wr_gcp_local(const wr_gcp *g, char *mt, size_t mtlen, char *ph, size_t phlen); /* 1 on GCE */
 void wr_gcp_print(const wr_gcp *g, FILE *out);
 void wr_gcp_destroy(wr_gcp *g);

@@ -21,8 +21,7 @@
 
 extern char **environ;
 
-static int
-own(wr_mca *m, char *s)
+static int own(wr_mca *m, char *s)
 {
   char **v = s ? realloc(m->strings, (size_t)(m->nstrings + 1) * sizeof(*v)) : NULL;
   if (!v) {
@@ -34,8 +33,7 @@ own(wr_mca *m, char *s)
   return 0;
 }
 
-static int
-set(wr_mca *m, int id, const char *value, const char *from, int force)
+static int set(wr_mca *m, int id, const char *value, const char *from, int force)
 {
   char *v, *f;
   if (id < 0 || (m->m.v[id] && !force))
@@ -49,8 +47,7 @@ set(wr_mca *m, int id, const char *value, const char *from, int force)
   return 0;
 }
 
-static void
-sysconfdir(char *buf, size_t len)
+static void sysconfdir(char *buf, size_t len)
 {
   const char *s = getenv("OPAL_SYSCONFDIR"), *p = getenv("OPAL_PREFIX");
   if (s && *s)
@@ -63,8 +60,7 @@ sysconfdir(char *buf, size_t len)
 
 /* One parameter file: "key = value" lines, '#' comments. A file that is not there is
  * nothing; one that cannot be read is an error, as for Open MPI. */
-static int
-read_file(wr_mca *m, const char *path, int force)
+static int read_file(wr_mca *m, const char *path, int force)
 {
   FILE *f = fopen(path, "r");
   char line[4096], from[4200];
@@ -103,8 +99,7 @@ read_file(wr_mca *m, const char *path, int force)
   return 0;
 }
 
-int
-wr_mca_gather(const wr_opts *o, wr_mca *m)
+int wr_mca_gather(const wr_opts *o, wr_mca *m)
 {
   char etc[4096], path[4200];
   int rc;
@@ -170,8 +165,7 @@ nomem:
   return WR_EXIT_ENGINE;
 }
 
-void
-wr_mca_free(wr_mca *m)
+void wr_mca_free(wr_mca *m)
 {
   for (int i = 0; i < m->nstrings; i++)
     free(m->strings[i]);

@@ -25,23 +25,21 @@
 /* The probe's output, cut into each host's (engine/streams.c): into out[rank]. */
 typedef struct split {
   FILE **out;
-  int bad;                      /* a write failed (out of memory) */
+  int bad; /* a write failed (out of memory) */
 } split;
 
-static void
-to_host(void *arg, int rank, const char *data, size_t len)
+static void to_host(void *arg, int rank, const char *data, size_t len)
 {
   split *sp = arg;
   sp->bad |= fwrite(data, 1, len, sp->out[rank]) != len;
 }
 
 /* One host's XML into the job directory; its GCE line into its facts. */
-int
-wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path)
+int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path)
 {
   char name[64], p[4096], why[600];
-  len = wt_agent_gce_parse(buf, len, h->machine_type, sizeof(h->machine_type),
-                             h->physical_host, sizeof(h->physical_host));
+  len = wt_agent_gce_parse(buf, len, h->machine_type, sizeof(h->machine_type), h->physical_host,
+                           sizeof(h->physical_host));
   snprintf(name, sizeof(name), "probe-%d.xml", i);
   FILE *f = wr_jobdir_file(dir, name, p, sizeof(p), why, sizeof(why));
   if (!f) {
@@ -63,13 +61,14 @@ wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, ch
   return 0;
 }
 
-static int
-command(const wr_opts *o, const wr_engine *e, int n, const char *hostfile, wr_argv *a,
-        wr_argv *env)
+static int command(const wr_opts *o, const wr_engine *e, int n, const char *hostfile, wr_argv *a,
+                   wr_argv *env)
 {
   if (!e->found) {
-    fprintf(stderr, "weftrun: cannot probe the hosts: %s not found; give --topology HOST=FILE or "
-            "--gpus-per-node N\n", e->name);
+    fprintf(stderr,
+            "weftrun: cannot probe the hosts: %s not found; give --topology HOST=FILE or "
+            "--gpus-per-node N\n",
+            e->name);
     return WR_EXIT_ENGINE;
   }
   int rc = wr_engine_probe_argv(o, e, n, hostfile, a, env);
@@ -96,15 +95,13 @@ typedef struct reading {
   wr_banners ban;
 } reading;
 
-static void
-to_stderr(void *arg, const char *data, size_t len)
+static void to_stderr(void *arg, const char *data, size_t len)
 {
   (void)arg;
   fwrite(data, 1, len, stderr);
 }
 
-static void
-on_output(void *arg, int stream, const char *data, size_t len)
+static void on_output(void *arg, int stream, const char *data, size_t len)
 {
   reading *rd = arg;
   if (stream == 2)
@@ -116,8 +113,7 @@ on_output(void *arg, int stream, const char *data, size_t len)
 }
 
 /* The engine's held accounts and weftrun's line \p line, into \p said. */
-static void
-hold(reading *rd, const char *line, char **said)
+static void hold(reading *rd, const char *line, char **said)
 {
   size_t n = 0;
   char *held = wr_banners_take(&rd->ban, &n), *text = NULL;
@@ -139,9 +135,8 @@ hold(reading *rd, const char *line, char **said)
   *said = text;
 }
 
-static int
-run(const wr_opts *o, const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd,
-    weftx_proc_result *r, char **said)
+static int run(const wr_opts *o, const wr_engine *e, wr_argv *a, const wr_argv *env, int stop_fd,
+               weftx_proc_result *r, char **said)
 {
   weftx_proc_spec s;
   char why[600];
@@ -179,7 +174,8 @@ run(const wr_opts *o, const wr_engine *e, wr_argv *a, const wr_argv *env, int st
   if (r->status && !failed && !r->stopped && !r->timed_out &&
       !(r->status == WEFTX_PROC_NOEXEC && why[0])) {
     char line[600];
-    snprintf(line, sizeof(line), "weftrun: probing the hosts' topologies failed (%s exit %d; "
+    snprintf(line, sizeof(line),
+             "weftrun: probing the hosts' topologies failed (%s exit %d; "
              "see above); check the hosts, or give --topology HOST=FILE or --gpus-per-node N\n",
              e->name, r->status);
     hold(&rd, line, said);
@@ -191,12 +187,15 @@ run(const wr_opts *o, const wr_engine *e, wr_argv *a, const wr_argv *env, int st
     return WR_EXIT_ENGINE;
   }
   if (r->stopped) {
-    fprintf(stderr, "weftrun: got signal %d while probing the hosts; nothing was started "
-            "(exit %d)\n", r->stopped, 128 + r->stopped);
+    fprintf(stderr,
+            "weftrun: got signal %d while probing the hosts; nothing was started "
+            "(exit %d)\n",
+            r->stopped, 128 + r->stopped);
     return 128 + r->stopped;
   }
   if (r->timed_out) {
-    fprintf(stderr, "weftrun: probing the hosts' topologies took longer than %d s; check that "
+    fprintf(stderr,
+            "weftrun: probing the hosts' topologies took longer than %d s; check that "
             "%s reaches them, or give --topology HOST=FILE or --gpus-per-node N\n",
             PROBE_DEADLINE_S, e->name);
     return WR_EXIT_ENGINE;
@@ -208,15 +207,14 @@ run(const wr_opts *o, const wr_engine *e, wr_argv *a, const wr_argv *env, int st
   return 0;
 }
 
-int
-wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
-         int stop_fd, char **paths, char **said)
+int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_jobdir *dir,
+             int stop_fd, char **paths, char **said)
 {
   char hostfile[4096], why[600];
   FILE **out = calloc((size_t)n, sizeof(*out));
   char **buf = calloc((size_t)n, sizeof(*buf));
   size_t *len = calloc((size_t)n, sizeof(*len));
-  wr_argv a = { NULL, 0, 0 }, env = { NULL, 0, 0 };
+  wr_argv a = {NULL, 0, 0}, env = {NULL, 0, 0};
   weftx_proc_result r;
   int rc = WR_EXIT_ENGINE;
 
@@ -260,7 +258,7 @@ wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n, wr_
       fprintf(stderr, "weftrun: out of memory\n");
       goto out;
     }
-  split sp = { out, 0 };
+  split sp = {out, 0};
   wr_streams st;
   wr_streams_init(&st, e->kind == WR_ENGINE_SRUN, n, to_host, &sp);
   wr_streams_put(&st, r.output ? r.output : "", r.len);

@@ -27,8 +27,7 @@ extern char **environ;
 
 /* The user's CUDA_VISIBLE_DEVICES as every rank will see it: -x's value, else weftrun's
  * own when forwarded; NULL when none (or Slurm's). */
-static const char *
-user_cvd(const wr_opts *o)
+static const char *user_cvd(const wr_opts *o)
 {
   static const char name[] = "CUDA_VISIBLE_DEVICES";
   const size_t n = sizeof(name) - 1;
@@ -39,18 +38,19 @@ user_cvd(const wr_opts *o)
 }
 
 /* scontrol ARGS..., its output (free()), within the deadline. WR_EXIT_*, 128+N. */
-static int
-scontrol(char *const *args, int stop_fd, char **out)
+static int scontrol(char *const *args, int stop_fd, char **out)
 {
   char path[4096], why[600] = "";
-  const char *look[] = { "scontrol", NULL };
-  char *argv[8] = { path };
+  const char *look[] = {"scontrol", NULL};
+  char *argv[8] = {path};
   weftx_proc_spec s;
   weftx_proc_result r;
   *out = NULL;
   if (!weftx_find_exe(look, path, sizeof(path))) {
-    fprintf(stderr, "weftrun: this is Slurm job %s, but scontrol is not on PATH to say which GPUs "
-            "it was given; add Slurm's bin directory to PATH\n", getenv("SLURM_JOB_ID"));
+    fprintf(stderr,
+            "weftrun: this is Slurm job %s, but scontrol is not on PATH to say which GPUs "
+            "it was given; add Slurm's bin directory to PATH\n",
+            getenv("SLURM_JOB_ID"));
     return WR_EXIT_ENGINE;
   }
   for (int i = 0; args[i] && i < 6; i++)
@@ -75,9 +75,13 @@ scontrol(char *const *args, int stop_fd, char **out)
   }
   if (r.status || !r.output) {
     free(r.output);
-    fprintf(stderr, "weftrun: scontrol %s %s failed (%s); weftrun needs it to learn the GPUs of "
-            "Slurm job %s\n", args[0], args[1] ? args[1] : "",
-            r.timed_out ? "no answer within 30 s" : why[0] ? why : "see its message above",
+    fprintf(stderr,
+            "weftrun: scontrol %s %s failed (%s); weftrun needs it to learn the GPUs of "
+            "Slurm job %s\n",
+            args[0], args[1] ? args[1] : "",
+            r.timed_out ? "no answer within 30 s"
+            : why[0]    ? why
+                        : "see its message above",
             getenv("SLURM_JOB_ID"));
     return WR_EXIT_ENGINE;
   }
@@ -86,8 +90,7 @@ scontrol(char *const *args, int stop_fd, char **out)
 }
 
 /* Does node \p name have GPUs as Slurm GRES? From "scontrol -o show node" text. */
-static int
-node_has_gpu_gres(const char *text, const char *name)
+static int node_has_gpu_gres(const char *text, const char *name)
 {
   size_t n = strlen(name);
   for (const char *l = text; *l;) {
@@ -108,8 +111,7 @@ node_has_gpu_gres(const char *text, const char *name)
 }
 
 /* a AND b, both index lists, into out. */
-static int
-intersect(const char *a, const char *b, char *out, size_t len)
+static int intersect(const char *a, const char *b, char *out, size_t len)
 {
   int x[WEFTX_SLURM_GPUS_MAX], y[WEFTX_SLURM_GPUS_MAX], z[WEFTX_SLURM_GPUS_MAX];
   int nx = 0, ny = 0, nz = 0;
@@ -124,8 +126,7 @@ intersect(const char *a, const char *b, char *out, size_t len)
 }
 
 /* Give host \p w the GPUs \p list (NULL: all), narrowed by the user's \p cvd. */
-static int
-allow(wr_host *w, const char *list, const char *cvd)
+static int allow(wr_host *w, const char *list, const char *cvd)
 {
   char both[1024];
   if (list && cvd && intersect(list, cvd, both, sizeof(both)) == 0)
@@ -144,12 +145,11 @@ allow(wr_host *w, const char *list, const char *cvd)
 }
 
 /* The job's GPUs per host from scontrol. */
-static int
-job_gpus(wr_inventory *inv, const char *cvd, int stop_fd)
+static int job_gpus(wr_inventory *inv, const char *cvd, int stop_fd)
 {
   char *text = NULL, *nodes = NULL, why[600];
-  char *show_job[] = { (char *)"show", (char *)"job", (char *)"-d", (char *)inv->slurm_job, NULL };
-  char *show_node[] = { (char *)"-o", (char *)"show", (char *)"node", NULL };
+  char *show_job[] = {(char *)"show", (char *)"job", (char *)"-d", (char *)inv->slurm_job, NULL};
+  char *show_node[] = {(char *)"-o", (char *)"show", (char *)"node", NULL};
   weftx_slurm_node_gpus *v = NULL;
   int n = 0, rc = scontrol(show_job, stop_fd, &text);
   if (rc)
@@ -187,8 +187,7 @@ job_gpus(wr_inventory *inv, const char *cvd, int stop_fd)
   return rc;
 }
 
-int
-wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd)
+int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd)
 {
   const char *cvd = user_cvd(o);
   int gpus = 0, idx[WEFTX_SLURM_GPUS_MAX], n = 0;
@@ -197,8 +196,8 @@ wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd)
   if (!gpus)
     return 0;
   /* only a list of indices narrows the GPUs (not UUIDs or MIG names) */
-  if (cvd && weftx_slurm_gpu_indices("CUDA_VISIBLE_DEVICES", cvd, idx, WEFTX_SLURM_GPUS_MAX, &n,
-                                     NULL, 0))
+  if (cvd &&
+      weftx_slurm_gpu_indices("CUDA_VISIBLE_DEVICES", cvd, idx, WEFTX_SLURM_GPUS_MAX, &n, NULL, 0))
     cvd = NULL;
   if (inv->slurm_job)
     snprintf(inv->gpus_from, sizeof(inv->gpus_from), "Slurm job %s%s", inv->slurm_job,

@@ -30,23 +30,22 @@ struct wr_mon {
   int np;
   FILE *timeline;
   char path[4200], html[4200];
-  char what[5200];          /* the picture's caption */
+  char what[5200]; /* the picture's caption */
   int quiet;
-  int tty;                  /* the live line is on */
-  int drawn;                /* the live line is on the screen */
-  int hold;                 /* a line of the ranks' output is open: draw nothing */
+  int tty;   /* the live line is on */
+  int drawn; /* the live line is on the screen */
+  int hold;  /* a line of the ranks' output is open: draw nothing */
   double drawn_at, median_at;
-  int64_t median;           /* of every rank's latest CPU use, -1 unknown */
-  int64_t *use, *scratch;   /* latest CPU use per rank (-1: none or ended) */
-  int64_t *gpu, gmedian;    /* the same of their GPUs' utilisation, in thousandths */
-  int *first;               /* wr_mon_nic_rates()'s scratch */
+  int64_t median;         /* of every rank's latest CPU use, -1 unknown */
+  int64_t *use, *scratch; /* latest CPU use per rank (-1: none or ended) */
+  int64_t *gpu, gmedian;  /* the same of their GPUs' utilisation, in thousandths */
+  int *first;             /* wr_mon_nic_rates()'s scratch */
   wr_straggle st, gst;
   int stragglers;
-  int said_why;             /* why the GPU figures are absent, said once */
+  int said_why; /* why the GPU figures are absent, said once */
 };
 
-int
-wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len)
+int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len)
 {
   wr_mon *m = calloc(1, sizeof(*m));
   *out = NULL;
@@ -81,8 +80,10 @@ wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t
     int fd = open(m->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 || !(m->timeline = fdopen(fd, "w"))) {
       snprintf(why, len, "--monitor-out %s: cannot create %s: %s%s", o->monitor_out, m->path,
-               strerror(errno), errno == EEXIST ? " (a timeline is never overwritten: give "
-               "another directory or remove it)" : "");
+               strerror(errno),
+               errno == EEXIST ? " (a timeline is never overwritten: give "
+                                 "another directory or remove it)"
+                               : "");
       if (fd >= 0)
         close(fd);
       wr_mon_close(m);
@@ -93,8 +94,7 @@ wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t
   return 0;
 }
 
-void
-wr_mon_wipe(wr_mon *m)
+void wr_mon_wipe(wr_mon *m)
 {
   if (m && m->drawn) {
     fputs("\r\033[K", stderr);
@@ -102,17 +102,15 @@ wr_mon_wipe(wr_mon *m)
   }
 }
 
-void
-wr_mon_hold(wr_mon *m, int hold)
+void wr_mon_hold(wr_mon *m, int hold)
 {
   if (m)
     m->hold = hold;
 }
 
-static void
-bytes_text(double b, char *buf, size_t len)
+static void bytes_text(double b, char *buf, size_t len)
 {
-  const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (b >= 1024 && u < 4) {
     b /= 1024;
@@ -122,15 +120,13 @@ bytes_text(double b, char *buf, size_t len)
 }
 
 /* Whether ranks r and k report the same NIC of the same host. */
-static int
-same_nic(const wr_sup *s, int r, int k)
+static int same_nic(const wr_sup *s, int r, int k)
 {
   return !strcmp(s->r[r].last.nic, s->r[k].last.nic) &&
          !strcmp(wr_sup_host(s, r), wr_sup_host(s, k));
 }
 
-int
-wr_mon_nic_rates(const wr_sup *s, int *first, double *tx, double *rx)
+int wr_mon_nic_rates(const wr_sup *s, int *first, double *tx, double *rx)
 {
   int npairs = 0, hosts = 0, host0 = -1;
   *tx = *rx = 0;
@@ -160,8 +156,7 @@ wr_mon_nic_rates(const wr_sup *s, int *first, double *tx, double *rx)
 
 /* The live line: every rank's latest sample, the lowest CPU use named, and the NICs'
  * rates when the job spans hosts. */
-static void
-draw(wr_mon *m, const wr_sup *s, double now)
+static void draw(wr_mon *m, const wr_sup *s, double now)
 {
   int n = 0, low = -1, big = -1, ng = 0;
   double cpu = 0, rss = 0, tx = 0, rx = 0, gpu = 0;
@@ -208,8 +203,7 @@ draw(wr_mon *m, const wr_sup *s, double now)
   m->drawn_at = now;
 }
 
-static void
-record(wr_mon *m, const wr_sup *s, int rank, double now)
+static void record(wr_mon *m, const wr_sup *s, int rank, double now)
 {
   const wt_sample *x = &s->r[rank].last;
   FILE *f = m->timeline;
@@ -247,8 +241,7 @@ record(wr_mon *m, const wr_sup *s, int rank, double now)
   fputs("}\n", f);
 }
 
-void
-wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
+void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
 {
   wr_mon *m = arg;
   const wt_sample *x = &s->r[rank].last;
@@ -275,24 +268,27 @@ wr_mon_sample(void *arg, const wr_sup *s, int rank, double now)
   }
   if (wr_straggle_step(&m->st, rank, x->cpu_pm, m->median)) {
     wr_mon_wipe(m);
-    fprintf(stderr, "weftrun: straggler: rank %d on %s: CPU %.0f%% for the last %d samples, its "
-            "peers' median %.0f%%\n", rank, wr_sup_host(s, rank), (double)x->cpu_pm / 10,
-            WR_STRAGGLE_SAMPLES, (double)m->median / 10);
+    fprintf(stderr,
+            "weftrun: straggler: rank %d on %s: CPU %.0f%% for the last %d samples, its "
+            "peers' median %.0f%%\n",
+            rank, wr_sup_host(s, rank), (double)x->cpu_pm / 10, WR_STRAGGLE_SAMPLES,
+            (double)m->median / 10);
     m->stragglers++;
   }
   if (x->gpu_util >= 0 && wr_straggle_step(&m->gst, rank, x->gpu_util * 10, m->gmedian)) {
     wr_mon_wipe(m);
-    fprintf(stderr, "weftrun: straggler: rank %d on %s: GPU %s at %lld%% for the last %d samples, "
-            "its peers' median %.0f%%\n", rank, wr_sup_host(s, rank), s->r[rank].gpu,
-            (long long)x->gpu_util, WR_STRAGGLE_SAMPLES, (double)m->gmedian / 10);
+    fprintf(stderr,
+            "weftrun: straggler: rank %d on %s: GPU %s at %lld%% for the last %d samples, "
+            "its peers' median %.0f%%\n",
+            rank, wr_sup_host(s, rank), s->r[rank].gpu, (long long)x->gpu_util, WR_STRAGGLE_SAMPLES,
+            (double)m->gmedian / 10);
     m->stragglers++;
   }
   if (m->tty && !m->hold && now - m->drawn_at >= m->every * 0.9)
     draw(m, s, now);
 }
 
-void
-wr_mon_close(wr_mon *m)
+void wr_mon_close(wr_mon *m)
 {
   if (!m)
     return;
@@ -302,8 +298,8 @@ wr_mon_close(wr_mon *m)
     if (fclose(m->timeline))
       fprintf(stderr, "weftrun: warning: --monitor-out: writing %s failed: %s\n", m->path,
               strerror(errno));
-    else if (wr_picture_write(m->path, m->html, m->np, m->what, m->st.flagged, m->gst.flagged,
-                              why, sizeof(why)))
+    else if (wr_picture_write(m->path, m->html, m->np, m->what, m->st.flagged, m->gst.flagged, why,
+                              sizeof(why)))
       fprintf(stderr, "weftrun: warning: --monitor-out: no picture: %s\n", why);
     else if (!m->quiet)
       fprintf(stderr, "weftrun: timeline %s, its picture %s\n", m->path, m->html);

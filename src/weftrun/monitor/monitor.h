@@ -18,8 +18,8 @@
 #define WR_STRAGGLE_SAMPLES 3    /* for this many samples in a row */
 typedef struct wr_straggle {
   int n;
-  int *low;                     /* low samples in a row, per rank */
-  char *flagged;                /* named already */
+  int *low;      /* low samples in a row, per rank */
+  char *flagged; /* named already */
 } wr_straggle;
 int wr_straggle_init(wr_straggle *st, int n); /* 0, -1 out of memory */
 void wr_straggle_free(wr_straggle *st);
@@ -35,7 +35,7 @@ int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median);
 typedef struct wr_mon wr_mon;
 int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
 void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
-void wr_mon_wipe(wr_mon *m);  /* the live line off the screen, before another line */
+void wr_mon_wipe(wr_mon *m); /* the live line off the screen, before another line */
 /* 1: a line of the ranks' output is open on the screen (a prompt): no live line drawn over
  * it until 0; NULL is fine */
 void wr_mon_hold(wr_mon *m, int hold);
@@ -50,16 +50,20 @@ int wr_mon_nic_rates(const wr_sup *s, int *scratch, double *tx, double *rx);
  * rank) from DIR/timeline.jsonl at the end of a --monitor-out job, the stragglers the
  * live monitor named (named_cpu, named_gpu: a flag per rank, NULL for none) marked. */
 typedef struct wr_point {
-  double t, cpu, rss;        /* cpu in cores, rss in bytes; -1 absent */
+  double t, cpu, rss; /* cpu in cores, rss in bytes; -1 absent */
   int rank;
-  double gpu;                /* 0 to 1; -1 absent */
+  double gpu; /* 0 to 1; -1 absent */
 } wr_point;
-typedef struct wr_series { wr_point *p; int n, cap; char host[64]; } wr_series;
+typedef struct wr_series {
+  wr_point *p;
+  int n, cap;
+  char host[64];
+} wr_series;
 /* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
 int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
 /* The page for \p n ranks' series; \p what is its first paragraph. */
-void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what,
-                     const char *named_cpu, const char *named_gpu);
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const char *named_cpu,
+                     const char *named_gpu);
 int wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
                      const char *named_cpu, const char *named_gpu, char *why,
                      size_t len); /* 0, or -1 with why */

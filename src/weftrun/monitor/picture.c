@@ -25,27 +25,25 @@
 #include "monitor.h"
 
 #define MAX_POINTS 600
-#define W 900              /* the picture's width */
-#define CH 170             /* a chart's plot height */
-#define PADL 64            /* room for the y labels */
-#define PADR 30            /* and for the last x label */
-#define PADT 34            /* a chart's title */
-#define PADB 24            /* its x labels */
-#define LEGEND_MAX 16      /* ranks named in the legend */
+#define W 900         /* the picture's width */
+#define CH 170        /* a chart's plot height */
+#define PADL 64       /* room for the y labels */
+#define PADR 30       /* and for the last x label */
+#define PADT 34       /* a chart's title */
+#define PADB 24       /* its x labels */
+#define LEGEND_MAX 16 /* ranks named in the legend */
 
 /* The three charts: what a point's figure is, scaled to the unit shown. */
 enum { C_CPU, C_GPU, C_MEM, C_N };
 
-static double
-figure(const wr_point *p, int c, double unit)
+static double figure(const wr_point *p, int c, double unit)
 {
   double v = c == C_CPU ? p->cpu : c == C_GPU ? p->gpu : p->rss;
   return v < 0 ? -1 : v * unit;
 }
 
 /* The number after "KEY": in line; -1 when absent. */
-static int
-num(const char *line, const char *key, double *v)
+static int num(const char *line, const char *key, double *v)
 {
   const char *p = strstr(line, key);
   char *end;
@@ -56,12 +54,11 @@ num(const char *line, const char *key, double *v)
   return end == p ? -1 : 0;
 }
 
-int
-wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen)
+int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen)
 {
   double rank;
-  if (line[0] != '{' || num(line, "\"t\":", &pt->t) || num(line, "\"rank\":", &rank) ||
-      rank < 0 || rank > 1e7)
+  if (line[0] != '{' || num(line, "\"t\":", &pt->t) || num(line, "\"rank\":", &rank) || rank < 0 ||
+      rank > 1e7)
     return -1;
   pt->rank = (int)rank;
   if (num(line, "\"cpu\":", &pt->cpu))
@@ -81,11 +78,10 @@ wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen)
   return 0;
 }
 
-static const char *const palette[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-static void
-xml_text(FILE *out, const char *s)
+static void xml_text(FILE *out, const char *s)
 {
   for (; *s; s++) {
     if (*s == '<')
@@ -102,8 +98,7 @@ xml_text(FILE *out, const char *s)
 }
 
 /* A step of 1, 2, 2.5 or 5 times a power of ten that cuts 0..max in about \p want. */
-static double
-nice_step(double max, int want)
+static double nice_step(double max, int want)
 {
   double raw = max / want, p = 1;
   if (raw <= 0)
@@ -117,8 +112,7 @@ nice_step(double max, int want)
 }
 
 /* The digits a tick label needs to show \p step. */
-static int
-digits(double step)
+static int digits(double step)
 {
   int d = 0;
   for (double s = step; d < 3 && s - (double)(long)s > 1e-9; s *= 10)
@@ -127,8 +121,7 @@ digits(double step)
 }
 
 /* Each rank's average of chart c's figure (-1: none). */
-static void
-averages(const wr_series *v, int n, int c, double *avg)
+static void averages(const wr_series *v, int n, int c, double *avg)
 {
   for (int r = 0; r < n; r++) {
     double sum = 0;
@@ -143,9 +136,8 @@ averages(const wr_series *v, int n, int c, double *avg)
 /* One chart at \p top: chart c of every rank's points against t, y from 0 to a
  * round figure (at least \p floor), light lines at its ticks, x ticks in seconds; the
  * ranks flagged in \p thick (NULL: none) drawn thicker. The height it took. */
-static int
-chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit, const char *title,
-      double floor, const char *thick, int top)
+static int chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit,
+                 const char *title, double floor, const char *thick, int top)
 {
   double ymax = floor;
   for (int r = 0; r < n; r++)
@@ -197,8 +189,7 @@ chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit, con
 }
 
 /* Whether any rank has a figure for chart c. */
-static int
-has(const wr_series *v, int n, int c)
+static int has(const wr_series *v, int n, int c)
 {
   for (int r = 0; r < n; r++)
     for (int i = 0; i < v[r].n; i++)
@@ -209,9 +200,8 @@ has(const wr_series *v, int n, int c)
 
 /* The legend at \p top: a swatch, the rank, its host and its averages, four a row;
  * then a line for each straggler the live monitor named. */
-static void
-legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gpu, int top,
-       const char *named_cpu, const char *named_gpu)
+static void legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gpu,
+                   int top, const char *named_cpu, const char *named_gpu)
 {
   int k = 0, y = top;
   for (int r = 0; r < n && k < LEGEND_MAX; r++) {
@@ -232,8 +222,10 @@ legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gp
     k++;
   }
   if (k == LEGEND_MAX && n > k)
-    fprintf(out, "<text x=\"%d\" y=\"%d\">and more ranks: colours repeat every 10; the pointer "
-            "on a line names its rank</text>\n", PADL, y += 18);
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\">and more ranks: colours repeat every 10; the pointer "
+            "on a line names its rank</text>\n",
+            PADL, y += 18);
   for (int g = 0; g < 2; g++) {
     const char *named = g ? named_gpu : named_cpu;
     for (int r = 0; named && r < n; r++) {
@@ -252,8 +244,7 @@ legend(FILE *out, const wr_series *v, int n, const double *cpu, const double *gp
 }
 
 /* The ranks flagged in \p named (NULL: none). */
-static int
-count(const char *named, int n)
+static int count(const char *named, int n)
 {
   int k = 0;
   for (int r = 0; named && r < n; r++)
@@ -261,9 +252,8 @@ count(const char *named, int n)
   return k;
 }
 
-void
-wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const char *named_cpu,
-                const char *named_gpu)
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const char *named_cpu,
+                     const char *named_gpu)
 {
   double tmax = 0, mem = 0;
   double *cpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*cpu));
@@ -291,24 +281,29 @@ wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const ch
   int h = (gpus ? 3 : 2) * (PADT + CH + PADB) + 40 + (rows > 0 ? rows - 1 : 0) * 18 +
           18 * (ranks > LEGEND_MAX) + 22 * (count(named_cpu, n) + count(named_gpu, n)) + 14;
   fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>weftrun timeline</title>"
-        "</head>\n<body style=\"font-family: sans-serif\">\n<p>", out);
+        "</head>\n<body style=\"font-family: sans-serif\">\n<p>",
+        out);
   xml_text(out, what);
   fputs("</p>\n", out);
   /* the page's width: the viewBox scales to it, its height follows */
-  fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%%\" "
+  fprintf(out,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100%%\" "
           "viewBox=\"0 0 %d %d\" style=\"display: block\" font-family=\"sans-serif\" "
-          "font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", W, h, W, h);
+          "font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+          W, h, W, h);
   int y = 0;
   y += chart(out, v, n, tmax, C_CPU, 100, "CPU use, % of one core (100 = one core busy)", 10,
              named_cpu, y);
   if (gpus)
-    y += chart(out, v, n, tmax, C_GPU, 100, "GPU utilisation, % (NVML: the time a kernel ran)",
-               100, named_gpu, y);
+    y += chart(out, v, n, tmax, C_GPU, 100, "GPU utilisation, % (NVML: the time a kernel ran)", 100,
+               named_gpu, y);
   int gib = mem >= 2.0 * (1 << 30);
   y += chart(out, v, n, tmax, C_MEM, 1.0 / (gib ? 1 << 30 : 1 << 20),
              gib ? "Resident memory, GiB" : "Resident memory, MiB", 1, NULL, y);
-  fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">seconds since the job started"
-          "</text>\n", PADL + (W - PADL - PADR) / 2, y + 6);
+  fprintf(out,
+          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">seconds since the job started"
+          "</text>\n",
+          PADL + (W - PADL - PADR) / 2, y + 6);
   if (cpu && gpu) /* else out of memory: no legend */
     legend(out, v, n, cpu, gpu, y + 40, named_cpu, named_gpu);
   fputs("</svg>\n</body></html>\n", out);
@@ -316,9 +311,8 @@ wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const ch
   free(gpu);
 }
 
-int
-wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
-                 const char *named_cpu, const char *named_gpu, char *why, size_t len)
+int wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
+                     const char *named_cpu, const char *named_gpu, char *why, size_t len)
 {
   FILE *in = fopen(jsonl, "r"), *out = NULL;
   wr_series *v = calloc((size_t)(np > 0 ? np : 1), sizeof(*v));

@@ -16,8 +16,7 @@
 
 #include "monitor.h"
 
-int
-wr_straggle_init(wr_straggle *st, int n)
+int wr_straggle_init(wr_straggle *st, int n)
 {
   memset(st, 0, sizeof(*st));
   st->n = n;
@@ -30,8 +29,7 @@ wr_straggle_init(wr_straggle *st, int n)
   return 0;
 }
 
-void
-wr_straggle_free(wr_straggle *st)
+void wr_straggle_free(wr_straggle *st)
 {
   free(st->low);
   free(st->flagged);
@@ -39,15 +37,13 @@ wr_straggle_free(wr_straggle *st)
   st->flagged = NULL;
 }
 
-static int
-cmp64(const void *a, const void *b)
+static int cmp64(const void *a, const void *b)
 {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
 }
 
-int64_t
-wr_median(const int64_t *v, int n, int64_t *scratch)
+int64_t wr_median(const int64_t *v, int n, int64_t *scratch)
 {
   int k = 0;
   for (int i = 0; i < n; i++)
@@ -60,15 +56,13 @@ wr_median(const int64_t *v, int n, int64_t *scratch)
 }
 
 /* Is \p use low against \p median (of its peers' uses)? */
-static int
-low(int64_t use, int64_t median)
+static int low(int64_t use, int64_t median)
 {
   return use >= 0 && median >= WR_STRAGGLE_FLOOR_PM &&
          (double)use < WR_STRAGGLE_RATIO * (double)median;
 }
 
-int
-wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median)
+int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median)
 {
   if (rank < 0 || rank >= st->n || use < 0)
     return 0;

@@ -19,8 +19,7 @@
 
 #define MAX_NP 1000000
 
-static int
-nomem(char *why, size_t len)
+static int nomem(char *why, size_t len)
 {
   snprintf(why, len, "out of memory");
   return WR_EXIT_ENGINE;
@@ -28,8 +27,7 @@ nomem(char *why, size_t len)
 
 /* The hosts in rank order: sorted by physical_host (cluster, rack, host) when every
  * host of two or more has one, else as given. */
-static int
-order_hosts(wr_plan *p, const wr_host *hosts, int n)
+static int order_hosts(wr_plan *p, const wr_host *hosts, int n)
 {
   const char **phys = calloc((size_t)n, sizeof(*phys));
   int *order = calloc((size_t)n, sizeof(*order));
@@ -51,8 +49,7 @@ out:
 
 /* Each host's slots (given, else what its GPUs or cores take) and cap (ranks it takes
  * without oversubscribing). --gpus-per-node N stands for a host's GPUs when trusted. */
-static int
-slots(wr_plan *p, char *why, size_t len)
+static int slots(wr_plan *p, char *why, size_t len)
 {
   int gpu_map = p->pol.map_by == WEFTX_MAP_GPU || p->pol.map_by == WEFTX_MAP_AUTO;
   for (int h = 0; h < p->nhosts; h++) {
@@ -61,15 +58,17 @@ slots(wr_plan *p, char *why, size_t len)
     int trusted = gpu_map && w->gpus > 0 && w->gpus_trusted;
     weftx_policy pol = p->pol;
     if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0 && w->gpus_from) {
-      snprintf(why, len, "--map-by gpu but %s has no GPU on host '%s'; ask for GPUs (salloc or "
-               "sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core", w->gpus_from,
-               w->name);
+      snprintf(why, len,
+               "--map-by gpu but %s has no GPU on host '%s'; ask for GPUs (salloc or "
+               "sbatch --gres=gpu:N or --gpus-per-node=N), or use --map-by core",
+               w->gpus_from, w->name);
       return WR_EXIT_NOGPU;
     }
     if (p->pol.map_by == WEFTX_MAP_GPU && w->gpus == 0) {
-      snprintf(why, len, "--map-by gpu but host '%s' has no GPU (topology: %s); use "
-               "--map-by core, or --gpus-per-node N if the probe is wrong", w->name,
-               w->file ? w->file : "this machine");
+      snprintf(why, len,
+               "--map-by gpu but host '%s' has no GPU (topology: %s); use "
+               "--map-by core, or --gpus-per-node N if the probe is wrong",
+               w->name, w->file ? w->file : "this machine");
       return WR_EXIT_NOGPU;
     }
     pol.gpus = w->gpus_allowed;
@@ -81,8 +80,7 @@ slots(wr_plan *p, char *why, size_t len)
 
 /* Ranks per host: -N K on each, else host by host up to its slots, then (with
  * --oversubscribe) round-robin over the hosts. */
-static int
-counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
+static int counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
 {
   long total = 0, np = o->np;
   for (int h = 0; h < p->nhosts; h++)
@@ -124,9 +122,10 @@ counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
     for (int h = 0; h < p->nhosts && off < sizeof(list) - 1; h++)
       off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s:%d", h ? "," : "",
                               p->hosts[h].host->name, p->hosts[h].slots);
-    snprintf(why, len, "%ld ranks but the hosts have %ld slots (%s%s); lower -np, add hosts or "
-             "slots (-H host:N), or add --oversubscribe", np, total, list,
-             off >= sizeof(list) - 1 ? "..." : "");
+    snprintf(why, len,
+             "%ld ranks but the hosts have %ld slots (%s%s); lower -np, add hosts or "
+             "slots (-H host:N), or add --oversubscribe",
+             np, total, list, off >= sizeof(list) - 1 ? "..." : "");
     return WR_EXIT_PLACE;
   }
   long left = np;
@@ -140,8 +139,7 @@ counts(wr_plan *p, const wr_opts *o, char *why, size_t len)
 }
 
 /* Every host's ranks at once (weftx_map_host()), then each rank its host's place. */
-static int
-place(wr_plan *p, char *why, size_t len)
+static int place(wr_plan *p, char *why, size_t len)
 {
   size_t n = (size_t)(p->np ? p->np : 1);
   int *cnt = calloc((size_t)p->nhosts, sizeof(*cnt)), *hosts = calloc(n, sizeof(int)),
@@ -200,20 +198,22 @@ out:
   return rc;
 }
 
-int
-wr_plan_gpu(wr_plan *p, const wr_opts *o, const wr_host *hosts, int nhosts,
-            const wr_plan_here *here, char *why, size_t whylen)
+int wr_plan_gpu(wr_plan *p, const wr_opts *o, const wr_host *hosts, int nhosts,
+                const wr_plan_here *here, char *why, size_t whylen)
 {
   int rc;
   if (o->rank_by && strcmp(o->rank_by, "slot") && strcmp(o->rank_by, "node")) {
-    snprintf(why, whylen, "--rank-by %s with --map-by gpu: weft numbers ranks by slot or node; "
-             "for Open MPI's ranking give a CPU mapping (--map-by core, socket, ...)", o->rank_by);
+    snprintf(why, whylen,
+             "--rank-by %s with --map-by gpu: weft numbers ranks by slot or node; "
+             "for Open MPI's ranking give a CPU mapping (--map-by core, socket, ...)",
+             o->rank_by);
     return WR_EXIT_USAGE;
   }
   if ((rc = weftx_policy_parse(&p->pol, o->map_by, o->bind_to, why, whylen)))
     return WR_EXIT_USAGE;
   if (p->pol.bind_to == WEFTX_BIND_OTHER) {
-    snprintf(why, whylen, "--bind-to %s: a rank next to its GPU binds to gpu-local, core, numa, "
+    snprintf(why, whylen,
+             "--bind-to %s: a rank next to its GPU binds to gpu-local, core, numa, "
              "socket or none; for Open MPI's binding give a CPU mapping (--map-by core, ...)",
              o->bind_to);
     return WR_EXIT_USAGE;

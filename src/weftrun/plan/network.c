@@ -14,8 +14,7 @@
 #include "plan.h"
 
 /* WR_EXIT_*, with the reason in why. */
-int
-wr_net_try(const wr_plan *p, wr_net *m, char *why, size_t len)
+int wr_net_try(const wr_plan *p, wr_net *m, char *why, size_t len)
 {
   const char **hosts = calloc((size_t)p->nhosts, sizeof(*hosts));
   const wr_host *first = NULL;
@@ -33,9 +32,8 @@ wr_net_try(const wr_plan *p, wr_net *m, char *why, size_t len)
         first = p->hosts[h].host;
     }
   int single_local = n == 1 && first->local;
-  if (!single_local &&
-      (rc = weftx_netif_pick(hosts, n, m->ifname, sizeof(m->ifname), m->ifaddr, sizeof(m->ifaddr),
-                             why, len))) {
+  if (!single_local && (rc = weftx_netif_pick(hosts, n, m->ifname, sizeof(m->ifname), m->ifaddr,
+                                              sizeof(m->ifaddr), why, len))) {
     if (!why[0])
       snprintf(why, len, "%s", weft_strerror(rc));
     rc = rc == WEFT_ENAME ? WR_EXIT_NOHOST : WR_EXIT_ENGINE;
@@ -62,8 +60,7 @@ out:
   return rc;
 }
 
-int
-wr_net_choose(const wr_plan *p, wr_net *m)
+int wr_net_choose(const wr_plan *p, wr_net *m)
 {
   char why[512];
   int rc = wr_net_try(p, m, why, sizeof(why));

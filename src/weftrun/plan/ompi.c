@@ -16,23 +16,23 @@
 
 #include "plan.h"
 
-static int
-nomem(char *why, size_t len)
+static int nomem(char *why, size_t len)
 {
   snprintf(why, len, "out of memory");
   return WR_EXIT_ENGINE;
 }
 
 /* Open MPI's node pool: its own host first (when it is one of them), then as given. */
-static int
-pool(const wr_inventory *inv, int *order, char *why, size_t whylen)
+static int pool(const wr_inventory *inv, int *order, char *why, size_t whylen)
 {
   int n = 0, hnp = -1;
   for (int h = 0; h < inv->nhosts; h++)
     if (inv->hosts[h].local) {
       if (hnp >= 0) {
-        snprintf(why, whylen, "hosts '%s' and '%s' are both this machine, which Open MPI counts "
-                 "as one host; list it once", inv->hosts[hnp].name, inv->hosts[h].name);
+        snprintf(why, whylen,
+                 "hosts '%s' and '%s' are both this machine, which Open MPI counts "
+                 "as one host; list it once",
+                 inv->hosts[hnp].name, inv->hosts[h].name);
         return WR_EXIT_HOSTS;
       }
       hnp = h;
@@ -45,15 +45,16 @@ pool(const wr_inventory *inv, int *order, char *why, size_t whylen)
   return 0;
 }
 
-static int
-model_error(int rc, const char *what, char *why, size_t whylen)
+static int model_error(int rc, const char *what, char *why, size_t whylen)
 {
   char tmp[600];
   snprintf(tmp, sizeof(tmp), "%s", what);
   if (rc == WEFT_ENOTSUP) {
-    snprintf(why, whylen, "%s: Open MPI has it, weftrun does not (it cannot say where Open MPI "
+    snprintf(why, whylen,
+             "%s: Open MPI has it, weftrun does not (it cannot say where Open MPI "
              "will put each rank); use --map-by, --rank-by and --bind-to with slot, node, core, "
-             "socket, numa or ppr", tmp);
+             "socket, numa or ppr",
+             tmp);
     return WR_EXIT_USAGE;
   }
   if (rc == WEFT_EINVAL) {
@@ -66,8 +67,7 @@ model_error(int rc, const char *what, char *why, size_t whylen)
   return WR_EXIT_PLACE;
 }
 
-int
-wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, size_t whylen)
+int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, size_t whylen)
 {
   int n = inv->nhosts, rc, *order = calloc((size_t)n, sizeof(*order)),
       *planpos = calloc((size_t)n, sizeof(*planpos)), *first = NULL, *next = NULL;
@@ -199,8 +199,8 @@ wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *why, s
       rc = nomem(why, whylen);
       break;
     }
-    if ((rc = weftx_ompi_node_bind(ph->host->topo, &p->ompi, ph->ompi_slots, ph->per_app,
-                                   p->napps, b, reason, sizeof(reason)))) {
+    if ((rc = weftx_ompi_node_bind(ph->host->topo, &p->ompi, ph->ompi_slots, ph->per_app, p->napps,
+                                   b, reason, sizeof(reason)))) {
       free(b);
       snprintf(why, whylen, "host %s: %s", ph->host->name, reason);
       rc = rc == WEFT_ENOMEM ? WR_EXIT_ENGINE : WR_EXIT_PLACE;

@@ -16,15 +16,13 @@
 
 #include "plan.h"
 
-static int
-nomem(char *why, size_t len)
+static int nomem(char *why, size_t len)
 {
   snprintf(why, len, "out of memory");
   return WR_EXIT_ENGINE;
 }
 
-static int
-add_env(wr_plan *p, const char *key, size_t keylen, const char *value)
+static int add_env(wr_plan *p, const char *key, size_t keylen, const char *value)
 {
   char **v = realloc(p->env, (size_t)(p->nenv + 1) * sizeof(*v));
   size_t n = keylen + strlen(value) + 2;
@@ -37,8 +35,7 @@ add_env(wr_plan *p, const char *key, size_t keylen, const char *value)
   return 0;
 }
 
-static const char *
-lookup(char *const *env, const char *key, size_t n)
+static const char *lookup(char *const *env, const char *key, size_t n)
 {
   for (; env && *env; env++)
     if (!strncmp(*env, key, n) && (*env)[n] == '=')
@@ -47,8 +44,7 @@ lookup(char *const *env, const char *key, size_t n)
 }
 
 /* The -x variables with a value, as every rank will see them, then the preset's. */
-static int
-environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
+static int environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
 {
   for (int i = 0; i < o->nxvars; i++) {
     const char *x = o->xvars[i], *eq = strchr(x, '=');
@@ -66,8 +62,7 @@ environment(wr_plan *p, const wr_opts *o, const wr_plan_here *here)
 
 /* The GPU rule when asked (--map-by gpu), or by default when every host has GPUs and
  * nothing asks for Open MPI's placement; Open MPI's layout otherwise. */
-static wr_mode
-choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
+static wr_mode choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
 {
   const char *cpu = wr_opts_cpu_mapping(o);
   int gpus = 0;
@@ -99,8 +94,7 @@ choose(const wr_opts *o, const wr_inventory *inv, char *why, size_t len)
 
 /* When weft places the ranks: how that differs from what mpirun alone would do, in one
  * sentence (the Open MPI model's plan of the same command). */
-static void
-departure(wr_plan *p, const wr_opts *o, const wr_inventory *inv)
+static void departure(wr_plan *p, const wr_opts *o, const wr_inventory *inv)
 {
   wr_plan *m = calloc(1, sizeof(*m));
   char why[512] = "", counts[256] = "", bind[64] = "";
@@ -122,24 +116,29 @@ departure(wr_plan *p, const wr_opts *o, const wr_inventory *inv)
       off += (size_t)snprintf(counts + off, sizeof(counts) - off, "%s%s %d", h ? ", " : "",
                               m->hosts[h].host->name, m->hosts[h].count);
     unsigned b = WEFTX_OMPI_POLICY(m->ompi.binding);
-    snprintf(bind, sizeof(bind), "%s", b == WEFTX_OMPI_BIND_NONE ? "none" :
-             b == WEFTX_OMPI_BIND_CPUSET ? "cpu-list" : weftx_ompi_level_name((int)b));
+    snprintf(bind, sizeof(bind), "%s",
+             b == WEFTX_OMPI_BIND_NONE     ? "none"
+             : b == WEFTX_OMPI_BIND_CPUSET ? "cpu-list"
+                                           : weftx_ompi_level_name((int)b));
   }
   if (rc > 0)
-    snprintf(p->departure, sizeof(p->departure), "departs from mpirun (weftrun(1), DIFFERENCES "
+    snprintf(p->departure, sizeof(p->departure),
+             "departs from mpirun (weftrun(1), DIFFERENCES "
              "FROM MPIRUN): one rank per GPU, bound next to it; mpirun alone would refuse "
-             "this command line: %s", why);
+             "this command line: %s",
+             why);
   else if (rc == 0)
-    snprintf(p->departure, sizeof(p->departure), "departs from mpirun (weftrun(1), DIFFERENCES "
+    snprintf(p->departure, sizeof(p->departure),
+             "departs from mpirun (weftrun(1), DIFFERENCES "
              "FROM MPIRUN): one rank per GPU, bound next to it; mpirun alone would start %s%d "
-             "ranks (%s) bound to %s%s", same ? "the same " : "", m->np, counts, bind,
+             "ranks (%s) bound to %s%s",
+             same ? "the same " : "", m->np, counts, bind,
              same ? "" : "; --map-by core (or another CPU mapping) gives mpirun's placement");
   wr_plan_destroy(m);
 }
 
-int
-wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here, wr_plan **out,
-             char *why, size_t whylen)
+int wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here, wr_plan **out,
+                 char *why, size_t whylen)
 {
   wr_plan *p = calloc(1, sizeof(*p));
   int rc;
@@ -152,7 +151,8 @@ wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here
   p->mode = choose(o, inv, p->mode_why, sizeof(p->mode_why));
   p->mpirun_binds = p->mode == WR_MODE_OMPI && !inv->no_mapper;
   if (p->mode == WR_MODE_GPU && o->napps > 1) {
-    snprintf(why, whylen, "several programs (':') under --map-by gpu: weft places one program; "
+    snprintf(why, whylen,
+             "several programs (':') under --map-by gpu: weft places one program; "
              "leave --map-by out (Open MPI then places them) or give --map-by core");
     return WR_EXIT_USAGE;
   }
@@ -169,8 +169,7 @@ wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *here
   return 0;
 }
 
-void
-wr_plan_destroy(wr_plan *p)
+void wr_plan_destroy(wr_plan *p)
 {
   if (!p)
     return;
@@ -188,8 +187,7 @@ wr_plan_destroy(wr_plan *p)
   free(p);
 }
 
-int
-wr_plan_host_of(const wr_plan *p, const char *name)
+int wr_plan_host_of(const wr_plan *p, const char *name)
 {
   for (int h = 0; h < p->nhosts; h++)
     if (!strcmp(p->hosts[h].host->name, name))

@@ -24,9 +24,8 @@ extern char **environ;
 
 /* What every rank gets before its own variables, as weft-rank builds it: the variables
  * weftrun forwards (its patterns and -x), then the NCCL preset's. */
-static int
-shared_env(const wr_plan *p, const wr_inventory *inv, const wr_opts *o, weftx_env **out,
-           char *why, size_t len)
+static int shared_env(const wr_plan *p, const wr_inventory *inv, const wr_opts *o, weftx_env **out,
+                      char *why, size_t len)
 {
   const weftx_env *preset = wr_gcp_preset_env(inv->gcp);
   weftx_env *e;
@@ -64,9 +63,8 @@ shared_env(const wr_plan *p, const wr_inventory *inv, const wr_opts *o, weftx_en
 /* Rank r's own variables (weftx_rank_env()) after the shared ones in \p e. They only
  * fill what is unset, so the shared entries stay as they are, and what rank r adds is
  * the entries from the shared count on (weftx_env_truncate() takes them away). */
-static int
-rank_vars(const wr_plan *p, const wr_net *net, const wr_opts *o, int r, weftx_env *e, char *why,
-          size_t len)
+static int rank_vars(const wr_plan *p, const wr_net *net, const wr_opts *o, int r, weftx_env *e,
+                     char *why, size_t len)
 {
   const weftx_plan_rank *pr = &p->ranks[r];
   const wr_plan_host *ph = &p->hosts[pr->host];
@@ -96,8 +94,7 @@ rank_vars(const wr_plan *p, const wr_net *net, const wr_opts *o, int r, weftx_en
   return weftx_rank_env(e, &ri, why, len);
 }
 
-static char *
-kv_dup(const char *k, const char *v)
+static char *kv_dup(const char *k, const char *v)
 {
   size_t n = strlen(k) + strlen(v) + 2;
   char *s = malloc(n);
@@ -107,8 +104,7 @@ kv_dup(const char *k, const char *v)
 }
 
 /* "weft", "-x, overrides preset a3-highgpu-8g", "weft; chosen again at launch: ..." */
-static char *
-source_dup(const weftx_env *e, int i, const char *over, const char *again)
+static char *source_dup(const weftx_env *e, int i, const char *over, const char *again)
 {
   char desc[320];
   weftx_env_describe(e, i, desc, sizeof(desc));
@@ -120,9 +116,8 @@ source_dup(const weftx_env *e, int i, const char *over, const char *again)
   return s;
 }
 
-int
-wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
-                wr_preview *pv, char *why, size_t len)
+int wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
+                    wr_preview *pv, char *why, size_t len)
 {
   weftx_env *e = NULL, *ref = NULL;
   char *differs = NULL;
@@ -189,9 +184,11 @@ wr_preview_make(const wr_plan *p, const wr_inventory *inv, const wr_net *net, co
     /* gloo's interface is NCCL's, placeholder and all */
     const char *unres = og == WEFTX_ENV_PRESET ? wr_gcp_unresolved(inv->gcp, k)
                         : og == WEFTX_ENV_WEFT && !strcmp(k, "GLOO_SOCKET_IFNAME")
-                        ? wr_gcp_unresolved(inv->gcp, "NCCL_SOCKET_IFNAME") : NULL;
+                          ? wr_gcp_unresolved(inv->gcp, "NCCL_SOCKET_IFNAME")
+                          : NULL;
     const char *again = o->dry_run && og == WEFTX_ENV_WEFT && !strcmp(k, "MASTER_PORT")
-                        ? "a free port on the first host" : NULL;
+                          ? "a free port on the first host"
+                          : NULL;
     pv->origin[pv->nall] = og;
     if (!(pv->all[pv->nall] = kv_dup(k, v)) ||
         !(pv->source[pv->nall] = source_dup(src, at, wr_gcp_overrides(inv->gcp, k), again)) ||
@@ -234,8 +231,7 @@ out:
   return rc;
 }
 
-void
-wr_preview_free(wr_preview *pv, int np)
+void wr_preview_free(wr_preview *pv, int np)
 {
   for (int i = 0; i < pv->nforwarded; i++)
     free(pv->forwarded[i]);
@@ -259,8 +255,7 @@ wr_preview_free(wr_preview *pv, int np)
   memset(pv, 0, sizeof(*pv));
 }
 
-void
-wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out)
+void wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out)
 {
   for (int i = 0; i < pv->nall; i++)
     fprintf(out, "# env %s  (%s%s%s%s)\n", pv->all[i], pv->source[i],
@@ -269,7 +264,7 @@ wr_preview_print(const wr_preview *pv, const wr_plan *p, FILE *out)
             pv->unresolved[i] ? ", each host fills it in" : "");
   if (p->mpirun_binds)
     fprintf(out, "# env and mpirun's environment, as mpirun passes it: all of it to the ranks on "
-            "this host, the -x variables and weftrun's WEFT_* ones to the others\n");
+                 "this host, the -x variables and weftrun's WEFT_* ones to the others\n");
   if (pv->nforwarded) {
     fprintf(out, "# env forwarded as you have them:");
     for (int i = 0; i < pv->nforwarded; i++)

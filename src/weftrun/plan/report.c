@@ -13,15 +13,13 @@
 #include "hosts/hosts.h"
 #include "plan.h"
 
-static const char *
-base_name(const char *p)
+static const char *base_name(const char *p)
 {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
 }
 
-static const char *
-topology_of(const wr_host *w, char *buf, size_t len)
+static const char *topology_of(const wr_host *w, char *buf, size_t len)
 {
   /* this machine's may be the file WEFT_TOPOLOGY names */
   const char *env = !weftx_topo_is_live(w->topo) ? weftx_topo_source(w->topo) : NULL;
@@ -40,8 +38,7 @@ topology_of(const wr_host *w, char *buf, size_t len)
 }
 
 /* The file a host's topology was read from, for JSON: NULL for a live machine. */
-static const char *
-topology_file(const wr_host *w)
+static const char *topology_file(const wr_host *w)
 {
   if (w->file)
     return base_name(w->file);
@@ -51,21 +48,20 @@ topology_file(const wr_host *w)
 }
 
 /* "# hosts from ..." when they were not named on the command line. */
-static void
-hosts_source(const wr_inventory *inv, FILE *out)
+static void hosts_source(const wr_inventory *inv, FILE *out)
 {
   if (inv->origin == WEFTX_HOSTS_SLURM)
-    fprintf(out, "# hosts from the Slurm allocation SLURM_JOB_ID=%s: SLURM_JOB_NODELIST=%s, "
-            "SLURM_TASKS_PER_NODE=%s\n", inv->slurm_job ? inv->slurm_job : "(unset)",
-            getenv("SLURM_JOB_NODELIST"), getenv("SLURM_TASKS_PER_NODE") ?
-            getenv("SLURM_TASKS_PER_NODE") : "(unset)");
+    fprintf(out,
+            "# hosts from the Slurm allocation SLURM_JOB_ID=%s: SLURM_JOB_NODELIST=%s, "
+            "SLURM_TASKS_PER_NODE=%s\n",
+            inv->slurm_job ? inv->slurm_job : "(unset)", getenv("SLURM_JOB_NODELIST"),
+            getenv("SLURM_TASKS_PER_NODE") ? getenv("SLURM_TASKS_PER_NODE") : "(unset)");
   else if (inv->origin == WEFTX_HOSTS_HOSTFILE && inv->default_hostfile)
     fprintf(out, "# hosts from Open MPI's default hostfile %s\n", inv->default_hostfile);
 }
 
 /* ", GPUs 3-4 of 8 (Slurm job 12)" for a host whose ranks may have only some. */
-static void
-gpus_of(const wr_host *w, char *buf, size_t len)
+static void gpus_of(const wr_host *w, char *buf, size_t len)
 {
   buf[0] = '\0';
   if (w->gpus_allowed)
@@ -73,8 +69,7 @@ gpus_of(const wr_host *w, char *buf, size_t len)
              weftx_topo_ngpus(w->topo), w->gpus_from ? w->gpus_from : "");
 }
 
-static int
-json(const wr_plan *p, const wr_preview *pv, FILE *out)
+static int json(const wr_plan *p, const wr_preview *pv, FILE *out)
 {
   weftx_plan_host *hosts = calloc((size_t)p->nhosts, sizeof(*hosts));
   weftx_plan_rank *ranks = calloc((size_t)p->np + 1, sizeof(*ranks));
@@ -95,9 +90,16 @@ json(const wr_plan *p, const wr_preview *pv, FILE *out)
     ranks[r].nenv = pv->rank ? pv->nrank[r] : 0;
     ranks[r].env = pv->rank ? (const char *const *)pv->rank[r] : NULL;
   }
-  weftx_plan plan = { p->np, p->nhosts, hosts, ranks, pv->nall, (const char *const *)pv->all,
-                      (const char *const *)pv->source, (const char *const *)pv->unresolved,
-                      pv->nforwarded, (const char *const *)pv->forwarded };
+  weftx_plan plan = {p->np,
+                     p->nhosts,
+                     hosts,
+                     ranks,
+                     pv->nall,
+                     (const char *const *)pv->all,
+                     (const char *const *)pv->source,
+                     (const char *const *)pv->unresolved,
+                     pv->nforwarded,
+                     (const char *const *)pv->forwarded};
   rc = weftx_plan_write_json(out, &plan) ? WR_EXIT_ENGINE : 0;
 out:
   if (rc)
@@ -107,20 +109,21 @@ out:
   return rc;
 }
 
-static int
-text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_opts *o, FILE *out)
+static int text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_opts *o,
+                FILE *out)
 {
   char pol[256] = "", line[512];
   if (p->mode == WR_MODE_OMPI) {
     weftx_ompi_describe(&p->ompi, pol, sizeof(pol));
-    fprintf(out, "# weftrun plan: %d ranks on %d host%s; %s (%s), as mpirun would: %s\n",
-            p->np, p->nhosts, p->nhosts == 1 ? "" : "s", p->mpirun_binds ?
-            "Open MPI places and binds them" : "weft-rank binds them as Open MPI does",
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s; %s (%s), as mpirun would: %s\n", p->np,
+            p->nhosts, p->nhosts == 1 ? "" : "s",
+            p->mpirun_binds ? "Open MPI places and binds them"
+                            : "weft-rank binds them as Open MPI does",
             p->mode_why, pol);
   } else {
     weftx_policy_format(&p->pol, pol, sizeof(pol));
-    fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np,
-            p->nhosts, p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
+    fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np, p->nhosts,
+            p->nhosts == 1 ? "" : "s", pol, p->by_node ? "node" : "slot");
     if (p->departure[0])
       fprintf(out, "# %s\n", p->departure);
   }
@@ -131,9 +134,8 @@ text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_o
     const wr_plan_host *ph = &p->hosts[h];
     char topo[4200], gpus[256];
     gpus_of(ph->host, gpus, sizeof(gpus));
-    fprintf(out, "# host %s: %d of %d slots, %d GPUs%s%s, topology %s\n", ph->host->name,
-            ph->count, ph->slots, ph->host->gpus, gpus,
-            ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
+    fprintf(out, "# host %s: %d of %d slots, %d GPUs%s%s, topology %s\n", ph->host->name, ph->count,
+            ph->slots, ph->host->gpus, gpus, ph->host->gpus_trusted ? " (--gpus-per-node)" : "",
             topology_of(ph->host, topo, sizeof(topo)));
     if (ph->host->unresolved[0])
       fprintf(out, "# host %s: the name does not resolve (%s); a launch stops there (exit %d)\n",
@@ -164,8 +166,8 @@ text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv, const wr_o
   return 0;
 }
 
-int
-wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o, FILE *out)
+int wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr_opts *o,
+              FILE *out)
 {
   wr_net here;
   wr_preview pv;
@@ -175,8 +177,10 @@ wr_report(const wr_plan *p, const wr_inventory *inv, const wr_net *net, const wr
    * where a launch would (a host that does not resolve): say so and show the rest */
   if (!net) {
     if ((rc = wr_net_try(p, &here, why, sizeof(why)))) {
-      fprintf(stderr, "weftrun: note: MASTER_ADDR, MASTER_PORT and the interface are left out "
-              "of the plan: %s\n", why);
+      fprintf(stderr,
+              "weftrun: note: MASTER_ADDR, MASTER_PORT and the interface are left out "
+              "of the plan: %s\n",
+              why);
       memset(&here, 0, sizeof(here));
     }
     net = &here;

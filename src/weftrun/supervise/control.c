@@ -26,14 +26,14 @@
 #include "supervise.h"
 #include "tcp.h"
 
-#define HELLO_S 10.0       /* a connection's bound to say HELLO */
-#define OUTBOX 8192        /* weftrun's messages are small: an agent that reads none is gone */
+#define HELLO_S 10.0 /* a connection's bound to say HELLO */
+#define OUTBOX 8192  /* weftrun's messages are small: an agent that reads none is gone */
 
 typedef struct slot {
   wt_ctl_conn conn;
-  int rank;                /* -1 until its HELLO */
+  int rank; /* -1 until its HELLO */
   double opened;
-  int want_out;            /* EPOLLOUT registered */
+  int want_out;                             /* EPOLLOUT registered */
   char challenge[WT_CTL_CHALLENGE_LEN + 1]; /* this connection's, for its HELLO */
 } slot;
 
@@ -43,14 +43,13 @@ struct wr_ctl {
   char secret[WT_CTL_SECRET_LEN + 1];
   slot **slots;
   int nslots, cap;
-  int unwelcomed;          /* connections without a HELLO yet */
+  int unwelcomed; /* connections without a HELLO yet */
   int warned_fds;
-  int deaf;                /* the listener is out of the epoll set (no descriptors) */
+  int deaf; /* the listener is out of the epoll set (no descriptors) */
 };
 
 /* n hex digits (and a NUL) of random bytes */
-static int
-random_hex(char *out, size_t n)
+static int random_hex(char *out, size_t n)
 {
   unsigned char b[64];
   size_t got = 0;
@@ -69,8 +68,7 @@ random_hex(char *out, size_t n)
   return 0;
 }
 
-int
-wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len)
+int wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len)
 {
   const char *host = net && net->ifaddr[0] ? net->ifaddr : "127.0.0.1";
   weftx_netaddr a;
@@ -83,9 +81,10 @@ wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len)
   struct rlimit rl;
   wt_tcp_room((long)np + 256);
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)np + 64)
-    fprintf(stderr, "weftrun: warning: %d ranks, but only %llu open files allowed (ulimit -n): "
-            "agents beyond that cannot report; raise the limit\n", np,
-            (unsigned long long)rl.rlim_cur);
+    fprintf(stderr,
+            "weftrun: warning: %d ranks, but only %llu open files allowed (ulimit -n): "
+            "agents beyond that cannot report; raise the limit\n",
+            np, (unsigned long long)rl.rlim_cur);
   if (!c) {
     snprintf(why, len, "out of memory");
     return -1;
@@ -104,7 +103,7 @@ wr_ctl_open(const wr_net *net, int np, wr_ctl **out, char *why, size_t len)
     goto fail;
   }
   snprintf(c->addr, sizeof(c->addr), a.family == AF_INET6 ? "[%s]:%d" : "%s:%d", num, port);
-  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
   if ((c->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 || epoll_ctl(c->ep, EPOLL_CTL_ADD, c->lfd, &ev)) {
     snprintf(why, len, "the control channel: epoll: %s", strerror(errno));
     goto fail;
@@ -116,26 +115,13 @@ fail:
   return -1;
 }
 
-const char *
-wr_ctl_address(const wr_ctl *c)
-{
-  return c->addr;
-}
+const char *wr_ctl_address(const wr_ctl *c) { return c->addr; }
 
-const char *
-wr_ctl_secret(const wr_ctl *c)
-{
-  return c->secret;
-}
+const char *wr_ctl_secret(const wr_ctl *c) { return c->secret; }
 
-int
-wr_ctl_fd(const wr_ctl *c)
-{
-  return c->ep;
-}
+int wr_ctl_fd(const wr_ctl *c) { return c->ep; }
 
-static void
-drop(wr_ctl *c, int i)
+static void drop(wr_ctl *c, int i)
 {
   slot *sl = c->slots[i];
   if (!sl)
@@ -146,35 +132,33 @@ drop(wr_ctl *c, int i)
   wt_ctl_conn_close(&sl->conn);
   free(sl);
   c->slots[i] = NULL;
-  struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
   if (c->deaf && epoll_ctl(c->ep, EPOLL_CTL_ADD, c->lfd, &ev) == 0)
     c->deaf = 0;
 }
 
 /* Send what is queued; watch for room when some is left. -1: the agent is gone. */
-static int
-flush(wr_ctl *c, int i)
+static int flush(wr_ctl *c, int i)
 {
   slot *sl = c->slots[i];
   if (wt_ctl_conn_flush(&sl->conn))
     return -1;
   int want = sl->conn.out_len > 0;
   if (want != sl->want_out) {
-    struct epoll_event ev = { .events = EPOLLIN | (want ? EPOLLOUT : 0), .data.u64 = (uint64_t)i + 1 };
+    struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0),
+                             .data.u64 = (uint64_t)i + 1};
     epoll_ctl(c->ep, EPOLL_CTL_MOD, sl->conn.fd, &ev);
     sl->want_out = want;
   }
   return 0;
 }
 
-static int
-send_msg(wr_ctl *c, int i, const wt_ctl_out *m)
+static int send_msg(wr_ctl *c, int i, const wt_ctl_out *m)
 {
   return wt_ctl_conn_queue(&c->slots[i]->conn, m) || flush(c, i) ? -1 : 0;
 }
 
-static void
-accept_all(wr_ctl *c, double now)
+static void accept_all(wr_ctl *c, double now)
 {
   for (;;) {
     int fd = wt_tcp_accept(c->lfd);
@@ -184,7 +168,7 @@ accept_all(wr_ctl *c, double now)
       if (errno == EMFILE || errno == ENFILE) {
         if (!c->warned_fds)
           fprintf(stderr, "weftrun: warning: out of file descriptors for agents' connections "
-                  "(ulimit -n)\n");
+                          "(ulimit -n)\n");
         c->warned_fds = 1;
         /* the listener stays readable: unwatch it until a connection closes */
         if (epoll_ctl(c->ep, EPOLL_CTL_DEL, c->lfd, NULL) == 0)
@@ -210,7 +194,7 @@ accept_all(wr_ctl *c, double now)
       c->nslots++;
     }
     slot *sl = calloc(1, sizeof(*sl));
-    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)i + 1 };
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i + 1};
     if (!sl || random_hex(sl->challenge, WT_CTL_CHALLENGE_LEN) ||
         epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &ev)) {
       free(sl);
@@ -236,12 +220,11 @@ accept_all(wr_ctl *c, double now)
 /* Whether a HELLO's proof is this connection's challenge signed with the job's secret
  * for the rank and host it names. Constant time: how long the comparison takes says
  * nothing of the secret. */
-static int
-proven(const wr_ctl *c, const slot *sl, const wt_ctl_msg *m, int64_t rank, const char *host)
+static int proven(const wr_ctl *c, const slot *sl, const wt_ctl_msg *m, int64_t rank,
+                  const char *host)
 {
   char proof[WT_CTL_PROOF_LEN + 8], want[WT_CTL_PROOF_LEN + 1];
-  if (wt_ctl_get_str(m, WT_CTL_T_PROOF, proof, sizeof(proof)) ||
-      strlen(proof) != WT_CTL_PROOF_LEN)
+  if (wt_ctl_get_str(m, WT_CTL_T_PROOF, proof, sizeof(proof)) || strlen(proof) != WT_CTL_PROOF_LEN)
     return 0;
   wt_ctl_proof(c->secret, sl->challenge, rank, host, want);
   int ok = wt_same_bytes(proof, want, WT_CTL_PROOF_LEN);
@@ -257,8 +240,7 @@ typedef struct reading {
   int refused;
 } reading;
 
-static int
-on_frame(void *arg, const wt_ctl_msg *m)
+static int on_frame(void *arg, const wt_ctl_msg *m)
 {
   reading *rd = arg;
   slot *sl = rd->c->slots[rd->i];
@@ -267,13 +249,12 @@ on_frame(void *arg, const wt_ctl_msg *m)
     char host[WT_CTL_MAX_TEXT + 1], why[300];
     int64_t rank = -1;
     if (m->type != WT_CTL_HELLO || wt_ctl_get_int(m, WT_CTL_T_RANK, &rank) ||
-        wt_ctl_get_str(m, WT_CTL_T_HOST, host, sizeof(host)) ||
-        !proven(rd->c, sl, m, rank, host)) {
+        wt_ctl_get_str(m, WT_CTL_T_HOST, host, sizeof(host)) || !proven(rd->c, sl, m, rank, host)) {
       rd->refused = 1; /* not one of ours: no answer */
       return 1;
     }
-    if (wr_sup_hello(rd->s, (int)rank, (long)wt_ctl_int_or(m, WT_CTL_T_PID, 0), host, rd->now,
-                     why, sizeof(why))) {
+    if (wr_sup_hello(rd->s, (int)rank, (long)wt_ctl_int_or(m, WT_CTL_T_PID, 0), host, rd->now, why,
+                     sizeof(why))) {
       wt_ctl_begin(&out, WT_CTL_REFUSE);
       wt_ctl_put_str(&out, WT_CTL_T_WHY, why);
       send_msg(rd->c, rd->i, &out);
@@ -298,12 +279,11 @@ on_frame(void *arg, const wt_ctl_msg *m)
   return 0;
 }
 
-static void
-serve(wr_ctl *c, wr_sup *s, int i, unsigned events, double now)
+static void serve(wr_ctl *c, wr_sup *s, int i, unsigned events, double now)
 {
   slot *sl = c->slots[i];
   char why[300] = "the connection broke";
-  reading rd = { c, s, i, now, 0 };
+  reading rd = {c, s, i, now, 0};
   if ((events & EPOLLOUT) && flush(c, i))
     goto gone;
   if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -328,8 +308,7 @@ gone:
   drop(c, i);
 }
 
-void
-wr_ctl_pump(wr_ctl *c, wr_sup *s, double now)
+void wr_ctl_pump(wr_ctl *c, wr_sup *s, double now)
 {
   struct epoll_event ev[256];
   for (int round = 0; round < 64; round++) {
@@ -349,8 +328,7 @@ wr_ctl_pump(wr_ctl *c, wr_sup *s, double now)
       drop(c, i);
 }
 
-static void
-to_all(wr_ctl *c, const wr_sup *s, const wt_ctl_out *m, int only_asked)
+static void to_all(wr_ctl *c, const wr_sup *s, const wt_ctl_out *m, int only_asked)
 {
   for (int i = 0; i < c->nslots; i++) {
     slot *sl = c->slots[i];
@@ -361,8 +339,7 @@ to_all(wr_ctl *c, const wr_sup *s, const wt_ctl_out *m, int only_asked)
   }
 }
 
-void
-wr_ctl_end(wr_ctl *c, const wr_sup *s, int sig, const char *why)
+void wr_ctl_end(wr_ctl *c, const wr_sup *s, int sig, const char *why)
 {
   wt_ctl_out m;
   wt_ctl_begin(&m, WT_CTL_END);
@@ -371,16 +348,14 @@ wr_ctl_end(wr_ctl *c, const wr_sup *s, int sig, const char *why)
   to_all(c, s, &m, 0);
 }
 
-void
-wr_ctl_stacks(wr_ctl *c, const wr_sup *s)
+void wr_ctl_stacks(wr_ctl *c, const wr_sup *s)
 {
   wt_ctl_out m;
   wt_ctl_begin(&m, WT_CTL_STACK_REQ);
   to_all(c, s, &m, 1);
 }
 
-void
-wr_ctl_close(wr_ctl *c)
+void wr_ctl_close(wr_ctl *c)
 {
   if (!c)
     return;

@@ -19,21 +19,15 @@
 #define HOSTS_SHOWN 16
 #define RANKS_SHOWN 16
 
-int
-wr_recap_wanted(const wr_opts *o)
-{
-  return !o->quiet && (o->monitor > 0 || isatty(2));
-}
+int wr_recap_wanted(const wr_opts *o) { return !o->quiet && (o->monitor > 0 || isatty(2)); }
 
-void
-wr_recap_launch(const wr_sup *s, double started, FILE *out)
+void wr_recap_launch(const wr_sup *s, double started, FILE *out)
 {
   fprintf(out, "weftrun: %d rank%s on %d host%s started in %.1f s\n", s->np, s->np == 1 ? "" : "s",
           s->p->nhosts, s->p->nhosts == 1 ? "" : "s", s->all_started_at - started);
 }
 
-static void
-mib(long long b, char *buf, size_t len)
+static void mib(long long b, char *buf, size_t len)
 {
   if (b < 0)
     snprintf(buf, len, "?");
@@ -45,8 +39,7 @@ mib(long long b, char *buf, size_t len)
 
 /* Host h's exit: 0 when every rank of it exited 0, else what its first rank that did not
  * says. */
-static void
-host_exit(const wr_sup *s, int h, char *buf, size_t len)
+static void host_exit(const wr_sup *s, int h, char *buf, size_t len)
 {
   int stopped = -1, silent = -1;
   for (int r = 0; r < s->np; r++) {
@@ -73,8 +66,7 @@ host_exit(const wr_sup *s, int h, char *buf, size_t len)
     snprintf(buf, len, "0");
 }
 
-void
-wr_recap_end(const wr_sup *s, double started, double now, FILE *out)
+void wr_recap_end(const wr_sup *s, double started, double now, FILE *out)
 {
   char e[96], a[32], b[32];
   fprintf(out, "weftrun: ran %.1f s; exit by host:", now - started);
@@ -97,9 +89,9 @@ wr_recap_end(const wr_sup *s, double started, double now, FILE *out)
       least = r;
   }
   if (known)
-    fprintf(out, "weftrun: CPU time: most rank %d (%s) %.1f s, least rank %d (%s) %.1f s%s\n",
-            most, wr_sup_host(s, most), (double)s->r[most].cpu_ms / 1000, least,
-            wr_sup_host(s, least), (double)s->r[least].cpu_ms / 1000,
+    fprintf(out, "weftrun: CPU time: most rank %d (%s) %.1f s, least rank %d (%s) %.1f s%s\n", most,
+            wr_sup_host(s, most), (double)s->r[most].cpu_ms / 1000, least, wr_sup_host(s, least),
+            (double)s->r[least].cpu_ms / 1000,
             known < s->np ? " (of the ranks that reported it)" : "");
   if (!known)
     return;

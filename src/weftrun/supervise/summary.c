@@ -17,8 +17,7 @@
 #define MAX_LINES 16
 
 /* " (ranks 4-7)" of plan host h. */
-static void
-ranks_of(const wr_sup *s, int h, char *buf, size_t len)
+static void ranks_of(const wr_sup *s, int h, char *buf, size_t len)
 {
   int first = -1, last = -1, n = 0;
   buf[0] = '\0';
@@ -37,14 +36,12 @@ ranks_of(const wr_sup *s, int h, char *buf, size_t len)
     snprintf(buf, len, " (%d ranks from %d)", n, first);
 }
 
-static void
-who(const wr_sup *s, int r, char *buf, size_t len)
+static void who(const wr_sup *s, int r, char *buf, size_t len)
 {
   snprintf(buf, len, "rank %d host %s gpu %s", r, wr_sup_host(s, r), s->r[r].gpu);
 }
 
-static void
-size_text(long long b, char *buf, size_t len)
+static void size_text(long long b, char *buf, size_t len)
 {
   if (b >= 1 << 20)
     snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
@@ -55,8 +52,7 @@ size_text(long long b, char *buf, size_t len)
 }
 
 /* What rank r was doing, as far as the channel knows. */
-static void
-doing(const wr_sup *s, int r, double now, char *buf, size_t len)
+static void doing(const wr_sup *s, int r, double now, char *buf, size_t len)
 {
   const wr_rank *x = &s->r[r];
   char size[32];
@@ -79,8 +75,10 @@ doing(const wr_sup *s, int r, double now, char *buf, size_t len)
   len -= (size_t)n;
   double in = now - x->call_since;
   if (!x->have_call || x->wstate == WEFTX_PAGE_NONE) {
-    snprintf(buf, len, "running for %.1f s, never in a weft call (not a libweft program, or "
-             "before weft_init)", x->started_at ? now - x->started_at : 0.0);
+    snprintf(buf, len,
+             "running for %.1f s, never in a weft call (not a libweft program, or "
+             "before weft_init)",
+             x->started_at ? now - x->started_at : 0.0);
   } else if (x->op == WEFTX_OP_INIT) {
     snprintf(buf, len, "in weft_init for %.1f s (waiting for the other ranks)", in);
   } else if (x->op != WEFTX_OP_NONE) {
@@ -94,8 +92,7 @@ doing(const wr_sup *s, int r, double now, char *buf, size_t len)
   }
 }
 
-static void
-rank_line(const wr_sup *s, int r, double now, const char *tag, FILE *out)
+static void rank_line(const wr_sup *s, int r, double now, const char *tag, FILE *out)
 {
   char w[400], d[400];
   who(s, r, w, sizeof(w));
@@ -104,9 +101,8 @@ rank_line(const wr_sup *s, int r, double now, const char *tag, FILE *out)
 }
 
 /* Rank lines for the ranks r with want(r), at most MAX_LINES. */
-static int
-list(const wr_sup *s, double now, FILE *out, int (*want)(const wr_sup *, int, const void *),
-     const void *arg, const char *tag)
+static int list(const wr_sup *s, double now, FILE *out,
+                int (*want)(const wr_sup *, int, const void *), const void *arg, const char *tag)
 {
   int n = 0;
   for (int r = 0; r < s->np; r++) {
@@ -122,29 +118,25 @@ list(const wr_sup *s, double now, FILE *out, int (*want)(const wr_sup *, int, co
 }
 
 /* Running when the verdict came (what was happening then is what counts). */
-static int
-running(const wr_sup *s, int r, const void *arg)
+static int running(const wr_sup *s, int r, const void *arg)
 {
   (void)arg;
   return s->r[r].running_at_end;
 }
 
-static int
-waiting(const wr_sup *s, int r, const void *arg)
+static int waiting(const wr_sup *s, int r, const void *arg)
 {
   (void)arg;
   return s->r[r].state == WR_RANK_WAITING;
 }
 
-static int
-on_host(const wr_sup *s, int r, const void *arg)
+static int on_host(const wr_sup *s, int r, const void *arg)
 {
   return s->p->ranks[r].host == *(const int *)arg;
 }
 
 /* Is world rank \p r in the ranges "0-3,8"? */
-static int
-in_ranges(const char *list, int r)
+static int in_ranges(const char *list, int r)
 {
   for (const char *p = list; p && *p;) {
     char *end;
@@ -162,8 +154,7 @@ in_ranges(const char *list, int r)
 
 /* Absent from the call that a deadline ended in rank \p arg: members of its group
  * (every rank for weft_init) not in that same call. */
-static int
-absent(const wr_sup *s, int r, const void *arg)
+static int absent(const wr_sup *s, int r, const void *arg)
 {
   const wr_rank *d = &s->r[*(const int *)arg], *x = &s->r[r];
   if (r == *(const int *)arg)
@@ -179,8 +170,7 @@ absent(const wr_sup *s, int r, const void *arg)
   return !(x->op == d->op && !strcmp(x->group, d->group) && x->group_first == d->group_first);
 }
 
-static void
-what_ended(const wr_rank *x, char *buf, size_t len)
+static void what_ended(const wr_rank *x, char *buf, size_t len)
 {
   if (x->why[0] && x->stopped == WT_CTL_STOP_SETUP)
     snprintf(buf, len, "%s", x->why);
@@ -195,8 +185,7 @@ what_ended(const wr_rank *x, char *buf, size_t len)
 /* The other ranks that failed on their own once the job was failing: named after the
  * cause, as what followed from it (a peer's "connection closed" error), or as the same
  * fault met again when they ended the same way. */
-static void
-consequences(const wr_sup *s, FILE *out)
+static void consequences(const wr_sup *s, FILE *out)
 {
   char w[400], what[700];
   int n = 0;
@@ -215,13 +204,12 @@ consequences(const wr_sup *s, FILE *out)
     if (x->code == c->code && x->sig == c->sig && !x->why[0])
       fprintf(out, "weftrun:   then %s: %s as well\n", w, what);
     else
-      fprintf(out, "weftrun:   then %s: %s (after rank %d: a consequence, most likely)\n", w,
-              what, s->end_rank);
+      fprintf(out, "weftrun:   then %s: %s (after rank %d: a consequence, most likely)\n", w, what,
+              s->end_rank);
   }
 }
 
-static void
-stacks(const wr_sup *s, FILE *out)
+static void stacks(const wr_sup *s, FILE *out)
 {
   for (int r = 0; r < s->np; r++) {
     const wr_rank *x = &s->r[r];
@@ -240,8 +228,7 @@ stacks(const wr_sup *s, FILE *out)
   }
 }
 
-int
-wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
+int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
 {
   char w[400], what[700], ranks[64];
   double now = s->end_at ? s->end_at : weftx_monotonic();
@@ -249,8 +236,7 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
   int n;
 
   switch (s->end) {
-  case WR_END_NONE:
-    return WR_EXIT_OK;
+  case WR_END_NONE: return WR_EXIT_OK;
   case WR_END_RANK:
     who(s, s->end_rank, w, sizeof(w));
     what_ended(x, what, sizeof(what));
@@ -271,8 +257,9 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     if (s->lost_how == WR_LOST_AGENT || s->lost_how == WR_LOST_AGENT_SILENT) {
       who(s, s->end_rank, w, sizeof(w));
       fprintf(out, "weftrun: job failed: %s: its agent (weft-rank, pid %ld) %s (exit %d)\n", w,
-              x->agent_pid, s->lost_how == WR_LOST_AGENT ? "ended without a word (killed?)" :
-              "stopped answering", s->code);
+              x->agent_pid,
+              s->lost_how == WR_LOST_AGENT ? "ended without a word (killed?)" : "stopped answering",
+              s->code);
     } else if (s->lost_how == WR_LOST_NEVER) {
       /* the other hosts with ranks missing, one pass over the ranks */
       unsigned char *seen = calloc((size_t)s->p->nhosts, 1);
@@ -288,30 +275,41 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
       free(seen);
       if (more)
         snprintf(also, sizeof(also), " and %d more host%s", more, more == 1 ? "" : "s");
-      fprintf(out, "weftrun: job failed: host %s lost%s%s: its ranks had not started %.0f s after "
+      fprintf(out,
+              "weftrun: job failed: host %s lost%s%s: its ranks had not started %.0f s after "
               "the last rank that did (--launch-timeout): mpirun could not start its daemon "
-              "there, or the daemon cannot reach mpirun (exit %d)\n", s->p->hosts[h].host->name,
-              ranks, also, s->launch_s, s->code);
+              "there, or the daemon cannot reach mpirun (exit %d)\n",
+              s->p->hosts[h].host->name, ranks, also, s->launch_s, s->code);
       list(s, now, out, waiting, NULL, "");
     } else if (s->lost_how == WR_LOST_DAEMON) {
-      fprintf(out, "weftrun: job failed: host %s lost%s: %s there died (killed? out of memory? "
+      fprintf(out,
+              "weftrun: job failed: host %s lost%s: %s there died (killed? out of memory? "
               "machine going down?), and its agents stopped its ranks (exit %d)\n",
               s->p->hosts[h].host->name, ranks,
-              strcmp(s->engine, "srun") ? "mpirun's daemon (orted)" : "Slurm's step daemon "
-              "(slurmstepd)", s->code);
+              strcmp(s->engine, "srun") ? "mpirun's daemon (orted)"
+                                        : "Slurm's step daemon "
+                                          "(slurmstepd)",
+              s->code);
     } else if (x && x->state == WR_RANK_EXITED && x->stopped == WT_CTL_STOP_LOST) {
-      fprintf(out, "weftrun: job failed: host %s lost%s: its agents lost weftrun (network cut?) "
-              "(exit %d)\n", wr_sup_host(s, s->end_rank), ranks, s->code);
+      fprintf(out,
+              "weftrun: job failed: host %s lost%s: its agents lost weftrun (network cut?) "
+              "(exit %d)\n",
+              wr_sup_host(s, s->end_rank), ranks, s->code);
     } else {
       char unanswered[96];
-      snprintf(unanswered, sizeof(unanswered), "the machine acknowledged nothing for %d s "
-               "(machine down or network cut)", WT_CTL_UNANSWERED_S);
-      fprintf(out, "weftrun: job failed: host %s lost%s: %s (exit %d)\n",
-              s->p->hosts[h].host->name, ranks,
+      snprintf(unanswered, sizeof(unanswered),
+               "the machine acknowledged nothing for %d s "
+               "(machine down or network cut)",
+               WT_CTL_UNANSWERED_S);
+      fprintf(out, "weftrun: job failed: host %s lost%s: %s (exit %d)\n", s->p->hosts[h].host->name,
+              ranks,
               s->lost_how == WR_LOST_UNANSWERED ? unanswered
-              : s->lost_how == WR_LOST_CLOSED ? "its agents' connections closed at once (machine "
-              "down?)" : "no word from its agents for longer than --host-timeout (machine down, "
-              "network cut or agents stopped)", s->code);
+              : s->lost_how == WR_LOST_CLOSED
+                ? "its agents' connections closed at once (machine "
+                  "down?)"
+                : "no word from its agents for longer than --host-timeout (machine down, "
+                  "network cut or agents stopped)",
+              s->code);
       list(s, now, out, on_host, &h, "");
     }
     break;
@@ -320,8 +318,10 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     int left = 0;
     for (int r = 0; r < s->np; r++)
       left += running(s, r, NULL);
-    fprintf(out, "weftrun: job ended: --timeout %ld s expired; %d of %d ranks were still running "
-            "(exit %d)\n", o->timeout, left, s->np, s->code);
+    fprintf(out,
+            "weftrun: job ended: --timeout %ld s expired; %d of %d ranks were still running "
+            "(exit %d)\n",
+            o->timeout, left, s->np, s->code);
     list(s, now, out, running, NULL, "");
     break;
   }
@@ -334,7 +334,8 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     break;
   case WR_END_NOFINALIZE:
     who(s, s->end_rank, w, sizeof(w));
-    fprintf(out, "weftrun: job failed: %s: exited with status 0 while the other ranks ran, "
+    fprintf(out,
+            "weftrun: job failed: %s: exited with status 0 while the other ranks ran, "
             "without finalizing (MPI_Finalize, weft_finalize), so %s ended the job (exit %d)\n",
             w, s->engine, s->code);
     break;
@@ -343,8 +344,10 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
       fprintf(out, "weftrun: %s was killed by signal %d (exit %d)\n", s->engine, -s->engine_status,
               s->code);
     else
-      fprintf(out, "weftrun: %s failed with status %d before any rank reported a failure "
-              "(exit %d); see its message above\n", s->engine, s->engine_status, s->code);
+      fprintf(out,
+              "weftrun: %s failed with status %d before any rank reported a failure "
+              "(exit %d); see its message above\n",
+              s->engine, s->engine_status, s->code);
     list(s, now, out, running, NULL, "");
     break;
   case WR_END_MISSING: {
@@ -352,9 +355,10 @@ wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     for (int r = 0; r < s->np; r++)
       never += s->r[r].state == WR_RANK_WAITING;
     if (!strcmp(s->engine, "mpirun"))
-      fprintf(out, "weftrun: mpirun exited 0, but %d of %d ranks never ran (is WEFT_MPIRUN or "
-              "the mpirun on PATH Open MPI's?) (exit %d)\n", never ? never : s->np - s->exited,
-              s->np, s->code);
+      fprintf(out,
+              "weftrun: mpirun exited 0, but %d of %d ranks never ran (is WEFT_MPIRUN or "
+              "the mpirun on PATH Open MPI's?) (exit %d)\n",
+              never ? never : s->np - s->exited, s->np, s->code);
     else
       fprintf(out, "weftrun: %s exited 0, but %d of %d ranks never ran (exit %d)\n", s->engine,
               never ? never : s->np - s->exited, s->np, s->code);

@@ -18,7 +18,7 @@
 
 #include "supervise.h"
 
-#define SETTLE_S 0.3        /* after a first agent vanished: the others of its host too? */
+#define SETTLE_S 0.3 /* after a first agent vanished: the others of its host too? */
 /* The same on weftrun's own host, whose machine is up: its agents vanish when mpirun
  * ends them (a signal to mpirun), so its exit, when it comes, is the verdict. */
 #define LOCAL_SETTLE_S 1.5
@@ -35,8 +35,7 @@ struct wr_sup_host {
   int live, quiet;
 };
 
-wr_sup *
-wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
+wr_sup *wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
 {
   wr_sup *s = calloc(1, sizeof(*s));
   if (!s || !(s->r = calloc((size_t)(p->np ? p->np : 1), sizeof(*s->r))) ||
@@ -54,8 +53,9 @@ wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
   s->lost_s = o->host_timeout > 0 ? o->host_timeout : WR_HOST_TIMEOUT_S;
   s->hb_s = s->lost_s / 5 < 1.0 ? s->lost_s / 5 : 1.0;
   s->timeout_s = (double)o->timeout;
-  s->launch_s = o->launch_timeout < 0 ? 0 : o->launch_timeout > 0 ? o->launch_timeout
-                                                                   : WR_LAUNCH_TIMEOUT_S;
+  s->launch_s = o->launch_timeout < 0   ? 0
+                : o->launch_timeout > 0 ? o->launch_timeout
+                                        : WR_LAUNCH_TIMEOUT_S;
   s->stacks = o->stack_traces;
   for (int r = 0; r < s->np; r++) {
     snprintf(s->r[r].gpu, sizeof(s->r[r].gpu), "none");
@@ -65,8 +65,7 @@ wr_sup_new(const wr_plan *p, const wr_opts *o, double now)
   return s;
 }
 
-void
-wr_sup_free(wr_sup *s)
+void wr_sup_free(wr_sup *s)
 {
   if (!s)
     return;
@@ -79,14 +78,12 @@ wr_sup_free(wr_sup *s)
   free(s);
 }
 
-const char *
-wr_sup_host(const wr_sup *s, int rank)
+const char *wr_sup_host(const wr_sup *s, int rank)
 {
   return s->p->hosts[s->p->ranks[rank].host].host->name;
 }
 
-static void
-decide(wr_sup *s, wr_end end, int rank, int host, int code, double now)
+static void decide(wr_sup *s, wr_end end, int rank, int host, int code, double now)
 {
   if (s->end)
     return;
@@ -113,9 +110,8 @@ decide(wr_sup *s, wr_end end, int rank, int host, int code, double now)
   }
 }
 
-int
-wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, char *why,
-             size_t len)
+int wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, char *why,
+                 size_t len)
 {
   if (rank < 0 || rank >= s->np) {
     snprintf(why, len, "rank %d is not in this job of %d ranks", rank, s->np);
@@ -123,8 +119,7 @@ wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, 
   }
   wr_rank *r = &s->r[rank];
   if (r->state != WR_RANK_WAITING) {
-    snprintf(why, len, "rank %d has an agent already (pid %ld on %s)", rank, r->agent_pid,
-             r->host);
+    snprintf(why, len, "rank %d has an agent already (pid %ld on %s)", rank, r->agent_pid, r->host);
     return -1;
   }
   r->state = WR_RANK_CONNECTED;
@@ -137,8 +132,7 @@ wr_sup_hello(wr_sup *s, int rank, long agent_pid, const char *host, double now, 
 }
 
 /* The rank's last weft call, from a HEARTBEAT or EXITED. */
-static void
-take_call(wr_rank *r, const wt_ctl_msg *m, double now)
+static void take_call(wr_rank *r, const wt_ctl_msg *m, double now)
 {
   int64_t v;
   if (wt_ctl_get_int(m, WT_CTL_T_WSTATE, &v))
@@ -155,8 +149,7 @@ take_call(wr_rank *r, const wt_ctl_msg *m, double now)
     r->group[0] = '\0';
 }
 
-static void
-exited(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
+static void exited(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
 {
   wr_rank *r = &s->r[rank];
   char members[WT_CTL_MAX_TEXT + 1];
@@ -190,14 +183,12 @@ exited(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
     if (!s->end)
       s->lost_how = WR_LOST_DAEMON;
     decide(s, WR_END_LOST, rank, s->p->ranks[rank].host, WR_EXIT_HOSTLOST, now);
-  }
-  else if (r->stopped == WT_CTL_STOP_SETUP || (!r->stopped && r->code))
-    decide(s, r->wstate == WEFTX_PAGE_DEADLINE ? WR_END_DEADLINE : WR_END_RANK, rank, -1,
-           r->code, now);
+  } else if (r->stopped == WT_CTL_STOP_SETUP || (!r->stopped && r->code))
+    decide(s, r->wstate == WEFTX_PAGE_DEADLINE ? WR_END_DEADLINE : WR_END_RANK, rank, -1, r->code,
+           now);
 }
 
-static void
-stack_piece(wr_rank *r, const wt_ctl_msg *m)
+static void stack_piece(wr_rank *r, const wt_ctl_msg *m)
 {
   char text[2 * WT_CTL_MAX_TEXT + 8], why[WT_CTL_MAX_TEXT + 1];
   wt_ctl_get_str(m, WT_CTL_T_TEXT, text, WT_CTL_MAX_TEXT + 1);
@@ -218,15 +209,12 @@ stack_piece(wr_rank *r, const wt_ctl_msg *m)
     r->stack_done = 1;
 }
 
-void
-wr_sup_msg(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
+void wr_sup_msg(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
 {
   wr_rank *r = &s->r[rank];
   r->seen = now;
   switch (m->type) {
-  case WT_CTL_PLACED:
-    wt_ctl_get_str(m, WT_CTL_T_GPU, r->gpu, sizeof(r->gpu));
-    break;
+  case WT_CTL_PLACED: wt_ctl_get_str(m, WT_CTL_T_GPU, r->gpu, sizeof(r->gpu)); break;
   case WT_CTL_STARTED:
     r->pid = (long)wt_ctl_int_or(m, WT_CTL_T_PID, 0);
     if (!r->started_at && ++s->started == s->np)
@@ -252,22 +240,14 @@ wr_sup_msg(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
     if (s->on_sample)
       s->on_sample(s->sample_arg, s, rank, now);
     break;
-  case WT_CTL_HEARTBEAT:
-    take_call(r, m, now);
-    break;
-  case WT_CTL_EXITED:
-    exited(s, rank, m, now);
-    break;
-  case WT_CTL_STACK:
-    stack_piece(r, m);
-    break;
-  default:
-    break;
+  case WT_CTL_HEARTBEAT: take_call(r, m, now); break;
+  case WT_CTL_EXITED: exited(s, rank, m, now); break;
+  case WT_CTL_STACK: stack_piece(r, m); break;
+  default: break;
   }
 }
 
-void
-wr_sup_gone(wr_sup *s, int rank, int unanswered, double now)
+void wr_sup_gone(wr_sup *s, int rank, int unanswered, double now)
 {
   wr_rank *r = &s->r[rank];
   if (r->state == WR_RANK_EXITED || r->state == WR_RANK_GONE)
@@ -279,21 +259,18 @@ wr_sup_gone(wr_sup *s, int rank, int unanswered, double now)
     s->first_gone_at = now;
 }
 
-void
-wr_sup_signal(wr_sup *s, int sig, double now)
+void wr_sup_signal(wr_sup *s, int sig, double now)
 {
   decide(s, WR_END_SIGNAL, -1, -1, 128 + sig, now);
 }
 
-static int
-live(const wr_rank *r)
+static int live(const wr_rank *r)
 {
   return (r->state == WR_RANK_CONNECTED || r->state == WR_RANK_RUNNING) && !r->lost;
 }
 
 /* The ranks of host h (all of them, or only rank \p only) are given up on. */
-static void
-give_up(wr_sup *s, int h, int only)
+static void give_up(wr_sup *s, int h, int only)
 {
   for (int r = 0; r < s->np; r++)
     if (only >= 0 ? r == only : s->p->ranks[r].host == h)
@@ -302,8 +279,7 @@ give_up(wr_sup *s, int h, int only)
 
 /* When the agents that vanished are judged: SETTLE_S after the first, LOCAL_SETTLE_S
  * when it was on weftrun's own host; 0 when none vanished. */
-static double
-settle_at(const wr_sup *s)
+static double settle_at(const wr_sup *s)
 {
   int first = -1;
   if (!s->first_gone_at)
@@ -318,8 +294,7 @@ settle_at(const wr_sup *s)
 
 /* Agents that vanished, SETTLE_S after the first: a host all of whose agents went
  * is lost; otherwise the first agent that went is. */
-static void
-vanished(wr_sup *s, double now)
+static void vanished(wr_sup *s, double now)
 {
   int first = -1;
   for (int r = 0; r < s->np; r++)
@@ -331,14 +306,15 @@ vanished(wr_sup *s, double now)
   for (int r = 0; r < s->np; r++)
     if (s->p->ranks[r].host == h && live(&s->r[r]))
       whole = 0;
-  s->lost_how = s->r[first].unanswered ? WR_LOST_UNANSWERED : whole ? WR_LOST_CLOSED : WR_LOST_AGENT;
+  s->lost_how = s->r[first].unanswered ? WR_LOST_UNANSWERED
+                : whole                ? WR_LOST_CLOSED
+                                       : WR_LOST_AGENT;
   decide(s, WR_END_LOST, first, h, WR_EXIT_HOSTLOST, now);
 }
 
 /* When ranks still missing are given up on (--launch-timeout): launch_s after the last
  * agent that came, while some have not; 0 when there is no such time. */
-static double
-launch_deadline(const wr_sup *s)
+static double launch_deadline(const wr_sup *s)
 {
   if (s->launch_s <= 0 || !s->last_hello_at || s->connected >= s->np || s->end)
     return 0;
@@ -347,8 +323,7 @@ launch_deadline(const wr_sup *s)
 
 /* Ranks whose agents have not come by launch_deadline(): each is given up on, and the
  * host of the lowest is lost (mpirun would wait for their daemons for ever). */
-static void
-never_started(wr_sup *s, double now)
+static void never_started(wr_sup *s, double now)
 {
   double due = launch_deadline(s);
   int first = -1;
@@ -370,12 +345,11 @@ never_started(wr_sup *s, double now)
  * pass over the ranks (each host's latest word, its live ranks, its first quiet rank),
  * then the hosts in order: it runs at every turn of weftrun's loop, and a job of
  * 16,000 hosts has 128,000 ranks. */
-static void
-silence(wr_sup *s, double now)
+static void silence(wr_sup *s, double now)
 {
   int nh = s->p->nhosts;
   for (int h = 0; h < nh; h++)
-    s->hosts[h] = (struct wr_sup_host){ 0, 0, -1 };
+    s->hosts[h] = (struct wr_sup_host){0, 0, -1};
   for (int r = 0; r < s->np; r++) {
     const wr_rank *x = &s->r[r];
     struct wr_sup_host *y = &s->hosts[s->p->ranks[r].host];
@@ -401,8 +375,7 @@ silence(wr_sup *s, double now)
   }
 }
 
-static int
-stacks_in(const wr_sup *s)
+static int stacks_in(const wr_sup *s)
 {
   for (int r = 0; r < s->np; r++)
     if (s->r[r].stack_asked && !s->r[r].stack_done && live(&s->r[r]))
@@ -410,8 +383,7 @@ stacks_in(const wr_sup *s)
   return 1;
 }
 
-int
-wr_sup_tick(wr_sup *s, double now)
+int wr_sup_tick(wr_sup *s, double now)
 {
   int act = 0;
   /* weftrun itself was held up (stopped, starved): its peers' silence means nothing */
@@ -461,8 +433,7 @@ wr_sup_tick(wr_sup *s, double now)
   return act;
 }
 
-double
-wr_sup_next(const wr_sup *s, double now)
+double wr_sup_next(const wr_sup *s, double now)
 {
   double next = now + s->hb_s;
   if (s->timeout_s > 0 && !s->end && s->t0 + s->timeout_s < next)
@@ -481,8 +452,7 @@ wr_sup_next(const wr_sup *s, double now)
   return next;
 }
 
-void
-wr_sup_engine_exit(wr_sup *s, int status, double now)
+void wr_sup_engine_exit(wr_sup *s, int status, double now)
 {
   s->engine_exited = 1;
   s->engine_status = status;
@@ -490,8 +460,7 @@ wr_sup_engine_exit(wr_sup *s, int status, double now)
 }
 
 /* mpirun has ended and the agents had their say: what the channel left open. */
-static void
-judge_engine(wr_sup *s, double now)
+static void judge_engine(wr_sup *s, double now)
 {
   int status = s->engine_status;
   s->engine_judged = 1;
@@ -522,14 +491,12 @@ judge_engine(wr_sup *s, double now)
   }
 }
 
-int
-wr_sup_settled(const wr_sup *s)
+int wr_sup_settled(const wr_sup *s)
 {
   return wr_sup_done(s) && (!s->engine_exited || s->engine_judged);
 }
 
-int
-wr_sup_done(const wr_sup *s)
+int wr_sup_done(const wr_sup *s)
 {
   for (int r = 0; r < s->np; r++)
     if (live(&s->r[r]))
