@@ -96,6 +96,10 @@ enum wt_ctl_tag {
   WT_CTL_T_GPU_TEMP,   /* number: its temperature, degrees C */
   WT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
   WT_CTL_T_NIC_RX,     /* number: bytes per second received */
+  WT_CTL_T_KILLED,     /* number: EXITED's 1 when SIGTERM was not enough: the agent sent
+                          SIGKILL after the grace period */
+  WT_CTL_T_STOPPED_MS, /* number: EXITED's with WT_CTL_STOP_STOPPED: ms the program was
+                          stopped (state T or t) */
   WT_CTL_T_MAX
 };
 
@@ -109,6 +113,8 @@ enum wt_ctl_stop {
   WT_CTL_STOP_PREEMPT,   /* a Google Cloud preemption notice */
   WT_CTL_STOP_SETUP,     /* never started: the agent could not set the rank up */
   WT_CTL_STOP_DAEMON,    /* its host's engine daemon (orted, slurmstepd) died under it */
+  WT_CTL_STOP_STOPPED,   /* the program was stopped (SIGSTOP, Ctrl-Z: state T or t) for
+                            longer than the lost bound (--host-timeout): lost, not slow */
 };
 
 /* A message being written: the whole frame in buf. */
