@@ -242,4 +242,27 @@ else
   echo "ok the next weftrun removed $jobdir"
 fi
 rm -f "$tmp/ompi-jobids"
+# SIGKILL of mpirun with MPI ranks: Open MPI leaves their shared memory then (a SIGKILL
+# of weftrun has mpirun end the job in order, which removes it); their agents remove it
+if [ -x "$rtto" ]; then
+  WEFT_COLL_TIMEOUT=0 timeout 60 "$weftrun" -np 3 --oversubscribe sh -c "$note_ompi_job exec $rtto watchdog" \
+    "$uniq-mpi" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  i=0
+  while [ "$(_lib_shm_left | wc -l)" -lt 3 ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+  mp=
+  for p in $(pgrep -x mpirun); do
+    grep -q "$uniq" "/proc/$p/cmdline" 2>/dev/null && mp=$p
+  done
+  if [ "$(_lib_shm_left | wc -l)" != 3 ] || [ -z "$mp" ]; then
+    echo "FAIL: SIGKILL of mpirun: no mpirun of this job, or no shared memory of its 3 ranks"; fail=1
+  else
+    kill -KILL "$mp"
+  fi
+  rc=0
+  wait $pid || rc=$?
+  if [ $rc = 70 ] && nothing_left; then echo "ok SIGKILL of mpirun: no shared memory left"
+  else echo "FAIL: SIGKILL of mpirun: exit $rc (want 70)"; cat "$tmp/err"; fail=1; fi
+  rm -f "$tmp/ompi-jobids"
+fi
 exit $fail
