@@ -217,8 +217,9 @@ else echo "FAIL: -v: exit $rc, mpirun's account not shown:"; cat "$tmp/err"; fai
 nothing_left || fail=1
 
 # SIGKILL of weftrun: the agents lose it, end their ranks; mpirun gets SIGTERM. With
-# MPI ranks (Open MPI's shared memory in /dev/shm, which their agents remove) when
-# they are built; the job directory is left to the next weftrun, which removes it
+# MPI ranks when they are built: none of their shared memory in /dev/shm is left
+# (mpirun's orderly end removes it, and the agents do); the job directory is left
+# to the next weftrun, which removes it
 prog="$s 30"
 [ -x "$rtto" ] && prog="$rtto watchdog"
 WEFT_COLL_TIMEOUT=0 "$weftrun" -np 3 --oversubscribe sh -c "$note_ompi_job exec $prog" >"$tmp/out" 2>"$tmp/err" &

@@ -351,9 +351,11 @@ also='^weft-rank: rank 1 host vnode1: ended 1 process the program left running'
 run_case daemon-left q 0 5 '' - -- $N1 "$tmp/$uniq-daemon"
 mpi_args="-N 2 $tmp/$uniq-mpi"
 run_case mpirun-sigkill-shm q 70 6 '^weftrun: mpirun was killed by signal 9 (exit 70)$' "4:mpirun:KILL" -- -N 2 "$tmp/$uniq-mpi"
-# (weftrun-sigkill-shm: by hand only, for CI's time: the path of mpirun-sigkill-shm, the
-# agents ending their ranks when they lose weftrun instead; make check's
-# tests/launch/test-weftrun-fail.sh checks the shared memory after a SIGKILL of weftrun)
+# (weftrun-sigkill-shm: by hand only, for CI's time: the agents end their ranks when
+# they lose weftrun, and mpirun, told to end, removes the segments too, so it guards
+# against a regression more than it tests the agents; make check's
+# tests/launch/test-weftrun-fail.sh checks the shared memory after a SIGKILL of weftrun
+# and of mpirun on one host)
 mpi_args="-N 2 $tmp/$uniq-mpi"
 run_case weftrun-sigkill-shm - 137 6 '' "4:weftrun:KILL" -- -N 2 "$tmp/$uniq-mpi"
 # what is run, where, how many
