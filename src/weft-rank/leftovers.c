@@ -11,9 +11,9 @@
  * Open MPI 4.1's shared-memory transport (vader) keeps each rank's segment in
  * /dev/shm/vader_segment.NODE.UID.JOBID.LOCALRANK (Debian 12's 4.1.4; older
  * releases without UID; JOBID in hex, OMPI_MCA_ess_base_jobid in decimal), which
- * the rank removes in MPI_Finalize; a rank that was killed leaves it, 4 MiB,
- * until reboot. Its agent removes it once the program has ended, however it
- * ended (after MPI_Finalize it is gone already).
+ * Open MPI removes when the job ends in order (MPI_Finalize, its daemons'
+ * cleanup) but leaves, 4 MiB each until reboot, after a SIGKILL of mpirun. The
+ * agent removes it once the program has ended, however it ended.
  */
 #include "config.h"
 
