@@ -18,7 +18,12 @@
 #                                 Slurm allocation or a default hostfile
 #   unique_name                   $uniq, a word only this test's processes have,
 #                                 and $tmp/$uniq-sleep; all killed at exit
-#   nothing_left                  0 when nothing named $uniq runs (waits 5 s)
+#   nothing_left                  0 when nothing named $uniq runs and /dev/shm holds
+#                                 no Open MPI segment (vader_segment.*) of the jobs
+#                                 listed in $tmp/ompi-jobids (waits 5 s)
+#   note_ompi_job                 a word for a job's sh -c: it appends the job's id
+#                                 (OMPI_MCA_ess_base_jobid, in hex as Open MPI names
+#                                 its segments) to $tmp/ompi-jobids
 #   local_jobs                    for a test that starts jobs on this host:
 #                                 need_mpirun, no_host_defaults, unique_name
 #   vc_up N [UP OPTIONS]          a virtual cluster named $prefix, $hostfile;
@@ -112,17 +117,29 @@ unique_name()
 nothing_left()
 {
   _i=0
-  while pgrep -f "$uniq" >/dev/null 2>&1; do
+  while pgrep -f "$uniq" >/dev/null 2>&1 || [ -n "$(_lib_shm_left)" ]; do
     _i=$((_i + 1))
     if [ $_i -ge 50 ]; then
-      echo "FAIL: processes left running:"
-      pgrep -af "$uniq"
+      echo "FAIL: left behind:"
+      pgrep -af "$uniq" || true
+      _lib_shm_left
       return 1
     fi
     sleep 0.1
   done
   return 0
 }
+
+# The Open MPI shared-memory segments in /dev/shm of the jobs in $tmp/ompi-jobids
+# (vader_segment.NODE[.UID].JOBID.LOCALRANK), one per line.
+_lib_shm_left()
+{
+  [ -s "$tmp/ompi-jobids" ] || return 0
+  for _j in $(sort -u "$tmp/ompi-jobids"); do
+    ls /dev/shm 2>/dev/null | grep "^vader_segment\..*\.$_j\.[0-9]*\$" | sed 's|^|/dev/shm/|' || true
+  done
+}
+note_ompi_job='printf "%x\n" "$OMPI_MCA_ess_base_jobid" >>'"'$tmp/ompi-jobids'"';'
 
 local_jobs() { need_mpirun; no_host_defaults; unique_name; }
 

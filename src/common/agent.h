@@ -87,7 +87,9 @@
     "A host was lost while the job ran: its agents' connections closed without a word, or "        \
     "its machine acknowledged nothing for 5 s (it went down or its network was cut), or none "     \
     "of its agents said anything for --host-timeout seconds (default 30: stopped or starved "      \
-    "agents); or a single agent was killed or stopped answering; or, before any rank "             \
+    "agents); or a single agent was killed or stopped answering; or a rank's program was "         \
+    "stopped (SIGSTOP, Ctrl-Z: its agent sees state T) for longer than --host-timeout, which "     \
+    "the summary says (stopped, not slow); or, before any rank "                                   \
     "started, mpirun could not reach a host (found as --check finds it, and named). The summary "  \
     "line names the host and its ranks; the job is ended on every host, the lost one "             \
     "included (its agents end their ranks when they lose weftrun).",                               \

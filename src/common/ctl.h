@@ -94,19 +94,23 @@ enum wt_ctl_tag {
   WT_CTL_T_LAST,        /* number: 1 on the last piece of a text sent in pieces */
   WT_CTL_T_RUN_MS,      /* number: ms the rank has run */
   /* SAMPLE's (sample.h), and EXITED's CPU_MS and RSS: the rank's totals */
-  WT_CTL_T_SPAN_MS,   /* number: ms the sample's rates cover */
-  WT_CTL_T_CPU_PM,    /* number: CPU use in thousandths of one core */
-  WT_CTL_T_CPU_MS,    /* number: CPU time used, ms */
-  WT_CTL_T_RSS,       /* number: resident memory, bytes (EXITED: the peak) */
-  WT_CTL_T_THREADS,   /* number */
-  WT_CTL_T_PROCS,     /* number: processes of the rank */
-  WT_CTL_T_GPU_UTIL,  /* number: the rank's GPU's utilisation, percent (NVML) */
-  WT_CTL_T_GPU_MEM,   /* number: its memory used, bytes */
-  WT_CTL_T_GPU_POWER, /* number: its power draw, milliwatts */
-  WT_CTL_T_GPU_TEMP,  /* number: its temperature, degrees C */
-  WT_CTL_T_NIC_TX,    /* number: bytes per second sent through the NIC */
-  WT_CTL_T_NIC_RX,    /* number: bytes per second received */
-  WT_CTL_T_CHALLENGE, /* text: WT_CTL_CHALLENGE_LEN hex digits */
+  WT_CTL_T_SPAN_MS,    /* number: ms the sample's rates cover */
+  WT_CTL_T_CPU_PM,     /* number: CPU use in thousandths of one core */
+  WT_CTL_T_CPU_MS,     /* number: CPU time used, ms */
+  WT_CTL_T_RSS,        /* number: resident memory, bytes (EXITED: the peak) */
+  WT_CTL_T_THREADS,    /* number */
+  WT_CTL_T_PROCS,      /* number: processes of the rank */
+  WT_CTL_T_GPU_UTIL,   /* number: the rank's GPU's utilisation, percent (NVML) */
+  WT_CTL_T_GPU_MEM,    /* number: its memory used, bytes */
+  WT_CTL_T_GPU_POWER,  /* number: its power draw, milliwatts */
+  WT_CTL_T_GPU_TEMP,   /* number: its temperature, degrees C */
+  WT_CTL_T_NIC_TX,     /* number: bytes per second sent through the NIC */
+  WT_CTL_T_NIC_RX,     /* number: bytes per second received */
+  WT_CTL_T_CHALLENGE,  /* text: WT_CTL_CHALLENGE_LEN hex digits */
+  WT_CTL_T_KILLED,     /* number: EXITED's 1 when SIGTERM was not enough: the agent sent
+                          SIGKILL after the grace period */
+  WT_CTL_T_STOPPED_MS, /* number: EXITED's with WT_CTL_STOP_STOPPED: ms the program was
+                          stopped (state T or t) */
   WT_CTL_T_MAX
 };
 
@@ -120,6 +124,8 @@ enum wt_ctl_stop {
   WT_CTL_STOP_PREEMPT, /* a Google Cloud preemption notice */
   WT_CTL_STOP_SETUP,   /* never started: the agent could not set the rank up */
   WT_CTL_STOP_DAEMON,  /* its host's engine daemon (orted, slurmstepd) died under it */
+  WT_CTL_STOP_STOPPED, /* the program was stopped (SIGSTOP, Ctrl-Z: state T or t) for
+                            longer than the lost bound (--host-timeout): lost, not slow */
 };
 
 /* A message being written: the whole frame in buf. */

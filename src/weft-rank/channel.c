@@ -216,6 +216,8 @@ int wk_channel_fd(const wk_channel *c) { return c && !c->lost ? c->conn.fd : -1;
 
 double wk_channel_grace(const wk_channel *c) { return c ? c->grace_s : 2.0; }
 
+double wk_channel_lost(const wk_channel *c) { return c ? c->lost_s : 30.0; }
+
 void wk_channel_send(wk_channel *c, const wt_ctl_out *m)
 {
   if (!c || c->lost)

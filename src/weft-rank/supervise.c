@@ -32,10 +32,13 @@
 #define GRACE_S 5
 #define EXITED_SEND_S 3.0   /* the last message's bound */
 #define DAEMON_DEATH_MS 100 /* a stop: is the daemon dying (daemon_dead)? */
+#define LOOK_S 0.25         /* how often the program's state is looked at */
+#define LOOK_GAP_S 2.0      /* a longer gap between looks: the agent itself was held up */
 
 static volatile sig_atomic_t child = 0;
 static volatile sig_atomic_t told_to_stop = 0;
 static volatile sig_atomic_t preempting = 0;
+static volatile sig_atomic_t alarm_killed = 0; /* SIGKILL after a forwarded stop's grace */
 static unsigned preempt_grace = WEFTX_PREEMPT_GRACE_S;
 static wk_monitor_conf monitor = {.gpu = -1}; /* --monitor: every 0 for none */
 
@@ -62,8 +65,10 @@ void wk_supervise_preempt(void)
 static void forward(int sig)
 {
   if (sig == SIGALRM) {
-    if (child > 0)
+    if (child > 0) {
       kill(child, SIGKILL);
+      alarm_killed = 1;
+    }
     return;
   }
   if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
@@ -109,8 +114,15 @@ static void exec_program(char **argv)
   execvp(argv[0], argv);
 }
 
+/* How the rank ended beside its status: SIGKILL needed after the grace (killed), and
+ * for WT_CTL_STOP_STOPPED how long it had been stopped. */
+typedef struct end_extra {
+  int killed;
+  double stopped_s;
+} end_extra;
+
 static void exited_msg(wk_channel *ch, int code, int sig, int stopped, const char *why,
-                       const wk_page *page, double ran, const struct rusage *ru)
+                       const wk_page *page, double ran, const struct rusage *ru, const end_extra *x)
 {
   wt_ctl_out m;
   weftx_page snap;
@@ -118,6 +130,10 @@ static void exited_msg(wk_channel *ch, int code, int sig, int stopped, const cha
   wt_ctl_put_int(&m, WT_CTL_T_CODE, code);
   wt_ctl_put_int(&m, WT_CTL_T_SIGNAL, sig);
   wt_ctl_put_int(&m, WT_CTL_T_STOPPED, stopped);
+  if (x && x->killed)
+    wt_ctl_put_int(&m, WT_CTL_T_KILLED, 1);
+  if (x && stopped == WT_CTL_STOP_STOPPED)
+    wt_ctl_put_int(&m, WT_CTL_T_STOPPED_MS, (int64_t)(x->stopped_s * 1000));
   wt_ctl_put_int(&m, WT_CTL_T_RUN_MS, (int64_t)(ran * 1000));
   if (ru) { /* the rank's totals, from the kernel (with its descendants it waited for) */
     wt_ctl_put_int(&m, WT_CTL_T_CPU_MS,
@@ -142,7 +158,7 @@ static void fail_said(wk_channel *ch, const wt_agent_who *who, const char *why, 
 
 int wk_setup_failed(wk_channel *ch, const wt_agent_who *who, const char *why, int code)
 {
-  exited_msg(ch, code, 0, WT_CTL_STOP_SETUP, why, NULL, 0, NULL);
+  exited_msg(ch, code, 0, WT_CTL_STOP_SETUP, why, NULL, 0, NULL, NULL);
   wk_channel_flush(ch, EXITED_SEND_S);
   fail_said(ch, who, why, code, 0);
   return code;
@@ -248,6 +264,8 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
   if (daemon == 1)
     return wk_setup_failed(ch, who, "the engine (mpirun's daemon) went away", WK_EXIT_SETUP);
 
+  /* the program's orphans (a setsid daemon) come to the agent, which ends them with it */
+  wk_leftovers_start();
   pid_t agent = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -297,6 +315,11 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
                       ? wk_monitor_new((long)pid, &monitor, who, weftx_monotonic())
                       : NULL;
   double kill_at = 0;
+  /* the program stopped (SIGSTOP, Ctrl-Z: state T, or t under a tracer) since stop_seen;
+   * looked at every LOOK_S, and a look after a gap of the agent's own (it was stopped
+   * or starved itself) starts the count again */
+  double stop_seen = 0, looked = 0;
+  end_extra extra = {0, 0};
   pid_t w = 0;
   char why[300];
   for (;;) {
@@ -305,12 +328,30 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
     while (w < 0 && errno == EINTR);
     if (w != 0)
       break;
+    wk_leftovers_reap_except(pid);
     double now = weftx_monotonic();
     if (told_to_stop && !stopped)
       stopped = preempting ? WT_CTL_STOP_PREEMPT : WT_CTL_STOP_ENGINE;
     if (kill_at && now >= kill_at) {
       kill(pid, SIGKILL);
+      extra.killed = 1;
       kill_at = now + 3600; /* once */
+    }
+    if (ch && wk_channel_fd(ch) >= 0 && !stopped && !kill_at && now - looked >= LOOK_S) {
+      char st = wk_leftovers_state(pid);
+      if (looked && now - looked > LOOK_GAP_S)
+        stop_seen = 0;
+      looked = now;
+      if (st != 'T' && st != 't')
+        stop_seen = 0;
+      else if (!stop_seen)
+        stop_seen = now;
+      else if (now - stop_seen > wk_channel_lost(ch)) {
+        /* lost to the job as a silent host would be, and said so: stopped, not slow */
+        stopped = WT_CTL_STOP_STOPPED;
+        extra.stopped_s = now - stop_seen;
+        stop_child(pid, SIGTERM, wk_channel_grace(ch), &kill_at);
+      }
     }
     if (ch && wk_channel_fd(ch) >= 0) {
       weftx_page snap;
@@ -342,6 +383,8 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
       next = wk_monitor_next(mon);
     if (kill_at && (!next || kill_at < next))
       next = kill_at;
+    if (wk_channel_fd(ch) >= 0 && !stopped && !kill_at && (!next || looked + LOOK_S < next))
+      next = looked + LOOK_S;
     int ms = next ? (int)((next - now) * 1000) + 1 : 1000;
     if (ms > 1000 || ms < 0)
       ms = ms < 0 ? 0 : 1000;
@@ -352,6 +395,10 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
   }
   child = 0;
   alarm(0);
+  if (alarm_killed)
+    extra.killed = 1;
+  /* the rank's Open MPI shared memory, which a killed rank leaves in /dev/shm */
+  wk_leftovers_shm();
   wk_monitor_free(mon);
   if (pidfd >= 0)
     close(pidfd);
@@ -367,7 +414,7 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
   double ran = weftx_monotonic() - t0;
   if (n == (ssize_t)sizeof(e)) {
     snprintf(why, sizeof(why), "cannot run '%s': %s", argv[0], strerror(e));
-    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WT_CTL_STOP_NONE, why, NULL, ran, NULL);
+    exited_msg(ch, WEFTX_PROC_NOEXEC, 0, WT_CTL_STOP_NONE, why, NULL, ran, NULL, NULL);
     wk_channel_flush(ch, EXITED_SEND_S);
     fail_said(ch, who, why, WEFTX_PROC_NOEXEC, 0);
     return WEFTX_PROC_NOEXEC;
@@ -384,13 +431,17 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
   /* The same from mpirun itself (its host's ranks are its children), or from a daemon
    * whose death could not be watched: no word, mpirun's end or the closed connection
    * says it. */
-  if (stopped == WT_CTL_STOP_ENGINE && getppid() != daemon)
+  if (stopped == WT_CTL_STOP_ENGINE && getppid() != daemon) {
+    wk_leftovers_end(who);
     return code;
-  exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru);
+  }
+  exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru, &extra);
   wk_channel_flush(ch, orphaned ? 0.1 : EXITED_SEND_S);
   if (code && !stopped)
     fail_said(ch, who, NULL, code, sig);
   fflush(stderr);
+  /* what the program left running ends with the rank (after its word: not delayed) */
+  wk_leftovers_end(who);
   if (orphaned)
     end_orphaned_daemon();
   return code;

@@ -16,6 +16,7 @@
 #include "sample.h"
 
 #include <pthread.h>
+#include <sys/types.h>
 
 /* weft-rank could not set its rank up (agent.h's WT_EXIT_ENGINE, "launch failed") */
 #define WK_EXIT_SETUP WT_EXIT_ENGINE
@@ -39,6 +40,7 @@ int wk_channel_welcomed(wk_channel *c, char *why, size_t len);
 void wk_channel_scrub(void);            /* the secret out of the environment, no channel */
 int wk_channel_fd(const wk_channel *c); /* -1 once lost */
 double wk_channel_grace(const wk_channel *c);
+double wk_channel_lost(const wk_channel *c); /* weftrun's bound of silence (--host-timeout) */
 void wk_channel_send(wk_channel *c, const wt_ctl_out *m);
 void wk_channel_flush(wk_channel *c, double seconds);
 /* Read weftrun's messages, send a heartbeat when one is due (with \p page, a snapshot
@@ -50,6 +52,21 @@ double wk_channel_next(const wk_channel *c);      /* when pump is due at the lat
 /* The last messages out, then the connection closed in order (weftrun closes its end
  * first), by deadline. */
 void wk_channel_close(wk_channel *c, double deadline);
+
+/* leftovers.c: what the rank leaves on its host. start: the agent becomes the child
+ * subreaper of the program's descendants (1), unless WEFT_KEEP_DAEMONS=1 (keep: 1) or
+ * the kernel cannot (0). reap_except: orphans that came to the agent reaped, never
+ * \p keep (the program: its wait is supervise.c's); reap: all. end: once the rank has
+ * ended, what is left under the agent gets SIGTERM, then SIGKILL after a grace, and
+ * one line on stderr names it; how many there were. state: /proc/PID/stat's state
+ * letter ('?' gone). shm: the rank's Open MPI shared-memory segment removed. */
+int wk_leftovers_keep(void);
+int wk_leftovers_start(void);
+void wk_leftovers_reap_except(pid_t keep);
+void wk_leftovers_reap(void);
+int wk_leftovers_end(const wt_agent_who *who);
+char wk_leftovers_state(pid_t pid);
+void wk_leftovers_shm(void);
 
 /* page.c: the rank's call page (weftx/page.h), named in the environment. */
 typedef struct wk_page wk_page;

@@ -6,12 +6,17 @@
  * the remote hosts' probed XML and the probe's hostfile. Made on first use;
  * weftrun removes it when the job ends, however it ends (signals are stop
  * requests, see signals.c); only a SIGKILL leaves it, and its name says which
- * weftrun it belonged to.
+ * weftrun it belonged to: the next weftrun of the same user that makes its own
+ * job directory in the same $TMPDIR removes such a stale one (its weftrun's pid
+ * no longer runs; the directory is the user's and holds plain files only).
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +52,53 @@ int wr_jobdir_try(const wr_jobdir *d)
   return 0;
 }
 
+/* "weft-PID-XXXXXX": its PID, else 0. */
+static long stale_pid(const char *name)
+{
+  char *end;
+  if (strncmp(name, "weft-", 5))
+    return 0;
+  long pid = strtol(name + 5, &end, 10);
+  if (end == name + 5 || *end != '-' || strlen(end + 1) != 6 || pid <= 0)
+    return 0;
+  return pid;
+}
+
+/* The job directories of weftruns that were killed (SIGKILL) before they could remove
+ * them: this user's, in this $TMPDIR, whose weftrun is no longer running. Only
+ * regular files inside (what weftrun writes there); anything else keeps it. */
+static void sweep_stale(void)
+{
+  DIR *d = opendir(tmpdir());
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    long pid = stale_pid(e->d_name);
+    struct stat sb;
+    if (!pid || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+      continue;
+    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    DIR *j = fstat(fd, &sb) == 0 && sb.st_uid == geteuid() ? fdopendir(fd) : NULL;
+    if (!j) {
+      close(fd);
+      continue;
+    }
+    struct dirent *f;
+    while ((f = readdir(j))) {
+      struct stat fb;
+      if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..") &&
+          fstatat(fd, f->d_name, &fb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(fb.st_mode))
+        unlinkat(fd, f->d_name, 0);
+    }
+    closedir(j);
+    unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+  }
+  closedir(d);
+}
+
 FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, char *why,
                      size_t whylen)
 {
@@ -59,6 +111,7 @@ FILE *wr_jobdir_file(wr_jobdir *d, const char *name, char *path, size_t len, cha
       return NULL;
     }
     memcpy(d->path, dir, sizeof(d->path));
+    sweep_stale();
   }
   char **v = realloc(d->files, (size_t)(d->nfiles + 1) * sizeof(*v));
   if (!v || (size_t)snprintf(path, len, "%s/%s", d->path, name) >= len ||

@@ -9,7 +9,11 @@
 # one report per failure (mpirun's account of the end left to -v, a later failing
 # peer named as a consequence);
 # weft_init and collective deadlines naming the absent rank; SIGKILL of weftrun
-# (nothing outlives it); WEFT_MPIRUN=/bin/true; --get-stack-traces. (Several
+# (nothing outlives it: no process, no Open MPI shared memory, and its job
+# directory goes with the next weftrun); WEFT_MPIRUN=/bin/true; --get-stack-traces;
+# a rank's program stopped (SIGSTOP), named as stopped; the ranks that ignored
+# SIGTERM named; daemons a rank left ended with it, or kept with
+# WEFT_KEEP_DAEMONS=1; Open MPI's shared memory of killed ranks removed. (Several
 # are the failure matrix's cases that run by hand only on the virtual cluster:
 # tests/vcluster/failure-matrix.sh.)
 set -eu
@@ -136,6 +140,37 @@ if [ -x "$rtto" ]; then
 else
   echo "# $rtto not built: deadline cases left out"
 fi
+# a rank's program stopped (SIGSTOP, Ctrl-Z) while its agent runs on is lost after
+# --host-timeout and named as stopped, not slow (issue 31)
+run 75 15 '^weftrun: job failed: rank 1 host .* gpu none: stopped (SIGSTOP or Ctrl-Z), not slow: its program did not run for [0-9.]* s, longer than --host-timeout 3 s, so the rank is lost (exit 75)$' \
+  -np 3 --oversubscribe --host-timeout 3 sh -c "if [ \$RANK = 1 ]; then $s 0.5; kill -STOP \$\$; fi; exec $s 30"
+# a slow rank is not a stopped one: a rank that waits and computes longer than
+# --host-timeout is not lost
+run 0 15 '' -np 2 --oversubscribe --host-timeout 3 sh -c "$s 4; i=0; while [ \$i -lt 20000 ]; do i=\$((i + 1)); done"
+# the ranks that ignored SIGTERM are named: SIGKILL ended them after the grace
+run 124 16 '^weftrun:   ranks 0,2 ignored SIGTERM: killed (SIGKILL) after the grace period$' \
+  -np 3 --oversubscribe --timeout 2 sh -c "if [ \$RANK != 1 ]; then trap '' TERM; fi; exec $s 30"
+# what a rank's program left running (a setsid daemon, a double fork) ends with the
+# rank, whose agent says so once; nothing_left (in run) finds what survived
+run 0 15 '' -np 2 --oversubscribe sh -c "setsid $s 60 </dev/null >/dev/null 2>&1 & ( ( $s 61 </dev/null >/dev/null 2>&1 & ) & ); $s 0.5; exit 0"
+[ "$(grep -c '^weft-rank: rank [01] host .*: ended 2 processes the program left running (WEFT_KEEP_DAEMONS=1 keeps them): [0-9]* (wft.*), [0-9]* (wft.*)$' "$tmp/err")" = 2 ] ||
+  { echo "FAIL: the daemons ended are not said once per rank:"; cat "$tmp/err"; fail=1; }
+# ... also when the rank fails, and a daemon that ignores SIGTERM
+run 3 15 '^weftrun: job failed: rank 0 host .* gpu none: exited with status 3 (exit 3)$' \
+  -np 1 sh -c "setsid sh -c 'trap \"\" TERM; exec $s 60' </dev/null >/dev/null 2>&1 & $s 0.5; exit 3"
+grep -q '^weft-rank: rank 0 host .*: ended 1 process the program left running (WEFT_KEEP_DAEMONS=1 keeps them): [0-9]* (wft.*); SIGKILL after 1 s$' "$tmp/err" ||
+  { echo "FAIL: the daemon that ignored SIGTERM is not said:"; cat "$tmp/err"; fail=1; }
+# WEFT_KEEP_DAEMONS=1: a service the program must leave running is kept
+rc=0
+WEFT_KEEP_DAEMONS=1 timeout 60 "$weftrun" -np 1 sh -c "setsid $s 62 </dev/null >/dev/null 2>&1 & exit 0" \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ $rc = 0 ] && pgrep -f "$s 62" >/dev/null && ! grep -q '^weft-rank: ' "$tmp/err"; then
+  echo "ok WEFT_KEEP_DAEMONS=1: the daemon kept"
+else
+  echo "FAIL: WEFT_KEEP_DAEMONS=1: exit $rc, daemon $(pgrep -f "$s 62" || echo gone):"; cat "$tmp/err"; fail=1
+fi
+pkill -KILL -f "$s 62" || true
+nothing_left || fail=1
 # --get-stack-traces: the stack of every rank still running when --timeout ends the job,
 # or a line saying why there is none
 if command -v eu-stack >/dev/null 2>&1 || command -v gdb >/dev/null 2>&1; then stack='nanosleep'
@@ -181,12 +216,54 @@ if [ $rc = 3 ] && grep -q '^Primary job  terminated normally' "$tmp/err"; then e
 else echo "FAIL: -v: exit $rc, mpirun's account not shown:"; cat "$tmp/err"; fail=1; fi
 nothing_left || fail=1
 
-# SIGKILL of weftrun: the agents lose it, end their ranks; mpirun gets SIGTERM
-"$weftrun" -np 3 --oversubscribe "$s" 30 >"$tmp/out" 2>"$tmp/err" &
+# SIGKILL of weftrun: the agents lose it, end their ranks; mpirun gets SIGTERM. With
+# MPI ranks when they are built: none of their shared memory in /dev/shm is left
+# (mpirun's orderly end removes it, and the agents do); the job directory is left
+# to the next weftrun, which removes it
+prog="$s 30"
+[ -x "$rtto" ] && prog="$rtto watchdog"
+WEFT_COLL_TIMEOUT=0 "$weftrun" -np 3 --oversubscribe sh -c "$note_ompi_job exec $prog" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 i=0
-while [ "$(pgrep -f "$s 30" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ "$(pgrep -f "$prog" | wc -l)" -lt 3 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if [ -x "$rtto" ]; then # every rank's segment made (MPI_Init done)
+  while [ "$(_lib_shm_left | wc -l)" -lt 3 ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+  [ "$(_lib_shm_left | wc -l)" = 3 ] || { echo "FAIL: no shared memory of the job's 3 ranks"; fail=1; }
+fi
 kill -KILL $pid  # weftrun itself (no timeout(1) between: it would not pass SIGKILL on)
 wait $pid || true
 if nothing_left; then echo "ok SIGKILL of weftrun: nothing left"; else fail=1; fi
+jobdir=$(ls -d "${TMPDIR:-/tmp}/weft-$pid-"?????? 2>/dev/null || true)
+timeout 60 "$weftrun" -np 1 true || { echo "FAIL: the next weftrun failed"; fail=1; }
+if [ -z "$jobdir" ]; then
+  echo "FAIL: SIGKILL of weftrun left no job directory (weft-$pid-*) to clean up"; fail=1
+elif [ -e "$jobdir" ]; then
+  echo "FAIL: the next weftrun left $jobdir of the killed one"; fail=1
+else
+  echo "ok the next weftrun removed $jobdir"
+fi
+rm -f "$tmp/ompi-jobids"
+# SIGKILL of mpirun with MPI ranks: Open MPI leaves their shared memory then (a SIGKILL
+# of weftrun has mpirun end the job in order, which removes it); their agents remove it
+if [ -x "$rtto" ]; then
+  WEFT_COLL_TIMEOUT=0 timeout 60 "$weftrun" -np 3 --oversubscribe sh -c "$note_ompi_job exec $rtto watchdog" \
+    "$uniq-mpi" >"$tmp/out" 2>"$tmp/err" &
+  pid=$!
+  i=0
+  while [ "$(_lib_shm_left | wc -l)" -lt 3 ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+  mp=
+  for p in $(pgrep -x mpirun); do
+    grep -q "$uniq" "/proc/$p/cmdline" 2>/dev/null && mp=$p
+  done
+  if [ "$(_lib_shm_left | wc -l)" != 3 ] || [ -z "$mp" ]; then
+    echo "FAIL: SIGKILL of mpirun: no mpirun of this job, or no shared memory of its 3 ranks"; fail=1
+  else
+    kill -KILL "$mp"
+  fi
+  rc=0
+  wait $pid || rc=$?
+  if [ $rc = 70 ] && nothing_left; then echo "ok SIGKILL of mpirun: no shared memory left"
+  else echo "FAIL: SIGKILL of mpirun: exit $rc (want 70)"; cat "$tmp/err"; fail=1; fi
+  rm -f "$tmp/ompi-jobids"
+fi
 exit $fail

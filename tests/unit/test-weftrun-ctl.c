@@ -466,6 +466,48 @@ static void test_daemon_died(void **state)
   wr_sup_free(s);
 }
 
+/* A rank whose program was stopped (SIGSTOP) past the lost bound: its agent says so, the
+ * rank is lost (75) and named as stopped, not slow; the ranks that needed SIGKILL after
+ * the grace are named on a line of their own, in ranges (issue 31). */
+static void test_rank_stopped(void **state)
+{
+  int code;
+  (void)state;
+  wr_sup *s = sup(0);
+  started_all(s, 0.2);
+  wt_ctl_out o;
+  wt_ctl_begin(&o, WT_CTL_EXITED);
+  wt_ctl_put_int(&o, WT_CTL_T_CODE, 143);
+  wt_ctl_put_int(&o, WT_CTL_T_SIGNAL, 15);
+  wt_ctl_put_int(&o, WT_CTL_T_STOPPED, WT_CTL_STOP_STOPPED);
+  wt_ctl_put_int(&o, WT_CTL_T_STOPPED_MS, 3100);
+  feed(s, 3, &o, 3.4);
+  assert_int_equal(s->end, WR_END_LOST);
+  assert_int_equal(s->lost_how, WR_LOST_STOPPED);
+  assert_int_equal(s->end_rank, 3);
+  assert_int_equal(wr_sup_tick(s, 3.4) & WR_ACT_END, WR_ACT_END); /* at once */
+  for (int r = 0; r < 6; r++) {
+    if (r == 3)
+      continue;
+    wt_ctl_begin(&o, WT_CTL_EXITED);
+    wt_ctl_put_int(&o, WT_CTL_T_CODE, 137);
+    wt_ctl_put_int(&o, WT_CTL_T_SIGNAL, 9);
+    wt_ctl_put_int(&o, WT_CTL_T_STOPPED, WT_CTL_STOP_END);
+    if (r != 2)
+      wt_ctl_put_int(&o, WT_CTL_T_KILLED, 1);
+    feed(s, r, &o, 3.6);
+  }
+  char *out = summary(s, &code);
+  assert_int_equal(code, WR_EXIT_HOSTLOST);
+  assert_non_null(strstr(out, "weftrun: job failed: rank 3 host vnode1 gpu none: stopped (SIGSTOP "
+                              "or Ctrl-Z), not slow: its program did not run for 3.1 s, longer "
+                              "than --host-timeout 3 s, so the rank is lost (exit 75)\n"));
+  assert_non_null(strstr(out, "weftrun:   ranks 0-1,4-5 ignored SIGTERM: killed (SIGKILL) after "
+                              "the grace period\n"));
+  free(out);
+  wr_sup_free(s);
+}
+
 /* Without --host-timeout an agent may be starved for 6 s (an overloaded machine: 5.7 s
  * was seen) without its host being lost; 30 s of silence is. */
 static void test_host_timeout_default(void **state)
@@ -683,6 +725,7 @@ int main(void)
     cmocka_unit_test(test_host_silent),
     cmocka_unit_test(test_host_closed_and_agent),
     cmocka_unit_test(test_daemon_died),
+    cmocka_unit_test(test_rank_stopped),
     cmocka_unit_test(test_host_timeout_default),
     cmocka_unit_test(test_launch_timeout),
     cmocka_unit_test(test_timeout_names_running),

@@ -209,6 +209,39 @@ static void consequences(const wr_sup *s, FILE *out)
   }
 }
 
+/* The ranks whose agents had to send SIGKILL after the grace period: their programs
+ * ignored (or outlasted) SIGTERM. One line, the ranks in ranges. */
+static void killed(const wr_sup *s, FILE *out)
+{
+  char list[256];
+  int n = 0, len = 0, first = -1, cut = 0;
+  list[0] = '\0';
+  for (int r = 0; r <= s->np; r++) {
+    int k = r < s->np && s->r[r].state == WR_RANK_EXITED && s->r[r].killed;
+    if (k) {
+      n++;
+      if (first < 0)
+        first = r;
+      continue;
+    }
+    if (first < 0)
+      continue;
+    if (!cut && len < (int)sizeof(list) - 24)
+      len += r - 1 > first
+               ? snprintf(list + len, sizeof(list) - (size_t)len, "%s%d-%d", len ? "," : "", first,
+                          r - 1)
+               : snprintf(list + len, sizeof(list) - (size_t)len, "%s%d", len ? "," : "", first);
+    else if (!cut) {
+      cut = 1;
+      len += snprintf(list + len, sizeof(list) - (size_t)len, ",...");
+    }
+    first = -1;
+  }
+  if (n)
+    fprintf(out, "weftrun:   %s %s ignored SIGTERM: killed (SIGKILL) after the grace period\n",
+            n == 1 ? "rank" : "ranks", list);
+}
+
 static void stacks(const wr_sup *s, FILE *out)
 {
   for (int r = 0; r < s->np; r++) {
@@ -254,7 +287,14 @@ int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
   case WR_END_LOST: {
     int h = s->end_host;
     ranks_of(s, h, ranks, sizeof(ranks));
-    if (s->lost_how == WR_LOST_AGENT || s->lost_how == WR_LOST_AGENT_SILENT) {
+    if (s->lost_how == WR_LOST_STOPPED) {
+      who(s, s->end_rank, w, sizeof(w));
+      fprintf(out,
+              "weftrun: job failed: %s: stopped (SIGSTOP or Ctrl-Z), not slow: its program "
+              "did not run for %.1f s, longer than --host-timeout %.0f s, so the rank is lost "
+              "(exit %d)\n",
+              w, x->stopped_s, s->lost_s, s->code);
+    } else if (s->lost_how == WR_LOST_AGENT || s->lost_how == WR_LOST_AGENT_SILENT) {
       who(s, s->end_rank, w, sizeof(w));
       fprintf(out, "weftrun: job failed: %s: its agent (weft-rank, pid %ld) %s (exit %d)\n", w,
               x->agent_pid,
@@ -365,6 +405,7 @@ int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
     break;
   }
   }
+  killed(s, out);
   stacks(s, out);
   fflush(out);
   return s->code;

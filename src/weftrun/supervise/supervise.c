@@ -161,6 +161,8 @@ static void exited(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
   r->code = (int)wt_ctl_int_or(m, WT_CTL_T_CODE, 0);
   r->sig = (int)wt_ctl_int_or(m, WT_CTL_T_SIGNAL, 0);
   r->stopped = (int)wt_ctl_int_or(m, WT_CTL_T_STOPPED, 0);
+  r->killed = wt_ctl_int_or(m, WT_CTL_T_KILLED, 0) != 0;
+  r->stopped_s = (double)wt_ctl_int_or(m, WT_CTL_T_STOPPED_MS, 0) / 1000.0;
   take_call(r, m, now);
   /* the kernel's totals for the rank (wait4) replace what the samples saw */
   int64_t v;
@@ -179,7 +181,12 @@ static void exited(wr_sup *s, int rank, const wt_ctl_msg *m, double now)
     decide(s, WR_END_PREEMPTED, rank, -1, WR_EXIT_PREEMPTED, now);
   else if (r->stopped == WT_CTL_STOP_LOST)
     decide(s, WR_END_LOST, rank, s->p->ranks[rank].host, WR_EXIT_HOSTLOST, now);
-  else if (r->stopped == WT_CTL_STOP_DAEMON) {
+  else if (r->stopped == WT_CTL_STOP_STOPPED) {
+    /* its agent lives and talks, but the rank does nothing: lost, as a silent host */
+    if (!s->end)
+      s->lost_how = WR_LOST_STOPPED;
+    decide(s, WR_END_LOST, rank, s->p->ranks[rank].host, WR_EXIT_HOSTLOST, now);
+  } else if (r->stopped == WT_CTL_STOP_DAEMON) {
     if (!s->end)
       s->lost_how = WR_LOST_DAEMON;
     decide(s, WR_END_LOST, rank, s->p->ranks[rank].host, WR_EXIT_HOSTLOST, now);

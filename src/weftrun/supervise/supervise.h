@@ -45,6 +45,8 @@ typedef struct wr_rank {
   char host[64];          /* the agent's own name for its host */
   char gpu[64];           /* "2 (0000:0a:00.0)" or "none" */
   int code, sig, stopped; /* EXITED's; stopped: WT_CTL_STOP_* */
+  int killed;             /* EXITED's: SIGTERM was not enough, SIGKILL after the grace */
+  double stopped_s;       /* EXITED's with WT_CTL_STOP_STOPPED: how long it was stopped */
   char why[512];
   /* its last weft call (call page) */
   int have_call, wstate, op, group_first, group_size;
@@ -82,8 +84,9 @@ typedef enum wr_lost_how {
   WR_LOST_AGENT,
   WR_LOST_AGENT_SILENT,
   WR_LOST_UNANSWERED,
-  WR_LOST_NEVER, /* its ranks never started (--launch-timeout) */
-  WR_LOST_DAEMON /* the engine's daemon there died (an agent saw it) */
+  WR_LOST_NEVER,  /* its ranks never started (--launch-timeout) */
+  WR_LOST_DAEMON, /* the engine's daemon there died (an agent saw it) */
+  WR_LOST_STOPPED /* a rank's program was stopped (SIGSTOP, Ctrl-Z) */
 } wr_lost_how;
 
 #define WR_ACT_END 1    /* END to every agent, stop the engine */
