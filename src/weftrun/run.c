@@ -241,6 +241,10 @@ static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, ch
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   free(envp);
   wr_mon_close(j.mon);
+  /* weftrun's own lines start lines of their own, after a rank's unfinished last line on
+   * stderr (or on the terminal both go to); nothing is added to a program's stdout */
+  if (j.lines.open && (j.lines.last == stderr || (isatty(1) && isatty(2))))
+    fputc('\n', stderr);
   if (!failed && !(r.status == WEFTX_PROC_NOEXEC && why[0]) && j.s->end == WR_END_ENGINE &&
       j.s->engine_status > 0 && none_started(j.s))
     rc = wr_check_name_unreached(o, e, inv, dir, stop_fd, WR_CHECK_UNREACHED_S);
