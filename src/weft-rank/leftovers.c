@@ -169,7 +169,7 @@ static int wait_gone(double deadline, pid_t *left, int max)
   }
 }
 
-int wk_leftovers_end(const wt_agent_who *who)
+int wk_leftovers_end(const wt_agent_who *who, int say)
 {
   static pid_t p[MAX_PROCS];
   if (!subreaper)
@@ -198,6 +198,8 @@ int wk_leftovers_end(const wt_agent_who *who)
   for (int i = 0; i < killed; i++)
     kill(p[i], SIGKILL);
   int left = killed ? wait_gone(weftx_monotonic() + KILL_WAIT_S, p, MAX_PROCS) : 0;
+  if (!say && !left)
+    return n;
   fprintf(stderr,
           "weft-rank: rank %d host %s: ended %d process%s the program left running "
           "(WEFT_KEEP_DAEMONS=1 keeps them): %s%s%s\n",

@@ -432,7 +432,7 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
    * whose death could not be watched: no word, mpirun's end or the closed connection
    * says it. */
   if (stopped == WT_CTL_STOP_ENGINE && getppid() != daemon) {
-    wk_leftovers_end(who);
+    wk_leftovers_end(who, 0);
     return code;
   }
   exited_msg(ch, code, sig, stopped, NULL, page, ran, &ru, &extra);
@@ -440,8 +440,9 @@ int wk_supervise(char **argv, const wt_agent_who *who, wk_channel *ch, wk_page *
   if (code && !stopped)
     fail_said(ch, who, NULL, code, sig);
   fflush(stderr);
-  /* what the program left running ends with the rank (after its word: not delayed) */
-  wk_leftovers_end(who);
+  /* what the program left running ends with the rank (after its word: not delayed); said
+   * when the program ended on its own, part of ending the rank when it was ended */
+  wk_leftovers_end(who, !stopped);
   if (orphaned)
     end_orphaned_daemon();
   return code;

@@ -58,13 +58,14 @@ void wk_channel_close(wk_channel *c, double deadline);
  * the kernel cannot (0). reap_except: orphans that came to the agent reaped, never
  * \p keep (the program: its wait is supervise.c's); reap: all. end: once the rank has
  * ended, what is left under the agent gets SIGTERM, then SIGKILL after a grace, and
- * one line on stderr names it; how many there were. state: /proc/PID/stat's state
+ * one line on stderr names it when \p say (the program ended on its own) or when some
+ * outlive SIGKILL; how many there were. state: /proc/PID/stat's state
  * letter ('?' gone). shm: the rank's Open MPI shared-memory segment removed. */
 int wk_leftovers_keep(void);
 int wk_leftovers_start(void);
 void wk_leftovers_reap_except(pid_t keep);
 void wk_leftovers_reap(void);
-int wk_leftovers_end(const wt_agent_who *who);
+int wk_leftovers_end(const wt_agent_who *who, int say);
 char wk_leftovers_state(pid_t pid);
 void wk_leftovers_shm(void);
 

@@ -52,8 +52,8 @@ void wr_lines_put(wr_lines *l, int stream, const char *data, size_t len)
     }
     int mine = !rec && !(l->in_piece[stream] && l->piece_rec[stream]); /* mpirun's own */
     if (k > 0 && mine && to == stderr && l->rest) {
-      l->rest(l->rest_arg, p, k); /* mpirun's own: its accounts of the end may be held */
-      l->open = 0;
+      l->rest(l->rest_arg, p, k); /* mpirun's own: its accounts of the end may be held, so
+                                   * a rank's line left open stays open */
     } else if (k > 0) {
       fwrite(p, 1, k, to);
       l->open = p[k - 1] != '\n';
