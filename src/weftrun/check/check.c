@@ -525,57 +525,78 @@ static void job_options(check *c)
   }
 }
 
+/* The check's state for a run of \p seconds from now (its deadline). */
+static void begin(check *c, const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
+                  int stop_fd, double seconds)
+{
+  memset(c, 0, sizeof(*c));
+  c->o = o;
+  c->inv = inv;
+  c->dir = dir;
+  c->stop_fd = stop_fd;
+  c->t0 = weftx_monotonic();
+  c->end = c->t0 + seconds;
+  c->e = e;
+  job_options(c);
+  make_id(c->id, sizeof(c->id));
+}
+
+/* The hosts whose names resolve here into \p idx (how many); the others NONAME, with
+ * why: a name that does not resolve here is a host no engine reaches. */
+static int resolvable(check *c, int *idx)
+{
+  int k = 0;
+  for (int h = 0; h < c->inv->nhosts; h++) {
+    weftx_netaddr a;
+    char why[400];
+    const wr_host *w = &c->inv->hosts[h];
+    if (!w->local && weftx_host_resolve(w->name, &a, why, sizeof(why))) {
+      c->state[h] = NONAME;
+      set_why(c, h, "%s", why);
+    } else {
+      idx[k++] = h;
+    }
+  }
+  return k;
+}
+
+/* The job's network, master and port for the hosts \p idx, as the real job's: 0, 1
+ * when no interface was found (the check goes on without one), -1 out of memory. */
+static int choose_net(check *c, const int *idx, int k)
+{
+  wr_plan p;
+  if (one_each(c, idx, k, &p))
+    return -1;
+  int none = wr_net_choose(&p, &c->net) != 0;
+  free(p.hosts);
+  free(p.ranks);
+  if (none)
+    memset(&c->net, 0, sizeof(c->net));
+  c->master = idx[0];
+  c->port = master_port(c->o, c->net.port, &c->user_port);
+  return none;
+}
+
 int wr_check_unreachable(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir *dir,
                          int stop_fd, double seconds, int *state, char **why)
 {
   check c;
-  int n = inv->nhosts, rc = 0, k = 0;
+  int n = inv->nhosts, rc = 0;
   int *idx = calloc((size_t)n + 1, sizeof(int));
   wr_engine alone = *e; /* the failed job's control channel is not the check's */
 
   alone.control = NULL;
   alone.hostfile = NULL;
   alone.host_xml = NULL;
-  e = &alone;
-  memset(&c, 0, sizeof(c));
-  c.o = o;
-  c.inv = inv;
-  c.dir = dir;
-  c.stop_fd = stop_fd;
-  c.t0 = weftx_monotonic();
-  c.end = c.t0 + seconds;
-  c.e = e;
-  c.state = state;
-  c.why = why;
   if (!idx)
     return WR_EXIT_ENGINE;
-  job_options(&c);
-  make_id(c.id, sizeof(c.id));
-  for (int h = 0; h < n; h++) {
-    weftx_netaddr a;
-    char w[400];
-    state[h] = UNKNOWN;
-    if (!inv->hosts[h].local && weftx_host_resolve(inv->hosts[h].name, &a, w, sizeof(w))) {
-      state[h] = NONAME;
-      set_why(&c, h, "%s", w);
-    } else {
-      idx[k++] = h;
-    }
-  }
-  if (k > 0) {
-    wr_plan p;
-    if (one_each(&c, idx, k, &p)) {
-      free(idx);
-      return WR_EXIT_ENGINE;
-    }
-    if (wr_net_choose(&p, &c.net))
-      memset(&c.net, 0, sizeof(c.net));
-    free(p.hosts);
-    free(p.ranks);
-    c.master = idx[0];
-    c.port = master_port(o, c.net.port, &c.user_port);
-    rc = find_unreachable(&c, idx, k);
-  }
+  begin(&c, o, &alone, inv, dir, stop_fd, seconds);
+  memset(state, 0, (size_t)n * sizeof(*state)); /* UNKNOWN */
+  c.state = state;
+  c.why = why;
+  int k = resolvable(&c, idx);
+  if (k > 0)
+    rc = choose_net(&c, idx, k) < 0 ? WR_EXIT_ENGINE : find_unreachable(&c, idx, k);
   for (int h = 0; h < n; h++)
     state[h] = state[h] == UNREACHABLE ? WR_HOST_UNREACHABLE
                : state[h] == NONAME    ? WR_HOST_NONAME
@@ -592,19 +613,10 @@ int wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir 
   wr_check_job job, *final = NULL;
   char net_why[600] = "";
 
-  memset(&c, 0, sizeof(c));
   memset(&job, 0, sizeof(job));
-  c.o = o;
-  c.inv = inv;
-  c.dir = dir;
-  c.stop_fd = stop_fd;
-  c.t0 = weftx_monotonic();
-  c.end = c.t0 + (o->timeout > 0 ? (double)o->timeout : DEFAULT_TIMEOUT_S);
-  c.e = e;
+  begin(&c, o, e, inv, dir, stop_fd, o->timeout > 0 ? (double)o->timeout : DEFAULT_TIMEOUT_S);
   if ((rc = wr_engine_ready(o, e)))
     return rc;
-  job_options(&c);
-  make_id(c.id, sizeof(c.id));
   c.state = calloc((size_t)n + 1, sizeof(int));
   c.why = calloc((size_t)n + 1, sizeof(char *));
   idx = calloc((size_t)n + 1, sizeof(int));
@@ -614,35 +626,19 @@ int wr_check(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_jobdir 
     rc = WR_EXIT_ENGINE;
     goto out;
   }
-  /* a name that does not resolve here is a host no engine reaches */
-  for (int h = 0; h < n; h++) {
-    weftx_netaddr a;
-    char why[400];
-    if (!inv->hosts[h].local && weftx_host_resolve(inv->hosts[h].name, &a, why, sizeof(why))) {
-      c.state[h] = NONAME;
-      set_why(&c, h, "%s", why);
-    } else {
-      idx[k++] = h;
-    }
-  }
+  k = resolvable(&c, idx);
   if (k > 0) {
-    wr_plan p;
-    if (one_each(&c, idx, k, &p)) {
+    rc = choose_net(&c, idx, k);
+    if (rc < 0) {
       rc = WR_EXIT_ENGINE;
       goto out;
     }
-    rc = wr_net_choose(&p, &c.net);
-    free(p.hosts);
-    free(p.ranks);
     if (rc) {
       rc = 0;
       snprintf(net_why, sizeof(net_why),
                "weftrun found no network interface for the job (see "
                "above); every agent checks without one");
-      memset(&c.net, 0, sizeof(c.net));
     }
-    c.master = idx[0];
-    c.port = master_port(o, c.net.port, &c.user_port);
     if ((rc = run_full(&c, idx, k, &job)))
       goto stopped;
     final = &job;

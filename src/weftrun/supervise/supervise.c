@@ -284,29 +284,32 @@ static void give_up(wr_sup *s, int h, int only)
       s->r[r].lost = 1;
 }
 
+/* The rank whose agent vanished first, -1 for none. */
+static int first_gone(const wr_sup *s)
+{
+  int first = -1;
+  for (int r = 0; s->first_gone_at && r < s->np; r++)
+    if (s->r[r].state == WR_RANK_GONE && (first < 0 || s->r[r].gone_at < s->r[first].gone_at))
+      first = r;
+  return first;
+}
+
 /* When the agents that vanished are judged: SETTLE_S after the first, LOCAL_SETTLE_S
  * when it was on weftrun's own host; 0 when none vanished. */
 static double settle_at(const wr_sup *s)
 {
-  int first = -1;
   if (!s->first_gone_at)
     return 0;
-  for (int r = 0; r < s->np; r++)
-    if (s->r[r].state == WR_RANK_GONE && (first < 0 || s->r[r].gone_at < s->r[first].gone_at))
-      first = r;
-  int local = first >= 0 && s->p->hosts[s->p->ranks[first].host].host &&
-              s->p->hosts[s->p->ranks[first].host].host->local;
-  return s->first_gone_at + (local ? LOCAL_SETTLE_S : SETTLE_S);
+  int first = first_gone(s);
+  const wr_host *w = first >= 0 ? s->p->hosts[s->p->ranks[first].host].host : NULL;
+  return s->first_gone_at + (w && w->local ? LOCAL_SETTLE_S : SETTLE_S);
 }
 
 /* Agents that vanished, SETTLE_S after the first: a host all of whose agents went
  * is lost; otherwise the first agent that went is. */
 static void vanished(wr_sup *s, double now)
 {
-  int first = -1;
-  for (int r = 0; r < s->np; r++)
-    if (s->r[r].state == WR_RANK_GONE && (first < 0 || s->r[r].gone_at < s->r[first].gone_at))
-      first = r;
+  int first = first_gone(s);
   if (first < 0)
     return;
   int h = s->p->ranks[first].host, whole = 1;
