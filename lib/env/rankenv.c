@@ -178,6 +178,9 @@ static int set_ranks(weftx_env *env, const weftx_rank_info *ri)
   rc |= set_int(env, "ROLE_RANK", ri->rank) < 0;
   rc |= set_int(env, "ROLE_WORLD_SIZE", ri->size) < 0;
   rc |= set_str(env, "TORCHELASTIC_RUN_ID", ri->run_id ? ri->run_id : "none") < 0;
+  /* weftrun's whole-job restarts, as torchrun numbers them */
+  rc |= set_str(env, "TORCHELASTIC_RESTART_COUNT", ri->restart_count) < 0;
+  rc |= set_str(env, "TORCHELASTIC_MAX_RESTARTS", ri->max_restarts) < 0;
   if (ri->master_addr && *ri->master_addr)
     rc |= set_str(env, "MASTER_ADDR", ri->master_addr) < 0;
   if (ri->master_port > 0)

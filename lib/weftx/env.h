@@ -125,6 +125,9 @@ typedef struct weftx_rank_info {
   const char *run_id;         /* TORCHELASTIC_RUN_ID, the same on every rank; NULL: "none",
                                * torchrun's own when it has no rendezvous id */
   const char *ifname;         /* NCCL_SOCKET_IFNAME (the interface weft chose); NULL: not set */
+  const char *restart_count;  /* TORCHELASTIC_RESTART_COUNT (weftrun's WEFT_RESTART_COUNT); NULL:
+                               * not set */
+  const char *max_restarts;   /* TORCHELASTIC_MAX_RESTARTS (WEFT_MAX_RESTARTS); NULL: not set */
   weftx_gpu_visibility gpu_visibility;
   /* Placement: */
   int ngpus;          /* GPUs on this host (0 when none) */

@@ -543,7 +543,9 @@ static int environment(agent *g)
   ri.nnodes = g->nhosts;
   ri.master_addr = g->o.master_addr;
   ri.master_port = (int)g->o.master_port;
-  ri.run_id = getenv("WEFT_JOB_ID"); /* weftrun's job, the same on every host */
+  ri.run_id = getenv("WEFT_JOB_ID");               /* weftrun's job, the same on every host */
+  ri.restart_count = getenv("WEFT_RESTART_COUNT"); /* weftrun's restarts (weftrun(1) RESTARTS) */
+  ri.max_restarts = getenv("WEFT_MAX_RESTARTS");
   ri.ifname = g->o.ifname;
   if (g->o.gpu_visibility && weftx_gpu_visibility_parse(g->o.gpu_visibility, &ri.gpu_visibility))
     rc = failed(g, "bad --gpu-visibility '%s'", g->o.gpu_visibility);

@@ -5,7 +5,8 @@
  * (--dry-run) or the engine's command run (mpirun or srun, and weft-rank);
  * with --check, the check job and its table (check/check.c) instead of plan and
  * launch. Signals are stop requests (signals.c), so that every way out
- * removes the job directory.
+ * removes the job directory. The pipeline from the hosts on is one attempt
+ * of the job; restart/ runs it again after a lost host (--restarts).
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 #include "help.h"
 #include "hosts/hosts.h"
 #include "plan/plan.h"
+#include "restart/restart.h"
 #include "weftrun.h"
 
 extern char **environ;
@@ -147,6 +149,94 @@ static int print_command(const wr_plan *p, const wr_opts *o, wr_engine *e, const
   return 0;
 }
 
+/* The hosts the attempt takes, for the restarts (restart/). */
+static int given(const wr_inventory *inv, wr_attempt *att)
+{
+  att->given = calloc((size_t)inv->nhosts, sizeof(*att->given));
+  if (!att->given) {
+    fprintf(stderr, "weftrun: out of memory\n");
+    return WR_EXIT_ENGINE;
+  }
+  for (int i = 0; i < inv->nhosts; i++) {
+    const weftx_host *h = weftx_hostlist_host(inv->hl, i);
+    snprintf(att->given[i].name, sizeof(att->given[i].name), "%s", inv->hosts[i].name);
+    att->given[i].slots = h ? h->slots : inv->hosts[i].slots;
+    att->given[i].max_slots = h ? h->max_slots : inv->hosts[i].slots_max;
+  }
+  att->ngiven = inv->nhosts;
+  return 0;
+}
+
+/* One attempt of the job (restart/ runs one, or several with --restarts): hosts,
+ * engine, facts, plan, then the plan printed or the job run. */
+static int attempt(wr_opts *o, int stop_fd, wr_attempt *att, void *arg)
+{
+  (void)arg;
+  wr_inventory inv;
+  wr_jobdir dir;
+  wr_plan *p = NULL;
+  wr_net net;
+  wr_engine e;
+  memset(&dir, 0, sizeof(dir));
+  memset(&net, 0, sizeof(net));
+  int rc = wr_hosts_gather(o, &inv);
+  if (!rc)
+    rc = given(&inv, att);
+  if (!rc && !(rc = wr_engine_choose(o, &inv, &e)))
+    inv.no_mapper = e.kind == WR_ENGINE_SRUN;
+  if (!rc)
+    rc = wr_facts_gather(o, &e, &inv, &dir, stop_fd);
+  /* the probe failed in the engine: the hosts it cannot reach named, as --check names
+   * them; else its own account */
+  if (rc == WR_EXIT_ENGINE && inv.probe_said) {
+    rc = wr_check_name_unreached(o, &e, &inv, &dir, stop_fd, WR_CHECK_UNREACHED_S);
+    if (!rc) {
+      fputs(inv.probe_said, stderr);
+      rc = WR_EXIT_ENGINE;
+    }
+  }
+  /* --check: its own job through the engine, its own report (check/check.c) */
+  if (!rc && o->check && !(rc = stopped(stop_fd))) {
+    rc = wr_check(o, &e, &inv, &dir, stop_fd);
+    wr_inventory_free(&inv);
+    wr_jobdir_remove(&dir);
+    return rc;
+  }
+  if (!rc && !(rc = stopped(stop_fd)))
+    rc = plan(o, &inv, &p);
+  /* a dry run refuses what the launch would: a TMPDIR where no private directory can be made */
+  if (!rc && o->dry_run)
+    rc = wr_jobdir_try(&dir);
+  /* a real launch chooses the network first, so that the plan shows it */
+  if (!rc && !o->dry_run)
+    rc = wr_net_choose(p, &net);
+  if (!rc && (o->dry_run || (o->report_bindings && o->json)))
+    rc = wr_report(p, &inv, o->dry_run ? NULL : &net, o, stdout);
+  /* --display-map and its kin: Open MPI's own when it places the ranks (mpirun prints
+   * it), weft's plan when weft does (Open MPI's would show weft's rewritten hosts) */
+  if (!rc && !o->dry_run && !o->json && o->ndisplay && p->mode == WR_MODE_GPU)
+    rc = wr_report(p, &inv, &net, o, stdout);
+  if (!rc && o->verbose && !o->dry_run) {
+    if (p->mode == WR_MODE_GPU && p->departure[0])
+      fprintf(stderr, "weftrun: %s\n", p->departure);
+    else if (p->mpirun_binds)
+      fprintf(stderr, "weftrun: Open MPI places and binds the ranks (%s), as mpirun would\n",
+              p->mode_why);
+    else if (p->mode == WR_MODE_OMPI)
+      fprintf(stderr, "weftrun: each rank's agent binds it as Open MPI's mpirun would (%s)\n",
+              p->mode_why);
+  }
+  if (!rc && o->dry_run && !o->json && o->nprogram)
+    rc = print_command(p, o, &e, &dir);
+  weftx_topo_env_restore(); /* mpirun and the ranks get the user's environment */
+  if (!rc && !o->dry_run && !(rc = stopped(stop_fd)))
+    rc = wr_run(p, o, &net, &e, &inv, &dir, stop_fd, att);
+  wr_plan_destroy(p);
+  wr_inventory_free(&inv);
+  wr_jobdir_remove(&dir);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   if (weft_check_version(stderr, argv[0]))
@@ -172,66 +262,7 @@ int main(int argc, char **argv)
     return version(stop_fd);
   }
 
-  wr_inventory inv;
-  wr_jobdir dir;
-  wr_plan *p = NULL;
-  wr_net net;
-  wr_engine e;
-  memset(&dir, 0, sizeof(dir));
-  memset(&net, 0, sizeof(net));
-  rc = wr_hosts_gather(&o, &inv);
-  if (!rc && !(rc = wr_engine_choose(&o, &inv, &e)))
-    inv.no_mapper = e.kind == WR_ENGINE_SRUN;
-  if (!rc)
-    rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
-  /* the probe failed in the engine: the hosts it cannot reach named, as --check names
-   * them; else its own account */
-  if (rc == WR_EXIT_ENGINE && inv.probe_said) {
-    rc = wr_check_name_unreached(&o, &e, &inv, &dir, stop_fd, WR_CHECK_UNREACHED_S);
-    if (!rc) {
-      fputs(inv.probe_said, stderr);
-      rc = WR_EXIT_ENGINE;
-    }
-  }
-  /* --check: its own job through the engine, its own report (check/check.c) */
-  if (!rc && o.check && !(rc = stopped(stop_fd))) {
-    rc = wr_check(&o, &e, &inv, &dir, stop_fd);
-    wr_inventory_free(&inv);
-    wr_jobdir_remove(&dir);
-    return rc;
-  }
-  if (!rc && !(rc = stopped(stop_fd)))
-    rc = plan(&o, &inv, &p);
-  /* a dry run refuses what the launch would: a TMPDIR where no private directory can be made */
-  if (!rc && o.dry_run)
-    rc = wr_jobdir_try(&dir);
-  /* a real launch chooses the network first, so that the plan shows it */
-  if (!rc && !o.dry_run)
-    rc = wr_net_choose(p, &net);
-  if (!rc && (o.dry_run || (o.report_bindings && o.json)))
-    rc = wr_report(p, &inv, o.dry_run ? NULL : &net, &o, stdout);
-  /* --display-map and its kin: Open MPI's own when it places the ranks (mpirun prints
-   * it), weft's plan when weft does (Open MPI's would show weft's rewritten hosts) */
-  if (!rc && !o.dry_run && !o.json && o.ndisplay && p->mode == WR_MODE_GPU)
-    rc = wr_report(p, &inv, &net, &o, stdout);
-  if (!rc && o.verbose && !o.dry_run) {
-    if (p->mode == WR_MODE_GPU && p->departure[0])
-      fprintf(stderr, "weftrun: %s\n", p->departure);
-    else if (p->mpirun_binds)
-      fprintf(stderr, "weftrun: Open MPI places and binds the ranks (%s), as mpirun would\n",
-              p->mode_why);
-    else if (p->mode == WR_MODE_OMPI)
-      fprintf(stderr, "weftrun: each rank's agent binds it as Open MPI's mpirun would (%s)\n",
-              p->mode_why);
-  }
-  if (!rc && o.dry_run && !o.json && o.nprogram)
-    rc = print_command(p, &o, &e, &dir);
-  weftx_topo_env_restore(); /* mpirun and the ranks get the user's environment */
-  if (!rc && !o.dry_run && !(rc = stopped(stop_fd)))
-    rc = wr_run(p, &o, &net, &e, &inv, &dir, stop_fd);
-  wr_plan_destroy(p);
-  wr_inventory_free(&inv);
-  wr_jobdir_remove(&dir);
+  rc = wr_restart_run(&o, stop_fd, attempt, NULL);
   wr_opts_free(&o);
   return rc;
 }

@@ -66,6 +66,14 @@ enum {
   O_HELPCOMP,
   O_ENGINE,
   O_MONITOR,
+  O_RESTARTS,
+  O_RESTART_ON,
+  O_MINHOSTS,
+  O_MAXHOSTS,
+  O_DISCOVERY,
+  O_DISCOVERY_TIMEOUT,
+  O_RESTART_WAIT,
+  O_CKPT,
   O_MONITOR_OUT,
   O_MONITOR_PROM,
   /* Open MPI's with a meaning weftrun knows */
@@ -97,6 +105,7 @@ enum {
 #define S_OUT "Output"
 #define S_RUN "Running"
 #define S_WATCH "Watching the job"
+#define S_RESTART "Restarts (weft's; weftrun(1) RESTARTS)"
 #define S_OMPI "Other Open MPI options, passed to mpirun unchanged"
 #define S_NO "Open MPI options weftrun refuses"
 
@@ -242,6 +251,37 @@ const wt_opt wr_options[] = {
    "--collector.textfile.directory), replaced at each sample, removed when the host's last "
    "rank ends (weftrun(1) MONITORING).",
    0},
+  {O_RESTARTS, "restarts", WT_OPT_ARG, "N", S_RESTART,
+   "Restart the whole job up to N times (0-1000) when a host is lost (75) or a VM preempted "
+   "(79): what is left is ended, the lost hosts left out, the job planned again on the hosts "
+   "there are and started again. Every rank gets WEFT_RESTART_COUNT, WEFT_MAX_RESTARTS, "
+   "TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS and WEFT_CHECKPOINT_DIR (also "
+   "without --restarts: count 0, max 0).",
+   0},
+  {O_RESTART_ON, "restart-on", WT_OPT_ARG, "host|any", S_RESTART,
+   "What a restart follows: host (default) a lost host or a preemption; any: also a rank that "
+   "failed (a bug in the program restarts too, up to N times).",
+   0},
+  {O_MINHOSTS, "min-hosts", WT_OPT_ARG, "M", S_RESTART,
+   "Restart only on M hosts or more (default 1); with fewer, wait for more (--restart-wait).", 0},
+  {O_MAXHOSTS, "max-hosts", WT_OPT_ARG, "M", S_RESTART,
+   "Use at most M of the hosts there are (the first M of the list or of --host-discovery's).", 0},
+  {O_DISCOVERY, "host-discovery", WT_OPT_ARG, "CMD", S_RESTART,
+   "Run CMD (through /bin/sh) at the start and before every restart; it prints the hosts "
+   "available now, one 'HOST slots=N' line each (the hostfile grammar), and they are the "
+   "job's hosts instead of -H or --hostfile.",
+   0},
+  {O_DISCOVERY_TIMEOUT, "host-discovery-timeout", WT_OPT_ARG, "SECONDS", S_RESTART,
+   "--host-discovery's CMD must end within SECONDS (1-3600, default 30).", 0},
+  {O_RESTART_WAIT, "restart-wait", WT_OPT_ARG, "SECONDS", S_RESTART,
+   "Before a restart, wait up to SECONDS (0-86400, default 600) for --min-hosts hosts; then "
+   "give up with the last attempt's exit status.",
+   0},
+  {O_CKPT, "checkpoint-dir", WT_OPT_ARG, "DIR", S_RESTART,
+   "WEFT_CHECKPOINT_DIR for every rank, where the program keeps what it resumes from (made "
+   "here if missing). Default: a directory in the job directory, kept across restarts, removed "
+   "when weftrun ends, and on this host only: with several hosts give a shared path.",
+   0},
   {O_ROOT, "allow-run-as-root", WT_OPT_FLAG, NULL, S_RUN, "Allow running as root.", 0},
   {O_WDIR, "wdir|wd", WT_OPT_ARG, "DIR", S_RUN, "The ranks' working directory.", 0},
   {O_PATH, "path", WT_OPT_ARG, "DIRS", S_RUN,
@@ -314,6 +354,10 @@ void wr_opts_init(wr_opts *o)
   o->preempt_grace = -1;
   o->cpus_per_proc = -1;
   o->npersocket = -1;
+  o->restart_on = WR_RESTART_ON_HOST;
+  o->discovery_timeout = WR_DISCOVERY_TIMEOUT_S;
+  o->restart_wait = WR_RESTART_WAIT_S;
+  o->restart_wait_given = 0;
 }
 
 /* A word of the command line as a message quotes it ("'%.*s%s'"): its first 64
@@ -474,6 +518,7 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
   wr_app *app = c->app;
   static const char *const vis[] = {"all", "own", "none", NULL};
   static const char *const engines[] = {"auto", "mpirun", "srun", NULL};
+  static const char *const restart_on[] = {"host", "any", NULL};
   const char *mca = mca_name_of(opt->id);
   int rc = 0;
 
@@ -585,6 +630,34 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
   case O_CHECK: o->check = 1; return 0;
   case O_JSON: o->json = 1; return 0;
   case O_GRACE: return count(sp, a1, 0, 3600, &o->preempt_grace, why, len);
+  case O_RESTARTS: return count(sp, a1, 0, 1000, &o->restarts, why, len);
+  case O_RESTART_ON:
+    if (one_of(sp, a1, restart_on, why, len))
+      return -1;
+    o->restart_on = strcmp(a1, "any") ? WR_RESTART_ON_HOST : WR_RESTART_ON_ANY;
+    o->restart_on_given = 1;
+    return 0;
+  case O_MINHOSTS: return count(sp, a1, 1, WR_MAX_HOSTS, &o->min_hosts, why, len);
+  case O_MAXHOSTS: return count(sp, a1, 1, WR_MAX_HOSTS, &o->max_hosts, why, len);
+  case O_DISCOVERY:
+    if (!a1[0]) {
+      snprintf(why, len, "%s '': give a command that prints 'HOST slots=N' lines", sp);
+      return -1;
+    }
+    o->host_discovery = a1;
+    return 0;
+  case O_DISCOVERY_TIMEOUT: return count(sp, a1, 1, 3600, &o->discovery_timeout, why, len);
+  case O_RESTART_WAIT:
+    o->restart_wait_given = 1;
+    return count(sp, a1, 0, 86400, &o->restart_wait, why, len);
+  case O_CKPT:
+    if (!a1[0]) {
+      snprintf(why, len, "%s '': give a directory (shared by the hosts when there are several)",
+               sp);
+      return -1;
+    }
+    o->checkpoint_dir = a1;
+    return 0;
   case O_HOSTTIMEOUT: {
     long v;
     if (count(sp, a1, 1, 3600, &v, why, len))
@@ -755,6 +828,42 @@ static int parse_context(wr_opts *o, int index, int start, int argc, char **argv
   return 0;
 }
 
+/* The restart options that only mean something together. */
+static int restart_options(const wr_opts *o)
+{
+  const char *alone = o->restart_on_given     ? "--restart-on"
+                      : o->min_hosts          ? "--min-hosts"
+                      : o->restart_wait_given ? "--restart-wait"
+                                              : NULL;
+  if (alone && !o->restarts) {
+    fprintf(stderr, "weftrun: %s goes with --restarts N (N >= 1)\n", alone);
+    return 1;
+  }
+  if (o->max_hosts && !o->host_discovery) {
+    fprintf(stderr, "weftrun: --max-hosts goes with --host-discovery (with -H or --hostfile, "
+                    "name the hosts to use)\n");
+    return 1;
+  }
+  if (o->min_hosts && o->max_hosts && o->min_hosts > o->max_hosts) {
+    fprintf(stderr, "weftrun: --min-hosts %ld is more than --max-hosts %ld\n", o->min_hosts,
+            o->max_hosts);
+    return 1;
+  }
+  if (o->restarts && o->napps > 1) {
+    fprintf(stderr,
+            "weftrun: --restarts takes one program (this command line has %d, "
+            "separated by ':'); run them as one program that starts the others\n",
+            o->napps);
+    return 1;
+  }
+  if ((o->restarts || o->host_discovery) && o->check) {
+    fprintf(stderr, "weftrun: --check checks the hosts once; leave out %s\n",
+            o->restarts ? "--restarts" : "--host-discovery");
+    return 1;
+  }
+  return 0;
+}
+
 int wr_opts_parse(wr_opts *o, int argc, char **argv)
 {
   char why[600];
@@ -794,6 +903,8 @@ int wr_opts_parse(wr_opts *o, int argc, char **argv)
             "preemption notice, so the ranks may be cut short; give %d or less\n",
             o->preempt_grace, WEFTX_PREEMPT_GRACE_MAX_S, WEFTX_PREEMPT_GRACE_MAX_S - 5);
 
+  if (restart_options(o))
+    return WR_EXIT_USAGE;
   if ((o->monitor_out || o->monitor_prom) && !o->monitor)
     o->monitor = WR_MONITOR_DEFAULT_S;
   if (o->json && !o->dry_run && !o->report_bindings && !o->check) {

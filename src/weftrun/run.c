@@ -53,7 +53,33 @@ typedef struct job {
   int recap, launched; /* the launch line and closing figures wanted; the first said */
   wr_banners ban;      /* the engine's stderr, its accounts of the end held */
   wr_lines lines;      /* the ranks' output, when the agents hand it on in lines */
+  wr_attempt *att;     /* the restart loop's record, or NULL */
 } job;
+
+/* A restart's one line, once its ranks have all started: what ended the attempt before,
+ * the hosts and world size now, how long the job was down. */
+static void say_restart(const job *j, double now)
+{
+  const wr_attempt *a = j->att;
+  const wr_plan *p = j->s->p;
+  char names[600] = "", was[32] = "";
+  size_t used = 0;
+  int n = 0;
+  for (int h = 0; h < p->nhosts; h++)
+    if (p->hosts[h].count > 0) {
+      int w =
+        snprintf(names + used, sizeof(names) - used, "%s%s", n ? ", " : "", p->hosts[h].host->name);
+      n++;
+      if (w > 0 && (size_t)w < sizeof(names) - used)
+        used += (size_t)w;
+    }
+  if (a->prev_np && a->prev_np != p->np)
+    snprintf(was, sizeof(was), " (was %d)", a->prev_np);
+  fprintf(stderr,
+          "weftrun: restart %d of %d: %s; running again on %d host%s (%s), world size %d%s; "
+          "the job was down %.1f s\n",
+          a->number, a->of, a->cause, n, n == 1 ? "" : "s", names, p->np, was, now - a->down_at);
+}
 
 /* Before a rank's output is written: the monitor's line off the screen. */
 static void before_output(void *arg)
@@ -91,6 +117,13 @@ static double on_watch(void *arg, double now, int exited, int *stop)
 {
   job *j = arg;
   wr_ctl_pump(j->c, j->s, now);
+  if (j->att && j->att->number && !j->att->running && j->s->all_started_at &&
+      j->s->started >= j->s->np) {
+    wr_mon_wipe(j->mon);
+    say_restart(j, j->s->all_started_at);
+    j->att->running = j->s->all_started_at;
+    j->launched = 1; /* the restart's line stands for the launch line */
+  }
   if (j->recap && !j->launched && j->s->all_started_at) {
     wr_mon_wipe(j->mon);
     wr_recap_launch(j->s, j->o->started, stderr);
@@ -180,14 +213,43 @@ static int none_started(const wr_sup *s)
 
 /* The engine's command (env: variables set for it) run under supervision; the exit
  * status. */
+/* What became of the attempt, for the restart loop: the verdict, its times, the hosts
+ * lost (the host the verdict names, and every host whose ranks were all given up on or
+ * preempted). */
+static void record(const wr_sup *s, const wr_plan *p, wr_attempt *att)
+{
+  if (!att)
+    return;
+  att->ran = 1;
+  att->end = s->end;
+  att->np = p->np;
+  att->nhosts = 0;
+  for (int h = 0; h < p->nhosts; h++)
+    att->nhosts += p->hosts[h].count > 0;
+  att->running = s->started >= s->np && s->np > 0 ? s->all_started_at : 0;
+  att->verdict_at = s->end_at;
+  for (int h = 0; h < p->nhosts; h++) {
+    int named = (s->end == WR_END_LOST || s->end == WR_END_PREEMPTED) &&
+                ((s->end_host >= 0 && s->end_host == h) ||
+                 (s->end_host < 0 && s->end_rank >= 0 && p->ranks[s->end_rank].host == h));
+    int all = p->hosts[h].count > 0;
+    for (int r = 0; r < s->np && all; r++)
+      if (p->ranks[r].host == h && !s->r[r].lost && s->r[r].stopped != WT_CTL_STOP_PREEMPT)
+        all = 0;
+    if ((named || all) && att->nlost < WR_ATTEMPT_LOST_MAX)
+      snprintf(att->lost[att->nlost++], sizeof(att->lost[0]), "%s", p->hosts[h].host->name);
+  }
+}
+
 static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, char **argv,
                       const wr_argv *env, int stop_fd, wr_ctl *ctl, wr_inventory *inv,
-                      wr_jobdir *dir)
+                      wr_jobdir *dir, wr_attempt *att)
 {
   weftx_proc_spec s;
   weftx_proc_result r;
   char why[600];
   job j = {wr_sup_new(p, o, weftx_monotonic()), ctl, o, e, 0, NULL, wr_recap_wanted(o), 0, {0}};
+  j.att = att;
   char **envp = wr_env_build(env);
 
   if (!j.s || !envp) {
@@ -240,6 +302,7 @@ static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, ch
   int rc = 0;
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   free(envp);
+  record(j.s, p, att);
   wr_mon_close(j.mon);
   /* weftrun's own lines start lines of their own, after a rank's unfinished last line on
    * stderr (or on the terminal both go to); nothing is added to a program's stdout */
@@ -339,7 +402,7 @@ static void write_host_xml(const wr_plan *p, wr_jobdir *dir, char *path, size_t 
 }
 
 int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_inventory *inv,
-           wr_jobdir *dir, int stop_fd)
+           wr_jobdir *dir, int stop_fd, wr_attempt *att)
 {
   char hostfile[4096], xml[4096], why[600];
   int rc = wr_engine_ready(o, e);
@@ -378,7 +441,7 @@ int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, 
     wr_argv_print(stderr, "weftrun: running", &a);
   }
   if (!rc)
-    rc = supervised(p, o, e, a.v, &env, stop_fd, ctl, inv, dir);
+    rc = supervised(p, o, e, a.v, &env, stop_fd, ctl, inv, dir, att);
   wr_argv_free(&a);
   wr_argv_free(&env);
   unsetenv(WT_CTL_SECRET_ENV);

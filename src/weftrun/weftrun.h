@@ -44,6 +44,11 @@ enum wr_exit { WT_EXIT_TABLE(WR_EXIT_ENUM) };
 #define WR_MONITOR_DEFAULT_S 5.0
 #define WR_MONITOR_DEFAULT_S_TEXT "5"
 
+/* --restart-on: what a restart follows (--restarts). */
+enum { WR_RESTART_ON_HOST = 1, WR_RESTART_ON_ANY };
+#define WR_RESTART_WAIT_S 600     /* --restart-wait's default */
+#define WR_DISCOVERY_TIMEOUT_S 30 /* --host-discovery-timeout's default */
+
 /* Upper bound of every repeated option. */
 #define WR_MAX_LIST 256
 #define WR_MAX_X 4096 /* -x: mpirun has no bound; weftrun's, documented in weftrun(1) */
@@ -110,12 +115,20 @@ typedef struct wr_opts {
   int tag_output, timestamp_output, oversubscribe, allow_run_as_root;
   const char *engine; /* auto | mpirun | srun; NULL: auto */
   const char *output_filename;
-  long timeout;                  /* seconds; 0: none */
-  double host_timeout;           /* --host-timeout seconds; 0: WR_HOST_TIMEOUT_S */
-  double launch_timeout;         /* --launch-timeout seconds; 0: WR_LAUNCH_TIMEOUT_S, -1: none */
-  int stack_traces;              /* --get-stack-traces */
-  int timeout_report;            /* --report-state-on-timeout, --get-stack-traces */
-  long preempt_grace;            /* --preempt-grace seconds; -1: weft-rank's default */
+  long timeout;          /* seconds; 0: none */
+  double host_timeout;   /* --host-timeout seconds; 0: WR_HOST_TIMEOUT_S */
+  double launch_timeout; /* --launch-timeout seconds; 0: WR_LAUNCH_TIMEOUT_S, -1: none */
+  int stack_traces;      /* --get-stack-traces */
+  int timeout_report;    /* --report-state-on-timeout, --get-stack-traces */
+  long preempt_grace;    /* --preempt-grace seconds; -1: weft-rank's default */
+  long restarts;         /* --restarts N: whole-job restarts; 0: none */
+  int restart_on;        /* WR_RESTART_ON_*: what a restart follows */
+  int restart_on_given, restart_wait_given;
+  long min_hosts, max_hosts;     /* --min-hosts, --max-hosts; 0: not given */
+  const char *host_discovery;    /* --host-discovery CMD, or NULL */
+  long discovery_timeout;        /* --host-discovery-timeout seconds */
+  long restart_wait;             /* --restart-wait: seconds to wait for --min-hosts */
+  const char *checkpoint_dir;    /* --checkpoint-dir DIR, or NULL: under the job directory */
   double monitor;                /* --monitor: seconds between samples; 0: off */
   const char *monitor_out;       /* --monitor-out DIR */
   const char *monitor_prom;      /* --monitor-prom DIR */
@@ -302,9 +315,36 @@ typedef struct wr_net {
   int port;       /* MASTER_PORT */
 } wr_net;
 
+/* One attempt of the job, as the restart loop (restart/) needs it: the hosts it was
+ * given, what became of it. Filled by main.c's pipeline and wr_run(). */
+#define WR_ATTEMPT_LOST_MAX 64
+typedef struct wr_given_host {
+  char name[256];
+  int slots, max_slots; /* as given; 0: not given */
+} wr_given_host;
+typedef struct wr_attempt {
+  wr_given_host *given; /* the hosts the pipeline took (inventory order) */
+  int ngiven;
+  int ran;           /* the engine's command was run */
+  int end;           /* the supervisor's verdict (wr_end, supervise.h) */
+  int np, nhosts;    /* its world size and hosts with ranks */
+  double begun;      /* weftx_monotonic() when the attempt began */
+  double running;    /* when its last rank started; 0: not all did */
+  double verdict_at; /* when the supervisor decided the end (a loss found); 0: none */
+  double ended;      /* when wr_run() returned */
+  char lost[WR_ATTEMPT_LOST_MAX][256]; /* hosts lost or preempted */
+  int nlost;
+  int code; /* its exit status */
+  /* a restart: said in one line once its ranks have all started (run.c) */
+  int number, of;  /* restart number/of (1..); 0: the first attempt */
+  char cause[600]; /* what ended the one before: "vnode2 was lost (75)" */
+  double down_at;  /* when the one before was found ending */
+  int prev_np;     /* its world size */
+} wr_attempt;
+
 /* run.c: the run stage: the hostfile and this host's XML into the job directory, the
  * control channel opened, the engine's command run under supervision; the exit status. */
 int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, wr_inventory *inv,
-           wr_jobdir *dir, int stop_fd);
+           wr_jobdir *dir, int stop_fd, wr_attempt *att);
 
 #endif /* WEFTRUN_H */

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The attempts of a job (--restarts): the variables every rank gets (also
+ * without --restarts), the directory kept across attempts (the default
+ * WEFT_CHECKPOINT_DIR, the hostfiles of the restarts), the discovery command
+ * run with a deadline, the wait for --min-hosts hosts (a stop request ends it
+ * at once; nothing runs then but the discovery command, which dies with
+ * weftrun), the backoff of fast failures, and the closing list of attempts.
+ * Each attempt is the whole pipeline (main.c): hosts, facts, plan, launch.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "restart/restart.h"
+#include "supervise/supervise.h"
+
+typedef struct loop {
+  wr_opts *o;
+  int stop_fd;
+  char dir[4096];      /* kept across the attempts; "" until made */
+  char ckpt[4200];     /* WEFT_CHECKPOINT_DIR */
+  char hosts[4200];    /* this attempt's hostfile, when weftrun writes it */
+  wr_given_host *orig; /* the hosts of the first attempt (without --host-discovery) */
+  int norig;
+  wr_rs_state st;
+  wr_attempt *att; /* every attempt so far */
+  int natt;
+} loop;
+
+static const char *tmpdir(void)
+{
+  const char *t = getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+/* Remove \p name in \p at and what is in it (the checkpoints the program left), not
+ * following links; depth-bounded. */
+static void rm_tree(int at, const char *name, int depth)
+{
+  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (fd >= 0 && !d)
+    close(fd);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    if (unlinkat(fd, e->d_name, 0) && depth < 32)
+      rm_tree(fd, e->d_name, depth + 1);
+  }
+  if (d)
+    closedir(d);
+  unlinkat(at, name, AT_REMOVEDIR);
+}
+
+/* The directory kept across the attempts, with the default checkpoint directory. */
+static int make_dir(loop *l)
+{
+  if (l->dir[0])
+    return 0;
+  int n = snprintf(l->dir, sizeof(l->dir), "%s/weft-%ld-XXXXXX", tmpdir(), (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof(l->dir) || !mkdtemp(l->dir)) {
+    fprintf(stderr, "weftrun: cannot make a private directory in %s: %s; check TMPDIR\n", tmpdir(),
+            strerror(errno));
+    l->dir[0] = '\0';
+    return WR_EXIT_ENGINE;
+  }
+  return 0;
+}
+
+static int checkpoint_dir(loop *l)
+{
+  const wr_opts *o = l->o;
+  if (o->checkpoint_dir) {
+    snprintf(l->ckpt, sizeof(l->ckpt), "%s", o->checkpoint_dir);
+    if (mkdir(l->ckpt, 0700) && errno != EEXIST) {
+      fprintf(stderr, "weftrun: --checkpoint-dir %s: cannot make it: %s\n", l->ckpt,
+              strerror(errno));
+      return WR_EXIT_USAGE;
+    }
+    return 0;
+  }
+  int rc = make_dir(l);
+  if (rc)
+    return rc;
+  snprintf(l->ckpt, sizeof(l->ckpt), "%s/checkpoint", l->dir);
+  if (mkdir(l->ckpt, 0700)) {
+    fprintf(stderr, "weftrun: cannot make %s: %s\n", l->ckpt, strerror(errno));
+    return WR_EXIT_ENGINE;
+  }
+  return 0;
+}
+
+static int set_long(const char *key, long v)
+{
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%ld", v);
+  return setenv(key, buf, 1);
+}
+
+/* What every rank of attempt k gets (weftrun(1) RESTARTS): WEFT_* reaches every host. */
+static int set_vars(const loop *l, int k)
+{
+  int rc = set_long("WEFT_RESTART_COUNT", k) || set_long("WEFT_MAX_RESTARTS", l->o->restarts) ||
+           setenv("WEFT_CHECKPOINT_DIR", l->ckpt, 1);
+  if (!rc && k > 0)
+    rc = set_long("WEFT_PREV_WORLD_SIZE", l->att[k - 1].np);
+  else if (!rc)
+    rc = unsetenv("WEFT_PREV_WORLD_SIZE");
+  if (rc)
+    fprintf(stderr, "weftrun: out of memory\n");
+  return rc ? WR_EXIT_ENGINE : 0;
+}
+
+static void unset_vars(void)
+{
+  unsetenv("WEFT_RESTART_COUNT");
+  unsetenv("WEFT_MAX_RESTARTS");
+  unsetenv("WEFT_CHECKPOINT_DIR");
+  unsetenv("WEFT_PREV_WORLD_SIZE");
+}
+
+/* --host-discovery's command, within its deadline: its hosts into *h (*n of them, 0 for
+ * none). 0; else the line is said and WR_EXIT_HOSTS returned (a stop request: 128+sig). */
+static int discover(loop *l, wr_given_host **h, int *n)
+{
+  const wr_opts *o = l->o;
+  char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)o->host_discovery, NULL};
+  char why[700] = "";
+  weftx_proc_spec s;
+  weftx_proc_result r;
+  *h = NULL;
+  *n = 0;
+  weftx_proc_spec_init(&s);
+  s.argv = argv;
+  s.out = WEFTX_PROC_PIPE;
+  s.max_output = 1 << 20;
+  s.timeout = (double)o->discovery_timeout;
+  s.grace = 1;
+  s.stop_fd = l->stop_fd;
+  s.death_signal = SIGKILL; /* weftrun killed: nothing of it stays */
+  int failed = weftx_proc_run(&s, &r, why, sizeof(why));
+  int rc = WR_EXIT_HOSTS;
+  if (failed)
+    fprintf(stderr, "weftrun: --host-discovery '%s': %s\n", o->host_discovery, why);
+  else if (r.stopped) {
+    fprintf(stderr,
+            "weftrun: got signal %d while --host-discovery ran; nothing is running "
+            "(exit %d)\n",
+            r.stopped, 128 + r.stopped);
+    rc = 128 + r.stopped;
+  } else if (r.timed_out)
+    fprintf(stderr,
+            "weftrun: --host-discovery '%s' did not end within %ld s "
+            "(--host-discovery-timeout); it was killed\n",
+            o->host_discovery, o->discovery_timeout);
+  else if (r.capped)
+    fprintf(stderr, "weftrun: --host-discovery '%s' printed more than 1 MiB; it was killed\n",
+            o->host_discovery);
+  else if (r.status)
+    fprintf(stderr,
+            "weftrun: --host-discovery '%s' failed (exit %d); it must exit 0 and print "
+            "one 'HOST slots=N' line per host\n",
+            o->host_discovery, r.status);
+  else if (wr_rs_parse_hosts(r.output ? r.output : "", r.len, h, n, why, sizeof(why)))
+    fprintf(stderr,
+            "weftrun: --host-discovery '%s' printed what is not a host list: %s; it must "
+            "print one 'HOST slots=N' line per host\n",
+            o->host_discovery, why);
+  else
+    rc = 0;
+  free(r.output);
+  return rc;
+}
+
+/* The hosts for attempt k into the hostfile the attempt reads: \p h, n of them. */
+static int use_hosts(loop *l, int k, const wr_given_host *h, int n)
+{
+  int rc = make_dir(l);
+  if (rc)
+    return rc;
+  snprintf(l->hosts, sizeof(l->hosts), "%s/hosts.%d", l->dir, k);
+  FILE *f = fopen(l->hosts, "w");
+  if (f)
+    wr_rs_write_hosts(f, h, n);
+  if (!f || fclose(f)) {
+    fprintf(stderr, "weftrun: cannot write %s: %s\n", l->hosts, strerror(errno));
+    return WR_EXIT_ENGINE;
+  }
+  /* the attempt's hosts are these, as if given with --hostfile */
+  wr_app *a = &l->o->apps[0];
+  a->nhost_args = 0;
+  a->hostfile = l->hosts;
+  l->o->nhost_args = 0;
+  l->o->hostfile = l->hosts;
+  return 0;
+}
+
+static void host_names(char *buf, size_t len, const wr_given_host *h, int n)
+{
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used < len; i++) {
+    int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", h[i].name);
+    if (w < 0 || (size_t)w >= len - used) {
+      snprintf(buf + (len > 5 ? len - 5 : 0), len > 5 ? 5 : len, "...");
+      return;
+    }
+    used += (size_t)w;
+  }
+}
+
+/* What ended attempt \p a, for the restart line. */
+static void cause(const wr_attempt *a, char *buf, size_t len)
+{
+  char names[400];
+  wr_given_host h[8];
+  int n = a->nlost < 8 ? a->nlost : 8;
+  for (int i = 0; i < n; i++)
+    snprintf(h[i].name, sizeof(h[i].name), "%s", a->lost[i]);
+  host_names(names, sizeof(names), h, n);
+  if (a->code == WR_EXIT_PREEMPTED)
+    snprintf(buf, len, "%s preempted (%d)", n ? names : "a VM was", a->code);
+  else if (a->code == WR_EXIT_HOSTLOST)
+    snprintf(buf, len, "%s lost (%d)", n ? names : "a host was", a->code);
+  else
+    snprintf(buf, len, "the job failed (exit %d)", a->code);
+}
+
+/* Sleep until \p until or a stop request: 0, or the signal. */
+static int nap(int stop_fd, double until)
+{
+  double now = weftx_monotonic();
+  if (until <= now)
+    return 0;
+  struct pollfd p = {stop_fd, POLLIN, 0};
+  int ms = (int)((until - now) * 1000) + 1;
+  if (poll(&p, stop_fd >= 0 ? 1 : 0, ms) > 0)
+    return wr_signals_pending(stop_fd);
+  return 0;
+}
+
+/* The hosts of attempt k > 0: waited for up to --restart-wait, after the backoff. 0 with
+ * the hostfile written; else the exit status (the last attempt's when the wait ran out). */
+static int next_hosts(loop *l, int k, int last_rc)
+{
+  const wr_opts *o = l->o;
+  long min = o->min_hosts > 0 ? o->min_hosts : 1;
+  double start = weftx_monotonic(), backoff = wr_rs_backoff(l->st.fast);
+  double deadline = start + (double)o->restart_wait;
+  if (backoff > 0)
+    fprintf(stderr,
+            "weftrun: %d attempt%s in a row failed within %.0f s of starting; "
+            "waiting %.0f s before the next\n",
+            l->st.fast, l->st.fast == 1 ? "" : "s", WR_FAST_S, backoff);
+  int sig = nap(l->stop_fd, start + backoff), said = 0;
+  for (;;) {
+    if (sig) {
+      fprintf(stderr,
+              "weftrun: got signal %d while waiting to restart; nothing is running "
+              "(exit %d)\n",
+              sig, 128 + sig);
+      return 128 + sig;
+    }
+    wr_given_host *found = NULL, *pick = NULL;
+    int nfound = 0, rc = 0;
+    if (o->host_discovery) {
+      rc = discover(l, &found, &nfound);
+      if (rc) {
+        free(found);
+        return rc > 128 ? rc : last_rc;
+      }
+    } else {
+      found = l->orig;
+      nfound = l->norig;
+    }
+    double now = weftx_monotonic();
+    pick = nfound ? calloc((size_t)nfound, sizeof(*pick)) : NULL;
+    int n = pick ? wr_rs_select(&l->st, found, nfound, now, o->max_hosts, pick) : 0;
+    if (nfound && !pick)
+      rc = WR_EXIT_ENGINE;
+    if (found != l->orig)
+      free(found);
+    if (!rc && n >= min) {
+      rc = use_hosts(l, k, pick, n);
+      free(pick);
+      return rc;
+    }
+    free(pick);
+    if (rc) {
+      fprintf(stderr, "weftrun: out of memory\n");
+      return rc;
+    }
+    if (now >= deadline) {
+      fprintf(stderr,
+              "weftrun: no restart: %d host%s available, --min-hosts is %ld, after waiting "
+              "%ld s (--restart-wait); exit %d, the last attempt's\n",
+              n, n == 1 ? "" : "s", min, o->restart_wait, last_rc);
+      return last_rc;
+    }
+    if (!said++)
+      fprintf(stderr,
+              "weftrun: %d host%s available, --min-hosts is %ld; waiting up to %ld s "
+              "for more (--restart-wait)\n",
+              n, n == 1 ? "" : "s", min, o->restart_wait);
+    double wake = now + WR_POLL_S, back = wr_rs_next_back(&l->st, now);
+    if (!o->host_discovery && back > 0 && back < deadline)
+      wake = back;
+    else if (!o->host_discovery)
+      wake = deadline;
+    sig = nap(l->stop_fd, wake < deadline ? wake : deadline);
+  }
+}
+
+/* The closing list: one line per attempt, when there were several. */
+static void closing(const loop *l, FILE *out)
+{
+  if (l->natt < 2)
+    return;
+  for (int i = 0; i < l->natt; i++) {
+    const wr_attempt *a = &l->att[i];
+    char c[600] = "";
+    if (a->code)
+      cause(a, c, sizeof(c));
+    fprintf(out, "weftrun: attempt %d of %d: %d rank%s on %d host%s, %.1f s, %s%s\n", i + 1,
+            l->natt, a->np, a->np == 1 ? "" : "s", a->nhosts, a->nhosts == 1 ? "" : "s",
+            a->ended - a->begun, a->code ? "ended: " : "exit 0", c);
+  }
+}
+
+/* --dry-run: the policy the launch would follow. */
+static void policy(const loop *l, FILE *out)
+{
+  const wr_opts *o = l->o;
+  fprintf(out,
+          "# restarts: up to %ld whole-job restart%s after a lost host (75) or a "
+          "preemption (79)%s\n",
+          o->restarts, o->restarts == 1 ? "" : "s",
+          o->restart_on == WR_RESTART_ON_ANY ? " or a failed rank (--restart-on any)" : "");
+  if (o->host_discovery)
+    fprintf(out, "# restarts: hosts from --host-discovery '%s' (run with a %ld s deadline)%s\n",
+            o->host_discovery, o->discovery_timeout, o->max_hosts ? ", at most --max-hosts" : "");
+  else
+    fprintf(out, "# restarts: hosts: those given, less the ones that failed\n");
+  fprintf(out, "# restarts: at least %ld host%s, waiting up to %ld s for them (--restart-wait)\n",
+          o->min_hosts > 0 ? o->min_hosts : 1, o->min_hosts > 1 ? "s" : "", o->restart_wait);
+  fprintf(out,
+          "# restarts: a host that failed is left out %.0f s, doubled at each failure up to "
+          "%.0f s; an attempt that fails within %.0f s of starting delays the next %.0f s, "
+          "doubled up to %.0f s\n",
+          WR_COOLDOWN_S, WR_COOLDOWN_MAX_S, WR_FAST_S, WR_BACKOFF_S, WR_BACKOFF_MAX_S);
+  if (o->checkpoint_dir)
+    fprintf(out, "# restarts: WEFT_CHECKPOINT_DIR=%s\n", o->checkpoint_dir);
+  else
+    fprintf(out, "# restarts: WEFT_CHECKPOINT_DIR in the job's private directory "
+                 "(this host only; --checkpoint-dir for a shared one)\n");
+}
+
+static int keep(loop *l, const wr_attempt *a)
+{
+  wr_attempt *v = realloc(l->att, (size_t)(l->natt + 1) * sizeof(*v));
+  if (!v)
+    return WR_EXIT_ENGINE;
+  l->att = v;
+  v[l->natt++] = *a;
+  return 0;
+}
+
+int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
+{
+  loop l;
+  memset(&l, 0, sizeof(l));
+  l.o = o;
+  l.stop_fd = stop_fd;
+  int launch = !o->dry_run && !o->check;
+  int rc = 0;
+  if (o->dry_run && o->restarts && !o->json)
+    policy(&l, stdout);
+  if (launch)
+    rc = checkpoint_dir(&l);
+  if (!rc && o->host_discovery) {
+    wr_given_host *h = NULL;
+    int n = 0;
+    rc = discover(&l, &h, &n);
+    if (!rc && !n) {
+      fprintf(stderr,
+              "weftrun: --host-discovery '%s' printed no host; it must print one "
+              "'HOST slots=N' line per host available\n",
+              o->host_discovery);
+      rc = WR_EXIT_HOSTS;
+    }
+    if (!rc && o->max_hosts && n > o->max_hosts)
+      n = (int)o->max_hosts;
+    if (!rc && o->min_hosts && n < o->min_hosts) {
+      fprintf(stderr, "weftrun: --host-discovery found %d host%s; --min-hosts is %ld\n", n,
+              n == 1 ? "" : "s", o->min_hosts);
+      rc = WR_EXIT_HOSTS;
+    }
+    if (!rc)
+      rc = use_hosts(&l, 0, h, n);
+    free(h);
+  }
+  for (int k = 0; !rc || k > 0; k++) {
+    wr_attempt a;
+    memset(&a, 0, sizeof(a));
+    if (k > 0) {
+      const wr_attempt *b = &l.att[k - 1];
+      a.number = k;
+      a.of = (int)o->restarts;
+      cause(b, a.cause, sizeof(a.cause));
+      a.down_at = b->verdict_at ? b->verdict_at : b->ended;
+      a.prev_np = b->np;
+    }
+    if (launch && (rc = set_vars(&l, k)))
+      break;
+    a.begun = weftx_monotonic();
+    rc = fn(o, stop_fd, &a, arg);
+    a.ended = weftx_monotonic();
+    a.code = rc;
+    if (k == 0 && !o->host_discovery) {
+      l.orig = a.given; /* the hosts the restarts choose from */
+      l.norig = a.ngiven;
+      a.given = NULL;
+    }
+    free(a.given);
+    a.given = NULL;
+    if (keep(&l, &a)) {
+      fprintf(stderr, "weftrun: out of memory\n");
+      break;
+    }
+    if (!launch || !o->restarts || !wr_rs_restartable(&a, rc, o->restart_on))
+      break;
+    if (k >= o->restarts) {
+      fprintf(stderr, "weftrun: all %ld restart%s used; exit %d, the last attempt's\n", o->restarts,
+              o->restarts == 1 ? "" : "s", rc);
+      break;
+    }
+    if (getenv("SLURM_JOB_ID") && a.code == WR_EXIT_HOSTLOST && !o->host_discovery)
+      fprintf(stderr,
+              "weftrun: in Slurm job %s: unless the allocation was made with --no-kill, Slurm "
+              "ends it when a node fails (a requeueing batch script sees exit %d); restarting "
+              "on the rest\n",
+              getenv("SLURM_JOB_ID"), WR_EXIT_HOSTLOST);
+    if (wr_rs_note(&l.st, &a, weftx_monotonic())) {
+      fprintf(stderr, "weftrun: out of memory\n");
+      break;
+    }
+    int w = next_hosts(&l, k + 1, rc);
+    if (w) {
+      rc = w;
+      break;
+    }
+  }
+  closing(&l, stderr);
+  if (launch)
+    unset_vars();
+  if (l.dir[0])
+    rm_tree(AT_FDCWD, l.dir, 0);
+  free(l.orig);
+  free(l.att);
+  wr_rs_state_free(&l.st);
+  return rc;
+}
