@@ -145,6 +145,10 @@ static double on_watch(void *arg, double now, int exited, int *stop)
     if (!j->kill_at)
       j->kill_at = now + (j->s->end == WR_END_RANK ? ABORT_S : WR_END_GRACE_S + 0.5);
   }
+  /* a restart waits for no one: once the agents that are left have ended, mpirun is
+   * only waiting for the lost host's daemon */
+  if (j->o->restarts && j->kill_at > now && j->s->end == WR_END_LOST && wr_sup_done(j->s))
+    j->kill_at = now;
   if (j->kill_at > 0 && now >= j->kill_at && !exited) {
     *stop = -1;
     j->kill_at = -1;

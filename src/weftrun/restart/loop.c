@@ -34,7 +34,11 @@ typedef struct loop {
   wr_rs_state st;
   wr_attempt *att; /* every attempt so far */
   int natt;
+  int saved_dh;  /* DEFAULT_HOSTFILE set to "none" */
+  char *user_dh; /* its value before, or NULL */
 } loop;
+
+#define DEFAULT_HOSTFILE "OMPI_MCA_orte_default_hostfile"
 
 static const char *tmpdir(void)
 {
@@ -182,6 +186,45 @@ static int discover(loop *l, wr_given_host **h, int *n)
   return rc;
 }
 
+/* A word of -H, --host, --hostfile, --machinefile (and -host, ...); 2 when its value is
+ * the next word, 1 when it is in the word ("--host=a,b"). */
+static int host_word(const char *w)
+{
+  static const char *const names[] = {"H", "host", "hostfile", "machinefile", NULL};
+  if (w[0] != '-')
+    return 0;
+  w += w[1] == '-' ? 2 : 1;
+  size_t n = strcspn(w, "=");
+  for (int i = 0; names[i]; i++)
+    if (strlen(names[i]) == n && !strncmp(w, names[i], n))
+      return w[n] == '=' ? 1 : 2;
+  return 0;
+}
+
+/* The program's Open MPI words with its hosts replaced by --hostfile \p path: when
+ * mpirun places the ranks it reads them word for word. */
+static int replace_host_words(wr_app *a, const char *path)
+{
+  int k = 0;
+  for (int i = 0; i < a->nwords; i++) {
+    int h = host_word(a->words[i]);
+    if (h) {
+      i += h - 1;
+      continue;
+    }
+    a->words[k] = a->words[i];
+    a->place[k++] = a->place[i];
+  }
+  if (k + 2 > WR_MAX_WORDS)
+    return -1;
+  a->words[k] = "--hostfile";
+  a->place[k++] = WR_WORD_PLACE;
+  a->words[k] = path;
+  a->place[k++] = WR_WORD_PLACE;
+  a->nwords = k;
+  return 0;
+}
+
 /* The hosts for attempt k into the hostfile the attempt reads: \p h, n of them. */
 static int use_hosts(loop *l, int k, const wr_given_host *h, int n)
 {
@@ -196,8 +239,26 @@ static int use_hosts(loop *l, int k, const wr_given_host *h, int n)
     fprintf(stderr, "weftrun: cannot write %s: %s\n", l->hosts, strerror(errno));
     return WR_EXIT_ENGINE;
   }
-  /* the attempt's hosts are these, as if given with --hostfile */
+  /* the attempt's hosts are these, as if given with --hostfile; and they alone: Open
+   * MPI starts its daemons on every host of its default hostfile (weft-vcluster's, a
+   * site's), which holds the hosts left out too */
+  if (!l->saved_dh) {
+    const char *v = getenv(DEFAULT_HOSTFILE);
+    l->saved_dh = 1;
+    if (v && !(l->user_dh = strdup(v))) {
+      fprintf(stderr, "weftrun: out of memory\n");
+      return WR_EXIT_ENGINE;
+    }
+    if (setenv(DEFAULT_HOSTFILE, "none", 1)) {
+      fprintf(stderr, "weftrun: out of memory\n");
+      return WR_EXIT_ENGINE;
+    }
+  }
   wr_app *a = &l->o->apps[0];
+  if (replace_host_words(a, l->hosts)) {
+    fprintf(stderr, "weftrun: more than %d option words\n", WR_MAX_WORDS);
+    return WR_EXIT_USAGE;
+  }
   a->nhost_args = 0;
   a->hostfile = l->hosts;
   l->o->nhost_args = 0;
@@ -463,6 +524,10 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
   closing(&l, stderr);
   if (launch)
     unset_vars();
+  if (l.saved_dh &&
+      (l.user_dh ? setenv(DEFAULT_HOSTFILE, l.user_dh, 1) : unsetenv(DEFAULT_HOSTFILE)))
+    fprintf(stderr, "weftrun: out of memory\n");
+  free(l.user_dh);
   if (l.dir[0])
     rm_tree(AT_FDCWD, l.dir, 0);
   free(l.orig);
