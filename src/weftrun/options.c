@@ -338,7 +338,9 @@ const wt_opt wr_options[] = {
   {O_REFUSE0, "enable-recovery|continuous", WT_OPT_FLAG, NULL, S_NO,
    "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H},
   {O_REFUSE1, "max-restarts", WT_OPT_ARG, "N", S_NO,
-   "weftrun ends the job when a rank fails; restart the job (exit codes 75 and 79 say when)", H},
+   "weftrun does not restart single processes; --restarts N restarts the whole job after a lost "
+   "host or a preemption (weftrun(1) RESTARTS)",
+   H},
   {O_REFUSE1, "am|tune", WT_OPT_ARG, "FILE", S_NO,
    "give the file's parameters as --mca KEY VALUE and -x VAR on the command line", H},
   {0, NULL, 0, NULL, NULL, NULL, 0},
