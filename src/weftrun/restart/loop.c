@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The attempts of a job (--restarts): the variables every rank gets (also
+ * The attempts of a job (--restarts): the variables every rank is given (also
  * without --restarts), the directory kept across attempts (the default
  * WEFT_CHECKPOINT_DIR, the hostfiles of the restarts), the discovery command
  * run with a deadline, the wait for --min-hosts hosts (a stop request ends it
@@ -111,7 +111,7 @@ static int set_long(const char *key, long v)
   return setenv(key, buf, 1);
 }
 
-/* What every rank of attempt k gets (weftrun(1) RESTARTS): WEFT_* reaches every host. */
+/* What every rank of attempt k is given (weftrun(1) RESTARTS): WEFT_* reaches every host. */
 static int set_vars(const loop *l, int k)
 {
   int rc = set_long("WEFT_RESTART_COUNT", k) || set_long("WEFT_MAX_RESTARTS", l->o->restarts) ||
