@@ -8,7 +8,7 @@
  * requests, see signals.c); only a SIGKILL leaves it, and its name says which
  * weftrun it belonged to: the next weftrun of the same user that makes its own
  * job directory in the same $TMPDIR removes such a stale one (its weftrun's pid
- * no longer runs; the directory is the user's and holds plain files only).
+ * no longer runs; the directory is the user's), with what is in it.
  */
 #include "config.h"
 
@@ -64,9 +64,28 @@ static long stale_pid(const char *name)
   return pid;
 }
 
+void wr_jobdir_rmtree(int at, const char *name, int depth)
+{
+  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (fd >= 0 && !d)
+    close(fd);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    if (unlinkat(fd, e->d_name, 0) && depth < 32)
+      wr_jobdir_rmtree(fd, e->d_name, depth + 1);
+  }
+  if (d)
+    closedir(d);
+  unlinkat(at, name, AT_REMOVEDIR);
+}
+
 /* The job directories of weftruns that were killed (SIGKILL) before they could remove
- * them: this user's, in this $TMPDIR, whose weftrun is no longer running. Only
- * regular files inside (what weftrun writes there); anything else keeps it. */
+ * them: this user's, in this $TMPDIR, whose weftrun is no longer running, with what is
+ * in them (the default checkpoint directory of --restarts holds what the program
+ * wrote). */
 static void sweep_stale(void)
 {
   DIR *d = opendir(tmpdir());
@@ -78,23 +97,9 @@ static void sweep_stale(void)
     struct stat sb;
     if (!pid || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
       continue;
-    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    DIR *j = fstat(fd, &sb) == 0 && sb.st_uid == geteuid() ? fdopendir(fd) : NULL;
-    if (!j) {
-      close(fd);
-      continue;
-    }
-    struct dirent *f;
-    while ((f = readdir(j))) {
-      struct stat fb;
-      if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..") &&
-          fstatat(fd, f->d_name, &fb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(fb.st_mode))
-        unlinkat(fd, f->d_name, 0);
-    }
-    closedir(j);
-    unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+    if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode) &&
+        sb.st_uid == geteuid())
+      wr_jobdir_rmtree(dirfd(d), e->d_name, 0);
   }
   closedir(d);
 }

@@ -181,6 +181,8 @@ void wr_jobdir_name(const wr_jobdir *d, char *buf, size_t len);
  * made (it is, and removed at once); WR_EXIT_ENGINE with a line on stderr otherwise. */
 int wr_jobdir_try(const wr_jobdir *d);
 void wr_jobdir_remove(wr_jobdir *d);
+/* Remove \p name in directory \p at (AT_FDCWD) with all it holds, following no link. */
+void wr_jobdir_rmtree(int at, const char *name, int depth);
 
 /* Where a host's topology came from. */
 typedef enum wr_topo_from {

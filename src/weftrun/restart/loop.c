@@ -11,7 +11,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -44,26 +43,6 @@ static const char *tmpdir(void)
 {
   const char *t = getenv("TMPDIR");
   return t && *t ? t : "/tmp";
-}
-
-/* Remove \p name in \p at and what is in it (the checkpoints the program left), not
- * following links; depth-bounded. */
-static void rm_tree(int at, const char *name, int depth)
-{
-  int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (fd >= 0 && !d)
-    close(fd);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-      continue;
-    if (unlinkat(fd, e->d_name, 0) && depth < 32)
-      rm_tree(fd, e->d_name, depth + 1);
-  }
-  if (d)
-    closedir(d);
-  unlinkat(at, name, AT_REMOVEDIR);
 }
 
 /* The directory kept across the attempts, with the default checkpoint directory. */
@@ -529,7 +508,7 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
     fprintf(stderr, "weftrun: out of memory\n");
   free(l.user_dh);
   if (l.dir[0])
-    rm_tree(AT_FDCWD, l.dir, 0);
+    wr_jobdir_rmtree(AT_FDCWD, l.dir, 0);
   free(l.orig);
   free(l.att);
   wr_rs_state_free(&l.st);
