@@ -45,6 +45,9 @@ int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir
 /* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
  * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
 int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);
+/* Does Slurm job \p job still run (its allocation stands)? 1, 0, or -1 when scontrol
+ * cannot say (within 10 s), with \p why. */
+int wr_slurm_alive(const char *job, int stop_fd, char *why, size_t whylen);
 
 /* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
  * checks (warnings), this VM's Google Cloud facts. */

@@ -219,3 +219,43 @@ int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd)
     }
   return 0;
 }
+
+int wr_slurm_alive(const char *job, int stop_fd, char *why, size_t whylen)
+{
+  char path[4096], state[64] = "";
+  const char *look[] = {"scontrol", NULL};
+  char *argv[] = {path, (char *)"-o", (char *)"show", (char *)"job", (char *)job, NULL};
+  weftx_proc_spec s;
+  weftx_proc_result r;
+  why[0] = '\0';
+  if (!weftx_find_exe(look, path, sizeof(path))) {
+    snprintf(why, whylen, "scontrol is not on PATH");
+    return -1;
+  }
+  weftx_proc_spec_init(&s);
+  s.argv = argv;
+  s.out = WEFTX_PROC_PIPE;
+  s.err = WEFTX_PROC_NULL;
+  s.timeout = 10;
+  s.grace = 1;
+  s.max_output = SCONTROL_OUTPUT_MAX;
+  s.stop_fd = stop_fd;
+  if (weftx_proc_run(&s, &r, why, whylen) || r.stopped || r.timed_out || !r.output) {
+    if (!why[0])
+      snprintf(why, whylen, "scontrol %s", r.timed_out ? "gave no answer within 10 s" : "failed");
+    free(r.output);
+    return -1;
+  }
+  /* a job Slurm has forgotten is ended; else its JobState= */
+  const char *p = strstr(r.output, "JobState=");
+  int alive = -1;
+  if (p) {
+    snprintf(state, sizeof(state), "%.*s", (int)strcspn(p + 9, " \n"), p + 9);
+    alive = !strcmp(state, "RUNNING") || !strcmp(state, "CONFIGURING");
+  } else if (r.status && strstr(r.output, "Invalid job id"))
+    alive = 0;
+  else
+    snprintf(why, whylen, "scontrol exited %d without a JobState", r.status);
+  free(r.output);
+  return alive;
+}

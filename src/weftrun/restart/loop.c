@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "restart/restart.h"
+#include "hosts/hosts.h"
 #include "supervise/supervise.h"
 
 typedef struct loop {
@@ -405,6 +406,34 @@ static void policy(const loop *l, FILE *out)
                  "(this host only; --checkpoint-dir for a shared one)\n");
 }
 
+/* In a Slurm job: has Slurm ended the allocation after the loss (no --no-kill)? Then
+ * there is nothing to restart on; exit 75 is what a requeueing batch script looks for.
+ * Asked twice, a second apart: Slurm revokes the allocation soon after the node is
+ * found down. */
+static int slurm_ended(const wr_opts *o, int stop_fd, const wr_attempt *a)
+{
+  const char *job = getenv("SLURM_JOB_ID");
+  if (!job || !*job || !getenv("SLURM_JOB_NODELIST") || o->host_discovery ||
+      (a->code != WR_EXIT_HOSTLOST && a->code != WR_EXIT_PREEMPTED))
+    return 0;
+  char why[700] = "", may[800];
+  int alive = wr_slurm_alive(job, stop_fd, why, sizeof(why));
+  if (alive == 1 && !nap(stop_fd, weftx_monotonic() + 1.0))
+    alive = wr_slurm_alive(job, stop_fd, why, sizeof(why));
+  if (alive == 0) {
+    fprintf(stderr,
+            "weftrun: Slurm ended job %s's allocation when its node failed (it was not made "
+            "with --no-kill); no restart; exit %d, which a batch script can requeue on "
+            "(weftrun(1) RESTARTS)\n",
+            job, a->code);
+    return 1;
+  }
+  snprintf(may, sizeof(may), "may stand (%s)", why);
+  fprintf(stderr, "weftrun: Slurm job %s's allocation %s; restarting on its other nodes\n", job,
+          alive == 1 ? "stands (--no-kill)" : may);
+  return 0;
+}
+
 static int keep(loop *l, const wr_attempt *a)
 {
   wr_attempt *v = realloc(l->att, (size_t)(l->natt + 1) * sizeof(*v));
@@ -484,12 +513,8 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
               o->restarts == 1 ? "" : "s", rc);
       break;
     }
-    if (getenv("SLURM_JOB_ID") && a.code == WR_EXIT_HOSTLOST && !o->host_discovery)
-      fprintf(stderr,
-              "weftrun: in Slurm job %s: unless the allocation was made with --no-kill, Slurm "
-              "ends it when a node fails (a requeueing batch script sees exit %d); restarting "
-              "on the rest\n",
-              getenv("SLURM_JOB_ID"), WR_EXIT_HOSTLOST);
+    if (slurm_ended(o, stop_fd, &a))
+      break;
     if (wr_rs_note(&l.st, &a, weftx_monotonic())) {
       fprintf(stderr, "weftrun: out of memory\n");
       break;
