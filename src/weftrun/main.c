@@ -159,7 +159,9 @@ static int given(const wr_inventory *inv, wr_attempt *att)
   }
   for (int i = 0; i < inv->nhosts; i++) {
     const weftx_host *h = weftx_hostlist_host(inv->hl, i);
-    snprintf(att->given[i].name, sizeof(att->given[i].name), "%s", inv->hosts[i].name);
+    /* the name as typed: the restart's hostfile must resolve as the user's did */
+    snprintf(att->given[i].name, sizeof(att->given[i].name), "%s",
+             inv->hosts[i].typed ? inv->hosts[i].typed : inv->hosts[i].name);
     att->given[i].slots = h ? h->slots : inv->hosts[i].slots;
     att->given[i].max_slots = h ? h->max_slots : inv->hosts[i].slots_max;
   }

@@ -126,7 +126,11 @@ static void test_select(void **state)
   assert_int_equal(wr_rs_select(&st, in, 4, 201, 0, out), 3);
   assert_string_equal(out[2].name, "vnode3");
   assert_int_equal(out[2].slots, 2);
-  assert_true(wr_rs_left_out(&st, "VNODE2", 201, NULL));      /* names as Open MPI: no case */
+  assert_true(wr_rs_left_out(&st, "VNODE2", 201, NULL)); /* names as Open MPI: no case */
+  /* Open MPI's short name lost; the hostfile's full name left out too, not another */
+  assert_true(wr_rs_left_out(&st, "vnode2.c.proj.internal", 201, NULL));
+  assert_false(wr_rs_left_out(&st, "vnode22", 201, NULL));
+  assert_false(wr_rs_left_out(&st, "vnode", 201, NULL));
   assert_int_equal(wr_rs_select(&st, in, 4, 201, 2, out), 2); /* --max-hosts */
   assert_true(wr_rs_next_back(&st, 201) == 200 + WR_COOLDOWN_S);
   /* the cooldown over: back in */
