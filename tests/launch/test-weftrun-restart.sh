@@ -4,7 +4,7 @@
 # the variables every rank is given without --restarts (count 0, max 0, a checkpoint
 # directory that exists while the job runs and is gone after); a job that fails once
 # under --restart-on any and resumes (WEFT_PREV_WORLD_SIZE, the first attempt's marker
-# in the same WEFT_CHECKPOINT_DIR); a restart storm bounded by the count, with its
+# in the same WEFT_CHECKPOINT_DIR); each attempt's --monitor-out timeline; a restart storm bounded by the count, with its
 # backoffs; a discovery command that hangs or prints garbage refused within its
 # deadline; SIGTERM while weftrun waits for --min-hosts: exit 143 at once, nothing left.
 set -eu
@@ -37,6 +37,13 @@ run --restarts 1 --restart-on any --checkpoint-dir "$ck" -np 2 sh -c "$prog" >"$
 [ "$(grep -c '^A 1/1 1 2 a0.r0 a0.r1 ' "$tmp/out")" -eq 2 ] || { bad "the restart's ranks"; cat "$tmp/out"; }
 grep -q '^weftrun: restart 1 of 1: the job failed (exit 3); running again on 1 host ([^)]*), world size 2; the job was down [0-9.]* s$' "$tmp/err" ||
   { bad "the restart line"; cat "$tmp/err"; }
+
+# --monitor-out: each attempt's timeline of its own (a timeline is never overwritten)
+rc=0
+run --restarts 1 --restart-on any --monitor-out "$tmp/mon" -np 1 sh -c 'sleep 1.5; [ "$WEFT_RESTART_COUNT" = 1 ]' \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ $rc -eq 0 ] && [ -e "$tmp/mon/timeline.jsonl" ] && [ -e "$tmp/mon/restart-1/timeline.jsonl" ] ||
+  { bad "--monitor-out with a restart: exit $rc"; cat "$tmp/err"; }
 
 # a storm: 3 attempts, backoffs of 1 and 2 s, the last attempt's status
 t0=$(now)

@@ -34,8 +34,10 @@ typedef struct loop {
   wr_rs_state st;
   wr_attempt *att; /* every attempt so far */
   int natt;
-  int saved_dh;  /* DEFAULT_HOSTFILE set to "none" */
-  char *user_dh; /* its value before, or NULL */
+  const char *monitor_out; /* the user's --monitor-out */
+  char mon[4200];          /* restart K's: DIR/restart-K */
+  int saved_dh;            /* DEFAULT_HOSTFILE set to "none" */
+  char *user_dh;           /* its value before, or NULL */
 } loop;
 
 #define DEFAULT_HOSTFILE "OMPI_MCA_orte_default_hostfile"
@@ -372,6 +374,10 @@ static void closing(const loop *l, FILE *out)
     char c[600] = "";
     if (a->code)
       cause(a, c, sizeof(c));
+    if (!a->ran) {
+      fprintf(out, "weftrun: attempt %d of %d: did not start (exit %d)\n", i + 1, l->natt, a->code);
+      continue;
+    }
     fprintf(out, "weftrun: attempt %d of %d: %d rank%s on %d host%s, %.1f s, %s%s\n", i + 1,
             l->natt, a->np, a->np == 1 ? "" : "s", a->nhosts, a->nhosts == 1 ? "" : "s",
             a->ended - a->begun, a->code ? "ended: " : "exit 0", c);
@@ -450,6 +456,7 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
   memset(&l, 0, sizeof(l));
   l.o = o;
   l.stop_fd = stop_fd;
+  l.monitor_out = o->monitor_out;
   int launch = !o->dry_run && !o->check;
   int rc = 0;
   if (o->dry_run && o->restarts && !o->json)
@@ -491,6 +498,11 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
     }
     if (launch && (rc = set_vars(&l, k)))
       break;
+    /* each attempt's timeline of its own: a timeline is never overwritten */
+    if (k > 0 && l.monitor_out) {
+      snprintf(l.mon, sizeof(l.mon), "%s/restart-%d", l.monitor_out, k);
+      o->monitor_out = l.mon;
+    }
     a.begun = weftx_monotonic();
     rc = fn(o, stop_fd, &a, arg);
     a.ended = weftx_monotonic();
@@ -525,6 +537,7 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
       break;
     }
   }
+  o->monitor_out = l.monitor_out;
   closing(&l, stderr);
   if (launch)
     unset_vars();
