@@ -70,6 +70,25 @@ rc=0
 run --host-discovery "echo $(hostname) slots=1" -np 1 sh -c 'echo ok' >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ $rc -eq 0 ] && grep -q '^ok$' "$tmp/out" || { bad "discovery of this host: exit $rc"; cat "$tmp/err"; }
 
+# discovery that fails while weftrun waits to restart (a cloud API down for a moment):
+# said once, asked again, the restart goes on when it answers
+touch "$tmp/api-up"
+rc=0
+(
+  i=0
+  while [ -e "$tmp/api-up" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  sleep 3.5
+  touch "$tmp/api-up"
+) &
+run --restarts 1 --restart-on any --restart-wait 30 \
+  --host-discovery "test -e $tmp/api-up || exit 3; echo $(hostname) slots=1" -np 1 \
+  sh -c "[ \"\$WEFT_RESTART_COUNT\" = 1 ] && echo resumed || { rm $tmp/api-up; exit 4; }" \
+  >"$tmp/out" 2>"$tmp/err" || rc=$?
+wait
+[ $rc -eq 0 ] && grep -q '^resumed$' "$tmp/out" || { bad "discovery down for a moment: exit $rc"; cat "$tmp/err"; }
+[ "$(grep -c 'failed (exit 3)' "$tmp/err")" -eq 1 ] && grep -q '^weftrun: asking --host-discovery again every 2 s' "$tmp/err" ||
+  { bad "discovery down for a moment: not said once"; cat "$tmp/err"; }
+
 # SIGTERM during the wait for --min-hosts 2 (this host alone): at once, nothing left
 run --restarts 1 --restart-on any --min-hosts 2 --restart-wait 50 -np 1 sh -c "exit 3; $uniq" 2>"$tmp/err" &
 job=$!

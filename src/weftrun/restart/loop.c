@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,6 +35,7 @@ typedef struct loop {
   wr_rs_state st;
   wr_attempt *att; /* every attempt so far */
   int natt;
+  int hush;                /* the discovery command's failure said once while waiting */
   const char *monitor_out; /* the user's --monitor-out */
   char mon[4200];          /* restart K's: DIR/restart-K */
   int saved_dh;            /* DEFAULT_HOSTFILE set to "none" */
@@ -115,6 +117,18 @@ static void unset_vars(void)
   unsetenv("WEFT_PREV_WORLD_SIZE");
 }
 
+/* A line on stderr, unless the discovery command's failures are already said. */
+static void say(const loop *l, const char *fmt, ...) WEFT_PRINTF(2, 3);
+static void say(const loop *l, const char *fmt, ...)
+{
+  va_list ap;
+  if (l->hush)
+    return;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
 /* --host-discovery's command, within its deadline: its hosts into *h (*n of them, 0 for
  * none). 0; else the line is said and WR_EXIT_HOSTS returned (a stop request: 128+sig). */
 static int discover(loop *l, wr_given_host **h, int *n)
@@ -137,31 +151,31 @@ static int discover(loop *l, wr_given_host **h, int *n)
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   int rc = WR_EXIT_HOSTS;
   if (failed)
-    fprintf(stderr, "weftrun: --host-discovery '%s': %s\n", o->host_discovery, why);
+    say(l, "weftrun: --host-discovery '%s': %s\n", o->host_discovery, why);
   else if (r.stopped) {
-    fprintf(stderr,
-            "weftrun: got signal %d while --host-discovery ran; nothing is running "
-            "(exit %d)\n",
-            r.stopped, 128 + r.stopped);
+    say(l,
+        "weftrun: got signal %d while --host-discovery ran; nothing is running "
+        "(exit %d)\n",
+        r.stopped, 128 + r.stopped);
     rc = 128 + r.stopped;
   } else if (r.timed_out)
-    fprintf(stderr,
-            "weftrun: --host-discovery '%s' did not end within %ld s "
-            "(--host-discovery-timeout); it was killed\n",
-            o->host_discovery, o->discovery_timeout);
+    say(l,
+        "weftrun: --host-discovery '%s' did not end within %ld s "
+        "(--host-discovery-timeout); it was killed\n",
+        o->host_discovery, o->discovery_timeout);
   else if (r.capped)
-    fprintf(stderr, "weftrun: --host-discovery '%s' printed more than 1 MiB; it was killed\n",
-            o->host_discovery);
+    say(l, "weftrun: --host-discovery '%s' printed more than 1 MiB; it was killed\n",
+        o->host_discovery);
   else if (r.status)
-    fprintf(stderr,
-            "weftrun: --host-discovery '%s' failed (exit %d); it must exit 0 and print "
-            "one 'HOST slots=N' line per host\n",
-            o->host_discovery, r.status);
+    say(l,
+        "weftrun: --host-discovery '%s' failed (exit %d); it must exit 0 and print "
+        "one 'HOST slots=N' line per host\n",
+        o->host_discovery, r.status);
   else if (wr_rs_parse_hosts(r.output ? r.output : "", r.len, h, n, why, sizeof(why)))
-    fprintf(stderr,
-            "weftrun: --host-discovery '%s' printed what is not a host list: %s; it must "
-            "print one 'HOST slots=N' line per host\n",
-            o->host_discovery, why);
+    say(l,
+        "weftrun: --host-discovery '%s' printed what is not a host list: %s; it must "
+        "print one 'HOST slots=N' line per host\n",
+        o->host_discovery, why);
   else
     rc = 0;
   free(r.output);
@@ -318,10 +332,25 @@ static int next_hosts(loop *l, int k, int last_rc)
     int nfound = 0, rc = 0;
     if (o->host_discovery) {
       rc = discover(l, &found, &nfound);
-      if (rc) {
+      if (rc > 128) {
         free(found);
-        return rc > 128 ? rc : last_rc;
+        return rc;
       }
+      /* a failure while waiting (a cloud API down for a moment): no host for now, asked
+       * again until --restart-wait runs out; said once */
+      if (rc) {
+        if (!l->hush)
+          fprintf(stderr,
+                  "weftrun: asking --host-discovery again every %.0f s until "
+                  "--restart-wait runs out\n",
+                  WR_POLL_S);
+        l->hush = 1;
+        free(found);
+        found = NULL;
+        nfound = 0;
+        rc = 0;
+      } else
+        l->hush = 0;
     } else {
       found = l->orig;
       nfound = l->norig;
