@@ -43,6 +43,7 @@ struct opts {
   double lr;
   int fused;            /* 1: one bucket all-reduce; 0: one per tensor */
   long stop_after;      /* leave after this epoch (0: run them all) */
+  long epoch_delay;     /* milliseconds to wait after each epoch (tests) */
   const char *ckpt_dir; /* NULL: no checkpoints */
 };
 
@@ -58,13 +59,16 @@ struct model {
 static const char usage_text[] =
   "usage: dp_train [--epochs N] [--samples N] [--batch N] [--hidden N] [--lr X]\n"
   "                [--seed N] [--no-fusion] [--checkpoint-dir DIR] [--stop-after N]\n"
+  "                [--epoch-delay MS]\n"
   "Data-parallel SGD of a small MLP on synthetic data; prints the loss per epoch.\n"
   "The global batch (default 1024) is split across ranks, so the loss curve does\n"
   "not depend on the number of ranks.\n"
   "With a checkpoint directory (--checkpoint-dir, else WEFT_CHECKPOINT_DIR as\n"
   "weftrun --restarts sets it) rank 0 saves the model after every epoch, and a\n"
   "run that finds a checkpoint there goes on after its epoch, on any number of\n"
-  "ranks. --stop-after N leaves after epoch N, as if the job had been lost.\n";
+  "ranks. --stop-after N leaves after epoch N, as if the job had been lost;\n"
+  "--epoch-delay MS waits MS milliseconds after each epoch (time for a test to\n"
+  "kill a host in a given epoch).\n";
 
 /* splitmix64: a good 64-bit mix, so sample i's features need no state. */
 static uint64_t mix64(uint64_t x)
@@ -161,6 +165,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
   o->lr = 4;
   o->fused = 1;
   o->stop_after = 0;
+  o->epoch_delay = 0;
   o->ckpt_dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -197,7 +202,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
       dst = &o->seed;
     else if (!strcmp(a, "--stop-after"))
       dst = &o->stop_after;
-    else if (strcmp(a, "--lr")) {
+    else if (!strcmp(a, "--epoch-delay")) {
+      dst = &o->epoch_delay;
+      max = 600000;
+    } else if (strcmp(a, "--lr")) {
       fprintf(stderr, "dp_train: unknown option '%s'; see dp_train --help\n", a);
       return -1;
     }
@@ -214,8 +222,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         rc = WEFT_EPARSE;
     }
     if (rc) {
-      fprintf(stderr, "dp_train: bad value '%s' for %s: %s (a positive number%s)\n", v, a,
-              weft_strerror(rc), max == 1024 ? " up to 1024" : "");
+      if (dst)
+        fprintf(stderr, "dp_train: bad value '%s' for %s: %s (a whole number from 1 to %ld)\n", v,
+                a, weft_strerror(rc), max);
+      else
+        fprintf(stderr, "dp_train: bad value '%s' for %s: %s (a positive number)\n", v, a,
+                weft_strerror(rc));
       return -1;
     }
     i++;
@@ -533,6 +545,11 @@ static int train(weft_group *g, const struct opts *o, const weft_restart *ri)
         rc = (int)saved;
         goto out;
       }
+    }
+    if (o->epoch_delay > 0) {
+      struct timespec d = {o->epoch_delay / 1000, (o->epoch_delay % 1000) * 1000000L};
+      while (nanosleep(&d, &d) != 0 && errno == EINTR)
+        ;
     }
     if (e + 1 == o->stop_after && e + 1 < o->epochs) {
       if (rank == 0)

@@ -3,7 +3,8 @@
 # examples/dp_train checkpoints every epoch and resumes (issue 28), the way a
 # job restarted by weftrun --restarts does, here by hand with mpirun: a run of
 # 6 epochs on 4 ranks is the reference; a run on 4 ranks that stops after
-# epoch 3 (--stop-after 3, as if its host had been lost) is then resumed
+# epoch 3 (--stop-after 3, as if its host had been lost; --epoch-delay checked
+# on the way) is then resumed
 # - on 3 ranks, with the variables weftrun gives a restart (WEFT_RESTART_COUNT=1,
 #   WEFT_PREV_WORLD_SIZE=4, WEFT_CHECKPOINT_DIR): the same global batch, cut
 #   in 3 shares instead of 4, so the gradient sums are rounded in another
@@ -20,8 +21,11 @@ dp=$examples/dp_train
 ck=$tmp/ckpt
 
 run_np 4 "$tmp/ref" "$dp" $args || fail_run "dp_train on 4 ranks exited $?" "$tmp/ref"
-run_np 4 "$tmp/stop" "$dp" $args --checkpoint-dir "$ck" --stop-after 3 ||
+run_np 4 "$tmp/stop" "$dp" $args --checkpoint-dir "$ck" --stop-after 3 --epoch-delay 300 ||
   fail_run "dp_train --stop-after 3 exited $?" "$tmp/stop"
+# --epoch-delay (for tests that kill a host in a given epoch) waited 3 x 0.3 s.
+awk '/^dp_train: done in/ { t = $4 } END { exit !(t >= 0.9) }' "$tmp/stop" ||
+  fail_run "--epoch-delay 300 did not wait 0.3 s after each of 3 epochs" "$tmp/stop"
 grep -q '^dp_train: stopping after epoch 3 (--stop-after)$' "$tmp/stop" && [ -s "$ck/dp_train.ckpt" ] ||
   fail_run "no stop after epoch 3, or no checkpoint in $ck" "$tmp/stop"
 ls "$ck" | grep -v '^dp_train.ckpt$' && fail "temporary files left in $ck (above)"
