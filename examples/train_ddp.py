@@ -103,11 +103,15 @@ def save_snapshot(path, args, model, opt, epochs_run, size):
             "rng": torch.get_rng_state(), "world_size": size,
             "run": {k: getattr(args, k) for k in RUN_KEYS}}
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
-        torch.save(snap, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(tmp, "wb") as f:
+            torch.save(snap, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:  # the job ends: a run that cannot save would lose its work unseen
+        sys.exit("train_ddp.py: cannot save the snapshot %s: %s" % (path, e))
 
 
 def main():
