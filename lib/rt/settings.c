@@ -70,6 +70,12 @@ static const struct setting table[] = {
    "ends only its own rank, whose end ends the job (watch.c)"},
   {"WEFT_RANK_PAGE", K_ELSEWHERE, 0, NULL, 0, 0, 0, "each rank's agent page (watch.c)"},
   {"WEFT_VERBOSE", K_ELSEWHERE, 0, NULL, 0, 0, 0, "diagnostics (core/log.c)"},
+  /* Read only when the program asks (weft_restart_info, restart.c), never by
+   * weft_init: weftrun gives every rank of an attempt the same values. */
+  {"WEFT_RESTART_COUNT", K_ELSEWHERE, 0, NULL, 0, 0, 0, "the attempt (restart.c)"},
+  {"WEFT_MAX_RESTARTS", K_ELSEWHERE, 0, NULL, 0, 0, 0, "the restarts allowed (restart.c)"},
+  {"WEFT_PREV_WORLD_SIZE", K_ELSEWHERE, 0, NULL, 0, 0, 0, "the attempt before's size (restart.c)"},
+  {"WEFT_CHECKPOINT_DIR", K_ELSEWHERE, 0, NULL, 0, 0, 0, "where checkpoints go (restart.c)"},
 };
 
 #define NROWS (sizeof(table) / sizeof(table[0]))

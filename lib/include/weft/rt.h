@@ -100,6 +100,37 @@ WEFT_EXPORT int weft_device(const weft_ctx *ctx);
  * The string belongs to the library, valid until the next call on ctx. */
 WEFT_EXPORT const char *weft_last_error(const weft_ctx *ctx);
 
+/* ---- Restarts ------------------------------------------------------------- */
+
+/** What a rank learns about the attempt it runs in (weft_restart_info()). */
+typedef struct weft_restart {
+  /** 1 when an earlier attempt of this job ran (count > 0). */
+  int restarted;
+  /** Attempts before this one: 0 on the first. */
+  int count;
+  /** Restarts the launcher allows; -1 when it did not say. */
+  int max_restarts;
+  /** Ranks of the previous attempt; 0 on the first, or when only torchrun's
+   * variables are set (torchrun does not say). */
+  int prev_world_size;
+  /** Where the job keeps checkpoints across attempts (WEFT_CHECKPOINT_DIR),
+   * NULL when unset; the string is the environment's. */
+  const char *checkpoint_dir;
+} weft_restart;
+
+/** \brief Whether this run is a restart, and of which world size, from the
+ * variables weftrun --restarts gives every rank: WEFT_RESTART_COUNT,
+ * WEFT_MAX_RESTARTS, WEFT_PREV_WORLD_SIZE (from the second attempt on),
+ * WEFT_CHECKPOINT_DIR, or torchrun's TORCHELASTIC_RESTART_COUNT and
+ * TORCHELASTIC_MAX_RESTARTS alone. None set (plain mpirun): the first
+ * attempt, nothing known. Not collective, and \p ctx may be NULL (before
+ * weft_init()): then a failure is said on stderr, else in weft_last_error().
+ * \return WEFT_EINVAL for a variable that is not a whole number in range or
+ * an empty directory, for WEFT_ and torchrun's values that differ, a count
+ * above the maximum, or a previous world size on the first attempt or
+ * missing on a later one (weftrun sets both). */
+WEFT_EXPORT int weft_restart_info(weft_ctx *ctx, weft_restart *out);
+
 /* ---- Groups and meshes ---------------------------------------------------- */
 
 /** \brief The group of all ranks; belongs to \p ctx. */
