@@ -353,8 +353,9 @@ static int where(agent *g)
     return failed(g, "no program after '--'");
   if (!g->have_ids)
     return failed(g, "%s", g->idwhy);
-  /* mpirun bound the rank to Open MPI's layout; under srun nobody did: weft binds it */
-  g->ompi_bound = g->o.ompi && strcmp(g->ids.from, "srun");
+  /* mpirun bound the rank to Open MPI's layout; under srun or Hydra nobody did: weft
+   * binds it */
+  g->ompi_bound = g->o.ompi && !strcmp(g->ids.from, "Open MPI");
   g->nhosts = 1;
   if (!g->o.layout)
     return 0;
@@ -531,7 +532,8 @@ static int environment(agent *g)
   char why[600] = "";
   int err = 0, rc = 0;
 
-  if (program_vars(g->program))
+  /* what mpirun tells a program; an MPICH program under Hydra gets Hydra's alone */
+  if (strcmp(g->ids.from, "Hydra") && program_vars(g->program))
     return failed(g, "out of memory");
   weftx_topo_env_restore();
   weftx_rank_info_init(&ri);
