@@ -181,7 +181,7 @@ int main(int argc, char **argv)
   memset(&net, 0, sizeof(net));
   rc = wr_hosts_gather(&o, &inv);
   if (!rc && !(rc = wr_engine_choose(&o, &inv, &e)))
-    inv.no_mapper = e.kind == WR_ENGINE_SRUN;
+    inv.no_mapper = e.kind != WR_ENGINE_MPIRUN;
   if (!rc)
     rc = wr_facts_gather(&o, &e, &inv, &dir, stop_fd);
   /* the probe failed in the engine: the hosts it cannot reach named, as --check names
