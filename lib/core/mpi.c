@@ -294,6 +294,7 @@ void weftx_mpi_of_command(char *const *argv, double timeout, weftx_mpi_info *inf
     snprintf(info->why, sizeof(info->why), "no program");
     return;
   }
+  snprintf(info->program, sizeof(info->program), "%s", argv[0]);
   if (!(prog = find(argv[0], path, sizeof(path)))) {
     snprintf(info->why, sizeof(info->why), "%s is not an executable file here", argv[0]);
     return;
@@ -302,6 +303,7 @@ void weftx_mpi_of_command(char *const *argv, double timeout, weftx_mpi_info *inf
   if (weftx_is_python(prog) && argv[1] && argv[1][0] != '-') {
     python = prog;
     script = argv[1];
+    snprintf(info->program, sizeof(info->program), "%s", script);
   }
   if (!script) {
     if (!(m = map_file(prog, &len, info)))

@@ -38,10 +38,11 @@ typedef struct weftx_elf_dyn {
 /* What weftx_mpi_of_command() found. */
 typedef struct weftx_mpi_info {
   weftx_mpi kind;
-  char lib[64];    /* the library that says it ("libmpich.so.12"); empty when none */
-  char file[1024]; /* the ELF file read: the program, or mpi4py's MPI module */
-  int mpi4py;      /* 1: a Python script importing mpi4py */
-  char why[300];   /* with UNKNOWN: why it cannot be told */
+  char lib[64];       /* the library that says it ("libmpich.so.12"); empty when none */
+  char program[1024]; /* the program, or the Python script, as named */
+  char file[1024];    /* the ELF file read: the program, or mpi4py's MPI module */
+  int mpi4py;         /* 1: a Python script importing mpi4py */
+  char why[300];      /* with UNKNOWN: why it cannot be told */
 } weftx_mpi_info;
 
 WEFT_BEGIN_DECLS

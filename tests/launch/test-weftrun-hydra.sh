@@ -5,7 +5,8 @@
 # "rank 1 of 2"), --dry-run shows Hydra's command; without Hydra (WEFT_HYDRA
 # naming nothing) one line names the MPI and what to install, exit 70 as for
 # a missing mpirun; --engine mpirun with it, and an Open MPI program with
-# --engine hydra, are refused in one line (exit 2); a rank failing under
+# --engine hydra (or a script using an Open MPI mpi4py) are refused in one line
+# (exit 2); a rank failing under
 # Hydra ends the job as under mpirun (its exit status, the summary naming the
 # rank, nothing left running); an Open MPI program under plain weftrun runs
 # as before. Skipped without mpicc.mpich (Debian's mpich and libmpich-dev,
@@ -42,11 +43,11 @@ C
 mpicc.mpich -o "$hello" "$tmp/hello.c"
 mpicc.openmpi -o "$tmp/$uniq-ompi_hello" "$tmp/hello.c"
 
-check() { # want-rc weftrun-args... ; stdout $tmp/out, stderr $tmp/err
+check() { # want-rc weftrun-args... ; stdout $tmp/out, stderr $tmp/err; $penv: VAR=VALUE for weftrun
   want=$1
   shift
   set +e
-  timeout 60 "$weftrun" "$@" >"$tmp/out" 2>"$tmp/err"
+  timeout 60 env ${penv:-} "$weftrun" "$@" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   set -e
   if [ "$rc" != "$want" ]; then
@@ -95,6 +96,12 @@ if check 70 -np 2 "$hello"; then
   fi
 fi
 unset WEFT_HYDRA
+penv=PATH=/nonexistent
+if check 70 -np 2 "$hello"; then
+  grep -q "which is not on PATH; install it (apt-get install mpich)" "$tmp/err" ||
+    { echo "FAIL: no refusal without Hydra on PATH:"; cat "$tmp/out" "$tmp/err"; fail=1; }
+fi
+penv=
 # an engine of the other MPI, either way
 if check 2 --engine mpirun -np 2 "$hello"; then
   grep -q "singletons.*--engine hydra" "$tmp/err" || { echo "FAIL: --engine mpirun:"; cat "$tmp/err"; fail=1; }
@@ -102,6 +109,12 @@ fi
 if check 2 --engine hydra -np 2 "$tmp/$uniq-ompi_hello"; then
   grep -q "built with Open MPI (libmpi.so.40).*--engine mpirun" "$tmp/err" ||
     { echo "FAIL: --engine hydra with Open MPI:"; cat "$tmp/err"; fail=1; }
+fi
+# an mpi4py built with Open MPI (Debian's python3-mpi4py), its script given to Hydra
+if /usr/bin/python3 -c 'import mpi4py' 2>/dev/null &&
+   check 2 --engine hydra -np 2 /usr/bin/python3 "$WEFT_TOPDIR/tests/launch/weftrun-mpi4py.py"; then
+  grep -q "imports an mpi4py built with Open MPI (libmpi.so.40).*--engine mpirun" "$tmp/err" ||
+    { echo "FAIL: --engine hydra with an Open MPI mpi4py:"; cat "$tmp/err"; fail=1; }
 fi
 # an Open MPI program as before
 if check 0 -np 2 "$tmp/$uniq-ompi_hello"; then

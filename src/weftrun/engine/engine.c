@@ -68,8 +68,8 @@ static int job_mpi(const wr_opts *o, weftx_mpi_info *info)
       fprintf(stderr,
               "weftrun: %s was built with %s (%s) and %s with %s (%s): no one launcher starts "
               "both as one job; run them apart\n",
-              info->file, weftx_mpi_name(info->kind), info->lib, one.file, weftx_mpi_name(one.kind),
-              one.lib);
+              info->program, weftx_mpi_name(info->kind), info->lib, one.program,
+              weftx_mpi_name(one.kind), one.lib);
       return WR_EXIT_USAGE;
     }
     if (info->kind <= WEFTX_MPI_NONE)
@@ -81,19 +81,19 @@ static int job_mpi(const wr_opts *o, weftx_mpi_info *info)
 /* A program and an engine of two MPIs: one line, WR_EXIT_USAGE; else 0. */
 static int mismatch(const wr_engine *e, const weftx_mpi_info *m)
 {
-  const char *what = m->mpi4py ? "its mpi4py was built" : "was built";
+  const char *what = m->mpi4py ? "imports an mpi4py built" : "was built";
   if (e->kind == WR_ENGINE_HYDRA && m->kind == WEFTX_MPI_OPENMPI) {
     fprintf(stderr,
             "weftrun: %s %s with Open MPI (%s), and MPICH's mpiexec.hydra would start it as "
             "singletons of one rank each; use --engine mpirun (or auto)\n",
-            m->file, what, m->lib);
+            m->program, what, m->lib);
     return WR_EXIT_USAGE;
   }
   if (e->kind != WR_ENGINE_HYDRA && mpich_like(m->kind)) {
     fprintf(stderr,
             "weftrun: %s %s with %s (%s), and %s would start it as singletons of one rank "
             "each; use --engine hydra (or auto), which runs MPICH's mpiexec.hydra\n",
-            m->file, what, weftx_mpi_name(m->kind), m->lib,
+            m->program, what, weftx_mpi_name(m->kind), m->lib,
             e->kind == WR_ENGINE_SRUN ? "srun --mpi=pmix" : "Open MPI's mpirun");
     return WR_EXIT_USAGE;
   }
@@ -116,16 +116,18 @@ int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
   } else if (mpich_like(m.kind)) {
     engine_of("hydra", e);
     if (snprintf(e->why, sizeof(e->why), "auto: the program %s with %s (%s)",
-                 m.mpi4py ? "uses an mpi4py built" : "was built", weftx_mpi_name(m.kind),
+                 m.mpi4py ? "imports an mpi4py built" : "was built", weftx_mpi_name(m.kind),
                  m.lib) >= (int)sizeof(e->why))
       e->why[sizeof(e->why) - 1] = '\0'; /* cut: it is only said */
     if (!e->found && !o->dry_run) {
       /* never N singletons: the MPI it needs, and where to get its launcher */
+      const char *set = getenv("WEFT_HYDRA");
       fprintf(stderr,
-              "weftrun: %s %s with %s (%s) and needs MPICH's mpiexec.hydra, which is not on "
-              "PATH%s; install it (apt-get install mpich) or set WEFT_HYDRA\n",
-              m.file, m.mpi4py ? "uses an mpi4py built" : "was built", weftx_mpi_name(m.kind),
-              m.lib, getenv("WEFT_HYDRA") ? " (WEFT_HYDRA is not executable)" : "");
+              "weftrun: %s %s with %s (%s) and needs MPICH's mpiexec.hydra, %s%s%s; install it "
+              "(apt-get install mpich) or set WEFT_HYDRA to it\n",
+              m.program, m.mpi4py ? "imports an mpi4py built" : "was built", weftx_mpi_name(m.kind),
+              m.lib, set && *set ? "and WEFT_HYDRA=" : "which is not on PATH",
+              set && *set ? set : "", set && *set ? " is not executable" : "");
       return WR_EXIT_ENGINE;
     }
   } else {
