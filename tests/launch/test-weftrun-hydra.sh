@@ -6,7 +6,7 @@
 # naming nothing) one line names the MPI and what to install, exit 70 as for
 # a missing mpirun; --engine mpirun with it, and an Open MPI program with
 # --engine hydra (or a script using an Open MPI mpi4py) are refused in one line
-# (exit 2); a rank failing under
+# (exit 2), and --check says so in its program column; a rank failing under
 # Hydra ends the job as under mpirun (its exit status, the summary naming the
 # rank, nothing left running); an Open MPI program under plain weftrun runs
 # as before. Skipped without mpicc.mpich (Debian's mpich and libmpich-dev,
@@ -109,6 +109,14 @@ fi
 if check 2 --engine hydra -np 2 "$tmp/$uniq-ompi_hello"; then
   grep -q "built with Open MPI (libmpi.so.40).*--engine mpirun" "$tmp/err" ||
     { echo "FAIL: --engine hydra with Open MPI:"; cat "$tmp/err"; fail=1; }
+fi
+# --check: through Hydra all OK; through mpirun the program column says it
+if check 0 --check -np 2 "$hello"; then
+  grep -q "through mpiexec.hydra" "$tmp/out" || { echo "FAIL: --check not through Hydra:"; cat "$tmp/out"; fail=1; }
+fi
+if check 81 --check --engine mpirun -np 2 "$hello"; then
+  grep -q "FAIL MPICH build" "$tmp/out" && grep -q "built with MPICH (libmpich.so.12), which mpirun would start as singletons" "$tmp/out" ||
+    { echo "FAIL: --check --engine mpirun says no MPI mismatch:"; cat "$tmp/out"; fail=1; }
 fi
 # an mpi4py built with Open MPI (Debian's python3-mpi4py), its script given to Hydra
 if /usr/bin/python3 -c 'import mpi4py' 2>/dev/null &&

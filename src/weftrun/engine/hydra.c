@@ -12,8 +12,8 @@
  * host's) is left out of it, as with srun. Hydra reaches other hosts by its
  * own launcher (ssh by default, fork for this host; HYDRA_LAUNCHER and
  * HYDRA_LAUNCHER_EXEC as the user set them). What Hydra cannot do (several
- * programs, Open MPI's own options, tagged or stamped output) is refused
- * before anything starts.
+ * programs, Open MPI's own options, stamped output) is refused
+ * before anything starts; --tag-output is srun's label ("3: line").
  */
 #include "config.h"
 
@@ -27,7 +27,6 @@ int wr_hydra_check(const wr_opts *o, char *why, size_t len)
   const char *what = o->napps > 1          ? "several programs separated by ':'"
                      : o->mpirun_only      ? o->mpirun_only
                      : o->npass > 0        ? o->pass[0]
-                     : o->tag_output       ? "--tag-output"
                      : o->timestamp_output ? "--timestamp-output"
                                            : NULL;
   if (!what)
@@ -65,6 +64,9 @@ static int common(const wr_engine *e, int np, const char *hostfile, wr_argv *a)
 int wr_hydra_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a, wr_argv *env)
 {
   int rc = common(e, p->np, e->hostfile, a) || wr_argv_add(env, "WEFT_TOPOLOGY");
+  /* --tag-output as srun's --label does it ("3: line"), which the check reads too */
+  if (!rc && o->tag_output)
+    rc = wr_argv_add(a, "-prepend-pattern") || wr_argv_add(a, "%r: ");
   for (int i = 0; i < o->nxvars && !rc; i++)
     if (strchr(o->xvars[i], '='))
       rc = wr_argv_add(env, o->xvars[i]);
