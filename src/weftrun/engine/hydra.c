@@ -37,10 +37,35 @@ int wr_hydra_check(const wr_opts *o, char *why, size_t len)
   return -1;
 }
 
+/* 1 when every host's ranks are consecutive (by slot); 0 when they alternate (by node).
+ * Hydra counts the local ranks per line of its hostfile, so a host must have one line:
+ * alternating ranks go one per host in turn (-ppn 1, which Hydra deals out round robin),
+ * and each agent checks that against the plan. */
+static int runs(const wr_plan *p)
+{
+  for (int r = 1; r < p->np; r++)
+    if (p->ranks[r].host != p->ranks[r - 1].host)
+      for (int k = 0; k < r - 1; k++)
+        if (p->ranks[k].host == p->ranks[r].host)
+          return 0;
+  return 1;
+}
+
 /* Hydra's hostfile: "host:count" per run of consecutive ranks on one host, so that the
- * ranks go where the plan put them, in its order. */
+ * ranks go where the plan put them, in its order; by node, each host's count in the
+ * order of its first rank. */
 int wr_hydra_hostfile(const wr_plan *p, FILE *out)
 {
+  if (!runs(p)) {
+    for (int r = 0; r < p->np; r++) {
+      int h = p->ranks[r].host, first = 1;
+      for (int k = 0; k < r && first; k++)
+        first = p->ranks[k].host != h;
+      if (first)
+        fprintf(out, "%s:%d\n", p->hosts[h].host->name, p->hosts[h].count);
+    }
+    return ferror(out) ? -1 : 0;
+  }
   for (int r = 0, run = 0; r < p->np; r++) {
     run++;
     if (r + 1 == p->np || p->ranks[r + 1].host != p->ranks[r].host) {
@@ -64,6 +89,8 @@ static int common(const wr_engine *e, int np, const char *hostfile, wr_argv *a)
 int wr_hydra_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a, wr_argv *env)
 {
   int rc = common(e, p->np, e->hostfile, a) || wr_argv_add(env, "WEFT_TOPOLOGY");
+  if (!rc && !runs(p))
+    rc = wr_argv_add(a, "-ppn") || wr_argv_add(a, "1");
   /* --tag-output as srun's --label does it ("3: line"), which the check reads too */
   if (!rc && o->tag_output)
     rc = wr_argv_add(a, "-prepend-pattern") || wr_argv_add(a, "%r: ");
