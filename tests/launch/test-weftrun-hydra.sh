@@ -8,9 +8,9 @@
 # --engine hydra (or a script using an Open MPI mpi4py) are refused in one line
 # (exit 2), and --check says so in its program column; a rank failing under
 # Hydra ends the job as under mpirun (its exit status, the summary naming the
-# rank, nothing left running); an Open MPI program under plain weftrun runs
-# as before. Skipped without mpicc.mpich (Debian's mpich and libmpich-dev,
-# which contrib/quickstart.sh installs beside Open MPI).
+# rank, nothing left running), and so does --timeout; an Open MPI program
+# under plain weftrun runs as before. Skipped without mpicc.mpich (Debian's
+# mpich and libmpich-dev, which contrib/quickstart.sh installs beside Open MPI).
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 local_jobs
@@ -138,5 +138,10 @@ if check 3 -np 3 --oversubscribe "$hello" 1; then
     cat "$tmp/err"
     fail=1
   fi
+fi
+# --timeout under Hydra: ended, named, nothing left
+if check 124 -np 2 --timeout 2 "$hello" 9; then
+  grep -q '^weftrun: job ended: --timeout 2 s expired; 2 of 2 ranks were still running (exit 124)$' "$tmp/err" ||
+    { echo "FAIL: --timeout under Hydra:"; cat "$tmp/err"; fail=1; }
 fi
 exit $fail
