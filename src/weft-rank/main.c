@@ -367,11 +367,12 @@ static int where(agent *g)
   if (local != g->ids.local || plsize != g->ids.lsize)
     return failed(g,
                   "%s placed this rank as local rank %d of %d, weftrun planned %d of %d on "
-                  "host %d: weftrun's %s; report this with the weftrun command line (mpirun "
+                  "host %d: weftrun's %s; report this with the weftrun command line (%s "
                   "alone runs it meanwhile)",
                   g->ids.from, g->ids.local, g->ids.lsize, local, plsize, g->node,
                   g->ompi_bound ? "model of Open MPI 4.1's placement is wrong for this job"
-                                : "hostfile was not followed");
+                                : "hostfile was not followed",
+                  strcmp(g->ids.from, "Hydra") ? "mpirun" : "mpiexec.hydra");
   return 0;
 }
 
