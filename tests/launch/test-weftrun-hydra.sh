@@ -118,6 +118,11 @@ if check 81 --check --engine mpirun -np 2 "$hello"; then
   grep -q "FAIL MPICH build" "$tmp/out" && grep -q "built with MPICH (libmpich.so.12), which mpirun would start as singletons" "$tmp/out" ||
     { echo "FAIL: --check --engine mpirun says no MPI mismatch:"; cat "$tmp/out"; fail=1; }
 fi
+# Open MPI's parameters mean nothing to Hydra: refused, not dropped
+if check 2 --mca btl tcp,self -np 2 "$hello"; then
+  grep -q "^weftrun: --mca btl: Open MPI's parameters mean nothing" "$tmp/err" ||
+    { echo "FAIL: --mca under Hydra:"; cat "$tmp/err"; fail=1; }
+fi
 # an mpi4py built with Open MPI (Debian's python3-mpi4py), its script given to Hydra
 if /usr/bin/python3 -c 'import mpi4py' 2>/dev/null &&
    check 2 --engine hydra -np 2 /usr/bin/python3 "$WEFT_TOPDIR/tests/launch/weftrun-mpi4py.py"; then

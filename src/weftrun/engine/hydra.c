@@ -12,7 +12,7 @@
  * host's) is left out of it, as with srun. Hydra reaches other hosts by its
  * own launcher (ssh by default, fork for this host; HYDRA_LAUNCHER and
  * HYDRA_LAUNCHER_EXEC as the user set them). What Hydra cannot do (several
- * programs, Open MPI's own options, stamped output) is refused
+ * programs, Open MPI's own options and MCA parameters, stamped output) is refused
  * before anything starts; --tag-output is srun's label ("3: line").
  */
 #include "config.h"
@@ -29,6 +29,13 @@ int wr_hydra_check(const wr_opts *o, char *why, size_t len)
                      : o->npass > 0        ? o->pass[0]
                      : o->timestamp_output ? "--timestamp-output"
                                            : NULL;
+  if (!what && o->nmca > 0) {
+    snprintf(why, len,
+             "--mca %s: Open MPI's parameters mean nothing to an MPICH program under "
+             "--engine hydra; drop it (MPICH reads MPIR_CVAR_* variables: -x MPIR_CVAR_NAME=VALUE)",
+             o->mca[0].key);
+    return -1;
+  }
   if (!what)
     return 0;
   snprintf(why, len, "%s: --engine hydra (MPICH's mpiexec.hydra) does not run %s; drop it%s", what,
