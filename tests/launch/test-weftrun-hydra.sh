@@ -102,6 +102,14 @@ if check 70 -np 2 "$hello"; then
     { echo "FAIL: no refusal without Hydra on PATH:"; cat "$tmp/out" "$tmp/err"; fail=1; }
 fi
 penv=
+# --engine hydra without Hydra: one line, exit 70
+WEFT_HYDRA=$tmp/nosuch-hydra
+export WEFT_HYDRA
+if check 70 --engine hydra -np 2 true; then
+  grep -q "^weftrun: mpiexec.hydra not found on PATH (WEFT_HYDRA is not executable); install MPICH's (apt-get install mpich)" "$tmp/err" ||
+    { echo "FAIL: --engine hydra without Hydra:"; cat "$tmp/err"; fail=1; }
+fi
+unset WEFT_HYDRA
 # an engine of the other MPI, either way
 if check 2 --engine mpirun -np 2 "$hello"; then
   grep -q "singletons.*--engine hydra" "$tmp/err" || { echo "FAIL: --engine mpirun:"; cat "$tmp/err"; fail=1; }

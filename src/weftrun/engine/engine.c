@@ -114,6 +114,9 @@ int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
     /* --check says it host by host (its program column) */
     if (!o->check && (rc = mismatch(e, &m)))
       return rc;
+    /* before the probe of other hosts, which would run through it */
+    if (e->kind == WR_ENGINE_HYDRA && !e->found && !o->dry_run)
+      return wr_engine_ready(o, e);
   } else if (mpich_like(m.kind)) {
     engine_of("hydra", e);
     if (snprintf(e->why, sizeof(e->why), "auto: the program %s with %s (%s)",
