@@ -21,10 +21,12 @@ cd "$top"
 
 # Build tools, required libraries, optional ones, the real programs the tests run under weftrun,
 # Slurm with munge for weft-vcluster's Slurm clusters (which run daemons of their own, never the system's),
-# modulecmd for the modulefile's test, what tests/install/test-install-deb.sh builds packages with, and
-# clang-format, which keeps the one C style (tests/cli/test-core-format.sh).
+# modulecmd for the modulefile's test, what tests/install/test-install-deb.sh builds packages with,
+# clang-format, which keeps the one C style (tests/cli/test-core-format.sh), and MPICH beside Open MPI for
+# weftrun's hydra engine (tests/launch/test-weftrun-hydra.sh): Debian registers MPICH's mpirun and mpicc
+# at a lower priority (40) than Open MPI's (50), so mpirun and mpicc stay Open MPI's.
 pkgs="build-essential autoconf automake libtool pkg-config
-      openmpi-bin libopenmpi-dev libhwloc-dev hwloc libcmocka-dev libcurl4-openssl-dev
+      openmpi-bin libopenmpi-dev libhwloc-dev hwloc libcmocka-dev libcurl4-openssl-dev mpich libmpich-dev
       iproute2 procps python3 python3-mpi4py python3-torch lammps hpcc gnuplot-nox
       slurmd slurmctld slurm-client munge environment-modules debhelper lintian clang-format"
 missing=
@@ -38,6 +40,10 @@ if [ -n "$missing" ]; then
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
 fi
+case "$(readlink -f /usr/bin/mpirun 2>/dev/null)" in
+  *mpich*|*hydra*) echo "quickstart: /usr/bin/mpirun is MPICH's; weft's tests expect Open MPI's" \
+    "(update-alternatives --auto mpirun)" >&2; exit 1 ;;
+esac
 
 [ -x configure ] || ./autogen.sh
 mkdir -p _build

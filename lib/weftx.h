@@ -30,5 +30,6 @@
 #include <weftx/gcp.h>
 #include <weftx/proc.h>
 #include <weftx/page.h>
+#include <weftx/mpi.h>
 
 #endif /* WEFTX_H */

@@ -275,6 +275,10 @@ size_t wt_agent_gce_parse(const char *buf, size_t len, char *mt, size_t mtlen, c
 /* program: "elf CLASS MACHINE PATH", "script INTERPRETER PATH", "missing NAME",
  * "noexec PATH", "nointerp INTERPRETER PATH", "noscript FILE INTERPRETER" */
 #define WT_CK_PROGRAM "program"
+/* mpi: "KIND LIB", the MPI the program was built with (weftx_mpi_of_command): KIND is
+ * openmpi, mpich, mpich-family, intel or none (unknown: no fact); LIB the library that
+ * says it, "-" for none */
+#define WT_CK_MPI "mpi"
 #define WT_CK_GPU_PCI "gpu.pci"   /* NVIDIA GPUs on the PCI bus (hwloc, or WEFT_TOPOLOGY) */
 #define WT_CK_GPU_NVML "gpu.nvml" /* GPUs NVML counts, or "absent WHY" */
 #define WT_CK_GPU_MODEL "gpu.model"

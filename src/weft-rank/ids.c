@@ -4,9 +4,12 @@
  * OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE; Slurm's srun (weftrun
  * --engine srun, srun --mpi=pmix) sets SLURM_PROCID, SLURM_NTASKS,
  * SLURM_LOCALID, SLURM_NODEID and SLURM_STEP_TASKS_PER_NODE, and PMIx's
- * PMIX_RANK, which must agree with SLURM_PROCID. Open MPI's variables win:
+ * PMIX_RANK, which must agree with SLURM_PROCID; MPICH's Hydra (weftrun
+ * --engine hydra, mpiexec.hydra) sets PMI_RANK, PMI_SIZE, MPI_LOCALRANKID and
+ * MPI_LOCALNRANKS (the last two are Hydra's own). Open MPI's variables win:
  * under mpirun inside an allocation a rank inherits the SLURM_PROCID of the
- * step its daemon runs in, which is never its rank.
+ * step its daemon runs in, which is never its rank; Hydra's come before
+ * Slurm's for the same reason (Hydra may start its proxies with srun).
  */
 #include "config.h"
 
@@ -67,11 +70,27 @@ int wk_ids_get(wk_ids *ids, char *why, size_t len)
     }
     return 0;
   }
+  if (getenv("MPI_LOCALRANKID")) {
+    ids->from = "Hydra";
+    if (env_int("PMI_RANK", &ids->rank) || env_int("PMI_SIZE", &ids->size) ||
+        env_int("MPI_LOCALRANKID", &ids->local) || env_int("MPI_LOCALNRANKS", &ids->lsize)) {
+      snprintf(why, len,
+               "PMI_RANK, PMI_SIZE, MPI_LOCALRANKID and MPI_LOCALNRANKS are not all set to "
+               "numbers; weft-rank runs under weftrun, not by hand");
+      return -1;
+    }
+    if (ids->rank >= ids->size || ids->local >= ids->lsize) {
+      snprintf(why, len, "Hydra's rank %d of %d is local rank %d of %d: not a rank of this job",
+               ids->rank, ids->size, ids->local, ids->lsize);
+      return -1;
+    }
+    return 0;
+  }
   if (!getenv("SLURM_PROCID") || !getenv("SLURM_STEP_ID")) {
     snprintf(why, len,
-             "neither OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpirun) nor "
-             "SLURM_PROCID and SLURM_STEP_ID (srun) are set: weft-rank runs under weftrun, not "
-             "by hand");
+             "none of OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (mpirun), PMI_RANK and "
+             "MPI_LOCALRANKID (mpiexec.hydra), SLURM_PROCID and SLURM_STEP_ID (srun) are set: "
+             "weft-rank runs under weftrun, not by hand");
     return -1;
   }
   ids->from = "srun";

@@ -353,8 +353,9 @@ static int where(agent *g)
     return failed(g, "no program after '--'");
   if (!g->have_ids)
     return failed(g, "%s", g->idwhy);
-  /* mpirun bound the rank to Open MPI's layout; under srun nobody did: weft binds it */
-  g->ompi_bound = g->o.ompi && strcmp(g->ids.from, "srun");
+  /* mpirun bound the rank to Open MPI's layout; under srun or Hydra nobody did: weft
+   * binds it */
+  g->ompi_bound = g->o.ompi && !strcmp(g->ids.from, "Open MPI");
   g->nhosts = 1;
   if (!g->o.layout)
     return 0;
@@ -366,11 +367,12 @@ static int where(agent *g)
   if (local != g->ids.local || plsize != g->ids.lsize)
     return failed(g,
                   "%s placed this rank as local rank %d of %d, weftrun planned %d of %d on "
-                  "host %d: weftrun's %s; report this with the weftrun command line (mpirun "
+                  "host %d: weftrun's %s; report this with the weftrun command line (%s "
                   "alone runs it meanwhile)",
                   g->ids.from, g->ids.local, g->ids.lsize, local, plsize, g->node,
                   g->ompi_bound ? "model of Open MPI 4.1's placement is wrong for this job"
-                                : "hostfile was not followed");
+                                : "hostfile was not followed",
+                  strcmp(g->ids.from, "Hydra") ? "mpirun" : "mpiexec.hydra");
   return 0;
 }
 
@@ -531,7 +533,8 @@ static int environment(agent *g)
   char why[600] = "";
   int err = 0, rc = 0;
 
-  if (program_vars(g->program))
+  /* what mpirun tells a program; an MPICH program under Hydra gets Hydra's alone */
+  if (strcmp(g->ids.from, "Hydra") && program_vars(g->program))
     return failed(g, "out of memory");
   weftx_topo_env_restore();
   weftx_rank_info_init(&ri);

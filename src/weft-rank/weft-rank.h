@@ -169,7 +169,7 @@ void wk_prom_close(wk_prom *p); /* the rank ended: out of the file, the last one
  * (checked against PMIX_RANK). 0, or -1 with a reason. */
 typedef struct wk_ids {
   int rank, size, local, lsize;
-  const char *from; /* "Open MPI" or "srun" */
+  const char *from; /* "Open MPI", "srun" or "Hydra" */
 } wk_ids;
 int wk_ids_get(wk_ids *ids, char *why, size_t len);
 

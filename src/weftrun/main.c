@@ -185,7 +185,7 @@ static int attempt(wr_opts *o, int stop_fd, wr_attempt *att, void *arg)
   if (!rc)
     rc = given(&inv, att);
   if (!rc && !(rc = wr_engine_choose(o, &inv, &e)))
-    inv.no_mapper = e.kind == WR_ENGINE_SRUN;
+    inv.no_mapper = e.kind != WR_ENGINE_MPIRUN;
   if (!rc)
     rc = wr_facts_gather(o, &e, &inv, &dir, stop_fd);
   /* the probe failed in the engine: the hosts it cannot reach named, as --check names

@@ -230,9 +230,10 @@ const wt_opt wr_options[] = {
    "On a Google Cloud preemption notice, give the ranks SECONDS (0-3600, default 5) between "
    "SIGTERM and SIGKILL.",
    0},
-  {O_ENGINE, "engine", WT_OPT_ARG, "auto|mpirun|srun", S_RUN,
-   "Start the ranks with Open MPI's mpirun, or with Slurm's srun --mpi=pmix inside an "
-   "allocation (auto: mpirun; srun in an allocation without mpirun).",
+  {O_ENGINE, "engine", WT_OPT_ARG, "auto|mpirun|srun|hydra", S_RUN,
+   "Start the ranks with Open MPI's mpirun, with Slurm's srun --mpi=pmix inside an "
+   "allocation, or with MPICH's mpiexec.hydra (auto: hydra for a program built with an "
+   "MPICH-family MPI, else mpirun; srun in an allocation without mpirun).",
    0},
   {O_MONITOR, "monitor", WT_OPT_OPTARG, "[=SECONDS]", S_WATCH,
    "Every SECONDS (default " WR_MONITOR_DEFAULT_S_TEXT ", from 0.1) each rank's agent samples "
@@ -519,7 +520,7 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
   wr_opts *o = c->o;
   wr_app *app = c->app;
   static const char *const vis[] = {"all", "own", "none", NULL};
-  static const char *const engines[] = {"auto", "mpirun", "srun", NULL};
+  static const char *const engines[] = {"auto", "mpirun", "srun", "hydra", NULL};
   static const char *const restart_on[] = {"host", "any", NULL};
   const char *mca = mca_name_of(opt->id);
   int rc = 0;

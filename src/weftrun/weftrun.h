@@ -253,10 +253,14 @@ typedef struct wr_inventory {
 
 /* The engine that starts the job (engine/), chosen right after the hosts: the probe, the
  * check and the job run through it. */
-typedef enum wr_engine_kind { WR_ENGINE_MPIRUN = 1, WR_ENGINE_SRUN } wr_engine_kind;
+typedef enum wr_engine_kind {
+  WR_ENGINE_MPIRUN = 1,
+  WR_ENGINE_SRUN,
+  WR_ENGINE_HYDRA
+} wr_engine_kind;
 typedef struct wr_engine {
   wr_engine_kind kind;
-  const char *name; /* "mpirun" or "srun" */
+  const char *name; /* "mpirun", "srun" or "hydra" */
   char why[160];    /* how it was chosen: "--engine srun", "auto: ..." */
   char path[4096];  /* the program; its name alone when not found (dry run) */
   char call[4096];  /* its argv[0], as the user would type it: $WEFT_MPIRUN

@@ -6,7 +6,8 @@
 # over them; its GPU among those weftrun sends (--gpus) and the step's
 # (SLURM_STEP_GPUS with Slurm's CUDA_VISIBLE_DEVICES), renumbered as device
 # cgroups renumber them; a user's CUDA_VISIBLE_DEVICES kept; contradictions
-# refused with the agent's exit 70; --output-filename's files.
+# refused with the agent's exit 70; --output-filename's files; the rank from
+# MPICH Hydra's PMI_RANK and MPI_LOCALRANKID instead where Hydra started it.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 agent=$WEFT_BUILDDIR/src/weft-rank/weft-rank
@@ -59,9 +60,15 @@ refused "PMIX_RANK=2 but SLURM_PROCID=3" "PMIX_RANK against SLURM_PROCID" PMIX_R
   "$agent" --layout 2x2 --topology "$a3" -- true
 refused "srun placed this rank as local rank 1 of 2, weftrun planned 0 of 1" "a layout srun did not follow" \
   "$agent" --layout 1x4 --topology "$a3" -- true
+# MPICH's Hydra: PMI_RANK and Hydra's local rank win over a step's SLURM_PROCID (Hydra's
+# proxies started by srun); a local rank Hydra gave that the layout does not have is refused
+expect "2 0 1 4 0 0,1,2,3,4,5,6,7" "Hydra's PMI_RANK over SLURM_PROCID" PMI_RANK=2 PMI_SIZE=4 \
+  MPI_LOCALRANKID=0 MPI_LOCALNRANKS=2 "$agent" --layout 2x2 --topology "$a3" -- sh -c "$show"
+refused "Hydra placed this rank as local rank 0 of 1, weftrun planned 0 of 2" "a layout Hydra did not follow" \
+  PMI_RANK=2 PMI_SIZE=4 MPI_LOCALRANKID=0 MPI_LOCALNRANKS=1 "$agent" --layout 2x2 --topology "$a3" -- true
 rc=0
 env -i PATH="$PATH" "$agent" --layout 2 -- true >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ $rc -eq 70 ] && grep -q 'neither OMPI_COMM_WORLD_RANK.* nor SLURM_PROCID and SLURM_STEP_ID (srun)' "$tmp/err" ||
+[ $rc -eq 70 ] && grep -q 'none of OMPI_COMM_WORLD_RANK.* (mpirun), PMI_RANK and MPI_LOCALRANKID (mpiexec.hydra), SLURM_PROCID and SLURM_STEP_ID (srun)' "$tmp/err" ||
   { cat "$tmp/err"; fail "weft-rank by hand: exit $rc"; }
 echo "ok weft-rank by hand: refused"
 

@@ -577,6 +577,25 @@ static void test_timeout_program(void **state)
   evaluate(v, 3, NULL, &r);
   problem_with(&r, WR_CHECK_FAIL, "starts with #!/usr/bin/python9");
   wr_check_result_free(&r);
+
+  /* the program's MPI against the engine's, host by host */
+  set(&v[2], WT_CK_PROGRAM, "elf ELF64 x86-64 /opt/job/train");
+  for (int i = 0; i < 3; i++)
+    fact(&v[i], WT_CK_MPI, "openmpi libmpi.so.40");
+  evaluate(v, 3, NULL, &r);
+  for (int i = 0; i < r.nproblems; i++)
+    assert_null(strstr(r.problems[i].text, "singletons"));
+  wr_check_result_free(&r);
+  set(&v[1], WT_CK_MPI, "mpich libmpich.so.12");
+  evaluate(v, 3, NULL, &r);
+  p = problem_with(&r, WR_CHECK_FAIL,
+                   "vm-b: the program there was built with MPICH (libmpich.so.12), "
+                   "which mpirun would start as singletons");
+  assert_int_equal(p->host, 1);
+  assert_non_null(strstr(p->text, "--engine hydra"));
+  assert_string_equal(cell(&r, 1, WR_CHECK_PROGRAM)->value, "MPICH build");
+  assert_int_equal(cell(&r, 0, WR_CHECK_PROGRAM)->status, WR_CHECK_OK);
+  wr_check_result_free(&r);
   free(v);
 }
 

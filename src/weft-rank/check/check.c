@@ -37,6 +37,7 @@
 
 #define DEFAULT_DEADLINE_S 10
 #define GROUP_SHARE 0.5 /* a local check's deadline: this share of the agent's */
+#define MPI_DETECT_S 5  /* seconds for a Python interpreter to say where its mpi4py is */
 
 /* ---- The checks of this host --------------------------------------------- */
 
@@ -226,10 +227,21 @@ static void check_program(ctx *c, wk_facts *f)
   }
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
-  if (!strncmp(base, "python", 6) && arg && arg[0] != '-' && stat(arg, &st) != 0)
+  if (!strncmp(base, "python", 6) && arg && arg[0] != '-' && stat(arg, &st) != 0) {
     wk_fact(f, WT_CK_PROGRAM, "noscript %s %s", arg, path);
-  else
-    wk_fact(f, WT_CK_PROGRAM, "%s", what);
+    return;
+  }
+  wk_fact(f, WT_CK_PROGRAM, "%s", what);
+  /* the MPI it was built with, for weftrun to hold against its engine */
+  static const char *const kinds[] = {[WEFTX_MPI_NONE] = "none",
+                                      [WEFTX_MPI_OPENMPI] = "openmpi",
+                                      [WEFTX_MPI_MPICH] = "mpich",
+                                      [WEFTX_MPI_MPICH_FAMILY] = "mpich-family",
+                                      [WEFTX_MPI_INTEL] = "intel"};
+  weftx_mpi_info m;
+  weftx_mpi_of_command(c->program, MPI_DETECT_S, &m);
+  if (m.kind != WEFTX_MPI_UNKNOWN)
+    wk_fact(f, WT_CK_MPI, "%s %s", kinds[m.kind], m.lib[0] ? m.lib : "-");
 }
 
 static void memory(ctx *c, wk_facts *f)

@@ -211,7 +211,7 @@ static int make_job(check *c, const int *idx, int k, const char *mode, wr_check_
   if (j->timeout_s > left(c))
     j->timeout_s = left(c) > 1 ? left(c) : 1;
   j->verbose = c->o->verbose;
-  j->labels = e.kind == WR_ENGINE_SRUN;
+  j->labels = e.kind != WR_ENGINE_MPIRUN;
   rc = 0;
 out:
   free(p.hosts);

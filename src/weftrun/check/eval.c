@@ -427,6 +427,37 @@ static void odd_arch(eval *e, const tally *t, const char *v, const int *idx, int
           who, v, rest);
 }
 
+/* The MPI each host's program was built with against the engine's: a program of one MPI
+ * started by the other's launcher would run as singletons of one rank each. */
+static void check_mpi(eval *e)
+{
+  const char *eng = e->in->engine ? e->in->engine : "the engine";
+  int hydra = !strcmp(eng, "mpiexec.hydra");
+  for (int h = 0; h < e->in->nhosts; h++) {
+    const wr_check_host *w = H(e, h);
+    const char *v = usable(e, h) ? wr_check_fact_get(w, WT_CK_MPI) : NULL;
+    char kind[32], lib[64];
+    if (!v || timed_out(e, h, WR_CHECK_PROGRAM))
+      continue;
+    word(word(v, kind, sizeof(kind)), lib, sizeof(lib));
+    int ompi = !strcmp(kind, "openmpi");
+    int mpich = !strcmp(kind, "mpich") || !strcmp(kind, "mpich-family") || !strcmp(kind, "intel");
+    if (!(hydra && ompi) && !(!hydra && mpich))
+      continue;
+    cell(e, h, WR_CHECK_PROGRAM, WR_CHECK_FAIL, "%s build", ompi ? "Open MPI" : "MPICH");
+    problem(e, WR_CHECK_FAIL, WR_CHECK_PROGRAM, h,
+            "%s: the program there was built with %s (%s), which %s would start as "
+            "singletons of one rank each; install the %s build there%s",
+            w->name,
+            ompi                     ? "Open MPI"
+            : !strcmp(kind, "mpich") ? "MPICH"
+            : !strcmp(kind, "intel") ? "Intel MPI"
+                                     : "an MPICH-family MPI",
+            lib, eng, ompi ? "MPICH" : "Open MPI",
+            hydra ? ", or run it with --engine mpirun" : ", or run it with --engine hydra");
+  }
+}
+
 static void check_program(eval *e)
 {
   int n = e->in->nhosts;
@@ -485,6 +516,7 @@ static void check_program(eval *e)
     free(t.value);
   }
   free(a.v);
+  check_mpi(e);
 }
 
 /* ---- GPUS --------------------------------------------------------------- */

@@ -5,7 +5,11 @@
  * by ssh, or inside a Slurm allocation through Slurm's own srun, and has the
  * options Open MPI users know. Slurm's srun --mpi=pmix (srun.c)
  * starts every rank itself, as Slurm sites often want; "--engine auto" takes
- * it only inside an allocation where mpirun is missing. The engine is chosen
+ * it only inside an allocation where mpirun is missing. MPICH's mpiexec.hydra
+ * (hydra.c) starts a program built with an MPICH-family MPI, which mpirun
+ * would start as so many singletons of one rank each: "--engine auto" takes
+ * it for such a program, as the program's own file says (weftx_mpi_of_command),
+ * and a program and an engine of two MPIs are refused. The engine is chosen
  * right after the hosts, since the remote probe runs through it, and what it
  * cannot do is refused then, in one line. Every program starts as weft-rank
  * with the contract's arguments (agent.h), whatever the engine: when Open MPI
@@ -27,6 +31,10 @@ static int engine_of(const char *name, wr_engine *e)
     e->kind = WR_ENGINE_MPIRUN;
     e->name = "mpirun";
     e->found = wr_find_mpirun(e->path, sizeof(e->path)) != NULL;
+  } else if (!strcmp(name, "hydra")) {
+    e->kind = WR_ENGINE_HYDRA;
+    e->name = "mpiexec.hydra";
+    e->found = wr_find_hydra(e->path, sizeof(e->path)) != NULL;
   } else {
     e->kind = WR_ENGINE_SRUN;
     e->name = "srun";
@@ -38,13 +46,94 @@ static int engine_of(const char *name, wr_engine *e)
   return 0;
 }
 
+/* 1 for the MPIs whose programs Hydra starts. */
+static int mpich_like(weftx_mpi m)
+{
+  return m == WEFTX_MPI_MPICH || m == WEFTX_MPI_MPICH_FAMILY || m == WEFTX_MPI_INTEL;
+}
+
+/* The MPI the job's programs were built with (the first that says one), into \p info;
+ * WR_EXIT_USAGE with a line said when two programs name two MPIs. */
+static int job_mpi(const wr_opts *o, weftx_mpi_info *info)
+{
+  weftx_mpi_info one;
+  memset(info, 0, sizeof(*info));
+  for (int a = 0; a < o->napps; a++) {
+    if (!o->apps[a].nprogram)
+      continue;
+    weftx_mpi_of_command(o->apps[a].program, WR_MPI_DETECT_S, &one);
+    if (one.kind <= WEFTX_MPI_NONE)
+      continue;
+    if (info->kind > WEFTX_MPI_NONE && mpich_like(info->kind) != mpich_like(one.kind)) {
+      fprintf(stderr,
+              "weftrun: %s was built with %s (%s) and %s with %s (%s): no one launcher starts "
+              "both as one job; run them apart\n",
+              info->program, weftx_mpi_name(info->kind), info->lib, one.program,
+              weftx_mpi_name(one.kind), one.lib);
+      return WR_EXIT_USAGE;
+    }
+    if (info->kind <= WEFTX_MPI_NONE)
+      *info = one;
+  }
+  return 0;
+}
+
+/* A program and an engine of two MPIs: one line, WR_EXIT_USAGE; else 0. */
+static int mismatch(const wr_engine *e, const weftx_mpi_info *m)
+{
+  const char *what = m->mpi4py ? "imports an mpi4py built" : "was built";
+  if (e->kind == WR_ENGINE_HYDRA && m->kind == WEFTX_MPI_OPENMPI) {
+    fprintf(stderr,
+            "weftrun: %s %s with Open MPI (%s), and MPICH's mpiexec.hydra would start it as "
+            "singletons of one rank each; use --engine mpirun (or auto)\n",
+            m->program, what, m->lib);
+    return WR_EXIT_USAGE;
+  }
+  if (e->kind != WR_ENGINE_HYDRA && mpich_like(m->kind)) {
+    fprintf(stderr,
+            "weftrun: %s %s with %s (%s), and %s would start it as singletons of one rank "
+            "each; use --engine hydra (or auto), which runs MPICH's mpiexec.hydra\n",
+            m->program, what, weftx_mpi_name(m->kind), m->lib,
+            e->kind == WR_ENGINE_SRUN ? "srun --mpi=pmix" : "Open MPI's mpirun");
+    return WR_EXIT_USAGE;
+  }
+  return 0;
+}
+
 int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
 {
   char why[600];
+  weftx_mpi_info m;
+  int rc;
   memset(e, 0, sizeof(*e));
+  if ((rc = job_mpi(o, &m)))
+    return rc;
   if (o->engine && strcmp(o->engine, "auto")) {
     engine_of(o->engine, e);
     snprintf(e->why, sizeof(e->why), "--engine %s", o->engine);
+    /* --check says it host by host (its program column) */
+    if (!o->check && (rc = mismatch(e, &m)))
+      return rc;
+    /* before the probe of other hosts, which would run through it */
+    if (e->kind == WR_ENGINE_HYDRA && !e->found && !o->dry_run)
+      return wr_engine_ready(o, e);
+  } else if (mpich_like(m.kind)) {
+    engine_of("hydra", e);
+    if (snprintf(e->why, sizeof(e->why), "auto: the program %s with %s (%s)",
+                 m.mpi4py ? "imports an mpi4py built" : "was built", weftx_mpi_name(m.kind),
+                 m.lib) >= (int)sizeof(e->why))
+      e->why[sizeof(e->why) - 1] = '\0'; /* cut: it is only said */
+    if (!e->found && !o->dry_run) {
+      /* never N singletons: the MPI it needs, and where to get its launcher */
+      const char *set = getenv("WEFT_HYDRA");
+      fprintf(stderr,
+              "weftrun: %s %s with %s (%s) and needs MPICH's mpiexec.hydra, %s%s%s; install it "
+              "(apt-get install mpich) or set WEFT_HYDRA to it\n",
+              m.program, m.mpi4py ? "imports an mpi4py built" : "was built", weftx_mpi_name(m.kind),
+              m.lib, set && *set ? "and WEFT_HYDRA=" : "which is not on PATH",
+              set && *set ? set : "", set && *set ? " is not executable" : "");
+      return WR_EXIT_ENGINE;
+    }
   } else {
     engine_of("mpirun", e);
     snprintf(e->why, sizeof(e->why), "auto: Open MPI's mpirun%s",
@@ -57,7 +146,8 @@ int wr_engine_choose(const wr_opts *o, const wr_inventory *inv, wr_engine *e)
   }
   if (!wr_find_rank_agent(e->agent, sizeof(e->agent)))
     snprintf(e->agent, sizeof(e->agent), "%s/weft-rank", WEFT_LIBEXECDIR);
-  if (e->kind == WR_ENGINE_SRUN && wr_srun_check(o, inv, why, sizeof(why))) {
+  if ((e->kind == WR_ENGINE_SRUN && wr_srun_check(o, inv, why, sizeof(why))) ||
+      (e->kind == WR_ENGINE_HYDRA && wr_hydra_check(o, why, sizeof(why)))) {
     fprintf(stderr, "weftrun: %s\n", why);
     return WR_EXIT_USAGE;
   }
@@ -134,7 +224,7 @@ static int agent(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr
   char *layout = NULL, *topo = NULL, *gpus = NULL, *host_topo[WT_AGENT_MAX_TOPOLOGY];
   char *slotlist = NULL, policy[512];
   int nhost_topo = 0, rc = WR_EXIT_ENGINE, no_gpus = 1;
-  const char *here = e->kind == WR_ENGINE_SRUN ? getenv("WEFT_TOPOLOGY") : NULL;
+  const char *here = e->kind != WR_ENGINE_MPIRUN ? getenv("WEFT_TOPOLOGY") : NULL;
 
   snprintf(why, whylen, "out of memory");
   wt_agent_args_init(&ag);
@@ -254,6 +344,14 @@ int wr_engine_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const 
     }
     return agent(p, o, net, e, o->output_filename, 0, a, why, whylen);
   }
+  if (e->kind == WR_ENGINE_HYDRA) {
+    /* the same: the agents write the files; one program (wr_hydra_check()) */
+    if (wr_hydra_argv(p, o, e, a, env)) {
+      snprintf(why, whylen, "out of memory");
+      return WR_EXIT_ENGINE;
+    }
+    return agent(p, o, net, e, o->output_filename, 0, a, why, whylen);
+  }
   /* mpirun: its own options, then each program's (Open MPI's colon syntax) */
   if (wr_mpirun_argv(p, o, e, a) || wr_mpirun_env(p, o, e, env)) {
     snprintf(why, whylen, "out of memory");
@@ -275,14 +373,17 @@ int wr_engine_lines(const wr_engine *e) { return e->kind == WR_ENGINE_MPIRUN && 
 
 int wr_engine_hostfile(const wr_plan *p, const wr_engine *e, FILE *out)
 {
-  return e->kind == WR_ENGINE_SRUN ? wr_srun_hostfile(p, out) : wr_mpirun_hostfile(p, out);
+  return e->kind == WR_ENGINE_SRUN    ? wr_srun_hostfile(p, out)
+         : e->kind == WR_ENGINE_HYDRA ? wr_hydra_hostfile(p, out)
+                                      : wr_mpirun_hostfile(p, out);
 }
 
 int wr_engine_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
                          wr_argv *a, wr_argv *env)
 {
-  return e->kind == WR_ENGINE_SRUN ? wr_srun_probe_argv(o, e, n, hostfile, a, env)
-                                   : wr_mpirun_probe_argv(o, e, n, hostfile, a);
+  return e->kind == WR_ENGINE_SRUN    ? wr_srun_probe_argv(o, e, n, hostfile, a, env)
+         : e->kind == WR_ENGINE_HYDRA ? wr_hydra_probe_argv(o, e, n, hostfile, a, env)
+                                      : wr_mpirun_probe_argv(o, e, n, hostfile, a);
 }
 
 const weftx_topo *wr_engine_local_topo(const wr_plan *p)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine stage: which engine starts the ranks (engine.c), Open MPI's
- * mpirun (mpirun.c) or Slurm's srun (srun.c), and what an engine is given:
+ * mpirun (mpirun.c), Slurm's srun (srun.c) or MPICH's mpiexec.hydra
+ * (hydra.c), and what an engine is given:
  * its command line for a plan, with weft-rank and its arguments in front of
  * every program, the variables it adds to weftrun's environment, the
  * hostfile it reads, the probe's command; which of weftrun's variables go to
@@ -28,6 +29,7 @@ void wr_argv_print(FILE *out, const char *prefix, const wr_argv *a);
 const char *wr_find_rank_agent(char *buf, size_t len); /* $WEFT_RANK_PATH, build tree, libexec */
 const char *wr_find_mpirun(char *buf, size_t len);     /* $WEFT_MPIRUN, else $PATH */
 const char *wr_find_srun(char *buf, size_t len);       /* $WEFT_SRUN, else $PATH */
+const char *wr_find_hydra(char *buf, size_t len);      /* $WEFT_HYDRA, else $PATH */
 /* weftrun's environment with \p changes ("KEY=VALUE" sets, "KEY" unsets; NULL: none), for
  * execve: a NULL-terminated array of pointers into both (free() the array only). */
 char **wr_env_build(const wr_argv *changes);
@@ -60,6 +62,9 @@ int wr_engine_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char
  * mpirun, when every rank is here) read it from the job directory (e->host_xml) instead
  * of probing the hardware again. NULL otherwise. */
 const weftx_topo *wr_engine_local_topo(const wr_plan *p);
+
+/* Seconds weftrun gives a Python interpreter to say where its mpi4py is. */
+#define WR_MPI_DETECT_S 10.0
 
 /* streams.c: the engine's stdout cut into its ranks' streams (mpirun's --tag-output
  * tags, srun's --label labels), as it is read: each rank's bytes go to \p to, in order. */
@@ -149,5 +154,10 @@ int wr_srun_argv(const wr_plan *p, const wr_opts *o, const wr_net *net, const wr
 int wr_srun_hostfile(const wr_plan *p, FILE *out);
 int wr_srun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
                        wr_argv *a, wr_argv *env);
+int wr_hydra_check(const wr_opts *o, char *why, size_t len);
+int wr_hydra_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_argv *a, wr_argv *env);
+int wr_hydra_hostfile(const wr_plan *p, FILE *out);
+int wr_hydra_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char *hostfile,
+                        wr_argv *a, wr_argv *env);
 
 #endif /* WR_ENGINE_H */

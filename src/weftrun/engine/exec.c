@@ -81,6 +81,13 @@ int wr_engine_ready(const wr_opts *o, const wr_engine *e)
             getenv("SLURM_JOB_ID") ? ", or use --engine srun" : "");
     return WR_EXIT_ENGINE;
   }
+  if (!e->found && e->kind == WR_ENGINE_HYDRA) {
+    fprintf(stderr,
+            "weftrun: mpiexec.hydra not found on PATH%s; install MPICH's (apt-get install "
+            "mpich) or set WEFT_HYDRA\n",
+            getenv("WEFT_HYDRA") ? " (WEFT_HYDRA is not executable)" : "");
+    return WR_EXIT_ENGINE;
+  }
   if (!e->found) {
     fprintf(stderr,
             "weftrun: srun not found on PATH%s; add Slurm's bin directory to PATH or set "
@@ -108,14 +115,26 @@ int wr_engine_ready(const wr_opts *o, const wr_engine *e)
 
 const char *wr_engine_given(wr_engine_kind kind)
 {
-  const char *env = getenv(kind == WR_ENGINE_MPIRUN ? "WEFT_MPIRUN" : "WEFT_SRUN");
-  return env && *env ? env : kind == WR_ENGINE_MPIRUN ? "mpirun" : "srun";
+  const char *env = getenv(kind == WR_ENGINE_MPIRUN  ? "WEFT_MPIRUN"
+                           : kind == WR_ENGINE_HYDRA ? "WEFT_HYDRA"
+                                                     : "WEFT_SRUN");
+  return env && *env                ? env
+         : kind == WR_ENGINE_MPIRUN ? "mpirun"
+         : kind == WR_ENGINE_HYDRA  ? "mpiexec.hydra"
+                                    : "srun";
 }
 
 /* mpirun: $WEFT_MPIRUN, else the first one on $PATH. */
 const char *wr_find_mpirun(char *buf, size_t len)
 {
   const char *look[] = {wr_engine_given(WR_ENGINE_MPIRUN), NULL};
+  return weftx_find_exe(look, buf, len);
+}
+
+/* MPICH's mpiexec.hydra: $WEFT_HYDRA, else the first one on $PATH. */
+const char *wr_find_hydra(char *buf, size_t len)
+{
+  const char *look[] = {wr_engine_given(WR_ENGINE_HYDRA), NULL};
   return weftx_find_exe(look, buf, len);
 }
 

@@ -260,7 +260,7 @@ int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n,
     }
   split sp = {out, 0};
   wr_streams st;
-  wr_streams_init(&st, e->kind == WR_ENGINE_SRUN, n, to_host, &sp);
+  wr_streams_init(&st, e->kind != WR_ENGINE_MPIRUN, n, to_host, &sp);
   wr_streams_put(&st, r.output ? r.output : "", r.len);
   for (int i = 0; i < n; i++) {
     sp.bad |= fclose(out[i]) != 0;

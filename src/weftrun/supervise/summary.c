@@ -326,9 +326,9 @@ int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
               "weftrun: job failed: host %s lost%s: %s there died (killed? out of memory? "
               "machine going down?), and its agents stopped its ranks (exit %d)\n",
               s->p->hosts[h].host->name, ranks,
-              strcmp(s->engine, "srun") ? "mpirun's daemon (orted)"
-                                        : "Slurm's step daemon "
-                                          "(slurmstepd)",
+              !strcmp(s->engine, "srun")            ? "Slurm's step daemon (slurmstepd)"
+              : !strcmp(s->engine, "mpiexec.hydra") ? "Hydra's proxy (hydra_pmi_proxy)"
+                                                    : "mpirun's daemon (orted)",
               s->code);
     } else if (x && x->state == WR_RANK_EXITED && x->stopped == WT_CTL_STOP_LOST) {
       fprintf(out,

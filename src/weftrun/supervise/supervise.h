@@ -112,7 +112,7 @@ struct wr_sup {
   int want_end, want_stacks; /* 1: to do, 2: done (stacks: 3 when in) */
   int engine_exited, engine_judged;
   int engine_status;  /* the engine's exit status, -N when killed by signal N */
-  const char *engine; /* its name for the summaries: "mpirun" (default), "srun" */
+  const char *engine; /* its name for the summaries: "mpirun" (default), "srun", "mpiexec.hydra" */
   double engine_at;
   int started;           /* ranks whose STARTED came */
   double all_started_at; /* when the last of them came; 0 before */
