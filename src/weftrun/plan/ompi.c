@@ -2,7 +2,7 @@
 /*
  * The plan when Open MPI places the ranks (WR_MODE_OMPI): mpirun is given the
  * user's own placement options and hosts, and this predicts what it will do
- * with the Open MPI 4.1 model (weftx/ompi.h): Open MPI's node order (its own
+ * with the model of its version, Open MPI 4.1 or 5.0 (weftx/ompi.h): Open MPI's node order (its own
  * host first), the ranks of each host and their numbers, the binding of each,
  * and what weft adds to a rank (the GPU nearest its binding where a host has
  * enough GPUs, the NIC, NUMA memory). weft-rank checks on every host that
@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "plan.h"
+
+extern char **environ;
 
 static int nomem(char *why, size_t len)
 {
@@ -117,9 +119,38 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
   }
   /* the user's words in weft's grammar first (Open MPI's, which names weft's gpu too) */
   weftx_policy words;
+  weftx_ompi_cmdline cl = o->cl;
+  /* the rules of the engine's Open MPI (4.1's without one: srun, a dry run without mpirun) */
+  cl.version = inv->ompi_version > 0 ? inv->ompi_version : WR_OMPI_DEFAULT;
   memset(&words, 0, sizeof(words));
+  /* Open MPI 5's mpirun (PRRTE) reads no OMPI_MCA_ placement parameter, from --mca, the
+   * environment or the files: only what its placement options set */
+  weftx_ompi_mca own;
+  memset(&own, 0, sizeof(own));
+  for (int id = 0; id < WEFTX_OMPI_MCA_COUNT; id++) {
+    const char *from = inv->mca.m.from[id];
+    if (inv->mca.m.v[id] && from && !strncmp(from, "-", 1) && !strstr(from, "mca")) {
+      own.v[id] = inv->mca.m.v[id];
+      own.from[id] = from;
+    }
+  }
+  if (cl.version >= 500) {
+    static const char *const prte[] = {"PRTE_MCA_rmaps_", "PRTE_MCA_hwloc_", NULL};
+    for (char **e = environ; *e; e++)
+      for (int i = 0; prte[i]; i++)
+        if (!strncmp(*e, prte[i], strlen(prte[i]))) {
+          snprintf(why, whylen,
+                   "%.*s: Open MPI 5's placement parameter: Open MPI has it, weftrun does not "
+                   "(it cannot say where Open MPI will put each rank); use --map-by, --rank-by "
+                   "and --bind-to",
+                   (int)strcspn(*e, "="), *e);
+          rc = WR_EXIT_USAGE;
+          goto out;
+        }
+  }
   if ((rc = weftx_policy_parse(&words, o->map_by, o->bind_to, reason, sizeof(reason))) ||
-      (rc = weftx_ompi_policy_make(&inv->mca.m, &o->cl, &p->ompi, reason, sizeof(reason)))) {
+      (rc = weftx_ompi_policy_make(cl.version >= 500 ? &own : &inv->mca.m, &cl, &p->ompi, reason,
+                                   sizeof(reason)))) {
     rc = model_error(rc, reason, why, whylen);
     goto out;
   }
@@ -127,6 +158,23 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
                                sizeof(reason)))) {
     rc = model_error(rc, reason, why, whylen);
     goto out;
+  }
+  if (cl.version >= 500) {
+    /* Open MPI 5 overloads cpus in another order than 4.1 (0,0,1,1 where 4.1 binds
+     * 0,1,0,1), which the model does not follow */
+    unsigned b = WEFTX_OMPI_POLICY(job.policy.binding);
+    for (int k = 0; k < n && (b == WEFTX_OMPI_CORE || b == WEFTX_OMPI_HWTHREAD); k++) {
+      int count = 0,
+          cpus = b == WEFTX_OMPI_CORE ? weftx_topo_ncores(oh[k].topo) : weftx_topo_npus(oh[k].topo);
+      for (int r = 0; r < job.np; r++)
+        count += job.ranks[r].host == k;
+      if (count > cpus) {
+        rc = model_error(WEFT_ENOTSUP,
+                         "binding more ranks than cpus to cpus (overload-allowed) under Open MPI 5",
+                         why, whylen);
+        goto out;
+      }
+    }
   }
   p->ompi = job.policy;
   p->np = job.np;
