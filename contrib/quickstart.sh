@@ -22,11 +22,13 @@ cd "$top"
 # Build tools, required libraries, optional ones, the real programs the tests run under weftrun,
 # Slurm with munge for weft-vcluster's Slurm clusters (which run daemons of their own, never the system's),
 # modulecmd for the modulefile's test, what tests/install/test-install-deb.sh builds packages with, and
-# clang-format, which keeps the one C style (tests/cli/test-core-format.sh).
+# clang-format, which keeps the one C style (tests/cli/test-core-format.sh), and debootstrap, which makes the
+# Debian 13 root of the Open MPI 5 test (contrib/trixie-root, tests/cli/test-ompi5-root.sh).
 pkgs="build-essential autoconf automake libtool pkg-config
       openmpi-bin libopenmpi-dev libhwloc-dev hwloc libcmocka-dev libcurl4-openssl-dev
       iproute2 procps python3 python3-mpi4py python3-torch lammps hpcc gnuplot-nox
-      slurmd slurmctld slurm-client munge environment-modules debhelper lintian clang-format"
+      slurmd slurmctld slurm-client munge environment-modules debhelper lintian clang-format
+      debootstrap"
 missing=
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
