@@ -152,7 +152,7 @@ static const char *closest(const char *word, const char *const *names, size_t n,
 
   buf[0] = '\0';
   if (!strcasecmp(word, "package"))
-    return "; package is Open MPI 5's word, which this mpirun, Open MPI 4.1, calls socket";
+    return "; package is Open MPI 5's word: Open MPI 4.1 calls the package socket";
   for (size_t i = 0; i < n; i++) {
     int d = weftx_edit_distance(word, names[i], 1);
     if (d > 0 && d < best) {
@@ -383,8 +383,8 @@ static int ppr_pattern(const struct ctx *c, const char *pat, int *n, int *level,
   if (i == WEFT__ARRAY_SIZE(objs)) {
     if (!strcasecmp(colon + 1, "package"))
       return fail(c, WEFT_EINVAL,
-                  "ppr pattern '%s': package is Open MPI 5's word, which this mpirun, Open MPI "
-                  "4.1, calls socket; write ppr:%.*s:socket",
+                  "ppr pattern '%s': package is Open MPI 5's word: Open MPI 4.1 calls the "
+                  "package socket; write ppr:%.*s:socket",
                   pat, (int)(colon - pat), pat);
     return fail(c, WEFT_EINVAL,
                 "ppr pattern '%s': Open MPI does not know the object '%s' (node, "
@@ -417,8 +417,10 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
   ck = strchr(spec, ':');
   if (ck) {
     if (ck == spec) {
-      /* modifiers of the default mapping alone */
-      SET_POLICY(tmp, WEFTX_OMPI_SOCKET);
+      /* modifiers of the default mapping alone (Open MPI 5 leaves the mapping to its
+       * defaults, which depend on the job) */
+      if (!c->v5)
+        SET_POLICY(tmp, WEFTX_OMPI_SOCKET);
       /* an unknown modifier here is not an error in Open MPI */
       rc = check_modifiers(c, p, &tmp, ck + 1, inspec);
       if (rc < 0)
@@ -648,7 +650,8 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
                       p->cpus_per_rank, m == WEFTX_OMPI_CORE ? "core" : "hwthread",
                       p->cpus_per_rank);
       } else {
-        SET_POLICY(p->mapping, WEFTX_OMPI_NUMA);
+        /* Open MPI 5 maps them by slot (prte_rmaps_base_set_default_mapping()) */
+        SET_POLICY(p->mapping, c->v5 ? WEFTX_OMPI_SLOT : WEFTX_OMPI_NUMA);
         p->mapping |= WEFTX_OMPI_MAP_GIVEN;
       }
     }
@@ -873,7 +876,7 @@ int weftx_policy_gpu(const char *map_by)
 {
   weftx_ompi_mca m;
   weftx_ompi_policy scratch;
-  struct ctx c = {&m, NULL, 0, 1, NULL, 1}; /* weft's words: package as well as socket */
+  struct ctx c = {&m, NULL, 0, 1, NULL, 0};
   unsigned mapping = 0;
   int ppr[3] = {0, 0, 0};
 
@@ -894,7 +897,7 @@ int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
   weftx_ompi_policy scratch;
   unsigned mapping = 0, binding = 0;
   int ppr[3] = {0, 0, 0}, rc, bad_pe = 0;
-  struct ctx c = {&m, why, whylen, 1, &bad_pe, 1};
+  struct ctx c = {&m, why, whylen, 1, &bad_pe, 0};
 
   if (why && whylen)
     why[0] = '\0';

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plan.h"
 
@@ -45,6 +46,30 @@ static int pool(const wr_inventory *inv, int *order, char *why, size_t whylen)
     if (h != hnp)
       order[n++] = h;
   return 0;
+}
+
+/* \p in with Open MPI 5's word package (a whole word between ':' or ',') as socket. */
+static const char *socket_word(const char *in, char *out, size_t len)
+{
+  size_t n = 0;
+  const char *w = in;
+  while (*w && n + 8 < len) {
+    size_t k = strcspn(w, ":,");
+    if (k == 7 && !strncasecmp(w, "package", 7)) {
+      memcpy(out + n, "socket", 6);
+      n += 6;
+    } else {
+      if (n + k + 1 >= len)
+        return in;
+      memcpy(out + n, w, k);
+      n += k;
+    }
+    w += k;
+    if (*w)
+      out[n++] = *w++;
+  }
+  out[n] = '\0';
+  return *w ? in : out; /* too long: as it is (weft's grammar then says what is wrong) */
 }
 
 static int model_error(int rc, const char *what, char *why, size_t whylen)
@@ -148,7 +173,14 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
           goto out;
         }
   }
-  if ((rc = weftx_policy_parse(&words, o->map_by, o->bind_to, reason, sizeof(reason))) ||
+  char map5[256], bind5[256];
+  const char *map_w = o->map_by, *bind_w = o->bind_to;
+  if (cl.version >= 500) {
+    /* weft's grammar is 4.1's: Open MPI 5's package is its socket */
+    map_w = o->map_by ? socket_word(o->map_by, map5, sizeof(map5)) : NULL;
+    bind_w = o->bind_to ? socket_word(o->bind_to, bind5, sizeof(bind5)) : NULL;
+  }
+  if ((rc = weftx_policy_parse(&words, map_w, bind_w, reason, sizeof(reason))) ||
       (rc = weftx_ompi_policy_make(cl.version >= 500 ? &own : &inv->mca.m, &cl, &p->ompi, reason,
                                    sizeof(reason)))) {
     rc = model_error(rc, reason, why, whylen);
