@@ -239,9 +239,6 @@ int wr_facts_gather(const wr_opts *o, const wr_engine *e, wr_inventory *inv, wr_
   int rc, gce_here = 0;
   char **paths = NULL;
 
-  if ((rc = wr_ompi_version(e->kind == WR_ENGINE_MPIRUN && e->found ? e->path : NULL, stop_fd,
-                            &inv->ompi_version)))
-    return rc;
   if ((rc = wr_gcp_prepare(o, inv->nhosts, &inv->gcp)))
     return rc;
   if (wr_gcp_env(inv->gcp, &inv->preset_env, &inv->npreset_env)) {

@@ -21,7 +21,7 @@
 
 #define CACHE_NAME "mpirun-versions"
 #define CACHE_MAX 8192
-#define VERSION_DEADLINE_S 30
+#define VERSION_DEADLINE_S 10 /* a real one answers in a fraction of a second */
 
 /* "4.1.4" -> 401, "5.0" -> 500; -1 when it is not MAJOR.MINOR[...]. */
 static int parse_version(const char *s)
@@ -131,7 +131,14 @@ int wr_ompi_version(const char *mpirun, int stop_fd, int *version)
   s.timeout = VERSION_DEADLINE_S;
   s.grace = 1;
   s.stop_fd = stop_fd;
-  if (weftx_proc_run(&s, &r, why, sizeof(why)) || r.status) {
+  int failed = weftx_proc_run(&s, &r, why, sizeof(why));
+  if (r.stopped) {
+    free(r.output);
+    fprintf(stderr, "weftrun: got signal %d; nothing was started (exit %d)\n", r.stopped,
+            128 + r.stopped);
+    return 128 + r.stopped;
+  }
+  if (failed || r.status) {
     fprintf(stderr, "weftrun: %s --version, to learn which Open MPI it is: %s\n", mpirun,
             why[0]        ? why
             : r.timed_out ? "no answer"
