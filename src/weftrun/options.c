@@ -742,7 +742,7 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
   case O_DISPLAY5: rc = display5(o, sp, a1, why, len); break;
   case O_OUTPUT5: rc = output5(o, sp, a1, why, len); break;
   case O_RTOS5:
-    if (strstr(a1, "do-not-launch")) {
+    if (strstr(a1, "do-not-launch") || strstr(a1, "donotlaunch")) {
       snprintf(why, len, "%s %s: use weftrun --dry-run, which prints the plan and starts nothing",
                sp, a1);
       return -1;

@@ -53,7 +53,7 @@ echo "$out" | grep -q "bind-to core" || fail "4.1, 2 ranks of ppr:2:socket: $out
 out=$(plan -np 2 --map-by ppr:1:package)
 [ "$out" = "weftrun: ppr pattern '1:package': package is Open MPI 5's word: Open MPI 4.1 calls the package socket; write ppr:1:socket (mpirun refuses it too)" ] ||
   fail "4.1, ppr:1:package: $out"
-for o in "--display map" "--runtime-options abort-on-non-zero-status"; do
+for o in "--display map" "--runtime-options error-nonzero-status"; do
   out=$(plan -np 2 $o)
   echo "$out" | grep -q "is Open MPI 5's option, and this mpirun is Open MPI 4.1" || fail "4.1, $o: $out"
 done
