@@ -161,9 +161,25 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
   }
   if (cl.version >= 500) {
     static const char *const prte[] = {"PRTE_MCA_rmaps_", "PRTE_MCA_hwloc_", NULL};
-    for (char **e = environ; *e; e++)
-      for (int i = 0; prte[i]; i++)
-        if (!strncmp(*e, prte[i], strlen(prte[i]))) {
+    /* its defaults of the mapping and the binding are the model's MCA ones (weft-vcluster
+     * sets the binding's); other placement parameters of its are refused */
+    static const struct {
+      const char *name;
+      int id;
+    } known[] = {{"PRTE_MCA_hwloc_default_binding_policy", WEFTX_OMPI_MCA_BINDING},
+                 {"PRTE_MCA_rmaps_default_mapping_policy", WEFTX_OMPI_MCA_MAPPING}};
+    for (char **e = environ; *e; e++) {
+      size_t k = strcspn(*e, "="), i;
+      for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strlen(known[i].name) == k && !strncmp(*e, known[i].name, k) && (*e)[k] == '=')
+          break;
+      if (i < sizeof(known) / sizeof(known[0])) {
+        own.v[known[i].id] = *e + k + 1;
+        own.from[known[i].id] = known[i].name;
+        continue;
+      }
+      for (int j = 0; prte[j]; j++)
+        if (!strncmp(*e, prte[j], strlen(prte[j]))) {
           snprintf(why, whylen,
                    "%.*s: Open MPI 5's placement parameter: Open MPI has it, weftrun does not "
                    "(it cannot say where Open MPI will put each rank); use --map-by, --rank-by "
@@ -172,6 +188,7 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
           rc = WR_EXIT_USAGE;
           goto out;
         }
+    }
   }
   char map5[256], bind5[256];
   const char *map_w = o->map_by, *bind_w = o->bind_to;
