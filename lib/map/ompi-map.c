@@ -565,8 +565,13 @@ static int count_procs(struct job *j, int *np, int *nprocs)
       }
       if ((rc = target_nodes(j, a, WEFTX_OMPI_NODE, list, &n, &free)))
         break;
+      /* Open MPI 5 counts the slots of the hosts it may use: not its own with --nolocal */
+      int skip_hnp =
+        WEFTX_OMPI_V5(b) && ((b->job_mapping | b->mapping) & WEFTX_OMPI_MAP_NO_USE_LOCAL);
       for (int i = 0; i < n; i++) {
         struct node *nd = &j->nodes[list[i]];
+        if (skip_hnp && nd->h->hnp)
+          continue;
         if (pernode)
           slots += ppr_n;
         else if (persocket)
