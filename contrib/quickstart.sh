@@ -22,13 +22,15 @@ cd "$top"
 # Build tools, required libraries, optional ones, the real programs the tests run under weftrun,
 # Slurm with munge for weft-vcluster's Slurm clusters (which run daemons of their own, never the system's),
 # modulecmd for the modulefile's test, what tests/install/test-install-deb.sh builds packages with,
-# clang-format, which keeps the one C style (tests/cli/test-core-format.sh), and MPICH beside Open MPI for
-# weftrun's hydra engine (tests/launch/test-weftrun-hydra.sh): Debian registers MPICH's mpirun and mpicc
-# at a lower priority (40) than Open MPI's (50), so mpirun and mpicc stay Open MPI's.
+# clang-format, which keeps the one C style (tests/cli/test-core-format.sh), debootstrap, which makes the
+# Debian 13 root of the Open MPI 5 test (contrib/trixie-root, tests/cli/test-ompi5-root.sh), and MPICH
+# beside Open MPI for weftrun's hydra engine (tests/launch/test-weftrun-hydra.sh): Debian registers MPICH's
+# mpirun and mpicc at a lower priority (40) than Open MPI's (50), so mpirun and mpicc stay Open MPI's.
 pkgs="build-essential autoconf automake libtool pkg-config
       openmpi-bin libopenmpi-dev libhwloc-dev hwloc libcmocka-dev libcurl4-openssl-dev mpich libmpich-dev
       iproute2 procps python3 python3-mpi4py python3-torch lammps hpcc gnuplot-nox
-      slurmd slurmctld slurm-client munge environment-modules debhelper lintian clang-format"
+      slurmd slurmctld slurm-client munge environment-modules debhelper lintian clang-format
+      debootstrap"
 missing=
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

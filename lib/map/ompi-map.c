@@ -380,6 +380,80 @@ static int ppr(struct job *j, int app, const int *list, int n, int np, int *mapp
   return 0;
 }
 
+/* Open MPI 5's defaults (PRRTE 3.0's prte_rmaps_base_map_job()): the mapping when none
+ * is given follows the binding when one is (prte_rmaps_base_set_default_mapping()), else
+ * the cpus of 2 ranks or fewer, else the package; the binding when none is given
+ * follows the mapping's object, ppr's object included (4.1 bound ppr:N:socket to cores),
+ * else 2 ranks or fewer to cores, else the NUMA node; PE=n binds to cores, and maps by
+ * slot when no mapping is given (4.1: by NUMA node). */
+static void job_policies_v5(struct job *j, int nprocs, int has_numa, int has_socket)
+{
+  const weftx_ompi_policy *b = j->base;
+  weftx_ompi_policy *p = &j->p;
+  unsigned cpu = b->hwthreads ? WEFTX_OMPI_HWTHREAD : WEFTX_OMPI_CORE, bind = 0;
+
+  if (p->binding & WEFTX_OMPI_BIND_GIVEN)
+    bind = WEFTX_OMPI_POLICY(p->binding);
+  else if (b->binding & WEFTX_OMPI_BIND_GIVEN)
+    bind = WEFTX_OMPI_POLICY(b->binding);
+  if (!WEFTX_OMPI_POLICY(p->mapping)) {
+    unsigned dflt;
+    if (b->mapping & WEFTX_OMPI_MAP_GIVEN)
+      p->mapping = b->mapping;
+    else {
+      if (p->cpus_per_rank > 1)
+        dflt = WEFTX_OMPI_SLOT;
+      else if (bind == WEFTX_OMPI_BIND_NONE || bind == WEFTX_OMPI_BIND_CPUSET)
+        dflt = WEFTX_OMPI_SLOT;
+      else if (bind)
+        dflt = bind;
+      else if (nprocs <= 2)
+        dflt = cpu;
+      else
+        dflt = has_socket ? WEFTX_OMPI_SOCKET : has_numa ? WEFTX_OMPI_NUMA : WEFTX_OMPI_SLOT;
+      p->mapping = dflt | (p->mapping & 0xff00u);
+    }
+  }
+  if (!(p->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
+    if (!(b->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
+      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
+    } else if (b->mapping & WEFTX_OMPI_MAP_NO_OVERSUB) {
+      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
+    } else {
+      p->mapping &= ~(unsigned)WEFTX_OMPI_MAP_NO_OVERSUB;
+      p->mapping |= WEFTX_OMPI_MAP_SUBSCRIBE;
+    }
+  }
+  if (b->mapping & WEFTX_OMPI_MAP_NO_USE_LOCAL)
+    p->mapping |= WEFTX_OMPI_MAP_NO_USE_LOCAL;
+  if (!WEFTX_OMPI_POLICY(p->ranking))
+    p->ranking = b->ranking;
+  if (p->binding & WEFTX_OMPI_BIND_GIVEN)
+    return;
+  if (b->binding & WEFTX_OMPI_BIND_GIVEN) {
+    p->binding = b->binding;
+    return;
+  }
+#define DEFAULT_BIND(x) (p->binding = (x) | (p->binding & 0xf000u) | WEFTX_OMPI_BIND_IF_SUPPORTED)
+  unsigned mpol = WEFTX_OMPI_POLICY(p->mapping);
+  if (p->cpus_per_rank > 0)
+    DEFAULT_BIND(cpu);
+  else if (mpol >= WEFTX_OMPI_NUMA && mpol <= WEFTX_OMPI_HWTHREAD)
+    DEFAULT_BIND(mpol);
+  else if (mpol == WEFTX_OMPI_PPR && p->ppr_level >= WEFTX_OMPI_NUMA &&
+           p->ppr_level <= WEFTX_OMPI_HWTHREAD)
+    DEFAULT_BIND((unsigned)p->ppr_level);
+  else if (nprocs <= 2)
+    DEFAULT_BIND(cpu);
+  else if (has_numa)
+    DEFAULT_BIND(WEFTX_OMPI_NUMA);
+  else
+    p->binding = WEFTX_OMPI_BIND_NONE | (p->binding & 0xf000u) | WEFTX_OMPI_BIND_GIVEN;
+  if (b->binding & WEFTX_OMPI_BIND_OVERLOAD)
+    p->binding |= WEFTX_OMPI_BIND_OVERLOAD;
+#undef DEFAULT_BIND
+}
+
 /* The job's policies, as orte_rmaps_base_map_job() sets them before mapping: the
  * command line's, else Open MPI's defaults (MCA), else the defaults by the number of
  * ranks and mpirun's own topology. */
@@ -403,6 +477,10 @@ static void job_policies(struct job *j, int nprocs, const weftx_topo *hnp)
     p->ppr_count = b->job_ppr_count;
   }
   p->cpus_per_rank = b->job_cpus_per_rank > 0 ? b->job_cpus_per_rank : b->cpus_per_rank;
+  if (WEFTX_OMPI_V5(b)) {
+    job_policies_v5(j, nprocs, has_numa, has_socket);
+    return;
+  }
   if (!WEFTX_OMPI_POLICY(p->mapping)) {
     unsigned dflt;
     if (b->mapping & WEFTX_OMPI_MAP_GIVEN)
@@ -487,8 +565,13 @@ static int count_procs(struct job *j, int *np, int *nprocs)
       }
       if ((rc = target_nodes(j, a, WEFTX_OMPI_NODE, list, &n, &free)))
         break;
+      /* Open MPI 5 counts the slots of the hosts it may use: not its own with --nolocal */
+      int skip_hnp =
+        WEFTX_OMPI_V5(b) && ((b->job_mapping | b->mapping) & WEFTX_OMPI_MAP_NO_USE_LOCAL);
       for (int i = 0; i < n; i++) {
         struct node *nd = &j->nodes[list[i]];
+        if (skip_hnp && nd->h->hnp)
+          continue;
         if (pernode)
           slots += ppr_n;
         else if (persocket)

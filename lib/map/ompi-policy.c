@@ -71,6 +71,7 @@ struct ctx {
   int weft;    /* weft's words too (gpu, ppr:N:gpu, gpu-local) */
   int *bad_pe; /* set for a PE=n whose n is not a whole number from 1 (Open MPI reads
                       it as 0), or NULL */
+  int v5;      /* Open MPI 5's words (package) and rules */
 };
 
 /* "PARAM (from WHERE)" for messages. */
@@ -151,7 +152,7 @@ static const char *closest(const char *word, const char *const *names, size_t n,
 
   buf[0] = '\0';
   if (!strcasecmp(word, "package"))
-    return "; Open MPI 4.1 calls the package socket";
+    return "; package is Open MPI 5's word: Open MPI 4.1 calls the package socket";
   for (size_t i = 0; i < n; i++) {
     int d = weftx_edit_distance(word, names[i], 1);
     if (d > 0 && d < best) {
@@ -223,10 +224,19 @@ static int binding_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
     SET_BIND(tmp, WEFTX_OMPI_CORE);
     tmp &= ~WEFTX_OMPI_BIND_GIVEN;
   } else {
-    /* "none" was taken above by its first 4 letters, as Open MPI does */
+    /* "none" was taken above by its first 4 letters, as Open MPI does; Open MPI 5 calls
+     * the socket package (and still reads socket) */
+    if (c->v5 && prefix(buf, "package") && strlen(buf) >= 2)
+      weft__snprintf(buf, sizeof(buf), "socket");
     for (i = 0; i < nwords; i++)
       if (values[i] != WEFTX_OMPI_BIND_NONE && strcasecmp(buf, names[i]) == 0)
         break;
+    if (c->v5 && !c->weft && i < nwords &&
+        (values[i] == WEFTX_OMPI_BOARD || values[i] == WEFTX_OMPI_BIND_CPUSET))
+      return fail(c, WEFT_EINVAL,
+                  "%s '%s': Open MPI 5 binds to none, hwthread, core, l1cache, l2cache, l3cache, "
+                  "numa or package (board and cpu-list were Open MPI 4.1's)",
+                  src(c, WEFTX_OMPI_MCA_BINDING, s, sizeof(s)), spec);
     if (i == nwords)
       return fail(c, WEFT_EINVAL,
                   "%s '%s': Open MPI binds to none, hwthread, core, l1cache, "
@@ -368,13 +378,23 @@ static int ppr_pattern(const struct ctx *c, const char *pat, int *n, int *level,
   for (i = 0; i < WEFT__ARRAY_SIZE(objs); i++)
     if (prefix(colon + 1, objs[i].name))
       break;
-  if (i == WEFT__ARRAY_SIZE(objs))
+  if (i == WEFT__ARRAY_SIZE(objs) && c->v5 && colon[1] && prefix(colon + 1, "package"))
+    i = 4; /* Open MPI 5's name of the socket */
+  if (i == WEFT__ARRAY_SIZE(objs)) {
+    if (!strcasecmp(colon + 1, "package"))
+      return fail(c, WEFT_EINVAL,
+                  "ppr pattern '%s': package is Open MPI 5's word: Open MPI 4.1 calls the "
+                  "package socket; write ppr:%.*s:socket",
+                  pat, (int)(colon - pat), pat);
     return fail(c, WEFT_EINVAL,
                 "ppr pattern '%s': Open MPI does not know the object '%s' (node, "
-                "socket, numa, l3cache, l2cache, l1cache, core, hwthread%s)",
-                pat, colon + 1, c->weft ? "; weft's gpu" : "");
+                "%s, numa, l3cache, l2cache, l1cache, core, hwthread%s)",
+                pat, colon + 1, c->v5 ? "package" : "socket", c->weft ? "; weft's gpu" : "");
+  }
   *level = objs[i].v;
-  *count = strstr(pat, "node") ? WEFTX_OMPI_NODE : strstr(pat, "socket") ? WEFTX_OMPI_SOCKET : 0;
+  *count = strstr(pat, "node")                                               ? WEFTX_OMPI_NODE
+           : strstr(pat, "socket") || (c->v5 && *level == WEFTX_OMPI_SOCKET) ? WEFTX_OMPI_SOCKET
+                                                                             : 0;
   return 0;
 }
 
@@ -397,8 +417,10 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
   ck = strchr(spec, ':');
   if (ck) {
     if (ck == spec) {
-      /* modifiers of the default mapping alone */
-      SET_POLICY(tmp, WEFTX_OMPI_SOCKET);
+      /* modifiers of the default mapping alone (Open MPI 5 leaves the mapping to its
+       * defaults, which depend on the job) */
+      if (!c->v5)
+        SET_POLICY(tmp, WEFTX_OMPI_SOCKET);
       /* an unknown modifier here is not an error in Open MPI */
       rc = check_modifiers(c, p, &tmp, ck + 1, inspec);
       if (rc < 0)
@@ -442,6 +464,13 @@ static int mapping_policy(const struct ctx *c, weftx_ompi_policy *p, const char 
   for (i = 0; i < WEFT__ARRAY_SIZE(map_values); i++)
     if (strncasecmp(spec, map_names[i], len) == 0)
       break;
+  if (i == WEFT__ARRAY_SIZE(map_values) && c->v5 && len >= 2 && prefix(spec, "package"))
+    i = 7; /* Open MPI 5's name of the socket */
+  if (c->v5 && !c->weft && i < WEFT__ARRAY_SIZE(map_values) && map_values[i] == WEFTX_OMPI_BOARD)
+    return fail(c, WEFT_EINVAL,
+                "%s '%s': Open MPI 5 maps by slot, hwthread, core, l1cache, l2cache, l3cache, "
+                "numa, package, node, seq, ppr, rankfile or pe-list= (board was Open MPI 4.1's)",
+                src(c, WEFTX_OMPI_MCA_MAPPING, s, sizeof(s)), inspec);
   if (c->weft && !strcasecmp(spec, "gpu")) {
     SET_POLICY(tmp, WEFTX_OMPI_GPU);
   } else if (i == WEFT__ARRAY_SIZE(map_values)) {
@@ -509,6 +538,25 @@ static int ranking_policy(const struct ctx *c, unsigned mapping, const char *spe
     tmp |= WEFTX_OMPI_RANK_FILL;
   }
   len = strlen(buf);
+  if (c->v5) {
+    /* Open MPI 5 ranks by slot, node, fill or span, without modifiers */
+    if (mod)
+      return fail(c, WEFT_EINVAL,
+                  "%s '%s': Open MPI 5 takes slot, node, fill or span without a modifier "
+                  "(Open MPI 4.1 took OBJECT:fill)",
+                  src(c, WEFTX_OMPI_MCA_RANKING, s, sizeof(s)), spec);
+    if (len && !strncasecmp(buf, "span", len))
+      return fail(c, WEFT_ENOTSUP, "%s '%s': ranking by span",
+                  src(c, WEFTX_OMPI_MCA_RANKING, s, sizeof(s)), spec);
+    if (len && !strncasecmp(buf, "fill", len))
+      return fail(c, WEFT_ENOTSUP, "%s '%s': ranking by fill",
+                  src(c, WEFTX_OMPI_MCA_RANKING, s, sizeof(s)), spec);
+    if (!len || (strncasecmp(buf, "slot", len) && strncasecmp(buf, "node", len)))
+      return fail(c, WEFT_EINVAL,
+                  "%s '%s': Open MPI 5 ranks by slot, node, fill or span (Open MPI 4.1 also "
+                  "by hwthread, core, l1cache, l2cache, l3cache, socket, numa or board)",
+                  src(c, WEFTX_OMPI_MCA_RANKING, s, sizeof(s)), spec);
+  }
   for (i = 0; i < WEFT__ARRAY_SIZE(words); i++)
     if (strncasecmp(buf, words[i].name, len) == 0)
       break;
@@ -602,7 +650,8 @@ static int rmaps_open(const struct ctx *c, weftx_ompi_policy *p)
                       p->cpus_per_rank, m == WEFTX_OMPI_CORE ? "core" : "hwthread",
                       p->cpus_per_rank);
       } else {
-        SET_POLICY(p->mapping, WEFTX_OMPI_NUMA);
+        /* Open MPI 5 maps them by slot (prte_rmaps_base_set_default_mapping()) */
+        SET_POLICY(p->mapping, c->v5 ? WEFTX_OMPI_SLOT : WEFTX_OMPI_NUMA);
         p->mapping |= WEFTX_OMPI_MAP_GIVEN;
       }
     }
@@ -685,7 +734,7 @@ static int job_open(const struct ctx *c, const weftx_ompi_cmdline *cl, weftx_omp
 int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl,
                            weftx_ompi_policy *p, char *why, size_t whylen)
 {
-  struct ctx c = {m, why, whylen, 0, NULL};
+  struct ctx c = {m, why, whylen, 0, NULL, cl && cl->version >= 500};
   const char *rmaps = m->v[WEFTX_OMPI_MCA_RMAPS], *slots = m->v[WEFTX_OMPI_MCA_SET_SLOTS];
   char s[160];
   int rc;
@@ -693,6 +742,7 @@ int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl
   if (why && whylen)
     why[0] = '\0';
   memset(p, 0, sizeof(*p));
+  p->version = cl && cl->version > 0 ? cl->version : 401;
   if (m->v[WEFTX_OMPI_MCA_RANKFILE])
     return fail(&c, WEFT_ENOTSUP, "%s '%s': rankfiles",
                 src(&c, WEFTX_OMPI_MCA_RANKFILE, s, sizeof(s)), m->v[WEFTX_OMPI_MCA_RANKFILE]);
@@ -731,16 +781,16 @@ int weftx_ompi_policy_make(const weftx_ompi_mca *m, const weftx_ompi_cmdline *cl
 
 int weftx_ompi_policy_format(const weftx_ompi_policy *p, char *buf, size_t len)
 {
-  return weft__snprintf(buf, len, "%x/%x/%x/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s", p->mapping, p->ranking,
-                        p->binding, p->ppr_n, p->ppr_level, p->ppr_count, p->cpus_per_rank,
-                        p->hwthreads, p->pernode, p->n_pernode, p->n_persocket, p->set_slots,
-                        p->cpu_list);
+  return weft__snprintf(buf, len, "%x/%x/%x/%d/%d/%d/%d/%d/%d/%d/%d/%d/%s/%s", p->mapping,
+                        p->ranking, p->binding, p->ppr_n, p->ppr_level, p->ppr_count,
+                        p->cpus_per_rank, p->hwthreads, p->pernode, p->n_pernode, p->n_persocket,
+                        p->version, p->set_slots, p->cpu_list);
 }
 
 int weftx_ompi_policy_parse(const char *s, weftx_ompi_policy *p)
 {
-  char buf[512], *f[13], *end;
-  long v[11];
+  char buf[512], *f[14], *end;
+  long v[12];
   int n = 0, i;
 
   memset(p, 0, sizeof(*p));
@@ -750,14 +800,14 @@ int weftx_ompi_policy_parse(const char *s, weftx_ompi_policy *p)
   f[n++] = buf;
   for (char *q = buf; *q; q++)
     if (*q == '/') {
-      if (n == 13)
+      if (n == 14)
         return WEFT_EPARSE;
       *q = '\0';
       f[n++] = q + 1;
     }
-  if (n != 13)
+  if (n != 14)
     return WEFT_EPARSE;
-  for (i = 0; i < 11; i++) {
+  for (i = 0; i < 12; i++) {
     v[i] = strtol(f[i], &end, i < 3 ? 16 : 10);
     if (end == f[i] || *end || v[i] < 0 || v[i] > 0xfffff)
       return WEFT_EPARSE;
@@ -773,8 +823,9 @@ int weftx_ompi_policy_parse(const char *s, weftx_ompi_policy *p)
   p->pernode = (int)v[8];
   p->n_pernode = (int)v[9];
   p->n_persocket = (int)v[10];
-  if (weft__snprintf(p->set_slots, sizeof(p->set_slots), "%s", f[11]) ||
-      weft__snprintf(p->cpu_list, sizeof(p->cpu_list), "%s", f[12]))
+  p->version = (int)v[11];
+  if (weft__snprintf(p->set_slots, sizeof(p->set_slots), "%s", f[12]) ||
+      weft__snprintf(p->cpu_list, sizeof(p->cpu_list), "%s", f[13]))
     return WEFT_EPARSE;
   return 0;
 }
@@ -825,7 +876,7 @@ int weftx_policy_gpu(const char *map_by)
 {
   weftx_ompi_mca m;
   weftx_ompi_policy scratch;
-  struct ctx c = {&m, NULL, 0, 1, NULL};
+  struct ctx c = {&m, NULL, 0, 1, NULL, 0};
   unsigned mapping = 0;
   int ppr[3] = {0, 0, 0};
 
@@ -846,7 +897,7 @@ int weftx_policy_parse(weftx_policy *p, const char *map_by, const char *bind_to,
   weftx_ompi_policy scratch;
   unsigned mapping = 0, binding = 0;
   int ppr[3] = {0, 0, 0}, rc, bad_pe = 0;
-  struct ctx c = {&m, why, whylen, 1, &bad_pe};
+  struct ctx c = {&m, why, whylen, 1, &bad_pe, 0};
 
   if (why && whylen)
     why[0] = '\0';

@@ -304,3 +304,61 @@ int weft__topo_cache_load(unsigned flags, weftx_topo **out, char *why, size_t wh
   *out = t;
   return 0;
 }
+
+/* ---- small texts beside the topology ------------------------------------------------ */
+
+static int small_path(const char *name, char *dir, size_t dlen, char *path, size_t plen)
+{
+  const char *off = off_reason();
+
+  if (off || !name || !*name || strchr(name, '/')) {
+    if (off)
+      WEFT__LOG(TOPO, "cache: off (%s)", off);
+    return -1;
+  }
+  if (cache_dir(dir, dlen) != 0 || weft__snprintf(path, plen, "%s/%s", dir, name) != 0)
+    return -1;
+  return 0;
+}
+
+int weftx_cache_get(const char *name, char *buf, size_t len)
+{
+  char dir[4096], path[4200], *text;
+  size_t n = 0;
+
+  if (!buf || len == 0 || small_path(name, dir, sizeof(dir), path, sizeof(path)))
+    return -1;
+  if (access(path, F_OK) != 0 || !(text = read_cached(path, &n)))
+    return -1;
+  if (n >= len) {
+    free(text);
+    return -1;
+  }
+  memcpy(buf, text, n + 1);
+  free(text);
+  return 0;
+}
+
+int weftx_cache_put(const char *name, const char *text)
+{
+  char dir[4096], path[4200], tmp[4300];
+  size_t n = text ? strlen(text) : 0, done = 0;
+  int fd, rc = -1;
+
+  if (!text || small_path(name, dir, sizeof(dir), path, sizeof(path)) ||
+      weft__snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) != 0 || (fd = mkstemp(tmp)) < 0)
+    return -1;
+  while (done < n) {
+    ssize_t k = write(fd, text + done, n - done);
+    if (k <= 0)
+      break;
+    done += (size_t)k;
+  }
+  if (close(fd) == 0 && done == n && rename(tmp, path) == 0)
+    rc = 0;
+  else
+    WEFT__LOG(TOPO, "cache: cannot write %s: %s", path, strerror(errno));
+  if (rc)
+    unlink(tmp);
+  return rc;
+}

@@ -123,6 +123,7 @@ typedef struct weftx_ompi_cmdline {
   const char *map_by, *rank_by, *bind_to;
   int pernode, npernode, npersocket, cpus_per_proc;
   int nolocal, oversubscribe, nooversubscribe;
+  int version; /* whose rules: Open MPI MAJOR*100+MINOR, 401 (or 0) for 4.1, 500 for 5.0 */
 } weftx_ompi_cmdline;
 
 /* The policy: Open MPI's defaults (the MCA parameters, after rmaps and hwloc open)
@@ -146,7 +147,10 @@ typedef struct weftx_ompi_policy {
   char cpu_list[256];                  /* --cpu-set / --cpu-list (logical cpus); "" when none */
   char set_slots[32]; /* orte_set_default_slots: "cores", "hwthreads", "sockets", "numas", N */
   int keep_fqdn;
+  int version; /* whose rules (weftx_ompi_cmdline's): 0 or 401 Open MPI 4.1, 500 Open MPI 5.0 */
 } weftx_ompi_policy;
+/* Open MPI 5's rules (PRRTE's rmaps and hwloc base) instead of 4.1's (ORTE's). */
+#define WEFTX_OMPI_V5(p) ((p)->version >= 500)
 
 WEFT_BEGIN_DECLS
 

@@ -130,6 +130,14 @@ void weftx_topo_destroy(weftx_topo *t);
 int weftx_topo_export_xml(const weftx_topo *t, FILE *out);
 /** \brief How WEFTX_TOPO_CACHE went for \p t (a weftx_topo_cache_how). */
 int weftx_topo_cache_state(const weftx_topo *t);
+/** \brief A small text beside the topology in weft's per-user cache ($XDG_CACHE_HOME/weft/NAME,
+ * the same directory and rules: the user's own 0600 file in a 0700 directory, off with
+ * WEFT_TOPOLOGY_CACHE=0): weftx_cache_get() copies it into \p buf (0) or says there is none
+ * usable (-1: off, missing, not private, longer than \p len); weftx_cache_put() replaces it
+ * atomically (0 or -1). For facts as costly to learn as the topology, such as the version
+ * of the MPI launcher. */
+int weftx_cache_get(const char *name, char *buf, size_t len);
+int weftx_cache_put(const char *name, const char *text);
 
 /* A topology shipped with weft (or added to its data directory), by name. */
 typedef struct weftx_topo_entry {

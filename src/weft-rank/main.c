@@ -207,18 +207,22 @@ static void report_ompi(const weftx_topo *t, int rank, hwloc_const_cpuset_t set)
 }
 
 /* The command mpirun would have told the program it is (OMPI_COMMAND, OMPI_ARGV): it
- * told weft-rank's instead. */
+ * told weft-rank's instead. Open MPI 4.1 gives the program's base name and no OMPI_ARGV
+ * without arguments; Open MPI 5 (which sets OMPI_VERSION 5.x) the word as typed, and an
+ * empty OMPI_ARGV. */
 static int program_vars(char **program)
 {
+  const char *version = getenv("OMPI_VERSION");
+  int v5 = version && strtol(version, NULL, 10) >= 5;
   char *copy = strdup(program[0]), *args = NULL;
   size_t len = 0;
   FILE *f;
-  int rc = !copy || setenv("OMPI_COMMAND", basename(copy), 1);
+  int rc = !copy || setenv("OMPI_COMMAND", v5 ? program[0] : basename(copy), 1);
   free(copy);
   if (rc)
     return -1;
   if (!program[1])
-    return unsetenv("OMPI_ARGV");
+    return v5 ? setenv("OMPI_ARGV", "", 1) : unsetenv("OMPI_ARGV");
   if (!(f = open_memstream(&args, &len)))
     return -1;
   for (int i = 1; program[i]; i++)
@@ -581,9 +585,10 @@ static int run(agent *g)
   char why[600];
   if (welcomed(g->ch, &g->who))
     return WK_EXIT_SETUP;
-  if (g->o.lines) {
-    /* what mpirun tells its ranks of the options the agent carries out for it (a
-     * variable the user set stays) */
+  const char *ompi_v = getenv("OMPI_VERSION");
+  if (g->o.lines && !(ompi_v && strtol(ompi_v, NULL, 10) >= 5)) {
+    /* what mpirun 4.1 tells its ranks of the options the agent carries out for it (a
+     * variable the user set stays; Open MPI 5 sets none) */
     if ((g->o.tag_output && setenv("OMPI_MCA_orte_tag_output", "1", 0)) ||
         (g->o.timestamp_output && setenv("OMPI_MCA_orte_timestamp_output", "1", 0)) ||
         (g->o.output_filename && setenv("OMPI_MCA_orte_output_filename", g->o.output_filename, 0)))

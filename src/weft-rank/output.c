@@ -68,6 +68,7 @@ struct wk_output {
   int stop[2];           /* a byte here: the end has come, drain */
   int lines, tag, stamp; /* whole lines as records; tagged; time-stamped */
   char tags[2][64];      /* "[J,R]<stdout>:", "[J,R]<stderr>:" */
+  int v5;                /* under Open MPI 5's mpirun: its forms of the prefixes */
   line part[2];
   char batch[REC_MAX]; /* records not written yet */
   size_t blen;
@@ -110,10 +111,16 @@ static void emit(wk_output *o, int i, int end)
       if (localtime_r(&now, &tm))
         strftime(when, sizeof(when), "%a %b %e %H:%M:%S %Y", &tm);
     }
-    snprintf(prefix, sizeof(prefix), "%s%s", when,
-             o->tag ? o->tags[i]
-             : i    ? "<stderr>:"
-                    : "<stdout>:");
+    if (o->v5 && o->stamp) /* Open MPI 5: "[ctime][J,R]<stdout>: " */
+      snprintf(prefix, sizeof(prefix), "[%s]%s", when,
+               o->tag ? o->tags[i]
+               : i    ? "<stderr>: "
+                      : "<stdout>: ");
+    else
+      snprintf(prefix, sizeof(prefix), "%s%s", when,
+               o->tag ? o->tags[i]
+               : i    ? "<stderr>:"
+                      : "<stdout>:");
   }
   size_t plen = strlen(prefix);
   rec[n++] = WT_LINE_MARK;
@@ -271,10 +278,14 @@ static int cloexec_pty(int fd[2])
  * mpirun prints it (the low 16 bits of Open MPI's job id). */
 static void make_tags(wk_output *o, int rank)
 {
-  const char *id = getenv("OMPI_MCA_ess_base_jobid");
+  const char *id = getenv("OMPI_MCA_ess_base_jobid"), *v = getenv("OMPI_VERSION");
   unsigned long job = id ? strtoul(id, NULL, 10) & 0xffff : 0;
-  snprintf(o->tags[0], sizeof(o->tags[0]), "[%lu,%d]<stdout>:", job, rank);
-  snprintf(o->tags[1], sizeof(o->tags[1]), "[%lu,%d]<stderr>:", job, rank);
+  /* Open MPI 5 (OMPI_VERSION 5.x): its first job is 1, a space after the tag */
+  o->v5 = v && strtol(v, NULL, 10) >= 5;
+  if (o->v5)
+    job = 1;
+  snprintf(o->tags[0], sizeof(o->tags[0]), "[%lu,%d]<stdout>:%s", job, rank, o->v5 ? " " : "");
+  snprintf(o->tags[1], sizeof(o->tags[1]), "[%lu,%d]<stderr>:%s", job, rank, o->v5 ? " " : "");
 }
 
 /* mkdir of one level; an existing directory is fine. */

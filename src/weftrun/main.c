@@ -204,6 +204,10 @@ static int attempt(wr_opts *o, int stop_fd, wr_attempt *att, void *arg)
     wr_jobdir_remove(&dir);
     return rc;
   }
+  /* the rules the plan follows: the engine's Open MPI (after --check, which needs none) */
+  if (!rc && !(rc = stopped(stop_fd)))
+    rc = wr_ompi_version(e.kind == WR_ENGINE_MPIRUN && e.found ? e.path : NULL, stop_fd,
+                         &inv.ompi_version);
   if (!rc && !(rc = stopped(stop_fd)))
     rc = plan(o, &inv, &p);
   /* a dry run refuses what the launch would: a TMPDIR where no private directory can be made */

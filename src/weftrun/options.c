@@ -82,6 +82,9 @@ enum {
   O_GMCA,
   O_REPORT,
   O_DISPLAY,
+  O_DISPLAY5,
+  O_OUTPUT5,
+  O_RTOS5,
   O_TAG,
   O_TIMESTAMP,
   O_OUTFILE,
@@ -187,6 +190,10 @@ const wt_opt wr_options[] = {
    "display-devel-allocation|display-topo",
    WT_OPT_FLAG, NULL, S_REPORT,
    "Open MPI's map and allocation before the launch (under --map-by gpu: weft's plan).", 0},
+  {O_DISPLAY5, "display", WT_OPT_ARG, "LIST", S_REPORT,
+   "Open MPI 5's spelling of the reports: map, map-devel, allocation, bind (as "
+   "--report-bindings), topo=LIST; under Open MPI 4.1 refused with its own words.",
+   0},
   {O_DRYRUN, "dry-run", WT_OPT_FLAG, NULL, S_REPORT,
    "Print the whole plan (hosts, ranks, every variable each rank gets) and start nothing "
    "(weftrun(1), PLAN).",
@@ -205,6 +212,10 @@ const wt_opt wr_options[] = {
    0},
   {O_TIMESTAMP, "timestamp-output", WT_OPT_FLAG, NULL, S_OUT,
    "Prefix every output line with the time.", 0},
+  {O_OUTPUT5, "output", WT_OPT_ARG, "LIST", S_OUT,
+   "Open MPI 5's spelling: tag (as --tag-output), timestamp (as --timestamp-output), "
+   "merge-stderr-to-stdout; the same under Open MPI 4.1.",
+   0},
   {O_OUTFILE, "output-filename", WT_OPT_ARG, "DIR", S_OUT,
    "Write each rank's output into DIR/1/rank.R/stdout and stderr too.", 0},
   {O_TIMEOUT, "timeout", WT_OPT_ARG, "SECONDS", S_RUN,
@@ -309,6 +320,10 @@ const wt_opt wr_options[] = {
    "prefix|launch-agent|stdin|xml-file|report-pid|report-uri|ompi-server|cartofile|cf|"
    "preload-files|personality|report-events",
    WT_OPT_ARG, "ARG", S_OMPI, "Open MPI options with one argument, passed to mpirun.", WT_OPT_PASS},
+  {O_RTOS5, "runtime-options", WT_OPT_ARG, "LIST", S_OMPI,
+   "Open MPI 5's run-time options, passed to its mpirun (but do-not-launch: use --dry-run); "
+   "refused under 4.1.",
+   0},
   /* Open MPI options weftrun refuses (the message says what to use) */
   {O_REFUSE1, "rankfile|rf", WT_OPT_ARG, "FILE", S_NO,
    "use --map-by/--rank-by/--bind-to, or --cpu-set with --bind-to cpu-list:ordered", H},
@@ -513,6 +528,59 @@ static const char *mca_name_of(int id)
   }
 }
 
+/* Open MPI 5's --display LIST: bind is --report-bindings; map, map-devel, allocation,
+ * allocation-devel and topo=... are mpirun's reports, which weftrun leaves to it. */
+static int display5(wr_opts *o, const char *sp, const char *list, char *why, size_t len)
+{
+  char buf[256], *save = NULL;
+  if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf)) {
+    snprintf(why, len, "%s: the list is too long", sp);
+    return -1;
+  }
+  for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    if (!strcasecmp(w, "bind"))
+      o->report_bindings = 1;
+    else if (strcasecmp(w, "map") && strcasecmp(w, "map-devel") && strcasecmp(w, "allocation") &&
+             strcasecmp(w, "allocation-devel") && strncasecmp(w, "topo=", 5)) {
+      snprintf(why, len,
+               "%s %s: Open MPI 5 displays map, map-devel, allocation, allocation-devel, bind "
+               "or topo=LIST, not '%s'",
+               sp, list, w);
+      return -1;
+    } else if (!o->mpirun_only && !(o->mpirun_only = own(o, sp, why, len)))
+      return -1;
+  }
+  if (!o->v5_only && !(o->v5_only = own(o, sp, why, len)))
+    return -1;
+  return 0;
+}
+
+/* Open MPI 5's --output LIST: what weft-rank does for --tag-output, --timestamp-output
+ * (the same under either mpirun); merge-stderr-to-stdout is mpirun's flag of that name. */
+static int output5(wr_opts *o, const char *sp, const char *list, char *why, size_t len)
+{
+  char buf[256], *save = NULL;
+  if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf)) {
+    snprintf(why, len, "%s: the list is too long", sp);
+    return -1;
+  }
+  for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    if (!strcasecmp(w, "tag"))
+      o->tag_output = 1;
+    else if (!strcasecmp(w, "timestamp"))
+      o->timestamp_output = 1;
+    else {
+      snprintf(why, len,
+               "%s %s: weftrun takes tag and timestamp (as --tag-output and "
+               "--timestamp-output), not '%s'; for merge-stderr-to-stdout give "
+               "--merge-stderr-to-stdout, for file=/dir= --output-filename DIR",
+               sp, list, w);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, const char *a2,
                   char *why, size_t len)
 {
@@ -546,6 +614,8 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
     return -1;
   switch (opt->id) {
   case O_NP:
+    if (app->np > 0 && !o->np_twice && !(o->np_twice = own(o, sp, why, len)))
+      return -1;
     rc = count(sp, a1, 1, 1000000, &app->np, why, len);
     if (!rc && c->index == 0)
       o->np = app->np;
@@ -745,14 +815,30 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
     if (!o->mpirun_only)
       o->mpirun_only = o->display[o->ndisplay - 1];
     break;
+  case O_DISPLAY5: rc = display5(o, sp, a1, why, len); break;
+  case O_OUTPUT5: rc = output5(o, sp, a1, why, len); break;
+  case O_RTOS5:
+    if (strstr(a1, "do-not-launch") || strstr(a1, "donotlaunch")) {
+      snprintf(why, len, "%s %s: use weftrun --dry-run, which prints the plan and starts nothing",
+               sp, a1);
+      return -1;
+    }
+    if (!o->v5_only && !(o->v5_only = own(o, sp, why, len)))
+      return -1;
+    if (!o->mpirun_only)
+      o->mpirun_only = o->v5_only;
+    break;
   case O_TAG: o->tag_output = 1; break;
   case O_TIMESTAMP: o->timestamp_output = 1; break;
   case O_OUTFILE: o->output_filename = a1; break;
   case O_TIMEOUT: rc = count(sp, a1, 1, 100L * 24 * 3600, &o->timeout, why, len); break;
   case O_STATE_TIMEOUT: o->timeout_report = 1; break;
   case O_ROOT: o->allow_run_as_root = 1; break;
-  case O_WDIR:
-  case O_PATH: break;
+  case O_WDIR: break;
+  case O_PATH:
+    if (!o->path_word && !(o->path_word = own(o, sp, why, len)))
+      return -1;
+    break;
   case O_PASS0:
   case O_PASS1:
     /* -q is mpirun's and weftrun's: no launch line, no closing figures */
@@ -784,8 +870,10 @@ static int handle(void *ud, const wt_opt *opt, const char *sp, const char *a1, c
         : WR_WORD_ANY;
     if (opt->id == O_TIMEOUT || opt->id == O_STATE_TIMEOUT)
       place = WR_WORD_TIMEOUT;
-    if (opt->id == O_TAG || opt->id == O_TIMESTAMP || opt->id == O_OUTFILE)
+    if (opt->id == O_TAG || opt->id == O_TIMESTAMP || opt->id == O_OUTFILE || opt->id == O_OUTPUT5)
       place = WR_WORD_OUTPUT;
+    if (opt->id == O_DISPLAY5)
+      place = WR_WORD_PLACE;
     return keep_option(c, sp, a1, a2, place, why, len);
   }
 }

@@ -93,6 +93,10 @@ typedef struct wr_opts {
   const char *map_by, *bind_to, *rank_by;
   const char *cpu_placement;      /* an option that asks Open MPI for a CPU placement, or NULL */
   const char *mpirun_only;        /* the first other option only mpirun carries out (for srun) */
+  const char *path_word;          /* --path as typed, or NULL */
+  const char *np_twice;           /* -np as typed when a program gives it twice, or NULL */
+  const char *v5_only;            /* the first option of Open MPI 5's alone (--display ...), as
+                                     typed: refused under 4.1 (plan.c) */
   long npersocket, cpus_per_proc; /* -1 when not given */
   weftx_ompi_cmdline cl;          /* the placement options, for the Open MPI model */
   wr_pair cmd_mca[WR_MAX_LIST];   /* MCA parameters the command line sets, in order */
@@ -227,6 +231,8 @@ typedef struct wr_topo_entry wr_topo_entry;
 typedef struct wr_gcp wr_gcp;
 
 /* The hosts and their facts, and what belongs to them. */
+#define WR_OMPI_DEFAULT 401 /* without mpirun (srun, --dry-run): Open MPI 4.1's rules */
+#define WR_OMPI_NOT (-1)
 typedef struct wr_inventory {
   weftx_hostlist *hl; /* owns the names */
   weftx_hosts_origin origin;
@@ -246,7 +252,10 @@ typedef struct wr_inventory {
                                    every rank, to Open MPI's layout where it is that */
   const char *default_hostfile; /* the hosts came from Open MPI's default hostfile, this one */
   char gpus_from[64];           /* the wr_host.gpus_from they share */
-  char *probe_said;             /* the probe failed before any host answered: the engine's
+  int ompi_version; /* the engine's Open MPI, 401 or 500 (MAJOR*100+MINOR), whose placement
+                      rules the plan models (hosts/ompi-version.c); WR_OMPI_NOT: mpirun is
+                      not Open MPI's */
+  char *probe_said; /* the probe failed before any host answered: the engine's
                                  * account and weftrun's line, not yet said (main.c says
                                  * them, or names the hosts the engine cannot reach) */
 } wr_inventory;

@@ -31,13 +31,15 @@ static const char *const ended[] = {
   "mpirun detected that one or more processes exited with non-zero status",
   "mpirun noticed that process rank",      /* killed by a signal */
   "mpirun has exited due to process rank", /* exit 0 without finalize */
-  "MPI_ABORT was invoked on rank",
-  "ORTE was unable to reliably start one or more daemons",
+  "MPI_ABORT was invoked on rank", "ORTE was unable to reliably start one or more daemons",
   "ORTE does not know how to route a message to the specified daemon",
   "ORTE has lost communication with a remote daemon",
   "An ORTE daemon has unexpectedly failed after launch",
   "mpirun was unable to start the specified application",
-  NULL};
+  /* Open MPI 5's (PRRTE's prterun) */
+  "prterun detected that one or more processes exited with non-zero status",
+  "prterun noticed that process rank", "prterun has exited due to process rank",
+  "prterun was unable to start the specified application", NULL};
 
 void wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, size_t len), void *arg)
 {

@@ -77,6 +77,8 @@ typedef struct wr_streams {
   int in_line;    /* srun: past the label of the line now */
   char label[16]; /* srun: the label read so far */
   int labellen;
+  int space;   /* mpirun: Open MPI 5's space after each tag (1), 4.1's none (0), not known (-1) */
+  int pending; /* mpirun: a read ended right after a tag */
 } wr_streams;
 void wr_streams_init(wr_streams *s, int labels, int n,
                      void (*to)(void *arg, int rank, const char *data, size_t len), void *arg);

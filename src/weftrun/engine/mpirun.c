@@ -258,7 +258,7 @@ int wr_mpirun_argv(const wr_plan *p, const wr_opts *o, const wr_engine *e, wr_ar
   rc = wr_argv_add(a, "-np") || wr_argv_add(a, np) || wr_argv_add(a, "--hostfile") ||
        wr_argv_add(a, e->hostfile);
   if (!rc && need_seq(p))
-    rc = wr_argv_add(a, "--mca") || wr_argv_add(a, "rmaps") || wr_argv_add(a, "seq");
+    rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, "seq"); /* 4.1's and 5's spelling */
   else if (!rc)
     rc = wr_argv_add(a, "--map-by") || wr_argv_add(a, p->by_node ? "node" : "slot");
   if (!rc)
@@ -297,7 +297,8 @@ int wr_mpirun_probe_argv(const wr_opts *o, const wr_engine *e, int n, const char
   int rc = wr_argv_add(a, e->call);
   if (!rc && o->allow_run_as_root)
     rc = wr_argv_add(a, "--allow-run-as-root");
-  const char *const fixed[] = {"-np", np,          "--hostfile", hostfile,       "--mca", "rmaps",
+  /* --map-by seq: Open MPI 5 has no "--mca rmaps seq" (its mappers are PRRTE's) */
+  const char *const fixed[] = {"-np", np,          "--hostfile", hostfile,       "--map-by",
                                "seq", "--bind-to", "none",       "--tag-output", NULL};
   for (int i = 0; !rc && fixed[i]; i++)
     rc = wr_argv_add(a, fixed[i]);

@@ -42,6 +42,12 @@ int wr_probe(const wr_opts *o, const wr_engine *e, wr_host *const *hosts, int n,
  * directory, its path into *path (allocated); 0 or -1 (said on stderr). */
 int wr_probe_save(wr_host *h, int i, const char *buf, size_t len, wr_jobdir *dir, char **path);
 
+/* ompi-version.c: which Open MPI \p mpirun is (NULL: none), from WEFT_OMPI_VERSION, weft's
+ * cache or `mpirun --version`, into \p version (MAJOR*100+MINOR; WR_OMPI_DEFAULT without
+ * one, WR_OMPI_NOT when it is not Open MPI's); main.c asks it between the facts and the
+ * plan. WR_EXIT_* or 128+N when stopped by signal N (said on stderr). */
+int wr_ompi_version(const char *mpirun, int stop_fd, int *version);
+
 /* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
  * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
 int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);

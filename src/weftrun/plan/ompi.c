@@ -2,7 +2,7 @@
 /*
  * The plan when Open MPI places the ranks (WR_MODE_OMPI): mpirun is given the
  * user's own placement options and hosts, and this predicts what it will do
- * with the Open MPI 4.1 model (weftx/ompi.h): Open MPI's node order (its own
+ * with the model of its version, Open MPI 4.1 or 5.0 (weftx/ompi.h): Open MPI's node order (its own
  * host first), the ranks of each host and their numbers, the binding of each,
  * and what weft adds to a rank (the GPU nearest its binding where a host has
  * enough GPUs, the NIC, NUMA memory). weft-rank checks on every host that
@@ -13,8 +13,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plan.h"
+
+extern char **environ;
 
 static int nomem(char *why, size_t len)
 {
@@ -43,6 +46,30 @@ static int pool(const wr_inventory *inv, int *order, char *why, size_t whylen)
     if (h != hnp)
       order[n++] = h;
   return 0;
+}
+
+/* \p in with Open MPI 5's word package (a whole word between ':' or ',') as socket. */
+static const char *socket_word(const char *in, char *out, size_t len)
+{
+  size_t n = 0;
+  const char *w = in;
+  while (*w && n + 8 < len) {
+    size_t k = strcspn(w, ":,");
+    if (k == 7 && !strncasecmp(w, "package", 7)) {
+      memcpy(out + n, "socket", 6);
+      n += 6;
+    } else {
+      if (n + k + 1 >= len)
+        return in;
+      memcpy(out + n, w, k);
+      n += k;
+    }
+    w += k;
+    if (*w)
+      out[n++] = *w++;
+  }
+  out[n] = '\0';
+  return *w ? in : out; /* too long: as it is (weft's grammar then says what is wrong) */
 }
 
 static int model_error(int rc, const char *what, char *why, size_t whylen)
@@ -117,9 +144,62 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
   }
   /* the user's words in weft's grammar first (Open MPI's, which names weft's gpu too) */
   weftx_policy words;
+  weftx_ompi_cmdline cl = o->cl;
+  /* the rules of the engine's Open MPI (4.1's without one: srun, a dry run without mpirun) */
+  cl.version = inv->ompi_version > 0 ? inv->ompi_version : WR_OMPI_DEFAULT;
   memset(&words, 0, sizeof(words));
-  if ((rc = weftx_policy_parse(&words, o->map_by, o->bind_to, reason, sizeof(reason))) ||
-      (rc = weftx_ompi_policy_make(&inv->mca.m, &o->cl, &p->ompi, reason, sizeof(reason)))) {
+  /* Open MPI 5's mpirun (PRRTE) reads no OMPI_MCA_ placement parameter, from --mca, the
+   * environment or the files: only what its placement options set */
+  weftx_ompi_mca own;
+  memset(&own, 0, sizeof(own));
+  for (int id = 0; id < WEFTX_OMPI_MCA_COUNT; id++) {
+    const char *from = inv->mca.m.from[id];
+    if (inv->mca.m.v[id] && from && !strncmp(from, "-", 1) && !strstr(from, "mca")) {
+      own.v[id] = inv->mca.m.v[id];
+      own.from[id] = from;
+    }
+  }
+  if (cl.version >= 500) {
+    static const char *const prte[] = {"PRTE_MCA_rmaps_", "PRTE_MCA_hwloc_", NULL};
+    /* its defaults of the mapping and the binding are the model's MCA ones (weft-vcluster
+     * sets the binding's); other placement parameters of its are refused */
+    static const struct {
+      const char *name;
+      int id;
+    } known[] = {{"PRTE_MCA_hwloc_default_binding_policy", WEFTX_OMPI_MCA_BINDING},
+                 {"PRTE_MCA_rmaps_default_mapping_policy", WEFTX_OMPI_MCA_MAPPING}};
+    for (char **e = environ; *e; e++) {
+      size_t k = strcspn(*e, "="), i;
+      for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strlen(known[i].name) == k && !strncmp(*e, known[i].name, k) && (*e)[k] == '=')
+          break;
+      if (i < sizeof(known) / sizeof(known[0])) {
+        own.v[known[i].id] = *e + k + 1;
+        own.from[known[i].id] = known[i].name;
+        continue;
+      }
+      for (int j = 0; prte[j]; j++)
+        if (!strncmp(*e, prte[j], strlen(prte[j]))) {
+          snprintf(why, whylen,
+                   "%.*s: Open MPI 5's placement parameter: Open MPI has it, weftrun does not "
+                   "(it cannot say where Open MPI will put each rank); use --map-by, --rank-by "
+                   "and --bind-to",
+                   (int)strcspn(*e, "="), *e);
+          rc = WR_EXIT_USAGE;
+          goto out;
+        }
+    }
+  }
+  char map5[256], bind5[256];
+  const char *map_w = o->map_by, *bind_w = o->bind_to;
+  if (cl.version >= 500) {
+    /* weft's grammar is 4.1's: Open MPI 5's package is its socket */
+    map_w = o->map_by ? socket_word(o->map_by, map5, sizeof(map5)) : NULL;
+    bind_w = o->bind_to ? socket_word(o->bind_to, bind5, sizeof(bind5)) : NULL;
+  }
+  if ((rc = weftx_policy_parse(&words, map_w, bind_w, reason, sizeof(reason))) ||
+      (rc = weftx_ompi_policy_make(cl.version >= 500 ? &own : &inv->mca.m, &cl, &p->ompi, reason,
+                                   sizeof(reason)))) {
     rc = model_error(rc, reason, why, whylen);
     goto out;
   }
@@ -127,6 +207,23 @@ int wr_plan_ompi(wr_plan *p, const wr_opts *o, const wr_inventory *inv, char *wh
                                sizeof(reason)))) {
     rc = model_error(rc, reason, why, whylen);
     goto out;
+  }
+  if (cl.version >= 500) {
+    /* Open MPI 5 overloads cpus in another order than 4.1 (0,0,1,1 where 4.1 binds
+     * 0,1,0,1), which the model does not follow */
+    unsigned b = WEFTX_OMPI_POLICY(job.policy.binding);
+    for (int k = 0; k < n && (b == WEFTX_OMPI_CORE || b == WEFTX_OMPI_HWTHREAD); k++) {
+      int count = 0,
+          cpus = b == WEFTX_OMPI_CORE ? weftx_topo_ncores(oh[k].topo) : weftx_topo_npus(oh[k].topo);
+      for (int r = 0; r < job.np; r++)
+        count += job.ranks[r].host == k;
+      if (count > cpus) {
+        rc = model_error(WEFT_ENOTSUP,
+                         "binding more ranks than cpus to cpus (overload-allowed) under Open MPI 5",
+                         why, whylen);
+        goto out;
+      }
+    }
   }
   p->ompi = job.policy;
   p->np = job.np;

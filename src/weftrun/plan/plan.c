@@ -148,6 +148,38 @@ int wr_plan_make(const wr_opts *o, const wr_inventory *inv, const wr_plan_here *
     return nomem(why, whylen);
   p->nhosts = inv->nhosts;
   p->napps = o->napps > 0 ? o->napps : 1;
+  if (o->v5_only && inv->ompi_version > 0 && inv->ompi_version < 500) {
+    snprintf(why, whylen,
+             "%s is Open MPI 5's option, and this mpirun is Open MPI %d.%d; its words are "
+             "--report-bindings, --display-map, --display-allocation (reports) and --mca "
+             "(run-time options)",
+             o->v5_only, inv->ompi_version / 100, inv->ompi_version % 100);
+    return WR_EXIT_USAGE;
+  }
+  const char *merge = NULL;
+  for (int i = 0; i < o->npass; i++)
+    if (strstr(o->pass[i], "merge-stderr-to-stdout"))
+      merge = o->pass[i];
+  if (inv->ompi_version >= 500 && merge) {
+    snprintf(why, whylen,
+             "'%s' under Open MPI 5: Open MPI has it, weftrun does not (weft-rank keeps each "
+             "rank's two streams apart); use 2>&1 in the program's command",
+             merge);
+    return WR_EXIT_USAGE;
+  }
+  if (inv->ompi_version >= 500 && (o->output_filename || o->path_word || o->np_twice)) {
+    /* what Open MPI 5's mpirun does otherwise than 4.1's, which weft-rank follows */
+    snprintf(why, whylen, "'%s' under Open MPI 5: Open MPI has it, weftrun does not (%s)",
+             o->output_filename ? "--output-filename"
+             : o->path_word     ? o->path_word
+                                : o->np_twice,
+             o->output_filename
+               ? "it writes Open MPI 4.1's DIR/1/rank.N/stdout; use --output tag and redirect"
+             : o->path_word
+               ? "Open MPI 5 looks for weft-rank there; add DIRS to PATH instead"
+               : "given twice, Open MPI 5 takes the first, 4.1 the last; give it once");
+    return WR_EXIT_USAGE;
+  }
   p->mode = choose(o, inv, p->mode_why, sizeof(p->mode_why));
   p->mpirun_binds = p->mode == WR_MODE_OMPI && !inv->no_mapper;
   if (p->mode == WR_MODE_GPU && o->napps > 1) {

@@ -115,11 +115,12 @@ static int text(const wr_plan *p, const wr_inventory *inv, const wr_preview *pv,
   char pol[256] = "", line[512];
   if (p->mode == WR_MODE_OMPI) {
     weftx_ompi_describe(&p->ompi, pol, sizeof(pol));
-    fprintf(out, "# weftrun plan: %d ranks on %d host%s; %s (%s), as mpirun would: %s\n", p->np,
-            p->nhosts, p->nhosts == 1 ? "" : "s",
-            p->mpirun_binds ? "Open MPI places and binds them"
-                            : "weft-rank binds them as Open MPI does",
-            p->mode_why, pol);
+    int v = p->ompi.version > 0 ? p->ompi.version : 401;
+    fprintf(
+      out, "# weftrun plan: %d ranks on %d host%s; %s (%s), as Open MPI %d.%d's mpirun would: %s\n",
+      p->np, p->nhosts, p->nhosts == 1 ? "" : "s",
+      p->mpirun_binds ? "Open MPI places and binds them" : "weft-rank binds them as Open MPI does",
+      p->mode_why, v / 100, v % 100, pol);
   } else {
     weftx_policy_format(&p->pol, pol, sizeof(pol));
     fprintf(out, "# weftrun plan: %d ranks on %d host%s, map-by %s, rank-by %s\n", p->np, p->nhosts,
