@@ -330,28 +330,34 @@ static int small_reduce(struct weft__shm *sh, const struct view *v, size_t n, si
 
 /* Our slice [lo, hi) of the round that starts at element a: every slot
  * folded in rank order, except that our own operand comes straight from
- * our input (our slot does not hold it) through a buffer that stays in
- * cache; the last fold writes into our slot, where peers read the result,
- * and we copy it from there into our own output while it is in cache. */
+ * our input, piece by piece where it lies (a bucket's tensors are not
+ * gathered first; in place too, since the output of a step is written
+ * after its last fold); the last fold writes into our slot, where peers
+ * read the result, and we copy it from there into our own output while
+ * it is in cache. */
 static void fold_slice(struct weft__shm *sh, const struct view *v, size_t a, size_t lo, size_t hi,
                        weft_dtype dt, weft_op op)
 {
   size_t es = weft_dtype_size(dt), max = STEP / es, x, m;
-  char *t = sh->tmp, *own = t + STEP, *d = t;
+  char *t = sh->tmp, *d = weft__shm_slot(sh, sh->rank);
   int k, me = sh->rank, p = sh->size;
 
   for (x = lo; x < hi; x += m) {
+    size_t i = find(v, a + x), done, len;
     m = hi - x < max ? hi - x : max;
-    copy_in(v, a + x, a + x + m, es, own);
-#define OPERAND(k) ((k) == me ? own : weft__shm_slot(sh, (k)) + x * es)
-    for (k = 1; k < p; k++) {
-      d = k == p - 1 ? weft__shm_slot(sh, me) + x * es : t;
-      weft__reduce(dt, op, d, k == 1 ? OPERAND(0) : t, OPERAND(k), m);
-    }
+    for (done = 0; done < m; done += len, i++) {
+      size_t e = a + x + done, y = x + done;
+      const char *in = v->s[i].p + (e - v->start[i]) * es;
+      len = v->start[i + 1] - e < m - done ? v->start[i + 1] - e : m - done;
+#define OPERAND(k) ((k) == me ? in : weft__shm_slot(sh, (k)) + y * es)
+      for (k = 1; k < p; k++)
+        weft__reduce(dt, op, k == p - 1 ? d + y * es : t + done * es,
+                     k == 1 ? OPERAND(0) : t + done * es, OPERAND(k), len);
 #undef OPERAND
+    }
     if (op == WEFT_AVG)
-      weft__divide(d, m, dt, p);
-    copy_pieces(v, a + x, a + x + m, es, d, 1);
+      weft__divide(d + x * es, m, dt, p);
+    copy_pieces(v, a + x, a + x + m, es, d + x * es, 1);
   }
 }
 

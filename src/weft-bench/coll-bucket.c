@@ -6,7 +6,11 @@
  * out-of-place form: those columns say N/A). size = all tensors together;
  * busbw = algbw x 2(n-1)/n as for allreduce. The raw baseline is what a
  * program without fusion does: one MPI_Allreduce (or ncclAllReduce) per
- * tensor, so the speedup shows what fusion gains.
+ * tensor, so the speedup shows what fusion gains. With --gap the tensors
+ * lie that many bytes apart in the receive buffer (rounded up to whole
+ * elements), as a model's parameters lie in memory; the bytes between them
+ * stay poisoned. With --floor, one weft all-reduce of the same number of
+ * elements, contiguous, is timed beside them (run_contig).
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -18,10 +22,16 @@ struct bucket_state {
   size_t ntensors;
 };
 
+/* Elements between one tensor and the next. */
+static size_t gap(const struct bench_args *a) { return (a->gap + a->esize - 1) / a->esize; }
+
+static size_t ntensors(const struct bench_args *a);
+
 static void counts(struct bench_args *a, size_t bytes)
 {
-  a->count = a->sendcount = a->recvcount = bytes / a->esize;
+  a->count = bytes / a->esize;
   a->bytes = a->count * a->esize;
+  a->sendcount = a->recvcount = a->count + ntensors(a) * gap(a);
 }
 
 static double factor(int n) { return 2.0 * (n - 1) / n; }
@@ -31,18 +41,36 @@ static size_t ntensors(const struct bench_args *a)
   return a->count < (size_t)a->tensors ? a->count : (size_t)a->tensors;
 }
 
-/* Tensor k holds elements [first(k), first(k + 1)). */
+/* Tensor k holds elements [first(k), first(k + 1)) of the row. */
 static size_t first(const struct bench_args *a, size_t n, size_t k)
 {
   return a->count / n * k + (k < a->count % n ? k : a->count % n);
 }
 
+/* Where tensor k lies in \p buf: gap(a) elements after tensor k - 1. */
+static char *at(const struct bench_args *a, void *buf, size_t n, size_t k)
+{
+  return (char *)buf + (first(a, n, k) + k * gap(a)) * a->esize;
+}
+
 /* In place: the tensors live in the receive buffer, where hsend is too. */
-static void fill(struct bench_args *a) { bench_fill_reduction(a, a->hsend, a->count, 0); }
+static void fill(struct bench_args *a)
+{
+  size_t n = ntensors(a);
+
+  for (size_t k = 0; k < n; k++)
+    bench_fill_reduction(a, at(a, a->hsend, n, k), first(a, n, k + 1) - first(a, n, k),
+                         first(a, n, k));
+}
 
 static size_t check(const struct bench_args *a)
 {
-  return bench_check_reduction(a, a->hrecv, a->count, 0);
+  size_t n = ntensors(a), wrong = 0;
+
+  for (size_t k = 0; k < n; k++)
+    wrong += bench_check_reduction(a, at(a, a->hrecv, n, k), first(a, n, k + 1) - first(a, n, k),
+                                   first(a, n, k));
+  return wrong;
 }
 
 static int setup(struct bench_args *a)
@@ -60,7 +88,7 @@ static int setup(struct bench_args *a)
   for (size_t k = 0; k < s->ntensors && rc == 0; k++) {
     size_t lo = first(a, s->ntensors, k), hi = first(a, s->ntensors, k + 1);
 
-    rc = weft_bucket_add(s->bucket, (char *)a->recv + lo * a->esize, hi - lo);
+    rc = weft_bucket_add(s->bucket, at(a, a->recv, s->ntensors, k), hi - lo);
   }
   return rc;
 }
@@ -88,7 +116,7 @@ static int run_raw(struct bench_args *a)
 
   for (size_t k = 0; k < s->ntensors; k++) {
     size_t lo = first(a, s->ntensors, k), n = first(a, s->ntensors, k + 1) - lo;
-    char *t = (char *)a->recv + lo * a->esize;
+    char *t = at(a, a->recv, s->ntensors, k);
 
     if (n > INT_MAX)
       return WEFT_EOVERFLOW;
@@ -108,11 +136,18 @@ static int run_nccl(struct bench_args *a)
 
   for (size_t k = 0; k < s->ntensors && rc == 0; k++) {
     size_t lo = first(a, s->ntensors, k), n = first(a, s->ntensors, k + 1) - lo;
-    char *t = (char *)a->recv + lo * a->esize;
+    char *t = at(a, a->recv, s->ntensors, k);
 
     rc = bench_nccl_allreduce(a, t, t, n);
   }
   return rc;
+}
+
+/* The same number of elements as one contiguous all-reduce, in place. */
+static int run_contig(struct bench_args *a)
+{
+  return a->count ? weft_allreduce(a->group, a->recv, a->recv, a->count, a->dtype, a->op, a->stream)
+                  : 0;
 }
 
 const struct bench_coll bench_bucket = {
@@ -134,4 +169,5 @@ const struct bench_coll bench_bucket = {
   .run = run,
   .run_raw = run_raw,
   .run_nccl = run_nccl,
+  .run_contig = run_contig,
 };

@@ -42,10 +42,12 @@ struct bench_opts {
   size_t sizes[BENCH_MAX_SIZES]; /* --sizes: these instead of -b/-e/-f */
   int nsizes;
   long factor, iters, warmup, tensors;
+  long gap;                            /* --gap: bytes between a bucket's tensors */
   weft_dtype dtypes[WEFT_DTYPE_COUNT]; /* -d: one type, a list, or all */
   weft_op ops[WEFT_OP_COUNT];          /* -o: one op, a list, or all */
   int ndtypes, nops;
   int root, check, baseline, device, inject;
+  int floor;        /* --floor: time the copy floor and every best iteration too */
   int average;      /* -a: a row's time over the ranks: 0 rank 0's, 1 mean, 2 min, 3 max */
   int blocking;     /* -z: 0 none, 1 or 3 wait and barrier after each run, 2 wait */
   double min_busbw; /* GB/s; < 0: none */
@@ -85,6 +87,7 @@ struct bench_args {
   void *hsend, *hrecv; /* host copies, for filling and checking */
   void *stream;        /* cudaStream_t for device memory, else NULL */
   long tensors;        /* bucket: how many tensors the row is cut into */
+  size_t gap;          /* bucket: bytes between one tensor and the next (--gap) */
   void *priv;          /* the collective's own state for this row */
   void *nccl;          /* raw NCCL communicator for the device baseline, or NULL */
 };
@@ -122,6 +125,9 @@ struct bench_coll {
   int (*run_raw)(struct bench_args *a);   /* once through raw MPI (host memory);
                                                in place with MPI_IN_PLACE */
   int (*run_nccl)(struct bench_args *a);  /* once through raw NCCL (device memory) */
+  /* May be NULL: once through weft as one contiguous all-reduce of the same
+   * elements (bucket: what fusion is held against; --floor times it). */
+  int (*run_contig)(struct bench_args *a);
 };
 
 /* colls.c: the registry, NULL-terminated, in --help's order; the first is
@@ -222,6 +228,11 @@ struct bench_cell {
   double time_us, algbw, busbw;             /* time < 0: not measured (N/A) */
   long long wrong;                          /* -1: not checked */
   double raw_time_us, raw_algbw, raw_busbw; /* < 0: no baseline */
+  /* --floor: the best iteration (the slowest rank's time in it) of every rank
+   * copying the row's bytes at once, of weft and of the baseline, timed in
+   * turn in one loop; < 0 when not measured. */
+  double floor_us, best_us, raw_best_us;
+  double contig_best_us; /* the collective's run_contig, or < 0 */
 };
 
 struct bench_row {
@@ -233,6 +244,11 @@ struct bench_row {
 
 /* raw time / weft time (above 1: weft is faster), or -1 when either is missing. */
 double bench_speedup(const struct bench_cell *c);
+/* --floor: a row's copy floor (the least of its placements' floors, both
+ * measured in the same way), and t / that floor; -1 when missing. */
+struct bench_row;
+double bench_floor(const struct bench_row *w);
+double bench_over_floor(const struct bench_row *w, double t);
 
 struct bench_report {
   const struct bench_opts *o;

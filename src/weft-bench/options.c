@@ -201,10 +201,12 @@ enum {
   B_BLOCKING,
   B_MEMORY,
   B_BASELINE,
+  B_FLOOR,
   B_DTYPE,
   B_OP,
   B_ROOT,
   B_TENSORS,
+  B_GAP,
   B_JSON,
   B_MIN_BUSBW,
   B_NTHREADS,
@@ -240,6 +242,11 @@ static const wt_opt bench_options[] = {
    "also time raw MPI (raw NCCL for device memory) on the same buffers, with the speedup "
    "(raw time / weft time)",
    0},
+  {B_FLOOR, "floor", WT_OPT_FLAG, NULL, "Runs",
+   "also time the copy floor (every rank copies the size with memcpy at once, between two "
+   "barriers) and a line per size with the best iteration of the floor, of weft (and of the "
+   "baseline) and their ratio to it; host memory",
+   0},
   {B_DTYPE, "d|datatype", WT_OPT_ARG,
    "TYPE{int8 uint8 int32 int64 half bfloat16 float double float16 float32 float64 all}", "Data",
    "int8 uint8 int32 int64 half bfloat16 float double (float16 float32 float64 too), a list, "
@@ -251,6 +258,10 @@ static const wt_opt bench_options[] = {
    "root rank, for the collectives that have one (default 0)", J},
   {B_TENSORS, "tensors", WT_OPT_ARG, "N", "Data",
    "tensors per size, for the collectives that fuse them (default 1000)", 0},
+  {B_GAP, "gap", WT_OPT_ARG, "BYTES", "Data",
+   "bytes between one tensor and the next, so that they lie apart as a model's parameters do "
+   "(default 0: one after another)",
+   0},
   {B_JSON, "J|json", WT_OPT_ARG, "FILE", "Results", "also write the results as JSON to FILE", J},
   {B_MIN_BUSBW, "min-busbw", WT_OPT_ARG, "GB/s", "Results",
    "fail (exit 3) when the average busbw is lower", 0},
@@ -310,6 +321,7 @@ static int on_bench_option(void *ud, const wt_opt *opt, const char *sp, const ch
   case B_CHECK: return set_int(sp, v, 0, 1, &o->check, why, whylen);
   case B_ROOT: return set_int(sp, v, 0, 1 << 30, &o->root, why, whylen);
   case B_TENSORS: return set_long(sp, v, 1, 10000000, &o->tensors, why, whylen);
+  case B_GAP: return set_long(sp, v, 0, 1 << 20, &o->gap, why, whylen);
   case B_AVERAGE: return set_int(sp, v, 0, 3, &o->average, why, whylen);
   case B_BLOCKING: return set_int(sp, v, 0, 3, &o->blocking, why, whylen);
   case B_NTHREADS:
@@ -345,6 +357,7 @@ static int on_bench_option(void *ud, const wt_opt *opt, const char *sp, const ch
     o->device = !strcmp(v, "device");
     return 0;
   case B_BASELINE: o->baseline = 1; return 0;
+  case B_FLOOR: o->floor = 1; return 0;
   case B_JSON: o->json = v; return 0;
   case B_MIN_BUSBW: {
     char *end;
@@ -546,6 +559,9 @@ int bench_parse(int argc, char **argv, struct bench_opts *o)
              o->max_bytes);
     return bench_usage_fail(why);
   }
+  if (o->floor && o->device)
+    return bench_usage_fail("--floor times memcpy in host memory, which says nothing of a GPU's "
+                            "memory: use --floor with --memory host");
   return BENCH_EXIT_OK;
 }
 

@@ -54,6 +54,20 @@ double bench_speedup(const struct bench_cell *c)
   return c->time_us > 0 && c->raw_time_us > 0 ? c->raw_time_us / c->time_us : -1;
 }
 
+double bench_floor(const struct bench_row *w)
+{
+  double a = w->cell[0].floor_us, b = w->cell[1].floor_us;
+
+  return a > 0 && (b <= 0 || a <= b) ? a : b > 0 ? b : -1;
+}
+
+double bench_over_floor(const struct bench_row *w, double t)
+{
+  double fl = bench_floor(w);
+
+  return fl > 0 && t > 0 ? t / fl : -1;
+}
+
 static const char *redop_name(const struct bench_opts *o, weft_op op)
 {
   return o->coll->reduces ? weft_op_name(op) : "none";
@@ -166,6 +180,14 @@ void bench_report_header(FILE *f, const struct bench_report *r)
             "# speedup = %s time / weft time, same size and placement: above 1, weft is "
             "faster\n",
             r->raw_name);
+  if (o->floor)
+    fprintf(f, "# floor = every rank copies the size with memcpy at once, between two barriers "
+               "(this machine's copy floor); best = the best of -n iterations (each the slowest "
+               "rank's), timed in turn with the floor; a floor line follows each row: "
+               "best (us) and best / floor (x), out of place then in place\n");
+  if (o->floor && o->coll->run_contig)
+    fprintf(f, "# contiguous = one weft all-reduce of the same elements in one buffer, timed in "
+               "turn with them\n");
   if (o->coll->in_place_only)
     fprintf(f, "# %s runs in place only: its out-of-place columns say N/A\n", o->coll->name);
   if (o->coll->out_of_place_only)
@@ -205,6 +227,45 @@ static void put_raw(FILE *f, const struct bench_cell *c)
   fprintf(f, RAW_FMT, t, al, bu, sp);
 }
 
+/* "T R x" (best time, best / floor) for each placement of weft (which 0),
+ * the baseline (1) or the contiguous all-reduce (2). */
+static void put_best(FILE *f, const struct bench_row *w, int which)
+{
+  for (int p = 0; p < BENCH_PLACES; p++) {
+    const struct bench_cell *c = &w->cell[p];
+    double t = which == 1 ? c->raw_best_us : which == 2 ? c->contig_best_us : c->best_us;
+    char tb[16], rb[16];
+
+    bench_fmt(tb, 9, t);
+    bench_fmt(rb, 6, bench_over_floor(w, t));
+    fprintf(f, " %s %s x", tb, rb);
+  }
+}
+
+/* The floor line under a row: the copy floor, then weft's and the baseline's best and their ratio to it. */
+static void put_floor(FILE *f, const struct bench_report *r, const struct bench_row *w)
+{
+  char fl[16];
+
+  bench_fmt(fl, 9, bench_floor(w));
+  fprintf(f, "#  floor %12zu  copy %s us  weft best", w->bytes, fl);
+  put_best(f, w, 0);
+  if (r->raw_name) {
+    fprintf(f, "  %s best", r->raw_name);
+    put_best(f, w, 1);
+  }
+  if (r->o->coll->run_contig) {
+    const struct bench_cell *c = &w->cell[BENCH_IN_PLACE];
+    char q[16];
+
+    fputs("  contiguous best", f);
+    put_best(f, w, 2);
+    bench_fmt(q, 6, c->best_us > 0 && c->contig_best_us > 0 ? c->best_us / c->contig_best_us : -1);
+    fprintf(f, "  %s/contiguous %s", r->o->coll->name, q);
+  }
+  fputs("\n", f);
+}
+
 void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_row *w)
 {
   const struct bench_opts *o = r->o;
@@ -219,6 +280,8 @@ void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_
   for (int p = 0; r->raw_name && p < BENCH_PLACES; p++)
     put_raw(f, &w->cell[p]);
   fputs("\n", f);
+  if (o->floor)
+    put_floor(f, r, w);
   fflush(f);
 }
 
@@ -384,6 +447,34 @@ static void json_raw(FILE *f, const struct bench_cell *c)
   fputs(" }", f);
 }
 
+/* --floor: "floor": {"time", "best": {"out_of_place", "in_place"}, and
+ * "baseline_best" and "contiguous_best" likewise}; times in us, over_floor
+ * is best / the floor. */
+static void json_floor(FILE *f, const struct bench_report *r, const struct bench_row *w)
+{
+  fputs(",\n      \"floor\": { \"time\": ", f);
+  bench_json_num(f, bench_floor(w));
+  static const char *const key[] = {"best", "baseline_best", "contiguous_best"};
+
+  for (int k = 0; k < 3; k++) {
+    if ((k == 1 && !r->raw_name) || (k == 2 && !r->o->coll->run_contig))
+      continue;
+    fprintf(f, ", \"%s\": {", key[k]);
+    for (int p = 0; p < BENCH_PLACES; p++) {
+      double t = k == 1   ? w->cell[p].raw_best_us
+                 : k == 2 ? w->cell[p].contig_best_us
+                          : w->cell[p].best_us;
+      fputs(p ? ", \"in_place\": { \"time\": " : " \"out_of_place\": { \"time\": ", f);
+      bench_json_num(f, t);
+      fputs(", \"over_floor\": ", f);
+      bench_json_num(f, bench_over_floor(w, t));
+      fputs(" }", f);
+    }
+    fputs(" }", f);
+  }
+  fputs(" }", f);
+}
+
 static void json_results(FILE *f, const struct bench_report *r)
 {
   const struct bench_opts *o = r->o;
@@ -407,6 +498,8 @@ static void json_results(FILE *f, const struct bench_report *r)
       json_raw(f, &w->cell[BENCH_IN_PLACE]);
       fputs(" }", f);
     }
+    if (o->floor)
+      json_floor(f, r, w);
     fprintf(f, " }%s\n", i + 1 < r->nrows ? "," : "");
   }
   fputs("  ]", f);

@@ -36,6 +36,8 @@ expect 2 "unknown type 'float8'" allreduce -d float8
 expect 2 "unknown operation 'mean'" allreduce -o sum,mean
 expect 2 "'-n' needs an argument" allreduce -n
 expect 2 "'--baseline' takes no argument" allreduce --baseline=1
+expect 2 "'--floor' takes no argument" allreduce --floor=1
+expect 2 'use --floor with --memory host' allreduce --floor --memory device
 expect 2 "did you mean '--maxbytes'" allreduce --maxbyte 1K
 expect 2 "unexpected argument 'extra'" allreduce extra
 expect 2 "did you mean 'allreduce'" allreduse
