@@ -435,7 +435,8 @@ int wr_run(const wr_plan *p, const wr_opts *o, const wr_net *net, wr_engine *e, 
   wr_argv a = {NULL, 0, 0}, env = {NULL, 0, 0};
   if ((rc = wr_engine_argv(p, o, net, e, &a, &env, why, sizeof(why))))
     fprintf(stderr, "weftrun: %s\n", why);
-  if (!rc && e->kind != WR_ENGINE_HYDRA) /* Hydra hands every rank the whole environment */
+  /* srun and Hydra hand every rank the whole environment; mpirun only its -x variables */
+  if (!rc && e->kind == WR_ENGINE_MPIRUN)
     say_left_here(p, o);
   if (!rc && o->verbose) {
     say_rank_vars(p, o, net, inv);
