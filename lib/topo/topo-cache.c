@@ -178,12 +178,41 @@ static void differing(const char *a, const char *b, char *out, size_t len)
   }
 }
 
+/* \p n bytes of \p text into a temporary file .NAME.XXXXXX of \p dir, renamed over \p path:
+ * a reader sees the old file or the whole new one. 0 or -1 (said in the log). */
+static int write_whole(const char *dir, const char *name, const char *path, const char *text,
+                       size_t n)
+{
+  char tmp[4300];
+  size_t done = 0;
+  int fd, rc = -1;
+
+  if (weft__snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) != 0 ||
+      (fd = mkstemp(tmp)) < 0) {
+    WEFT__LOG(TOPO, "cache: cannot write in %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  while (done < n) {
+    ssize_t k = write(fd, text + done, n - done);
+    if (k <= 0)
+      break;
+    done += (size_t)k;
+  }
+  if (close(fd) == 0 && done == n && rename(tmp, path) == 0)
+    rc = 0;
+  else
+    WEFT__LOG(TOPO, "cache: cannot write %s: %s", path, strerror(errno));
+  if (rc)
+    unlink(tmp);
+  return rc;
+}
+
 /* The live probe's XML with the key after it, into a temporary file, renamed over
  * \p path. The text is kept in \p t for weftx_topo_export_xml(). */
 static int write_cached(weftx_topo *t, const char *dir, const char *path, const char *key)
 {
-  char *xml = NULL, tmp[4200];
-  int len = 0, fd, rc = -1;
+  char *xml = NULL;
+  int len = 0;
   size_t klen = strlen(key), n;
 
   if (hwloc_topology_export_xmlbuffer(t->h, &xml, &len, 0) != 0 || !xml || len < 1)
@@ -197,25 +226,7 @@ static int write_cached(weftx_topo *t, const char *dir, const char *path, const 
   hwloc_free_xmlbuffer(t->h, xml);
   snprintf(t->xml + len - 1, n + 1 - ((size_t)len - 1), MARK "%s" MARK_END, key);
   t->xmllen = n;
-  if (weft__snprintf(tmp, sizeof(tmp), "%s/.topology.XXXXXX", dir) != 0 ||
-      (fd = mkstemp(tmp)) < 0) {
-    WEFT__LOG(TOPO, "topology cache: cannot write in %s: %s", dir, strerror(errno));
-    return -1;
-  }
-  size_t done = 0;
-  while (done < n) {
-    ssize_t k = write(fd, t->xml + done, n - done);
-    if (k <= 0)
-      break;
-    done += (size_t)k;
-  }
-  if (close(fd) == 0 && done == n && rename(tmp, path) == 0)
-    rc = 0;
-  else
-    WEFT__LOG(TOPO, "topology cache: cannot write %s: %s", path, strerror(errno));
-  if (rc)
-    unlink(tmp);
-  return rc;
+  return write_whole(dir, "topology", path, t->xml, n);
 }
 
 /* The cache file of this host: topology-HOST.xml, the name's odd characters as '_'. */
@@ -341,24 +352,9 @@ int weftx_cache_get(const char *name, char *buf, size_t len)
 
 int weftx_cache_put(const char *name, const char *text)
 {
-  char dir[4096], path[4200], tmp[4300];
-  size_t n = text ? strlen(text) : 0, done = 0;
-  int fd, rc = -1;
+  char dir[4096], path[4200];
 
-  if (!text || small_path(name, dir, sizeof(dir), path, sizeof(path)) ||
-      weft__snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) != 0 || (fd = mkstemp(tmp)) < 0)
+  if (!text || small_path(name, dir, sizeof(dir), path, sizeof(path)))
     return -1;
-  while (done < n) {
-    ssize_t k = write(fd, text + done, n - done);
-    if (k <= 0)
-      break;
-    done += (size_t)k;
-  }
-  if (close(fd) == 0 && done == n && rename(tmp, path) == 0)
-    rc = 0;
-  else
-    WEFT__LOG(TOPO, "cache: cannot write %s: %s", path, strerror(errno));
-  if (rc)
-    unlink(tmp);
-  return rc;
+  return write_whole(dir, name, path, text, strlen(text));
 }
