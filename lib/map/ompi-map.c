@@ -380,6 +380,34 @@ static int ppr(struct job *j, int app, const int *list, int n, int np, int *mapp
   return 0;
 }
 
+/* What the job's policies take from the defaults' directives, whatever the version:
+ * oversubscription, --nolocal, the ranking when none was given, and a binding given on
+ * the command line or as a default. 1 when the binding is settled. */
+static int directives(weftx_ompi_policy *p, const weftx_ompi_policy *b)
+{
+  if (!(p->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
+    if (!(b->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
+      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
+    } else if (b->mapping & WEFTX_OMPI_MAP_NO_OVERSUB) {
+      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
+    } else {
+      p->mapping &= ~(unsigned)WEFTX_OMPI_MAP_NO_OVERSUB;
+      p->mapping |= WEFTX_OMPI_MAP_SUBSCRIBE;
+    }
+  }
+  if (b->mapping & WEFTX_OMPI_MAP_NO_USE_LOCAL)
+    p->mapping |= WEFTX_OMPI_MAP_NO_USE_LOCAL;
+  if (!WEFTX_OMPI_POLICY(p->ranking))
+    p->ranking = b->ranking;
+  if (p->binding & WEFTX_OMPI_BIND_GIVEN)
+    return 1;
+  if (b->binding & WEFTX_OMPI_BIND_GIVEN) {
+    p->binding = b->binding;
+    return 1;
+  }
+  return 0;
+}
+
 /* Open MPI 5's defaults (PRRTE 3.0's prte_rmaps_base_map_job()): the mapping when none
  * is given follows the binding when one is (prte_rmaps_base_set_default_mapping()), else
  * the cpus of 2 ranks or fewer, else the package; the binding when none is given
@@ -414,26 +442,8 @@ static void job_policies_v5(struct job *j, int nprocs, int has_numa, int has_soc
       p->mapping = dflt | (p->mapping & 0xff00u);
     }
   }
-  if (!(p->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
-    if (!(b->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
-      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
-    } else if (b->mapping & WEFTX_OMPI_MAP_NO_OVERSUB) {
-      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
-    } else {
-      p->mapping &= ~(unsigned)WEFTX_OMPI_MAP_NO_OVERSUB;
-      p->mapping |= WEFTX_OMPI_MAP_SUBSCRIBE;
-    }
-  }
-  if (b->mapping & WEFTX_OMPI_MAP_NO_USE_LOCAL)
-    p->mapping |= WEFTX_OMPI_MAP_NO_USE_LOCAL;
-  if (!WEFTX_OMPI_POLICY(p->ranking))
-    p->ranking = b->ranking;
-  if (p->binding & WEFTX_OMPI_BIND_GIVEN)
+  if (directives(p, b))
     return;
-  if (b->binding & WEFTX_OMPI_BIND_GIVEN) {
-    p->binding = b->binding;
-    return;
-  }
 #define DEFAULT_BIND(x) (p->binding = (x) | (p->binding & 0xf000u) | WEFTX_OMPI_BIND_IF_SUPPORTED)
   unsigned mpol = WEFTX_OMPI_POLICY(p->mapping);
   if (p->cpus_per_rank > 0)
@@ -495,28 +505,8 @@ static void job_policies(struct job *j, int nprocs, const weftx_topo *hnp)
       p->mapping = dflt | (p->mapping & 0xff00u);
     }
   }
-  /* oversubscription and --nolocal come with the defaults' directives */
-  if (!(p->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
-    if (!(b->mapping & WEFTX_OMPI_MAP_SUBSCRIBE)) {
-      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
-    } else if (b->mapping & WEFTX_OMPI_MAP_NO_OVERSUB) {
-      p->mapping |= WEFTX_OMPI_MAP_NO_OVERSUB;
-    } else {
-      p->mapping &= ~(unsigned)WEFTX_OMPI_MAP_NO_OVERSUB;
-      p->mapping |= WEFTX_OMPI_MAP_SUBSCRIBE;
-    }
-  }
-  if (b->mapping & WEFTX_OMPI_MAP_NO_USE_LOCAL)
-    p->mapping |= WEFTX_OMPI_MAP_NO_USE_LOCAL;
-  if (!WEFTX_OMPI_POLICY(p->ranking))
-    p->ranking = b->ranking;
-  /* the binding */
-  if (p->binding & WEFTX_OMPI_BIND_GIVEN)
+  if (directives(p, b))
     return;
-  if (b->binding & WEFTX_OMPI_BIND_GIVEN) {
-    p->binding = b->binding;
-    return;
-  }
 #define DEFAULT_BIND(x) (p->binding = (x) | (p->binding & 0xf000u) | WEFTX_OMPI_BIND_IF_SUPPORTED)
   if (p->cpus_per_rank > 0) {
     DEFAULT_BIND(b->hwthreads ? WEFTX_OMPI_HWTHREAD : WEFTX_OMPI_CORE);
