@@ -699,6 +699,43 @@ static void test_engine_end(void **state)
     free(out);
     wr_sup_free(s);
   }
+  /* the same, but the dead host's connections stay open (its link went down before its
+   * agents' closes left it): the judgement waits for the kernel to find them unanswered,
+   * and names the host; a host whose agents still speak is not waited for */
+  for (int k = 0; k < 2; k++) {
+    s = sup(0);
+    started_all(s, 0.2);
+    for (int r = 0; r < 6; r++)
+      if (r / 2 != 1 && (!k || r / 2 != 2))
+        exited(s, r, 143, 15, WT_CTL_STOP_ENGINE, 0, 1.0);
+    wr_sup_engine_exit(s, 205, 1.1);
+    if (k) {
+      heartbeat(s, 2, WEFTX_OP_BARRIER, "dp", 1.5);
+      heartbeat(s, 4, WEFTX_OP_BARRIER, "dp", 1.5);
+    }
+    for (double t = 1.1; t < 2.8; t += 0.8) /* ticks at 1.1, 1.9, 2.7 */
+      wr_sup_tick(s, t);
+    if (k) { /* every host spoke: mpirun's failure, as before */
+      assert_true(wr_sup_settled(s) || s->end == WR_END_ENGINE);
+      assert_int_equal(s->end, WR_END_ENGINE);
+      wr_sup_free(s);
+      continue;
+    }
+    assert_int_equal(s->end, WR_END_NONE);
+    assert_true(wr_sup_next(s, 2.7) <= 1.1 + WT_CTL_UNANSWERED_S + 3.0 + 1e-9);
+    for (double t = 3.5; t < 6.4; t += 1.0)
+      wr_sup_tick(s, t);
+    assert_int_equal(s->end, WR_END_NONE);
+    wr_sup_gone(s, 2, 1, 6.5);
+    wr_sup_gone(s, 3, 1, 6.5);
+    wr_sup_tick(s, 6.9);
+    assert_true(wr_sup_settled(s));
+    out = summary(s, &code);
+    assert_int_equal(code, WR_EXIT_HOSTLOST);
+    assert_non_null(strstr(out, "host vnode1 lost (ranks 2-3): the machine acknowledged nothing"));
+    free(out);
+    wr_sup_free(s);
+  }
   /* all well */
   s = sup(0);
   started_all(s, 0.2);

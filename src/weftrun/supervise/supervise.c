@@ -25,8 +25,13 @@
 #define STACKS_S 20.0       /* --get-stack-traces: the most the stacks may take */
 #define RANK_END_S 1.0      /* a failed rank: mpirun's own teardown first */
 #define ENGINE_SETTLE_S 1.5 /* after mpirun ended: the agents' last messages still coming */
+/* After mpirun failed while a host's agents fell silent and the others spoke or ended:
+ * long enough for the kernel to find that host's connections unanswered (a machine that
+ * died leaves them open: nothing sends the close), keepalive's probes a second apart. */
+#define ENGINE_SILENT_S (WT_CTL_UNANSWERED_S + 3.0)
 
 static void judge_engine(wr_sup *s, double now);
+static double engine_judge_at(const wr_sup *s);
 
 /* A host as silence() sees it: its agents' latest word, how many are live, the first
  * quiet one (-1: none). */
@@ -419,8 +424,7 @@ int wr_sup_tick(wr_sup *s, double now)
   int settling = !s->end && s->engine_exited && s->engine_status > 0 && s->first_gone_at;
   if (settling && !s->engine_judged && now >= s->first_gone_at + SETTLE_S)
     vanished(s, now);
-  if (s->engine_exited && !s->engine_judged &&
-      (wr_sup_done(s) || now >= s->engine_at + ENGINE_SETTLE_S) &&
+  if (s->engine_exited && !s->engine_judged && (wr_sup_done(s) || now >= engine_judge_at(s)) &&
       !(settling && !s->end && now < s->first_gone_at + SETTLE_S))
     judge_engine(s, now);
   if (s->want_stacks == 1) {
@@ -457,8 +461,8 @@ double wr_sup_next(const wr_sup *s, double now)
     next = s->stacks_until;
   if (s->end_after && !s->want_end && s->end_after < next)
     next = s->end_after;
-  if (s->engine_exited && !s->engine_judged && s->engine_at + ENGINE_SETTLE_S < next)
-    next = s->engine_at + ENGINE_SETTLE_S;
+  if (s->engine_exited && !s->engine_judged && engine_judge_at(s) < next)
+    next = engine_judge_at(s);
   return next;
 }
 
@@ -467,6 +471,33 @@ void wr_sup_engine_exit(wr_sup *s, int status, double now)
   s->engine_exited = 1;
   s->engine_status = status;
   s->engine_at = now;
+}
+
+/* When mpirun's end is judged: ENGINE_SETTLE_S after it, or ENGINE_SILENT_S when it
+ * failed and a host's live agents have said nothing since while other ranks spoke or
+ * ended: mpirun lost that host's daemon, and its agents died with the machine without
+ * a word (a dead machine's connections are not closed). */
+static double engine_judge_at(const wr_sup *s)
+{
+  int h, silent = -1, heard = 0;
+  if (s->engine_status <= 0)
+    return s->engine_at + ENGINE_SETTLE_S;
+  for (int r = 0; r < s->np; r++) {
+    const wr_rank *x = &s->r[r];
+    if (!live(x) || x->seen > s->engine_at)
+      heard = 1;
+  }
+  for (h = 0; heard && silent < 0 && h < s->p->nhosts; h++) {
+    int mute = 0, spoke = 0;
+    for (int r = 0; r < s->np; r++)
+      if (s->p->ranks[r].host == h && live(&s->r[r])) {
+        mute += s->r[r].seen <= s->engine_at;
+        spoke += s->r[r].seen > s->engine_at;
+      }
+    if (mute && !spoke)
+      silent = h;
+  }
+  return s->engine_at + (silent >= 0 ? ENGINE_SILENT_S : ENGINE_SETTLE_S);
 }
 
 /* mpirun has ended and the agents had their say: what the channel left open. */
