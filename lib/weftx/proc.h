@@ -126,6 +126,15 @@ const char *weftx_find_exe(const char *const *look, char *buf, size_t len);
  * too long for \p len. */
 int weftx_self_exe(char *buf, size_t len);
 
+/** \brief Make this process adopt the processes its descendants leave behind when
+ * they die (a child subreaper), so that weftx_proc_end_orphans() can end them.
+ * 0, or WEFT_ESYS (a kernel without it: nothing is adopted). */
+int weftx_proc_adopt(void);
+/** \brief End the processes adopted since weftx_proc_adopt() (every child of this
+ * process: call it when no child of its own is running): SIGTERM, \p grace seconds
+ * for them to end, SIGKILL, all reaped. \return how many there were. */
+int weftx_proc_end_orphans(double grace);
+
 WEFT_END_DECLS
 
 #endif /* WEFTX_PROC_H */

@@ -263,6 +263,9 @@ int main(int argc, char **argv)
     return rc;
   }
   int stop_fd = wr_signals_install();
+  /* what mpirun leaves behind when it dies (srun, in a group of its own under Slurm)
+   * comes to weftrun, which ends it with the attempt (run.c) */
+  (void)weftx_proc_adopt();
   if (o.version) {
     wr_opts_free(&o);
     return version(stop_fd);

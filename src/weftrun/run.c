@@ -306,6 +306,14 @@ static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, ch
   int rc = 0;
   int failed = weftx_proc_run(&s, &r, why, sizeof(why));
   free(envp);
+  /* mpirun's own children out of its group, left running when it died: srun under Slurm
+   * waits for a dead node's daemon for ever, its job step holding the other nodes' CPUs
+   * from a restart; whatever else, nothing of the job outlives it. Half a second after
+   * SIGTERM: srun does not end before its dead node's task does, and a restart waits. */
+  int orphans = weftx_proc_end_orphans(0.5);
+  if (orphans && o->verbose)
+    fprintf(stderr, "weftrun: ended %d process%s %s left behind\n", orphans,
+            orphans == 1 ? "" : "es", e->name);
   record(j.s, p, att);
   wr_mon_close(j.mon);
   /* weftrun's own lines start lines of their own, after a rank's unfinished last line on

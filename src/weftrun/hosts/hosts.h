@@ -51,9 +51,15 @@ int wr_ompi_version(const char *mpirun, int stop_fd, int *version);
 /* slurm.c: the GPUs each host's ranks may have: those the Slurm job was given there
  * (scontrol show job -d), within a CUDA_VISIBLE_DEVICES of the user's. WR_EXIT_*. */
 int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd);
+/* What Slurm says of a job now (scontrol show job). */
+typedef struct wr_slurm_job {
+  char state[32];   /* JobState= ("RUNNING", "NODE_FAIL"); "" when Slurm forgot the job */
+  char reason[64];  /* Reason= ("None", "NodeDown") */
+  char nodes[4096]; /* NodeList= ("vnode[0-1]"); "" when not known */
+} wr_slurm_job;
 /* Does Slurm job \p job still run (its allocation stands)? 1, 0, or -1 when scontrol
- * cannot say (within 10 s), with \p why. */
-int wr_slurm_alive(const char *job, int stop_fd, char *why, size_t whylen);
+ * cannot say (within 10 s), with \p why; what it said into \p j. */
+int wr_slurm_alive(const char *job, int stop_fd, wr_slurm_job *j, char *why, size_t whylen);
 
 /* gcp.c: --nccl-preset on this VM: reserved cores and variables for the plan, the
  * checks (warnings), this VM's Google Cloud facts. */

@@ -220,14 +220,15 @@ int wr_slurm_gpus(const wr_opts *o, wr_inventory *inv, int stop_fd)
   return 0;
 }
 
-int wr_slurm_alive(const char *job, int stop_fd, char *why, size_t whylen)
+int wr_slurm_alive(const char *job, int stop_fd, wr_slurm_job *j, char *why, size_t whylen)
 {
-  char path[4096], state[64] = "";
+  char path[4096];
   const char *look[] = {"scontrol", NULL};
   char *argv[] = {path, (char *)"-o", (char *)"show", (char *)"job", (char *)job, NULL};
   weftx_proc_spec s;
   weftx_proc_result r;
   why[0] = '\0';
+  memset(j, 0, sizeof(*j));
   if (!weftx_find_exe(look, path, sizeof(path))) {
     snprintf(why, whylen, "scontrol is not on PATH");
     return -1;
@@ -250,8 +251,15 @@ int wr_slurm_alive(const char *job, int stop_fd, char *why, size_t whylen)
   const char *p = strstr(r.output, "JobState=");
   int alive = -1;
   if (p) {
-    snprintf(state, sizeof(state), "%.*s", (int)strcspn(p + 9, " \n"), p + 9);
-    alive = !strcmp(state, "RUNNING") || !strcmp(state, "CONFIGURING");
+    snprintf(j->state, sizeof(j->state), "%.*s", (int)strcspn(p + 9, " \n"), p + 9);
+    alive = !strcmp(j->state, "RUNNING") || !strcmp(j->state, "CONFIGURING");
+    /* " NodeList=", not "ReqNodeList=" or "ExcNodeList=" */
+    const char *why_end = strstr(r.output, " Reason=");
+    if (why_end)
+      snprintf(j->reason, sizeof(j->reason), "%.*s", (int)strcspn(why_end + 8, " \n"), why_end + 8);
+    const char *l = strstr(r.output, " NodeList=");
+    if (l)
+      snprintf(j->nodes, sizeof(j->nodes), "%.*s", (int)strcspn(l + 10, " \n"), l + 10);
   } else if (r.status && strstr(r.output, "Invalid job id"))
     alive = 0;
   else

@@ -95,7 +95,10 @@ static int set_long(const char *key, long v)
   return setenv(key, buf, 1);
 }
 
+static int overlap_set; /* SLURM_OVERLAP is weftrun's own (set_vars) */
+
 /* What every rank of attempt k is given (weftrun(1) RESTARTS): WEFT_* reaches every host. */
+
 static int set_vars(const loop *l, int k)
 {
   int rc = set_long("WEFT_RESTART_COUNT", k) || set_long("WEFT_MAX_RESTARTS", l->o->restarts) ||
@@ -104,6 +107,15 @@ static int set_vars(const loop *l, int k)
     rc = set_long("WEFT_PREV_WORLD_SIZE", l->att[k - 1].np);
   else if (!rc)
     rc = unsetenv("WEFT_PREV_WORLD_SIZE");
+  /* In a Slurm allocation, the dead node's job step outlives the attempt until Slurm
+   * finds the node down (SlurmdTimeout, 300 s by default), holding the CPUs of every node
+   * it ran on: the next attempt's step (mpirun's srun of its daemons, or srun itself)
+   * shares them (srun --overlap), or it would wait for that step for minutes. A value
+   * of the user's own stays. */
+  if (!rc && k > 0 && getenv("SLURM_JOB_ID") && !getenv("SLURM_OVERLAP")) {
+    rc = setenv("SLURM_OVERLAP", "1", 1);
+    overlap_set = !rc;
+  }
   if (rc)
     fprintf(stderr, "weftrun: out of memory\n");
   return rc ? WR_EXIT_ENGINE : 0;
@@ -111,6 +123,9 @@ static int set_vars(const loop *l, int k)
 
 static void unset_vars(void)
 {
+  if (overlap_set)
+    unsetenv("SLURM_OVERLAP");
+  overlap_set = 0;
   unsetenv("WEFT_RESTART_COUNT");
   unsetenv("WEFT_MAX_RESTARTS");
   unsetenv("WEFT_CHECKPOINT_DIR");
@@ -441,31 +456,79 @@ static void policy(const loop *l, FILE *out)
                  "(this host only; --checkpoint-dir for a shared one)\n");
 }
 
-/* In a Slurm job: has Slurm ended the allocation after the loss (no --no-kill)? Then
- * there is nothing to restart on; exit 75 is what a requeueing batch script looks for.
- * Asked twice, a second apart: Slurm revokes the allocation soon after the node is
- * found down. */
-static int slurm_ended(const wr_opts *o, int stop_fd, const wr_attempt *a)
+/* The lost hosts of \p a that Slurm's node list \p nodes still holds, ", "-separated,
+ * into \p out; how many. */
+static int still_held(const wr_attempt *a, const char *nodes, char *out, size_t len)
 {
-  const char *job = getenv("SLURM_JOB_ID");
-  if (!job || !*job || !getenv("SLURM_JOB_NODELIST") || o->host_discovery ||
-      (a->code != WR_EXIT_HOSTLOST && a->code != WR_EXIT_PREEMPTED))
+  weftx_hostlist *hl = NULL;
+  char why[200];
+  int n = 0;
+  size_t at = 0;
+  out[0] = '\0';
+  if (weftx_hostlist_create(&hl))
     return 0;
-  char why[700] = "", may[800];
-  int alive = wr_slurm_alive(job, stop_fd, why, sizeof(why));
-  if (alive == 1 && !nap(stop_fd, weftx_monotonic() + 1.0))
-    alive = wr_slurm_alive(job, stop_fd, why, sizeof(why));
+  if (!weftx_hosts_parse_slurm(hl, nodes, NULL, why, sizeof(why)))
+    for (int i = 0; i < a->nlost; i++)
+      if (weftx_hostlist_find(hl, a->lost[i]) >= 0) {
+        int w = snprintf(out + at, len - at, "%s%s", n ? ", " : "", a->lost[i]);
+        if (w > 0 && (size_t)w < len - at)
+          at += (size_t)w;
+        n++;
+      }
+  weftx_hostlist_destroy(hl);
+  return n;
+}
+
+/* In a Slurm job, after an attempt that failed: what Slurm
+ * made of it. 1 when Slurm ended the allocation: nothing to restart on; said, and *rc
+ * is exit 75 when a node failure ended it (the allocation was made without --no-kill;
+ * 75 is what a requeueing batch script looks for). 0 otherwise; after a lost host or a
+ * preemption that will be restarted (\p restart), whether Slurm took the node out of
+ * the job (--no-kill) or has not decided yet (it waits SlurmdTimeout, 300 s by default,
+ * before it calls a node down): the restart goes on now on the other nodes, saying
+ * what Slurm will do then. */
+static int slurm_verdict(int stop_fd, const wr_attempt *a, int restart, int *rc)
+{
+  const char *job = getenv("SLURM_JOB_ID"), *all = getenv("SLURM_JOB_NODELIST");
+  char why[700] = "", held[1024];
+  if (!job || !*job || !all || !a->code)
+    return 0;
+  int lost = a->code == WR_EXIT_HOSTLOST || a->code == WR_EXIT_PREEMPTED;
+  if (!lost && !a->number) /* a failure of the first attempt: Slurm is not in question */
+    return 0;
+  if (lost && a->nlost && !still_held(a, all, held, sizeof(held)))
+    return 0; /* hosts from elsewhere (--host-discovery) */
+  wr_slurm_job j;
+  int alive = wr_slurm_alive(job, stop_fd, &j, why, sizeof(why));
   if (alive == 0) {
-    fprintf(stderr,
-            "weftrun: Slurm ended job %s's allocation when its node failed (it was not made "
-            "with --no-kill); no restart; exit %d, which a batch script can requeue on "
-            "(weftrun(1) RESTARTS)\n",
-            job, a->code);
+    /* lost now, or Slurm says so: COMPLETING with Reason=NodeDown, then NODE_FAIL */
+    int node_fail = lost || !strcmp(j.state, "NODE_FAIL") || !strcmp(j.reason, "NodeDown");
+    if (node_fail)
+      *rc = WR_EXIT_HOSTLOST;
+    fprintf(stderr, "weftrun: Slurm ended job %s's allocation%s%s%s%s; no restart; exit %d%s\n",
+            job, j.state[0] ? " (" : "", j.state, j.state[0] ? ")" : "",
+            node_fail ? " when its node failed (it was not made with --no-kill)" : "", *rc,
+            node_fail ? ", which a batch script can requeue on (weftrun(1) RESTARTS)" : "");
     return 1;
   }
-  snprintf(may, sizeof(may), "may stand (%s)", why);
-  fprintf(stderr, "weftrun: Slurm job %s's allocation %s; restarting on its other nodes\n", job,
-          alive == 1 ? "stands (--no-kill)" : may);
+  if (!lost || !restart)
+    return 0;
+  if (alive < 0)
+    fprintf(stderr,
+            "weftrun: cannot tell whether Slurm job %s's allocation stands (%s); restarting "
+            "on its other nodes\n",
+            job, why);
+  else if (!j.nodes[0] || !a->nlost || !still_held(a, j.nodes, held, sizeof(held)))
+    fprintf(stderr,
+            "weftrun: Slurm took the lost node out of job %s (--no-kill); its nodes now: %s; "
+            "restarting on them\n",
+            job, j.nodes[0] ? j.nodes : "unknown");
+  else
+    fprintf(stderr,
+            "weftrun: Slurm has not yet found %s down (it waits SlurmdTimeout); restarting "
+            "now on job %s's other nodes: an allocation made with --no-kill goes on without "
+            "%s, any other is ended by Slurm then (weftrun(1) RESTARTS)\n",
+            held, job, a->nlost == 1 ? "it" : "them");
   return 0;
 }
 
@@ -547,15 +610,18 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
       fprintf(stderr, "weftrun: out of memory\n");
       break;
     }
-    if (!launch || !o->restarts || !wr_rs_restartable(&a, rc, o->restart_on))
+    if (!launch || !o->restarts)
+      break;
+    int again = wr_rs_restartable(&a, rc, o->restart_on) && k < o->restarts;
+    if (slurm_verdict(stop_fd, &a, again, &rc))
+      break;
+    if (!wr_rs_restartable(&a, rc, o->restart_on))
       break;
     if (k >= o->restarts) {
       fprintf(stderr, "weftrun: all %ld restart%s used; exit %d, the last attempt's\n", o->restarts,
               o->restarts == 1 ? "" : "s", rc);
       break;
     }
-    if (slurm_ended(o, stop_fd, &a))
-      break;
     if (wr_rs_note(&l.st, &a, weftx_monotonic())) {
       fprintf(stderr, "weftrun: out of memory\n");
       break;
