@@ -263,7 +263,7 @@ static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, ch
     return WR_EXIT_ENGINE;
   }
   if (o->monitor > 0) {
-    int rc = wr_mon_open(o, p->np, j.s->t0, &j.mon, why, sizeof(why));
+    int rc = wr_mon_open(o, p->np, j.s->t0, o->restarts ? att : NULL, &j.mon, why, sizeof(why));
     if (rc) {
       fprintf(stderr, "weftrun: %s\n", why);
       wr_sup_free(j.s);

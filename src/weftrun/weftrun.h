@@ -355,6 +355,9 @@ typedef struct wr_attempt {
   char cause[600]; /* what ended the one before: "vnode2 was lost (75)" */
   double down_at;  /* when the one before was found ending */
   int prev_np;     /* its world size */
+  /* --monitor-out: one timeline for the job, the restarts appending to it */
+  int mon_made;  /* this job's timeline is there (an earlier attempt made it) */
+  double mon_t0; /* its clock's zero (weftx_monotonic()) */
 } wr_attempt;
 
 /* run.c: the run stage: the hostfile and this host's XML into the job directory, the

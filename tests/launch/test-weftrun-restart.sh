@@ -38,12 +38,21 @@ run --restarts 1 --restart-on any --checkpoint-dir "$ck" -np 2 sh -c "$prog" >"$
 grep -q '^weftrun: restart 1 of 1: the job failed (exit 3); running again on 1 host ([^)]*), world size 2; the job was down [0-9.]* s$' "$tmp/err" ||
   { bad "the restart line"; cat "$tmp/err"; }
 
-# --monitor-out: each attempt's timeline of its own (a timeline is never overwritten)
+# --monitor-out: one timeline for the job, on one clock: the first attempt's records,
+# the restart's line (the gap), the restart's records marked attempt 1 and later; one
+# picture of both, the gap shaded
 rc=0
-run --restarts 1 --restart-on any --monitor-out "$tmp/mon" -np 1 sh -c 'sleep 1.5; [ "$WEFT_RESTART_COUNT" = 1 ]' \
-  >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ $rc -eq 0 ] && [ -e "$tmp/mon/timeline.jsonl" ] && [ -e "$tmp/mon/restart-1/timeline.jsonl" ] ||
-  { bad "--monitor-out with a restart: exit $rc"; cat "$tmp/err"; }
+run --restarts 1 --restart-on any --monitor=0.2 --monitor-out "$tmp/mon" -np 1 \
+  sh -c 'sleep 1.5; [ "$WEFT_RESTART_COUNT" = 1 ]' >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ $rc -ne 0 ] || [ -e "$tmp/mon/restart-1" ] || ! awk '
+    /"restart":1,/ { gap = NR; match($0, /"down_since":[0-9.]*/); from = substr($0, RSTART + 13, RLENGTH - 13)
+                     match($0, /"t":[0-9.]*/); to = substr($0, RSTART + 4, RLENGTH - 4); next }
+    /"rank":0,/ { match($0, /"t":[0-9.]*/); t = substr($0, RSTART + 4, RLENGTH - 4)
+                  if (/"attempt":1,/) { if (!gap || t < to) bad = 1; after++ } else { if (gap) bad = 1; before++ } }
+    END { exit !(gap && before && after && !bad && from <= to) }' "$tmp/mon/timeline.jsonl" ||
+   ! grep -q '<title>restart 1: the job failed (exit 1); the job was down' "$tmp/mon/timeline.html"; then
+  bad "--monitor-out with a restart: exit $rc"; cat "$tmp/err" "$tmp/mon/timeline.jsonl"
+fi
 
 # a storm: 3 attempts, backoffs of 1 and 2 s, the last attempt's status
 t0=$(now)

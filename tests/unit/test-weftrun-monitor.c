@@ -240,11 +240,23 @@ static void test_picture(void **state)
   assert_string_equal(host, "");
   assert_int_equal(wr_timeline_parse("not json", &pt, host, sizeof(host)), -1);
   assert_int_equal(wr_timeline_parse("{\"t\":1,\"rank\":-3}", &pt, host, sizeof(host)), -1);
+  /* a restart's records say their attempt; its line is a gap, not a record */
+  assert_int_equal(
+    wr_timeline_parse("{\"t\":9,\"rank\":1,\"attempt\":2,\"seq\":1}", &pt, host, sizeof(host)), 0);
+  assert_int_equal(pt.attempt, 2);
+  wr_gap g;
+  const char *gl = "{\"t\":12.500,\"restart\":1,\"down_since\":10.250,\"np\":4,"
+                   "\"cause\":\"vnode2 lost (75)\"}";
+  assert_int_equal(wr_timeline_parse(gl, &pt, host, sizeof(host)), -1);
+  assert_int_equal(wr_timeline_gap(gl, &g), 0);
+  assert_true(g.from == 10.25 && g.to == 12.5 && g.attempt == 1);
+  assert_string_equal(g.cause, "vnode2 lost (75)");
+  assert_int_equal(wr_timeline_gap("{\"t\":2,\"rank\":0}", &g), -1);
   /* one line per rank with points in each chart, its title naming it; a rank without
    * points draws none; the caption escaped */
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  wr_picture_draw(f, v, 2, "job <x>", NULL, NULL);
+  wr_picture_draw(f, v, 2, NULL, 0, "job <x>", NULL, NULL);
   assert_int_equal(fclose(f), 0);
   assert_non_null(strstr(text, "<p>job &lt;x&gt;</p>"));
   int lines = 0;
@@ -261,6 +273,27 @@ static void test_picture(void **state)
   assert_null(strstr(text, "GPU utilisation"));
   assert_null(strstr(text, "Straggler"));
   assert_null(strstr(text, "stroke-width=\"3\""));
+  assert_null(strstr(text, "restart 1"));
+  free(text);
+
+  /* across a restart: the gap shaded in each chart with what was lost, rank 0's line
+   * broken there (two processes), the axis to the gap's end at least */
+  wr_point c[4] = {{0.5, 0.9, 1 << 20, 0, -1, 0},
+                   {1.0, 0.8, 1 << 20, 0, -1, 0},
+                   {3.0, 0.7, 1 << 20, 0, -1, 1},
+                   {3.5, 0.7, 1 << 20, 0, -1, 1}};
+  wr_series u[1] = {{c, 4, 4, "vm-a"}};
+  wr_gap gap = {1.2, 2.8, 1, "vnode2 lost (75)"};
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  wr_picture_draw(f, u, 1, &gap, 1, "job", NULL, NULL);
+  assert_int_equal(fclose(f), 0);
+  lines = 0;
+  for (const char *p = text; (p = strstr(p, "<polyline")); p++)
+    lines++;
+  assert_int_equal(lines, 4); /* 2 per chart: CPU and memory */
+  assert_non_null(
+    strstr(text, "<title>restart 1: vnode2 lost (75); the job was down 1.6 s</title>"));
   free(text);
 
   /* four ranks with GPU figures, rank 2 at a quarter of the others: a GPU chart; the
@@ -277,7 +310,7 @@ static void test_picture(void **state)
   }
   f = open_memstream(&text, &len);
   assert_non_null(f);
-  wr_picture_draw(f, w, 4, "job", NULL, NULL);
+  wr_picture_draw(f, w, 4, NULL, 0, "job", NULL, NULL);
   assert_int_equal(fclose(f), 0);
   assert_non_null(strstr(text, "GPU utilisation, %"));
   assert_null(strstr(text, "Straggler"));
@@ -286,7 +319,7 @@ static void test_picture(void **state)
   char named_cpu[4] = {0, 0, 1, 0}, named_gpu[4] = {0, 1, 0, 0};
   f = open_memstream(&text, &len);
   assert_non_null(f);
-  wr_picture_draw(f, w, 4, "job", named_cpu, named_gpu);
+  wr_picture_draw(f, w, 4, NULL, 0, "job", named_cpu, named_gpu);
   assert_int_equal(fclose(f), 0);
   lines = 0;
   for (const char *p = text; (p = strstr(p, "<polyline")); p++)

@@ -43,9 +43,23 @@ struct wr_mon {
   wr_straggle st, gst;
   int stragglers;
   int said_why; /* why the GPU figures are absent, said once */
+  int attempt;  /* --restarts' attempt: its records say so (0: the first) */
+  int append;   /* a restart's: the job's timeline and picture are there */
 };
 
-int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len)
+/* A restart's line in the timeline: what was lost, since when the job was down. */
+static void restart_line(wr_mon *m, const wr_attempt *att, int np, double now)
+{
+  FILE *f = m->timeline;
+  fprintf(f, "{\"t\":%.3f,\"restart\":%d,\"down_since\":%.3f,\"np\":%d,\"cause\":", now - m->t0,
+          att->number, att->down_at > 0 ? att->down_at - m->t0 : now - m->t0, np);
+  weftx_json_string(f, att->cause);
+  fputs("}\n", f);
+  fflush(f);
+}
+
+int wr_mon_open(const wr_opts *o, int np, double t0, wr_attempt *att, wr_mon **out, char *why,
+                size_t len)
 {
   wr_mon *m = calloc(1, sizeof(*m));
   *out = NULL;
@@ -59,7 +73,9 @@ int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, si
     return WR_EXIT_ENGINE;
   }
   m->every = o->monitor;
-  m->t0 = t0;
+  m->append = att && att->mon_made;
+  m->attempt = att ? att->number : 0;
+  m->t0 = m->append ? att->mon_t0 : t0;
   m->np = np;
   m->median = m->gmedian = -1;
   for (int r = 0; r < np; r++)
@@ -74,10 +90,11 @@ int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, si
     }
     snprintf(m->path, sizeof(m->path), "%s/timeline.jsonl", o->monitor_out);
     snprintf(m->html, sizeof(m->html), "%s/timeline.html", o->monitor_out);
-    snprintf(m->what, sizeof(m->what), "weftrun job %s: %d ranks, a sample every %g s (%s)", o->job,
-             np, o->monitor, m->path);
+    snprintf(m->what, sizeof(m->what), "weftrun job %s: %d ranks%s, a sample every %g s (%s)",
+             o->job, np, m->attempt ? " after its restarts (shaded: the job was down)" : "",
+             o->monitor, m->path);
     m->quiet = o->quiet;
-    int fd = open(m->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    int fd = open(m->path, O_WRONLY | O_CLOEXEC | (m->append ? O_APPEND : O_CREAT | O_EXCL), 0666);
     if (fd < 0 || !(m->timeline = fdopen(fd, "w"))) {
       snprintf(why, len, "--monitor-out %s: cannot create %s: %s%s", o->monitor_out, m->path,
                strerror(errno),
@@ -88,6 +105,12 @@ int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, si
         close(fd);
       wr_mon_close(m);
       return WR_EXIT_NOINPUT;
+    }
+    if (m->append)
+      restart_line(m, att, np, weftx_monotonic());
+    else if (att) {
+      att->mon_made = 1;
+      att->mon_t0 = t0;
     }
   }
   *out = m;
@@ -209,6 +232,8 @@ static void record(wr_mon *m, const wr_sup *s, int rank, double now)
   FILE *f = m->timeline;
   fprintf(f, "{\"t\":%.3f,\"rank\":%d,\"host\":", now - m->t0, rank);
   weftx_json_string(f, wr_sup_host(s, rank));
+  if (m->attempt)
+    fprintf(f, ",\"attempt\":%d", m->attempt);
   fprintf(f, ",\"seq\":%lld", (long long)x->seq);
   if (x->span_ms >= 0)
     fprintf(f, ",\"span\":%.3f", (double)x->span_ms / 1000);
@@ -298,8 +323,8 @@ void wr_mon_close(wr_mon *m)
     if (fclose(m->timeline))
       fprintf(stderr, "weftrun: warning: --monitor-out: writing %s failed: %s\n", m->path,
               strerror(errno));
-    else if (wr_picture_write(m->path, m->html, m->np, m->what, m->st.flagged, m->gst.flagged, why,
-                              sizeof(why)))
+    else if (wr_picture_write(m->path, m->html, m->np, m->append, m->what, m->st.flagged,
+                              m->gst.flagged, why, sizeof(why)))
       fprintf(stderr, "weftrun: warning: --monitor-out: no picture: %s\n", why);
     else if (!m->quiet)
       fprintf(stderr, "weftrun: timeline %s, its picture %s\n", m->path, m->html);

@@ -31,9 +31,13 @@ int64_t wr_median(const int64_t *v, int n, int64_t *scratch);
 int wr_straggle_step(wr_straggle *st, int rank, int64_t use, int64_t median);
 
 /* monitor.c: --monitor's timeline, stragglers and live line, fed by the supervisor's
- * on_sample (wr_mon_sample, with the wr_mon as arg). open: WR_EXIT_* with why. */
+ * on_sample (wr_mon_sample, with the wr_mon as arg). open: WR_EXIT_* with why. With
+ * \p att (--restarts' attempt; NULL: none), one timeline for the job: the first attempt
+ * makes it (att->mon_made, att->mon_t0 set), a restart appends to it on the same clock,
+ * after a line that says what was lost and since when, its records marked "attempt". */
 typedef struct wr_mon wr_mon;
-int wr_mon_open(const wr_opts *o, int np, double t0, wr_mon **out, char *why, size_t len);
+int wr_mon_open(const wr_opts *o, int np, double t0, wr_attempt *att, wr_mon **out, char *why,
+                size_t len);
 void wr_mon_sample(void *arg, const wr_sup *s, int rank, double now);
 void wr_mon_wipe(wr_mon *m); /* the live line off the screen, before another line */
 /* 1: a line of the ranks' output is open on the screen (a prompt): no live line drawn over
@@ -52,8 +56,15 @@ int wr_mon_nic_rates(const wr_sup *s, int *scratch, double *tx, double *rx);
 typedef struct wr_point {
   double t, cpu, rss; /* cpu in cores, rss in bytes; -1 absent */
   int rank;
-  double gpu; /* 0 to 1; -1 absent */
+  double gpu;  /* 0 to 1; -1 absent */
+  int attempt; /* --restarts' attempt (0: the first) */
 } wr_point;
+/* A restart's gap: the job was down from \p from to \p to (seconds on the timeline). */
+typedef struct wr_gap {
+  double from, to;
+  int attempt; /* the restart's number (1, 2, ...) */
+  char cause[160];
+} wr_gap;
 typedef struct wr_series {
   wr_point *p;
   int n, cap;
@@ -61,11 +72,16 @@ typedef struct wr_series {
 } wr_series;
 /* One timeline line: 0, or -1 when it is not a record (host: "" when absent). */
 int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen);
-/* The page for \p n ranks' series; \p what is its first paragraph. */
-void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const char *named_cpu,
-                     const char *named_gpu);
-int wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
-                     const char *named_cpu, const char *named_gpu, char *why,
-                     size_t len); /* 0, or -1 with why */
+/* A restart's line ({"t":..,"restart":K,"down_since":..,"cause":..}): 0, or -1. */
+int wr_timeline_gap(const char *line, wr_gap *g);
+/* The page for \p n ranks' series and \p ngaps restarts' gaps (shaded; a rank's line
+ * breaks at each); \p what is its first paragraph. */
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const wr_gap *gaps, int ngaps,
+                     const char *what, const char *named_cpu, const char *named_gpu);
+/* The page from the timeline, every rank of every attempt in it (\p np: the last
+ * attempt's, for \p named_*); \p replace: over the job's own earlier picture (a
+ * restart's), else never over a file that is there. 0, or -1 with why. */
+int wr_picture_write(const char *jsonl, const char *html, int np, int replace, const char *what,
+                     const char *named_cpu, const char *named_gpu, char *why, size_t len);
 
 #endif /* WR_MONITOR_H */

@@ -67,6 +67,9 @@ int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen
     pt->rss = -1;
   if (num(line, "\"gpu\":", &pt->gpu))
     pt->gpu = -1;
+  double attempt;
+  pt->attempt =
+    num(line, "\"attempt\":", &attempt) || attempt < 0 || attempt > 1e6 ? 0 : (int)attempt;
   const char *h = strstr(line, "\"host\":\"");
   size_t n = 0;
   if (h) {
@@ -75,6 +78,27 @@ int wr_timeline_parse(const char *line, wr_point *pt, char *host, size_t hostlen
       n++;
   }
   snprintf(host, hostlen, "%.*s", (int)n, h ? h : "");
+  return 0;
+}
+
+int wr_timeline_gap(const char *line, wr_gap *g)
+{
+  double k;
+  memset(g, 0, sizeof(*g));
+  if (line[0] != '{' || strstr(line, "\"rank\":") || num(line, "\"restart\":", &k) || k < 1 ||
+      k > 1e6 || num(line, "\"t\":", &g->to) || num(line, "\"down_since\":", &g->from))
+    return -1;
+  g->attempt = (int)k;
+  if (g->from > g->to)
+    g->from = g->to;
+  const char *c = strstr(line, "\"cause\":\"");
+  size_t n = 0;
+  if (c) {
+    c += 9;
+    while (c[n] && c[n] != '"' && c[n] != '\\')
+      n++;
+  }
+  snprintf(g->cause, sizeof(g->cause), "%.*s", (int)n, c ? c : "");
   return 0;
 }
 
@@ -136,8 +160,8 @@ static void averages(const wr_series *v, int n, int c, double *avg)
 /* One chart at \p top: chart c of every rank's points against t, y from 0 to a
  * round figure (at least \p floor), light lines at its ticks, x ticks in seconds; the
  * ranks flagged in \p thick (NULL: none) drawn thicker. The height it took. */
-static int chart(FILE *out, const wr_series *v, int n, double tmax, int c, double unit,
-                 const char *title, double floor, const char *thick, int top)
+static int chart(FILE *out, const wr_series *v, int n, const wr_gap *gaps, int ngaps, double tmax,
+                 int c, double unit, const char *title, double floor, const char *thick, int top)
 {
   double ymax = floor;
   for (int r = 0; r < n; r++)
@@ -167,17 +191,38 @@ static int chart(FILE *out, const wr_series *v, int n, double tmax, int c, doubl
     if (tmax <= 0)
       break;
   }
+  /* the restarts' gaps, shaded, under the lines */
+  for (int g = 0; g < ngaps; g++) {
+    double w = (gaps[g].to - gaps[g].from) * xs;
+    fprintf(out,
+            "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#e8e8e8\">"
+            "<title>restart %d: ",
+            PADL + gaps[g].from * xs, base - CH, w > 2 ? w : 2, CH, gaps[g].attempt);
+    xml_text(out, gaps[g].cause);
+    fprintf(out, "; the job was down %.1f s</title></rect>\n", gaps[g].to - gaps[g].from);
+    fprintf(out, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\">restart %d</text>\n",
+            PADL + gaps[g].to * xs + 3, base - CH + 10, gaps[g].attempt);
+  }
+  /* a rank's line, broken where its attempt changes (another process of that rank) */
   for (int r = 0; r < n; r++) {
     int step = v[r].n > MAX_POINTS ? (v[r].n + MAX_POINTS - 1) / MAX_POINTS : 1, any = 0;
+    int attempt = -1;
     for (int i = 0; i < v[r].n; i += step) {
       double y = figure(&v[r].p[i], c, unit);
       if (y < 0)
         continue;
+      if (any && v[r].p[i].attempt != attempt) {
+        fprintf(out, "\"><title>rank %d (", r);
+        xml_text(out, v[r].host);
+        fputs(")</title></polyline>\n", out);
+        any = 0;
+      }
       if (!any)
         fprintf(out, "<polyline fill=\"none\" stroke-width=\"%s\" stroke=\"%s\" points=\"",
                 thick && thick[r] ? "3" : "1.5", palette[r % 10]);
       fprintf(out, "%s%.1f,%.1f", any ? " " : "", PADL + v[r].p[i].t * xs, base - y * ys);
       any = 1;
+      attempt = v[r].p[i].attempt;
     }
     if (any) {
       fprintf(out, "\"><title>rank %d (", r);
@@ -252,10 +297,13 @@ static int count(const char *named, int n)
   return k;
 }
 
-void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, const char *named_cpu,
-                     const char *named_gpu)
+void wr_picture_draw(FILE *out, const wr_series *v, int n, const wr_gap *gaps, int ngaps,
+                     const char *what, const char *named_cpu, const char *named_gpu)
 {
   double tmax = 0, mem = 0;
+  for (int g = 0; g < ngaps; g++)
+    if (gaps[g].to > tmax)
+      tmax = gaps[g].to;
   double *cpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*cpu));
   double *gpu = calloc((size_t)(n > 0 ? n : 1), sizeof(*gpu));
   for (int r = 0; r < n; r++)
@@ -292,13 +340,13 @@ void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, con
           "font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
           W, h, W, h);
   int y = 0;
-  y += chart(out, v, n, tmax, C_CPU, 100, "CPU use, % of one core (100 = one core busy)", 10,
-             named_cpu, y);
+  y += chart(out, v, n, gaps, ngaps, tmax, C_CPU, 100,
+             "CPU use, % of one core (100 = one core busy)", 10, named_cpu, y);
   if (gpus)
-    y += chart(out, v, n, tmax, C_GPU, 100, "GPU utilisation, % (NVML: the time a kernel ran)", 100,
-               named_gpu, y);
+    y += chart(out, v, n, gaps, ngaps, tmax, C_GPU, 100,
+               "GPU utilisation, % (NVML: the time a kernel ran)", 100, named_gpu, y);
   int gib = mem >= 2.0 * (1 << 30);
-  y += chart(out, v, n, tmax, C_MEM, 1.0 / (gib ? 1 << 30 : 1 << 20),
+  y += chart(out, v, n, gaps, ngaps, tmax, C_MEM, 1.0 / (gib ? 1 << 30 : 1 << 20),
              gib ? "Resident memory, GiB" : "Resident memory, MiB", 1, NULL, y);
   fprintf(out,
           "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">seconds since the job started"
@@ -311,45 +359,84 @@ void wr_picture_draw(FILE *out, const wr_series *v, int n, const char *what, con
   free(gpu);
 }
 
-int wr_picture_write(const char *jsonl, const char *html, int np, const char *what,
+/* Room for rank \p rank in *v (*nv of them, zeroed when new). 0, or -1. */
+static int room(wr_series **v, int *nv, int rank)
+{
+  if (rank < *nv)
+    return 0;
+  int n = *nv ? *nv : 16;
+  while (n <= rank)
+    n *= 2;
+  wr_series *w = realloc(*v, (size_t)n * sizeof(*w));
+  if (!w)
+    return -1;
+  memset(w + *nv, 0, (size_t)(n - *nv) * sizeof(*w));
+  *v = w;
+  *nv = n;
+  return 0;
+}
+
+int wr_picture_write(const char *jsonl, const char *html, int np, int replace, const char *what,
                      const char *named_cpu, const char *named_gpu, char *why, size_t len)
 {
   FILE *in = fopen(jsonl, "r"), *out = NULL;
-  wr_series *v = calloc((size_t)(np > 0 ? np : 1), sizeof(*v));
-  char *line = NULL, host[64];
+  wr_series *v = NULL;
+  wr_gap *gaps = NULL;
+  char *line = NULL, host[64], *ncpu = NULL, *ngpu = NULL;
   size_t cap = 0;
-  int rc = -1;
-  if (!in || !v) {
-    snprintf(why, len, "cannot read %s: %s", jsonl, in ? "out of memory" : strerror(errno));
+  int rc = -1, nv = 0, ngaps = 0, ranks = np > 0 ? np : 0;
+  if (!in) {
+    snprintf(why, len, "cannot read %s: %s", jsonl, strerror(errno));
     goto out;
   }
   while (getline(&line, &cap, in) > 0) {
     wr_point pt;
-    if (wr_timeline_parse(line, &pt, host, sizeof(host)) || pt.rank >= np)
+    wr_gap g;
+    if (!wr_timeline_gap(line, &g)) {
+      wr_gap *w = realloc(gaps, (size_t)(ngaps + 1) * sizeof(*w));
+      if (!w)
+        goto nomem;
+      gaps = w;
+      gaps[ngaps++] = g;
       continue;
+    }
+    if (wr_timeline_parse(line, &pt, host, sizeof(host)))
+      continue;
+    if (room(&v, &nv, pt.rank))
+      goto nomem;
+    if (pt.rank >= ranks)
+      ranks = pt.rank + 1;
     wr_series *s = &v[pt.rank];
     if (s->n == s->cap) {
       int c = s->cap ? 2 * s->cap : 64;
       wr_point *p = realloc(s->p, (size_t)c * sizeof(*p));
-      if (!p) {
-        snprintf(why, len, "out of memory");
-        goto out;
-      }
+      if (!p)
+        goto nomem;
       s->p = p;
       s->cap = c;
     }
     s->p[s->n++] = pt;
     snprintf(s->host, sizeof(s->host), "%s", host);
   }
-  /* never over a file that is there (an earlier job's picture) */
-  int fd = open(html, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  /* every rank of every attempt has its series; the stragglers named are the last
+   * attempt's ranks */
+  if (room(&v, &nv, ranks) || !(ncpu = calloc((size_t)ranks + 1, 1)) ||
+      !(ngpu = calloc((size_t)ranks + 1, 1)))
+    goto nomem;
+  for (int r = 0; r < np && r < ranks; r++) {
+    ncpu[r] = named_cpu ? named_cpu[r] : 0;
+    ngpu[r] = named_gpu ? named_gpu[r] : 0;
+  }
+  /* never over a file that is there (an earlier job's picture), but over this job's
+   * own when a restart draws it again */
+  int fd = open(html, O_WRONLY | O_CREAT | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL), 0666);
   if (fd < 0 || !(out = fdopen(fd, "w"))) {
     snprintf(why, len, "cannot create %s: %s", html, strerror(errno));
     if (fd >= 0)
       close(fd);
     goto out;
   }
-  wr_picture_draw(out, v, np, what, named_cpu, named_gpu);
+  wr_picture_draw(out, v, ranks, gaps, ngaps, what, ncpu, ngpu);
   if (fclose(out)) {
     out = NULL;
     snprintf(why, len, "writing %s failed: %s", html, strerror(errno));
@@ -357,12 +444,18 @@ int wr_picture_write(const char *jsonl, const char *html, int np, const char *wh
   }
   out = NULL;
   rc = 0;
+  goto out;
+nomem:
+  snprintf(why, len, "out of memory");
 out:
   if (in)
     fclose(in);
   free(line);
-  for (int r = 0; v && r < np; r++)
+  for (int r = 0; v && r < nv; r++)
     free(v[r].p);
   free(v);
+  free(gaps);
+  free(ncpu);
+  free(ngpu);
   return rc;
 }

@@ -35,11 +35,11 @@ typedef struct loop {
   wr_rs_state st;
   wr_attempt *att; /* every attempt so far */
   int natt;
-  int hush;                /* the discovery command's failure said once while waiting */
-  const char *monitor_out; /* the user's --monitor-out */
-  char mon[4200];          /* restart K's: DIR/restart-K */
-  int saved_dh;            /* DEFAULT_HOSTFILE set to "none" */
-  char *user_dh;           /* its value before, or NULL */
+  int hush;      /* the discovery command's failure said once while waiting */
+  int mon_made;  /* the job's timeline is made (wr_attempt's) */
+  double mon_t0; /* its clock's zero */
+  int saved_dh;  /* DEFAULT_HOSTFILE set to "none" */
+  char *user_dh; /* its value before, or NULL */
 } loop;
 
 #define DEFAULT_HOSTFILE "OMPI_MCA_orte_default_hostfile"
@@ -548,7 +548,6 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
   memset(&l, 0, sizeof(l));
   l.o = o;
   l.stop_fd = stop_fd;
-  l.monitor_out = o->monitor_out;
   int launch = !o->dry_run && !o->check;
   int rc = 0;
   if (o->dry_run && o->restarts && !o->json)
@@ -590,13 +589,13 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
     }
     if (launch && (rc = set_vars(&l, k)))
       break;
-    /* each attempt's timeline of its own: a timeline is never overwritten */
-    if (k > 0 && l.monitor_out) {
-      snprintf(l.mon, sizeof(l.mon), "%s/restart-%d", l.monitor_out, k);
-      o->monitor_out = l.mon;
-    }
+    /* one timeline for the job: the restarts append to the first attempt's */
+    a.mon_made = l.mon_made;
+    a.mon_t0 = l.mon_t0;
     a.begun = weftx_monotonic();
     rc = fn(o, stop_fd, &a, arg);
+    l.mon_made = a.mon_made;
+    l.mon_t0 = a.mon_t0;
     a.ended = weftx_monotonic();
     a.code = rc;
     if (k == 0 && !o->host_discovery) {
@@ -632,7 +631,6 @@ int wr_restart_run(wr_opts *o, int stop_fd, wr_attempt_fn fn, void *arg)
       break;
     }
   }
-  o->monitor_out = l.monitor_out;
   closing(&l, stderr);
   if (launch)
     unset_vars();
