@@ -264,8 +264,12 @@ int main(int argc, char **argv)
   }
   int stop_fd = wr_signals_install();
   /* what mpirun leaves behind when it dies (srun, in a group of its own under Slurm)
-   * comes to weftrun, which ends it with the attempt (run.c) */
-  (void)weftx_proc_adopt();
+   * comes to weftrun, which ends it with the attempt (run.c); not when the user keeps
+   * what the ranks leave running (WEFT_KEEP_DAEMONS, as the agents do): a daemon of a
+   * rank here would come to weftrun too */
+  const char *keep = getenv("WEFT_KEEP_DAEMONS");
+  if (!keep || !*keep || !strcmp(keep, "0"))
+    (void)weftx_proc_adopt();
   if (o.version) {
     wr_opts_free(&o);
     return version(stop_fd);
