@@ -24,12 +24,15 @@ after its epoch, on any number of ranks that divides the batch: the global
 batch stays the same, so the loss curve does too, up to rounding.
 TORCHELASTIC_RESTART_COUNT (set by weftrun --restarts and by torchrun) only
 says which restart this is. --stop-after N leaves after epoch N, as if the job
-had been lost (for tests).
+had been lost, and --epoch-delay MS waits MS milliseconds after each epoch but
+the last (once its snapshot is saved), time for a test to lose a host between
+two epochs (both for tests).
 """
 
 import argparse
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -126,7 +129,11 @@ def main():
                     help="snapshot file (default: train_ddp.pt in WEFT_CHECKPOINT_DIR, if set)")
     ap.add_argument("--stop-after", type=int, default=0, metavar="N",
                     help="leave after epoch N, as if the job had been lost")
+    ap.add_argument("--epoch-delay", type=int, default=0, metavar="MS",
+                    help="wait MS milliseconds after each epoch but the last (tests)")
     args = ap.parse_args()
+    if args.epoch_delay < 0:
+        sys.exit("train_ddp.py: --epoch-delay %d is negative" % args.epoch_delay)
     snapshot = checkpoint_path(args)
     restarts = restart_count()
     snap = read_snapshot(snapshot, args)
@@ -191,6 +198,8 @@ def main():
             if rank == 0:
                 print("train_ddp: stopping after epoch %d (--stop-after)" % epoch, flush=True)
             break
+        if args.epoch_delay and epoch < args.epochs:
+            time.sleep(args.epoch_delay / 1000)
     if rank == 0:
         print("train_ddp: %d ranks, backend %s, master %s:%s" % (size, backend,
               os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]), flush=True)
