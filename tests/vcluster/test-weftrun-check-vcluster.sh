@@ -32,11 +32,13 @@ check()
   cat "$tmp/out"
   slow=0
   grep -q '^WARN \[reach\] .* took ' "$tmp/out" && slow=1
-  if [ "$secs" -ge 10 ]; then
+  # about 4 s here when quiet; 11 s once under the suite's parallel load (-j2 beside
+  # other vcluster tests) with no step slow enough to say so
+  if [ "$secs" -ge 15 ]; then
     if [ $slow = 1 ]; then
       echo "NOTE: the check took $secs s, mpirun itself slow to start (load $(cut -d' ' -f1 /proc/loadavg))"
     else
-      echo "FAIL: the check took $secs s (10 at most)"; fail=1
+      echo "FAIL: the check took $secs s (15 at most)"; fail=1
     fi
   fi
   nothing_left || fail=1
