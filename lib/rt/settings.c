@@ -57,7 +57,7 @@ static const struct setting table[] = {
   {"WEFT_HOST_SHM", K_CHOICE, AT(host_shm), "0|1", 1, 0, 0, "shared memory or MPI on a host"},
   {"WEFT_HOST_SHM_THRESHOLD", K_SIZE, AT(shm_threshold), "64K", WEFT__SHM_THRESHOLD_DEFAULT, 0, 0,
    "shared memory or MPI by size"},
-  {"WEFT_HOST_SHM_STAGED", K_SIZE, AT(shm_staged), "16M", WEFT__SHM_STAGED, 0, 0,
+  {"WEFT_HOST_SHM_STAGED", K_SIZE, AT(shm_staged), "64M", WEFT__SHM_STAGED, 0, 0,
    "staged copies or cross-memory attach"},
   {"WEFT_RANKS_PER_NODE", K_COUNT, AT(ranks_per_node), NULL, 0, 1, 1 << 30,
    "which ranks share a host (tests)"},

@@ -132,11 +132,15 @@ struct weft__shm {
 #define WEFT__SHM_SMALL ((size_t)64 << 10)
 /* Default of WEFT_HOST_SHM_STAGED (bytes): measured against cross-memory
  * attach (libweft(3)), copying through the slots won up to 16 MiB on 2 and 4
- * ranks (the extra copy stays in this host's 32 MiB of cache) and lost at
- * 64 MiB; since the owner of a slice folds its own part from its input, also
- * with 4 ranks on 2 processors (it lost from 4 MiB before, with a 1 MiB limit
- * there). */
-#define WEFT__SHM_STAGED ((size_t)16 << 20)
+ * ranks (the extra copy stays in this host's 32 MiB of cache); since the owner
+ * of a slice folds its own part from its input, also with 4 ranks on 2
+ * processors (it lost from 4 MiB before, with a 1 MiB limit there). Since the
+ * output is written around the cache (WEFT__SHM_STREAM), also at 64 MiB: on 2
+ * ranks, medians of 5 alternating runs, 11.1 ms against 18.3 out of place
+ * (2.6 times the copy floor against 4.2) and 10.4 against 15.4 in place;
+ * cross-memory attach lost at 1, 4 and 16 MiB too (1.5-2 times as long). Only
+ * the slots' 512 KiB need stay in the cache, not the message. */
+#define WEFT__SHM_STAGED ((size_t)64 << 20)
 /* From this size, an all-reduce through the slots writes an output apart
  * from its input around the cache (weft__copy_stream), so that the output's
  * lines are not read from memory first. Against ordinary stores, alternating

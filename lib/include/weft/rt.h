@@ -16,7 +16,7 @@
  * WEFT_COLL_TIMEOUT (seconds per collective, default 0 = no deadline),
  * WEFT_ALLREDUCE=flat|hier|auto, WEFT_HIER_THRESHOLD (bytes, default 1 MiB),
  * WEFT_HOST_SHM=1|0, WEFT_HOST_SHM_THRESHOLD (bytes, default 0: every size),
- * WEFT_HOST_SHM_STAGED (bytes, default 16M: all-reduces up to this size are
+ * WEFT_HOST_SHM_STAGED (bytes, default 64M: all-reduces up to this size are
  * copied through the shared window, larger ones read with cross-memory attach).
  *
  * \note Not thread-safe: call from one thread per ctx (the MPI thread level
