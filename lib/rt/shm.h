@@ -137,7 +137,9 @@ struct weft__shm {
  * processors (it lost from 4 MiB before, with a 1 MiB limit there). Since the
  * output is written around the cache (WEFT__SHM_STREAM), also at 64 MiB: on 2
  * ranks, medians of 5 alternating runs, 11.1 ms against 18.3 out of place
- * (2.6 times the copy floor against 4.2) and 10.4 against 15.4 in place;
+ * (2.6 times the copy floor against 4.2) and 10.4 against 15.4 in place, on a
+ * busy machine; on a quiet one, 3 alternating runs, 10.2 against 11.6 ms and
+ * 9.2 against 10.9;
  * cross-memory attach lost at 1, 4 and 16 MiB too (1.5-2 times as long). Only
  * the slots' 512 KiB need stay in the cache, not the message. */
 #define WEFT__SHM_STAGED ((size_t)64 << 20)
