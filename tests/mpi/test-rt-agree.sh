@@ -38,7 +38,7 @@ grep -q 'ranks disagree on WEFT_ALLREDUCE: flat on ranks 0, 1 (host [^)]*); hier
   fail "choice: the line does not name both values and the other variable"
 
 run same OK 1 env WEFT_COLL_TIMEOUT=3 WEFT_HOST_SHM=1 "$prog" : -np 1 env WEFT_COLL_TIMEOUT=3.0 "$prog" \
-  : -np 1 env WEFT_COLL_TIMEOUT=3 WEFT_HOST_SHM_STAGED=16M "$prog"
+  : -np 1 env WEFT_COLL_TIMEOUT=3 WEFT_HOST_SHM_STAGED=64M "$prog"
 
 run bad WEFT_EINVAL 2 "$prog" : -np 1 env WEFT_ALLREDUCE=ring "$prog"
 grep -q 'WEFT_ALLREDUCE=ring: use one of auto,flat,hier' "$out" || fail "bad: no line naming the value"
