@@ -206,6 +206,14 @@ static int cause_named(const wr_sup *s)
   return s->end != WR_END_NONE && s->end != WR_END_ENGINE && s->end != WR_END_MISSING;
 }
 
+/* Whether host names \p a and \p b are one host: the same, or the same up to the
+ * first dot of either (Open MPI may name a host by its short name). */
+static int same_host(const char *a, const char *b)
+{
+  size_t na = strcspn(a, "."), nb = strcspn(b, ".");
+  return !strcmp(a, b) || (na == nb && !strncmp(a, b, na));
+}
+
 /* No rank has started (every agent still to say hello). */
 static int none_started(const wr_sup *s)
 {
@@ -317,6 +325,15 @@ static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, ch
   if (orphans && o->verbose)
     fprintf(stderr, "weftrun: ended %d process%s %s left behind (in %.2f s)\n", orphans,
             orphans == 1 ? "" : "es", e->name, weftx_monotonic() - orphans_at);
+  /* mpirun failed with nothing else to say, but said which host's daemon it lost (the
+   * host's agents died with it before their closes left the machine) */
+  char node[256];
+  if (!failed && j.s->end == WR_END_ENGINE && wr_banners_lost_node(&j.ban, node, sizeof(node)))
+    for (int h = 0; h < p->nhosts; h++)
+      if (same_host(p->hosts[h].host->name, node)) {
+        wr_sup_engine_lost(j.s, h, weftx_monotonic());
+        break;
+      }
   record(j.s, p, att);
   wr_mon_close(j.mon);
   /* weftrun's own lines start lines of their own, after a rank's unfinished last line on

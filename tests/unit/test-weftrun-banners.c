@@ -91,6 +91,28 @@ static void test_accounts_held(void **state)
          "Traceback: connection closed\nlate\n");
 }
 
+/* The node whose daemon mpirun lost, from its held account; none from other accounts. */
+static void test_lost_node(void **state)
+{
+  const char *lost = RULE "ORTE has lost communication with a remote daemon.\n\n"
+                          "  HNP daemon   : [[4432,0],0] on node vnode0\n"
+                          "  Remote daemon: [[4432,0],1] on node vnode1\n\n"
+                          "This is usually due to either a failure of the TCP network\n" RULE;
+  const char *in[] = {lost, ENDED DETECTED};
+  (void)state;
+  for (int k = 0; k < 2; k++) {
+    wr_banners b;
+    sink out;
+    char node[64] = "";
+    memset(&out, 0, sizeof(out));
+    wr_banners_init(&b, put, &out);
+    wr_banners_put(&b, in[k], strlen(in[k]));
+    assert_int_equal(wr_banners_lost_node(&b, node, sizeof(node)), !k);
+    assert_string_equal(node, k ? "" : "vnode1");
+    wr_banners_end(&b, 1);
+  }
+}
+
 static void test_others_pass_at_once(void **state)
 {
   (void)state;
@@ -134,9 +156,8 @@ static void test_take(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_text_passes),
-    cmocka_unit_test(test_accounts_held),
-    cmocka_unit_test(test_others_pass_at_once),
+    cmocka_unit_test(test_text_passes), cmocka_unit_test(test_accounts_held),
+    cmocka_unit_test(test_lost_node),   cmocka_unit_test(test_others_pass_at_once),
     cmocka_unit_test(test_take),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -709,9 +709,11 @@ static void test_engine_end(void **state)
       if (r / 2 != 1 && (!k || r / 2 != 2))
         exited(s, r, 143, 15, WT_CTL_STOP_ENGINE, 0, 1.0);
     wr_sup_engine_exit(s, 205, 1.1);
+    /* the dead host's last heartbeat read just after mpirun's end: not a word after it */
+    heartbeat(s, 2, WEFTX_OP_BARRIER, "dp", 1.15);
     if (k) {
-      heartbeat(s, 2, WEFTX_OP_BARRIER, "dp", 1.5);
-      heartbeat(s, 4, WEFTX_OP_BARRIER, "dp", 1.5);
+      heartbeat(s, 2, WEFTX_OP_BARRIER, "dp", 2.3);
+      heartbeat(s, 4, WEFTX_OP_BARRIER, "dp", 2.3);
     }
     for (double t = 1.1; t < 2.8; t += 0.8) /* ticks at 1.1, 1.9, 2.7 */
       wr_sup_tick(s, t);
@@ -736,6 +738,22 @@ static void test_engine_end(void **state)
     free(out);
     wr_sup_free(s);
   }
+  /* mpirun failed with nothing else said, but said it lost its daemon on vnode1: the
+   * host is lost */
+  s = sup(0);
+  started_all(s, 0.2);
+  for (int r = 0; r < 6; r++)
+    exited(s, r, 143, 15, WT_CTL_STOP_ENGINE, 0, 1.0);
+  wr_sup_engine_exit(s, 205, 1.1);
+  wr_sup_tick(s, 2.7);
+  assert_int_equal(s->end, WR_END_ENGINE);
+  wr_sup_engine_lost(s, 1, 2.8);
+  out = summary(s, &code);
+  assert_int_equal(code, WR_EXIT_HOSTLOST);
+  assert_non_null(strstr(out, "weftrun: job failed: host vnode1 lost (ranks 2-3): mpirun lost "
+                              "its daemon there (machine down or network cut)"));
+  free(out);
+  wr_sup_free(s);
   /* all well */
   s = sup(0);
   started_all(s, 0.2);

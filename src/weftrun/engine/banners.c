@@ -203,3 +203,34 @@ char *wr_banners_take(wr_banners *b, size_t *len)
   b->nheld = b->len = b->cap = 0;
   return h;
 }
+
+/* \p n bytes at \p p: where \p what starts in them, or NULL. */
+static const char *find_in(const char *p, size_t n, const char *what)
+{
+  size_t w = strlen(what);
+  for (size_t k = 0; k + w <= n; k++)
+    if (p[k] == what[0] && !memcmp(p + k, what, w))
+      return p + k;
+  return NULL;
+}
+
+int wr_banners_lost_node(const wr_banners *b, char *node, size_t len)
+{
+  const char *lost = "ORTE has lost communication with a remote daemon", *on = " on node ";
+  if (!b->held || !len)
+    return 0;
+  const char *end = b->held + b->nheld, *at = find_in(b->held, b->nheld, lost);
+  const char *r = at ? find_in(at, (size_t)(end - at), "Remote daemon:") : NULL;
+  const char *h = r ? find_in(r, (size_t)(end - r), on) : NULL;
+  if (!h)
+    return 0;
+  h += strlen(on);
+  size_t n = 0;
+  while (h + n < end && h[n] != '\n' && h[n] != ' ' && h[n] != '\r' && h[n] != '\t')
+    n++;
+  if (!n || n >= len)
+    return 0;
+  memcpy(node, h, n);
+  node[n] = '\0';
+  return 1;
+}

@@ -103,6 +103,10 @@ void wr_banners_init(wr_banners *b, void (*put)(void *arg, const char *data, siz
 void wr_banners_put(wr_banners *b, const char *data, size_t len);
 /* What is still kept is written, the held blocks too unless \p drop_held; then freed. */
 void wr_banners_end(wr_banners *b, int drop_held);
+/* The node whose daemon mpirun lost, from the held blocks ("ORTE has lost communication
+ * with a remote daemon ... Remote daemon: [[4432,0],1] on node vnode1"): 1 with its name
+ * in \p node, 0 when no block says so. */
+int wr_banners_lost_node(const wr_banners *b, char *node, size_t len);
 /* What is still kept is written; the held blocks are returned (\p len bytes, not
  * NUL-terminated, free(); NULL when none), then all freed. */
 char *wr_banners_take(wr_banners *b, size_t *len);

@@ -321,6 +321,11 @@ int wr_summary(const wr_sup *s, const wr_opts *o, FILE *out)
               "there, or the daemon cannot reach mpirun (exit %d)\n",
               s->p->hosts[h].host->name, ranks, also, s->launch_s, s->code);
       list(s, now, out, waiting, NULL, "");
+    } else if (s->lost_how == WR_LOST_ENGINE) {
+      fprintf(out,
+              "weftrun: job failed: host %s lost%s: mpirun lost its daemon there (machine "
+              "down or network cut), and nothing more came from it (exit %d)\n",
+              s->p->hosts[h].host->name, ranks, s->code);
     } else if (s->lost_how == WR_LOST_DAEMON) {
       fprintf(out,
               "weftrun: job failed: host %s lost%s: %s there died (killed? out of memory? "

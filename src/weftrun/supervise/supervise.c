@@ -29,6 +29,11 @@
  * long enough for the kernel to find that host's connections unanswered (a machine that
  * died leaves them open: nothing sends the close), keepalive's probes a second apart. */
 #define ENGINE_SILENT_S (WT_CTL_UNANSWERED_S + 3.0)
+/* What an agent said up to this long after mpirun's end may have been on its way when its
+ * machine died (read after the end, or sent while it was being killed): a host speaks
+ * after mpirun's end only when its agents are heard later than that. A live agent speaks
+ * every heartbeat (a second), so a host that is up is heard soon after. */
+#define ENGINE_HEARD_S 1.0
 
 static void judge_engine(wr_sup *s, double now);
 static double engine_judge_at(const wr_sup *s);
@@ -474,9 +479,10 @@ void wr_sup_engine_exit(wr_sup *s, int status, double now)
 }
 
 /* When mpirun's end is judged: ENGINE_SETTLE_S after it, or ENGINE_SILENT_S when it
- * failed and a host's live agents have said nothing since while other ranks spoke or
- * ended: mpirun lost that host's daemon, and its agents died with the machine without
- * a word (a dead machine's connections are not closed). */
+ * failed and a host's live agents have said nothing since (ENGINE_HEARD_S) while other
+ * ranks spoke or ended: mpirun lost that host's daemon, and its agents died with the
+ * machine without a word (a dead machine's connections are not closed). A host that is
+ * up and only slow to speak is judged as soon as it is heard. */
 static double engine_judge_at(const wr_sup *s)
 {
   int h, silent = -1, heard = 0;
@@ -491,8 +497,8 @@ static double engine_judge_at(const wr_sup *s)
     int mute = 0, spoke = 0;
     for (int r = 0; r < s->np; r++)
       if (s->p->ranks[r].host == h && live(&s->r[r])) {
-        mute += s->r[r].seen <= s->engine_at;
-        spoke += s->r[r].seen > s->engine_at;
+        mute += s->r[r].seen <= s->engine_at + ENGINE_HEARD_S;
+        spoke += s->r[r].seen > s->engine_at + ENGINE_HEARD_S;
       }
     if (mute && !spoke)
       silent = h;
@@ -530,6 +536,15 @@ static void judge_engine(wr_sup *s, double now)
   } else if (s->exited < s->np) {
     decide(s, WR_END_MISSING, -1, -1, WR_EXIT_ENGINE, now);
   }
+}
+
+void wr_sup_engine_lost(wr_sup *s, int host, double now)
+{
+  if (s->end != WR_END_ENGINE || host < 0 || host >= s->p->nhosts)
+    return;
+  s->end = WR_END_NONE;
+  decide(s, WR_END_LOST, -1, host, WR_EXIT_HOSTLOST, now);
+  s->lost_how = WR_LOST_ENGINE;
 }
 
 int wr_sup_settled(const wr_sup *s)

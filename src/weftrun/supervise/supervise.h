@@ -84,9 +84,10 @@ typedef enum wr_lost_how {
   WR_LOST_AGENT,
   WR_LOST_AGENT_SILENT,
   WR_LOST_UNANSWERED,
-  WR_LOST_NEVER,  /* its ranks never started (--launch-timeout) */
-  WR_LOST_DAEMON, /* the engine's daemon there died (an agent saw it) */
-  WR_LOST_STOPPED /* a rank's program was stopped (SIGSTOP, Ctrl-Z) */
+  WR_LOST_NEVER,   /* its ranks never started (--launch-timeout) */
+  WR_LOST_DAEMON,  /* the engine's daemon there died (an agent saw it) */
+  WR_LOST_STOPPED, /* a rank's program was stopped (SIGSTOP, Ctrl-Z) */
+  WR_LOST_ENGINE   /* mpirun said it lost its daemon there (its agents never did) */
 } wr_lost_how;
 
 #define WR_ACT_END 1    /* END to every agent, stop the engine */
@@ -132,6 +133,9 @@ void wr_sup_msg(wr_sup *s, int rank, const wt_ctl_msg *m, double now);
 void wr_sup_gone(wr_sup *s, int rank, int unanswered, double now);
 void wr_sup_signal(wr_sup *s, int sig, double now); /* weftrun got signal sig */
 void wr_sup_engine_exit(wr_sup *s, int status, double now);
+/* mpirun, which failed with nothing else to say, said it lost its daemon on \p host
+ * (the plan's index): the host is lost (75) instead. */
+void wr_sup_engine_lost(wr_sup *s, int host, double now);
 int wr_sup_tick(wr_sup *s, double now);          /* WR_ACT_* to do now */
 double wr_sup_next(const wr_sup *s, double now); /* when to tick at the latest */
 int wr_sup_done(const wr_sup *s);                /* no agent left connected */
