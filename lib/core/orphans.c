@@ -27,12 +27,10 @@
 
 int weftx_proc_adopt(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L) ? WEFT_ESYS : 0; }
 
-/* The parent of process pid, from /proc/PID/stat (after the command's closing
- * parenthesis: the state, then the parent); -1 when it is gone. */
-static pid_t parent_of(const char *pid)
+int weftx_proc_stat(pid_t pid, pid_t *ppid, char *state)
 {
-  char path[300], buf[512];
-  snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+  char path[64], buf[512];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
   FILE *f = fopen(path, "r");
   if (!f)
     return -1;
@@ -40,11 +38,11 @@ static pid_t parent_of(const char *pid)
   fclose(f);
   buf[n] = '\0';
   const char *p = strrchr(buf, ')');
-  char state;
-  long ppid;
-  if (!p || sscanf(p + 1, " %c %ld", &state, &ppid) != 2)
+  long pp;
+  if (!p || sscanf(p + 1, " %c %ld", state, &pp) != 2)
     return -1;
-  return (pid_t)ppid;
+  *ppid = (pid_t)pp;
+  return 0;
 }
 
 /* This process's children, at most max, into out; their number. */
@@ -59,12 +57,11 @@ static int children(pid_t *out, int max)
   while (n < max && (e = readdir(d))) {
     if (!isdigit((unsigned char)e->d_name[0]))
       continue;
-    if (parent_of(e->d_name) == me) {
-      char *end;
-      long v = strtol(e->d_name, &end, 10);
-      if (!*end && v > 0)
-        out[n++] = (pid_t)v;
-    }
+    char *end, st;
+    long v = strtol(e->d_name, &end, 10);
+    pid_t pp;
+    if (!*end && v > 0 && !weftx_proc_stat((pid_t)v, &pp, &st) && pp == me)
+      out[n++] = (pid_t)v;
   }
   closedir(d);
   return n;

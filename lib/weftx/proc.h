@@ -126,6 +126,9 @@ const char *weftx_find_exe(const char *const *look, char *buf, size_t len);
  * too long for \p len. */
 int weftx_self_exe(char *buf, size_t len);
 
+/** \brief Process \p pid's parent and state letter, from /proc/PID/stat ("pid (comm) S
+ * ppid ..."). 0, or -1 when it is gone. */
+int weftx_proc_stat(pid_t pid, pid_t *ppid, char *state);
 /** \brief Make this process adopt the processes its descendants leave behind when
  * they die (a child subreaper), so that weftx_proc_end_orphans() can end them.
  * 0, or WEFT_ESYS (a kernel without it: nothing is adopted). */

@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <weftx/proc.h>
+
 #include "weft-rank.h"
 
 #define MAX_PROCS 4096   /* processes of the host looked at (a /proc scan) */
@@ -73,30 +75,11 @@ void wk_leftovers_reap(void)
   while (w > 0 || (w < 0 && errno == EINTR));
 }
 
-/* pid's parent and state from /proc/PID/stat ("pid (comm) S ppid ..."); -1 when gone. */
-static int stat_of(pid_t pid, pid_t *ppid, char *state)
-{
-  char path[64], buf[512];
-  snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  long pp;
-  if (!p || sscanf(p + 1, " %c %ld", state, &pp) != 2)
-    return -1;
-  *ppid = (pid_t)pp;
-  return 0;
-}
-
 char wk_leftovers_state(pid_t pid)
 {
   pid_t pp;
   char st;
-  return stat_of(pid, &pp, &st) ? '?' : st;
+  return weftx_proc_stat(pid, &pp, &st) ? '?' : st;
 }
 
 /* The live descendants of this process (zombies left out), at most max. */
@@ -113,7 +96,7 @@ static int descendants(pid_t *out, int max)
     char *end;
     long v = strtol(e->d_name, &end, 10);
     char st;
-    if (*end || v <= 0 || stat_of((pid_t)v, &ppid[n], &st) || st == 'Z' || st == 'X')
+    if (*end || v <= 0 || weftx_proc_stat((pid_t)v, &ppid[n], &st) || st == 'Z' || st == 'X')
       continue;
     pid[n] = (pid_t)v;
     mine[n] = 0;
