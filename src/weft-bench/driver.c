@@ -38,6 +38,7 @@ struct run {
   void *sendbuf, *recvbuf;     /* the buffers (host or device) */
   void *hsendbuf, *hrecvbuf;   /* their host copies (the same for host memory) */
   char *floor_src, *floor_dst; /* --floor: the copy's own buffers, touched once */
+  struct bench_xchg *xchg;     /* --floor on one host: the exchange floor */
   double *best;                /* --floor: 3 x -n iteration times */
   struct bench_report rep;
   struct rank_info *infos;
@@ -270,39 +271,53 @@ static void timed(struct run *r, double *weft_us, double *raw_us)
  * cell gets the best iteration of each. */
 static volatile char floor_sink;
 
+/* The copy floor, weft, the baseline, the contiguous all-reduce, the
+ * exchange floor. */
+#define KINDS 5
+
 static void best_of(struct run *r, struct bench_cell *cell)
 {
   const struct bench_coll *c = r->o->coll;
   struct bench_args *a = &r->a;
-  int (*fn[4])(struct bench_args *) = {NULL, c->run, r->rep.raw_name ? c->run_raw : NULL,
-                                       c->run_contig};
-  double *slot[4] = {&cell->floor_us, &cell->best_us, &cell->raw_best_us, &cell->contig_best_us};
+  int (*fn[KINDS])(struct bench_args *) = {NULL, c->run, r->rep.raw_name ? c->run_raw : NULL,
+                                           c->run_contig, NULL};
+  double *slot[KINDS] = {&cell->floor_us, &cell->best_us, &cell->raw_best_us, &cell->contig_best_us,
+                         &cell->xchg_us};
   long n = r->o->iters;
-  double *t = r->best, *all = r->best + 4 * n;
+  double *t = r->best, *all = r->best + KINDS * n;
 
-  for (long i = 0; i < 4 * n; i++)
+  for (long i = 0; i < KINDS * n; i++)
     t[i] = -1;
   for (long i = 0; i < n; i++)
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < KINDS; k++) {
       double t0;
       int rc = 0;
 
-      if (k > 0 && !fn[k])
+      if ((k > 0 && k < 4 && !fn[k]) || (k == 4 && !r->xchg))
         continue;
       MPI_Barrier(r->comm);
       t0 = MPI_Wtime();
       if (k == 0)
         memcpy(r->floor_dst, r->floor_src, a->bytes);
+      else if (k == 4)
+        rc = bench_xchg_run(r->xchg, r->floor_dst, r->floor_src, a->bytes);
       else
         rc = fn[k](a);
       t[k * n + i] = MPI_Wtime() - t0;
+      if (rc && k == 4) {
+        fprintf(stderr,
+                "weft-bench: rank %d: the exchange floor of %zu bytes: the next rank did not "
+                "copy its part into shared memory within a minute\n",
+                a->rank, a->bytes);
+        MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_RUNTIME);
+      }
       if (rc)
         fail(r, k == 2 ? r->rep.raw_name : "best-of", a->bytes, rc);
     }
   if (a->bytes > 0)
     floor_sink = r->floor_dst[a->bytes / 2]; /* the copy is used: not optimised away */
-  MPI_Allreduce(t, all, (int)(4 * n), MPI_DOUBLE, MPI_MAX, r->comm);
-  for (int k = 0; k < 4; k++) {
+  MPI_Allreduce(t, all, (int)(KINDS * n), MPI_DOUBLE, MPI_MAX, r->comm);
+  for (int k = 0; k < KINDS; k++) {
     *slot[k] = -1;
     for (long i = 0; i < n; i++) {
       double us = all[k * n + i] * 1e6;
@@ -385,6 +400,7 @@ static void one_cell(struct run *r, int where, struct bench_cell *cell)
   cell->raw_time_us = cell->raw_algbw = cell->raw_busbw = -1;
   cell->wrong = -1;
   cell->floor_us = cell->best_us = cell->raw_best_us = cell->contig_best_us = -1;
+  cell->xchg_us = -1;
   if ((where == BENCH_OUT_OF_PLACE && c->in_place_only) ||
       (where == BENCH_IN_PLACE && c->out_of_place_only))
     return;
@@ -451,9 +467,12 @@ static int alloc_buffers(struct run *r)
     /* Pages touched once, so that the floor is a copy and not first faults. */
     r->floor_src = malloc(r->o->max_bytes ? r->o->max_bytes : 1);
     r->floor_dst = malloc(r->o->max_bytes ? r->o->max_bytes : 1);
-    r->best = calloc((size_t)r->o->iters * 8, sizeof(*r->best));
+    r->best = calloc((size_t)r->o->iters * 2 * KINDS, sizeof(*r->best));
     if (!r->floor_src || !r->floor_dst || !r->best)
       return WEFT_ENOMEM;
+    if (!r->o->device && (rc = bench_xchg_open(r->comm, &r->xchg)) != 0)
+      return rc;
+    r->rep.xchg = r->xchg != NULL;
     memset(r->floor_src, 1, r->o->max_bytes);
     memset(r->floor_dst, 2, r->o->max_bytes);
   }
@@ -543,6 +562,7 @@ static void run_free(struct run *r)
   }
   free(r->floor_src);
   free(r->floor_dst);
+  bench_xchg_close(r->xchg);
   free(r->best);
   bench_nccl_close(a);
   bench_stream_destroy(a->stream);

@@ -233,6 +233,7 @@ struct bench_cell {
    * turn in one loop; < 0 when not measured. */
   double floor_us, best_us, raw_best_us;
   double contig_best_us; /* the collective's run_contig, or < 0 */
+  double xchg_us;        /* the exchange floor (exchange.c), or < 0 */
 };
 
 struct bench_row {
@@ -249,6 +250,17 @@ double bench_speedup(const struct bench_cell *c);
 struct bench_row;
 double bench_floor(const struct bench_row *w);
 double bench_over_floor(const struct bench_row *w, double t);
+/* The same for the exchange floor (cell.xchg_us). */
+double bench_xchg_floor(const struct bench_row *w);
+
+/* --floor's exchange floor (exchange.c): opened when every rank of comm is
+ * on this host (else *x stays NULL), collective; a run copies bytes of src
+ * into shared memory and the next rank's into dst (WEFT_ETIMEDOUT when a
+ * rank did not come within a minute). */
+struct bench_xchg;
+int bench_xchg_open(MPI_Comm comm, struct bench_xchg **x);
+int bench_xchg_run(struct bench_xchg *x, char *dst, const char *src, size_t bytes);
+void bench_xchg_close(struct bench_xchg *x);
 
 struct bench_report {
   const struct bench_opts *o;
@@ -258,6 +270,7 @@ struct bench_report {
   char **rank_host, **rank_gpu, **rank_nic;
   int *rank_pid;
   char mpi_version[128], nccl_version[32];
+  int xchg; /* --floor: the exchange floor is timed (every rank on this host) */
   struct bench_expect expect;
   int have_expect;
   struct bench_row *rows;

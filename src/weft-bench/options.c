@@ -245,7 +245,8 @@ static const wt_opt bench_options[] = {
   {B_FLOOR, "floor", WT_OPT_FLAG, NULL, "Runs",
    "also time the copy floor (every rank copies the size with memcpy at once, between two "
    "barriers) and a line per size with the best iteration of the floor, of weft (and of the "
-   "baseline) and their ratio to it; host memory",
+   "baseline) and their ratio to it; on one host also the exchange floor (every rank passes "
+   "the size to the next through shared memory) and weft's ratio to it; host memory",
    0},
   {B_DTYPE, "d|datatype", WT_OPT_ARG,
    "TYPE{int8 uint8 int32 int64 half bfloat16 float double float16 float32 float64 all}", "Data",

@@ -68,6 +68,13 @@ double bench_over_floor(const struct bench_row *w, double t)
   return fl > 0 && t > 0 ? t / fl : -1;
 }
 
+double bench_xchg_floor(const struct bench_row *w)
+{
+  double a = w->cell[0].xchg_us, b = w->cell[1].xchg_us;
+
+  return a > 0 && (b <= 0 || a <= b) ? a : b > 0 ? b : -1;
+}
+
 static const char *redop_name(const struct bench_opts *o, weft_op op)
 {
   return o->coll->reduces ? weft_op_name(op) : "none";
@@ -185,6 +192,12 @@ void bench_report_header(FILE *f, const struct bench_report *r)
                "(this machine's copy floor); best = the best of -n iterations (each the slowest "
                "rank's), timed in turn with the floor; a floor line follows each row: "
                "best (us) and best / floor (x), out of place then in place\n");
+  if (r->xchg)
+    fprintf(f, "# exchange = every rank copies the size into shared memory and the next rank's "
+               "out of it, 512 KiB at a time (what moving the data once between this host's "
+               "processors costs; for large sizes no shared-memory collective needs less); an "
+               "exchange line follows each floor line: the exchange's best (us), then weft's "
+               "best / it (x), out of place then in place\n");
   if (o->floor && o->coll->run_contig)
     fprintf(f, "# contiguous = one weft all-reduce of the same elements in one buffer, timed in "
                "turn with them\n");
@@ -264,6 +277,20 @@ static void put_floor(FILE *f, const struct bench_report *r, const struct bench_
     fprintf(f, "  %s/contiguous %s", r->o->coll->name, q);
   }
   fputs("\n", f);
+  if (bench_xchg_floor(w) > 0) {
+    char x[16];
+
+    bench_fmt(x, 9, bench_xchg_floor(w));
+    fprintf(f, "#  exchange %9zu  %s us  weft best / exchange", w->bytes, x);
+    for (int p = 0; p < BENCH_PLACES; p++) {
+      const struct bench_cell *c = &w->cell[p];
+      char q[16];
+
+      bench_fmt(q, 6, c->best_us > 0 ? c->best_us / bench_xchg_floor(w) : -1);
+      fprintf(f, " %s x", q);
+    }
+    fputs("\n", f);
+  }
 }
 
 void bench_report_row(FILE *f, const struct bench_report *r, const struct bench_row *w)
@@ -447,13 +474,16 @@ static void json_raw(FILE *f, const struct bench_cell *c)
   fputs(" }", f);
 }
 
-/* --floor: "floor": {"time", "best": {"out_of_place", "in_place"}, and
+/* --floor: "floor": {"time", "exchange" (null off one host), "best":
+ * {"out_of_place", "in_place"}, and
  * "baseline_best" and "contiguous_best" likewise}; times in us, over_floor
  * is best / the floor. */
 static void json_floor(FILE *f, const struct bench_report *r, const struct bench_row *w)
 {
   fputs(",\n      \"floor\": { \"time\": ", f);
   bench_json_num(f, bench_floor(w));
+  fputs(", \"exchange\": ", f);
+  bench_json_num(f, bench_xchg_floor(w));
   static const char *const key[] = {"best", "baseline_best", "contiguous_best"};
 
   for (int k = 0; k < 3; k++) {

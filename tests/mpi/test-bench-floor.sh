@@ -22,6 +22,22 @@ awk '!/^#/ { size = $1; rows++; next }
      END { exit !(rows == 3 && floors == 3) }' "$tmp/ar" ||
   fail_run "allreduce --floor: not one well-formed floor line per row" "$tmp/ar"
 grep -q '^# floor = every rank copies the size' "$tmp/ar" || fail_run "no floor legend" "$tmp/ar"
+# On one host an exchange line follows each floor line: the size, the exchange's
+# best time, weft's best / it out of place and in place, that ratio right; and the
+# exchange costs more than the copy (it is a copy in and a copy out).
+awk '/^#  floor / { size = $3; copy = $5; oop = $9; ip = $12; want = 1; next }
+     want && /^#  exchange / { want = 0;
+       if ($3 != size || !($4 > 0) || $5 != "us" || $11 != "x" || $13 != "x") exit 1;
+       if (($6 " " $7 " " $8 " " $9) != "weft best / exchange") exit 1;
+       d = oop / $4 - $10; if (d > 0.01 || d < -0.01) exit 1;
+       d = ip / $4 - $12; if (d > 0.01 || d < -0.01) exit 1;
+       if (size >= 1048576 && !($4 > copy)) exit 1;
+       n++; next }
+     want { exit 1 }
+     END { exit !(n == 3) }' "$tmp/ar" ||
+  fail_run "allreduce --floor: not one well-formed exchange line after each floor line" "$tmp/ar"
+grep -q '^# exchange = every rank copies the size into shared memory' "$tmp/ar" ||
+  fail_run "no exchange legend" "$tmp/ar"
 # The rows keep their 21 columns.
 [ "$(grep -v '^#' "$tmp/ar" | awk '{ print NF }' | sort -u)" = 21 ] ||
   fail_run "--floor changed the table's columns" "$tmp/ar"
@@ -31,6 +47,7 @@ d = json.load(open(sys.argv[1]))
 for r in d["results"]:
     f = r["floor"]
     assert f["time"] > 0, f
+    assert f["exchange"] > 0, f
     for k in ("best", "baseline_best"):
         for p in ("out_of_place", "in_place"):
             c = f[k][p]
@@ -43,4 +60,4 @@ grep -q '^# Out of bounds values : 0 OK$' "$tmp/bk" || fail_run "bucket --gap: w
 [ "$(grep -c '^#  floor .* contiguous best .* bucket/contiguous *[0-9.N/A]*$' "$tmp/bk")" -eq \
   "$(grep -vc '^#' "$tmp/bk")" ] ||
   fail_run "bucket --floor: no bucket/contiguous" "$tmp/bk"
-echo "PASS: weft-bench --floor: a floor line per row, columns unchanged, JSON floor; bucket --gap right"
+echo "PASS: weft-bench --floor: a floor line per row, an exchange line on one host, columns unchanged, JSON floor; bucket --gap right"
