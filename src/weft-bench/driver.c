@@ -39,7 +39,7 @@ struct run {
   void *hsendbuf, *hrecvbuf;   /* their host copies (the same for host memory) */
   char *floor_src, *floor_dst; /* --floor: the copy's own buffers, touched once */
   struct bench_xchg *xchg;     /* --floor on one host: the exchange floor */
-  double *best;                /* --floor: 3 x -n iteration times */
+  double *best;                /* --floor: 2 x KINDS x -n iteration times */
   struct bench_report rep;
   struct rank_info *infos;
   int skipped;  /* (type, operation) pairs weft does not take */
@@ -312,7 +312,7 @@ static void best_of(struct run *r, struct bench_cell *cell)
       double t0;
       int rc = 0;
 
-      if ((k > 0 && k < 4 && !fn[k]) || (k == 4 && !r->xchg))
+      if (k == 4 ? !r->xchg : k > 0 && !fn[k])
         continue;
       write_input(r, k);
       MPI_Barrier(r->comm);

@@ -23,9 +23,8 @@
 struct bench_xchg {
   MPI_Comm node;
   MPI_Win win;
-  int rank, size;
-  char *slot[2];             /* ours, then our neighbour's (two pieces each) */
-  _Atomic uint64_t *arrived; /* ours, our reader's, our neighbour's: the last piece copied in */
+  char *slot[2]; /* ours, then our neighbour's (two pieces each) */
+  /* The last piece copied in: ours, our reader's (rank - 1), our neighbour's */
   _Atomic uint64_t *mine, *reader, *next;
   uint64_t piece; /* pieces so far, the same count on every rank */
 };
@@ -37,7 +36,7 @@ struct bench_xchg {
 int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out)
 {
   struct bench_xchg *x;
-  int size, nsize, rc, k;
+  int size, nsize, me, rc, k;
   MPI_Aint len;
   int unit;
   char *base, *part[3];
@@ -59,15 +58,17 @@ int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out)
     free(x);
     return 0;
   }
-  MPI_Comm_rank(x->node, &x->rank);
-  x->size = size;
+  MPI_Comm_rank(x->node, &me);
+  x->win = MPI_WIN_NULL;
   rc = MPI_Win_allocate_shared((MPI_Aint)(HEAD + 2 * PIECE), 1, MPI_INFO_NULL, x->node, &base,
                                &x->win);
   for (k = 0; k < 3 && rc == MPI_SUCCESS; k++) {
-    int who = k == 0 ? x->rank : k == 1 ? (x->rank + size - 1) % size : (x->rank + 1) % size;
+    int who = k == 0 ? me : k == 1 ? (me + size - 1) % size : (me + 1) % size;
     rc = MPI_Win_shared_query(x->win, who, &len, &unit, &part[k]);
   }
   if (rc != MPI_SUCCESS) {
+    if (x->win != MPI_WIN_NULL)
+      MPI_Win_free(&x->win);
     MPI_Comm_free(&x->node);
     free(x);
     return WEFT_EMPI;

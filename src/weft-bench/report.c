@@ -54,11 +54,12 @@ double bench_speedup(const struct bench_cell *c)
   return c->time_us > 0 && c->raw_time_us > 0 ? c->raw_time_us / c->time_us : -1;
 }
 
+/* The lesser of two placements' times, either missing (< 0); -1 when both are. */
+static double least(double a, double b) { return a > 0 && (b <= 0 || a <= b) ? a : b > 0 ? b : -1; }
+
 double bench_floor(const struct bench_row *w)
 {
-  double a = w->cell[0].floor_us, b = w->cell[1].floor_us;
-
-  return a > 0 && (b <= 0 || a <= b) ? a : b > 0 ? b : -1;
+  return least(w->cell[0].floor_us, w->cell[1].floor_us);
 }
 
 double bench_over_floor(const struct bench_row *w, double t)
@@ -70,9 +71,7 @@ double bench_over_floor(const struct bench_row *w, double t)
 
 double bench_xchg_floor(const struct bench_row *w)
 {
-  double a = w->cell[0].xchg_us, b = w->cell[1].xchg_us;
-
-  return a > 0 && (b <= 0 || a <= b) ? a : b > 0 ? b : -1;
+  return least(w->cell[0].xchg_us, w->cell[1].xchg_us);
 }
 
 static const char *redop_name(const struct bench_opts *o, weft_op op)
