@@ -13,6 +13,7 @@
  * only a line that starts with dashes waits until it is not a rule any more.
  * Pure but for the writer it is given (tests/unit/test-weftrun-banners.c).
  */
+#define _GNU_SOURCE /* memmem */
 #include "config.h"
 
 #include <stdlib.h>
@@ -207,11 +208,7 @@ char *wr_banners_take(wr_banners *b, size_t *len)
 /* \p n bytes at \p p: where \p what starts in them, or NULL. */
 static const char *find_in(const char *p, size_t n, const char *what)
 {
-  size_t w = strlen(what);
-  for (size_t k = 0; k + w <= n; k++)
-    if (p[k] == what[0] && !memcmp(p + k, what, w))
-      return p + k;
-  return NULL;
+  return memmem(p, n, what, strlen(what));
 }
 
 int wr_banners_lost_node(const wr_banners *b, char *node, size_t len)
