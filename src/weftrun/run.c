@@ -31,6 +31,7 @@
 
 #include "check/check.h"
 #include "engine/engine.h"
+#include "hosts/hosts.h"
 #include "monitor/monitor.h"
 #include "plan/plan.h"
 #include "supervise/supervise.h"
@@ -206,14 +207,6 @@ static int cause_named(const wr_sup *s)
   return s->end != WR_END_NONE && s->end != WR_END_ENGINE && s->end != WR_END_MISSING;
 }
 
-/* Whether host names \p a and \p b are one host: the same, or the same up to the
- * first dot of either (Open MPI may name a host by its short name). */
-static int same_host(const char *a, const char *b)
-{
-  size_t na = strcspn(a, "."), nb = strcspn(b, ".");
-  return !strcmp(a, b) || (na == nb && !strncmp(a, b, na));
-}
-
 /* No rank has started (every agent still to say hello). */
 static int none_started(const wr_sup *s)
 {
@@ -330,7 +323,7 @@ static int supervised(const wr_plan *p, const wr_opts *o, const wr_engine *e, ch
   char node[256];
   if (!failed && j.s->end == WR_END_ENGINE && wr_banners_lost_node(&j.ban, node, sizeof(node)))
     for (int h = 0; h < p->nhosts; h++)
-      if (same_host(p->hosts[h].host->name, node)) {
+      if (wr_same_host(p->hosts[h].host->name, node)) {
         wr_sup_engine_lost(j.s, h, weftx_monotonic());
         break;
       }

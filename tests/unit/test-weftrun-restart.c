@@ -19,6 +19,7 @@
 
 #include <weftx.h>
 
+#include "hosts/hosts.h"
 #include "restart/restart.h"
 #include "supervise/supervise.h"
 
@@ -196,12 +197,28 @@ static void test_options(void **state)
     assert_int_equal(parse(bad[i]), WR_EXIT_USAGE);
 }
 
+/* One host or two, as weftrun matches the names Open MPI says (a lost daemon's node,
+ * a restart's lost host) with the plan's. */
+static void test_same_host(void **state)
+{
+  (void)state;
+  assert_true(wr_same_host("vnode1", "vnode1"));
+  assert_true(wr_same_host("VM-A", "vm-a"));
+  assert_true(wr_same_host("vm-a", "vm-a.c.proj.internal"));
+  assert_true(wr_same_host("vm-a.c.proj.internal", "vm-a"));
+  assert_false(wr_same_host("vm-a.c.proj.internal", "vm-a.other.internal"));
+  assert_false(wr_same_host("vnode1", "vnode12"));
+  /* addresses are never shortened: 10.0.0.1 is not 10.0.0.2 */
+  assert_false(wr_same_host("10.0.0.1", "10.0.0.2"));
+  assert_false(wr_same_host("10.0.0.1", "10"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_parse),       cmocka_unit_test(test_cooldown_backoff),
     cmocka_unit_test(test_restartable), cmocka_unit_test(test_select),
-    cmocka_unit_test(test_options),
+    cmocka_unit_test(test_options),     cmocka_unit_test(test_same_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

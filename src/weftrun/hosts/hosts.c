@@ -251,3 +251,16 @@ int wr_hosts_gather(const wr_opts *o, wr_inventory *inv)
     return rc;
   return assign_files(o, inv);
 }
+
+/* Open MPI shortens "vm-a.c.proj.internal" to "vm-a" in what it says (a lost daemon's
+ * node, a restart's lost host); two full names in different domains are not one. */
+int wr_same_host(const char *a, const char *b)
+{
+  if (!strcasecmp(a, b))
+    return 1;
+  size_t na = strcspn(a, "."), nb = strcspn(b, ".");
+  int numeric = a[0] >= '0' && a[0] <= '9';
+  if (numeric || (a[na] && b[nb]) || (!a[na] && !b[nb]))
+    return 0;
+  return na == nb && !strncasecmp(a, b, na);
+}

@@ -15,6 +15,9 @@
 /* hosts.c: -H, --hostfile, Open MPI's default hostfile, Slurm or this host; each
  * host's given slots, whether it is this one, its --topology file. WR_EXIT_*. */
 int wr_hosts_gather(const wr_opts *o, wr_inventory *inv);
+/* hosts.c: whether two host names are one host: the same name (any case), or one is the
+ * other's first label ("vm-a" and "vm-a.c.proj.internal"); addresses only as written. */
+int wr_same_host(const char *a, const char *b);
 
 /* mca.c: the MCA parameters that decide placement, as mpirun will see them (command
  * line, environment, parameter files; wr_mca in weftrun.h). WR_EXIT_*. */

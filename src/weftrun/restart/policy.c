@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hosts/hosts.h"
 #include "restart/restart.h"
 #include "supervise/supervise.h"
 
@@ -45,24 +46,10 @@ int wr_rs_restartable(const wr_attempt *a, int code, int restart_on)
   return a->end != WR_END_SIGNAL && a->end != WR_END_TIMEOUT;
 }
 
-/* The same host: the same name, or one is the other's first label (Open MPI shortens
- * "vm-a.c.proj.internal" to "vm-a", and the lost host has the short name). Addresses
- * only as written. */
-static int same_host(const char *a, const char *b)
-{
-  if (!strcasecmp(a, b))
-    return 1;
-  size_t na = strcspn(a, "."), nb = strcspn(b, ".");
-  int numeric = a[0] >= '0' && a[0] <= '9';
-  if (numeric || (a[na] && b[nb]) || (!a[na] && !b[nb]))
-    return 0;
-  return na == nb && !strncasecmp(a, b, na);
-}
-
 static wr_rs_host *find(const wr_rs_state *st, const char *name)
 {
   for (int i = 0; i < st->nbad; i++)
-    if (same_host(st->bad[i].name, name))
+    if (wr_same_host(st->bad[i].name, name))
       return &st->bad[i];
   return NULL;
 }
