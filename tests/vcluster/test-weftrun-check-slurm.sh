@@ -16,10 +16,16 @@ for engine in srun mpirun; do
   on vnode0 salloc -N3 -n3 "$weftrun" --engine $engine --check "$work/$uniq-check" \
     >"$work/$engine.out" 2>&1 || rc=$?
   cat "$work/$engine.out"
+  # a start slower than 5 s is the machine's load (other tests on its 2 cores), not
+  # the cluster's: exit 80 whose only problems are such warnings passes, said
+  if [ $rc -eq 80 ] && ! grep '^FAIL \|^WARN ' "$work/$engine.out" | grep -qv '^WARN \[reach\] .* took '; then
+    echo "NOTE: mpirun or srun slow to start on a loaded machine (load $(cut -d' ' -f1 /proc/loadavg))"
+    rc=0
+  fi
   [ $rc -eq 0 ] || fail "salloc -N3 -n3 weftrun --engine $engine --check exited $rc, not 0"
   grep -q "^# weftrun --check: 3 hosts through $engine," "$work/$engine.out" ||
     fail "--engine $engine --check: the table does not say it went through $engine"
-  [ "$(grep -c '^vnode[0-2]  *OK ' "$work/$engine.out")" -eq 3 ] ||
+  [ "$(grep -c '^vnode[0-2]  *\(OK\|WARN\) [0-9.]* s  *OK ' "$work/$engine.out")" -eq 3 ] ||
     fail "--engine $engine --check: not 3 hosts reached"
   rc=0
   on vnode0 salloc -N3 -n3 "$weftrun" --engine $engine --check "$work/$uniq-nowhere" \
