@@ -490,8 +490,17 @@ static int alloc_buffers(struct run *r)
     r->best = calloc((size_t)r->o->iters * 2 * KINDS, sizeof(*r->best));
     if (!r->floor_src || !r->floor_dst || !r->best)
       return WEFT_ENOMEM;
-    if (!r->o->device && (rc = bench_xchg_open(r->comm, &r->xchg)) != 0)
-      return rc;
+    if (!r->o->device) {
+      rc = bench_xchg_open(r->comm, &r->xchg, r->rep.xchg_note, sizeof(r->rep.xchg_note));
+      if (rc == WEFT_EMPI && r->rep.xchg_note[0]) {
+        if (r->a.rank == 0)
+          fprintf(stderr,
+                  "weft-bench: warning: --floor: no exchange floor: %s; the rest is measured\n",
+                  r->rep.xchg_note);
+      } else if (rc) {
+        return rc;
+      }
+    }
     r->rep.xchg = r->xchg != NULL;
     memset(r->floor_src, 1, r->o->max_bytes);
     memset(r->floor_dst, 2, r->o->max_bytes);

@@ -254,11 +254,13 @@ double bench_over_floor(const struct bench_row *w, double t);
 double bench_xchg_floor(const struct bench_row *w);
 
 /* --floor's exchange floor (exchange.c): opened when every rank of comm is
- * on this host (else *x stays NULL), collective; a run copies bytes of src
- * into shared memory and the next rank's into dst (WEFT_ETIMEDOUT when a
- * rank did not come within a minute). */
+ * on this host (else *x stays NULL), collective; WEFT_EMPI, alike on every
+ * rank, with why it is not measured in why, when MPI cannot make its
+ * shared window. A run copies bytes of src into shared memory and the next
+ * rank's into dst (WEFT_ETIMEDOUT when a rank did not come within a
+ * minute). */
 struct bench_xchg;
-int bench_xchg_open(MPI_Comm comm, struct bench_xchg **x);
+int bench_xchg_open(MPI_Comm comm, struct bench_xchg **x, char *why, size_t whylen);
 int bench_xchg_run(struct bench_xchg *x, char *dst, const char *src, size_t bytes);
 void bench_xchg_close(struct bench_xchg *x);
 
@@ -270,7 +272,8 @@ struct bench_report {
   char **rank_host, **rank_gpu, **rank_nic;
   int *rank_pid;
   char mpi_version[128], nccl_version[32];
-  int xchg; /* --floor: the exchange floor is timed (every rank on this host) */
+  int xchg;            /* --floor: the exchange floor is timed (every rank on this host) */
+  char xchg_note[256]; /* --floor on one host: why the exchange is not timed, or "" */
   struct bench_expect expect;
   int have_expect;
   struct bench_row *rows;

@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,13 +34,14 @@ struct bench_xchg {
  * its two pieces. */
 #define HEAD ((size_t)64)
 
-int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out)
+int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out, char *why, size_t whylen)
 {
   struct bench_xchg *x;
-  int size, nsize, me, rc, k;
+  int size, nsize, me, rc, k, bad, worst;
   MPI_Aint len;
   int unit;
   char *base, *part[3];
+  const char *step = "MPI_Win_allocate_shared";
 
   *out = NULL;
   if (MPI_Comm_size(comm, &size) != MPI_SUCCESS || size < 2)
@@ -59,15 +61,35 @@ int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out)
     return 0;
   }
   MPI_Comm_rank(x->node, &me);
+  /* A window MPI cannot make (no shared-memory component, a full /dev/shm)
+   * leaves the exchange out with a reason, not the run ended by MPI. */
+  MPI_Comm_set_errhandler(x->node, MPI_ERRORS_RETURN);
   x->win = MPI_WIN_NULL;
   rc = MPI_Win_allocate_shared((MPI_Aint)(HEAD + 2 * PIECE), 1, MPI_INFO_NULL, x->node, &base,
                                &x->win);
-  for (k = 0; k < 3 && rc == MPI_SUCCESS; k++) {
+  bad = rc != MPI_SUCCESS ? 2 : 0;
+  if (!bad)
+    MPI_Win_set_errhandler(x->win, MPI_ERRORS_RETURN);
+  for (k = 0; k < 3 && !bad; k++) {
     int who = k == 0 ? me : k == 1 ? (me + size - 1) % size : (me + 1) % size;
-    rc = MPI_Win_shared_query(x->win, who, &len, &unit, &part[k]);
+    if ((rc = MPI_Win_shared_query(x->win, who, &len, &unit, &part[k])) != MPI_SUCCESS) {
+      bad = 1;
+      step = "MPI_Win_shared_query";
+    }
   }
-  if (rc != MPI_SUCCESS) {
-    if (x->win != MPI_WIN_NULL)
+  /* Every rank decides alike here too: 2, a rank has no window (the others'
+   * cannot be freed, a collective it would not join); 1, every rank has one. */
+  if (MPI_Allreduce(&bad, &worst, 1, MPI_INT, MPI_MAX, x->node) != MPI_SUCCESS)
+    worst = 2;
+  if (worst) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (bad && MPI_Error_string(rc, msg, &n) != MPI_SUCCESS)
+      n = 0;
+    msg[n] = '\0';
+    snprintf(why, whylen, "MPI could not make a shared-memory window on this host (%s%s%s)",
+             bad ? step : "on another rank", n ? ": " : "", msg);
+    if (worst == 1)
       MPI_Win_free(&x->win);
     MPI_Comm_free(&x->node);
     free(x);

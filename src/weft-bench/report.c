@@ -197,6 +197,8 @@ void bench_report_header(FILE *f, const struct bench_report *r)
                "processors costs; for large sizes no shared-memory collective needs less); an "
                "exchange line follows each floor line: the exchange's best (us), then weft's "
                "best / it (x), out of place then in place\n");
+  if (r->xchg_note[0])
+    fprintf(f, "# exchange = not measured: %s\n", r->xchg_note);
   if (o->floor && o->coll->run_contig)
     fprintf(f, "# contiguous = one weft all-reduce of the same elements in one buffer, timed in "
                "turn with them\n");
@@ -615,6 +617,10 @@ int bench_report_json(const char *path, const struct bench_report *r, int status
     weftx_json_string(f, r->raw_name);
   else
     fputs("null", f);
+  if (r->xchg_note[0]) {
+    fputs(",\n  \"exchange_note\": ", f);
+    weftx_json_string(f, r->xchg_note);
+  }
   fputs(",\n  \"speedup\": \"baseline time / weft time, same size and placement; above 1, weft "
         "is faster\",\n  \"busbw_factor\": ",
         f);

@@ -4,7 +4,8 @@
 # floor and the best times with their ratio to it (weft's, raw MPI's, and
 # for bucket the contiguous all-reduce's with bucket/contiguous), the table's
 # columns as without it, a floor object in --json; and bucket --gap (tensors
-# lying apart) reduces every type and operation right on 3 ranks.
+# lying apart) reduces every type and operation right on 3 ranks. Without a
+# shared window (Open MPI's osc sm left out) the exchange is left out, said.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 . "$WEFT_TOPDIR/tests/mpi/bench-lib.sh"
@@ -55,10 +56,28 @@ for r in d["results"]:
             assert c["time"] > 0 and abs(c["over_floor"] - c["time"] / f["time"]) <= 0.01 * c["over_floor"] + 0.01, c
 PYEOF
 
+# Where MPI cannot make the exchange's shared window (here: Open MPI without its
+# shared-memory window component), the run goes on without the exchange and says
+# why: a warning on stderr, a header line, no exchange lines, the JSON's reason.
+run_np 2 "$tmp/nx" --mca osc ^sm "$bench" allreduce --sizes 4K,1M -n 2 -w 0 --floor \
+  --json "$tmp/nx.json" || fail_run "allreduce --floor without a shared window exited $?" "$tmp/nx"
+grep -q '^weft-bench: warning: --floor: no exchange floor: MPI could not make a shared-memory window on this host (MPI_Win_allocate_shared' \
+  "$tmp/nx.err" || fail_run "no shared window: no warning that says so" "$tmp/nx"
+grep -q '^# exchange = not measured: MPI could not make a shared-memory window' "$tmp/nx" ||
+  fail_run "no shared window: the header does not say the exchange is not measured" "$tmp/nx"
+[ "$(grep -c '^#  floor ' "$tmp/nx")" = 2 ] && ! grep -q '^#  exchange ' "$tmp/nx" ||
+  fail_run "no shared window: not 2 floor lines and no exchange line" "$tmp/nx"
+$PY - "$tmp/nx.json" <<'PYEOF' || fail_run "no shared window: the JSON" "$tmp/nx"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exchange_note"].startswith("MPI could not make a shared-memory window"), d.get("exchange_note")
+assert all(r["floor"]["exchange"] is None and r["floor"]["time"] > 0 for r in d["results"])
+PYEOF
+
 run_np 3 "$tmp/bk" "$bench" bucket -d all -o all -b 8 -e 1K -f 5 -n 1 -w 0 --tensors 7 --gap 24 \
   --floor || fail_run "bucket --gap --floor exited $?" "$tmp/bk"
 grep -q '^# Out of bounds values : 0 OK$' "$tmp/bk" || fail_run "bucket --gap: wrong data" "$tmp/bk"
 [ "$(grep -c '^#  floor .* contiguous best .* bucket/contiguous *[0-9.N/A]*$' "$tmp/bk")" -eq \
   "$(grep -vc '^#' "$tmp/bk")" ] ||
   fail_run "bucket --floor: no bucket/contiguous" "$tmp/bk"
-echo "PASS: weft-bench --floor: a floor line per row, an exchange line on one host, columns unchanged, JSON floor; bucket --gap right"
+echo "PASS: weft-bench --floor: a floor line per row, an exchange line on one host (and why not, without a shared window), columns unchanged, JSON floor; bucket --gap right"
