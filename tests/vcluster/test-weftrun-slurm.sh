@@ -6,7 +6,9 @@
 # says (never by SLURM_PROCID), runs mpi-hello's all-reduce across the 3
 # nodes with mpirun's daemons started by srun (no ssh); an sbatch script of
 # the same writes its output file; a failed rank ends the job with its code,
-# and SIGTERM to weftrun with 143; nothing is left running, no Slurm job left.
+# and SIGTERM to weftrun with 143; root without Open MPI's permission is said as
+# mpirun's refusal (70), not as hosts unreachable; nothing is left running, no
+# Slurm job left.
 set -eu
 . "${WEFT_TOPDIR:?run through make check or tests/run-test.sh}/tests/lib.sh"
 . "$WEFT_TOPDIR/tests/vcluster/weftrun-slurm-lib.sh"
@@ -41,6 +43,21 @@ check_placed "$work/batch.out" "sbatch weftrun"
 echo "ok sbatch -N3 -n6 of a weftrun script: its output file"
 
 check_failure mpirun
+
+# As root without Open MPI's two variables, mpirun refuses to start anything: weftrun
+# says so (70) before it probes the allocation's hosts through mpirun (as it does for
+# --report-bindings and --dry-run), not that no host can be reached (75, what the
+# probe's refusal read as before).
+for how in --report-bindings --dry-run; do
+  rc=0
+  on vnode0 env -u OMPI_ALLOW_RUN_AS_ROOT -u OMPI_ALLOW_RUN_AS_ROOT_CONFIRM salloc -N2 -n4 "$weftrun" $how -np 4 "$hello" \
+    >"$work/root.out" 2>&1 || rc=$?
+  [ $rc -eq 70 ] && grep -q '^weftrun: running as root, which mpirun refuses; add --allow-run-as-root' "$work/root.out" &&
+    ! grep -q 'cannot be reached' "$work/root.out" ||
+    { cat "$work/root.out"; fail "weftrun $how as root without OMPI_ALLOW_RUN_AS_ROOT: exit $rc, not 70 with mpirun's refusal said"; }
+  echo "ok weftrun $how as root without OMPI_ALLOW_RUN_AS_ROOT: exit 70, mpirun's refusal said before the probe"
+done
+no_job_left "weftrun as root without OMPI_ALLOW_RUN_AS_ROOT"
 
 # SIGTERM to weftrun (as a user's kill, or a wrapper's): 143, the job gone.
 rc=0

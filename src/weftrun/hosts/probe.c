@@ -71,7 +71,12 @@ static int command(const wr_opts *o, const wr_engine *e, int n, const char *host
             e->name);
     return WR_EXIT_ENGINE;
   }
-  int rc = wr_engine_probe_argv(o, e, n, hostfile, a, env);
+  /* what would stop the job's launch stops the probe's, said as the launch says it
+   * (mpirun refusing root would read as every host unreachable) */
+  int rc = wr_engine_ready(o, e);
+  if (rc)
+    return rc;
+  rc = wr_engine_probe_argv(o, e, n, hostfile, a, env);
   wt_agent_args probe;
   wt_agent_args_init(&probe);
   probe.probe = 1;
