@@ -41,7 +41,6 @@ int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out, char *why, size_t wh
   MPI_Aint len;
   int unit;
   char *base, *part[3];
-  const char *step = "MPI_Win_allocate_shared";
 
   *out = NULL;
   if (MPI_Comm_size(comm, &size) != MPI_SUCCESS || size < 2)
@@ -72,10 +71,8 @@ int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out, char *why, size_t wh
     MPI_Win_set_errhandler(x->win, MPI_ERRORS_RETURN);
   for (k = 0; k < 3 && !bad; k++) {
     int who = k == 0 ? me : k == 1 ? (me + size - 1) % size : (me + 1) % size;
-    if ((rc = MPI_Win_shared_query(x->win, who, &len, &unit, &part[k])) != MPI_SUCCESS) {
+    if ((rc = MPI_Win_shared_query(x->win, who, &len, &unit, &part[k])) != MPI_SUCCESS)
       bad = 1;
-      step = "MPI_Win_shared_query";
-    }
   }
   /* Every rank decides alike here too: 2, a rank has no window (the others'
    * cannot be freed, a collective it would not join); 1, every rank has one. */
@@ -88,7 +85,10 @@ int bench_xchg_open(MPI_Comm comm, struct bench_xchg **out, char *why, size_t wh
       n = 0;
     msg[n] = '\0';
     snprintf(why, whylen, "MPI could not make a shared-memory window on this host (%s%s%s)",
-             bad ? step : "on another rank", n ? ": " : "", msg);
+             bad == 2 ? "MPI_Win_allocate_shared"
+             : bad    ? "MPI_Win_shared_query"
+                      : "on another rank",
+             n ? ": " : "", msg);
     if (worst == 1)
       MPI_Win_free(&x->win);
     MPI_Comm_free(&x->node);
